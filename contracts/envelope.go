@@ -1,0 +1,156 @@
+package contracts
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Role names what an actor is. Core checks the role a connection claims
+// against the peer's credentials before it routes anything to it.
+type Role string
+
+// The roles of the actors on the bus.
+const (
+	RoleCore      Role = "core"
+	RoleBroker    Role = "broker"
+	RoleWorker    Role = "worker"
+	RoleTransport Role = "transport"
+	RolePanel     Role = "panel"
+)
+
+// Valid reports whether r is one of the known roles.
+func (r Role) Valid() bool {
+	switch r {
+	case RoleCore, RoleBroker, RoleWorker, RoleTransport, RolePanel:
+		return true
+	}
+	return false
+}
+
+// Kind says what an envelope carries, and so where the hub sends it.
+type Kind string
+
+// The kinds of envelope.
+const (
+	// KindHello is the first frame on every connection: who is calling.
+	KindHello Kind = "HELLO"
+	// KindWelcome is core's answer to a hello: accepted, or refused with a reason.
+	KindWelcome Kind = "WELCOME"
+	// KindInbound is a message from the owner, delivered by a transport.
+	KindInbound Kind = "INBOUND_MSG"
+	// KindOutbound is a reply for the owner, sent by core to the transports.
+	KindOutbound Kind = "OUTBOUND_MSG"
+	// KindTurnInput is what core gives a worker to work on.
+	KindTurnInput Kind = "TURN_INPUT"
+	// KindJob is a completion request from a worker to the broker.
+	KindJob Kind = "JOB"
+	// KindCompletion is the broker's answer to a job.
+	KindCompletion Kind = "COMPLETION"
+	// KindResult is a worker's parsed outcome of its turn.
+	KindResult Kind = "RESULT"
+	// KindSnapshot is the face, caption and status for whichever panel listens.
+	KindSnapshot Kind = "STATE_SNAPSHOT"
+)
+
+// Delivery says how many connections of the destination role get an envelope.
+type Delivery int
+
+const (
+	// ToOne sends to the newest connection of the role (a job must run once).
+	ToOne Delivery = iota
+	// ToAll sends to every connection of the role (every panel draws the face).
+	ToAll
+	// ToTurn sends to the worker that proved the envelope's turn id.
+	ToTurn
+)
+
+// Route is where the hub sends one kind.
+type Route struct {
+	To       Role
+	Delivery Delivery
+}
+
+// Routes is the one routing table of the bus: every kind that may cross it,
+// and where it goes. A kind missing here is refused by the hub. Hello and
+// welcome are not routed; they are the handshake.
+var Routes = map[Kind]Route{
+	KindInbound:    {To: RoleCore, Delivery: ToOne},
+	KindResult:     {To: RoleCore, Delivery: ToOne},
+	KindOutbound:   {To: RoleTransport, Delivery: ToAll},
+	KindSnapshot:   {To: RolePanel, Delivery: ToAll},
+	KindTurnInput:  {To: RoleWorker, Delivery: ToTurn},
+	KindCompletion: {To: RoleWorker, Delivery: ToTurn},
+	KindJob:        {To: RoleBroker, Delivery: ToOne},
+}
+
+// Senders lists which roles may send each kind; the hub drops (and logs) an
+// envelope whose sender's role is not listed, so a worker cannot forge a
+// reply to the owner and a transport cannot forge a turn result.
+var Senders = map[Kind][]Role{
+	KindInbound:    {RoleTransport},
+	KindResult:     {RoleWorker},
+	KindOutbound:   {RoleCore},
+	KindSnapshot:   {RoleCore},
+	KindTurnInput:  {RoleCore},
+	KindCompletion: {RoleBroker},
+	KindJob:        {RoleWorker},
+}
+
+// MaySend reports whether role may send kind.
+func MaySend(role Role, kind Kind) bool {
+	for _, r := range Senders[kind] {
+		if r == role {
+			return true
+		}
+	}
+	return false
+}
+
+// Envelope is one frame on the bus. Body holds the kind's body as JSON;
+// Decode and NewEnvelope convert it.
+type Envelope struct {
+	Kind Kind   `json:"kind"`
+	From Role   `json:"from,omitempty"`
+	Turn string `json:"turn,omitempty"`
+	// To names one connection of the destination role (a transport's name),
+	// when the sender wants only that one; empty means the route decides.
+	To   string          `json:"to,omitempty"`
+	Body json.RawMessage `json:"body,omitempty"`
+}
+
+// NewEnvelope builds an envelope of kind around body.
+func NewEnvelope(kind Kind, turn string, body any) (Envelope, error) {
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return Envelope{}, fmt.Errorf("encode %s body: %w", kind, err)
+	}
+	return Envelope{Kind: kind, Turn: turn, Body: raw}, nil
+}
+
+// Decode unmarshals the envelope's body into v.
+func (e Envelope) Decode(v any) error {
+	if len(e.Body) == 0 {
+		return fmt.Errorf("decode %s: empty body", e.Kind)
+	}
+	if err := json.Unmarshal(e.Body, v); err != nil {
+		return fmt.Errorf("decode %s body: %w", e.Kind, err)
+	}
+	return nil
+}
+
+// Hello opens every connection.
+type Hello struct {
+	Role Role `json:"role"`
+	// Name tells connections of one role apart ("telegram", "cli").
+	Name string `json:"name,omitempty"`
+	// Turn is the turn a worker claims to serve; core checks it.
+	Turn string `json:"turn,omitempty"`
+	// Note is a line for core's log, such as the broker's provider chain.
+	Note string `json:"note,omitempty"`
+}
+
+// Welcome answers a hello.
+type Welcome struct {
+	OK     bool   `json:"ok"`
+	Reason string `json:"reason,omitempty"`
+}

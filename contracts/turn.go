@@ -1,0 +1,145 @@
+package contracts
+
+import "time"
+
+// Inbound is a message from the owner, as a transport delivers it.
+type Inbound struct {
+	// Transport is the name of the transport connection that received it,
+	// so the reply goes back the same way.
+	Transport string `json:"transport"`
+	// Chat identifies the conversation within the transport (a Telegram chat id).
+	Chat string `json:"chat,omitempty"`
+	Text string `json:"text"`
+}
+
+// Outbound is a reply for the owner.
+type Outbound struct {
+	Chat string `json:"chat,omitempty"`
+	Text string `json:"text"`
+	// Turn is the turn that produced the reply, when one did.
+	Turn string `json:"turn,omitempty"`
+	// Degraded marks the "can't think right now" answer of a failed turn.
+	Degraded bool `json:"degraded,omitempty"`
+}
+
+// Role of a chat message in a model conversation.
+const (
+	ChatSystem    = "system"
+	ChatUser      = "user"
+	ChatAssistant = "assistant"
+	ChatTool      = "tool"
+)
+
+// Message is one message of a model conversation.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content,omitempty"`
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// ToolCallID ties a tool message to the call it answers.
+	ToolCallID string `json:"tool_call_id,omitempty"`
+}
+
+// ToolCall is a model's request to run one tool. Args is the JSON object
+// of arguments exactly as the model wrote it.
+type ToolCall struct {
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	Args string `json:"args"`
+}
+
+// ToolResult is what a tool call produced, fed back to the model.
+type ToolResult struct {
+	ID      string `json:"id"`
+	OK      bool   `json:"ok"`
+	Content string `json:"content"`
+}
+
+// Tier says whether a tool runs without asking.
+type Tier string
+
+// The tiers.
+const (
+	TierFree  Tier = "free"
+	TierRisky Tier = "risky"
+)
+
+// ToolDefinition is a tool as the model sees it. ParamsSchema is a JSON
+// schema object.
+type ToolDefinition struct {
+	Name         string         `json:"name"`
+	Description  string         `json:"description"`
+	ParamsSchema map[string]any `json:"params_schema"`
+	Tier         Tier           `json:"tier"`
+}
+
+// Job asks the broker for one completion.
+type Job struct {
+	Messages []Message        `json:"messages"`
+	Tools    []ToolDefinition `json:"tools,omitempty"`
+	// Deadline is when the worker stops waiting; the broker gives up then too.
+	Deadline time.Time `json:"deadline"`
+}
+
+// Completion is the broker's answer: final text, or tool calls to run, or
+// an error as a value.
+type Completion struct {
+	OK        bool       `json:"ok"`
+	Text      string     `json:"text,omitempty"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	// Error says why no completion came, with each provider's reason.
+	Error string `json:"error,omitempty"`
+	// Provider names the provider that answered.
+	Provider string `json:"provider,omitempty"`
+	// Tries counts the provider calls made, retries included.
+	Tries int `json:"tries,omitempty"`
+}
+
+// HistoryEntry is one earlier message of the conversation with the owner.
+type HistoryEntry struct {
+	Role string    `json:"role"` // ChatUser or ChatAssistant
+	Text string    `json:"text"`
+	At   time.Time `json:"at"`
+}
+
+// TurnInput is what core gives a worker: the owner's text and the recent
+// conversation. The worker reads the memory tree itself, read-only.
+type TurnInput struct {
+	Turn    string         `json:"turn"`
+	Text    string         `json:"text"`
+	History []HistoryEntry `json:"history,omitempty"`
+	// Deadline is the worker's own budget (W); past it the worker reports
+	// failure rather than wait.
+	Deadline time.Time `json:"deadline"`
+}
+
+// Result is a worker's parsed outcome of its turn.
+type Result struct {
+	OK bool `json:"ok"`
+	// Payload is the reply for the owner, control blocks removed.
+	Payload string `json:"payload,omitempty"`
+	Ops     []Op   `json:"ops,omitempty"`
+	// Thought is the caption for the panel (the THOUGHT: line).
+	Thought string `json:"thought,omitempty"`
+	// Face is the reaction face, already checked against the registry.
+	Face string `json:"face,omitempty"`
+	// Error says why the turn failed, when it did.
+	Error string `json:"error,omitempty"`
+	// Notes are things the parser wants core to log: a rejected ops block,
+	// an unknown face.
+	Notes []string `json:"notes,omitempty"`
+	// ModelTime is how long the worker waited on the broker in total.
+	ModelTime time.Duration `json:"model_time,omitempty"`
+}
+
+// Snapshot is the face and caption core wants shown, for any panel.
+type Snapshot struct {
+	Face string `json:"face"`
+	// Glyphs is the face's drawing, from the registry, so a panel needs
+	// no registry of its own.
+	Glyphs  string `json:"glyphs"`
+	Caption string `json:"caption,omitempty"`
+	// HoldUntil is the end of a reaction's dwell; ambient faces wait for it.
+	HoldUntil time.Time `json:"hold_until,omitempty"`
+	Status    string    `json:"status,omitempty"`
+}
