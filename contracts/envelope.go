@@ -114,8 +114,11 @@ type Envelope struct {
 	Turn string `json:"turn,omitempty"`
 	// To names one connection of the destination role (a transport's name),
 	// when the sender wants only that one; empty means the route decides.
-	To   string          `json:"to,omitempty"`
-	Body json.RawMessage `json:"body,omitempty"`
+	To string `json:"to,omitempty"`
+	// Sender is the name the sending connection joined with. The hub sets
+	// it (with From), so a receiver can trust it.
+	Sender string          `json:"sender,omitempty"`
+	Body   json.RawMessage `json:"body,omitempty"`
 }
 
 // NewEnvelope builds an envelope of kind around body.

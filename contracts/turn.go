@@ -3,10 +3,9 @@ package contracts
 import "time"
 
 // Inbound is a message from the owner, as a transport delivers it.
+// The envelope's Sender names the transport, so the reply goes back the
+// same way.
 type Inbound struct {
-	// Transport is the name of the transport connection that received it,
-	// so the reply goes back the same way.
-	Transport string `json:"transport"`
 	// Chat identifies the conversation within the transport (a Telegram chat id).
 	Chat string `json:"chat,omitempty"`
 	Text string `json:"text"`

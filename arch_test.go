@@ -1,0 +1,177 @@
+package shelldon
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// pkg is what the rules need to know of one package.
+type pkg struct {
+	ImportPath string
+	Doc        string
+	Imports    []string
+	Deps       []string
+}
+
+// llmLibraries are client libraries that only the broker may use.
+var llmLibraries = []string{"github.com/sashabaranov/go-openai"}
+
+// rule is one import rule of DESIGN.md.
+type rule struct {
+	name string
+	// applies selects the packages the rule constrains.
+	applies func(path string) bool
+	// forbidden reports why dep may not be reached, or "".
+	forbidden func(dep string, direct bool) string
+}
+
+func under(prefix string) func(string) bool {
+	return func(p string) bool { return p == prefix || strings.HasPrefix(p, prefix+"/") }
+}
+
+var rules = []rule{
+	{
+		name:    "core stays LLM-free",
+		applies: under("shelldon/daemon"),
+		forbidden: func(dep string, _ bool) string {
+			if under("shelldon/broker")(dep) {
+				return "core talks to the broker only through envelopes"
+			}
+			for _, l := range llmLibraries {
+				if under(l)(dep) {
+					return "an LLM client library belongs in the broker"
+				}
+			}
+			return ""
+		},
+	},
+	{
+		name:    "the broker executes nothing",
+		applies: under("shelldon/broker"),
+		forbidden: func(dep string, direct bool) string {
+			switch {
+			case under("shelldon/sandbox")(dep), under("shelldon/policy")(dep), under("shelldon/daemon")(dep):
+				return "the broker only relays completions"
+			case dep == "os/exec" && direct:
+				return "the broker may not start programs"
+			}
+			return ""
+		},
+	},
+	{
+		name:    "the worker writes no state",
+		applies: under("shelldon/daemon/worker"),
+		forbidden: func(dep string, _ bool) string {
+			if under("shelldon/daemon/state")(dep) {
+				return "only core writes state; the worker proposes ops"
+			}
+			return ""
+		},
+	},
+	{
+		name:    "policy depends only on the contracts",
+		applies: under("shelldon/policy"),
+		forbidden: func(dep string, _ bool) string {
+			if under("shelldon")(dep) && !under("shelldon/contracts")(dep) && !under("shelldon/policy")(dep) {
+				return "policy decisions must not depend on the actors they judge"
+			}
+			return ""
+		},
+	},
+}
+
+// violations checks pkgs against rules.
+func violations(pkgs []pkg, rules []rule) []string {
+	var out []string
+	for _, p := range pkgs {
+		if strings.HasSuffix(p.ImportPath, ".test") || strings.HasSuffix(p.ImportPath, "_test") {
+			continue
+		}
+		direct := map[string]bool{}
+		for _, d := range p.Imports {
+			direct[d] = true
+		}
+		for _, r := range rules {
+			if !r.applies(p.ImportPath) {
+				continue
+			}
+			for _, dep := range p.Deps {
+				if why := r.forbidden(dep, direct[dep]); why != "" {
+					out = append(out, fmt.Sprintf("%s: %s reaches %s: %s", r.name, p.ImportPath, dep, why))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-json=ImportPath,Doc,Imports,Deps", "./...")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p pkg
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("decode go list output: %v", err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+func TestImportRules(t *testing.T) {
+	for _, v := range violations(listPackages(t), rules) {
+		t.Error(v)
+	}
+}
+
+// TestImportRulesCatch proves each rule can fail, so a rule that silently
+// matches nothing is noticed.
+func TestImportRulesCatch(t *testing.T) {
+	bad := []pkg{
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/broker"}},
+		{ImportPath: "shelldon/daemon/hub", Deps: []string{"github.com/sashabaranov/go-openai"}},
+		{ImportPath: "shelldon/broker", Imports: []string{"os/exec"}, Deps: []string{"os/exec"}},
+		{ImportPath: "shelldon/broker", Deps: []string{"shelldon/daemon/state"}},
+		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/state"}},
+		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/daemon/statedir"}},
+	}
+	for _, p := range bad {
+		if v := violations([]pkg{p}, rules); len(v) != 1 {
+			t.Errorf("violations(%s -> %v) = %q, want exactly one", p.ImportPath, p.Deps, v)
+		}
+	}
+	fine := []pkg{
+		{ImportPath: "shelldon/broker", Deps: []string{"os/exec"}}, // reached only through the standard library
+		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/contracts"}},
+		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/statedir"}},
+	}
+	for _, p := range fine {
+		if v := violations([]pkg{p}, rules); len(v) != 0 {
+			t.Errorf("violations(%s -> %v) = %q, want none", p.ImportPath, p.Deps, v)
+		}
+	}
+}
+
+// TestPackageDocs keeps every package saying what it is for.
+func TestPackageDocs(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if strings.TrimSpace(p.Doc) == "" {
+			t.Errorf("package %s has no doc comment; add one in doc.go saying what it is for", p.ImportPath)
+		}
+	}
+}

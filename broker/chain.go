@@ -1,0 +1,171 @@
+package broker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"shelldon/contracts"
+)
+
+// attemptsPerProvider is one call and one retry.
+const attemptsPerProvider = 2
+
+// DefaultRetryDelay is the pause before a retry: long enough for a
+// rate-limited or restarting endpoint to recover a little, short against
+// the worker's budget of 25 s.
+const DefaultRetryDelay = 500 * time.Millisecond
+
+// errEmptyCompletion is the failure of an answer with neither text nor
+// tool calls: nothing the worker could act on.
+var errEmptyCompletion = errors.New("empty completion")
+
+// Chain tries its providers in order, each with one retry for a transient
+// failure, and answers with the first usable completion. Once built it is
+// safe for concurrent use.
+type Chain struct {
+	// RetryDelay is the pause before a retry; NewChain sets DefaultRetryDelay.
+	RetryDelay time.Duration
+
+	links []link
+}
+
+type link struct {
+	name     string
+	provider Provider
+}
+
+// NewChain returns a chain of providers, tried in the order given. Nil
+// providers are left out.
+func NewChain(providers ...Provider) *Chain {
+	c := &Chain{RetryDelay: DefaultRetryDelay}
+	for i, p := range providers {
+		if p == nil {
+			continue
+		}
+		c.links = append(c.links, link{name: nameOf(p, i), provider: p})
+	}
+	return c
+}
+
+// Names returns the providers' names in chain order.
+func (c *Chain) Names() []string {
+	names := make([]string, len(c.links))
+	for i, l := range c.links {
+		names[i] = l.name
+	}
+	return names
+}
+
+// Complete asks the providers in turn for a completion of messages with
+// tools on offer. It never panics and never returns an error: a failure
+// comes back as Completion{OK: false} whose Error gives each provider's
+// reason. Only a *CallError marked Transient is retried; anything else
+// moves on to the next provider. When ctx is done, Complete stops at once.
+func (c *Chain) Complete(ctx context.Context, messages []contracts.Message, tools []contracts.ToolDefinition) contracts.Completion {
+	if len(c.links) == 0 {
+		return contracts.Completion{Error: "no providers configured"}
+	}
+	var reasons []string
+	tries := 0
+	for _, l := range c.links {
+		var reason string
+		for attempt := 1; attempt <= attemptsPerProvider; attempt++ {
+			if attempt > 1 && !c.pause(ctx) {
+				return gaveUp(ctx, reasons, tries)
+			}
+			if ctx.Err() != nil {
+				return gaveUp(ctx, reasons, tries)
+			}
+			tries++
+			completion, err := safeCall(ctx, l.provider, messages, tools)
+			if err == nil {
+				completion.OK, completion.Error = true, ""
+				completion.Provider, completion.Tries = l.name, tries
+				return completion
+			}
+			if ctx.Err() != nil {
+				// The failure is the cancellation itself, not the provider's.
+				return gaveUp(ctx, reasons, tries)
+			}
+			reason = reasonOf(err)
+			if attempt > 1 {
+				reason += " (retried once)"
+			}
+			if !isTransient(err) {
+				break
+			}
+		}
+		reasons = append(reasons, l.name+": "+reason)
+	}
+	return contracts.Completion{Error: "all providers failed: " + strings.Join(reasons, "; "), Tries: tries}
+}
+
+// pause waits RetryDelay and reports whether ctx is still live.
+func (c *Chain) pause(ctx context.Context) bool {
+	if c.RetryDelay <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(c.RetryDelay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+func gaveUp(ctx context.Context, reasons []string, tries int) contracts.Completion {
+	msg := "gave up: " + ctx.Err().Error()
+	if len(reasons) > 0 {
+		msg += "; " + strings.Join(reasons, "; ")
+	}
+	return contracts.Completion{Error: msg, Tries: tries}
+}
+
+// safeCall calls p, turning a panic and an empty answer into errors, so
+// that one broken provider cannot take the broker down with it.
+func safeCall(ctx context.Context, p Provider, messages []contracts.Message, tools []contracts.ToolDefinition) (completion contracts.Completion, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			completion, err = contracts.Completion{}, fmt.Errorf("panic: %v", r)
+		}
+	}()
+	completion, err = p.CompleteWithTools(ctx, messages, tools)
+	if err == nil && strings.TrimSpace(completion.Text) == "" && len(completion.ToolCalls) == 0 {
+		err = errEmptyCompletion
+	}
+	return completion, err
+}
+
+// nameOf asks p its name, falling back to its position when it has none
+// or cannot say.
+func nameOf(p Provider, index int) (name string) {
+	fallback := fmt.Sprintf("provider %d", index+1)
+	defer func() {
+		if recover() != nil {
+			name = fallback
+		}
+	}()
+	if name = p.Name(); name == "" {
+		name = fallback
+	}
+	return name
+}
+
+// reasonOf is the failure without the provider's name, which the chain adds.
+func reasonOf(err error) string {
+	var callErr *CallError
+	if errors.As(err, &callErr) {
+		return callErr.Reason
+	}
+	return err.Error()
+}
+
+func isTransient(err error) bool {
+	var callErr *CallError
+	return errors.As(err, &callErr) && callErr.Transient
+}

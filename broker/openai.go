@@ -1,0 +1,225 @@
+package broker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode/utf8"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"shelldon/contracts"
+)
+
+// OpenAIConfig describes one OpenAI-compatible chat-completions endpoint:
+// OpenAI itself, OpenRouter, a local Ollama or llama.cpp server, or another
+// vendor's compatible endpoint.
+type OpenAIConfig struct {
+	// Name tells providers apart in errors and logs; empty means "openai".
+	Name string
+	// BaseURL is the API root, such as "https://openrouter.ai/api/v1";
+	// empty means OpenAI's.
+	BaseURL string
+	Model   string
+	APIKey  string
+	// HTTPClient carries the requests; nil means a client without a
+	// timeout of its own, so the caller's context bounds each call.
+	HTTPClient *http.Client
+}
+
+// OpenAI is a [Provider] speaking the OpenAI chat-completions API. It is
+// safe for concurrent use.
+type OpenAI struct {
+	name   string
+	model  string
+	client *openai.Client
+}
+
+// NewOpenAI returns a provider for the endpoint cfg describes.
+func NewOpenAI(cfg OpenAIConfig) *OpenAI {
+	clientCfg := openai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		clientCfg.BaseURL = cfg.BaseURL
+	}
+	if cfg.HTTPClient != nil {
+		clientCfg.HTTPClient = cfg.HTTPClient
+	}
+	name := cfg.Name
+	if name == "" {
+		name = "openai"
+	}
+	return &OpenAI{name: name, model: cfg.Model, client: openai.NewClientWithConfig(clientCfg)}
+}
+
+// Name implements [Provider].
+func (p *OpenAI) Name() string { return p.name }
+
+// CompleteWithTools implements [Provider]. Every error it returns is a
+// *CallError.
+func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Message, tools []contracts.ToolDefinition) (contracts.Completion, error) {
+	wireMessages, err := toOpenAIMessages(messages)
+	if err != nil {
+		return contracts.Completion{}, &CallError{Provider: p.name, Reason: err.Error(), Err: err}
+	}
+	resp, err := p.client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+		Model:    p.model,
+		Messages: wireMessages,
+		Tools:    toOpenAITools(tools),
+	})
+	if err != nil {
+		return contracts.Completion{}, p.callError(ctx, err)
+	}
+	if len(resp.Choices) == 0 {
+		return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Reason: "answer has no choices"}
+	}
+	answer := resp.Choices[0].Message
+	return contracts.Completion{
+		OK:        true,
+		Text:      answer.Content,
+		ToolCalls: fromOpenAIToolCalls(answer.ToolCalls, countToolCalls(messages)),
+		Provider:  p.name,
+	}, nil
+}
+
+// callError classifies an error of the go-openai client.
+func (p *OpenAI) callError(ctx context.Context, err error) *CallError {
+	e := &CallError{Provider: p.name, Err: err}
+	var (
+		requestErr *openai.RequestError
+		apiErr     *openai.APIError
+		urlErr     *url.Error
+		syntaxErr  *json.SyntaxError
+		typeErr    *json.UnmarshalTypeError
+	)
+	switch {
+	case ctx.Err() != nil:
+		// The failure is only the caller giving up; the chain stops on it.
+		e.Reason = ctx.Err().Error()
+	case errors.As(err, &requestErr):
+		// An error status whose body is not OpenAI's error JSON (a proxy's
+		// HTML page, say): the status says more than the body.
+		e.Status = requestErr.HTTPStatusCode
+		e.Reason = statusReason(requestErr.HTTPStatusCode, "")
+		if body := oneLine(string(requestErr.Body), 120); body != "" {
+			e.Reason += ": " + body
+		}
+	case errors.As(err, &apiErr):
+		e.Status = apiErr.HTTPStatusCode
+		e.Reason = statusReason(apiErr.HTTPStatusCode, apiErr.Message)
+	case errors.As(err, &urlErr):
+		// http.Client wraps every transport failure so; its Op and URL
+		// only repeat what the provider name already says.
+		e.Reason = urlErr.Err.Error()
+		e.Transient = true
+	case errors.As(err, &syntaxErr), errors.As(err, &typeErr),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		e.Status = http.StatusOK
+		e.Reason = "malformed answer: " + err.Error()
+	default:
+		e.Reason = err.Error()
+	}
+	if e.Status != 0 && e.Status != http.StatusOK {
+		e.Transient = transientStatus(e.Status)
+	}
+	return e
+}
+
+// statusReason is "502 bad gateway" or "401 invalid api key": the status
+// and the API's own message, or the status text when it sent none.
+func statusReason(status int, message string) string {
+	if message = oneLine(message, 200); message == "" {
+		message = strings.ToLower(http.StatusText(status))
+	}
+	return fmt.Sprintf("%d %s", status, message)
+}
+
+// oneLine collapses s onto one line and caps it at max characters, so a
+// provider's error page cannot flood a log line or a reply.
+func oneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= max {
+		return s
+	}
+	return string([]rune(s)[:max]) + "…"
+}
+
+func toOpenAIMessages(messages []contracts.Message) ([]openai.ChatCompletionMessage, error) {
+	out := make([]openai.ChatCompletionMessage, len(messages))
+	for i, m := range messages {
+		switch m.Role {
+		case contracts.ChatSystem, contracts.ChatUser, contracts.ChatAssistant, contracts.ChatTool:
+		default:
+			return nil, fmt.Errorf("message %d has unknown role %q", i, m.Role)
+		}
+		wire := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		for _, call := range m.ToolCalls {
+			wire.ToolCalls = append(wire.ToolCalls, openai.ToolCall{
+				ID:       call.ID,
+				Type:     openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: call.Name, Arguments: argsOrEmptyObject(call.Args)},
+			})
+		}
+		out[i] = wire
+	}
+	return out, nil
+}
+
+func toOpenAITools(tools []contracts.ToolDefinition) []openai.Tool {
+	if len(tools) == 0 {
+		return nil // some servers refuse an empty tools array
+	}
+	out := make([]openai.Tool, len(tools))
+	for i, t := range tools {
+		var params any = t.ParamsSchema
+		if t.ParamsSchema == nil {
+			// APIs refuse a function without a parameter schema.
+			params = map[string]any{"type": "object", "properties": map[string]any{}}
+		}
+		out[i] = openai.Tool{
+			Type:     openai.ToolTypeFunction,
+			Function: &openai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: params},
+		}
+	}
+	return out
+}
+
+// fromOpenAIToolCalls converts a model's tool calls. Some local servers
+// send calls without ids; each gets "call_<n>", numbered after the calls
+// already in the conversation (earlier), so the same answer to the same
+// conversation always gets the same ids and no id repeats within it.
+func fromOpenAIToolCalls(calls []openai.ToolCall, earlier int) []contracts.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]contracts.ToolCall, len(calls))
+	for i, call := range calls {
+		id := call.ID
+		if id == "" {
+			id = fmt.Sprintf("call_%d", earlier+i+1)
+		}
+		out[i] = contracts.ToolCall{ID: id, Name: call.Function.Name, Args: argsOrEmptyObject(call.Function.Arguments)}
+	}
+	return out
+}
+
+func countToolCalls(messages []contracts.Message) int {
+	n := 0
+	for _, m := range messages {
+		n += len(m.ToolCalls)
+	}
+	return n
+}
+
+// argsOrEmptyObject turns the empty arguments some models send for a
+// parameterless tool into the empty JSON object every consumer can parse.
+func argsOrEmptyObject(args string) string {
+	if strings.TrimSpace(args) == "" {
+		return "{}"
+	}
+	return args
+}

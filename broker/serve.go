@@ -1,0 +1,72 @@
+package broker
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/contracts"
+)
+
+// maxConcurrentJobs bounds how many completions the broker runs at once.
+// Core runs one turn at a time, so more than one job is a leftover of a
+// turn that timed out; the bound keeps such leftovers from piling up.
+const maxConcurrentJobs = 4
+
+// Serve joins the bus as the broker and answers every JOB with a
+// COMPLETION from chain, until ctx is done. It rejoins by itself when
+// core restarts.
+func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *slog.Logger) error {
+	slots := make(chan struct{}, maxConcurrentJobs)
+	client := &bus.Client{
+		Socket:   socket,
+		MaxFrame: maxFrame,
+		Hello:    contracts.Hello{Role: contracts.RoleBroker, Name: "broker", Note: "providers: " + strings.Join(chain.Names(), ", ")},
+		Logf:     func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
+	}
+	return client.Run(ctx, func(conn *bus.Conn, env contracts.Envelope) {
+		if env.Kind != contracts.KindJob {
+			log.Warn("broker got an envelope it does not handle", "kind", env.Kind)
+			return
+		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			answer(conn, env.Turn, contracts.Completion{Error: "broker busy: too many jobs at once"}, log)
+			return
+		}
+		go func() {
+			defer func() { <-slots }()
+			answer(conn, env.Turn, runJob(ctx, env, chain), log)
+		}()
+	})
+}
+
+func runJob(ctx context.Context, env contracts.Envelope, chain *Chain) contracts.Completion {
+	var job contracts.Job
+	if err := env.Decode(&job); err != nil {
+		return contracts.Completion{Error: err.Error()}
+	}
+	if !job.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, job.Deadline)
+		defer cancel()
+	}
+	return chain.Complete(ctx, job.Messages, job.Tools)
+}
+
+func answer(conn *bus.Conn, turn string, c contracts.Completion, log *slog.Logger) {
+	started := time.Now()
+	env, err := contracts.NewEnvelope(contracts.KindCompletion, turn, c)
+	if err == nil {
+		err = conn.Send(env)
+	}
+	if err != nil {
+		log.Warn("sending a completion failed", "turn", turn, "err", err)
+		return
+	}
+	log.Info("completion sent", "turn", turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "send", time.Since(started))
+}

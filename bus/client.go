@@ -1,0 +1,180 @@
+package bus
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"shelldon/contracts"
+)
+
+// ErrRefused is returned by [Dial] when core refuses the hello; the error
+// carries core's reason.
+var ErrRefused = errors.New("refused by core")
+
+// ErrNotConnected is returned by [Client.Send] while the client is between
+// connections.
+var ErrNotConnected = errors.New("not connected to core")
+
+// Conn is one accepted connection to core's bus. Send is safe for
+// concurrent use; Recv must be called from one goroutine.
+type Conn struct {
+	nc       net.Conn
+	maxFrame int
+	wmu      sync.Mutex
+}
+
+// Dial connects to the bus at socket, says hello and waits for core's
+// welcome. A refusal returns an error wrapping [ErrRefused].
+func Dial(ctx context.Context, socket string, hello contracts.Hello, maxFrame int) (*Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", socket)
+	if err != nil {
+		return nil, fmt.Errorf("dial bus %s: %w", socket, err)
+	}
+	c := &Conn{nc: nc, maxFrame: maxFrame}
+	if dl, ok := ctx.Deadline(); ok {
+		nc.SetDeadline(dl)
+	} else {
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+	}
+	env, err := contracts.NewEnvelope(contracts.KindHello, hello.Turn, hello)
+	if err == nil {
+		env.From = hello.Role
+		err = c.Send(env)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("hello to bus %s: %w", socket, err)
+	}
+	reply, err := c.Recv()
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("welcome from bus %s: %w", socket, err)
+	}
+	var w contracts.Welcome
+	if reply.Kind != contracts.KindWelcome || reply.Decode(&w) != nil {
+		nc.Close()
+		return nil, fmt.Errorf("welcome from bus %s: got %s frame", socket, reply.Kind)
+	}
+	if !w.OK {
+		nc.Close()
+		return nil, fmt.Errorf("join bus as %s: %w: %s", hello.Role, ErrRefused, w.Reason)
+	}
+	nc.SetDeadline(time.Time{})
+	return c, nil
+}
+
+// Send writes one envelope.
+func (c *Conn) Send(env contracts.Envelope) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return WriteFrame(c.nc, env, c.maxFrame)
+}
+
+// Recv reads the next envelope.
+func (c *Conn) Recv() (contracts.Envelope, error) {
+	return ReadFrame(c.nc, c.maxFrame)
+}
+
+// Close closes the connection; a blocked Recv returns.
+func (c *Conn) Close() error { return c.nc.Close() }
+
+// Client keeps a long-lived actor joined to the bus: it redials with
+// backoff whenever the connection drops, so the actor survives a core
+// restart without being restarted itself.
+type Client struct {
+	Socket   string
+	Hello    contracts.Hello
+	MaxFrame int
+	// Logf reports connects and drops; nil discards them.
+	Logf func(format string, args ...any)
+	// OnConnect runs after each successful join, before frames are read
+	// (a panel asks for the current face here, a chat client greets).
+	OnConnect func(*Conn)
+
+	mu   sync.Mutex
+	conn *Conn
+}
+
+// Backoff between redials: starts small so a core restart is barely
+// noticed, capped so a long outage costs little.
+const (
+	minRedial = 50 * time.Millisecond
+	maxRedial = 2 * time.Second
+)
+
+// Run joins the bus and calls handle for every envelope received, until
+// ctx is done. A refused hello is final (it will be refused again) and is
+// returned; any other failure is retried.
+func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)) error {
+	wait := minRedial
+	for {
+		conn, err := Dial(ctx, c.Socket, c.Hello, c.MaxFrame)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, ErrRefused):
+			return err
+		case err != nil:
+			c.logf("bus: %v; retrying in %v", err, wait)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, maxRedial)
+			continue
+		}
+		wait = minRedial
+		c.logf("bus: joined %s as %s", c.Socket, c.Hello.Role)
+		c.setConn(conn)
+		if c.OnConnect != nil {
+			c.OnConnect(conn)
+		}
+		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		for {
+			env, err := conn.Recv()
+			if err != nil {
+				if ctx.Err() == nil {
+					c.logf("bus: connection lost: %v", err)
+				}
+				break
+			}
+			handle(conn, env)
+		}
+		stop()
+		c.setConn(nil)
+		conn.Close()
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+// Send writes env on the current connection, or fails with
+// [ErrNotConnected] while there is none.
+func (c *Client) Send(env contracts.Envelope) error {
+	c.mu.Lock()
+	conn := c.conn
+	c.mu.Unlock()
+	if conn == nil {
+		return ErrNotConnected
+	}
+	return conn.Send(env)
+}
+
+func (c *Client) setConn(conn *Conn) {
+	c.mu.Lock()
+	c.conn = conn
+	c.mu.Unlock()
+}
+
+func (c *Client) logf(format string, args ...any) {
+	if c.Logf != nil {
+		c.Logf(format, args...)
+	}
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"shelldon/config"
+	"shelldon/demomodel"
+)
+
+// BenchmarkTurn measures a whole turn with an instant model: the owner's
+// message in, the reply out, through core, a fresh worker process, the
+// broker and the go-openai client. The scripted model answers at once, so
+// the time is shelldon's own overhead. Run with -benchtime=200x or more.
+func BenchmarkTurn(b *testing.B) {
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
+	p := newPet(b, model, useBuiltBinary(b))
+	latencies := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		p.say(fmt.Sprintf("message %d", i))
+		p.reply(30 * time.Second)
+		latencies = append(latencies, time.Since(start))
+		p.waitTurns(i + 1) // the next message must start a turn, not coalesce
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(ms(latencies[len(latencies)/2]), "median-ms")
+	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
+	var waits []time.Duration
+	for _, t := range p.turns() {
+		waits = append(waits, t.ModelTime)
+	}
+	slices.Sort(waits)
+	b.ReportMetric(ms(waits[len(waits)/2]), "model-wait-median-ms")
+}
+
+// BenchmarkFootprint runs 100 turns against `shelldon daemon` and
+// `shelldon broker` as their own processes (the built bin/shelldon) and
+// reports their resident memory afterwards, idle, and the largest worker.
+func BenchmarkFootprint(b *testing.B) {
+	bin := builtBinary(b)
+	const turns = 100
+	// The workers' peak: in this phase the test process's only children
+	// are workers, so RUSAGE_CHILDREN's maximum is the largest of them.
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok"} }
+	p := newPet(b, model, useBuiltBinary(b))
+	for i := range turns {
+		p.say(fmt.Sprintf("message %d", i))
+		p.reply(30 * time.Second)
+		p.waitTurns(i + 1)
+	}
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(ru.Maxrss)/1024, "worker-peak-rss-MB")
+
+	// The long-lived processes, as systemd would run them.
+	p.stopCore()
+	cfgPath := writeConfig(b, p)
+	daemon := startProcess(b, bin, "daemon", "--config", cfgPath)
+	time.Sleep(200 * time.Millisecond)
+	broker := startProcess(b, bin, "broker", "--config", cfgPath)
+	start := len(p.turns())
+	for i := range turns {
+		p.say(fmt.Sprintf("message %d", i))
+		p.reply(30 * time.Second)
+		p.waitTurns(start + i + 1)
+	}
+	time.Sleep(time.Second) // idle: let the runtimes settle after the last turn
+	for _, proc := range []struct {
+		name string
+		pid  int
+	}{{"daemon", daemon.Process.Pid}, {"broker", broker.Process.Pid}} {
+		rss, pss := smapsRollup(b, proc.pid)
+		b.ReportMetric(rss, proc.name+"-rss-MB")
+		b.ReportMetric(pss, proc.name+"-pss-MB")
+	}
+	b.ReportMetric(0, "ns/op")
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// builtBinary is bin/shelldon from `make build`; benchmarks measure the
+// real binary, not the test binary.
+func builtBinary(b testing.TB) string {
+	bin, err := filepath.Abs("../../bin/shelldon")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		b.Skipf("needs bin/shelldon: run `make build` (make bench does): %v", err)
+	}
+	return bin
+}
+
+func useBuiltBinary(b testing.TB) petOption {
+	bin := builtBinary(b)
+	return func(c *config.Config) { c.Turn.WorkerCommand = []string{bin, "worker"} }
+}
+
+func startProcess(b testing.TB, bin string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bin, args...)
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SHELLDON_TEST_MAIN=") })
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// smapsRollup reads a process's resident and proportional set sizes, in MB.
+func smapsRollup(b testing.TB, pid int) (rss, pss float64) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "Rss:":
+			rss = kb / 1024
+		case "Pss:":
+			pss = kb / 1024
+		}
+	}
+	return rss, pss
+}

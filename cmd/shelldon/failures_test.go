@@ -1,0 +1,142 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"shelldon/config"
+	"shelldon/demomodel"
+)
+
+func TestWorkerCrashDegradesAndFreesTheSlot(t *testing.T) {
+	model := demomodel.New(demomodel.Step{Text: "never seen"}, demomodel.Step{Text: "fine now"})
+	p := newPet(t, model, func(c *config.Config) {
+		// A worker that dies at once, without a word.
+		c.Turn.WorkerCommand = []string{"/bin/sh", "-c", "exit 3", "shelldon-worker"}
+	})
+	p.say("crash, please")
+	if r := p.reply(10 * time.Second); !r.Degraded {
+		t.Fatalf("reply = %+v, want the degrade answer", r)
+	}
+	turns := p.waitTurns(1)
+	if turns[0].Outcome != "crashed" || !strings.Contains(turns[0].Error, "exit-code 3") {
+		t.Errorf("turn = %+v, want crashed with exit-code 3", turns[0])
+	}
+}
+
+func TestKilledWorkerDegradesAndNextMessageGetsATurn(t *testing.T) {
+	model := demomodel.New(demomodel.Step{Hang: true}, demomodel.Step{Text: "recovered"})
+	p := newPet(t, model)
+	p.say("think hard")
+	p.waitRequests(1)
+	turns := p.turns()
+	if len(turns) != 1 || turns[0].WorkerPID == 0 {
+		t.Fatalf("turns = %+v, want one running turn with a worker pid", turns)
+	}
+	if err := syscall.Kill(turns[0].WorkerPID, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill worker: %v", err)
+	}
+	if r := p.reply(5 * time.Second); !r.Degraded {
+		t.Fatalf("reply = %+v, want the degrade answer", r)
+	}
+	if got := p.waitTurns(1)[0]; got.Outcome != "crashed" || !strings.Contains(got.Error, "signal 9") {
+		t.Errorf("turn = %+v, want crashed by signal 9", got)
+	}
+	p.say("are you ok?")
+	if r := p.reply(10 * time.Second); r.Text != "recovered" {
+		t.Fatalf("reply after the kill = %+v", r)
+	}
+}
+
+func TestSpawnFailureFreesTheArbiter(t *testing.T) {
+	model := demomodel.New()
+	p := newPet(t, model, func(c *config.Config) {
+		c.Turn.WorkerCommand = []string{filepath.Join(t.TempDir(), "no-such-worker")}
+	})
+	for _, msg := range []string{"one", "two"} {
+		p.say(msg)
+		if r := p.reply(5 * time.Second); !r.Degraded {
+			t.Fatalf("reply to %q = %+v, want the degrade answer", msg, r)
+		}
+	}
+	turns := p.waitTurns(2)
+	for _, tr := range turns {
+		if tr.Outcome != "spawn-failed" {
+			t.Errorf("turn %+v, want spawn-failed", tr)
+		}
+	}
+	if model.Hits() != 0 {
+		t.Errorf("the model was asked %d times with no worker running", model.Hits())
+	}
+}
+
+func TestRepliesAreParsedAndOpsApplied(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "<think>secret plan\n```ops\n[{\"op\":\"remember\",\"text\":\"leak\"}]\n```\nFACE: sad</think>Noted!\n" +
+			"```ops\n[{\"op\":\"remember\",\"topic\":\"coffee\",\"text\":\"loves hazelnut\"}," +
+			"{\"op\":\"rewrite_about\",\"text\":\"\"}," + // invalid: skipped, the others still apply
+			"{\"op\":\"add_face\",\"name\":\"smug\",\"glyphs\":\"(¬‿¬)\"}]\n```\nTHOUGHT: hazelnut!\nFACE: curious"},
+		demomodel.Step{Text: "Hmm.\n```ops\n[{\"op\":\"delete_everything\"}]\n```\nFACE: smug"},
+		demomodel.Step{Text: "Sure.\nFACE: no-such-face"},
+	)
+	p := newPet(t, model)
+	p.say("remember I love hazelnut coffee")
+	r := p.reply(15 * time.Second)
+	if r.Text != "Noted!" {
+		t.Fatalf("reply = %q, want the payload without think, ops and control lines", r.Text)
+	}
+	p.waitTurns(1)
+	memory := filepath.Join(p.cfg.StateDir, "memory")
+	raw, err := os.ReadFile(filepath.Join(memory, "coffee.md"))
+	if err != nil || !strings.Contains(string(raw), "loves hazelnut") {
+		t.Errorf("memory/coffee.md = %q, %v; want the remembered note", raw, err)
+	}
+	if _, err := os.Stat(filepath.Join(memory, "notes.md")); err == nil {
+		t.Error("the op inside <think> was applied")
+	}
+	if faces := p.faces(); faces[len(faces)-1] != "curious" {
+		t.Errorf("faces = %v, want curious shown last", faces)
+	}
+
+	// The face added by the last turn is there for this one; the
+	// malformed ops block is rejected whole and left visible.
+	p.say("forget everything")
+	r = p.reply(15 * time.Second)
+	if !strings.Contains(r.Text, "delete_everything") || !strings.HasPrefix(r.Text, "Hmm.") {
+		t.Errorf("reply = %q, want the malformed ops block left visible", r.Text)
+	}
+	p.waitTurns(2)
+	if faces := p.faces(); faces[len(faces)-1] != "smug" {
+		t.Errorf("faces = %v, want the added face smug shown last", faces)
+	}
+
+	p.say("ok")
+	p.reply(15 * time.Second)
+	p.waitTurns(3)
+	if faces := p.faces(); faces[len(faces)-1] != "happy" {
+		t.Errorf("faces = %v, want the default reply face for an unknown pick", faces)
+	}
+}
+
+func TestProviderFallbackAndRetry(t *testing.T) {
+	failing := demomodel.New(
+		demomodel.Step{Status: 503, Error: "overloaded"},
+		demomodel.Step{Status: 503, Error: "still overloaded"},
+	)
+	failingURL := serve(t, failing)
+	model := demomodel.New(demomodel.Step{Text: "from the backup"})
+	p := newPet(t, model, func(c *config.Config) {
+		c.Providers = append([]config.Provider{{Name: "primary", BaseURL: failingURL, Model: "m"}}, c.Providers...)
+	})
+	p.say("hello")
+	if r := p.reply(15 * time.Second); r.Text != "from the backup" {
+		t.Fatalf("reply = %+v, want the second provider's answer", r)
+	}
+	if failing.Hits() != 2 {
+		t.Errorf("primary was tried %d times, want 2 (one retry)", failing.Hits())
+	}
+}

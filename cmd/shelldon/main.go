@@ -1,0 +1,317 @@
+// Command shelldon is the one binary of the pet: core, broker, worker,
+// the terminal chat and the tools an owner uses to look inside. Run
+// `shelldon help` for the subcommands.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"shelldon/broker"
+	"shelldon/config"
+	"shelldon/daemon"
+	"shelldon/daemon/chat"
+	"shelldon/daemon/doctor"
+	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/daemon/worker"
+)
+
+const usage = `shelldon — a personal AI pet for small Linux boards
+
+usage: shelldon <command> [flags]
+
+commands:
+  up       core and broker in one process, for development (--chat to talk here)
+  daemon   core: the bus, the turns, the state (shelldon.service)
+  broker   the model broker: the only process with provider credentials
+  worker   one turn's worker (started by core, not by hand)
+  chat     talk to a running core from this terminal
+  turns    recent turns with outcome and timings
+  doctor   what this host lacks, one line each, with the fix
+
+common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
+if it exists), --state-dir DIR (overrides state_dir).
+`
+
+func main() {
+	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, errQuiet) {
+			fmt.Fprintf(os.Stderr, "shelldon: %v\n", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// errQuiet is a failure that has already been reported.
+var errQuiet = errors.New("failed")
+
+type commandFunc func(ctx context.Context, env *environment, args []string) error
+
+var commands = map[string]commandFunc{
+	"up":     cmdUp,
+	"daemon": cmdDaemon,
+	"broker": cmdBroker,
+	"worker": cmdWorker,
+	"chat":   cmdChat,
+	"turns":  cmdTurns,
+	"doctor": cmdDoctor,
+}
+
+// environment is what a command gets besides its flags.
+type environment struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		return fmt.Errorf("unknown command %q (see `shelldon help`)", args[0])
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return cmd(ctx, &environment{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+}
+
+// configFlags are the flags every command that reads the configuration takes.
+type configFlags struct {
+	path     string
+	stateDir string
+}
+
+func (f *configFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.path, "config", "", "configuration file (TOML)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "state directory (overrides state_dir)")
+}
+
+// load reads the configuration: the file named by --config or
+// $SHELLDON_CONFIG, else the system file if there is one, then the
+// environment, then --state-dir.
+func (f *configFlags) load() (config.Config, error) {
+	path := f.path
+	if path == "" {
+		path = os.Getenv("SHELLDON_CONFIG")
+	}
+	if path == "" {
+		if _, err := os.Stat("/etc/shelldon/shelldon.toml"); err == nil {
+			path = "/etc/shelldon/shelldon.toml"
+		}
+	}
+	environ := os.Environ()
+	if f.stateDir != "" {
+		dir, err := filepath.Abs(f.stateDir)
+		if err != nil {
+			return config.Config{}, fmt.Errorf("--state-dir %s: %w", f.stateDir, err)
+		}
+		environ = append(environ, "SHELLDON_STATE_DIR="+dir)
+	}
+	return config.Load(path, environ)
+}
+
+func newLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	fs.SetOutput(io.Discard)
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("%s: %w", fs.Name(), err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+// workerArgv is how core starts a worker: the configured command, or this
+// very binary.
+func workerArgv(cfg config.Config) ([]string, error) {
+	if len(cfg.Turn.WorkerCommand) > 0 {
+		return cfg.Turn.WorkerCommand, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find this binary to start workers: %w", err)
+	}
+	return []string{self, "worker"}, nil
+}
+
+// runCore runs core until ctx is done; ready is called once the bus is up.
+func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, ready func()) error {
+	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	argv, err := workerArgv(cfg)
+	if err != nil {
+		return err
+	}
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: argv, Log: log})
+	if err != nil {
+		return err
+	}
+	return core.Run(ctx, ready)
+}
+
+func newChain(cfg config.Config) (*broker.Chain, error) {
+	if len(cfg.Providers) == 0 {
+		return nil, errors.New("no model provider is configured: add a [[provider]] table (see config/shelldon.example.toml), or use `shelldon up`, which falls back to the scripted demo model")
+	}
+	var providers []broker.Provider
+	for _, p := range cfg.Providers {
+		key, err := p.Key(os.Environ())
+		if err != nil {
+			return nil, err
+		}
+		timeout := p.Timeout.Duration
+		if timeout <= 0 {
+			timeout = cfg.Timeouts.Worker.Duration
+		}
+		providers = append(providers, broker.NewOpenAI(broker.OpenAIConfig{
+			Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKey: key,
+			HTTPClient: &http.Client{Timeout: timeout},
+		}))
+	}
+	return broker.NewChain(providers...), nil
+}
+
+func cmdDaemon(ctx context.Context, env *environment, args []string) error {
+	var cf configFlags
+	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
+	cf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	return runCore(ctx, cfg, newLogger(env.stderr), nil)
+}
+
+func cmdBroker(ctx context.Context, env *environment, args []string) error {
+	var cf configFlags
+	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
+	cf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	chain, err := newChain(cfg)
+	if err != nil {
+		return err
+	}
+	return broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, newLogger(env.stderr))
+}
+
+func cmdWorker(ctx context.Context, env *environment, args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	var opts worker.Options
+	fs.StringVar(&opts.Turn, "turn", "", "the turn to serve")
+	fs.StringVar(&opts.Socket, "socket", "", "core's bus socket")
+	fs.StringVar(&opts.StateDir, "state-dir", "", "the state directory (read-only)")
+	fs.IntVar(&opts.MaxFrame, "max-frame", 0, "largest bus frame in bytes")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if opts.Turn == "" || opts.Socket == "" || opts.StateDir == "" {
+		return errors.New("worker: --turn, --socket and --state-dir are required (core starts workers; see `shelldon up`)")
+	}
+	log := newLogger(env.stderr).With("turn", opts.Turn, "actor", "worker")
+	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	return worker.Run(ctx, opts)
+}
+
+func cmdChat(ctx context.Context, env *environment, args []string) error {
+	var cf configFlags
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	cf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	return chat.Run(ctx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout})
+}
+
+func cmdTurns(ctx context.Context, env *environment, args []string) error {
+	var cf configFlags
+	fs := flag.NewFlagSet("turns", flag.ContinueOnError)
+	cf.register(fs)
+	n := fs.Int("n", 20, "how many turns to show")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		return err
+	}
+	store, err := state.OpenReadOnly(statedir.Layout{Root: cfg.StateDir})
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	turns, err := store.RecentTurns(ctx, *n)
+	if err != nil {
+		return err
+	}
+	if len(turns) == 0 {
+		fmt.Fprintln(env.stdout, "no turns yet")
+		return nil
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tMODEL\tOUTCOME\tMESSAGE")
+	for _, t := range turns {
+		took, outcome := "running", t.Outcome
+		if !t.Ended.IsZero() {
+			took = t.Total.Round(time.Millisecond).String()
+		}
+		if t.Error != "" {
+			outcome += ": " + t.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
+			took, t.ModelTime.Round(time.Millisecond), outcome, t.Preview)
+	}
+	return tw.Flush()
+}
+
+func cmdDoctor(ctx context.Context, env *environment, args []string) error {
+	var cf configFlags
+	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
+	cf.register(fs)
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := cf.load()
+	if err != nil {
+		fmt.Fprintf(env.stdout, "%-4s %-16s %v — fix: correct the configuration\n", doctor.Fail, "configuration", err)
+		return errQuiet
+	}
+	if !doctor.Write(env.stdout, doctor.System().Run(ctx, cfg)) {
+		return errQuiet
+	}
+	return nil
+}

@@ -1,0 +1,406 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/broker"
+	"shelldon/bus"
+	"shelldon/config"
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/demomodel"
+)
+
+// The test binary doubles as the shelldon binary: core starts workers by
+// running it again with SHELLDON_TEST_MAIN=1, so every turn in these tests
+// runs a real worker in a real child process.
+func TestMain(m *testing.M) {
+	if os.Getenv("SHELLDON_TEST_MAIN") == "1" {
+		main()
+		return
+	}
+	os.Setenv("SHELLDON_TEST_MAIN", "1")
+	os.Exit(m.Run())
+}
+
+// pet is a whole shelldon for one test: core and broker on a real bus, a
+// scripted model behind the real go-openai client, and a transport and a
+// panel that record what the owner would see.
+type pet struct {
+	t      testing.TB
+	cfg    config.Config
+	model  *demomodel.Server
+	cancel context.CancelFunc
+
+	coreCancel context.CancelFunc
+	coreDone   chan error
+
+	replies   chan contracts.Outbound
+	mu        sync.Mutex
+	snapshots []contracts.Snapshot
+	transport *bus.Client
+}
+
+// petOption adjusts a pet's configuration before it starts.
+type petOption func(*config.Config)
+
+func fastTimeouts(w, r, t time.Duration) petOption {
+	return func(c *config.Config) {
+		c.Timeouts.Worker.Duration, c.Timeouts.Reap.Duration, c.Timeouts.Turn.Duration = w, r, t
+	}
+}
+
+func testLogger(t testing.TB) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// shortTempDir makes a state directory whose socket path fits in sun_path.
+func shortTempDir(t testing.TB) string {
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config {
+	cfg := config.Default()
+	cfg.StateDir = shortTempDir(t)
+	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
+	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 8*time.Second, 9*time.Second, 10*time.Second
+	cfg.Worker.CPUSeconds = 10
+	// The workers here are this test binary, which under the race
+	// detector reserves far more address space than any RLIMIT_AS allows.
+	cfg.Worker.MemoryLimit = 0
+	cfg.Turn.ReactionDwell.Duration = time.Minute
+	cfg.Turn.WorkerCommand = []string{os.Args[0], "worker"}
+	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: modelURL, Model: demomodel.ModelName}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("test configuration: %v", err)
+	}
+	return cfg
+}
+
+func newPet(t testing.TB, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	p := &pet{t: t, model: model, replies: make(chan contracts.Outbound, 256)}
+	p.cfg = testConfig(t, srv.URL+"/v1", opts...)
+	ctx, cancel := context.WithCancel(context.Background())
+	p.cancel = cancel
+	p.startCore()
+
+	chain, err := newChain(p.cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	brokerDone := make(chan struct{})
+	go func() {
+		defer close(brokerDone)
+		broker.Serve(ctx, p.cfg.Socket, int(p.cfg.Bus.MaxFrame), chain, testLogger(t).With("actor", "broker"))
+	}()
+	p.transport = &bus.Client{Socket: p.cfg.Socket, Hello: contracts.Hello{Role: contracts.RoleTransport, Name: "test"}}
+	joined := make(chan struct{}, 1)
+	p.transport.OnConnect = func(*bus.Conn) {
+		select {
+		case joined <- struct{}{}:
+		default:
+		}
+	}
+	go p.transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
+		var out contracts.Outbound
+		if env.Decode(&out) == nil {
+			p.replies <- out
+		}
+	})
+	panel := &bus.Client{Socket: p.cfg.Socket, Hello: contracts.Hello{Role: contracts.RolePanel, Name: "test"}}
+	go panel.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
+		var s contracts.Snapshot
+		if env.Decode(&s) == nil {
+			p.mu.Lock()
+			p.snapshots = append(p.snapshots, s)
+			p.mu.Unlock()
+		}
+	})
+	select {
+	case <-joined:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the test transport could not join the bus")
+	}
+	t.Cleanup(func() {
+		cancel()
+		p.stopCore()
+		<-brokerDone
+	})
+	return p
+}
+
+func (p *pet) startCore() {
+	ctx, cancel := context.WithCancel(context.Background())
+	p.coreCancel = cancel
+	p.coreDone = make(chan error, 1)
+	ready := make(chan struct{})
+	go func() {
+		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), func() { close(ready) })
+	}()
+	select {
+	case <-ready:
+	case err := <-p.coreDone:
+		p.t.Fatalf("core did not start: %v", err)
+	}
+}
+
+// stopCore stops the in-process core; a second call does nothing.
+func (p *pet) stopCore() {
+	if p.coreCancel == nil {
+		return
+	}
+	p.coreCancel()
+	p.coreCancel = nil
+	if err := <-p.coreDone; err != nil {
+		p.t.Errorf("core stopped with %v", err)
+	}
+}
+
+// say sends the owner's message, waiting for the transport to be joined.
+func (p *pet) say(text string) {
+	p.t.Helper()
+	env, err := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: text})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := p.transport.Send(env)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("say %q: %v", text, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// reply waits for the next reply to the owner.
+func (p *pet) reply(within time.Duration) contracts.Outbound {
+	p.t.Helper()
+	select {
+	case r := <-p.replies:
+		return r
+	case <-time.After(within):
+		p.t.Fatalf("no reply within %v", within)
+		return contracts.Outbound{}
+	}
+}
+
+// noReply asserts that no further reply arrives while the pet is quiet:
+// it waits for the model to have been asked for nothing new and every
+// turn to have finished, then checks the reply queue is empty.
+func (p *pet) noReply(settle time.Duration) {
+	p.t.Helper()
+	select {
+	case r := <-p.replies:
+		p.t.Fatalf("unexpected extra reply %+v", r)
+	case <-time.After(settle):
+	}
+}
+
+func (p *pet) turns() []state.TurnRecord {
+	p.t.Helper()
+	store, err := state.OpenReadOnly(statedir.Layout{Root: p.cfg.StateDir})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer store.Close()
+	turns, err := store.RecentTurns(context.Background(), 1000)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return turns
+}
+
+// waitTurns waits until n turns have finished.
+func (p *pet) waitTurns(n int) []state.TurnRecord {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		turns := p.turns()
+		done := 0
+		for _, t := range turns {
+			if !t.Ended.IsZero() {
+				done++
+			}
+		}
+		if done >= n {
+			return turns
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("%d of %d turns finished: %+v", done, n, turns)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// waitRequests waits until the model has been asked n times.
+func (p *pet) waitRequests(n int) []demomodel.Request {
+	p.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if reqs := p.model.Requests(); len(reqs) >= n {
+			return reqs
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("the model was asked %d times, want %d", len(p.model.Requests()), n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (p *pet) faces() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []string
+	for _, s := range p.snapshots {
+		out = append(out, s.Face)
+	}
+	return out
+}
+
+func lastUser(req demomodel.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == contracts.ChatUser {
+			return req.Messages[i].Content
+		}
+	}
+	return ""
+}
+
+func TestPlainTurn(t *testing.T) {
+	model := demomodel.New(demomodel.Step{Text: "Hello, owner!\nTHOUGHT: a new friend\nFACE: excited"})
+	p := newPet(t, model)
+	p.say("hi there")
+	r := p.reply(15 * time.Second)
+	if r.Text != "Hello, owner!" || r.Degraded {
+		t.Fatalf("reply = %+v, want the model's payload without control lines", r)
+	}
+	turns := p.waitTurns(1)
+	if got := turns[0]; got.Outcome != "ok" || got.Kind != "chat" || got.WorkerPID == 0 {
+		t.Errorf("turn record = %+v, want an ok chat turn with a worker pid", got)
+	}
+	req := p.waitRequests(1)[0]
+	if req.Messages[0].Role != contracts.ChatSystem || !strings.Contains(req.Messages[0].Content, "shelldon") {
+		t.Errorf("first prompt message = %+v, want the directive as the system message", req.Messages[0])
+	}
+	if got := lastUser(req); got != "hi there" {
+		t.Errorf("prompt's user message = %q, want %q", got, "hi there")
+	}
+	faces := p.faces()
+	if !contains(faces, "thinking") || faces[len(faces)-1] != "excited" {
+		t.Errorf("faces shown = %v, want thinking then excited", faces)
+	}
+
+	// The next turn carries the first exchange as history.
+	model.Enqueue(demomodel.Step{Text: "still here"})
+	p.say("again")
+	if r := p.reply(15 * time.Second); r.Text != "still here" {
+		t.Fatalf("second reply = %q", r.Text)
+	}
+	req = p.waitRequests(2)[1]
+	var history []string
+	for _, m := range req.Messages[1:] {
+		history = append(history, m.Role+":"+m.Content)
+	}
+	want := []string{"user:hi there", "assistant:Hello, owner!", "user:again"}
+	if strings.Join(history, "|") != strings.Join(want, "|") {
+		t.Errorf("second prompt = %q, want %q", history, want)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBurstDuringSlowTurnCoalesces(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "slow answer", Delay: 1500 * time.Millisecond},
+		demomodel.Step{Text: "caught up"},
+	)
+	p := newPet(t, model)
+	p.say("first")
+	p.waitRequests(1)
+	var burst []string
+	for i := range 50 {
+		burst = append(burst, fmt.Sprintf("message %02d", i))
+		p.say(burst[i])
+	}
+	if r := p.reply(15 * time.Second); r.Text != "slow answer" {
+		t.Fatalf("first reply = %q", r.Text)
+	}
+	if r := p.reply(15 * time.Second); r.Text != "caught up" {
+		t.Fatalf("second reply = %q", r.Text)
+	}
+	turns := p.waitTurns(2)
+	if len(turns) != 2 || turns[0].Kind != "catch-up" {
+		t.Fatalf("turns = %+v, want the first turn and exactly one catch-up turn", turns)
+	}
+	reqs := p.model.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("the model was asked %d times, want 2", len(reqs))
+	}
+	if got, want := lastUser(reqs[1]), strings.Join(burst, "\n"); got != want {
+		t.Errorf("catch-up text = %q, want all 50 messages in order, joined by newlines", got)
+	}
+	p.noReply(300 * time.Millisecond)
+}
+
+func TestSilentBrokerDegradesAndRecovers(t *testing.T) {
+	model := demomodel.New(demomodel.Step{Hang: true}, demomodel.Step{Text: "back again"})
+	const turnTimeout = 3 * time.Second
+	p := newPet(t, model, fastTimeouts(time.Second, 2*time.Second, turnTimeout))
+	started := time.Now()
+	p.say("are you there?")
+	r := p.reply(turnTimeout + 5*time.Second)
+	if !r.Degraded || r.Text != "…can't think right now…" {
+		t.Fatalf("reply = %+v, want the degrade answer", r)
+	}
+	if took := time.Since(started); took > turnTimeout+2*time.Second {
+		t.Errorf("degraded after %v, want within T (%v)", took, turnTimeout)
+	}
+	p.waitTurns(1)
+	p.say("hello?")
+	if r := p.reply(10 * time.Second); r.Text != "back again" {
+		t.Fatalf("reply after a silent broker = %+v", r)
+	}
+	faces := p.faces()
+	if !contains(faces, "cant-think") {
+		t.Errorf("faces = %v, want cant-think among them", faces)
+	}
+	if turns := p.waitTurns(2); turns[1].Outcome != "failed" {
+		t.Errorf("silent turn outcome = %q, want failed (the worker gave up at W)", turns[1].Outcome)
+	}
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/contracts"
+	"shelldon/demomodel"
+)
+
+func serve(t testing.TB, model *demomodel.Server) string {
+	srv := httptest.NewServer(model)
+	t.Cleanup(srv.Close)
+	return srv.URL + "/v1"
+}
+
+// startDaemon runs `shelldon daemon` as its own process, as systemd would.
+func startDaemon(t testing.TB, p *pet) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "daemon", "--config", writeConfig(t, p))
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+func writeConfig(t testing.TB, p *pet) string {
+	t.Helper()
+	c := p.cfg
+	var b strings.Builder
+	b.WriteString("state_dir = " + quote(c.StateDir) + "\n")
+	b.WriteString("[timeouts]\nworker = \"" + c.Timeouts.Worker.String() + "\"\nreap = \"" + c.Timeouts.Reap.String() + "\"\nturn = \"" + c.Timeouts.Turn.String() + "\"\n")
+	b.WriteString("[worker]\ncpu_seconds = 10\nmemory_limit = 0\n")
+	b.WriteString("[turn]\nworker_command = [" + quote(os.Args[0]) + ", \"worker\"]\n")
+	path := filepath.Join(t.TempDir(), "shelldon.toml")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
+// TestCoreRestartWhileAWorkerRuns kills core mid-turn, as a crash would,
+// and starts a new one on the same state: the old turn's result must never
+// reach the owner, the old turn is recorded as interrupted, and the new
+// core serves the next message. The broker and the transport rejoin by
+// themselves.
+func TestCoreRestartWhileAWorkerRuns(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "the old turn's answer", Delay: 2 * time.Second},
+		demomodel.Step{Text: "the new core's answer"},
+	)
+	p := newPet(t, model)
+	p.stopCore() // hand the bus over to a core in its own process
+
+	first := startDaemon(t, p)
+	p.say("a slow question")
+	p.waitRequests(1)
+	running := p.turns()
+	if len(running) != 1 || !running[0].Ended.IsZero() {
+		t.Fatalf("turns = %+v, want one running", running)
+	}
+	oldTurn, oldWorker := running[0].ID, running[0].WorkerPID
+	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	first.Wait()
+
+	startDaemon(t, p)
+	// A worker that claims the old turn is refused by the new core.
+	_, err := bus.Dial(context.Background(), p.cfg.Socket, contracts.Hello{Role: contracts.RoleWorker, Turn: oldTurn}, 0)
+	for i := 0; err != nil && !errors.Is(err, bus.ErrRefused) && i < 200; i++ {
+		time.Sleep(20 * time.Millisecond) // the new core is still binding its socket
+		_, err = bus.Dial(context.Background(), p.cfg.Socket, contracts.Hello{Role: contracts.RoleWorker, Turn: oldTurn}, 0)
+	}
+	if !errors.Is(err, bus.ErrRefused) {
+		t.Fatalf("joining as the old turn's worker: err = %v, want refused", err)
+	}
+
+	p.say("are you back?")
+	if r := p.reply(15 * time.Second); r.Text != "the new core's answer" {
+		t.Fatalf("reply = %+v, want the new core's answer", r)
+	}
+	p.noReply(2500 * time.Millisecond) // past the old turn's model delay
+	turns := p.waitTurns(2)
+	var old string
+	for _, tr := range turns {
+		if tr.ID == oldTurn {
+			old = tr.Outcome
+		}
+	}
+	if old != "interrupted" {
+		t.Errorf("old turn outcome = %q, want interrupted", old)
+	}
+	if alive(oldWorker) {
+		t.Errorf("the old worker (pid %d) outlived its core", oldWorker)
+	}
+}
+
+// alive reports whether pid is a running process (a zombie is not).
+func alive(pid int) bool {
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z" && fields[0] != "X"
+}

@@ -1,0 +1,257 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Config is everything shelldon reads from its configuration file.
+type Config struct {
+	// StateDir holds the database, the memory tree and the workspace. Load
+	// makes it absolute, resolving a relative path against the working
+	// directory.
+	StateDir string `toml:"state_dir"`
+	// Socket is core's bus socket. Unset in the file and the environment,
+	// Load derives it as <state_dir>/bus.sock.
+	Socket    string     `toml:"socket"`
+	Timeouts  Timeouts   `toml:"timeouts"`
+	Turn      Turn       `toml:"turn"`
+	Worker    Worker     `toml:"worker"`
+	Bus       Bus        `toml:"bus"`
+	Providers []Provider `toml:"provider"` // [[provider]] tables, tried in order
+}
+
+// Timeouts bound one turn. They must keep 0 < Worker < Reap < Turn: the
+// worker gives up on its own first, then systemd (or the launcher) kills
+// whatever is left of it, and only then does core give up on the turn and
+// degrade.
+type Timeouts struct {
+	Worker Duration `toml:"worker"` // the worker's own completion budget
+	Reap   Duration `toml:"reap"`   // RuntimeMaxSec of the turn unit; the kill
+	Turn   Duration `toml:"turn"`   // core closes the fence and degrades
+}
+
+// Turn shapes what one turn sees and shows.
+type Turn struct {
+	HistoryMessages int      `toml:"history_messages"` // recent messages sent to the worker
+	ReactionDwell   Duration `toml:"reaction_dwell"`   // how long the reaction face is held
+	// WorkerCommand runs a worker; empty means this binary's own "worker"
+	// subcommand.
+	WorkerCommand []string `toml:"worker_command"`
+}
+
+// Worker limits a worker that runs as a plain child process (where there is
+// no systemd to put it in a cgroup).
+type Worker struct {
+	MemoryLimit Size `toml:"memory_limit"` // RLIMIT_AS
+	CPUSeconds  int  `toml:"cpu_seconds"`  // RLIMIT_CPU; at least timeouts.reap
+	OpenFiles   int  `toml:"open_files"`   // RLIMIT_NOFILE
+}
+
+// Bus tunes core's Unix-socket bus.
+type Bus struct {
+	// AllowedUIDs may connect besides root and core's own uid.
+	AllowedUIDs []int `toml:"allowed_uids"`
+	QueueLength int   `toml:"queue_length"` // per-connection send queue, in envelopes
+	MaxFrame    Size  `toml:"max_frame"`    // largest envelope on the wire
+}
+
+// Provider is one OpenAI-compatible chat-completions endpoint in the chain.
+type Provider struct {
+	Name    string `toml:"name"`
+	BaseURL string `toml:"base_url"`
+	Model   string `toml:"model"`
+	// APIKey is the key itself; prefer APIKeyCredential, which keeps it
+	// out of the file.
+	APIKey string `toml:"api_key"`
+	// APIKeyCredential names a file in $CREDENTIALS_DIRECTORY (systemd
+	// LoadCredential=) that holds the key.
+	APIKeyCredential string `toml:"api_key_credential"`
+	// Timeout bounds one call. Zero means timeouts.worker; Load fills it in.
+	Timeout Duration `toml:"timeout"`
+}
+
+// Default is the configuration used for every key the file and the
+// environment leave unset.
+func Default() Config {
+	const stateDir = "/var/lib/shelldon"
+	return Config{
+		StateDir: stateDir,
+		Socket:   defaultSocket(stateDir),
+		Timeouts: Timeouts{
+			Worker: Duration{25 * time.Second},
+			Reap:   Duration{28 * time.Second},
+			Turn:   Duration{30 * time.Second},
+		},
+		Turn: Turn{
+			HistoryMessages: 12,
+			ReactionDwell:   Duration{60 * time.Second},
+		},
+		Worker: Worker{
+			MemoryLimit: 1 << 30,
+			CPUSeconds:  30,
+			OpenFiles:   64,
+		},
+		Bus: Bus{
+			QueueLength: 256,
+			MaxFrame:    4 << 20,
+		},
+	}
+}
+
+func defaultSocket(stateDir string) string { return filepath.Join(stateDir, "bus.sock") }
+
+// Load reads the configuration: the defaults, then the file at path (none
+// when path is empty), then the SHELLDON_ variables in environ (a list of
+// "NAME=value", as os.Environ returns). It fills in derived values and
+// validates the result. Every error about the configuration wraps
+// [ErrInvalid] and says what to change.
+func Load(path string, environ []string) (Config, error) {
+	c := Default()
+	c.Socket = "" // derived below from the final state_dir unless something sets it
+	o := newOrigins(path)
+	if path != "" {
+		if err := decodeFile(path, &c, &o); err != nil {
+			return Config{}, err
+		}
+	}
+	if err := applyEnvironment(&c, environ, &o); err != nil {
+		return Config{}, err
+	}
+	if err := c.resolve(); err != nil {
+		return Config{}, err
+	}
+	if err := c.validate(o); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// resolve fills in what Load derives: absolute paths, the socket and each
+// provider's timeout.
+func (c *Config) resolve() error {
+	for _, p := range []*string{&c.StateDir, &c.Socket} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return fmt.Errorf("config: make %q absolute: %w", *p, err)
+		}
+		*p = abs
+	}
+	if c.Socket == "" && c.StateDir != "" {
+		c.Socket = defaultSocket(c.StateDir)
+	}
+	for i := range c.Providers {
+		if c.Providers[i].Timeout.Duration == 0 {
+			c.Providers[i].Timeout = c.Timeouts.Worker
+		}
+	}
+	return nil
+}
+
+// decodeFile decodes the file at path over c, refusing unknown keys, and
+// records in o which keys it set.
+func decodeFile(path string, c *Config, o *origins) error {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &configError{source: path, problem: "no such file", cause: err,
+			fix: "create it by copying config/shelldon.example.toml from the shelldon source (every key with its default), or start without a config file to use the defaults"}
+	}
+	if err != nil {
+		return fmt.Errorf("config %s: %w", path, err)
+	}
+	md, err := toml.Decode(string(data), c)
+	if err != nil {
+		return decodeError(path, err)
+	}
+	// MetaData.Undecoded is not enough: the decoder matches a key to a field
+	// ignoring case, so "Timeouts.Worker" decodes silently. Every key must
+	// match a known one exactly.
+	var errs []error
+	reported := map[string]bool{}
+	for _, key := range md.Keys() {
+		path := key.String()
+		o.fromFile[path] = true
+		if _, known := settingFor(path); known || reported[path] || underReported(key, reported) {
+			continue
+		}
+		reported[path] = true
+		errs = append(errs, unknownKeyError(o.file, path))
+	}
+	return errors.Join(errs...)
+}
+
+// underReported tells whether a table holding key was already reported as
+// unknown, so only the outermost unknown key is.
+func underReported(key toml.Key, reported map[string]bool) bool {
+	for i := 1; i < len(key); i++ {
+		if reported[key[:i].String()] {
+			return true
+		}
+	}
+	return false
+}
+
+// typeMismatch matches the decoder's errors for a value of the wrong type,
+// which, unlike syntax errors, are not toml.ParseError values:
+// `toml: line 3 (last key "turn.history_messages"): incompatible types: ...`.
+var typeMismatch = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key ("(?:[^"\\]|\\.)*")\): (.*)$`)
+
+// tomlTypeNames turns the decoder's Go type names into TOML's words.
+var tomlTypeNames = map[string]string{
+	"string": "a string", "int64": "an integer", "float64": "a float", "bool": "a boolean",
+	"map[string]any": "a table", "[]any": "an array", "[]map[string]any": "an array of tables",
+	"time.Time": "a date-time",
+}
+
+// wrongType finds the TOML type of the value in the decoder's two wordings
+// of a type mismatch.
+var wrongType = regexp.MustCompile(`^(?:incompatible types: TOML value has type (\S+);|type mismatch for .*: expected .* but found (\S+)$)`)
+
+// decodeError rewords a decoder error as "config <file>:<line>: <key>: ...".
+func decodeError(path string, err error) error {
+	var parseErr toml.ParseError
+	if errors.As(err, &parseErr) {
+		key := parseErr.LastKey
+		if key == "" {
+			key = "syntax"
+		}
+		return &configError{source: fmt.Sprintf("%s:%d", path, parseErr.Position.Line), key: key,
+			problem: parseErr.Message, cause: err}
+	}
+	m := typeMismatch.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &configError{source: path, problem: err.Error(), cause: err}
+	}
+	source := path
+	if m[1] != "" {
+		source += ":" + m[1]
+	}
+	key, unquoteErr := strconv.Unquote(m[2])
+	if unquoteErr != nil {
+		key = m[2]
+	}
+	problem := m[3]
+	if t := wrongType.FindStringSubmatch(problem); t != nil {
+		found := t[1] + t[2]
+		if name, ok := tomlTypeNames[found]; ok {
+			found = name
+		}
+		problem = "wrong type: the value is " + found
+	}
+	e := &configError{source: source, key: key, problem: problem, cause: err}
+	if s, known := settingFor(key); known {
+		e.fix = "write " + s.hint
+	}
+	return e
+}

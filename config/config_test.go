@@ -1,0 +1,715 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeConfig writes contents to a fresh file and returns its path.
+func writeConfig(t *testing.T, contents string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "shelldon.toml")
+	if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// wantError checks that err wraps ErrInvalid and mentions every fragment.
+func wantError(t *testing.T, err error, fragments ...string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("got no error, want one mentioning %q", fragments)
+	}
+	if !errors.Is(err, ErrInvalid) {
+		t.Errorf("error %q does not wrap ErrInvalid", err)
+	}
+	for _, f := range fragments {
+		if !strings.Contains(err.Error(), f) {
+			t.Errorf("error %q does not mention %q", err, f)
+		}
+	}
+}
+
+func TestDefaultIsValid(t *testing.T) {
+	if err := Default().Validate(); err != nil {
+		t.Fatalf("Default().Validate() = %v, want nil", err)
+	}
+	got, err := Load("", nil)
+	if err != nil {
+		t.Fatalf("Load(\"\", nil) error: %v", err)
+	}
+	if !reflect.DeepEqual(got, Default()) {
+		t.Errorf("Load(\"\", nil) = %+v, want Default() = %+v", got, Default())
+	}
+}
+
+func TestExampleDecodesToDefaults(t *testing.T) {
+	got, err := Load(writeConfig(t, Example), nil)
+	if err != nil {
+		t.Fatalf("Load(example) error: %v", err)
+	}
+	// `[]` in the file decodes to an empty slice, Default has nil; both mean none.
+	if len(got.Turn.WorkerCommand) == 0 && len(got.Bus.AllowedUIDs) == 0 {
+		got.Turn.WorkerCommand, got.Bus.AllowedUIDs = nil, nil
+	}
+	// The one documented difference: Default has no provider, the example one.
+	want := Default()
+	want.Providers = []Provider{{
+		Name:             "openrouter",
+		BaseURL:          "https://openrouter.ai/api/v1",
+		Model:            "openai/gpt-4o-mini",
+		APIKeyCredential: "openrouter-api-key",
+		Timeout:          want.Timeouts.Worker,
+	}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Load(example) =\n%+v\nwant\n%+v", got, want)
+	}
+
+	onDisk, err := os.ReadFile("shelldon.example.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(onDisk) != Example {
+		t.Error("Example differs from shelldon.example.toml")
+	}
+}
+
+// Every key must be documented in the example, set or commented out.
+func TestExampleMentionsEveryKey(t *testing.T) {
+	for _, s := range settings {
+		pattern := `(?m)^(# )?` + regexp.QuoteMeta(leafKey(s.key)) + ` = `
+		switch s.key {
+		case "timeouts", "turn", "worker", "bus":
+			pattern = `(?m)^\[` + s.key + `\]$`
+		case "provider":
+			pattern = `(?m)^\[\[provider\]\]$`
+		}
+		if !regexp.MustCompile(pattern).MatchString(Example) {
+			t.Errorf("Example does not mention %s (looked for %s)", s.key, pattern)
+		}
+	}
+}
+
+// The settings table must list exactly the keys of the Config struct.
+func TestSettingsMatchConfigFields(t *testing.T) {
+	var fromStruct []string
+	var walk func(prefix string, typ reflect.Type)
+	walk = func(prefix string, typ reflect.Type) {
+		for field := range typ.Fields() {
+			key := prefix + field.Tag.Get("toml")
+			fromStruct = append(fromStruct, key)
+			ft := field.Type
+			if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+				ft = ft.Elem()
+			}
+			if ft.Kind() == reflect.Struct && ft != reflect.TypeFor[Duration]() {
+				walk(key+".", ft)
+			}
+		}
+	}
+	walk("", reflect.TypeFor[Config]())
+
+	var fromTable []string
+	for _, s := range settings {
+		fromTable = append(fromTable, s.key)
+	}
+	slices.Sort(fromStruct)
+	slices.Sort(fromTable)
+	if !slices.Equal(fromStruct, fromTable) {
+		t.Errorf("settings keys = %v\nConfig fields = %v", fromTable, fromStruct)
+	}
+}
+
+func TestEnvironmentVariableNames(t *testing.T) {
+	want := []string{
+		"SHELLDON_STATE_DIR", "SHELLDON_SOCKET",
+		"SHELLDON_TIMEOUTS_WORKER", "SHELLDON_TIMEOUTS_REAP", "SHELLDON_TIMEOUTS_TURN",
+		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL",
+		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES",
+		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
+	}
+	var got []string
+	for _, s := range overridable() {
+		got = append(got, envName(s.key))
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("environment variables = %v, want %v", got, want)
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "absent.toml")
+	_, err := Load(path, nil)
+	wantError(t, err, "config "+path+": ", "no such file", "shelldon.example.toml")
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(%q) error %v does not wrap os.ErrNotExist", path, err)
+	}
+}
+
+func TestLoadUnknownKey(t *testing.T) {
+	tests := []struct {
+		name, file string
+		want       []string
+		notWant    string
+	}{
+		{"typo in a table", "[timeouts]\nwrker = \"1s\"\n",
+			[]string{`timeouts.wrker: unknown key`, `did you mean "timeouts.worker"?`, `known keys in [timeouts]: worker, reap, turn`}, ""},
+		{"typo at the top", "stat_dir = \"/x\"\n",
+			[]string{`stat_dir: unknown key`, `did you mean "state_dir"?`, `known top-level keys: state_dir, socket, timeouts`}, ""},
+		{"wrong case", "[Timeouts]\nWorker = \"1s\"\n",
+			[]string{`Timeouts: unknown key`, `did you mean "timeouts"?`}, "Timeouts.Worker"},
+		{"key in the wrong table", "[turn]\ncpu_seconds = 30\n",
+			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, worker_command`}, ""},
+		{"typo in a provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nnmae = \"b\"\n",
+			[]string{`provider.nmae: unknown key`, `did you mean "provider.name"?`, `known keys in [[provider]]: name, base_url`}, ""},
+		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n",
+			[]string{`gpu: unknown key`, `known top-level keys`}, "gpu.cores"},
+		{"nothing close", "[bus]\nzzzzzzzz = 1\n",
+			[]string{`bus.zzzzzzzz: unknown key; known keys in [bus]: allowed_uids, queue_length, max_frame`}, "did you mean"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.file)
+			_, err := Load(path, nil)
+			wantError(t, err, append(tt.want, "config "+path+": ")...)
+			if tt.notWant != "" && err != nil && strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("error %q mentions %q, want only the outermost unknown key", err, tt.notWant)
+			}
+		})
+	}
+}
+
+func TestLoadWrongType(t *testing.T) {
+	tests := []struct {
+		name, file string
+		want       []string
+	}{
+		{"duration as a number", "# comment\n[timeouts]\nworker = 25\n",
+			[]string{":3: timeouts.worker: ", `25 has no unit`, `"25s"`}},
+		{"duration garbage", "[timeouts]\nreap = \"soon\"\n",
+			[]string{":2: timeouts.reap: ", `"soon" is not a duration`}},
+		{"integer as a string", "[turn]\n\nhistory_messages = \"twelve\"\n",
+			[]string{":3: turn.history_messages: wrong type: the value is a string", "write a whole number"}},
+		{"integer as a float", "[worker]\nopen_files = 6.5\n",
+			[]string{":2: worker.open_files: wrong type: the value is a float"}},
+		{"size garbage", "[bus]\nmax_frame = \"4MB\"\n",
+			[]string{":2: bus.max_frame: ", `unknown unit "MB"`, `"512MiB"`}},
+		{"table as a value", "timeouts = 3\n",
+			[]string{":1: timeouts: wrong type: the value is an integer; write a table: the section [timeouts]"}},
+		{"single-bracket provider", "[provider]\nname = \"x\"\n",
+			[]string{"provider: wrong type: the value is a table", "[[provider]], in double brackets"}},
+		{"list of the wrong things", "[bus]\nallowed_uids = [\"alice\"]\n",
+			[]string{"bus.allowed_uids: wrong type", "an array of whole numbers"}},
+		{"syntax error", "state_dir = \"/x\"\nsocket = \n",
+			[]string{":2: socket: "}},
+		{"number out of range", "[worker]\ncpu_seconds = 99999999999999999999\n",
+			[]string{":2: worker.cpu_seconds: ", "out of range"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.file)
+			_, err := Load(path, nil)
+			wantError(t, err, append(tt.want, "config "+path)...)
+		})
+	}
+}
+
+func TestTimeoutsOrder(t *testing.T) {
+	tests := []struct {
+		name, worker, reap, turn string
+		suggestion               string
+	}{
+		{"worker equals reap", "28s", "28s", "30s", `worker = "25s", reap = "28s", turn = "30s"`},
+		{"worker after reap", "29s", "28s", "30s", `worker = "25s", reap = "28s", turn = "30s"`},
+		{"reap after turn", "25s", "31s", "30s", `worker = "25s", reap = "28s", turn = "30s"`},
+		{"all reversed", "60s", "40s", "20s", `worker = "16.7s", reap = "18.7s", turn = "20s"`},
+		{"longer turn scales", "70s", "56s", "1m0s", `worker = "50s", reap = "56s", turn = "1m0s"`},
+		{"zero worker", "0s", "28s", "30s", `worker = "25s"`},
+		{"negative worker", "-1s", "28s", "30s", `worker = "25s"`},
+		{"tiny turn falls back to defaults", "3ms", "2ms", "1ms", `worker = "25s", reap = "28s", turn = "30s"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := "[timeouts]\nworker = \"" + tt.worker + "\"\nreap = \"" + tt.reap + "\"\nturn = \"" + tt.turn + "\"\n[worker]\ncpu_seconds = 1000\n"
+			path := writeConfig(t, file)
+			_, err := Load(path, nil)
+			wantError(t, err, "config "+path+": timeouts: ", "0 < worker < reap < turn", "before systemd", tt.suggestion)
+		})
+	}
+}
+
+func TestRangeErrors(t *testing.T) {
+	tests := []struct {
+		name, file string
+		want       []string
+	}{
+		{"history too long", "[turn]\nhistory_messages = 500\n", []string{"turn.history_messages: 500 is out of range; use 0 to 200 (default 12)"}},
+		{"negative history", "[turn]\nhistory_messages = -1\n", []string{"turn.history_messages: -1 is out of range"}},
+		{"dwell too long", "[turn]\nreaction_dwell = \"2h\"\n", []string{"turn.reaction_dwell: 2h0m0s is out of range; use 0s to 1h0m0s"}},
+		{"empty worker program", "[turn]\nworker_command = [\"\", \"worker\"]\n", []string{"turn.worker_command: its first element"}},
+		{"memory too small", "[worker]\nmemory_limit = \"32MiB\"\n", []string{"worker.memory_limit: 32MiB is too small; use at least 64MiB"}},
+		{"cpu below reap", "[worker]\ncpu_seconds = 27\n", []string{"worker.cpu_seconds: 27 is less than timeouts.reap (28s); use at least 28"}},
+		{"cpu below fractional reap", "[timeouts]\nreap = \"28500ms\"\n[worker]\ncpu_seconds = 28\n", []string{"use at least 29"}},
+		{"too few files", "[worker]\nopen_files = 8\n", []string{"worker.open_files: 8 is out of range; use 16 to 4096 (default 64)"}},
+		{"negative uid", "[bus]\nallowed_uids = [1000, -1]\n", []string{"bus.allowed_uids: element 1, -1, is not a user id"}},
+		{"queue too short", "[bus]\nqueue_length = 4\n", []string{"bus.queue_length: 4 is out of range; use 8 to 65536 (default 256)"}},
+		{"frame too big", "[bus]\nmax_frame = \"1GiB\"\n", []string{"bus.max_frame: 1GiB is out of range; use 64KiB to 64MiB (default 4MiB)"}},
+		{"empty state_dir", "state_dir = \"\"\n", []string{"state_dir: is empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.file)
+			_, err := Load(path, nil)
+			wantError(t, err, append(tt.want, "config "+path+": ")...)
+		})
+	}
+}
+
+func TestValidateReportsEveryProblem(t *testing.T) {
+	c := Default()
+	c.Turn.HistoryMessages = -1
+	c.Bus.QueueLength = 0
+	err := c.Validate()
+	wantError(t, err, "config in memory: turn.history_messages", "config in memory: bus.queue_length")
+}
+
+func TestEnvironmentOverridesFile(t *testing.T) {
+	path := writeConfig(t, "state_dir = \"/srv/pet\"\n[timeouts]\nworker = \"20s\"\n[bus]\nmax_frame = \"1MiB\"\n")
+	got, err := Load(path, []string{
+		"HOME=/root",
+		"SHELLDON_TIMEOUTS_WORKER=15s",
+		"SHELLDON_TIMEOUTS_WORKER=10s", // the last entry wins, as in exec.Cmd.Env
+		"SHELLDON_BUS_MAX_FRAME=8MiB",
+		"SHELLDON_TURN_HISTORY_MESSAGES=3",
+		"SHELLDON_WORKER_CPU_SECONDS=", // empty counts as unset
+	})
+	if err != nil {
+		t.Fatalf("Load error: %v", err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"timeouts.worker", got.Timeouts.Worker.Duration, 10 * time.Second},
+		{"bus.max_frame", got.Bus.MaxFrame, Size(8 << 20)},
+		{"turn.history_messages", got.Turn.HistoryMessages, 3},
+		{"worker.cpu_seconds", got.Worker.CPUSeconds, 30},
+		{"state_dir", got.StateDir, "/srv/pet"},
+		{"socket", got.Socket, "/srv/pet/bus.sock"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+func TestSocketDerivation(t *testing.T) {
+	tests := []struct {
+		name, file string
+		environ    []string
+		want       string
+	}{
+		{"default", "", nil, "/var/lib/shelldon/bus.sock"},
+		{"from the file's state_dir", "state_dir = \"/a\"\n", nil, "/a/bus.sock"},
+		{"from the environment's state_dir", "state_dir = \"/a\"\n", []string{"SHELLDON_STATE_DIR=/b"}, "/b/bus.sock"},
+		{"set in the file", "socket = \"/run/shelldon.sock\"\n", []string{"SHELLDON_STATE_DIR=/b"}, "/run/shelldon.sock"},
+		{"set in the environment", "socket = \"/run/a.sock\"\n", []string{"SHELLDON_SOCKET=/run/b.sock"}, "/run/b.sock"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Load(writeConfig(t, tt.file), tt.environ)
+			if err != nil {
+				t.Fatalf("Load error: %v", err)
+			}
+			if got.Socket != tt.want {
+				t.Errorf("Socket = %q, want %q", got.Socket, tt.want)
+			}
+		})
+	}
+}
+
+func TestRelativeStateDirBecomesAbsolute(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	got, err := Load(writeConfig(t, "state_dir = \"pet\"\n"), nil)
+	if err != nil {
+		t.Fatalf("Load error: %v", err)
+	}
+	if want := filepath.Join(dir, "pet"); got.StateDir != want {
+		t.Errorf("StateDir = %q, want %q", got.StateDir, want)
+	}
+	if want := filepath.Join(dir, "pet", "bus.sock"); got.Socket != want {
+		t.Errorf("Socket = %q, want %q", got.Socket, want)
+	}
+}
+
+func TestSocketPathTooLong(t *testing.T) {
+	long := "/" + strings.Repeat("d", 100)
+	tests := []struct {
+		name    string
+		environ []string
+		source  string
+	}{
+		{"derived from state_dir", []string{"SHELLDON_STATE_DIR=" + long}, "environment"},
+		{"set directly", []string{"SHELLDON_SOCKET=" + long + "/s.sock"}, "environment"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("", tt.environ)
+			wantError(t, err, "config "+tt.source+": socket: ", "longer than the 107", "shorter state_dir")
+		})
+	}
+	exact := "/" + strings.Repeat("s", 106)
+	if _, err := Load("", []string{"SHELLDON_SOCKET=" + exact}); err != nil {
+		t.Errorf("Load with a %d-byte socket: %v, want nil", len(exact), err)
+	}
+}
+
+func TestBadEnvironmentValue(t *testing.T) {
+	tests := []struct {
+		variable, value string
+		want            string
+	}{
+		{"SHELLDON_TIMEOUTS_WORKER", "abc", `"abc" is not a duration`},
+		{"SHELLDON_TIMEOUTS_REAP", "28", "28 has no unit"},
+		{"SHELLDON_WORKER_MEMORY_LIMIT", "12MB", `unknown unit "MB"`},
+		{"SHELLDON_TURN_HISTORY_MESSAGES", "many", `"many" is not a whole number`},
+		{"SHELLDON_BUS_QUEUE_LENGTH", "1e3", `"1e3" is not a whole number`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.variable, func(t *testing.T) {
+			_, err := Load(writeConfig(t, ""), []string{tt.variable + "=" + tt.value})
+			wantError(t, err, "config environment: "+tt.variable+": ", tt.want)
+		})
+	}
+}
+
+func TestValidationNamesTheSource(t *testing.T) {
+	path := writeConfig(t, "[timeouts]\nworker = \"29s\"\n")
+	tests := []struct {
+		name    string
+		path    string
+		environ []string
+		want    string
+	}{
+		{"file", path, nil, "config " + path + ": timeouts: "},
+		{"environment", "", []string{"SHELLDON_TIMEOUTS_WORKER=29s"}, "config environment: timeouts: "},
+		{"both", path, []string{"SHELLDON_TIMEOUTS_TURN=29s"}, "config " + path + " and environment: timeouts: "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(tt.path, tt.environ)
+			wantError(t, err, tt.want)
+		})
+	}
+}
+
+func TestUnknownVariable(t *testing.T) {
+	tests := []struct {
+		name    string
+		environ []string
+		want    []string // nil: no error
+	}{
+		{"typo", []string{"SHELLDON_TIMEOUT_WORKER=1s"},
+			[]string{"config environment: SHELLDON_TIMEOUT_WORKER: not a shelldon variable", "did you mean SHELLDON_TIMEOUTS_WORKER?"}},
+		{"far from anything", []string{"SHELLDON_COLOUR=blue"},
+			[]string{"SHELLDON_COLOUR: not a shelldon variable; unset it; known variables: SHELLDON_STATE_DIR"}},
+		{"empty unknown is still refused", []string{"SHELLDON_SOKET="}, []string{"did you mean SHELLDON_SOCKET?"}},
+		{"allowed non-config variables", []string{"SHELLDON_CONFIG=/x", "SHELLDON_REQUIRE_ALL=1", "SHELLDON_TEST_HELPER=1", "PATH=/bin", "shelldon_lower=1", "NOEQUALS"}, nil},
+		{"provider variable without URL", []string{"SHELLDON_PROVIDER_MODEL=m"},
+			[]string{"SHELLDON_PROVIDER_MODEL: set without SHELLDON_PROVIDER_URL"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load("", tt.environ)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load(%q) = %v, want nil", tt.environ, err)
+				}
+				return
+			}
+			wantError(t, err, tt.want...)
+		})
+	}
+}
+
+func TestProviderShortcut(t *testing.T) {
+	path := writeConfig(t, "[[provider]]\nname = \"file\"\nbase_url = \"https://a.example/v1\"\nmodel = \"m\"\n")
+	got, err := Load(path, []string{
+		"SHELLDON_PROVIDER_URL=http://127.0.0.1:8080/v1",
+		"SHELLDON_PROVIDER_MODEL=tiny",
+		"SHELLDON_PROVIDER_KEY=sk-test",
+		"SHELLDON_TIMEOUTS_WORKER=20s",
+	})
+	if err != nil {
+		t.Fatalf("Load error: %v", err)
+	}
+	want := []Provider{{Name: "env", BaseURL: "http://127.0.0.1:8080/v1", Model: "tiny", APIKey: "sk-test", Timeout: Duration{20 * time.Second}}}
+	if !reflect.DeepEqual(got.Providers, want) {
+		t.Errorf("Providers = %+v, want %+v", got.Providers, want)
+	}
+
+	got, err = Load("", []string{"SHELLDON_PROVIDER_URL=http://h/v1", "SHELLDON_PROVIDER_MODEL=m", "SHELLDON_PROVIDER_NAME=local"})
+	if err != nil {
+		t.Fatalf("Load error: %v", err)
+	}
+	if len(got.Providers) != 1 || got.Providers[0].Name != "local" {
+		t.Errorf("Providers = %+v, want one named local", got.Providers)
+	}
+
+	_, err = Load("", []string{"SHELLDON_PROVIDER_URL=http://h/v1"})
+	wantError(t, err, "config environment: SHELLDON_PROVIDER_MODEL: not set, but SHELLDON_PROVIDER_URL is")
+
+	_, err = Load("", []string{"SHELLDON_PROVIDER_URL=ftp://h", "SHELLDON_PROVIDER_MODEL=m"})
+	wantError(t, err, "config environment: provider[0].base_url: ", "not an http or https URL")
+}
+
+func TestProviderValidation(t *testing.T) {
+	const valid = "name = \"a\"\nbase_url = \"https://h.example/v1\"\nmodel = \"m\"\n"
+	tests := []struct {
+		name      string
+		providers string
+		want      []string // nil: valid
+	}{
+		{"valid", "[[provider]]\n" + valid, nil},
+		{"valid local without key", "[[provider]]\nname = \"local-1\"\nbase_url = \"http://127.0.0.1:11434/v1\"\nmodel = \"q\"\ntimeout = \"10s\"\n", nil},
+		{"empty name", "[[provider]]\nbase_url = \"https://h/v1\"\nmodel = \"m\"\n", []string{"provider[0].name: is empty"}},
+		{"bad name", "[[provider]]\nname = \"Open Router\"\nbase_url = \"https://h/v1\"\nmodel = \"m\"\n", []string{`provider[0].name: "Open Router" has characters`}},
+		{"duplicate name", "[[provider]]\n" + valid + "[[provider]]\n" + valid, []string{`provider[1].name: "a" is also the name of provider[0]`}},
+		{"no base_url", "[[provider]]\nname = \"a\"\nmodel = \"m\"\n", []string{"provider[0].base_url: is empty"}},
+		{"not http", "[[provider]]\nname = \"a\"\nbase_url = \"unix:///run/x\"\nmodel = \"m\"\n", []string{"not an http or https URL"}},
+		{"no host", "[[provider]]\nname = \"a\"\nbase_url = \"https:///v1\"\nmodel = \"m\"\n", []string{"has no host"}},
+		{"unparsable", "[[provider]]\nname = \"a\"\nbase_url = \"http://h:port/\"\nmodel = \"m\"\n", []string{"is not a URL"}},
+		{"credentials in URL", "[[provider]]\nname = \"a\"\nbase_url = \"https://u:secret@h/v1\"\nmodel = \"m\"\n", []string{"holds credentials"}},
+		{"no model", "[[provider]]\nname = \"a\"\nbase_url = \"https://h/v1\"\n", []string{"provider[0].model: is empty"}},
+		{"both keys", "[[provider]]\n" + valid + "api_key = \"k\"\napi_key_credential = \"c\"\n", []string{"provider[0].api_key: is set together with api_key_credential"}},
+		{"credential path", "[[provider]]\n" + valid + "api_key_credential = \"../etc/shadow\"\n", []string{`provider[0].api_key_credential: "../etc/shadow" is not a file name`}},
+		{"negative timeout", "[[provider]]\n" + valid + "timeout = \"-1s\"\n", []string{"provider[0].timeout: -1s is negative"}},
+		{"timeout past the worker", "[[provider]]\n" + valid + "timeout = \"26s\"\n", []string{"provider[0].timeout: 26s is longer than timeouts.worker (25s)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeConfig(t, tt.providers)
+			_, err := Load(path, nil)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load = %v, want nil", err)
+				}
+				return
+			}
+			wantError(t, err, append(tt.want, "config "+path+": ")...)
+		})
+	}
+	// The secret must not leak into the message.
+	_, err := Load(writeConfig(t, "[[provider]]\nname = \"a\"\nbase_url = \"https://u:secret@h/v1\"\nmodel = \"m\"\n"), nil)
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("error %v, want one that hides the password", err)
+	}
+}
+
+func TestProviderKey(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "openrouter-api-key"), []byte("sk-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	withDir := []string{"CREDENTIALS_DIRECTORY=" + dir}
+	tests := []struct {
+		name     string
+		provider Provider
+		environ  []string
+		want     string
+		wantErr  []string
+	}{
+		{"inline key", Provider{Name: "a", APIKey: "sk-inline"}, nil, "sk-inline", nil},
+		{"no key", Provider{Name: "local"}, withDir, "", nil},
+		{"credential", Provider{Name: "a", APIKeyCredential: "openrouter-api-key"}, withDir, "sk-secret", nil},
+		{"missing credential", Provider{Name: "a", APIKeyCredential: "absent"}, withDir, "",
+			[]string{filepath.Join(dir, "absent") + " does not exist", "LoadCredential=absent:"}},
+		{"no credentials directory", Provider{Name: "a", APIKeyCredential: "openrouter-api-key"}, nil, "",
+			[]string{"$CREDENTIALS_DIRECTORY is not set", "LoadCredential=openrouter-api-key:"}},
+		{"empty credential", Provider{Name: "a", APIKeyCredential: "empty"}, withDir, "", []string{"is empty"}},
+		{"escaping credential", Provider{Name: "a", APIKeyCredential: ".."}, withDir, "", []string{"is not a file name"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.provider.Key(tt.environ)
+			if tt.wantErr != nil {
+				wantError(t, err, tt.wantErr...)
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Errorf("Key() = %q, %v, want %q, nil", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseSize(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Size
+		wantErr bool
+	}{
+		{"0", 0, false},
+		{"1024", 1024, false},
+		{"64KiB", 64 << 10, false},
+		{"4MiB", 4 << 20, false},
+		{"512MiB", 512 << 20, false},
+		{"1GiB", 1 << 30, false},
+		{"2TiB", 2 << 40, false},
+		{"", 0, true},
+		{"MiB", 0, true},
+		{"-1", 0, true},
+		{"-1MiB", 0, true},
+		{"1.5GiB", 0, true},
+		{"4MB", 0, true},
+		{"4 MiB", 0, true},
+		{"4mib", 0, true},
+		{"1G2iB", 0, true},
+		{"9223372036854775808", 0, true},
+		{"8388608TiB", 0, true},
+		{"0x10", 0, true},
+	}
+	for _, tt := range tests {
+		var got Size
+		err := got.UnmarshalText([]byte(tt.in))
+		if (err != nil) != tt.wantErr || got != tt.want {
+			t.Errorf("UnmarshalText(%q) = %d, %v; want %d, error %v", tt.in, got, err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+func TestSizeString(t *testing.T) {
+	tests := []struct {
+		in   Size
+		want string
+	}{
+		{0, "0"},
+		{1000, "1000"},
+		{1536, "1536"},
+		{64 << 10, "64KiB"},
+		{1 << 30, "1GiB"},
+		{3 << 29, "1536MiB"},
+	}
+	for _, tt := range tests {
+		text, err := tt.in.MarshalText()
+		if err != nil || string(text) != tt.want {
+			t.Errorf("Size(%d).MarshalText() = %q, %v, want %q", int64(tt.in), text, err, tt.want)
+		}
+		var back Size
+		if err := back.UnmarshalText(text); err != nil || back != tt.in {
+			t.Errorf("UnmarshalText(%q) = %d, %v, want %d", text, back, err, tt.in)
+		}
+	}
+}
+
+func TestParseDuration(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    time.Duration
+		wantErr string
+	}{
+		{"25s", 25 * time.Second, ""},
+		{"1m30s", 90 * time.Second, ""},
+		{"500ms", 500 * time.Millisecond, ""},
+		{"0s", 0, ""},
+		{"", 0, "empty duration"},
+		{"25", 0, `25 has no unit; write it as a string with one, like "25s"`},
+		{"2.5", 0, "has no unit"},
+		{"soon", 0, `"soon" is not a duration`},
+		{"25 s", 0, "is not a duration"},
+		{"9999999999h", 0, "is not a duration"},
+	}
+	for _, tt := range tests {
+		var got Duration
+		err := got.UnmarshalText([]byte(tt.in))
+		switch {
+		case tt.wantErr == "" && (err != nil || got.Duration != tt.want):
+			t.Errorf("UnmarshalText(%q) = %v, %v; want %v", tt.in, got, err, tt.want)
+		case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+			t.Errorf("UnmarshalText(%q) error = %v, want one containing %q", tt.in, err, tt.wantErr)
+		}
+	}
+	text, err := Duration{90 * time.Second}.MarshalText()
+	if err != nil || string(text) != "1m30s" {
+		t.Errorf("MarshalText(90s) = %q, %v, want 1m30s", text, err)
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0},
+		{"abc", "", 3},
+		{"wrker", "worker", 1},
+		{"kitten", "sitting", 3},
+	}
+	for _, tt := range tests {
+		if got := editDistance(tt.a, tt.b); got != tt.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func FuzzLoad(f *testing.F) {
+	f.Add(Example)
+	f.Add("[timeouts]\nworker = 25\n")
+	f.Add("[[provider]]\nname = \"a\"\nbase_url = \"http://[::1\"\n")
+	f.Add("[bus]\nmax_frame = \"99999999999TiB\"\nallowed_uids = [1, \"x\", {a=1}]\n")
+	f.Add("a.b.c.d = 1\n[x.\"y z\"]\n\"\" = 2\n")
+	f.Fuzz(func(t *testing.T, contents string) {
+		path := filepath.Join(t.TempDir(), "fuzz.toml")
+		if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c, err := Load(path, nil)
+		if err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("Load error %v does not wrap ErrInvalid", err)
+			}
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Errorf("Load accepted a config that Validate refuses: %v", err)
+		}
+	})
+}
+
+func FuzzParseUnits(f *testing.F) {
+	for _, s := range []string{"4MiB", "25s", "", "-0", "1e400", "99999999999999999999KiB"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var size Size
+		if err := size.UnmarshalText([]byte(s)); err == nil {
+			if size < 0 {
+				t.Errorf("UnmarshalText(%q) = %d, want no negative size", s, size)
+			}
+			var back Size
+			if err := back.UnmarshalText([]byte(size.String())); err != nil || back != size {
+				t.Errorf("round trip of %q: %d → %q → %d, %v", s, size, size.String(), back, err)
+			}
+		}
+		var d Duration
+		_ = d.UnmarshalText([]byte(s))
+		for _, prefix := range []string{"SHELLDON_TIMEOUTS_TURN=", "SHELLDON_BUS_MAX_FRAME=", "SHELLDON_SOCKET=", "SHELLDON_PROVIDER_URL="} {
+			if _, err := Load("", []string{prefix + s, "SHELLDON_PROVIDER_MODEL=m"}); err != nil && !errors.Is(err, ErrInvalid) {
+				t.Errorf("Load(%s%q) error %v does not wrap ErrInvalid", prefix, s, err)
+			}
+		}
+	})
+}

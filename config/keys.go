@@ -1,0 +1,151 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// setting is one key the file may hold. This one table gives the keys the
+// decoder accepts, the hint shown when a value has the wrong type, and the
+// environment variable that overrides the key (its name derived from the
+// key), so that file keys and variable names cannot drift apart.
+type setting struct {
+	key  string
+	hint string
+	// set parses an environment value into the key's field; nil when the
+	// key has no environment variable.
+	set func(c *Config, value string) error
+}
+
+var settings = []setting{
+	{key: "state_dir", hint: `a directory path, like "/var/lib/shelldon"`,
+		set: textSetter(func(c *Config) *string { return &c.StateDir }, parseString)},
+	{key: "socket", hint: `a file path, like "/var/lib/shelldon/bus.sock"`,
+		set: textSetter(func(c *Config) *string { return &c.Socket }, parseString)},
+
+	{key: "timeouts", hint: "a table: the section [timeouts]"},
+	{key: "timeouts.worker", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Timeouts.Worker }, parseDuration)},
+	{key: "timeouts.reap", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Timeouts.Reap }, parseDuration)},
+	{key: "timeouts.turn", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Timeouts.Turn }, parseDuration)},
+
+	{key: "turn", hint: "a table: the section [turn]"},
+	{key: "turn.history_messages", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Turn.HistoryMessages }, parseInt)},
+	{key: "turn.reaction_dwell", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Turn.ReactionDwell }, parseDuration)},
+	{key: "turn.worker_command", hint: `an array of strings, like ["/usr/bin/shelldon", "worker"]`},
+
+	{key: "worker", hint: "a table: the section [worker]"},
+	{key: "worker.memory_limit", hint: sizeHint,
+		set: textSetter(func(c *Config) *Size { return &c.Worker.MemoryLimit }, parseSize)},
+	{key: "worker.cpu_seconds", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Worker.CPUSeconds }, parseInt)},
+	{key: "worker.open_files", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Worker.OpenFiles }, parseInt)},
+
+	{key: "bus", hint: "a table: the section [bus]"},
+	{key: "bus.allowed_uids", hint: "an array of whole numbers, like [1001, 1002]"},
+	{key: "bus.queue_length", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Bus.QueueLength }, parseInt)},
+	{key: "bus.max_frame", hint: sizeHint,
+		set: textSetter(func(c *Config) *Size { return &c.Bus.MaxFrame }, parseSize)},
+
+	{key: "provider", hint: "an array of tables: start each provider with [[provider]], in double brackets"},
+	{key: "provider.name", hint: `a string, like "openrouter"`},
+	{key: "provider.base_url", hint: `a string, like "https://openrouter.ai/api/v1"`},
+	{key: "provider.model", hint: `a string, like "openai/gpt-4o-mini"`},
+	{key: "provider.api_key", hint: "a string"},
+	{key: "provider.api_key_credential", hint: `a string, like "openrouter-api-key"`},
+	{key: "provider.timeout", hint: durationHint},
+}
+
+const (
+	durationHint = `a string with a unit, like "25s" or "1m30s"`
+	integerHint  = "a whole number, like 12"
+	sizeHint     = `a string like "512MiB" or "4MiB", or a bare number of bytes`
+)
+
+// textSetter adapts a parser and a field to an environment setter.
+func textSetter[T any](field func(*Config) *T, parse func(string) (T, error)) func(*Config, string) error {
+	return func(c *Config, value string) error {
+		v, err := parse(value)
+		if err != nil {
+			return err
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+func parseString(s string) (string, error) { return s, nil }
+
+func parseInt(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number; write digits only, like 12", s)
+	}
+	return n, nil
+}
+
+// settingFor finds the setting of a key path such as "timeouts.worker".
+func settingFor(key string) (setting, bool) {
+	for _, s := range settings {
+		if s.key == key {
+			return s, true
+		}
+	}
+	return setting{}, false
+}
+
+// parentKey is the table a key path lives in ("" at the top level) and
+// leafKey its last part.
+func parentKey(key string) string {
+	if i := strings.LastIndexByte(key, '.'); i >= 0 {
+		return key[:i]
+	}
+	return ""
+}
+
+func leafKey(key string) string { return key[strings.LastIndexByte(key, '.')+1:] }
+
+// siblingKeys lists, in table order, the leaves of the known keys in table
+// parent ("" for the top level).
+func siblingKeys(parent string) []string {
+	var leaves []string
+	for _, s := range settings {
+		if parentKey(s.key) == parent {
+			leaves = append(leaves, leafKey(s.key))
+		}
+	}
+	return leaves
+}
+
+// tableLabel names a table as a reader of the file sees it.
+func tableLabel(parent string) string {
+	switch parent {
+	case "":
+		return "top-level keys"
+	case "provider":
+		return "keys in [[provider]]"
+	}
+	return "keys in [" + parent + "]"
+}
+
+// unknownKeyError explains an unknown key path (whose table is known) and
+// offers the closest known one.
+func unknownKeyError(source, key string) error {
+	candidates := make([]string, len(settings))
+	for i, s := range settings {
+		candidates[i] = s.key
+	}
+	parent := parentKey(key)
+	fix := fmt.Sprintf("known %s: %s", tableLabel(parent), strings.Join(siblingKeys(parent), ", "))
+	if guess, ok := closestKey(key, candidates); ok {
+		fix = fmt.Sprintf("did you mean %q? %s", guess, fix)
+	}
+	return &configError{source: source, key: key, problem: "unknown key", fix: fix}
+}

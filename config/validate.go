@@ -1,0 +1,190 @@
+package config
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"time"
+)
+
+// maxSocketPath is the longest Unix socket path: sun_path holds 108 bytes,
+// the last of which is the terminating NUL.
+const maxSocketPath = 107
+
+// Limits that are not simply "the default is sensible".
+const (
+	maxHistoryMessages = 200
+	maxReactionDwell   = time.Hour
+	minMemoryLimit     = 64 << 20
+	minOpenFiles       = 16
+	maxOpenFiles       = 4096
+	minQueueLength     = 8
+	maxQueueLength     = 65536
+	minMaxFrame        = 64 << 10
+	maxMaxFrame        = 64 << 20
+	maxUID             = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
+)
+
+var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// Validate reports every impossible value in c, joined; each error wraps
+// [ErrInvalid]. Load calls it; call it yourself only on a Config you built.
+func (c Config) Validate() error {
+	o := newOrigins("")
+	o.fallback = sourceInMemory
+	return c.validate(o)
+}
+
+// problem is one finding of validate before it is worded with its source.
+type problem struct {
+	key          string
+	about        []string // the keys whose values are at fault, for naming the source
+	what, remedy string
+}
+
+func (c Config) validate(o origins) error {
+	var found []problem
+	add := func(key, what, remedy string, about ...string) {
+		found = append(found, problem{key: key, about: append([]string{key}, about...), what: what, remedy: remedy})
+	}
+	def := Default()
+
+	if c.StateDir == "" {
+		add("state_dir", "is empty", fmt.Sprintf("set it to a directory, like %q", def.StateDir))
+	}
+	switch {
+	case c.Socket == "":
+		add("socket", "is empty", "leave it out to use <state_dir>/bus.sock")
+	case len(c.Socket) > maxSocketPath:
+		add("socket", fmt.Sprintf("%q is %d bytes, longer than the %d a Unix socket path may have", c.Socket, len(c.Socket), maxSocketPath),
+			"choose a shorter state_dir, or set socket to a shorter path", "state_dir")
+	}
+
+	t := c.Timeouts
+	if !(0 < t.Worker.Duration && t.Worker.Duration < t.Reap.Duration && t.Reap.Duration < t.Turn.Duration) {
+		w, r, tt := suggestTimeouts(t.Turn.Duration)
+		add("timeouts", fmt.Sprintf("worker %v, reap %v, turn %v break the rule 0 < worker < reap < turn", t.Worker, t.Reap, t.Turn),
+			fmt.Sprintf("the worker must give up on its own before systemd (or the launcher) kills it at reap, and that must happen before core gives up on the turn and degrades; try worker = %q, reap = %q, turn = %q", w, r, tt),
+			"timeouts.worker", "timeouts.reap", "timeouts.turn")
+	}
+
+	inRange(add, "turn.history_messages", c.Turn.HistoryMessages, 0, maxHistoryMessages, def.Turn.HistoryMessages)
+	inRange(add, "turn.reaction_dwell", c.Turn.ReactionDwell.Duration, 0, maxReactionDwell, def.Turn.ReactionDwell.Duration)
+	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
+		add("turn.worker_command", "its first element, the program, is empty",
+			"name the program to run, or leave worker_command empty to run this binary's own worker subcommand")
+	}
+
+	// 0 lifts the limit, for workers built with the race detector, which
+	// reserves terabytes of shadow address space.
+	if c.Worker.MemoryLimit != 0 && c.Worker.MemoryLimit < minMemoryLimit {
+		add("worker.memory_limit", fmt.Sprintf("%v is too small", c.Worker.MemoryLimit),
+			fmt.Sprintf("use at least %v (default %v; a 64-bit Go worker reserves close to 1GiB of address space at start), or 0 for no limit", Size(minMemoryLimit), def.Worker.MemoryLimit))
+	}
+	if minCPU := max(1, int(math.Ceil(t.Reap.Seconds()))); c.Worker.CPUSeconds < minCPU {
+		add("worker.cpu_seconds", fmt.Sprintf("%d is less than timeouts.reap (%v)", c.Worker.CPUSeconds, t.Reap),
+			fmt.Sprintf("use at least %d so the CPU limit never kills a worker before reap does", minCPU), "timeouts.reap")
+	}
+	inRange(add, "worker.open_files", c.Worker.OpenFiles, minOpenFiles, maxOpenFiles, def.Worker.OpenFiles)
+
+	for i, uid := range c.Bus.AllowedUIDs {
+		if uid < 0 || uid > maxUID {
+			add("bus.allowed_uids", fmt.Sprintf("element %d, %d, is not a user id", i, uid),
+				fmt.Sprintf("use numbers from 0 to %d, as `id -u USER` prints them", maxUID))
+		}
+	}
+	inRange(add, "bus.queue_length", c.Bus.QueueLength, minQueueLength, maxQueueLength, def.Bus.QueueLength)
+	inRange(add, "bus.max_frame", c.Bus.MaxFrame, minMaxFrame, maxMaxFrame, def.Bus.MaxFrame)
+
+	for i, p := range c.Providers {
+		c.validateProvider(i, p, add)
+	}
+
+	errs := make([]error, len(found))
+	for i, f := range found {
+		errs[i] = &configError{source: o.source(f.about...), key: f.key, problem: f.what, fix: f.remedy}
+	}
+	return errors.Join(errs...)
+}
+
+// inRange adds a problem when got is outside lo..hi.
+func inRange[T cmp.Ordered](add func(key, what, remedy string, about ...string), key string, got, lo, hi, def T) {
+	if got < lo || got > hi {
+		add(key, fmt.Sprintf("%v is out of range", got), fmt.Sprintf("use %v to %v (default %v)", lo, hi, def))
+	}
+}
+
+func (c Config) validateProvider(i int, p Provider, add func(key, what, remedy string, about ...string)) {
+	key := func(field string) string { return fmt.Sprintf("provider[%d].%s", i, field) }
+
+	switch {
+	case p.Name == "":
+		add(key("name"), "is empty", `name every provider, with lower-case letters, digits and dashes, like "openrouter"`)
+	case !providerName.MatchString(p.Name):
+		add(key("name"), fmt.Sprintf("%q has characters other than a-z, 0-9 and -", p.Name), `use lower-case letters, digits and dashes, like "openrouter"`)
+	default:
+		for j, earlier := range c.Providers[:i] {
+			if earlier.Name == p.Name {
+				add(key("name"), fmt.Sprintf("%q is also the name of provider[%d]", p.Name, j), "give each provider its own name")
+				break
+			}
+		}
+	}
+
+	if what, ok := badBaseURL(p.BaseURL); ok {
+		add(key("base_url"), what, `write the endpoint's http or https address, like "https://openrouter.ai/api/v1" or "http://127.0.0.1:11434/v1"`)
+	}
+	if p.Model == "" {
+		add(key("model"), "is empty", `name the model to ask, like "openai/gpt-4o-mini"`)
+	}
+	if p.APIKey != "" && p.APIKeyCredential != "" {
+		add(key("api_key"), "is set together with api_key_credential", "keep only one; api_key_credential keeps the key out of this file")
+	}
+	if p.APIKeyCredential != "" && !validCredentialName(p.APIKeyCredential) {
+		add(key("api_key_credential"), fmt.Sprintf("%q is not a file name", p.APIKeyCredential),
+			`name the credential as in LoadCredential=NAME:PATH, like "openrouter-api-key", without slashes`)
+	}
+	switch {
+	case p.Timeout.Duration < 0:
+		add(key("timeout"), fmt.Sprintf("%v is negative", p.Timeout), "leave it out to use timeouts.worker")
+	case p.Timeout.Duration > c.Timeouts.Worker.Duration && c.Timeouts.Worker.Duration > 0:
+		add(key("timeout"), fmt.Sprintf("%v is longer than timeouts.worker (%v), by which the worker has given up", p.Timeout, c.Timeouts.Worker),
+			"make it at most timeouts.worker, or leave it out to use timeouts.worker", "timeouts.worker")
+	}
+}
+
+// badBaseURL says what is wrong with a provider's base URL, if anything.
+func badBaseURL(raw string) (string, bool) {
+	if raw == "" {
+		return "is empty", true
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("%q is not a URL", raw), true
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Sprintf("%q is not an http or https URL", raw), true
+	case u.Host == "":
+		return fmt.Sprintf("%q has no host", raw), true
+	case u.User != nil:
+		return fmt.Sprintf("%s holds credentials, which would end up in logs; put the key in api_key_credential instead", u.Redacted()), true
+	}
+	return "", false
+}
+
+// suggestTimeouts proposes timeouts that keep the rule, scaled to the turn
+// timeout the user chose when that is usable, else the defaults.
+func suggestTimeouts(turn time.Duration) (worker, reap, total string) {
+	def := Default().Timeouts
+	if turn < time.Second {
+		turn = def.Turn.Duration
+	}
+	scale := func(d time.Duration) time.Duration {
+		// In floating point, because turn*d overflows for a turn of days.
+		return time.Duration(float64(turn) / float64(def.Turn.Duration) * float64(d)).Round(100 * time.Millisecond)
+	}
+	return scale(def.Worker.Duration).String(), scale(def.Reap.Duration).String(), turn.String()
+}

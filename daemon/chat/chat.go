@@ -1,0 +1,121 @@
+package chat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"shelldon/bus"
+	"shelldon/contracts"
+)
+
+// TransportName is the name the terminal joins the bus with.
+const TransportName = "cli"
+
+// Options configure a terminal chat.
+type Options struct {
+	Socket   string
+	MaxFrame int
+	In       io.Reader
+	Out      io.Writer
+	// Banner is printed once before the first prompt (the demo-model
+	// notice, for instance).
+	Banner string
+	// Logf reports bus trouble; nil discards it.
+	Logf func(format string, args ...any)
+}
+
+// Run chats until the input ends or ctx is done.
+func Run(ctx context.Context, opts Options) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var mu sync.Mutex
+	face := "(·_·)"
+	printf := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		fmt.Fprintf(opts.Out, format, args...)
+	}
+	transport := &bus.Client{
+		Socket: opts.Socket, MaxFrame: opts.MaxFrame, Logf: opts.Logf,
+		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
+	}
+	panel := &bus.Client{
+		Socket: opts.Socket, MaxFrame: opts.MaxFrame, Logf: opts.Logf,
+		Hello: contracts.Hello{Role: contracts.RolePanel, Name: TransportName},
+	}
+	errs := make(chan error, 2)
+	go func() {
+		errs <- transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
+			var out contracts.Outbound
+			if env.Kind != contracts.KindOutbound || env.Decode(&out) != nil {
+				return
+			}
+			mu.Lock()
+			f := face
+			mu.Unlock()
+			printf("\nshelldon %s  %s\n> ", f, strings.ReplaceAll(out.Text, "\n", "\n    "))
+		})
+	}()
+	go func() {
+		errs <- panel.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
+			var s contracts.Snapshot
+			if env.Kind != contracts.KindSnapshot || env.Decode(&s) != nil {
+				return
+			}
+			mu.Lock()
+			face = s.Glyphs
+			mu.Unlock()
+			if s.Caption != "" && s.Face != "thinking" {
+				printf("\n  [%s %s]\n> ", s.Glyphs, s.Caption)
+			}
+		})
+	}()
+
+	if opts.Banner != "" {
+		printf("%s\n", opts.Banner)
+	}
+	printf("Type a message and press Enter; Ctrl-D quits.\n> ")
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(opts.In)
+		sc.Buffer(make([]byte, 64<<10), 64<<10)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			if err != nil {
+				return fmt.Errorf("chat: %w", err)
+			}
+		case line, ok := <-lines:
+			if !ok {
+				printf("\nbye\n")
+				return nil
+			}
+			text := strings.TrimSpace(line)
+			if text == "" {
+				printf("> ")
+				continue
+			}
+			env, err := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: TransportName, Text: text})
+			if err == nil {
+				err = transport.Send(env)
+			}
+			if errors.Is(err, bus.ErrNotConnected) {
+				printf("(core is not reachable yet; message not sent — try again in a moment)\n> ")
+			} else if err != nil {
+				printf("(could not send: %v)\n> ", err)
+			}
+		}
+	}
+}

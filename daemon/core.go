@@ -1,0 +1,582 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/config"
+	"shelldon/contracts"
+	"shelldon/daemon/hub"
+	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/panel/faces"
+)
+
+// DegradeText is the answer of a turn that failed or timed out.
+const DegradeText = "…can't think right now…"
+
+// Turn outcomes, as the turns table records them.
+const (
+	OutcomeOK          = "ok"
+	OutcomeFailed      = "failed"       // the worker reported a failure
+	OutcomeTimeout     = "timeout"      // no result within T
+	OutcomeCrashed     = "crashed"      // the worker ended without a result
+	OutcomeSpawnFailed = "spawn-failed" // no worker could be started
+)
+
+// Options configure a core.
+type Options struct {
+	Config   config.Config
+	Store    *state.Store
+	Launcher launch.Launcher
+	// WorkerArgv starts a worker; core appends the turn's own flags.
+	WorkerArgv []string
+	Clock      clock.Clock
+	Log        *slog.Logger
+}
+
+// Core runs turns.
+type Core struct {
+	opts   Options
+	cfg    config.Config
+	layout statedir.Layout
+	store  *state.Store
+	log    *slog.Logger
+	clock  clock.Clock
+
+	inbox   chan contracts.Envelope
+	events  chan event
+	stopped chan struct{} // closed when the loop ends; late events are dropped
+	hub     *hub.Hub
+	face    *presence
+
+	// Owned by the loop goroutine.
+	arb   arbiter
+	fence fence
+	turn  *activeTurn
+
+	// Shared with the hub's goroutines, which authorise workers and hand
+	// them their input.
+	mu       sync.Mutex
+	starting map[string]*workerSlot
+}
+
+// workerSlot is what the hub needs to admit one turn's worker.
+type workerSlot struct {
+	ready  chan struct{} // closed once handle is set (or the start failed)
+	handle launch.Handle
+	input  contracts.TurnInput
+	sent   bool
+}
+
+// activeTurn is the turn in flight.
+type activeTurn struct {
+	id        string
+	admission Admission
+	started   time.Time
+	handle    launch.Handle
+	timer     clock.Timer
+	fenced    bool // the fence is closed: result handled, or degraded
+	exited    bool // the worker's processes are gone
+	exit      launch.Exit
+	left      bool // the worker's bus connection is gone (or never was)
+	outcome   string
+	err       string
+	modelTime time.Duration
+}
+
+type eventKind int
+
+const (
+	evTimeout eventKind = iota
+	evExit
+)
+
+type event struct {
+	kind eventKind
+	turn string
+	exit launch.Exit
+}
+
+// New makes a core; [Core.Run] starts it.
+func New(opts Options) (*Core, error) {
+	if opts.Store == nil || opts.Launcher == nil || len(opts.WorkerArgv) == 0 {
+		return nil, errors.New("new core: a store, a launcher and a worker command are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.Default()
+	}
+	c := &Core{
+		opts:     opts,
+		cfg:      opts.Config,
+		layout:   statedir.Layout{Root: opts.Config.StateDir},
+		store:    opts.Store,
+		log:      opts.Log,
+		clock:    opts.Clock,
+		inbox:    make(chan contracts.Envelope, 1024),
+		events:   make(chan event, 16),
+		stopped:  make(chan struct{}),
+		starting: map[string]*workerSlot{},
+	}
+	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.pushSnapshot}
+	return c, nil
+}
+
+// Run listens on the bus and runs turns until ctx is done. Ready, when
+// not nil, is called once the bus accepts connections.
+func (c *Core) Run(ctx context.Context, ready func()) error {
+	h, err := hub.Listen(c.cfg.Socket, hub.Config{
+		QueueLength: c.cfg.Bus.QueueLength,
+		MaxFrame:    int(c.cfg.Bus.MaxFrame),
+		Authorize:   c.authorize,
+		Core:        c.inbox,
+		OnJoin:      c.onJoin,
+		OnLeave:     c.onLeave,
+		Logf:        func(format string, args ...any) { c.log.Info(fmt.Sprintf(format, args...)) },
+	})
+	if err != nil {
+		return fmt.Errorf("start core: %w", err)
+	}
+	c.hub = h
+	if n := c.store.Recovered(); n > 0 {
+		c.log.Warn("turns left running by an earlier core were marked interrupted", "count", n)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- h.Serve(ctx) }()
+	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
+	name, glyphs := c.glyphs(faces.Sleeping)
+	c.face.show(name, glyphs, "waiting for a message")
+	if ready != nil {
+		ready()
+	}
+	c.loop(ctx)
+	c.shutdown()
+	close(c.stopped)
+	return <-served
+}
+
+// loop is the one goroutine that owns the arbiter, the fence and the
+// turn: turn admission is serial, so none of them needs a lock.
+func (c *Core) loop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case env := <-c.inbox:
+			c.handleEnvelope(ctx, env)
+		case ev := <-c.events:
+			c.handleEvent(ctx, ev)
+		}
+	}
+}
+
+// shutdown kills a running worker so that a stopping core leaves nothing
+// behind; its result could not be accepted by the next core anyway.
+func (c *Core) shutdown() {
+	if t := c.turn; t != nil && t.handle != nil && !t.exited {
+		c.log.Info("stopping: killing the running worker", "turn", t.id)
+		t.handle.Kill()
+		deadline := time.After(c.cfg.Timeouts.Reap.Duration)
+		for gone := false; !gone; {
+			select {
+			case ev := <-c.events:
+				gone = ev.kind == evExit && ev.turn == t.id
+			case <-deadline:
+				c.log.Error("the running worker did not end after a kill", "turn", t.id, "pid", t.handle.PID())
+				gone = true
+			}
+		}
+		if t.fenced {
+			c.finishTurnRecord(t, t.outcome, t.err)
+		} else {
+			c.finishTurnRecord(t, state.OutcomeInterrupted, "core stopped")
+		}
+	}
+}
+
+func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
+	switch env.Kind {
+	case contracts.KindInbound:
+		var in contracts.Inbound
+		if err := env.Decode(&in); err != nil || in.Text == "" {
+			c.log.Warn("dropped an unreadable inbound message", "from", env.Sender, "err", err)
+			return
+		}
+		adm, now := c.arb.submit(in.Text, Origin{Transport: env.Sender, Chat: in.Chat})
+		if !now {
+			c.log.Info("message joined the pending slot", "turn", c.turnID(), "pending", c.arb.pendingCount())
+			return
+		}
+		c.startTurn(ctx, adm)
+	case contracts.KindResult:
+		c.handleResult(ctx, env)
+	case kindWorkerLeft:
+		if t := c.turn; t != nil && t.id == env.Turn {
+			t.left = true
+			c.settle(ctx, t)
+		}
+	default:
+		c.log.Warn("core got an envelope it does not handle", "kind", env.Kind)
+	}
+}
+
+func (c *Core) turnID() string {
+	if c.turn == nil {
+		return ""
+	}
+	return c.turn.id
+}
+
+func newTurnID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// startTurn opens a turn: fence, face, worker. Any failure closes the
+// fence and frees the arbiter, so the next message is never stuck behind
+// a turn that never started.
+func (c *Core) startTurn(ctx context.Context, adm Admission) {
+	id := newTurnID()
+	now := c.clock.Now()
+	t := &activeTurn{id: id, admission: adm, started: now}
+	c.turn = t
+	c.fence.open(id)
+	kind := "chat"
+	if adm.CatchUp {
+		kind = "catch-up"
+	}
+	log := c.log.With("turn", id)
+	log.Info("turn started", "kind", kind, "chars", len(adm.Text))
+	name, glyphs := c.glyphs(faces.Thinking)
+	c.face.show(name, glyphs, "…")
+	if err := c.store.StartTurn(ctx, state.TurnStart{ID: id, Kind: kind, Started: now, Preview: adm.Text}); err != nil {
+		log.Error("recording the turn's start failed", "err", err)
+	}
+
+	history, err := c.store.RecentHistory(ctx, c.cfg.Turn.HistoryMessages)
+	if err != nil {
+		log.Error("reading history failed; the turn goes on without it", "err", err)
+	}
+	slot := &workerSlot{ready: make(chan struct{}), input: contracts.TurnInput{
+		Turn: id, Text: adm.Text, History: history,
+		Deadline: now.Add(c.cfg.Timeouts.Worker.Duration),
+	}}
+	c.mu.Lock()
+	c.starting[id] = slot
+	c.mu.Unlock()
+
+	spec := launch.Spec{
+		Turn:        id,
+		Argv:        append(slices.Clone(c.opts.WorkerArgv), "--turn", id, "--socket", c.cfg.Socket, "--state-dir", c.cfg.StateDir),
+		Env:         os.Environ(),
+		Reap:        c.cfg.Timeouts.Reap.Duration,
+		Description: "shelldon turn: " + preview(adm.Text, 40),
+		Limits: launch.Limits{
+			AddressSpace: int64(c.cfg.Worker.MemoryLimit),
+			CPUSeconds:   c.cfg.Worker.CPUSeconds,
+			OpenFiles:    c.cfg.Worker.OpenFiles,
+		},
+	}
+	handle, err := c.opts.Launcher.Start(ctx, spec)
+	c.mu.Lock()
+	slot.handle = handle
+	close(slot.ready)
+	if err != nil {
+		delete(c.starting, id)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		log.Error("starting the worker failed", "launcher", c.opts.Launcher.Name(), "err", err)
+		t.exited, t.left = true, true
+		c.degrade(t, OutcomeSpawnFailed, err.Error())
+		c.maybeFinish(ctx)
+		return
+	}
+	t.handle = handle
+	if err := c.store.SetTurnWorker(ctx, id, handle.PID()); err != nil {
+		log.Error("recording the worker's pid failed", "err", err)
+	}
+	go func() { c.post(event{kind: evExit, turn: id, exit: <-handle.Done()}) }()
+	t.timer = c.clock.AfterFunc(c.cfg.Timeouts.Turn.Duration, func() {
+		c.post(event{kind: evTimeout, turn: id})
+	})
+}
+
+// post hands an event to the loop, or drops it once the loop has ended.
+func (c *Core) post(ev event) {
+	select {
+	case c.events <- ev:
+	case <-c.stopped:
+	}
+}
+
+func (c *Core) handleEvent(ctx context.Context, ev event) {
+	t := c.turn
+	if t == nil || t.id != ev.turn {
+		return // a timer or exit of a turn already finished
+	}
+	switch ev.kind {
+	case evTimeout:
+		if t.fenced {
+			return
+		}
+		c.log.Warn("turn timed out; degrading", "turn", t.id, "after", c.cfg.Timeouts.Turn.Duration)
+		c.degrade(t, OutcomeTimeout, fmt.Sprintf("no result within %v", c.cfg.Timeouts.Turn.Duration))
+	case evExit:
+		t.exited, t.exit = true, ev.exit
+		c.log.Info("worker gone", "turn", t.id, "result", ev.exit.Result, "code", ev.exit.Code, "ran", ev.exit.Duration.Round(time.Millisecond))
+		c.mu.Lock()
+		if slot := c.starting[t.id]; slot != nil && !slot.sent {
+			t.left = true // it never joined, so no frame of its can be on the way
+		}
+		delete(c.starting, t.id)
+		c.mu.Unlock()
+	}
+	c.settle(ctx, t)
+}
+
+// settle degrades a turn whose worker is gone without a result, then
+// finishes it if it can. Both the process's end and its connection's end
+// are needed first: the process may be reaped before the hub has read
+// the result it sent just before exiting, and that result must win.
+func (c *Core) settle(ctx context.Context, t *activeTurn) {
+	if t.exited && t.left && !t.fenced {
+		c.degrade(t, OutcomeCrashed, fmt.Sprintf("worker ended without a result (%s %d)", t.exit.Result, t.exit.Code))
+	}
+	c.maybeFinish(ctx)
+}
+
+// kindWorkerLeft is core's own note, queued behind a worker's frames in
+// the inbox, that the worker's connection has ended.
+const kindWorkerLeft contracts.Kind = "core:worker-left"
+
+// onLeave queues the end of a worker's connection behind anything that
+// connection delivered, so core sees its result first.
+func (c *Core) onLeave(p *hub.Peer) {
+	if p.Hello.Role != contracts.RoleWorker {
+		return
+	}
+	select {
+	case c.inbox <- contracts.Envelope{Kind: kindWorkerLeft, Turn: p.Hello.Turn}:
+	case <-c.stopped:
+	}
+}
+
+func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
+	if !c.fence.accept(env.Turn) {
+		why := "unknown turn"
+		if c.fence.wasClosed(env.Turn) {
+			why = "turn already closed"
+		}
+		c.log.Warn("result fenced out", "turn", env.Turn, "why", why)
+		return
+	}
+	t := c.turn
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	c.fence.close(t.id)
+	t.fenced = true
+	var res contracts.Result
+	if err := env.Decode(&res); err != nil {
+		c.degradeNow(t, OutcomeFailed, err.Error())
+		c.maybeFinish(ctx)
+		return
+	}
+	t.modelTime = res.ModelTime
+	log := c.log.With("turn", t.id)
+	for _, n := range res.Notes {
+		log.Warn("worker note", "note", n)
+	}
+	if !res.OK {
+		log.Warn("worker reported failure", "err", res.Error)
+		c.degradeNow(t, OutcomeFailed, res.Error)
+		c.maybeFinish(ctx)
+		return
+	}
+	// Reply and react first: the owner never waits on a memory write, and
+	// a failed write never blocks the reply.
+	c.reply(t, contracts.Outbound{Text: res.Payload, Turn: t.id})
+	name, glyphs := c.glyphs(res.Face)
+	c.face.react(name, glyphs, res.Thought)
+	c.applyOps(ctx, t.id, res.Ops)
+	c.recordExchange(ctx, t, res.Payload)
+	t.outcome = OutcomeOK
+	c.maybeFinish(ctx)
+}
+
+// degrade closes the fence on a failed turn and answers anyway.
+func (c *Core) degrade(t *activeTurn, outcome, reason string) {
+	c.fence.close(t.id)
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	c.degradeNow(t, outcome, reason)
+}
+
+func (c *Core) degradeNow(t *activeTurn, outcome, reason string) {
+	t.fenced = true
+	t.outcome, t.err = outcome, reason
+	c.reply(t, contracts.Outbound{Text: DegradeText, Turn: t.id, Degraded: true})
+	name, glyphs := c.glyphs(faces.CantThink)
+	c.face.react(name, glyphs, "can't think")
+	// The owner's words stay in the history, so the next turn knows what
+	// was asked even though this one could not answer.
+	if err := c.store.AppendHistory(context.Background(), t.id, contracts.ChatUser, t.admission.Text, t.started); err != nil {
+		c.log.Error("recording history failed", "turn", t.id, "err", err)
+	}
+}
+
+// maybeFinish ends the turn once its result is settled and its worker is
+// gone, then frees the arbiter and starts the catch-up turn.
+func (c *Core) maybeFinish(ctx context.Context) {
+	t := c.turn
+	if t == nil || !t.fenced || !t.exited {
+		return
+	}
+	c.finishTurnRecord(t, t.outcome, t.err)
+	c.turn = nil
+	if next, ok := c.arb.complete(); ok {
+		c.startTurn(ctx, next)
+	}
+}
+
+func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
+	end := c.clock.Now()
+	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{ID: t.id, Ended: end, Outcome: outcome, Error: reason, ModelTime: t.modelTime}); err != nil {
+		c.log.Error("recording the turn's end failed", "turn", t.id, "err", err)
+	}
+	c.log.Info("turn finished", "turn", t.id, "outcome", outcome, "took", end.Sub(t.started).Round(time.Millisecond), "model", t.modelTime.Round(time.Millisecond))
+}
+
+func (c *Core) recordExchange(ctx context.Context, t *activeTurn, payload string) {
+	for _, m := range []struct{ role, text string }{{contracts.ChatUser, t.admission.Text}, {contracts.ChatAssistant, payload}} {
+		if err := c.store.AppendHistory(ctx, t.id, m.role, m.text, c.clock.Now()); err != nil {
+			c.log.Error("recording history failed", "turn", t.id, "err", err)
+		}
+	}
+}
+
+func (c *Core) reply(t *activeTurn, out contracts.Outbound) {
+	out.Chat = t.admission.Origin.Chat
+	env, err := contracts.NewEnvelope(contracts.KindOutbound, t.id, out)
+	if err != nil {
+		c.log.Error("encoding the reply failed", "turn", t.id, "err", err)
+		return
+	}
+	env.To = t.admission.Origin.Transport
+	if err := c.hub.Route(env); err != nil {
+		c.log.Error("the reply reached no transport", "turn", t.id, "err", err)
+	}
+}
+
+// glyphs looks a face up in the registry on disk, which the AddFace op
+// may have changed since the last turn.
+func (c *Core) glyphs(face string) (string, string) {
+	reg, err := c.layout.LoadFaces()
+	if err != nil {
+		c.log.Warn("face registry has bad entries", "err", err)
+	}
+	if g, ok := reg.Lookup(face); ok {
+		return face, g
+	}
+	name, g, _ := reg.Resolve(face)
+	return name, g
+}
+
+func (c *Core) pushSnapshot(s contracts.Snapshot) {
+	env, err := contracts.NewEnvelope(contracts.KindSnapshot, "", s)
+	if err != nil {
+		return
+	}
+	if err := c.hub.Route(env); err != nil && !errors.Is(err, hub.ErrNoRoute) {
+		c.log.Warn("face push failed", "err", err)
+	}
+}
+
+// authorize decides who may join the bus. Every peer must run as root,
+// as core's own user, or as a user the configuration allows; a worker
+// must also be a process of the turn it names, and that turn must be the
+// one being started.
+func (c *Core) authorize(hello contracts.Hello, cred hub.Cred) error {
+	if cred.UID != 0 && cred.UID != os.Getuid() && !slices.Contains(c.cfg.Bus.AllowedUIDs, cred.UID) {
+		return fmt.Errorf("uid %d may not join the bus (allow it with bus.allowed_uids)", cred.UID)
+	}
+	if hello.Role != contracts.RoleWorker {
+		return nil
+	}
+	c.mu.Lock()
+	slot := c.starting[hello.Turn]
+	c.mu.Unlock()
+	if slot == nil {
+		return fmt.Errorf("turn %q is not running", hello.Turn)
+	}
+	select {
+	case <-slot.ready:
+	case <-time.After(5 * time.Second):
+		return fmt.Errorf("turn %q did not finish starting", hello.Turn)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case slot.handle == nil:
+		return fmt.Errorf("turn %q failed to start", hello.Turn)
+	case !slot.handle.Owns(cred.PID):
+		return fmt.Errorf("pid %d is not the worker of turn %q", cred.PID, hello.Turn)
+	case slot.sent:
+		return fmt.Errorf("turn %q already has its worker", hello.Turn)
+	}
+	slot.sent = true
+	return nil
+}
+
+// onJoin gives a new worker its turn input and a new panel the face.
+func (c *Core) onJoin(p *hub.Peer) {
+	var env contracts.Envelope
+	var err error
+	switch p.Hello.Role {
+	case contracts.RoleWorker:
+		c.mu.Lock()
+		slot := c.starting[p.Hello.Turn]
+		c.mu.Unlock()
+		if slot == nil {
+			return
+		}
+		env, err = contracts.NewEnvelope(contracts.KindTurnInput, p.Hello.Turn, slot.input)
+	case contracts.RolePanel:
+		env, err = contracts.NewEnvelope(contracts.KindSnapshot, "", c.face.current())
+	default:
+		return
+	}
+	if err == nil {
+		env.From = contracts.RoleCore
+		err = c.hub.Send(p, env)
+	}
+	if err != nil {
+		c.log.Warn("greeting a new peer failed", "role", p.Hello.Role, "err", err)
+	}
+}
+
+func preview(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}

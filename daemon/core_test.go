@@ -1,0 +1,190 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/config"
+	"shelldon/contracts"
+	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+)
+
+// inProcessLauncher runs each "worker" as a goroutine of the test, so a
+// test can make a worker misbehave in ways a real one never would (answer
+// after T, claim another turn). The bus still checks its credentials: it
+// owns only the test's own pid.
+type inProcessLauncher struct {
+	work func(ctx context.Context, spec launch.Spec) // acts as the worker
+}
+
+func (inProcessLauncher) Name() string { return "in-process (test)" }
+
+type inProcessHandle struct {
+	done   chan launch.Exit
+	cancel context.CancelFunc
+}
+
+func (l inProcessLauncher) Start(_ context.Context, spec launch.Spec) (launch.Handle, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &inProcessHandle{done: make(chan launch.Exit, 1), cancel: cancel}
+	go func() {
+		l.work(ctx, spec)
+		h.done <- launch.Exit{Result: launch.ResultSuccess}
+	}()
+	return h, nil
+}
+
+func (h *inProcessHandle) PID() int                 { return os.Getpid() }
+func (h *inProcessHandle) Owns(pid int) bool        { return pid == os.Getpid() }
+func (h *inProcessHandle) Done() <-chan launch.Exit { return h.done }
+func (h *inProcessHandle) Kill()                    { h.cancel() }
+
+func turnOf(spec launch.Spec) string {
+	for i, a := range spec.Argv {
+		if a == "--turn" {
+			return spec.Argv[i+1]
+		}
+	}
+	return ""
+}
+
+type coreHarness struct {
+	cfg     config.Config
+	replies chan contracts.Outbound
+	send    func(text string)
+}
+
+func startCore(t *testing.T, l launch.Launcher, turnTimeout time.Duration) *coreHarness {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sdc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := config.Default()
+	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+	cfg.Timeouts.Worker.Duration = turnTimeout / 3
+	cfg.Timeouts.Reap.Duration = turnTimeout / 2
+	cfg.Timeouts.Turn.Duration = turnTimeout
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	core, err := New(Options{Config: cfg, Store: store, Launcher: l, WorkerArgv: []string{"worker"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- core.Run(ctx, func() { close(ready) }) }()
+	<-ready
+	t.Cleanup(func() { cancel(); <-done })
+
+	h := &coreHarness{cfg: cfg, replies: make(chan contracts.Outbound, 16)}
+	conn, err := bus.Dial(ctx, cfg.Socket, contracts.Hello{Role: contracts.RoleTransport, Name: "test"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	go func() {
+		for {
+			env, err := conn.Recv()
+			if err != nil {
+				return
+			}
+			var out contracts.Outbound
+			if env.Decode(&out) == nil {
+				h.replies <- out
+			}
+		}
+	}()
+	h.send = func(text string) {
+		env, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Text: text})
+		if err := conn.Send(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// joinAsWorker joins the bus as the worker of turn and reads its input.
+func joinAsWorker(ctx context.Context, socket, turn string) (*bus.Conn, contracts.TurnInput, error) {
+	conn, err := bus.Dial(ctx, socket, contracts.Hello{Role: contracts.RoleWorker, Turn: turn}, 0)
+	if err != nil {
+		return nil, contracts.TurnInput{}, err
+	}
+	env, err := conn.Recv()
+	var in contracts.TurnInput
+	if err == nil {
+		err = env.Decode(&in)
+	}
+	return conn, in, err
+}
+
+func sendResult(conn *bus.Conn, turn, payload string) error {
+	env, err := contracts.NewEnvelope(contracts.KindResult, turn, contracts.Result{OK: true, Payload: payload})
+	if err != nil {
+		return err
+	}
+	return conn.Send(env)
+}
+
+func TestResultAfterTurnTimeoutIsDropped(t *testing.T) {
+	const T = 600 * time.Millisecond
+	sent := make(chan error, 1)
+	var h *coreHarness
+	h = startCore(t, inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, _, err := joinAsWorker(ctx, h.cfg.Socket, turnOf(spec))
+		if err != nil {
+			sent <- err
+			return
+		}
+		defer conn.Close()
+		<-time.After(T + 300*time.Millisecond) // answer after core gave up
+		sent <- sendResult(conn, turnOf(spec), "too late")
+	}}, T)
+	h.send("hello")
+	r := <-h.replies
+	if !r.Degraded {
+		t.Fatalf("first reply = %+v, want the degrade answer at T", r)
+	}
+	if err := <-sent; err != nil {
+		t.Fatalf("the late worker could not send: %v", err)
+	}
+	select {
+	case r := <-h.replies:
+		t.Fatalf("a result after T reached the owner: %+v", r)
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+func TestWorkerCannotClaimAnotherTurn(t *testing.T) {
+	refused := make(chan error, 1)
+	var h *coreHarness
+	h = startCore(t, inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		_, _, err := joinAsWorker(ctx, h.cfg.Socket, "not-"+turnOf(spec))
+		refused <- err
+		conn, _, err := joinAsWorker(ctx, h.cfg.Socket, turnOf(spec))
+		if err == nil {
+			sendResult(conn, turnOf(spec), "honest")
+			conn.Close()
+		}
+	}}, 5*time.Second)
+	h.send("hello")
+	if err := <-refused; !errors.Is(err, bus.ErrRefused) {
+		t.Errorf("claiming another turn: err = %v, want refused", err)
+	}
+	if r := <-h.replies; r.Text != "honest" {
+		t.Errorf("reply = %+v, want the honest worker's result", r)
+	}
+}

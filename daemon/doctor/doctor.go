@@ -1,0 +1,206 @@
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"shelldon/config"
+)
+
+// Status of one check.
+type Status string
+
+// The statuses.
+const (
+	OK   Status = "ok"
+	Warn Status = "warn" // shelldon runs, with less (no systemd: rlimits only)
+	Fail Status = "FAIL" // shelldon cannot do its job until this is fixed
+)
+
+// Check is one finding.
+type Check struct {
+	Name   string
+	Status Status
+	Detail string
+	// Fix says what to do; empty when Status is OK.
+	Fix string
+}
+
+// Host is what the checks look at; tests point it at a fake root.
+type Host struct {
+	// Root is prefixed to the absolute paths the checks read ("/" in production).
+	Root     string
+	LookPath func(string) (string, error)
+	HTTP     *http.Client
+}
+
+// System is the running machine.
+func System() Host {
+	return Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}}
+}
+
+func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
+
+// Run runs every check against cfg.
+func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
+	return []Check{
+		h.systemd(),
+		h.nspawn(),
+		h.memoryCgroup(),
+		h.stateDir(cfg),
+		h.core(cfg),
+		h.providers(ctx, cfg),
+		h.spi(),
+	}
+}
+
+func (h Host) systemd() Check {
+	c := Check{Name: "systemd"}
+	if _, err := os.Stat(h.path("/run/systemd/system")); err == nil {
+		c.Status, c.Detail = OK, "systemd is PID 1"
+		return c
+	}
+	c.Status, c.Detail = Warn, "systemd is not running as PID 1: turns run as plain child processes under rlimits"
+	c.Fix = "run shelldon on a systemd host (Debian, Raspberry Pi OS) for per-turn cgroup limits"
+	return c
+}
+
+func (h Host) nspawn() Check {
+	c := Check{Name: "systemd-nspawn"}
+	if p, err := h.LookPath("systemd-nspawn"); err == nil {
+		c.Status, c.Detail = OK, p
+		return c
+	}
+	c.Status, c.Detail = Fail, "systemd-nspawn is not installed: no command can run sandboxed"
+	c.Fix = "apt-get install systemd-container"
+	return c
+}
+
+func (h Host) memoryCgroup() Check {
+	c := Check{Name: "memory cgroup"}
+	raw, err := os.ReadFile(h.path("/sys/fs/cgroup/cgroup.controllers"))
+	switch {
+	case err != nil:
+		c.Status, c.Detail = Fail, "no cgroup v2 hierarchy at /sys/fs/cgroup"
+		c.Fix = "boot with systemd.unified_cgroup_hierarchy=1 (the default on Debian 12)"
+	case !strings.Contains(" "+string(raw)+" ", " memory "):
+		c.Status, c.Detail = Fail, "the memory controller is not enabled: MemoryMax cannot hold"
+		c.Fix = "add cgroup_enable=memory to /boot/firmware/cmdline.txt (Raspberry Pi kernels) and reboot"
+	default:
+		c.Status, c.Detail = OK, "cgroup v2 with the memory controller"
+	}
+	return c
+}
+
+func (h Host) stateDir(cfg config.Config) Check {
+	c := Check{Name: "state directory"}
+	dir := cfg.StateDir
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		c.Status, c.Detail, c.Fix = Fail, err.Error(), fmt.Sprintf("create %s writable by core, or set state_dir", dir)
+		return c
+	}
+	f, err := os.CreateTemp(dir, ".doctor-*")
+	if err != nil {
+		c.Status, c.Detail, c.Fix = Fail, err.Error(), fmt.Sprintf("make %s writable by core", dir)
+		return c
+	}
+	f.Close()
+	os.Remove(f.Name())
+	c.Status, c.Detail = OK, dir
+	return c
+}
+
+func (h Host) core(cfg config.Config) Check {
+	c := Check{Name: "core"}
+	conn, err := net.DialTimeout("unix", cfg.Socket, time.Second)
+	if err != nil {
+		c.Status, c.Detail = Warn, fmt.Sprintf("no core answers on %s", cfg.Socket)
+		c.Fix = "systemctl start shelldon (or `shelldon up` for development)"
+		return c
+	}
+	conn.Close()
+	c.Status, c.Detail = OK, "core is listening on "+cfg.Socket
+	return c
+}
+
+func (h Host) providers(ctx context.Context, cfg config.Config) Check {
+	c := Check{Name: "model provider"}
+	if len(cfg.Providers) == 0 {
+		c.Status, c.Detail = Fail, "no provider is configured: only `shelldon up` can run, on the scripted demo model"
+		c.Fix = "add a [[provider]] table to the configuration (see config/shelldon.example.toml)"
+		return c
+	}
+	var reached []string
+	var problems []string
+	for _, p := range cfg.Providers {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.BaseURL, "/")+"/models", nil)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p.Name, err))
+			continue
+		}
+		if key, err := p.Key(os.Environ()); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p.Name, err))
+			continue
+		} else if key != "" {
+			req.Header.Set("Authorization", "Bearer "+key)
+		}
+		resp, err := h.HTTP.Do(req)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", p.Name, err))
+			continue
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+		if resp.StatusCode >= 300 {
+			problems = append(problems, fmt.Sprintf("%s: %s answers %s", p.Name, p.BaseURL, resp.Status))
+			continue
+		}
+		reached = append(reached, p.Name)
+	}
+	switch {
+	case len(problems) == 0:
+		c.Status, c.Detail = OK, "reachable: "+strings.Join(reached, ", ")
+	case len(reached) > 0:
+		c.Status, c.Detail = Warn, strings.Join(problems, "; ")
+		c.Fix = "check the failing provider's base_url and key; the chain falls back to the others"
+	default:
+		c.Status, c.Detail = Fail, strings.Join(problems, "; ")
+		c.Fix = "check base_url, the network, and the key (api_key_credential in $CREDENTIALS_DIRECTORY)"
+	}
+	return c
+}
+
+func (h Host) spi() Check {
+	c := Check{Name: "SPI (panel)"}
+	if _, err := os.Stat(h.path("/dev/spidev0.0")); err == nil {
+		c.Status, c.Detail = OK, "/dev/spidev0.0"
+		return c
+	}
+	c.Status, c.Detail = Warn, "no /dev/spidev0.0: the e-ink panel cannot be driven (PNG and terminal panels still work)"
+	c.Fix = "enable SPI: dtparam=spi=on in /boot/firmware/config.txt (or raspi-config), then reboot"
+	return c
+}
+
+// Write prints the checks one line each and reports whether none failed.
+func Write(w io.Writer, checks []Check) bool {
+	healthy := true
+	for _, c := range checks {
+		line := fmt.Sprintf("%-4s %-16s %s", c.Status, c.Name, c.Detail)
+		if c.Fix != "" {
+			line += " — fix: " + c.Fix
+		}
+		fmt.Fprintln(w, line)
+		if c.Status == Fail {
+			healthy = false
+		}
+	}
+	return healthy
+}

@@ -1,0 +1,45 @@
+package daemon
+
+// closedMemory bounds how many closed turn ids the fence remembers: enough
+// to recognise any late result of recent turns, small enough to never grow.
+const closedMemory = 64
+
+// fence makes sure exactly one turn's result is ever acted on: only the
+// open turn's id is accepted; a late, unknown or already closed id is
+// refused. Closing is idempotent.
+//
+// It is not safe for concurrent use; core's single loop owns it.
+type fence struct {
+	current string
+	closed  [closedMemory]string
+	next    int
+}
+
+// open makes id the current turn.
+func (f *fence) open(id string) { f.current = id }
+
+// accept reports whether a result for id may be acted on.
+func (f *fence) accept(id string) bool { return id != "" && id == f.current }
+
+// close closes id; it reports whether id was the open turn (false when it
+// was already closed, or unknown).
+func (f *fence) close(id string) bool {
+	if id == "" || id != f.current {
+		return false
+	}
+	f.current = ""
+	f.closed[f.next] = id
+	f.next = (f.next + 1) % closedMemory
+	return true
+}
+
+// wasClosed reports whether id is among the recently closed turns, so a
+// late result can be logged as late rather than unknown.
+func (f *fence) wasClosed(id string) bool {
+	for _, c := range f.closed {
+		if c != "" && c == id {
+			return true
+		}
+	}
+	return false
+}

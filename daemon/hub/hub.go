@@ -1,0 +1,377 @@
+package hub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"shelldon/bus"
+	"shelldon/contracts"
+)
+
+// ErrNoRoute is returned by [Hub.Route] when no connection can take an
+// envelope (no broker joined, the turn's worker has gone).
+var ErrNoRoute = errors.New("no connection to route to")
+
+// Cred is what the kernel says about a peer, read with SO_PEERCRED when it
+// connects; it cannot be forged by the peer.
+type Cred struct {
+	PID, UID, GID int
+}
+
+// Peer is one joined connection, as the hub's callbacks see it.
+type Peer struct {
+	Hello contracts.Hello
+	Cred  Cred
+
+	id       uint64
+	nc       net.Conn
+	out      chan contracts.Envelope
+	gone     chan struct{}
+	goneOnce sync.Once
+	joined   time.Time
+}
+
+// Config sets up a hub.
+type Config struct {
+	// QueueLength bounds each connection's send queue.
+	QueueLength int
+	MaxFrame    int
+	// Authorize decides whether a hello from a peer with cred may join;
+	// its error is sent back to the peer as the reason.
+	Authorize func(hello contracts.Hello, cred Cred) error
+	// Core receives the envelopes routed to core; a full inbox makes the
+	// sending connection wait, never the hub.
+	Core chan<- contracts.Envelope
+	// OnJoin runs after a peer is welcomed (core sends a new panel the
+	// current face). It must not block.
+	OnJoin func(*Peer)
+	// OnLeave runs after a peer's connection is gone.
+	OnLeave func(*Peer)
+	Logf    func(format string, args ...any)
+}
+
+// Hub accepts connections and routes envelopes among them.
+type Hub struct {
+	cfg Config
+	ln  *net.UnixListener
+
+	mu     sync.Mutex
+	closed bool // set once Serve is ending; late joiners are turned away
+	peers  map[uint64]*Peer
+	nextID uint64
+	wg     sync.WaitGroup
+}
+
+// helloTimeout bounds how long a caller may take to say who it is.
+const helloTimeout = 5 * time.Second
+
+// Listen creates the bus socket at path with mode 0660. A stale socket
+// left by a crashed core is removed; a live one (another core answers) is
+// an error.
+func Listen(path string, cfg Config) (*Hub, error) {
+	if cfg.QueueLength <= 0 {
+		cfg.QueueLength = 256
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	if fi, err := os.Lstat(path); err == nil {
+		if fi.Mode()&os.ModeSocket == 0 {
+			return nil, fmt.Errorf("listen on bus %s: a non-socket file is in the way; remove it", path)
+		}
+		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+			c.Close()
+			return nil, fmt.Errorf("listen on bus %s: another core is already serving it", path)
+		}
+		if err := os.Remove(path); err != nil {
+			return nil, fmt.Errorf("remove stale bus socket %s: %w", path, err)
+		}
+	}
+	// The socket is created with the umask's mode before the chmod below;
+	// a tight umask for the bind keeps that window closed.
+	old := unix.Umask(0o117)
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	unix.Umask(old)
+	if err != nil {
+		return nil, fmt.Errorf("listen on bus %s: %w", path, err)
+	}
+	ln.SetUnlinkOnClose(true)
+	if err := os.Chmod(path, 0o660); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("chmod bus socket %s: %w", path, err)
+	}
+	return &Hub{cfg: cfg, ln: ln, peers: map[uint64]*Peer{}}, nil
+}
+
+// Serve accepts connections until ctx is done, then closes the listener
+// and every connection and waits for their goroutines.
+func (h *Hub) Serve(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, func() { h.ln.Close() })
+	defer stop()
+	for {
+		nc, err := h.ln.AcceptUnix()
+		if err != nil {
+			h.closeAll()
+			h.wg.Wait()
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept on bus: %w", err)
+		}
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			h.serveConn(ctx, nc)
+		}()
+	}
+}
+
+func (h *Hub) closeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.closed = true
+	for _, p := range h.peers {
+		p.close()
+	}
+}
+
+func (p *Peer) close() {
+	p.goneOnce.Do(func() {
+		close(p.gone)
+		p.nc.Close()
+	})
+}
+
+// Gone is closed when the peer's connection ends.
+func (p *Peer) Gone() <-chan struct{} { return p.gone }
+
+func peerCred(nc *net.UnixConn) (Cred, error) {
+	raw, err := nc.SyscallConn()
+	if err != nil {
+		return Cred{}, err
+	}
+	var cred *unix.Ucred
+	var credErr error
+	if err := raw.Control(func(fd uintptr) {
+		cred, credErr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return Cred{}, err
+	}
+	if credErr != nil {
+		return Cred{}, credErr
+	}
+	return Cred{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
+}
+
+func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
+	defer nc.Close()
+	cred, err := peerCred(nc)
+	if err != nil {
+		h.cfg.Logf("bus: reading peer credentials: %v", err)
+		return
+	}
+	nc.SetDeadline(time.Now().Add(helloTimeout))
+	first, err := bus.ReadFrame(nc, h.cfg.MaxFrame)
+	if err != nil {
+		h.cfg.Logf("bus: pid %d sent no hello: %v", cred.PID, err)
+		return
+	}
+	var hello contracts.Hello
+	refuse := func(reason string) {
+		h.cfg.Logf("bus: refused pid %d uid %d (%s %q): %s", cred.PID, cred.UID, hello.Role, hello.Name, reason)
+		env, _ := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{Reason: reason})
+		bus.WriteFrame(nc, env, h.cfg.MaxFrame)
+	}
+	switch {
+	case first.Kind != contracts.KindHello || first.Decode(&hello) != nil:
+		refuse(fmt.Sprintf("the first frame must be a %s, got %s", contracts.KindHello, first.Kind))
+		return
+	case !hello.Role.Valid() || hello.Role == contracts.RoleCore:
+		refuse(fmt.Sprintf("unknown role %q", hello.Role))
+		return
+	case hello.Role == contracts.RoleWorker && hello.Turn == "":
+		refuse("a worker must name its turn")
+		return
+	}
+	if h.cfg.Authorize != nil {
+		if err := h.cfg.Authorize(hello, cred); err != nil {
+			refuse(err.Error())
+			return
+		}
+	}
+	welcome, _ := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{OK: true})
+	if err := bus.WriteFrame(nc, welcome, h.cfg.MaxFrame); err != nil {
+		return
+	}
+	nc.SetDeadline(time.Time{})
+
+	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), joined: time.Now()}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.nextID++
+	p.id = h.nextID
+	h.peers[p.id] = p
+	h.mu.Unlock()
+	h.cfg.Logf("bus: %s %q joined (pid %d uid %d)", hello.Role, hello.Name, cred.PID, cred.UID)
+	defer func() {
+		h.mu.Lock()
+		delete(h.peers, p.id)
+		h.mu.Unlock()
+		p.close()
+		if h.cfg.OnLeave != nil {
+			h.cfg.OnLeave(p)
+		}
+	}()
+
+	go h.writeLoop(p)
+	if h.cfg.OnJoin != nil {
+		h.cfg.OnJoin(p)
+	}
+	for {
+		env, err := bus.ReadFrame(nc, h.cfg.MaxFrame)
+		if err != nil {
+			select {
+			case <-p.gone:
+			default:
+				h.cfg.Logf("bus: %s %q left: %v", hello.Role, hello.Name, err)
+			}
+			return
+		}
+		// The hub, not the sender, says who sent a frame, and a worker
+		// can only speak for the turn it proved.
+		env.From = hello.Role
+		env.Sender = hello.Name
+		if hello.Role == contracts.RoleWorker {
+			env.Turn = hello.Turn
+		}
+		if !contracts.MaySend(hello.Role, env.Kind) {
+			h.cfg.Logf("bus: dropped %s from %s %q: that role may not send it", env.Kind, hello.Role, hello.Name)
+			continue
+		}
+		if err := h.route(ctx, env); err != nil {
+			h.cfg.Logf("bus: %s from %s %q: %v", env.Kind, hello.Role, hello.Name, err)
+		}
+	}
+}
+
+func (h *Hub) writeLoop(p *Peer) {
+	for {
+		select {
+		case <-p.gone:
+			return
+		case env := <-p.out:
+			if err := bus.WriteFrame(p.nc, env, h.cfg.MaxFrame); err != nil {
+				h.cfg.Logf("bus: writing %s to %s %q: %v", env.Kind, p.Hello.Role, p.Hello.Name, err)
+				p.close()
+				return
+			}
+		}
+	}
+}
+
+// Send queues env for p without waiting. A full queue means the reader
+// has stopped reading: it is dropped rather than allowed to hold the hub.
+func (h *Hub) Send(p *Peer, env contracts.Envelope) error {
+	select {
+	case <-p.gone:
+		return fmt.Errorf("send %s to %s %q: %w", env.Kind, p.Hello.Role, p.Hello.Name, ErrNoRoute)
+	default:
+	}
+	select {
+	case p.out <- env:
+		return nil
+	default:
+		h.cfg.Logf("bus: dropped slow reader %s %q (pid %d): its queue of %d is full", p.Hello.Role, p.Hello.Name, p.Cred.PID, cap(p.out))
+		p.close()
+		return fmt.Errorf("send %s to %s %q: reader too slow, dropped", env.Kind, p.Hello.Role, p.Hello.Name)
+	}
+}
+
+// Route delivers an envelope from core by the routing table.
+func (h *Hub) Route(env contracts.Envelope) error {
+	env.From, env.Sender = contracts.RoleCore, ""
+	return h.route(context.Background(), env)
+}
+
+func (h *Hub) route(ctx context.Context, env contracts.Envelope) error {
+	r, ok := contracts.Routes[env.Kind]
+	if !ok {
+		return fmt.Errorf("route %s: kind not in the routing table", env.Kind)
+	}
+	if r.To == contracts.RoleCore {
+		if h.cfg.Core == nil {
+			return fmt.Errorf("route %s to core: %w", env.Kind, ErrNoRoute)
+		}
+		select {
+		case h.cfg.Core <- env:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	targets := h.targets(r, env)
+	if len(targets) == 0 {
+		return fmt.Errorf("route %s (turn %q) to %s: %w", env.Kind, env.Turn, r.To, ErrNoRoute)
+	}
+	var errs []error
+	for _, p := range targets {
+		if err := h.Send(p, env); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == len(targets) {
+		return errors.Join(errs...)
+	}
+	return nil
+}
+
+func (h *Hub) targets(r contracts.Route, env contracts.Envelope) []*Peer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*Peer
+	var newest *Peer
+	for _, p := range h.peers {
+		if p.Hello.Role != r.To || (env.To != "" && p.Hello.Name != env.To) {
+			continue
+		}
+		switch r.Delivery {
+		case contracts.ToAll:
+			out = append(out, p)
+		case contracts.ToTurn:
+			if env.Turn != "" && p.Hello.Turn == env.Turn {
+				out = append(out, p)
+			}
+		case contracts.ToOne:
+			if newest == nil || p.id > newest.id {
+				newest = p
+			}
+		}
+	}
+	if newest != nil {
+		out = append(out, newest)
+	}
+	return out
+}
+
+// Peers returns the joined connections of role, for status reports.
+func (h *Hub) Peers(role contracts.Role) []*Peer {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var out []*Peer
+	for _, p := range h.peers {
+		if p.Hello.Role == role {
+			out = append(out, p)
+		}
+	}
+	return out
+}

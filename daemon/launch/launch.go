@@ -1,0 +1,70 @@
+package launch
+
+import (
+	"context"
+	"time"
+)
+
+// Spec says what to start for one turn.
+type Spec struct {
+	Turn string
+	// Argv is the whole command line of the worker.
+	Argv []string
+	Env  []string
+	// Reap is R: the worker is killed this long after it starts, wherever
+	// it is, so a wedged worker can never hold the turn slot.
+	Reap time.Duration
+	// Description is a line for whoever lists running workers.
+	Description string
+	Limits      Limits
+}
+
+// Limits bound one worker's resources.
+type Limits struct {
+	// AddressSpace is RLIMIT_AS in bytes; 0 leaves it alone.
+	AddressSpace int64
+	// CPUSeconds is RLIMIT_CPU; 0 leaves it alone.
+	CPUSeconds int
+	// OpenFiles is RLIMIT_NOFILE; 0 leaves it alone.
+	OpenFiles int
+}
+
+// How a worker ended, in systemd's words so that every launcher reports alike.
+const (
+	ResultSuccess  = "success"
+	ResultExitCode = "exit-code"
+	ResultSignal   = "signal"
+	ResultTimeout  = "timeout"
+	ResultOOMKill  = "oom-kill"
+)
+
+// Exit is how a worker ended.
+type Exit struct {
+	// Result is one of the Result* constants.
+	Result string
+	// Code is the exit status, or the signal number for ResultSignal.
+	Code     int
+	Duration time.Duration
+}
+
+// Launcher starts workers.
+type Launcher interface {
+	// Name says which launcher this is, for the log and `shelldon doctor`.
+	Name() string
+	// Start starts the worker of one turn. An error means nothing is running.
+	Start(ctx context.Context, spec Spec) (Handle, error)
+}
+
+// Handle is one started worker.
+type Handle interface {
+	// PID is the worker's main process.
+	PID() int
+	// Owns reports whether pid belongs to this worker, so core can check
+	// the credentials of a connection that claims to be it.
+	Owns(pid int) bool
+	// Done yields exactly one Exit, when the worker and everything it
+	// started are gone.
+	Done() <-chan Exit
+	// Kill ends the worker now; Done still reports it.
+	Kill()
+}

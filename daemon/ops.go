@@ -1,0 +1,53 @@
+package daemon
+
+import (
+	"context"
+
+	"shelldon/contracts"
+)
+
+// applyOps applies a turn's proposed ops as the only writer of state. Each
+// op is validated again here (the worker is not trusted to have done it);
+// one bad op is logged and skipped and never stops the others.
+func (c *Core) applyOps(ctx context.Context, turn string, ops []contracts.Op) {
+	for i, op := range ops {
+		log := c.log.With("turn", turn, "op", i+1)
+		if op.Body == nil {
+			log.Warn("skipped an empty op")
+			continue
+		}
+		log = log.With("kind", op.Body.OpName())
+		if err := op.Body.Validate(); err != nil {
+			log.Warn("skipped an invalid op", "err", err)
+			continue
+		}
+		if err := c.applyOp(ctx, turn, op.Body); err != nil {
+			log.Warn("skipped an op that could not be applied", "err", err)
+			continue
+		}
+		log.Info("applied op")
+	}
+}
+
+func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) error {
+	now := c.clock.Now()
+	switch o := body.(type) {
+	case contracts.Remember:
+		return c.store.Remember(o.Topic, o.Text, now)
+	case contracts.RewriteAbout:
+		return c.store.RewriteAbout(o.Text)
+	case contracts.CaptureLearning:
+		return c.store.AddLearning(ctx, turn, o.Text, o.Tags, now)
+	case contracts.AddFace:
+		return c.store.AddFace(o.Name, o.Glyphs)
+	default:
+		return errUnsupportedOp{body.OpName()}
+	}
+}
+
+// errUnsupportedOp is the error for an op this core cannot apply yet.
+type errUnsupportedOp struct{ name string }
+
+func (e errUnsupportedOp) Error() string {
+	return "op " + e.name + " is not handled by this core"
+}

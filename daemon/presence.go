@@ -1,0 +1,69 @@
+package daemon
+
+import (
+	"sync"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/contracts"
+)
+
+// presence decides what face and caption core pushes to the panels. A
+// reaction holds the screen for the dwell against ambient drift, since on
+// a slow e-ink panel a face that is replaced at once only flashes; a turn's
+// own faces (thinking, cant-think) always show. An identical push is not
+// sent again, so the panel does not re-flash.
+type presence struct {
+	clock clock.Clock
+	dwell time.Duration
+	push  func(contracts.Snapshot)
+
+	mu        sync.Mutex
+	last      contracts.Snapshot
+	holdUntil time.Time
+}
+
+// show pushes a turn's face now, whatever is held.
+func (p *presence) show(face, glyphs, caption string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdUntil = time.Time{}
+	p.pushLocked(face, glyphs, caption)
+}
+
+// react pushes a reaction and holds it for the dwell.
+func (p *presence) react(face, glyphs, caption string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.holdUntil = p.clock.Now().Add(p.dwell)
+	p.pushLocked(face, glyphs, caption)
+}
+
+// ambient pushes an at-rest face unless a reaction still holds the
+// screen; it reports whether the face was shown (or already was).
+func (p *presence) ambient(face, glyphs, caption string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.clock.Now().Before(p.holdUntil) {
+		return false
+	}
+	p.pushLocked(face, glyphs, caption)
+	return true
+}
+
+func (p *presence) pushLocked(face, glyphs, caption string) {
+	s := contracts.Snapshot{Face: face, Glyphs: glyphs, Caption: caption, HoldUntil: p.holdUntil}
+	if s.Face == p.last.Face && s.Caption == p.last.Caption && s.Glyphs == p.last.Glyphs {
+		p.last.HoldUntil = s.HoldUntil
+		return
+	}
+	p.last = s
+	p.push(s)
+}
+
+// current is the latest snapshot, for a panel that has just joined.
+func (p *presence) current() contracts.Snapshot {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}

@@ -1,0 +1,58 @@
+package atomicfile
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces the file at path with data and gives it perm. It writes a
+// temporary file in the same directory (a rename is only atomic within one
+// file system), flushes it to disk, renames it over path and flushes the
+// directory so the rename itself survives a power cut. On any failure the
+// temporary file is removed and path is left as it was.
+func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: create temporary file: %w", path, err)
+	}
+	tmpName := tmp.Name()
+	defer func() {
+		// Closing twice is harmless; it only matters on the early returns.
+		tmp.Close()
+		if err != nil {
+			os.Remove(tmpName)
+		}
+	}()
+
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("write %s: flush: %w", path, err)
+	}
+	// Chmod rather than a mode at creation, so the umask cannot narrow perm.
+	if err := tmp.Chmod(perm); err != nil {
+		return fmt.Errorf("write %s: set mode %v: %w", path, perm, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write %s: close: %w", path, err)
+	}
+	if err := os.Rename(tmpName, path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("flush directory %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("flush directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,136 @@
+package atomicfile
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// leftovers lists the entries of dir other than the ones named in keep.
+func leftovers(t *testing.T, dir string, keep ...string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatalf("ReadDir(%s): %v", dir, err)
+	}
+	var extra []string
+outer:
+	for _, e := range entries {
+		for _, k := range keep {
+			if e.Name() == k {
+				continue outer
+			}
+		}
+		extra = append(extra, e.Name())
+	}
+	return extra
+}
+
+func TestWriteFileReplacesContentAndSetsMode(t *testing.T) {
+	tests := []struct {
+		name     string
+		existing []byte // nil: no file before
+		data     []byte
+		perm     os.FileMode
+	}{
+		{name: "new file", data: []byte("hello\n"), perm: 0o640},
+		{name: "replace longer", existing: []byte("a much longer old content\n"), data: []byte("short"), perm: 0o600},
+		{name: "replace with empty", existing: []byte("old"), data: []byte{}, perm: 0o644},
+		{name: "mode wider than umask", data: []byte("x"), perm: 0o666},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, "f.md")
+			if tt.existing != nil {
+				if err := os.WriteFile(path, tt.existing, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := WriteFile(path, tt.data, tt.perm); err != nil {
+				t.Fatalf("WriteFile(%s) = %v, want nil", path, err)
+			}
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != string(tt.data) {
+				t.Errorf("content = %q, want %q", got, tt.data)
+			}
+			info, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if info.Mode().Perm() != tt.perm {
+				t.Errorf("mode = %v, want %v", info.Mode().Perm(), tt.perm)
+			}
+			if extra := leftovers(t, dir, "f.md"); len(extra) > 0 {
+				t.Errorf("left behind %v", extra)
+			}
+		})
+	}
+}
+
+func TestWriteFileFailedRenameLeavesNoTemporaryFile(t *testing.T) {
+	dir := t.TempDir()
+	// A directory where the file should be: the rename must fail.
+	path := filepath.Join(dir, "taken")
+	if err := os.Mkdir(path, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFile(path, []byte("data"), 0o640)
+	if err == nil {
+		t.Fatalf("WriteFile over a directory = nil, want an error")
+	}
+	if !strings.Contains(err.Error(), path) {
+		t.Errorf("error %q does not name %s", err, path)
+	}
+	if extra := leftovers(t, dir, "taken"); len(extra) > 0 {
+		t.Errorf("left behind %v after a failed rename", extra)
+	}
+	if info, err := os.Stat(path); err != nil || !info.IsDir() {
+		t.Errorf("the directory in the way was changed: %v, %v", info, err)
+	}
+}
+
+func TestWriteFileUnwritableDirectory(t *testing.T) {
+	base := t.TempDir()
+	notADir := filepath.Join(base, "plain")
+	if err := os.WriteFile(notADir, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	readOnly := filepath.Join(base, "ro")
+	if err := os.Mkdir(readOnly, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		path     string
+		wantIs   error
+		needUser bool // root writes through a read-only mode
+	}{
+		{name: "missing directory", path: filepath.Join(base, "missing", "f"), wantIs: fs.ErrNotExist},
+		{name: "parent is a file", path: filepath.Join(notADir, "f")},
+		{name: "read-only directory", path: filepath.Join(readOnly, "f"), wantIs: fs.ErrPermission, needUser: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.needUser && os.Geteuid() == 0 {
+				t.Skip("root ignores directory modes")
+			}
+			err := WriteFile(tt.path, []byte("data"), 0o640)
+			if err == nil {
+				t.Fatalf("WriteFile(%s) = nil, want an error", tt.path)
+			}
+			if !strings.Contains(err.Error(), tt.path) || !strings.Contains(err.Error(), "temporary file") {
+				t.Errorf("WriteFile(%s) = %q, want it to name the path and the step", tt.path, err)
+			}
+			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
+				t.Errorf("WriteFile(%s) = %v, want it to wrap %v", tt.path, err, tt.wantIs)
+			}
+		})
+	}
+}

@@ -1,0 +1,9 @@
+// Package state is the single writer of shelldon's state: the SQLite
+// database (conversation history, turns, learnings) and the files of the
+// memory tree (memory/*.md, about.md, the faces file). Core owns the one
+// writable Store; `shelldon turns` opens a read-only one.
+//
+// Every file write is atomic (see package atomicfile), and every database
+// change is one transaction, so a crash at any point leaves either the old
+// state or the new one. Where things live comes from package statedir.
+package state

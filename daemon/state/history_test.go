@@ -1,0 +1,102 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestHistoryOrderAndLimit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	base := time.UnixMilli(1_700_000_000_000)
+	for i := range 5 {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		if err := s.AppendHistory(ctx, fmt.Sprintf("t%d", i/2), role, fmt.Sprintf("m%d", i), base.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		n    int
+		want string
+	}{
+		{0, ""}, {-3, ""}, {1, "m4"}, {3, "m2 m3 m4"}, {5, "m0 m1 m2 m3 m4"}, {50, "m0 m1 m2 m3 m4"},
+	}
+	for _, tt := range tests {
+		entries, err := s.RecentHistory(ctx, tt.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var texts []string
+		for _, e := range entries {
+			texts = append(texts, e.Text)
+		}
+		if got := strings.Join(texts, " "); got != tt.want {
+			t.Errorf("RecentHistory(%d) = %q, want %q", tt.n, got, tt.want)
+		}
+	}
+	entries, _ := s.RecentHistory(ctx, 2)
+	if entries[0].Role != "assistant" || entries[1].Role != "user" || !entries[1].At.Equal(base.Add(4*time.Second)) {
+		t.Errorf("RecentHistory(2) = %+v, want roles and times kept", entries)
+	}
+}
+
+func TestAppendHistoryRefusesUnknownRoles(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, role := range []string{"", "system", "tool", "User"} {
+		if err := s.AppendHistory(ctx, "t", role, "x", time.Now()); err == nil || !strings.Contains(err.Error(), "role") {
+			t.Errorf("AppendHistory(role %q) = %v, want a role error", role, err)
+		}
+	}
+	if entries, _ := s.RecentHistory(ctx, 10); len(entries) != 0 {
+		t.Errorf("refused appends left %d entries", len(entries))
+	}
+}
+
+func TestAddLearning(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	at := time.UnixMilli(42)
+	if err := s.AddLearning(ctx, "t1", "ask before assuming", []string{"time", "habits"}, at); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		text string
+		tags []string
+	}{
+		{"empty text", " ", nil},
+		{"oversize text", strings.Repeat("x", 1001), nil},
+		{"bad tag", "ok", []string{"Not A Slug"}},
+		{"comma tag", "ok", []string{"a,b"}},
+		{"too many tags", "ok", []string{"a", "b", "c", "d", "e", "f"}},
+	}
+	for _, tt := range bad {
+		if err := s.AddLearning(ctx, "t1", tt.text, tt.tags, at); err == nil {
+			t.Errorf("AddLearning with %s = nil, want an error", tt.name)
+		}
+	}
+	rows, err := s.db.Query(`SELECT turn, text, tags, at FROM learnings`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var got []string
+	for rows.Next() {
+		var turn, text, tags string
+		var ms int64
+		if err := rows.Scan(&turn, &text, &tags, &ms); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s|%s|%s|%d", turn, text, tags, ms))
+	}
+	if want := "t1|ask before assuming|time,habits|42"; len(got) != 1 || got[0] != want {
+		t.Errorf("learnings = %v, want [%s]", got, want)
+	}
+}

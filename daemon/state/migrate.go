@@ -1,0 +1,101 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema's steps: applying migrations[i] takes the
+// database from version i to i+1, recorded in PRAGMA user_version. A change
+// to the schema is a new step appended here; a step that has shipped is
+// never edited.
+var migrations = []string{
+	// 1: the conversation, the turns and the learnings.
+	`CREATE TABLE history (
+		id   INTEGER PRIMARY KEY,
+		turn TEXT NOT NULL,
+		role TEXT NOT NULL CHECK (role IN ('user', 'assistant')),
+		text TEXT NOT NULL,
+		at   INTEGER NOT NULL -- unix ms
+	);
+	CREATE TABLE turns (
+		id             TEXT PRIMARY KEY,
+		kind           TEXT NOT NULL,
+		started_at     INTEGER NOT NULL, -- unix ms
+		ended_at       INTEGER,          -- NULL while the turn runs
+		outcome        TEXT,
+		error          TEXT NOT NULL DEFAULT '',
+		prompt_preview TEXT NOT NULL DEFAULT '',
+		model_ms       INTEGER NOT NULL DEFAULT 0,
+		total_ms       INTEGER NOT NULL DEFAULT 0,
+		worker_pid     INTEGER NOT NULL DEFAULT 0
+	);
+	CREATE INDEX turns_by_start ON turns (started_at);
+	CREATE TABLE learnings (
+		id   INTEGER PRIMARY KEY,
+		turn TEXT NOT NULL,
+		text TEXT NOT NULL,
+		tags TEXT NOT NULL DEFAULT '', -- comma-separated slugs
+		at   INTEGER NOT NULL -- unix ms
+	);`,
+}
+
+func schemaVersion(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}) (int, error) {
+	var version int
+	if err := q.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return version, nil
+}
+
+// migrate applies the steps the database lacks, each in a transaction of
+// its own, and refuses a database newer than the code.
+func migrate(ctx context.Context, db *sql.DB) error {
+	version, err := schemaVersion(ctx, db)
+	if err != nil {
+		return err
+	}
+	if version > len(migrations) {
+		return fmt.Errorf("%w: schema version %d, this shelldon knows up to %d", ErrNewerSchema, version, len(migrations))
+	}
+	for next := version + 1; next <= len(migrations); next++ {
+		if err := applyMigration(ctx, db, next); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, db *sql.DB, version int) (err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate to version %d: %w", version, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	// Another process may have migrated between our read and our write lock.
+	current, err := schemaVersion(ctx, tx)
+	if err != nil {
+		return err
+	}
+	if current >= version {
+		return tx.Commit()
+	}
+	if _, err := tx.ExecContext(ctx, migrations[version-1]); err != nil {
+		return fmt.Errorf("migrate to version %d: %w", version, err)
+	}
+	// PRAGMA takes no parameters; version is an int, never outside input.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", version)); err != nil {
+		return fmt.Errorf("migrate to version %d: record version: %w", version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate to version %d: commit: %w", version, err)
+	}
+	return nil
+}

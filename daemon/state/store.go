@@ -1,0 +1,206 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"shelldon/daemon/state/atomicfile"
+	"shelldon/daemon/statedir"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+var (
+	// ErrReadOnly is returned by every write method of a Store opened with
+	// OpenReadOnly.
+	ErrReadOnly = errors.New("state opened read-only")
+	// ErrNewerSchema is wrapped by Open and OpenReadOnly when the database was
+	// written by a newer shelldon than this one.
+	ErrNewerSchema = errors.New("state database is newer than this shelldon")
+)
+
+// Modes of what the store creates. Group read on the memory tree lets a
+// worker in the service's group read it; the database and the vault are
+// core's alone.
+const (
+	dirMode   = 0o750
+	vaultMode = 0o700
+	fileMode  = 0o640
+	dbMode    = 0o600
+)
+
+//go:embed default_directive.md
+var defaultDirective []byte
+
+// Store is shelldon's state. Its methods are safe for concurrent use.
+type Store struct {
+	layout    statedir.Layout
+	db        *sql.DB
+	readOnly  bool
+	recovered int
+	// files serialises the read-modify-write of the memory tree's files.
+	files sync.Mutex
+}
+
+// Open prepares the state directory of layout and opens its database for
+// writing: it creates the directories that are missing, writes a default
+// DIRECTIVE.md and an empty about.md when there are none, brings the
+// database schema up to date, and marks turns that a crash left running as
+// interrupted (see Recovered).
+func Open(layout statedir.Layout) (s *Store, err error) {
+	if layout.Root == "" {
+		return nil, errors.New("open state: no state directory given")
+	}
+	if err := prepareDir(layout); err != nil {
+		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
+	}
+	path, err := filepath.Abs(layout.DB())
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
+	}
+	// Create the file first so that SQLite, which gives its -wal and -shm
+	// files the database's mode, keeps them private too.
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, dbMode)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
+	}
+	f.Close()
+	db, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_pragma": {"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(1)", "synchronous(NORMAL)"},
+		// Take the write lock when a transaction begins, so waiting for
+		// another writer goes through busy_timeout instead of failing.
+		"_txlock": {"immediate"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	// One connection: core writes one thing at a time, and SQLite takes
+	// one writer anyway.
+	db.SetMaxOpenConns(1)
+
+	ctx := context.Background()
+	if err := migrate(ctx, db); err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	recovered, err := finishInterrupted(ctx, db, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s: %w", path, err)
+	}
+	return &Store{layout: layout, db: db, recovered: recovered}, nil
+}
+
+// OpenReadOnly opens the state database of layout for reading only, as
+// `shelldon turns` does while core may be running. It creates nothing and
+// migrates nothing: the schema must be the one this shelldon knows.
+func OpenReadOnly(layout statedir.Layout) (s *Store, err error) {
+	path, err := filepath.Abs(layout.DB())
+	if err != nil {
+		return nil, fmt.Errorf("open state %s read-only: %w", layout.Root, err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("open state read-only: no database at %s (has the daemon run yet?): %w", path, err)
+		}
+		return nil, fmt.Errorf("open state read-only: %w", err)
+	}
+	db, err := sql.Open("sqlite", dsn(path, url.Values{
+		"mode":    {"ro"},
+		"_pragma": {"busy_timeout(5000)", "query_only(1)"},
+	}))
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s read-only: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			db.Close()
+		}
+	}()
+	version, err := schemaVersion(context.Background(), db)
+	if err != nil {
+		return nil, fmt.Errorf("open state database %s read-only: %w", path, err)
+	}
+	switch {
+	case version > len(migrations):
+		return nil, fmt.Errorf("open state database %s read-only: %w: schema version %d, this shelldon knows up to %d", path, ErrNewerSchema, version, len(migrations))
+	case version < len(migrations):
+		return nil, fmt.Errorf("open state database %s read-only: schema version %d is older than this shelldon's %d; start the daemon once to upgrade it", path, version, len(migrations))
+	}
+	return &Store{layout: layout, db: db, readOnly: true}, nil
+}
+
+// dsn is the modernc.org/sqlite data source name of the database at the
+// absolute path, with params. The URI form escapes any '?' or '#' in the path.
+func dsn(path string, params url.Values) string {
+	u := url.URL{Scheme: "file", Path: path, RawQuery: params.Encode()}
+	return u.String()
+}
+
+// prepareDir creates what is missing of the state directory and seeds the
+// files a turn cannot do without.
+func prepareDir(layout statedir.Layout) error {
+	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace(), layout.Tools(), layout.ToolsStaging(), layout.ToolsQuarantine()} {
+		if err := os.MkdirAll(dir, dirMode); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+	}
+	if err := os.MkdirAll(layout.Vault(), vaultMode); err != nil {
+		return fmt.Errorf("create %s: %w", layout.Vault(), err)
+	}
+	// A vault made by hand with a wider mode is narrowed: no one else may read it.
+	if err := os.Chmod(layout.Vault(), vaultMode); err != nil {
+		return fmt.Errorf("restrict %s: %w", layout.Vault(), err)
+	}
+	if err := seedFile(layout.Directive(), defaultDirective); err != nil {
+		return err
+	}
+	return seedFile(layout.About(), nil)
+}
+
+// seedFile writes content to path unless a file is already there.
+func seedFile(path string, content []byte) error {
+	_, err := os.Stat(path)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("seed %s: %w", path, err)
+	}
+	return atomicfile.WriteFile(path, content, fileMode)
+}
+
+// Recovered is how many turns Open found still running, left so by a crash,
+// and finished with the outcome OutcomeInterrupted.
+func (s *Store) Recovered() int { return s.recovered }
+
+// Layout is the state directory the store works in.
+func (s *Store) Layout() statedir.Layout { return s.layout }
+
+// Close closes the database.
+func (s *Store) Close() error {
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close state database: %w", err)
+	}
+	return nil
+}
+
+// writable refuses a write on a read-only store.
+func (s *Store) writable(what string) error {
+	if s.readOnly {
+		return fmt.Errorf("%s: %w", what, ErrReadOnly)
+	}
+	return nil
+}

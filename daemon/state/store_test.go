@@ -1,0 +1,379 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/daemon/statedir"
+)
+
+func openStore(t *testing.T, layout statedir.Layout) *Store {
+	t.Helper()
+	s, err := Open(layout)
+	if err != nil {
+		t.Fatalf("Open(%s) = %v", layout.Root, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	return openStore(t, statedir.Layout{Root: filepath.Join(t.TempDir(), "state")})
+}
+
+// rawDB opens the database behind the store's back, as another tool would.
+func rawDB(t *testing.T, layout statedir.Layout) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", dsn(layout.DB(), url.Values{"_pragma": {"busy_timeout(5000)"}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func userVersion(t *testing.T, db *sql.DB) int {
+	t.Helper()
+	v, err := schemaVersion(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestOpenPreparesTheDirectory(t *testing.T) {
+	s := newStore(t)
+	l := s.Layout()
+	dirs := []struct {
+		path string
+		mode os.FileMode
+	}{
+		{l.Root, dirMode}, {l.MemoryDir(), dirMode}, {l.Vault(), vaultMode}, {l.Workspace(), dirMode},
+		{l.Tools(), dirMode}, {l.ToolsStaging(), dirMode}, {l.ToolsQuarantine(), dirMode},
+	}
+	for _, d := range dirs {
+		info, err := os.Stat(d.path)
+		if err != nil || !info.IsDir() {
+			t.Errorf("Open did not create directory %s: %v", d.path, err)
+			continue
+		}
+		// The umask may narrow a directory's mode but never widen it.
+		if info.Mode().Perm()&^d.mode != 0 {
+			t.Errorf("%s has mode %v, wider than %v", d.path, info.Mode().Perm(), d.mode)
+		}
+	}
+	if info, err := os.Stat(l.Vault()); err != nil || info.Mode().Perm() != vaultMode {
+		t.Errorf("vault mode = %v, %v, want %v", info.Mode().Perm(), err, os.FileMode(vaultMode))
+	}
+	if info, err := os.Stat(l.DB()); err != nil || info.Mode().Perm()&^dbMode != 0 {
+		t.Errorf("state.db mode = %v, %v, want at most %v", info.Mode().Perm(), err, os.FileMode(dbMode))
+	}
+
+	var mode string
+	if err := s.db.QueryRow(`PRAGMA journal_mode`).Scan(&mode); err != nil || mode != "wal" {
+		t.Errorf("journal_mode = %q, %v, want wal", mode, err)
+	}
+	var fk int
+	if err := s.db.QueryRow(`PRAGMA foreign_keys`).Scan(&fk); err != nil || fk != 1 {
+		t.Errorf("foreign_keys = %d, %v, want 1", fk, err)
+	}
+
+	directive, err := l.ReadDirective()
+	if err != nil {
+		t.Fatalf("ReadDirective after Open: %v", err)
+	}
+	for _, want := range []string{"shelldon", "THOUGHT:", "FACE:", "```ops", "remember", "rewrite_about", "add_face", "capture_learning", "secret"} {
+		if !strings.Contains(directive, want) {
+			t.Errorf("default DIRECTIVE.md does not mention %q", want)
+		}
+	}
+	if about, err := l.ReadAbout(); about != "" || err != nil {
+		t.Errorf("seeded about.md = %q, %v, want empty", about, err)
+	}
+}
+
+func TestOpenKeepsExistingFiles(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	if err := os.WriteFile(l.Directive(), []byte("be a cat\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.About(), []byte("likes tea\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(l.Vault(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	openStore(t, l)
+	for path, want := range map[string]string{l.Directive(): "be a cat\n", l.About(): "likes tea\n"} {
+		if got, _ := os.ReadFile(path); string(got) != want {
+			t.Errorf("Open rewrote %s to %q, want %q kept", path, got, want)
+		}
+	}
+	if info, _ := os.Stat(l.Vault()); info.Mode().Perm() != vaultMode {
+		t.Errorf("a vault made with mode 0755 was left at %v, want %v", info.Mode().Perm(), os.FileMode(vaultMode))
+	}
+}
+
+func TestOpenFailures(t *testing.T) {
+	base := t.TempDir()
+	plain := filepath.Join(base, "plain")
+	if err := os.WriteFile(plain, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dbIsDir := filepath.Join(base, "dbdir")
+	if err := os.MkdirAll(filepath.Join(dbIsDir, "state.db"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		root string
+	}{
+		{"no root", ""},
+		{"root is a file", plain},
+		{"database is a directory", dbIsDir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Open(statedir.Layout{Root: tt.root})
+			if err == nil {
+				s.Close()
+				t.Fatalf("Open(%q) = nil error, want one", tt.root)
+			}
+			if !strings.Contains(err.Error(), "state") {
+				t.Errorf("Open(%q) = %q, want it to say what it was opening", tt.root, err)
+			}
+		})
+	}
+}
+
+func TestMigrationsAreIdempotent(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	first, err := Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.AppendHistory(ctx, "t1", "user", "hello", time.UnixMilli(1000)); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+
+	for i := range 3 {
+		s, err := Open(l)
+		if err != nil {
+			t.Fatalf("reopen %d: %v", i, err)
+		}
+		if v := userVersion(t, s.db); v != len(migrations) {
+			t.Errorf("reopen %d: user_version = %d, want %d", i, v, len(migrations))
+		}
+		got, err := s.RecentHistory(ctx, 10)
+		if err != nil || len(got) != 1 || got[0].Text != "hello" {
+			t.Errorf("reopen %d: history = %v, %v, want the one message kept", i, got, err)
+		}
+		s.Close()
+	}
+}
+
+func TestAppendedMigrationRunsOnce(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	openStore(t, l).Close()
+
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = append(migrations[:len(migrations):len(migrations)], `CREATE TABLE extra (x INTEGER)`)
+
+	for i := range 2 {
+		s, err := Open(l)
+		if err != nil {
+			t.Fatalf("open %d with an appended migration: %v", i, err)
+		}
+		if v := userVersion(t, s.db); v != len(migrations) {
+			t.Errorf("open %d: user_version = %d, want %d", i, v, len(migrations))
+		}
+		if _, err := s.db.Exec(`INSERT INTO extra (x) VALUES (1)`); err != nil {
+			t.Errorf("open %d: the appended table is missing: %v", i, err)
+		}
+		s.Close()
+	}
+}
+
+func TestFailedMigrationRollsBack(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	openStore(t, l).Close()
+
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	// The first statement succeeds, the second fails: neither may stay.
+	migrations = append(migrations[:len(migrations):len(migrations)], `CREATE TABLE half (x INTEGER); CREATE TABLE history (x INTEGER)`)
+
+	if s, err := Open(l); err == nil {
+		s.Close()
+		t.Fatal("Open with a failing migration = nil error, want one")
+	} else if !strings.Contains(err.Error(), "migrate to version 2") {
+		t.Errorf("Open with a failing migration = %q, want it to name the step", err)
+	}
+	db := rawDB(t, l)
+	if v := userVersion(t, db); v != len(saved) {
+		t.Errorf("user_version after a failed step = %d, want %d", v, len(saved))
+	}
+	if _, err := db.Exec(`SELECT * FROM half`); err == nil {
+		t.Error("a failed migration step left its first table behind")
+	}
+}
+
+func TestNewerSchemaIsRefused(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	openStore(t, l).Close()
+	db := rawDB(t, l)
+	if _, err := db.Exec(`PRAGMA user_version = 99`); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	if s, err := Open(l); !errors.Is(err, ErrNewerSchema) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("Open of a version 99 database = %v, want ErrNewerSchema", err)
+	} else if !strings.Contains(err.Error(), "99") {
+		t.Errorf("Open of a version 99 database = %q, want it to give the version", err)
+	}
+	if s, err := OpenReadOnly(l); !errors.Is(err, ErrNewerSchema) {
+		if err == nil {
+			s.Close()
+		}
+		t.Errorf("OpenReadOnly of a version 99 database = %v, want ErrNewerSchema", err)
+	}
+}
+
+func TestInterruptedTurnsAreRecovered(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	s := openStore(t, l)
+	if s.Recovered() != 0 {
+		t.Errorf("Recovered() of a new store = %d, want 0", s.Recovered())
+	}
+	start := time.Now().Add(-time.Minute)
+	for _, id := range []string{"done", "lost-1", "lost-2"} {
+		if err := s.StartTurn(ctx, TurnStart{ID: id, Kind: "chat", Started: start}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.FinishTurn(ctx, TurnEnd{ID: "done", Ended: start.Add(time.Second), Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close() // as good as a crash for the two running turns
+
+	again := openStore(t, l)
+	if got := again.Recovered(); got != 2 {
+		t.Errorf("Recovered() after a crash with 2 running turns = %d, want 2", got)
+	}
+	turns, err := again.RecentTurns(ctx, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, turn := range turns {
+		wantOutcome := OutcomeInterrupted
+		if turn.ID == "done" {
+			wantOutcome = "ok"
+		}
+		if turn.Outcome != wantOutcome || turn.Ended.IsZero() {
+			t.Errorf("turn %s after recovery: outcome %q, ended %v, want %q and an end", turn.ID, turn.Outcome, turn.Ended, wantOutcome)
+		}
+	}
+	if third := openStore(t, l); third.Recovered() != 0 {
+		t.Errorf("Recovered() on the next open = %d, want 0", third.Recovered())
+	}
+}
+
+func TestReadOnlyStore(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	if s, err := OpenReadOnly(l); err == nil {
+		s.Close()
+		t.Fatal("OpenReadOnly without a database = nil error, want one")
+	} else if !strings.Contains(err.Error(), l.DB()) {
+		t.Errorf("OpenReadOnly without a database = %q, want it to name %s", err, l.DB())
+	}
+
+	writer := openStore(t, l)
+	if err := writer.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: time.UnixMilli(1000), Preview: "hi"}); err != nil {
+		t.Fatal(err)
+	}
+
+	reader, err := OpenReadOnly(l)
+	if err != nil {
+		t.Fatalf("OpenReadOnly while the writer is open: %v", err)
+	}
+	defer reader.Close()
+	turns, err := reader.RecentTurns(ctx, 10)
+	if err != nil || len(turns) != 1 || turns[0].ID != "t1" {
+		t.Fatalf("reader RecentTurns = %v, %v, want t1", turns, err)
+	}
+
+	// Rows the writer adds after the reader opened are seen too.
+	if err := writer.StartTurn(ctx, TurnStart{ID: "t2", Kind: "chat", Started: time.UnixMilli(2000)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.AppendHistory(ctx, "t2", "user", "later", time.UnixMilli(2000)); err != nil {
+		t.Fatal(err)
+	}
+	turns, err = reader.RecentTurns(ctx, 10)
+	if err != nil || len(turns) != 2 || turns[0].ID != "t2" {
+		t.Fatalf("reader RecentTurns after a new write = %v, %v, want t2 first", turns, err)
+	}
+	history, err := reader.RecentHistory(ctx, 10)
+	if err != nil || len(history) != 1 || history[0].Text != "later" {
+		t.Errorf("reader RecentHistory = %v, %v, want the writer's message", history, err)
+	}
+
+	writes := map[string]error{
+		"StartTurn":     reader.StartTurn(ctx, TurnStart{ID: "t3", Kind: "chat", Started: time.Now()}),
+		"SetTurnWorker": reader.SetTurnWorker(ctx, "t1", 7),
+		"FinishTurn":    reader.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: time.Now(), Outcome: "ok"}),
+		"AppendHistory": reader.AppendHistory(ctx, "t1", "user", "x", time.Now()),
+		"AddLearning":   reader.AddLearning(ctx, "t1", "x", nil, time.Now()),
+		"Remember":      reader.Remember("", "x", time.Now()),
+		"RewriteAbout":  reader.RewriteAbout("x"),
+		"AddFace":       reader.AddFace("party", "(^o^)/"),
+	}
+	if _, err := reader.db.Exec(`DELETE FROM turns`); err == nil {
+		t.Error("the read-only connection accepted a DELETE")
+	}
+	for name, err := range writes {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
+		}
+	}
+
+	// With the writer gone (and its WAL checkpointed away), reading still works.
+	writer.Close()
+	reader.Close()
+	late, err := OpenReadOnly(l)
+	if err != nil {
+		t.Fatalf("OpenReadOnly after the writer closed: %v", err)
+	}
+	defer late.Close()
+	if turns, err := late.RecentTurns(ctx, 10); err != nil || len(turns) != 2 {
+		t.Errorf("RecentTurns after the writer closed = %v, %v, want 2 turns", turns, err)
+	}
+}
+
+func TestDSNEscapesThePath(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "odd ?name#1%")
+	s := openStore(t, statedir.Layout{Root: root})
+	if err := s.AppendHistory(context.Background(), "t", "user", "hi", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "state.db")); err != nil {
+		t.Errorf("the database is not where the layout says: %v", err)
+	}
+}

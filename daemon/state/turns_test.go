@@ -1,0 +1,141 @@
+package state
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTurnLifecycle(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	start := time.UnixMilli(1_700_000_000_000)
+	long := "please   tell me\nabout " + strings.Repeat("é", 100)
+	if err := s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: start, Preview: long, WorkerPID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTurnWorker(ctx, "t1", 4242); err != nil {
+		t.Fatal(err)
+	}
+
+	turns, err := s.RecentTurns(ctx, 5)
+	if err != nil || len(turns) != 1 {
+		t.Fatalf("RecentTurns = %v, %v, want one", turns, err)
+	}
+	running := turns[0]
+	wantPreview := "please tell me about " + strings.Repeat("é", MaxPreviewRunes-len("please tell me about "))
+	if running.Preview != wantPreview {
+		t.Errorf("Preview = %q, want %q", running.Preview, wantPreview)
+	}
+	if !running.Ended.IsZero() || running.Outcome != "" || running.Total != 0 {
+		t.Errorf("a running turn reads as ended %v, outcome %q, total %v", running.Ended, running.Outcome, running.Total)
+	}
+	if running.WorkerPID != 4242 || running.Kind != "chat" || !running.Started.Equal(start) {
+		t.Errorf("running turn = %+v", running)
+	}
+
+	end := TurnEnd{ID: "t1", Ended: start.Add(3500 * time.Millisecond), Outcome: "ok", Error: "", ModelTime: 2100 * time.Millisecond}
+	if err := s.FinishTurn(ctx, end); err != nil {
+		t.Fatal(err)
+	}
+	// A second finish, as from a late timeout, changes nothing.
+	if err := s.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: start.Add(time.Hour), Outcome: "timeout", Error: "late"}); err != nil {
+		t.Errorf("finishing a finished turn = %v, want nil", err)
+	}
+	turns, _ = s.RecentTurns(ctx, 5)
+	got := turns[0]
+	if got.Outcome != "ok" || got.Error != "" || !got.Ended.Equal(end.Ended) || got.Total != 3500*time.Millisecond || got.ModelTime != 2100*time.Millisecond {
+		t.Errorf("finished turn = %+v, want the first finish kept", got)
+	}
+}
+
+func TestTurnErrors(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	if err := s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		err    error
+		wantIs error
+	}{
+		{"start without id", s.StartTurn(ctx, TurnStart{Kind: "chat", Started: now}), nil},
+		{"start without kind", s.StartTurn(ctx, TurnStart{ID: "t2", Started: now}), nil},
+		{"start a duplicate id", s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: now}), nil},
+		{"worker of an unknown turn", s.SetTurnWorker(ctx, "nope", 1), ErrNoTurn},
+		{"finish an unknown turn", s.FinishTurn(ctx, TurnEnd{ID: "nope", Ended: now, Outcome: "ok"}), ErrNoTurn},
+		{"finish without outcome", s.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: now}), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil {
+				t.Fatalf("%s = nil, want an error", tt.name)
+			}
+			if tt.wantIs != nil && !errors.Is(tt.err, tt.wantIs) {
+				t.Errorf("%s = %v, want it to wrap %v", tt.name, tt.err, tt.wantIs)
+			}
+		})
+	}
+	turns, err := s.RecentTurns(ctx, 10)
+	if err != nil || len(turns) != 1 || !turns[0].Ended.IsZero() {
+		t.Errorf("after the refused calls, turns = %+v, %v, want t1 alone and running", turns, err)
+	}
+}
+
+func TestFinishTurnClipsTheErrorAndNeverGoesNegative(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	start := time.UnixMilli(5000)
+	if err := s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: start}); err != nil {
+		t.Fatal(err)
+	}
+	// An end before the start (a clock step) and an oversize, broken error.
+	if err := s.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: start.Add(-time.Second), Outcome: "failed", Error: strings.Repeat("x", 5000) + "\xff"}); err != nil {
+		t.Fatal(err)
+	}
+	turns, _ := s.RecentTurns(ctx, 1)
+	if turns[0].Total != 0 {
+		t.Errorf("Total of a turn that ended before it started = %v, want 0", turns[0].Total)
+	}
+	if len([]rune(turns[0].Error)) != MaxErrorRunes {
+		t.Errorf("Error kept %d characters, want %d", len([]rune(turns[0].Error)), MaxErrorRunes)
+	}
+}
+
+func TestRecentTurnsOrderAndLimit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	base := time.UnixMilli(1_000_000)
+	// Inserted out of order, and two with the same start.
+	for _, tc := range []struct {
+		id  string
+		off time.Duration
+	}{{"b", 2 * time.Second}, {"a", time.Second}, {"d", 4 * time.Second}, {"c", 4 * time.Second}} {
+		if err := s.StartTurn(ctx, TurnStart{ID: tc.id, Kind: "chat", Started: base.Add(tc.off)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		n    int
+		want []string
+	}{
+		{0, nil}, {-1, nil}, {1, []string{"c"}}, {3, []string{"c", "d", "b"}}, {10, []string{"c", "d", "b", "a"}},
+	}
+	for _, tt := range tests {
+		turns, err := s.RecentTurns(ctx, tt.n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, turn := range turns {
+			ids = append(ids, turn.ID)
+		}
+		if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
+			t.Errorf("RecentTurns(%d) = %v, want %v", tt.n, ids, tt.want)
+		}
+	}
+}

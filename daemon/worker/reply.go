@@ -1,0 +1,305 @@
+package worker
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"shelldon/contracts"
+)
+
+// FaceSet is what the parser needs of the face registry.
+type FaceSet interface {
+	// Resolve maps a model's pick to a face; an unknown or empty pick gets
+	// the default reply face with known false.
+	Resolve(pick string) (name, glyphs string, known bool)
+}
+
+// MaxThoughtRunes caps the THOUGHT: caption, which has one strip of the panel.
+const MaxThoughtRunes = 120
+
+// emptyPayload stands in for a reply that had nothing left for the owner,
+// so a turn always answers with something visible.
+const emptyPayload = "…"
+
+const (
+	thinkOpen      = "<think>"
+	thinkClose     = "</think>"
+	thoughtPrefix  = "THOUGHT:"
+	facePrefix     = "FACE:"
+	opsInfo        = "ops"
+	fenceBacktick  = '`'
+	minFenceLength = 3
+)
+
+// ParseReply turns a model's final text into a turn result: the payload
+// for the owner, the ops of its ```ops blocks, the THOUGHT: caption and
+// the FACE: pick resolved through faces (which must not be nil).
+//
+// Reasoning in <think> blocks is removed before anything else is looked
+// at, so nothing the model thought privately can become an op, a caption
+// or part of the reply. An ops block that does not decode is rejected
+// whole and left in the payload as written, with a note saying why, so a
+// malformed proposal is seen rather than silently lost. Lines inside any
+// fenced block are never taken as THOUGHT: or FACE: lines.
+func ParseReply(raw string, faces FaceSet) contracts.Result {
+	text := stripThinking(strings.ReplaceAll(raw, "\r\n", "\n"))
+	p := replyParser{lines: strings.Split(text, "\n")}
+	p.scan()
+
+	name, _, known := faces.Resolve(p.facePick)
+	if p.facePick != "" && !known {
+		p.notes = append(p.notes, fmt.Sprintf("unknown face %q; using %s", p.facePick, name))
+	}
+	return contracts.Result{
+		OK:      true,
+		Payload: p.payload(),
+		Ops:     p.ops,
+		Thought: capRunes(p.thought, MaxThoughtRunes),
+		Face:    name,
+		Notes:   p.notes,
+	}
+}
+
+// stripThinking removes every <think>…</think> block, everything from an
+// unclosed <think> to the end, and everything up to a </think> that has no
+// opening tag (some models leave the opening tag out). It searches again
+// after each cut because the text either side of a cut can join into a new
+// tag; the result contains neither tag.
+func stripThinking(s string) string {
+	for {
+		open := indexASCIIFold(s, thinkOpen)
+		closing := indexASCIIFold(s, thinkClose)
+		switch {
+		case closing >= 0 && (open < 0 || closing < open):
+			s = s[closing+len(thinkClose):]
+		case open < 0:
+			return s
+		case closing < 0:
+			return s[:open]
+		default:
+			s = s[:open] + s[closing+len(thinkClose):]
+		}
+	}
+}
+
+// indexASCIIFold is strings.Index ignoring ASCII case. Unicode folding is
+// avoided on purpose: it would match look-alikes such as the Kelvin sign
+// for "k", whose byte length differs from the tag's.
+func indexASCIIFold(s, tag string) int {
+	for i := 0; i+len(tag) <= len(s); i++ {
+		if hasPrefixASCIIFold(s[i:], tag) {
+			return i
+		}
+	}
+	return -1
+}
+
+func hasPrefixASCIIFold(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if lowerASCII(s[i]) != lowerASCII(prefix[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(b byte) byte {
+	if 'A' <= b && b <= 'Z' {
+		return b + ('a' - 'A')
+	}
+	return b
+}
+
+// payloadLine is a line that stays in the payload. Verbatim lines belong
+// to a fenced block and are kept exactly, blank runs included.
+type payloadLine struct {
+	text     string
+	verbatim bool
+}
+
+// replyParser walks the lines of a reply once its thinking is gone.
+type replyParser struct {
+	lines    []string
+	kept     []payloadLine
+	ops      []contracts.Op
+	notes    []string
+	thought  string
+	facePick string
+}
+
+func (p *replyParser) scan() {
+	for i := 0; i < len(p.lines); {
+		line := p.lines[i]
+		if ticks, info, ok := fenceOpener(line); ok {
+			i = p.fencedBlock(i, ticks, info)
+			continue
+		}
+		if value, ok := controlValue(line, thoughtPrefix); ok {
+			p.thought = value
+		} else if value, ok := controlValue(line, facePrefix); ok {
+			p.facePick = value
+		} else {
+			p.kept = append(p.kept, payloadLine{text: line})
+		}
+		i++
+	}
+}
+
+// fencedBlock handles the block whose opening fence is at line start and
+// returns the index of the first line after it. A block with no closing
+// fence runs to the end of the reply, as in Markdown.
+func (p *replyParser) fencedBlock(start, ticks int, info string) (next int) {
+	end := len(p.lines)
+	closed := false
+	for j := start + 1; j < len(p.lines); j++ {
+		if isFenceCloser(p.lines[j], ticks) {
+			end, closed = j, true
+			break
+		}
+	}
+	next = end
+	if closed {
+		next = end + 1
+	}
+	if isOpsInfo(info) {
+		ops, err := decodeOpsBlock(p.lines[start+1:end], closed)
+		if err == nil {
+			p.ops = append(p.ops, ops...)
+			return next
+		}
+		p.notes = append(p.notes, "ops block rejected: "+err.Error())
+	}
+	for _, line := range p.lines[start:next] {
+		p.kept = append(p.kept, payloadLine{text: line, verbatim: true})
+	}
+	return next
+}
+
+// fenceOpener reports whether line opens a fenced block, with the length
+// of its backtick run and its info string ("ops", "python").
+func fenceOpener(line string) (ticks int, info string, ok bool) {
+	trimmed := strings.TrimLeftFunc(line, unicode.IsSpace)
+	ticks = countLeadingBackticks(trimmed)
+	if ticks < minFenceLength {
+		return 0, "", false
+	}
+	return ticks, strings.TrimSpace(trimmed[ticks:]), true
+}
+
+// isFenceCloser reports whether line closes a block opened with ticks
+// backticks: nothing but a backtick run at least as long.
+func isFenceCloser(line string, ticks int) bool {
+	trimmed := strings.TrimSpace(line)
+	n := countLeadingBackticks(trimmed)
+	return n >= ticks && n == len(trimmed)
+}
+
+func countLeadingBackticks(s string) int {
+	n := 0
+	for n < len(s) && s[n] == fenceBacktick {
+		n++
+	}
+	return n
+}
+
+// isOpsInfo reports whether a fence's info string marks an ops block:
+// "ops", or "ops" followed by more words such as "ops json".
+func isOpsInfo(info string) bool {
+	fields := strings.Fields(info)
+	return len(fields) > 0 && strings.EqualFold(fields[0], opsInfo)
+}
+
+// controlValue reports whether line is a control line with prefix (any
+// case, leading blanks allowed) and returns its trimmed value.
+func controlValue(line, prefix string) (string, bool) {
+	trimmed := strings.TrimLeftFunc(line, unicode.IsSpace)
+	if !hasPrefixASCIIFold(trimmed, prefix) {
+		return "", false
+	}
+	return strings.TrimSpace(trimmed[len(prefix):]), true
+}
+
+// errUnterminatedOps is why an ops fence that never closes is rejected:
+// where the JSON was meant to end cannot be known.
+var errUnterminatedOps = errors.New("unterminated fence")
+
+// decodeOpsBlock decodes the lines between an ops block's fences: a JSON
+// array of ops or a single op. Any one bad op rejects the whole block,
+// because taking part of a proposal the model got wrong could apply half
+// of a change. An empty block proposes nothing and is not an error.
+func decodeOpsBlock(content []string, closed bool) ([]contracts.Op, error) {
+	if !closed {
+		return nil, errUnterminatedOps
+	}
+	body := strings.TrimSpace(strings.Join(content, "\n"))
+	var raws []json.RawMessage
+	switch {
+	case body == "":
+		return nil, nil
+	case body[0] == '[':
+		if err := json.Unmarshal([]byte(body), &raws); err != nil {
+			return nil, fmt.Errorf("not a JSON array of ops: %w", err)
+		}
+	case body[0] == '{':
+		raws = []json.RawMessage{json.RawMessage(body)}
+	default:
+		return nil, errors.New("not a JSON array or object")
+	}
+	ops := make([]contracts.Op, 0, len(raws))
+	for i, raw := range raws {
+		var op contracts.Op
+		if err := op.UnmarshalJSON(raw); err != nil {
+			return nil, fmt.Errorf("op %d: %w", i+1, err)
+		}
+		if name := op.Body.OpName(); !slices.Contains(contracts.ModelOps, name) {
+			return nil, fmt.Errorf("op %d: %q is not an op the model may propose", i+1, name)
+		}
+		ops = append(ops, op)
+	}
+	return ops, nil
+}
+
+// payload joins the kept lines, collapsing each run of blank lines outside
+// fenced blocks (where removed lines leave gaps) into one blank line.
+func (p *replyParser) payload() string {
+	var b strings.Builder
+	blankRun := 0
+	for i, line := range p.kept {
+		if !line.verbatim && strings.TrimSpace(line.text) == "" {
+			blankRun++
+			if blankRun > 1 {
+				continue
+			}
+		} else {
+			blankRun = 0
+		}
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line.text)
+	}
+	out := strings.TrimSpace(b.String())
+	if out == "" {
+		return emptyPayload
+	}
+	return out
+}
+
+// capRunes cuts s to at most limit runes.
+func capRunes(s string, limit int) string {
+	count := 0
+	for i := range s {
+		if count == limit {
+			return s[:i]
+		}
+		count++
+	}
+	return s
+}

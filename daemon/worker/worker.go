@@ -1,0 +1,159 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/contracts"
+	"shelldon/daemon/statedir"
+)
+
+// Options say which turn to serve and where.
+type Options struct {
+	Turn     string
+	Socket   string
+	StateDir string
+	MaxFrame int
+	// Logf reports progress; nil discards it.
+	Logf func(format string, args ...any)
+}
+
+// inputTimeout bounds the wait for core's turn input after joining.
+const inputTimeout = 5 * time.Second
+
+// Run serves one turn. It returns an error only when the turn could not
+// be reported to core at all; a failed turn is reported as a failed
+// Result, which is not an error of Run.
+func Run(ctx context.Context, opts Options) error {
+	logf := opts.Logf
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	conn, err := bus.Dial(ctx, opts.Socket, contracts.Hello{Role: contracts.RoleWorker, Turn: opts.Turn}, opts.MaxFrame)
+	if err != nil {
+		return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
+	}
+	defer conn.Close()
+	frames := make(chan contracts.Envelope)
+	go func() {
+		defer close(frames)
+		for {
+			env, err := conn.Recv()
+			if err != nil {
+				return
+			}
+			frames <- env
+		}
+	}()
+
+	var in contracts.TurnInput
+	select {
+	case env, ok := <-frames:
+		if !ok || env.Kind != contracts.KindTurnInput {
+			return fmt.Errorf("worker for turn %s: core sent no turn input", opts.Turn)
+		}
+		if err := env.Decode(&in); err != nil {
+			return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
+		}
+	case <-time.After(inputTimeout):
+		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
+	}
+
+	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, func(job contracts.Job) (contracts.Completion, error) {
+		return ask(ctx, conn, frames, opts.Turn, job)
+	})
+	logf("turn %s: ok=%v model=%v err=%q", opts.Turn, res.OK, res.ModelTime, res.Error)
+	env, err := contracts.NewEnvelope(contracts.KindResult, opts.Turn, res)
+	if err != nil {
+		return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
+	}
+	if err := conn.Send(env); err != nil {
+		return fmt.Errorf("worker for turn %s: send result: %w", opts.Turn, err)
+	}
+	return nil
+}
+
+// errBudget is the failure of a turn whose budget W ran out.
+var errBudget = errors.New("the worker's time budget ran out")
+
+// ask sends one job to the broker and waits for its completion until the
+// job's deadline.
+func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, turn string, job contracts.Job) (contracts.Completion, error) {
+	env, err := contracts.NewEnvelope(contracts.KindJob, turn, job)
+	if err != nil {
+		return contracts.Completion{}, err
+	}
+	if err := conn.Send(env); err != nil {
+		return contracts.Completion{}, fmt.Errorf("send job: %w", err)
+	}
+	ctx, cancel := context.WithDeadline(ctx, job.Deadline)
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return contracts.Completion{}, errBudget
+		case env, ok := <-frames:
+			if !ok {
+				return contracts.Completion{}, errors.New("core closed the bus")
+			}
+			if env.Kind != contracts.KindCompletion {
+				continue
+			}
+			var c contracts.Completion
+			if err := env.Decode(&c); err != nil {
+				return contracts.Completion{}, err
+			}
+			return c, nil
+		}
+	}
+}
+
+// serve does the turn's work between input and result: prompt, model,
+// parse. complete is the round trip to the broker.
+func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, complete func(contracts.Job) (contracts.Completion, error)) contracts.Result {
+	fail := func(format string, args ...any) contracts.Result {
+		return contracts.Result{OK: false, Error: fmt.Sprintf(format, args...)}
+	}
+	directive, err := layout.ReadDirective()
+	if err != nil {
+		return fail("read the directive: %v", err)
+	}
+	about, err := layout.ReadAbout()
+	if err != nil {
+		return fail("read about.md: %v", err)
+	}
+	registry, err := layout.LoadFaces()
+	var notes []string
+	if err != nil {
+		notes = append(notes, fmt.Sprintf("face registry: %v", err))
+	}
+	messages := BuildPrompt(PromptInput{
+		Directive: directive,
+		About:     about,
+		Faces:     registry.Names(),
+		History:   in.History,
+		Text:      in.Text,
+		Now:       time.Now(),
+	})
+	started := time.Now()
+	completion, err := complete(contracts.Job{Messages: messages, Deadline: in.Deadline})
+	modelTime := time.Since(started)
+	var res contracts.Result
+	switch {
+	case err != nil:
+		res = fail("no completion: %v", err)
+	case !completion.OK:
+		res = fail("the model failed: %s", completion.Error)
+	case len(completion.ToolCalls) > 0:
+		// No tools are offered yet, so a call is the model's mistake.
+		res = fail("the model asked for tool %q, but no tools were offered", completion.ToolCalls[0].Name)
+	default:
+		res = ParseReply(completion.Text, registry)
+	}
+	res.ModelTime = modelTime
+	res.Notes = append(notes, res.Notes...)
+	return res
+}

@@ -1,0 +1,414 @@
+package demomodel
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"shelldon/contracts"
+)
+
+// ModelName is the one model the server lists and answers as.
+const ModelName = "shelldon-demo"
+
+// maxRequestBytes bounds a request body; a prompt for a small board is far
+// smaller, so anything bigger is a bug worth a 413 rather than a silent read.
+const maxRequestBytes = 8 << 20
+
+// Request is one chat-completion request as the server received it.
+type Request struct {
+	Model    string
+	Messages []contracts.Message
+	// Tools are the names of the tools the request offered, in order.
+	Tools    []string
+	Received time.Time
+}
+
+func (r Request) clone() Request {
+	r.Tools = slices.Clone(r.Tools)
+	r.Messages = slices.Clone(r.Messages)
+	for i := range r.Messages {
+		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
+	}
+	return r
+}
+
+// Responder chooses the step for a request once the script has run out.
+type Responder func(req Request) Step
+
+// Server is the scripted chat-completions server; it is an http.Handler.
+// Its methods are safe for concurrent use.
+type Server struct {
+	// Fallback answers each request that finds the script used up; nil
+	// means [Persona]. Set it before the server takes requests.
+	Fallback Responder
+
+	mu       sync.Mutex
+	queue    []Step
+	requests []Request
+	hits     int
+
+	// after is the clock scripted delays wait on; tests replace it.
+	after func(time.Duration) <-chan time.Time
+}
+
+// New returns a server that answers with steps, in order.
+func New(steps ...Step) *Server {
+	return &Server{queue: append([]Step(nil), steps...), after: time.After}
+}
+
+// Enqueue appends steps to the script.
+func (s *Server) Enqueue(steps ...Step) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queue = append(s.queue, steps...)
+}
+
+// Requests returns a deep copy of the chat-completion requests the server
+// parsed, oldest first. Refused requests (bad JSON, streaming) are not in it.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]Request, len(s.requests))
+	for i, r := range s.requests {
+		out[i] = r.clone()
+	}
+	return out
+}
+
+// Hits counts every request that reached the chat-completions endpoint,
+// refused ones included, so a test can count a client's attempts.
+func (s *Server) Hits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.hits
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/v1/chat/completions", "/chat/completions":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "chat completions take POST")
+			return
+		}
+		s.complete(w, r)
+	case "/v1/models", "/models":
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "the model list takes GET")
+			return
+		}
+		writeJSON(w, http.StatusOK, modelList{
+			Object: "list",
+			Data:   []modelEntry{{ID: ModelName, Object: "model", OwnedBy: "shelldon"}},
+		})
+	default:
+		writeError(w, http.StatusNotFound, fmt.Sprintf(
+			"no route for %s %s: the demo model serves POST /v1/chat/completions and GET /v1/models",
+			r.Method, r.URL.Path))
+	}
+}
+
+func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.hits++
+	number := s.hits
+	s.mu.Unlock()
+
+	var body chatRequest
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(&body); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", tooBig.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, "request body is not valid JSON: "+err.Error())
+		return
+	}
+	if body.Stream {
+		writeError(w, http.StatusBadRequest, "streaming is not scripted: the demo model answers only with stream=false")
+		return
+	}
+	req, err := body.request(time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+
+	step := s.next(req)
+	if !s.wait(r.Context(), step) {
+		// The client went away or the server is shutting down. Returning
+		// would send an empty 200, which a client still listening would
+		// take for an answer; aborting drops the connection instead.
+		panic(http.ErrAbortHandler)
+	}
+	if err := step.Validate(); err != nil {
+		writeError(w, http.StatusInternalServerError, "the script is broken: "+err.Error())
+		return
+	}
+	switch {
+	case step.Status != 0 && step.Status != http.StatusOK:
+		writeError(w, step.Status, step.Error)
+	case step.Raw != "":
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte(step.Raw))
+	default:
+		writeJSON(w, http.StatusOK, completionFor(number, req, step))
+	}
+}
+
+// next records req and takes the next step for it.
+func (s *Server) next(req Request) Step {
+	s.mu.Lock()
+	s.requests = append(s.requests, req)
+	if len(s.queue) > 0 {
+		step := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		return step
+	}
+	fallback := s.Fallback
+	s.mu.Unlock()
+	// The responder runs unlocked: a test's responder may block on purpose.
+	if fallback == nil {
+		fallback = Persona
+	}
+	return fallback(req)
+}
+
+// wait holds the answer as the step asks and reports whether to answer at
+// all: false when the request was cancelled first.
+func (s *Server) wait(ctx context.Context, step Step) bool {
+	switch {
+	case step.Hang:
+		<-ctx.Done()
+		return false
+	case step.Delay > 0:
+		select {
+		case <-s.after(step.Delay):
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
+}
+
+// chatRequest is the part of an OpenAI chat-completions request the server reads.
+type chatRequest struct {
+	Model    string        `json:"model"`
+	Messages []wireMessage `json:"messages"`
+	Tools    []wireTool    `json:"tools"`
+	Stream   bool          `json:"stream"`
+}
+
+type wireMessage struct {
+	Role string `json:"role"`
+	// Content is a string, null, or an array of content parts.
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []wireToolCall  `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+}
+
+type wireToolCall struct {
+	ID       string       `json:"id,omitempty"`
+	Type     string       `json:"type"`
+	Function wireFunction `json:"function"`
+}
+
+type wireFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+type wireTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// request converts the wire request into the recorded form.
+func (c chatRequest) request(received time.Time) (Request, error) {
+	if len(c.Messages) == 0 {
+		return Request{}, errors.New("messages must not be empty")
+	}
+	req := Request{Model: c.Model, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
+	for i, m := range c.Messages {
+		content, err := contentText(m.Content)
+		if err != nil {
+			return Request{}, fmt.Errorf("message %d: %w", i, err)
+		}
+		msg := contracts.Message{Role: m.Role, Content: content, ToolCallID: m.ToolCallID}
+		for _, call := range m.ToolCalls {
+			msg.ToolCalls = append(msg.ToolCalls, contracts.ToolCall{ID: call.ID, Name: call.Function.Name, Args: call.Function.Arguments})
+		}
+		req.Messages[i] = msg
+	}
+	for _, t := range c.Tools {
+		req.Tools = append(req.Tools, t.Function.Name)
+	}
+	return req, nil
+}
+
+// contentText flattens a message's content: a string as it is, the text
+// parts of a content-part array joined, null or absent as empty.
+func contentText(raw json.RawMessage) (string, error) {
+	trimmed := strings.TrimSpace(string(raw))
+	if trimmed == "" || trimmed == "null" {
+		return "", nil
+	}
+	var text string
+	if err := json.Unmarshal(raw, &text); err == nil {
+		return text, nil
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(raw, &parts); err != nil {
+		return "", errors.New("content must be a string, null or an array of content parts")
+	}
+	var texts []string
+	for _, p := range parts {
+		if p.Type == "text" {
+			texts = append(texts, p.Text)
+		}
+	}
+	return strings.Join(texts, "\n"), nil
+}
+
+type completionBody struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []choice `json:"choices"`
+	Usage   usage    `json:"usage"`
+}
+
+type choice struct {
+	Index        int       `json:"index"`
+	Message      wireReply `json:"message"`
+	FinishReason string    `json:"finish_reason"`
+}
+
+type wireReply struct {
+	Role string `json:"role"`
+	// Content is null beside tool calls with no text, as OpenAI sends it.
+	Content   *string        `json:"content"`
+	ToolCalls []wireToolCall `json:"tool_calls,omitempty"`
+}
+
+type usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// completionFor builds the chat.completion answering req with step.
+func completionFor(number int, req Request, step Step) completionBody {
+	reply := wireReply{Role: contracts.ChatAssistant}
+	if step.Text != "" || len(step.ToolCalls) == 0 {
+		reply.Content = &step.Text
+	}
+	finish := "stop"
+	if len(step.ToolCalls) > 0 {
+		finish = "tool_calls"
+	}
+	answerBytes := len(step.Text)
+	for _, call := range step.ToolCalls {
+		reply.ToolCalls = append(reply.ToolCalls, wireToolCall{
+			ID: call.ID, Type: "function",
+			Function: wireFunction{Name: call.Name, Arguments: call.Args},
+		})
+		answerBytes += len(call.Name) + len(call.Args)
+	}
+	promptBytes := 0
+	for _, m := range req.Messages {
+		promptBytes += len(m.Role) + len(m.Content)
+		for _, call := range m.ToolCalls {
+			promptBytes += len(call.Name) + len(call.Args)
+		}
+	}
+	model := req.Model
+	if model == "" {
+		model = ModelName
+	}
+	// About four bytes a token, as for English under common tokenizers.
+	prompt, completion := promptBytes/4+1, answerBytes/4+1
+	return completionBody{
+		ID:      fmt.Sprintf("chatcmpl-demo-%d", number),
+		Object:  "chat.completion",
+		Created: req.Received.Unix(),
+		Model:   model,
+		Choices: []choice{{Message: reply, FinishReason: finish}},
+		Usage:   usage{PromptTokens: prompt, CompletionTokens: completion, TotalTokens: prompt + completion},
+	}
+}
+
+type modelList struct {
+	Object string       `json:"object"`
+	Data   []modelEntry `json:"data"`
+}
+
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+type errorBody struct {
+	Error apiError `json:"error"`
+}
+
+type apiError struct {
+	Message string `json:"message"`
+	Type    string `json:"type"`
+	Code    int    `json:"code"`
+}
+
+// writeError answers with status and an OpenAI-style error body; an empty
+// message becomes the status text, so a client always has a reason to show.
+func writeError(w http.ResponseWriter, status int, message string) {
+	if message == "" {
+		message = strings.ToLower(http.StatusText(status))
+	}
+	writeJSON(w, status, errorBody{Error: apiError{Message: message, Type: errorType(status), Code: status}})
+}
+
+// errorType names the error class OpenAI's API uses for status.
+func errorType(status int) string {
+	switch {
+	case status == http.StatusUnauthorized:
+		return "authentication_error"
+	case status == http.StatusForbidden:
+		return "permission_error"
+	case status == http.StatusNotFound:
+		return "not_found_error"
+	case status == http.StatusTooManyRequests:
+		return "rate_limit_error"
+	case status >= 500:
+		return "server_error"
+	}
+	return "invalid_request_error"
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		http.Error(w, "encode answer: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(data, '\n'))
+}
