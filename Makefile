@@ -36,8 +36,15 @@ test: test-deps
 test-deps:
 	@./.ci/test-deps
 
+# Figures for BENCHMARKS.md: turn overhead over 200 turns (5 runs), the
+# footprint of daemon and broker after 100 turns (3 runs), every other
+# benchmark, and the stripped linux/arm64 binary.
 bench: build
-	CGO_ENABLED=1 $(GO) test -run '^$$' -bench . -benchmem -count 1 -timeout 30m ./...
+	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
+	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
+	$(GO) test -run '^$$' -bench . -benchmem -skip 'BenchmarkTurn|BenchmarkFootprint' -timeout 30m ./...
+	@GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/bench-shelldon-linux-arm64 ./cmd/shelldon
+	@echo "stripped linux/arm64 binary: $$(stat -c %s $(DIST)/bench-shelldon-linux-arm64) bytes"
 
 release:
 	@mkdir -p $(DIST)

@@ -40,7 +40,10 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 		}
 		go func() {
 			defer func() { <-slots }()
-			answer(conn, env.Turn, runJob(ctx, env, chain), log)
+			started := time.Now()
+			c := runJob(ctx, env, chain)
+			log.Info("job done", "turn", env.Turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "took", time.Since(started).Round(time.Millisecond), "err", c.Error)
+			answer(conn, env.Turn, c, log)
 		}()
 	})
 }
@@ -59,14 +62,11 @@ func runJob(ctx context.Context, env contracts.Envelope, chain *Chain) contracts
 }
 
 func answer(conn *bus.Conn, turn string, c contracts.Completion, log *slog.Logger) {
-	started := time.Now()
 	env, err := contracts.NewEnvelope(contracts.KindCompletion, turn, c)
 	if err == nil {
 		err = conn.Send(env)
 	}
 	if err != nil {
 		log.Warn("sending a completion failed", "turn", turn, "err", err)
-		return
 	}
-	log.Info("completion sent", "turn", turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "send", time.Since(started))
 }

@@ -36,6 +36,10 @@ func Dial(ctx context.Context, socket string, hello contracts.Hello, maxFrame in
 		return nil, fmt.Errorf("dial bus %s: %w", socket, err)
 	}
 	c := &Conn{nc: nc, maxFrame: maxFrame}
+	// The deadline below only bounds a silent core; a cancel must also
+	// end the handshake at once.
+	abandon := context.AfterFunc(ctx, func() { nc.Close() })
+	defer abandon()
 	if dl, ok := ctx.Deadline(); ok {
 		nc.SetDeadline(dl)
 	} else {
@@ -63,6 +67,10 @@ func Dial(ctx context.Context, socket string, hello contracts.Hello, maxFrame in
 	if !w.OK {
 		nc.Close()
 		return nil, fmt.Errorf("join bus as %s: %w: %s", hello.Role, ErrRefused, w.Reason)
+	}
+	if !abandon() {
+		// ctx ended just as the welcome arrived; nc is already closed.
+		return nil, fmt.Errorf("join bus %s: %w", socket, ctx.Err())
 	}
 	nc.SetDeadline(time.Time{})
 	return c, nil
@@ -116,6 +124,9 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 		conn, err := Dial(ctx, c.Socket, c.Hello, c.MaxFrame)
 		switch {
 		case ctx.Err() != nil:
+			if conn != nil {
+				conn.Close()
+			}
 			return nil
 		case errors.Is(err, ErrRefused):
 			return err
@@ -129,7 +140,7 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 			wait = min(2*wait, maxRedial)
 			continue
 		}
-		wait = minRedial
+		joined := time.Now()
 		c.logf("bus: joined %s as %s", c.Socket, c.Hello.Role)
 		c.setConn(conn)
 		if c.OnConnect != nil {
@@ -149,8 +160,18 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 		stop()
 		c.setConn(nil)
 		conn.Close()
-		if ctx.Err() != nil {
+		// A connection that lasted keeps the backoff short; one dropped
+		// at once (a core that welcomes, then fails) grows it, so a
+		// flapping core is not hammered.
+		if time.Since(joined) > maxRedial {
+			wait = minRedial
+		} else {
+			wait = min(2*wait, maxRedial)
+		}
+		select {
+		case <-ctx.Done():
 			return nil
+		case <-time.After(wait):
 		}
 	}
 }

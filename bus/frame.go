@@ -49,12 +49,17 @@ func ReadFrame(r io.Reader, max int) (contracts.Envelope, error) {
 		return contracts.Envelope{}, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
-	if n > uint32(max) {
+	if uint64(n) > uint64(max) {
 		return contracts.Envelope{}, fmt.Errorf("read frame of %d bytes: %w (limit %d)", n, ErrFrameTooLarge, max)
 	}
 	payload := make([]byte, n)
 	if _, err := io.ReadFull(r, payload); err != nil {
-		return contracts.Envelope{}, fmt.Errorf("read frame body: %w", io.ErrUnexpectedEOF)
+		// A header promised a body, so even a clean EOF here is a cut-off
+		// frame; any other error (a deadline, a reset) is kept as it is.
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return contracts.Envelope{}, fmt.Errorf("read frame body: %w", err)
 	}
 	var env contracts.Envelope
 	if err := json.Unmarshal(payload, &env); err != nil {

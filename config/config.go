@@ -51,7 +51,7 @@ type Turn struct {
 // Worker limits a worker that runs as a plain child process (where there is
 // no systemd to put it in a cgroup).
 type Worker struct {
-	MemoryLimit Size `toml:"memory_limit"` // RLIMIT_AS
+	MemoryLimit Size `toml:"memory_limit"` // RLIMIT_DATA
 	CPUSeconds  int  `toml:"cpu_seconds"`  // RLIMIT_CPU; at least timeouts.reap
 	OpenFiles   int  `toml:"open_files"`   // RLIMIT_NOFILE
 }
@@ -96,7 +96,7 @@ func Default() Config {
 			ReactionDwell:   Duration{60 * time.Second},
 		},
 		Worker: Worker{
-			MemoryLimit: 1 << 30,
+			MemoryLimit: 256 << 20,
 			CPUSeconds:  30,
 			OpenFiles:   64,
 		},

@@ -255,7 +255,7 @@ func TestRangeErrors(t *testing.T) {
 		{"negative history", "[turn]\nhistory_messages = -1\n", []string{"turn.history_messages: -1 is out of range"}},
 		{"dwell too long", "[turn]\nreaction_dwell = \"2h\"\n", []string{"turn.reaction_dwell: 2h0m0s is out of range; use 0s to 1h0m0s"}},
 		{"empty worker program", "[turn]\nworker_command = [\"\", \"worker\"]\n", []string{"turn.worker_command: its first element"}},
-		{"memory too small", "[worker]\nmemory_limit = \"32MiB\"\n", []string{"worker.memory_limit: 32MiB is too small; use at least 64MiB"}},
+		{"memory too small", "[worker]\nmemory_limit = \"32MiB\"\n", []string{"worker.memory_limit: 32MiB is too small; use at least 128MiB"}},
 		{"cpu below reap", "[worker]\ncpu_seconds = 27\n", []string{"worker.cpu_seconds: 27 is less than timeouts.reap (28s); use at least 28"}},
 		{"cpu below fractional reap", "[timeouts]\nreap = \"28500ms\"\n[worker]\ncpu_seconds = 28\n", []string{"use at least 29"}},
 		{"too few files", "[worker]\nopen_files = 8\n", []string{"worker.open_files: 8 is out of range; use 16 to 4096 (default 64)"}},

@@ -18,7 +18,7 @@ const maxSocketPath = 107
 const (
 	maxHistoryMessages = 200
 	maxReactionDwell   = time.Hour
-	minMemoryLimit     = 64 << 20
+	minMemoryLimit     = 128 << 20
 	minOpenFiles       = 16
 	maxOpenFiles       = 4096
 	minQueueLength     = 8
@@ -82,7 +82,7 @@ func (c Config) validate(o origins) error {
 	// reserves terabytes of shadow address space.
 	if c.Worker.MemoryLimit != 0 && c.Worker.MemoryLimit < minMemoryLimit {
 		add("worker.memory_limit", fmt.Sprintf("%v is too small", c.Worker.MemoryLimit),
-			fmt.Sprintf("use at least %v (default %v; a 64-bit Go worker reserves close to 1GiB of address space at start), or 0 for no limit", Size(minMemoryLimit), def.Worker.MemoryLimit))
+			fmt.Sprintf("use at least %v (default %v): the Go runtime maps a 64MiB heap arena at start, so less cannot run a worker; or 0 for no limit", Size(minMemoryLimit), def.Worker.MemoryLimit))
 	}
 	if minCPU := max(1, int(math.Ceil(t.Reap.Seconds()))); c.Worker.CPUSeconds < minCPU {
 		add("worker.cpu_seconds", fmt.Sprintf("%d is less than timeouts.reap (%v)", c.Worker.CPUSeconds, t.Reap),

@@ -288,9 +288,9 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 		Reap:        c.cfg.Timeouts.Reap.Duration,
 		Description: "shelldon turn: " + preview(adm.Text, 40),
 		Limits: launch.Limits{
-			AddressSpace: int64(c.cfg.Worker.MemoryLimit),
-			CPUSeconds:   c.cfg.Worker.CPUSeconds,
-			OpenFiles:    c.cfg.Worker.OpenFiles,
+			Data:       int64(c.cfg.Worker.MemoryLimit),
+			CPUSeconds: c.cfg.Worker.CPUSeconds,
+			OpenFiles:  c.cfg.Worker.OpenFiles,
 		},
 	}
 	handle, err := c.opts.Launcher.Start(ctx, spec)

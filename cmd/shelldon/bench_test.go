@@ -38,12 +38,7 @@ func BenchmarkTurn(b *testing.B) {
 	slices.Sort(latencies)
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "median-ms")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
-	var waits []time.Duration
-	for _, t := range p.turns() {
-		waits = append(waits, t.ModelTime)
-	}
-	slices.Sort(waits)
-	b.ReportMetric(ms(waits[len(waits)/2]), "model-wait-median-ms")
+
 }
 
 // BenchmarkFootprint runs 100 turns against `shelldon daemon` and

@@ -153,8 +153,9 @@ func workerArgv(cfg config.Config) ([]string, error) {
 	return []string{self, "worker"}, nil
 }
 
-// runCore runs core until ctx is done; ready is called once the bus is up.
-func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, ready func()) error {
+// runCore runs core until ctx is done; ready is called once the bus is
+// up. Workers' logs go to logOut.
+func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer, ready func()) error {
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -164,7 +165,7 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, ready fun
 	if err != nil {
 		return err
 	}
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: argv, Log: log})
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launch.Child{Output: logOut}, WorkerArgv: argv, Log: log})
 	if err != nil {
 		return err
 	}
@@ -204,7 +205,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCore(ctx, cfg, newLogger(env.stderr), nil)
+	return runCore(ctx, cfg, newLogger(env.stderr), env.stderr, nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {

@@ -68,6 +68,14 @@ func testLogger(t testing.TB) *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
+// testOutput is where workers' logs go: the terminal with -v, else nowhere.
+func testOutput() io.Writer {
+	if testing.Verbose() {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
 // shortTempDir makes a state directory whose socket path fits in sun_path.
 func shortTempDir(t testing.TB) string {
 	dir, err := os.MkdirTemp("", "sd")
@@ -160,7 +168,7 @@ func (p *pet) startCore() {
 	p.coreDone = make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), func() { close(ready) })
+		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), testOutput(), func() { close(ready) })
 	}()
 	select {
 	case <-ready:

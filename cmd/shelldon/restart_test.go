@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/BurntSushi/toml"
+
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/demomodel"
@@ -38,22 +40,21 @@ func startDaemon(t testing.TB, p *pet) *exec.Cmd {
 	return cmd
 }
 
+// writeConfig writes the pet's configuration as a TOML file, for a
+// daemon or broker in a process of its own.
 func writeConfig(t testing.TB, p *pet) string {
 	t.Helper()
-	c := p.cfg
-	var b strings.Builder
-	b.WriteString("state_dir = " + quote(c.StateDir) + "\n")
-	b.WriteString("[timeouts]\nworker = \"" + c.Timeouts.Worker.String() + "\"\nreap = \"" + c.Timeouts.Reap.String() + "\"\nturn = \"" + c.Timeouts.Turn.String() + "\"\n")
-	b.WriteString("[worker]\ncpu_seconds = 10\nmemory_limit = 0\n")
-	b.WriteString("[turn]\nworker_command = [" + quote(os.Args[0]) + ", \"worker\"]\n")
 	path := filepath.Join(t.TempDir(), "shelldon.toml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := toml.NewEncoder(f).Encode(p.cfg); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
-
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
 // TestCoreRestartWhileAWorkerRuns kills core mid-turn, as a crash would,
 // and starts a new one on the same state: the old turn's result must never

@@ -16,6 +16,9 @@ import (
 // TransportName is the name the terminal joins the bus with.
 const TransportName = "cli"
 
+// maxLine is the longest line the owner may type.
+const maxLine = 64 << 10
+
 // Options configure a terminal chat.
 type Options struct {
 	Socket   string
@@ -34,7 +37,6 @@ func Run(ctx context.Context, opts Options) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var mu sync.Mutex
-	face := "(·_·)"
 	printf := func(format string, args ...any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -55,10 +57,7 @@ func Run(ctx context.Context, opts Options) error {
 			if env.Kind != contracts.KindOutbound || env.Decode(&out) != nil {
 				return
 			}
-			mu.Lock()
-			f := face
-			mu.Unlock()
-			printf("\nshelldon %s  %s\n> ", f, strings.ReplaceAll(out.Text, "\n", "\n    "))
+			printf("\nshelldon: %s\n> ", strings.ReplaceAll(out.Text, "\n", "\n          "))
 		})
 	}()
 	go func() {
@@ -67,11 +66,10 @@ func Run(ctx context.Context, opts Options) error {
 			if env.Kind != contracts.KindSnapshot || env.Decode(&s) != nil {
 				return
 			}
-			mu.Lock()
-			face = s.Glyphs
-			mu.Unlock()
-			if s.Caption != "" && s.Face != "thinking" {
-				printf("\n  [%s %s]\n> ", s.Glyphs, s.Caption)
+			// The thinking face shows on every turn; the terminal needs
+			// only the faces that say something.
+			if s.Face != "thinking" {
+				printf("\n          %s  %s\n> ", s.Glyphs, s.Caption)
 			}
 		})
 	}()
@@ -81,13 +79,19 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	printf("Type a message and press Enter; Ctrl-D quits.\n> ")
 	lines := make(chan string)
+	var readErr error // set before lines is closed
 	go func() {
 		defer close(lines)
 		sc := bufio.NewScanner(opts.In)
-		sc.Buffer(make([]byte, 64<<10), 64<<10)
+		sc.Buffer(make([]byte, maxLine), maxLine)
 		for sc.Scan() {
-			lines <- sc.Text()
+			select {
+			case lines <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
 		}
+		readErr = sc.Err()
 	}()
 	for {
 		select {
@@ -99,6 +103,12 @@ func Run(ctx context.Context, opts Options) error {
 			}
 		case line, ok := <-lines:
 			if !ok {
+				if errors.Is(readErr, bufio.ErrTooLong) {
+					return fmt.Errorf("chat: a line is longer than %d bytes: %w", maxLine, readErr)
+				}
+				if readErr != nil {
+					return fmt.Errorf("chat: read input: %w", readErr)
+				}
 				printf("\nbye\n")
 				return nil
 			}

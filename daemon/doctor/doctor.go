@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -91,7 +92,7 @@ func (h Host) memoryCgroup() Check {
 	case err != nil:
 		c.Status, c.Detail = Fail, "no cgroup v2 hierarchy at /sys/fs/cgroup"
 		c.Fix = "boot with systemd.unified_cgroup_hierarchy=1 (the default on Debian 12)"
-	case !strings.Contains(" "+string(raw)+" ", " memory "):
+	case !slices.Contains(strings.Fields(string(raw)), "memory"):
 		c.Status, c.Detail = Fail, "the memory controller is not enabled: MemoryMax cannot hold"
 		c.Fix = "add cgroup_enable=memory to /boot/firmware/cmdline.txt (Raspberry Pi kernels) and reboot"
 	default:

@@ -35,7 +35,6 @@ type Peer struct {
 	out      chan contracts.Envelope
 	gone     chan struct{}
 	goneOnce sync.Once
-	joined   time.Time
 }
 
 // Config sets up a hub.
@@ -64,9 +63,22 @@ type Hub struct {
 
 	mu     sync.Mutex
 	closed bool // set once Serve is ending; late joiners are turned away
+	// conns holds every accepted connection, joined or still saying
+	// hello, so shutdown can end a handshake instead of waiting it out.
+	conns  map[net.Conn]struct{}
 	peers  map[uint64]*Peer
 	nextID uint64
 	wg     sync.WaitGroup
+}
+
+// acceptRetry is the pause after a failed accept that may pass.
+const acceptRetry = 100 * time.Millisecond
+
+// isTemporary reports whether an accept error may pass by itself
+// (descriptor or buffer exhaustion, an aborted connection).
+func isTemporary(err error) bool {
+	return errors.Is(err, unix.EMFILE) || errors.Is(err, unix.ENFILE) || errors.Is(err, unix.ENOBUFS) ||
+		errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ECONNABORTED)
 }
 
 // helloTimeout bounds how long a caller may take to say who it is.
@@ -86,19 +98,25 @@ func Listen(path string, cfg Config) (*Hub, error) {
 		if fi.Mode()&os.ModeSocket == 0 {
 			return nil, fmt.Errorf("listen on bus %s: a non-socket file is in the way; remove it", path)
 		}
-		if c, err := net.DialTimeout("unix", path, time.Second); err == nil {
+		c, err := net.DialTimeout("unix", path, time.Second)
+		if err == nil {
 			c.Close()
 			return nil, fmt.Errorf("listen on bus %s: another core is already serving it", path)
+		}
+		// Only a refused connection proves nobody listens; a core whose
+		// backlog is full, or a socket we may not open, may be alive.
+		if !errors.Is(err, unix.ECONNREFUSED) {
+			return nil, fmt.Errorf("listen on bus %s: cannot tell whether another core is serving it: %w", path, err)
 		}
 		if err := os.Remove(path); err != nil {
 			return nil, fmt.Errorf("remove stale bus socket %s: %w", path, err)
 		}
 	}
-	// The socket is created with the umask's mode before the chmod below;
-	// a tight umask for the bind keeps that window closed.
-	old := unix.Umask(0o117)
+	// Until the chmod below the socket has the umask's mode. The umask is
+	// not narrowed around the bind, since it is process-wide and would
+	// race with other goroutines' files; the state directory (0750) is
+	// what keeps strangers away in that moment.
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
-	unix.Umask(old)
 	if err != nil {
 		return nil, fmt.Errorf("listen on bus %s: %w", path, err)
 	}
@@ -107,7 +125,7 @@ func Listen(path string, cfg Config) (*Hub, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod bus socket %s: %w", path, err)
 	}
-	return &Hub{cfg: cfg, ln: ln, peers: map[uint64]*Peer{}}, nil
+	return &Hub{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
 }
 
 // Serve accepts connections until ctx is done, then closes the listener
@@ -117,6 +135,16 @@ func (h *Hub) Serve(ctx context.Context) error {
 	defer stop()
 	for {
 		nc, err := h.ln.AcceptUnix()
+		if err != nil && ctx.Err() == nil && isTemporary(err) {
+			// Out of file descriptors, say: wait and go on, as net/http
+			// does, rather than take the whole bus down.
+			h.cfg.Logf("bus: accept: %v; retrying in %v", err, acceptRetry)
+			select {
+			case <-time.After(acceptRetry):
+			case <-ctx.Done():
+			}
+			continue
+		}
 		if err != nil {
 			h.closeAll()
 			h.wg.Wait()
@@ -125,12 +153,28 @@ func (h *Hub) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("accept on bus: %w", err)
 		}
+		h.track(nc)
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
+			defer h.untrack(nc)
 			h.serveConn(ctx, nc)
 		}()
 	}
+}
+
+// track records an accepted connection. Only Serve's loop calls it, and
+// that loop has stopped accepting before closeAll runs.
+func (h *Hub) track(nc net.Conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.conns[nc] = struct{}{}
+}
+
+func (h *Hub) untrack(nc net.Conn) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.conns, nc)
 }
 
 func (h *Hub) closeAll() {
@@ -139,6 +183,9 @@ func (h *Hub) closeAll() {
 	h.closed = true
 	for _, p := range h.peers {
 		p.close()
+	}
+	for nc := range h.conns {
+		nc.Close()
 	}
 }
 
@@ -212,7 +259,7 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 	}
 	nc.SetDeadline(time.Time{})
 
-	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), joined: time.Now()}
+	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -233,7 +280,13 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		}
 	}()
 
-	go h.writeLoop(p)
+	// Counted with the connection, so Serve returns only once nothing of
+	// it can still write or log.
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		h.writeLoop(p)
+	}()
 	if h.cfg.OnJoin != nil {
 		h.cfg.OnJoin(p)
 	}

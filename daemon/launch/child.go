@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -17,10 +18,18 @@ import (
 // of its own, under rlimits, and kills the whole group at the reap
 // deadline and again once the worker's main process has exited (so a
 // grandchild it left behind cannot outlive the turn).
-type Child struct{}
+type Child struct {
+	// Output receives the workers' stdout and stderr (their logs); nil
+	// means core's own stderr.
+	Output io.Writer
+}
 
 // Name implements [Launcher].
 func (Child) Name() string { return "child-process" }
+
+// outputDrain is how long the worker's output is still read after it
+// exits while something else holds the pipe open.
+const outputDrain = 200 * time.Millisecond
 
 type childHandle struct {
 	pid  int
@@ -30,7 +39,7 @@ type childHandle struct {
 }
 
 // Start implements [Launcher].
-func (Child) Start(ctx context.Context, spec Spec) (Handle, error) {
+func (c Child) Start(ctx context.Context, spec Spec) (Handle, error) {
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("start worker for turn %s: empty command", spec.Turn)
 	}
@@ -39,9 +48,16 @@ func (Child) Start(ctx context.Context, spec Spec) (Handle, error) {
 	}
 	cmd := exec.Command(spec.Argv[0], spec.Argv[1:]...)
 	cmd.Env = spec.Env
-	cmd.Stdout = os.Stderr
-	cmd.Stderr = os.Stderr
+	cmd.Stdout, cmd.Stderr = c.Output, c.Output
+	if c.Output == nil {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// When Output is not a file the worker writes into a pipe, and Wait
+	// would read it until every holder closes it: a grandchild (killed
+	// only after Wait) or a process that left the group with setsid
+	// (never killed) would hold up Done.
+	cmd.WaitDelay = outputDrain
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start worker for turn %s: %w", spec.Turn, err)
@@ -71,7 +87,7 @@ func applyLimits(pid int, l Limits) error {
 		return nil
 	}
 	return errors.Join(
-		set(unix.RLIMIT_AS, uint64(l.AddressSpace), "RLIMIT_AS"),
+		set(unix.RLIMIT_DATA, uint64(l.Data), "RLIMIT_DATA"),
 		set(unix.RLIMIT_CPU, uint64(l.CPUSeconds), "RLIMIT_CPU"),
 		set(unix.RLIMIT_NOFILE, uint64(l.OpenFiles), "RLIMIT_NOFILE"),
 	)
@@ -99,6 +115,9 @@ func (h *childHandle) watch(cmd *exec.Cmd, started time.Time, reap time.Duration
 	switch {
 	case timedOut:
 		exit.Result = ResultTimeout
+	case errors.Is(err, exec.ErrWaitDelay):
+		// The worker exited 0; only the output of what it left behind
+		// was cut off.
 	case errors.As(err, &ee):
 		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
 			exit.Result, exit.Code = ResultSignal, int(ws.Signal())

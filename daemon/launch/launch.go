@@ -21,8 +21,12 @@ type Spec struct {
 
 // Limits bound one worker's resources.
 type Limits struct {
-	// AddressSpace is RLIMIT_AS in bytes; 0 leaves it alone.
-	AddressSpace int64
+	// Data is RLIMIT_DATA in bytes, the private writable memory a process
+	// may map; 0 leaves it alone. It bounds a Go program's heap where
+	// RLIMIT_AS cannot: the Go runtime reserves most of a gigabyte of
+	// address space it never touches, but maps heap arenas writable only
+	// as the heap grows.
+	Data int64
 	// CPUSeconds is RLIMIT_CPU; 0 leaves it alone.
 	CPUSeconds int
 	// OpenFiles is RLIMIT_NOFILE; 0 leaves it alone.

@@ -1,0 +1,431 @@
+package bus_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/contracts"
+	"shelldon/daemon/hub"
+)
+
+// patience bounds every wait in these tests, so a hang fails instead of
+// blocking the run.
+const patience = 5 * time.Second
+
+// socketPath returns a bus path in a fresh short directory: sun_path holds
+// only 108 bytes, which t.TempDir's long names can exceed.
+func socketPath(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "hb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "bus.sock")
+}
+
+// testHub is a real hub serving on a real socket.
+type testHub struct {
+	*hub.Hub
+	core   chan contracts.Envelope
+	joined chan *hub.Peer
+	stop   func()
+}
+
+// serveHub starts a hub at path. authorize may be nil. The hub stops at
+// cleanup if the test has not stopped it.
+func serveHub(t *testing.T, path string, authorize func(contracts.Hello, hub.Cred) error) *testHub {
+	t.Helper()
+	th := &testHub{core: make(chan contracts.Envelope, 16), joined: make(chan *hub.Peer, 16)}
+	h, err := hub.Listen(path, hub.Config{
+		Authorize: authorize,
+		Core:      th.core,
+		OnJoin:    func(p *hub.Peer) { th.joined <- p },
+	})
+	if err != nil {
+		t.Fatalf("Listen(%s) = %v", path, err)
+	}
+	th.Hub = h
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Serve(ctx) }()
+	var once sync.Once
+	th.stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("Serve = %v, want nil after cancel", err)
+				}
+			case <-time.After(patience):
+				t.Errorf("Serve did not return within %v of cancel", patience)
+			}
+		})
+	}
+	t.Cleanup(th.stop)
+	return th
+}
+
+func (th *testHub) waitJoin(t *testing.T) *hub.Peer {
+	t.Helper()
+	select {
+	case p := <-th.joined:
+		return p
+	case <-time.After(patience):
+		t.Fatalf("no peer joined within %v", patience)
+		return nil
+	}
+}
+
+func dialCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestDialWelcomed(t *testing.T) {
+	path := socketPath(t)
+	th := serveHub(t, path, nil)
+	conn, err := bus.Dial(dialCtx(t), path, contracts.Hello{Role: contracts.RolePanel, Name: "oled"}, 0)
+	if err != nil {
+		t.Fatalf("Dial(panel) = %v, want welcome", err)
+	}
+	defer conn.Close()
+	p := th.waitJoin(t)
+	if p.Hello.Role != contracts.RolePanel || p.Hello.Name != "oled" {
+		t.Errorf("hub saw hello %+v, want panel oled", p.Hello)
+	}
+	// The joined connection carries frames both ways.
+	snap, _ := contracts.NewEnvelope(contracts.KindSnapshot, "", map[string]string{"face": "^_^"})
+	if err := th.Route(snap); err != nil {
+		t.Fatalf("Route(snapshot) = %v", err)
+	}
+	got, err := conn.Recv()
+	if err != nil || got.Kind != contracts.KindSnapshot {
+		t.Errorf("Recv = %s, %v; want %s", got.Kind, err, contracts.KindSnapshot)
+	}
+}
+
+func TestDialRefusedCarriesReason(t *testing.T) {
+	path := socketPath(t)
+	serveHub(t, path, func(contracts.Hello, hub.Cred) error {
+		return errors.New("uid 1234 is not on the list")
+	})
+	conn, err := bus.Dial(dialCtx(t), path, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"}, 0)
+	if err == nil {
+		conn.Close()
+		t.Fatal("Dial = nil error, want a refusal")
+	}
+	if !errors.Is(err, bus.ErrRefused) {
+		t.Errorf("Dial = %v, want it to wrap ErrRefused", err)
+	}
+	if !strings.Contains(err.Error(), "uid 1234 is not on the list") {
+		t.Errorf("Dial = %v, want core's reason in it", err)
+	}
+}
+
+func TestDialNoSocket(t *testing.T) {
+	_, err := bus.Dial(dialCtx(t), socketPath(t), contracts.Hello{Role: contracts.RolePanel}, 0)
+	if err == nil || errors.Is(err, bus.ErrRefused) {
+		t.Errorf("Dial(missing socket) = %v, want a dial error that is not a refusal", err)
+	}
+}
+
+// A listener that accepts and then says nothing stands in for a core that
+// is wedged mid-handshake. The channel gets a signal per accepted caller.
+func silentListener(t *testing.T, path string) <-chan struct{} {
+	t.Helper()
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan struct{}, 16)
+	var conns sync.WaitGroup
+	conns.Add(1)
+	go func() {
+		defer conns.Done()
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+			select {
+			case accepted <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); conns.Wait() })
+	return accepted
+}
+
+func TestDialAnswersCancelMidHandshake(t *testing.T) {
+	path := socketPath(t)
+	accepted := silentListener(t, path)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := bus.Dial(ctx, path, contracts.Hello{Role: contracts.RolePanel}, 0)
+		done <- err
+	}()
+	waitSignal(t, accepted, "a connection to the silent listener")
+	cancel()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Error("Dial after cancel = nil error")
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("Dial did not return within 2s of cancel while waiting for a welcome")
+	}
+}
+
+// logLines collects a client's log so a test can wait for a line.
+type logLines struct {
+	mu      sync.Mutex
+	lines   []string
+	changed chan struct{}
+}
+
+func newLogLines() *logLines { return &logLines{changed: make(chan struct{})} }
+
+func (l *logLines) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	close(l.changed)
+	l.changed = make(chan struct{})
+}
+
+// waitFor waits for a line containing substr logged after line from.
+func (l *logLines) waitFor(t *testing.T, from int, substr string) int {
+	t.Helper()
+	deadline := time.After(patience)
+	for {
+		l.mu.Lock()
+		for i := from; i < len(l.lines); i++ {
+			if strings.Contains(l.lines[i], substr) {
+				l.mu.Unlock()
+				return i + 1
+			}
+		}
+		changed := l.changed
+		l.mu.Unlock()
+		select {
+		case <-changed:
+		case <-deadline:
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			t.Fatalf("no log line containing %q within %v; got %q", substr, patience, l.lines)
+			return 0
+		}
+	}
+}
+
+// runClient runs c in the background; the returned func cancels it and
+// returns Run's error, failing the test if Run does not stop promptly.
+func runClient(t *testing.T, c *bus.Client, handle func(*bus.Conn, contracts.Envelope)) (stop func() error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx, handle) }()
+	var once sync.Once
+	var err error
+	stop = func() error {
+		once.Do(func() {
+			cancel()
+			select {
+			case err = <-done:
+			case <-time.After(2 * time.Second):
+				t.Errorf("Client.Run did not return within 2s of cancel")
+			}
+		})
+		return err
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+func recvEnvelope(t *testing.T, ch <-chan contracts.Envelope, what string) contracts.Envelope {
+	t.Helper()
+	select {
+	case env := <-ch:
+		return env
+	case <-time.After(patience):
+		t.Fatalf("no %s within %v", what, patience)
+		return contracts.Envelope{}
+	}
+}
+
+// The core-restart case: core goes away, a new core listens on the same
+// path, and the client joins it again without being restarted.
+func TestClientRunRejoinsAfterCoreRestart(t *testing.T) {
+	path := socketPath(t)
+	first := serveHub(t, path, nil)
+	logs := newLogLines()
+	connected := make(chan struct{}, 4)
+	received := make(chan contracts.Envelope, 4)
+	c := &bus.Client{
+		Socket:    path,
+		Hello:     contracts.Hello{Role: contracts.RoleTransport, Name: "cli"},
+		Logf:      logs.logf,
+		OnConnect: func(*bus.Conn) { connected <- struct{}{} },
+	}
+	stop := runClient(t, c, func(_ *bus.Conn, env contracts.Envelope) { received <- env })
+
+	waitSignal(t, connected, "first OnConnect")
+	first.waitJoin(t)
+	say := func(h *testHub, text string) {
+		t.Helper()
+		out, _ := contracts.NewEnvelope(contracts.KindOutbound, "", text)
+		if err := h.Route(out); err != nil {
+			t.Fatalf("Route(outbound %q) = %v", text, err)
+		}
+		if got := recvEnvelope(t, received, "outbound"); string(got.Body) != `"`+text+`"` {
+			t.Errorf("client received body %s, want %q", got.Body, text)
+		}
+	}
+	say(first, "before")
+
+	first.stop()
+	// A failed redial is logged after the dropped connection is let go,
+	// so from here Send must report the gap.
+	logs.waitFor(t, 0, "retrying")
+	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", "anyone there?")
+	if err := c.Send(in); !errors.Is(err, bus.ErrNotConnected) {
+		t.Errorf("Send while core is down = %v, want ErrNotConnected", err)
+	}
+
+	second := serveHub(t, path, nil)
+	waitSignal(t, connected, "OnConnect after the restart")
+	second.waitJoin(t)
+	say(second, "after")
+	if err := c.Send(in); err != nil {
+		t.Fatalf("Send after rejoining = %v", err)
+	}
+	got := recvEnvelope(t, second.core, "inbound at the new core")
+	if got.Kind != contracts.KindInbound || got.Sender != "cli" {
+		t.Errorf("new core got %s from %q, want %s from cli", got.Kind, got.Sender, contracts.KindInbound)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(patience):
+		t.Fatalf("no %s within %v", what, patience)
+	}
+}
+
+// A refusal will only be repeated, so Run gives up at once with it.
+func TestClientRunReturnsRefusal(t *testing.T) {
+	path := socketPath(t)
+	var mu sync.Mutex
+	asked := 0
+	serveHub(t, path, func(contracts.Hello, hub.Cred) error {
+		mu.Lock()
+		asked++
+		mu.Unlock()
+		return errors.New("no panels today")
+	})
+	c := &bus.Client{
+		Socket:    path,
+		Hello:     contracts.Hello{Role: contracts.RolePanel},
+		OnConnect: func(*bus.Conn) { t.Error("OnConnect ran for a refused client") },
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Run(context.Background(), func(*bus.Conn, contracts.Envelope) {})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), "no panels today") {
+			t.Errorf("Run = %v, want a refusal with core's reason", err)
+		}
+	case <-time.After(patience):
+		t.Fatal("Run kept going after a refusal")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if asked != 1 {
+		t.Errorf("Authorize asked %d times, want 1 (no retry after a refusal)", asked)
+	}
+}
+
+func TestClientSendBeforeJoining(t *testing.T) {
+	c := &bus.Client{Socket: socketPath(t), Hello: contracts.Hello{Role: contracts.RolePanel}}
+	env := contracts.Envelope{Kind: contracts.KindSnapshot}
+	if err := c.Send(env); !errors.Is(err, bus.ErrNotConnected) {
+		t.Errorf("Send before Run = %v, want ErrNotConnected", err)
+	}
+	// With no core at all, Run keeps redialing and Send keeps failing.
+	logs := newLogLines()
+	c.Logf = logs.logf
+	stop := runClient(t, c, func(*bus.Conn, contracts.Envelope) {})
+	logs.waitFor(t, 0, "retrying")
+	if err := c.Send(env); !errors.Is(err, bus.ErrNotConnected) {
+		t.Errorf("Send while no core listens = %v, want ErrNotConnected", err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+func TestClientRunStopsOnCancel(t *testing.T) {
+	tests := []struct {
+		name string
+		// setup prepares path and c, and returns a wait that blocks until
+		// Run is in the state under test.
+		setup func(t *testing.T, path string, c *bus.Client) (wait func())
+	}{
+		{"while joined", func(t *testing.T, path string, c *bus.Client) func() {
+			serveHub(t, path, nil)
+			connected := make(chan struct{}, 1)
+			c.OnConnect = func(*bus.Conn) { connected <- struct{}{} }
+			return func() { waitSignal(t, connected, "OnConnect") }
+		}},
+		{"while waiting to redial", func(t *testing.T, path string, c *bus.Client) func() {
+			logs := newLogLines()
+			c.Logf = logs.logf
+			return func() { logs.waitFor(t, 0, "retrying") }
+		}},
+		{"while waiting for a welcome", func(t *testing.T, path string, c *bus.Client) func() {
+			accepted := silentListener(t, path)
+			return func() { waitSignal(t, accepted, "a connection to the silent listener") }
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := socketPath(t)
+			c := &bus.Client{Socket: path, Hello: contracts.Hello{Role: contracts.RolePanel}}
+			wait := tt.setup(t, path, c)
+			stop := runClient(t, c, func(*bus.Conn, contracts.Envelope) {})
+			wait()
+			if err := stop(); err != nil {
+				t.Errorf("Run after cancel = %v, want nil", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+)
+
+// runCLI runs the command line as main would, bounded so that a command
+// that wrongly starts serving fails the test instead of hanging it.
+func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	err = run(ctx, args, strings.NewReader(""), &out, &errOut)
+	if ctx.Err() != nil {
+		t.Fatalf("shelldon %q ran until the test's deadline", args)
+	}
+	return out.String(), errOut.String(), err
+}
+
+func TestCLIHelp(t *testing.T) {
+	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}} {
+		out, _, err := runCLI(t, args...)
+		if err != nil {
+			t.Errorf("shelldon %q = %v", args, err)
+		}
+		for _, want := range []string{"usage: shelldon <command>", "daemon", "worker", "turns", "doctor", "--config"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("shelldon %q printed\n%s\nwant it to mention %q", args, out, want)
+			}
+		}
+	}
+}
+
+func TestCLIRefusesBadCommandLines(t *testing.T) {
+	tests := []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"feed"}, []string{`"feed"`, "shelldon help"}},
+		{[]string{"turns", "--bogus"}, []string{"turns", "bogus"}},
+		{[]string{"turns", "-n", "many"}, []string{"turns", "many"}},
+		{[]string{"doctor", "extra"}, []string{"doctor", `unexpected argument "extra"`}},
+		{[]string{"worker"}, []string{"--turn", "--socket", "--state-dir", "required", "shelldon up"}},
+		{[]string{"worker", "--turn", "t-1"}, []string{"required"}},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			_, _, err := runCLI(t, tt.args...)
+			if err == nil {
+				t.Fatalf("shelldon %q = nil error", tt.args)
+			}
+			for _, want := range tt.want {
+				if !strings.Contains(err.Error(), want) {
+					t.Errorf("shelldon %q = %q, want it to mention %q", tt.args, err, want)
+				}
+			}
+		})
+	}
+}
+
+// configFile writes a configuration whose state directory is a fresh one
+// and returns the file and that directory.
+func configFile(t *testing.T, body string) (path, stateDir string) {
+	t.Helper()
+	stateDir = shortTempDir(t)
+	path = filepath.Join(t.TempDir(), "shelldon.toml")
+	content := "state_dir = " + strconv.Quote(stateDir) + "\n" + body
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, stateDir
+}
+
+func TestCLIDaemonRefusesABadConfiguration(t *testing.T) {
+	tests := []struct {
+		name string
+		body string
+		key  string
+	}{
+		{"unknown key", "[timeouts]\nwroker = \"20s\"\n", "timeouts.wroker"},
+		{"wrong type", "[turn]\nhistory_messages = \"many\"\n", "turn.history_messages"},
+		{"timeouts out of order", "[timeouts]\nworker = \"30s\"\nreap = \"20s\"\nturn = \"10s\"\n", "timeouts"},
+		{"syntax", "[timeouts\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path, stateDir := configFile(t, tt.body)
+			_, _, err := runCLI(t, "daemon", "--config", path)
+			if err == nil {
+				t.Fatalf("shelldon daemon with %q = nil error", tt.body)
+			}
+			if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), tt.key) {
+				t.Errorf("shelldon daemon with %q = %q, want it to name %s and %q", tt.body, err, path, tt.key)
+			}
+			if _, err := os.Stat(filepath.Join(stateDir, "bus.sock")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("shelldon daemon with a bad configuration left a socket (stat: %v)", err)
+			}
+			if entries, _ := os.ReadDir(stateDir); len(entries) != 0 {
+				t.Errorf("shelldon daemon with a bad configuration wrote %d entries into its state directory", len(entries))
+			}
+		})
+	}
+}
+
+func TestCLIMissingConfigFile(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope.toml")
+	_, _, err := runCLI(t, "daemon", "--config", missing)
+	if err == nil || !strings.Contains(err.Error(), missing) || !strings.Contains(err.Error(), "no such file") {
+		t.Errorf("shelldon daemon --config %s = %v, want it to say the file is missing", missing, err)
+	}
+}
+
+func TestCLITurns(t *testing.T) {
+	dir := shortTempDir(t)
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(store.StartTurn(ctx, state.TurnStart{ID: "t-ok", Kind: "chat", Started: start, Preview: "hello there"}))
+	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond}))
+	must(store.StartTurn(ctx, state.TurnStart{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Preview: `say "hi"`}))
+	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-bad", Ended: start.Add(time.Minute + 30*time.Second), Outcome: "degraded", Error: "the broker was silent"}))
+	must(store.StartTurn(ctx, state.TurnStart{ID: "t-now", Kind: "chat", Started: start.Add(2 * time.Minute), Preview: "still thinking"}))
+	must(store.Close())
+
+	out, _, err := runCLI(t, "turns", "--state-dir", dir)
+	if err != nil {
+		t.Fatalf("shelldon turns = %v", err)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("shelldon turns printed %d lines, want a header and 3 turns:\n%s", len(lines), out)
+	}
+	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK MODEL OUTCOME MESSAGE" {
+		t.Errorf("header = %q", lines[0])
+	}
+	rows := []struct {
+		id   string
+		want []string
+	}{
+		{"t-now", []string{"running", `"still thinking"`}},
+		{"t-bad", []string{"30s", "degraded: the broker was silent", `"say \"hi\""`}},
+		{"t-ok", []string{"1.5s", "800ms", " ok ", `"hello there"`}},
+	}
+	for i, row := range rows {
+		line := lines[i+1]
+		if !strings.HasPrefix(line, row.id+" ") {
+			t.Errorf("row %d = %q, want turn %s (newest first)", i+1, line, row.id)
+		}
+		for _, want := range row.want {
+			if !strings.Contains(line, want) {
+				t.Errorf("row of %s = %q, want it to show %q", row.id, line, want)
+			}
+		}
+	}
+
+	out, _, err = runCLI(t, "turns", "--state-dir", dir, "-n", "1")
+	if err != nil {
+		t.Fatalf("shelldon turns -n 1 = %v", err)
+	}
+	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "t-now ") {
+		t.Errorf("shelldon turns -n 1 printed\n%s\nwant the header and the newest turn", out)
+	}
+}
+
+func TestCLITurnsOnAnEmptyState(t *testing.T) {
+	dir := shortTempDir(t)
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := runCLI(t, "turns", "--state-dir", dir)
+	if err != nil || out != "no turns yet\n" {
+		t.Errorf("shelldon turns on an empty state = %q, %v; want %q", out, err, "no turns yet\n")
+	}
+}
+
+func TestCLITurnsWithoutAState(t *testing.T) {
+	dir := shortTempDir(t)
+	_, _, err := runCLI(t, "turns", "--state-dir", dir)
+	if err == nil || !strings.Contains(err.Error(), "has the daemon run yet?") {
+		t.Errorf("shelldon turns where no daemon ran = %v, want it to say there is no database yet", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("shelldon turns created %d entries in %s", len(entries), dir)
+	}
+}
+
+func TestCLIDoctorWithABadConfiguration(t *testing.T) {
+	path, _ := configFile(t, "[bus]\nmax_frame = true\n")
+	out, errOut, err := runCLI(t, "doctor", "--config", path)
+	if !errors.Is(err, errQuiet) {
+		t.Errorf("shelldon doctor with a bad configuration = %v, want the already-reported failure", err)
+	}
+	if !strings.HasPrefix(out, "FAIL configuration") || !strings.Contains(out, path) || !strings.Contains(out, "bus.max_frame") || !strings.Contains(out, "— fix:") {
+		t.Errorf("shelldon doctor printed %q, want a FAIL configuration line naming %s, the key and a fix", out, path)
+	}
+	if errOut != "" {
+		t.Errorf("shelldon doctor wrote %q to stderr", errOut)
+	}
+}
+
+// TestCLIExitStatus runs the binary itself: a failure exits 1 and is
+// reported once on stderr, a failure already reported adds nothing.
+func TestCLIExitStatus(t *testing.T) {
+	badConfig, _ := configFile(t, "nonsense = 1\n")
+	tests := []struct {
+		args       []string
+		wantStatus int
+		wantStderr string
+	}{
+		{[]string{"help"}, 0, ""},
+		{[]string{"feed"}, 1, "shelldon: unknown command \"feed\""},
+		{[]string{"doctor", "--config", badConfig}, 1, ""},
+	}
+	for _, tt := range tests {
+		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
+			cmd := exec.Command(os.Args[0], tt.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			err := cmd.Run()
+			status := 0
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
+				status = ee.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if status != tt.wantStatus {
+				t.Errorf("shelldon %q exited %d, want %d (stderr %q)", tt.args, status, tt.wantStatus, stderr.String())
+			}
+			if got := strings.TrimSpace(stderr.String()); (tt.wantStderr == "") != (got == "") || !strings.Contains(got, tt.wantStderr) {
+				t.Errorf("shelldon %q wrote %q to stderr, want %q", tt.args, got, tt.wantStderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,465 @@
+package doctor
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/config"
+)
+
+// fakeRoot builds a host root holding the given files (a path ending in
+// "/" is a directory).
+func fakeRoot(t *testing.T, files map[string]string) string {
+	t.Helper()
+	root := t.TempDir()
+	for name, content := range files {
+		path := filepath.Join(root, name)
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return root
+}
+
+func lookPathFinding(names ...string) func(string) (string, error) {
+	return func(name string) (string, error) {
+		for _, n := range names {
+			if n == name {
+				return "/usr/bin/" + name, nil
+			}
+		}
+		return "", &exec.Error{Name: name, Err: exec.ErrNotFound}
+	}
+}
+
+func testHost(t *testing.T, files map[string]string, programs ...string) Host {
+	return Host{Root: fakeRoot(t, files), LookPath: lookPathFinding(programs...), HTTP: &http.Client{Timeout: 5 * time.Second}}
+}
+
+// find returns the check named name.
+func find(t *testing.T, checks []Check, name string) Check {
+	t.Helper()
+	for _, c := range checks {
+		if c.Name == name {
+			return c
+		}
+	}
+	t.Fatalf("no check named %q in %+v", name, checks)
+	return Check{}
+}
+
+// wantStatus fails unless c has the status, and a fix exactly when it is not OK.
+func wantStatus(t *testing.T, c Check, want Status) {
+	t.Helper()
+	if c.Status != want {
+		t.Errorf("check %q = %s (%s), want %s", c.Name, c.Status, c.Detail, want)
+	}
+	if c.Detail == "" {
+		t.Errorf("check %q has no detail", c.Name)
+	}
+	if (c.Fix == "") != (c.Status == OK) {
+		t.Errorf("check %q is %s with fix %q: a fix is due exactly when it is not ok", c.Name, c.Status, c.Fix)
+	}
+}
+
+func TestSystemd(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  Status
+	}{
+		{"systemd is PID 1", map[string]string{"run/systemd/system/": ""}, OK},
+		{"no systemd", map[string]string{"run/": ""}, Warn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantStatus(t, testHost(t, tt.files).systemd(), tt.want)
+		})
+	}
+}
+
+func TestNspawn(t *testing.T) {
+	ok := testHost(t, nil, "systemd-nspawn").nspawn()
+	wantStatus(t, ok, OK)
+	if ok.Detail != "/usr/bin/systemd-nspawn" {
+		t.Errorf("nspawn() detail = %q, want where it was found", ok.Detail)
+	}
+	missing := testHost(t, nil, "systemd").nspawn()
+	wantStatus(t, missing, Fail)
+	if !strings.Contains(missing.Fix, "systemd-container") {
+		t.Errorf("nspawn() fix = %q, want the package to install", missing.Fix)
+	}
+}
+
+func TestMemoryCgroup(t *testing.T) {
+	const controllers = "sys/fs/cgroup/cgroup.controllers"
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  Status
+	}{
+		{"memory enabled", map[string]string{controllers: "cpuset cpu io memory hugetlb pids rdma misc\n"}, OK},
+		{"memory last", map[string]string{controllers: "cpu io memory\n"}, OK},
+		{"memory only", map[string]string{controllers: "memory"}, OK},
+		{"no memory", map[string]string{controllers: "cpuset cpu io pids\n"}, Fail},
+		{"a name that only contains memory", map[string]string{controllers: "cpu nomemory memoryx\n"}, Fail},
+		{"empty", map[string]string{controllers: ""}, Fail},
+		{"no cgroup v2", map[string]string{"sys/fs/cgroup/": ""}, Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantStatus(t, testHost(t, tt.files).memoryCgroup(), tt.want)
+		})
+	}
+}
+
+func TestSPI(t *testing.T) {
+	wantStatus(t, testHost(t, map[string]string{"dev/spidev0.0": ""}).spi(), OK)
+	wantStatus(t, testHost(t, map[string]string{"dev/spidev1.0": ""}).spi(), Warn)
+}
+
+func TestStateDir(t *testing.T) {
+	base := t.TempDir()
+	existing := filepath.Join(base, "existing")
+	if err := os.Mkdir(existing, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	blocker := filepath.Join(base, "a-file")
+	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		dir  string
+		want Status
+	}{
+		{"existing and writable", existing, OK},
+		{"created on demand", filepath.Join(base, "new", "state"), OK},
+		{"under a regular file", filepath.Join(blocker, "state"), Fail},
+		{"a regular file", blocker, Fail},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.StateDir = tt.dir
+			got := testHost(t, nil).stateDir(cfg)
+			wantStatus(t, got, tt.want)
+			if got.Status == OK {
+				entries, err := os.ReadDir(tt.dir)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(entries) != 0 {
+					t.Errorf("stateDir(%s) left %d files behind", tt.dir, len(entries))
+				}
+			}
+			if got.Status == Fail && !strings.Contains(got.Fix, tt.dir) {
+				t.Errorf("stateDir(%s) fix = %q, want it to name the directory", tt.dir, got.Fix)
+			}
+		})
+	}
+}
+
+func TestCore(t *testing.T) {
+	dir, err := os.MkdirTemp("", "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	listening := filepath.Join(dir, "bus.sock")
+	ln, err := net.Listen("unix", listening)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+
+	stale := filepath.Join(dir, "stale.sock")
+	gone, err := net.Listen("unix", stale)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone.(*net.UnixListener).SetUnlinkOnClose(false)
+	gone.Close()
+
+	tests := []struct {
+		name   string
+		socket string
+		want   Status
+	}{
+		{"core listening", listening, OK},
+		{"stale socket", stale, Warn},
+		{"no socket", filepath.Join(dir, "none.sock"), Warn},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Socket = tt.socket
+			got := testHost(t, nil).core(cfg)
+			wantStatus(t, got, tt.want)
+			if !strings.Contains(got.Detail, tt.socket) {
+				t.Errorf("core() detail = %q, want it to name %s", got.Detail, tt.socket)
+			}
+		})
+	}
+}
+
+// modelServer answers GET /v1/models with status and records the
+// Authorization header of each request.
+type modelServer struct {
+	*httptest.Server
+	mu   sync.Mutex
+	auth []string
+}
+
+func newModelServer(t *testing.T, status int) *modelServer {
+	m := &modelServer{}
+	m.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.mu.Lock()
+		m.auth = append(m.auth, r.Header.Get("Authorization"))
+		m.mu.Unlock()
+		if r.Method != http.MethodGet || r.URL.Path != "/v1/models" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(status)
+		w.Write([]byte(`{"data":[{"id":"test-model"}]}`))
+	}))
+	t.Cleanup(m.Close)
+	return m
+}
+
+func (m *modelServer) authorizations() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.auth...)
+}
+
+func TestProviders(t *testing.T) {
+	good := newModelServer(t, http.StatusOK)
+	broken := newModelServer(t, http.StatusInternalServerError)
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	provider := func(name, url string) config.Provider {
+		return config.Provider{Name: name, BaseURL: url + "/v1", Model: "test-model"}
+	}
+	tests := []struct {
+		name      string
+		providers []config.Provider
+		want      Status
+		detail    []string // the detail names these
+	}{
+		{"none", nil, Fail, []string{"no provider"}},
+		{"one reachable", []config.Provider{provider("good", good.URL)}, OK, []string{"good"}},
+		{"trailing slash", []config.Provider{{Name: "slash", BaseURL: good.URL + "/v1/", Model: "m"}}, OK, []string{"slash"}},
+		{"answers 500", []config.Provider{provider("broken", broken.URL)}, Fail, []string{"broken", "500"}},
+		{"wrong path", []config.Provider{{Name: "nopath", BaseURL: good.URL, Model: "m"}}, Fail, []string{"nopath", "404"}},
+		{"unreachable", []config.Provider{provider("gone", closed.URL)}, Fail, []string{"gone"}},
+		{"not a URL", []config.Provider{{Name: "bad", BaseURL: "http://[::1", Model: "m"}}, Fail, []string{"bad"}},
+		{"one good, one bad", []config.Provider{provider("good", good.URL), provider("broken", broken.URL)}, Warn, []string{"broken"}},
+		{"credential without its directory", []config.Provider{{Name: "cred", BaseURL: good.URL + "/v1", Model: "m", APIKeyCredential: "cred-key"}}, Fail, []string{"cred", "CREDENTIALS_DIRECTORY"}},
+	}
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Providers = tt.providers
+			got := testHost(t, nil).providers(context.Background(), cfg)
+			wantStatus(t, got, tt.want)
+			for _, s := range tt.detail {
+				if !strings.Contains(got.Detail, s) {
+					t.Errorf("providers() detail = %q, want it to mention %q", got.Detail, s)
+				}
+			}
+		})
+	}
+}
+
+func TestProvidersSendTheKey(t *testing.T) {
+	credentials := t.TempDir()
+	if err := os.WriteFile(filepath.Join(credentials, "from-file"), []byte("sk-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("CREDENTIALS_DIRECTORY", credentials)
+	tests := []struct {
+		name     string
+		provider config.Provider
+		want     string
+	}{
+		{"api_key", config.Provider{APIKey: "sk-inline"}, "Bearer sk-inline"},
+		{"api_key_credential", config.Provider{APIKeyCredential: "from-file"}, "Bearer sk-file"},
+		{"no key", config.Provider{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newModelServer(t, http.StatusOK)
+			p := tt.provider
+			p.Name, p.BaseURL, p.Model = "keyed", srv.URL+"/v1", "m"
+			cfg := config.Default()
+			cfg.Providers = []config.Provider{p}
+			got := testHost(t, nil).providers(context.Background(), cfg)
+			wantStatus(t, got, OK)
+			if auth := srv.authorizations(); len(auth) != 1 || auth[0] != tt.want {
+				t.Errorf("the provider got Authorization %q, want one request with %q", auth, tt.want)
+			}
+		})
+	}
+}
+
+func TestProvidersNeverShowTheKey(t *testing.T) {
+	broken := newModelServer(t, http.StatusUnauthorized)
+	cfg := config.Default()
+	cfg.Providers = []config.Provider{{Name: "secret", BaseURL: broken.URL + "/v1", Model: "m", APIKey: "sk-do-not-print"}}
+	got := testHost(t, nil).providers(context.Background(), cfg)
+	wantStatus(t, got, Fail)
+	if strings.Contains(got.Detail+got.Fix, "sk-do-not-print") {
+		t.Errorf("providers() = %+v: the key is in the report", got)
+	}
+}
+
+func TestProvidersStopWithTheContext(t *testing.T) {
+	srv := newModelServer(t, http.StatusOK)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	cfg := config.Default()
+	cfg.Providers = []config.Provider{{Name: "p", BaseURL: srv.URL + "/v1", Model: "m"}}
+	got := testHost(t, nil).providers(ctx, cfg)
+	wantStatus(t, got, Fail)
+	if !strings.Contains(got.Detail, context.Canceled.Error()) {
+		t.Errorf("providers(cancelled) detail = %q, want the cancellation", got.Detail)
+	}
+}
+
+func TestRunOnAHealthyHost(t *testing.T) {
+	host := testHost(t, map[string]string{
+		"run/systemd/system/":              "",
+		"sys/fs/cgroup/cgroup.controllers": "cpu io memory pids\n",
+		"dev/spidev0.0":                    "",
+	}, "systemd-nspawn")
+	dir, err := os.MkdirTemp("", "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := config.Default()
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Socket = filepath.Join(dir, "bus.sock")
+	ln, err := net.Listen("unix", cfg.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	cfg.Providers = []config.Provider{{Name: "good", BaseURL: newModelServer(t, http.StatusOK).URL + "/v1", Model: "m"}}
+
+	checks := host.Run(context.Background(), cfg)
+	wantNames := []string{"systemd", "systemd-nspawn", "memory cgroup", "state directory", "core", "model provider", "SPI (panel)"}
+	if len(checks) != len(wantNames) {
+		t.Fatalf("Run returned %d checks, want %d: %+v", len(checks), len(wantNames), checks)
+	}
+	for i, c := range checks {
+		if c.Name != wantNames[i] {
+			t.Errorf("check %d is %q, want %q", i, c.Name, wantNames[i])
+		}
+		wantStatus(t, c, OK)
+	}
+	var out bytes.Buffer
+	if !Write(&out, checks) {
+		t.Errorf("Write of all-ok checks = false\n%s", out.String())
+	}
+}
+
+func TestRunOnABareHost(t *testing.T) {
+	dir, err := os.MkdirTemp("", "doc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	cfg := config.Default()
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Socket = filepath.Join(dir, "bus.sock")
+	checks := testHost(t, nil).Run(context.Background(), cfg)
+	want := map[string]Status{
+		"systemd":         Warn,
+		"systemd-nspawn":  Fail,
+		"memory cgroup":   Fail,
+		"state directory": OK,
+		"core":            Warn,
+		"model provider":  Fail,
+		"SPI (panel)":     Warn,
+	}
+	for name, status := range want {
+		wantStatus(t, find(t, checks, name), status)
+	}
+	var out bytes.Buffer
+	if Write(&out, checks) {
+		t.Errorf("Write of failing checks = true\n%s", out.String())
+	}
+}
+
+func TestWrite(t *testing.T) {
+	tests := []struct {
+		name    string
+		checks  []Check
+		healthy bool
+		lines   []string
+	}{
+		{"nothing", nil, true, nil},
+		{
+			"ok and warn",
+			[]Check{
+				{Name: "systemd", Status: OK, Detail: "systemd is PID 1"},
+				{Name: "SPI (panel)", Status: Warn, Detail: "no SPI", Fix: "enable SPI"},
+			},
+			true,
+			[]string{
+				"ok   systemd          systemd is PID 1",
+				"warn SPI (panel)      no SPI — fix: enable SPI",
+			},
+		},
+		{
+			"a failure",
+			[]Check{
+				{Name: "systemd-nspawn", Status: Fail, Detail: "not installed", Fix: "apt-get install systemd-container"},
+				{Name: "core", Status: OK, Detail: "listening"},
+			},
+			false,
+			[]string{
+				"FAIL systemd-nspawn   not installed — fix: apt-get install systemd-container",
+				"ok   core             listening",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if got := Write(&out, tt.checks); got != tt.healthy {
+				t.Errorf("Write() = %v, want %v", got, tt.healthy)
+			}
+			var lines []string
+			if out.Len() > 0 {
+				lines = strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+			}
+			if strings.Join(lines, "\n") != strings.Join(tt.lines, "\n") {
+				t.Errorf("Write() printed\n%s\nwant\n%s", out.String(), strings.Join(tt.lines, "\n"))
+			}
+		})
+	}
+}
