@@ -129,6 +129,9 @@ type Result struct {
 	Notes []string `json:"notes,omitempty"`
 	// ModelTime is how long the worker waited on the broker in total.
 	ModelTime time.Duration `json:"model_time,omitempty"`
+	// PeakRSS is the worker's resident-memory high-water mark in bytes,
+	// read just before it reported; 0 where the kernel does not say.
+	PeakRSS int64 `json:"peak_rss,omitempty"`
 }
 
 // Snapshot is the face and caption core wants shown, for any panel.

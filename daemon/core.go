@@ -93,6 +93,7 @@ type activeTurn struct {
 	outcome   string
 	err       string
 	modelTime time.Duration
+	peakRSS   int64
 }
 
 type eventKind int
@@ -399,7 +400,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		c.maybeFinish(ctx)
 		return
 	}
-	t.modelTime = res.ModelTime
+	t.modelTime, t.peakRSS = res.ModelTime, res.PeakRSS
 	log := c.log.With("turn", t.id)
 	for _, n := range res.Notes {
 		log.Warn("worker note", "note", n)
@@ -459,7 +460,7 @@ func (c *Core) maybeFinish(ctx context.Context) {
 
 func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
 	end := c.clock.Now()
-	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{ID: t.id, Ended: end, Outcome: outcome, Error: reason, ModelTime: t.modelTime}); err != nil {
+	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{ID: t.id, Ended: end, Outcome: outcome, Error: reason, ModelTime: t.modelTime, WorkerPeak: t.peakRSS}); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", t.id, "err", err)
 	}
 	c.log.Info("turn finished", "turn", t.id, "outcome", outcome, "took", end.Sub(t.started).Round(time.Millisecond), "model", t.modelTime.Round(time.Millisecond))

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -47,8 +46,6 @@ func BenchmarkTurn(b *testing.B) {
 func BenchmarkFootprint(b *testing.B) {
 	bin := builtBinary(b)
 	const turns = 100
-	// The workers' peak: in this phase the test process's only children
-	// are workers, so RUSAGE_CHILDREN's maximum is the largest of them.
 	model := demomodel.New()
 	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok"} }
 	p := newPet(b, model, useBuiltBinary(b))
@@ -57,11 +54,12 @@ func BenchmarkFootprint(b *testing.B) {
 		p.reply(30 * time.Second)
 		p.waitTurns(i + 1)
 	}
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		b.Fatal(err)
+	// Each worker reports its own high-water mark (VmHWM) with its result.
+	var peak int64
+	for _, t := range p.turns() {
+		peak = max(peak, t.WorkerPeak)
 	}
-	b.ReportMetric(float64(ru.Maxrss)/1024, "worker-peak-rss-MB")
+	b.ReportMetric(float64(peak)/(1<<20), "worker-peak-rss-MB")
 
 	// The long-lived processes, as systemd would run them.
 	p.stopCore()

@@ -152,7 +152,7 @@ func TestCLITurns(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("shelldon turns printed %d lines, want a header and 3 turns:\n%s", len(lines), out)
 	}
-	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK MODEL OUTCOME MESSAGE" {
+	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK MODEL PEAK OUTCOME MESSAGE" {
 		t.Errorf("header = %q", lines[0])
 	}
 	rows := []struct {

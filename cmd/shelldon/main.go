@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -284,7 +285,7 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tMODEL\tOUTCOME\tMESSAGE")
+	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tMODEL\tPEAK\tOUTCOME\tMESSAGE")
 	for _, t := range turns {
 		took, outcome := "running", t.Outcome
 		if !t.Ended.IsZero() {
@@ -293,8 +294,12 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		if t.Error != "" {
 			outcome += ": " + t.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
-			took, t.ModelTime.Round(time.Millisecond), outcome, t.Preview)
+		peak := "-"
+		if t.WorkerPeak > 0 {
+			peak = fmt.Sprintf("%.1fMiB", float64(t.WorkerPeak)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
+			took, t.ModelTime.Round(time.Millisecond), peak, outcome, t.Preview)
 	}
 	return tw.Flush()
 }
@@ -308,7 +313,10 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 	}
 	cfg, err := cf.load()
 	if err != nil {
-		fmt.Fprintf(env.stdout, "%-4s %-16s %v — fix: correct the configuration\n", doctor.Fail, "configuration", err)
+		// One line per finding, as for every other check.
+		for _, line := range strings.Split(err.Error(), "\n") {
+			fmt.Fprintf(env.stdout, "%-4s %-16s %s — fix: correct the configuration\n", doctor.Fail, "configuration", line)
+		}
 		return errQuiet
 	}
 	if !doctor.Write(env.stdout, doctor.System().Run(ctx, cfg)) {

@@ -84,7 +84,12 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	case err := <-coreDone:
 		return err
 	}
-	go broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, log.With("actor", "broker"))
+	go func() {
+		if err := broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, log.With("actor", "broker")); err != nil {
+			log.Error("the broker stopped", "err", err)
+			cancel()
+		}
+	}()
 
 	if *withChat {
 		err := chat.Run(ctx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: banner})

@@ -29,7 +29,8 @@ var migrations = []string{
 		prompt_preview TEXT NOT NULL DEFAULT '',
 		model_ms       INTEGER NOT NULL DEFAULT 0,
 		total_ms       INTEGER NOT NULL DEFAULT 0,
-		worker_pid     INTEGER NOT NULL DEFAULT 0
+		worker_pid     INTEGER NOT NULL DEFAULT 0,
+		worker_peak_kb INTEGER NOT NULL DEFAULT 0 -- the worker's resident high-water mark
 	);
 	CREATE INDEX turns_by_start ON turns (started_at);
 	CREATE TABLE learnings (

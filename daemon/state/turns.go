@@ -44,6 +44,9 @@ type TurnEnd struct {
 	Error string
 	// ModelTime is how long the worker waited on the broker.
 	ModelTime time.Duration
+	// WorkerPeak is the worker's resident-memory high-water mark in bytes,
+	// as it reported it; 0 when it reported nothing.
+	WorkerPeak int64
 }
 
 // TurnRecord is a recorded turn.
@@ -58,8 +61,9 @@ type TurnRecord struct {
 	Preview   string
 	ModelTime time.Duration
 	// Total is from Started to Ended; zero while the turn runs.
-	Total     time.Duration
-	WorkerPID int
+	Total      time.Duration
+	WorkerPID  int
+	WorkerPeak int64 // bytes
 }
 
 // StartTurn records that a turn began.
@@ -108,9 +112,9 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	}
 	ended := t.Ended.UnixMilli()
 	res, err := s.db.ExecContext(ctx,
-		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at)
+		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?
 		 WHERE id = ? AND ended_at IS NULL`,
-		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.ID)
+		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10, t.ID)
 	if err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
@@ -138,7 +142,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid
+		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid, worker_peak_kb
 		 FROM turns ORDER BY started_at DESC, rowid DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("read recent turns: %w", err)
@@ -147,12 +151,12 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	var turns []TurnRecord
 	for rows.Next() {
 		var (
-			t                         TurnRecord
-			started, modelMS, totalMS int64
-			ended                     sql.NullInt64
-			outcome                   sql.NullString
+			t                                 TurnRecord
+			started, modelMS, totalMS, peakKB int64
+			ended                             sql.NullInt64
+			outcome                           sql.NullString
 		)
-		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID); err != nil {
+		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB); err != nil {
 			return nil, fmt.Errorf("read recent turns: %w", err)
 		}
 		t.Started = time.UnixMilli(started)
@@ -162,6 +166,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 		}
 		t.Outcome = outcome.String
 		t.ModelTime = time.Duration(modelMS) * time.Millisecond
+		t.WorkerPeak = peakKB << 10
 		turns = append(turns, t)
 	}
 	if err := rows.Err(); err != nil {

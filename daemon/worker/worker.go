@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	"shelldon/bus"
@@ -62,10 +65,11 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
 	}
 
-	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, func(job contracts.Job) (contracts.Completion, error) {
+	res := serve(statedir.Layout{Root: opts.StateDir}, in, func(job contracts.Job) (contracts.Completion, error) {
 		return ask(ctx, conn, frames, opts.Turn, job)
 	})
-	logf("turn %s: ok=%v model=%v err=%q", opts.Turn, res.OK, res.ModelTime, res.Error)
+	res.PeakRSS = peakRSS()
+	logf("turn %s: ok=%v model=%v peak=%dKiB err=%q", opts.Turn, res.OK, res.ModelTime, res.PeakRSS>>10, res.Error)
 	env, err := contracts.NewEnvelope(contracts.KindResult, opts.Turn, res)
 	if err != nil {
 		return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
@@ -74,6 +78,25 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: send result: %w", opts.Turn, err)
 	}
 	return nil
+}
+
+// peakRSS reads this process's resident high-water mark (VmHWM) from
+// /proc, or 0 where it cannot.
+func peakRSS() int64 {
+	raw, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // errBudget is the failure of a turn whose budget W ran out.
@@ -113,7 +136,7 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 
 // serve does the turn's work between input and result: prompt, model,
 // parse. complete is the round trip to the broker.
-func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, complete func(contracts.Job) (contracts.Completion, error)) contracts.Result {
+func serve(layout statedir.Layout, in contracts.TurnInput, complete func(contracts.Job) (contracts.Completion, error)) contracts.Result {
 	fail := func(format string, args ...any) contracts.Result {
 		return contracts.Result{OK: false, Error: fmt.Sprintf(format, args...)}
 	}
