@@ -126,6 +126,21 @@ func (f *configFlags) load() (config.Config, error) {
 	return config.Load(path, environ)
 }
 
+// parseConfig parses a command's flags (the common ones plus any that
+// extra registers) and loads the configuration.
+func parseConfig(name string, args []string, extra func(*flag.FlagSet)) (config.Config, error) {
+	var cf configFlags
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	cf.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := parse(fs, args); err != nil {
+		return config.Config{}, err
+	}
+	return cf.load()
+}
+
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
@@ -196,13 +211,7 @@ func newChain(cfg config.Config) (*broker.Chain, error) {
 }
 
 func cmdDaemon(ctx context.Context, env *environment, args []string) error {
-	var cf configFlags
-	fs := flag.NewFlagSet("daemon", flag.ContinueOnError)
-	cf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := cf.load()
+	cfg, err := parseConfig("daemon", args, nil)
 	if err != nil {
 		return err
 	}
@@ -210,13 +219,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {
-	var cf configFlags
-	fs := flag.NewFlagSet("broker", flag.ContinueOnError)
-	cf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := cf.load()
+	cfg, err := parseConfig("broker", args, nil)
 	if err != nil {
 		return err
 	}
@@ -246,13 +249,7 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 }
 
 func cmdChat(ctx context.Context, env *environment, args []string) error {
-	var cf configFlags
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	cf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := cf.load()
+	cfg, err := parseConfig("chat", args, nil)
 	if err != nil {
 		return err
 	}
@@ -260,14 +257,8 @@ func cmdChat(ctx context.Context, env *environment, args []string) error {
 }
 
 func cmdTurns(ctx context.Context, env *environment, args []string) error {
-	var cf configFlags
-	fs := flag.NewFlagSet("turns", flag.ContinueOnError)
-	cf.register(fs)
-	n := fs.Int("n", 20, "how many turns to show")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := cf.load()
+	var n int
+	cfg, err := parseConfig("turns", args, func(fs *flag.FlagSet) { fs.IntVar(&n, "n", 20, "how many turns to show") })
 	if err != nil {
 		return err
 	}
@@ -276,7 +267,7 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer store.Close()
-	turns, err := store.RecentTurns(ctx, *n)
+	turns, err := store.RecentTurns(ctx, n)
 	if err != nil {
 		return err
 	}
@@ -305,13 +296,10 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 }
 
 func cmdDoctor(ctx context.Context, env *environment, args []string) error {
-	var cf configFlags
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	cf.register(fs)
-	if err := parse(fs, args); err != nil {
-		return err
+	cfg, err := parseConfig("doctor", args, nil)
+	if err != nil && !errors.Is(err, config.ErrInvalid) {
+		return err // a bad command line, not a finding
 	}
-	cfg, err := cf.load()
 	if err != nil {
 		// One line per finding, as for every other check.
 		for _, line := range strings.Split(err.Error(), "\n") {

@@ -28,14 +28,10 @@ const demoBanner = `*** DEMO MODEL: no provider is configured, so shelldon is ta
 *** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY (see README.md).`
 
 func cmdUp(ctx context.Context, env *environment, args []string) error {
-	var cf configFlags
-	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	cf.register(fs)
-	withChat := fs.Bool("chat", false, "chat from this terminal (logs go to <state-dir>/shelldon.log)")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	cfg, err := cf.load()
+	var withChat bool
+	cfg, err := parseConfig("up", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&withChat, "chat", false, "chat from this terminal (logs go to <state-dir>/shelldon.log)")
+	})
 	if err != nil {
 		return err
 	}
@@ -43,7 +39,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("create state directory: %w", err)
 	}
 	logOut := env.stderr
-	if *withChat {
+	if withChat {
 		f, err := os.OpenFile(filepath.Join(cfg.StateDir, "shelldon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
 		if err != nil {
 			return fmt.Errorf("open log file: %w", err)
@@ -66,7 +62,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		banner = demoBanner
 		log.Warn("no provider configured: using the scripted demo model", "url", url)
 	}
-	if banner != "" && !*withChat {
+	if banner != "" && !withChat {
 		fmt.Fprintln(env.stderr, banner)
 	}
 	chain, err := newChain(cfg)
@@ -91,7 +87,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		}
 	}()
 
-	if *withChat {
+	if withChat {
 		err := chat.Run(ctx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: banner})
 		cancel()
 		if cerr := <-coreDone; err == nil {
