@@ -16,16 +16,16 @@ const maxSocketPath = 107
 
 // Limits that are not simply "the default is sensible".
 const (
-	maxHistoryMessages = 200
-	maxReactionDwell   = time.Hour
-	minMemoryLimit     = 128 << 20
-	minOpenFiles       = 16
-	maxOpenFiles       = 4096
-	minQueueLength     = 8
-	maxQueueLength     = 65536
-	minMaxFrame        = 64 << 10
-	maxMaxFrame        = 64 << 20
-	maxUID             = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
+	maxHistoryMessages       = 200
+	maxReactionDwell         = time.Hour
+	minMemoryLimit           = 128 << 20
+	minOpenFiles             = 16
+	maxOpenFiles             = 4096
+	minQueueLength           = 8
+	maxQueueLength           = 65536
+	minMaxFrame              = 64 << 10
+	maxMaxFrame              = 64 << 20
+	maxUID             int64 = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
 )
 
 var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
@@ -91,7 +91,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "worker.open_files", c.Worker.OpenFiles, minOpenFiles, maxOpenFiles, def.Worker.OpenFiles)
 
 	for i, uid := range c.Bus.AllowedUIDs {
-		if uid < 0 || uid > maxUID {
+		if uid < 0 || int64(uid) > maxUID {
 			add("bus.allowed_uids", fmt.Sprintf("element %d, %d, is not a user id", i, uid),
 				fmt.Sprintf("use numbers from 0 to %d, as `id -u USER` prints them", maxUID))
 		}

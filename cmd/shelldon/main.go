@@ -42,6 +42,7 @@ commands:
   chat     talk to a running core from this terminal
   turns    recent turns with outcome and timings
   doctor   what this host lacks, one line each, with the fix
+  version  which build this is
 
 common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
 if it exists), --state-dir DIR (overrides state_dir).
@@ -56,6 +57,9 @@ func main() {
 	}
 }
 
+// version is set at build time by the Makefile (-X main.version=…).
+var version = "dev"
+
 // errQuiet is a failure that has already been reported.
 var errQuiet = errors.New("failed")
 
@@ -69,6 +73,10 @@ var commands = map[string]commandFunc{
 	"chat":   cmdChat,
 	"turns":  cmdTurns,
 	"doctor": cmdDoctor,
+	"version": func(_ context.Context, env *environment, _ []string) error {
+		fmt.Fprintln(env.stdout, "shelldon", version)
+		return nil
+	},
 }
 
 // environment is what a command gets besides its flags.
