@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -516,8 +518,8 @@ func (c *Core) pushSnapshot(s contracts.Snapshot) {
 // must also be a process of the turn it names, and that turn must be the
 // one being started.
 func (c *Core) authorize(hello contracts.Hello, cred hub.Cred) error {
-	if cred.UID != 0 && cred.UID != os.Getuid() && !slices.Contains(c.cfg.Bus.AllowedUIDs, cred.UID) {
-		return fmt.Errorf("uid %d may not join the bus (allow it with bus.allowed_uids)", cred.UID)
+	if !c.trusted(cred) {
+		return fmt.Errorf("uid %d may not join the bus (add the user to the state directory's group, or list it in bus.allowed_uids)", cred.UID)
 	}
 	if hello.Role != contracts.RoleWorker {
 		return nil
@@ -545,6 +547,46 @@ func (c *Core) authorize(hello contracts.Hello, cred hub.Cred) error {
 	}
 	slot.sent = true
 	return nil
+}
+
+// trusted reports whether a peer's user may join at all: root, core's
+// own user, a user listed in bus.allowed_uids, or a member of the
+// socket's group (which the file mode already demands of anyone but root
+// and the owner). Root's group is not enough: it admits nobody root did
+// not name.
+func (c *Core) trusted(cred hub.Cred) bool {
+	if cred.UID == 0 || cred.UID == os.Getuid() || slices.Contains(c.cfg.Bus.AllowedUIDs, cred.UID) {
+		return true
+	}
+	group := c.hub.Group()
+	if group == 0 {
+		return false
+	}
+	if cred.GID == group {
+		return true
+	}
+	groups, err := supplementaryGroups(cred.PID)
+	return err == nil && slices.Contains(groups, group)
+}
+
+// supplementaryGroups reads a process's supplementary groups from /proc.
+func supplementaryGroups(pid int) ([]int, error) {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, ok := strings.CutPrefix(line, "Groups:"); ok {
+			var groups []int
+			for _, f := range strings.Fields(rest) {
+				if g, err := strconv.Atoi(f); err == nil {
+					groups = append(groups, g)
+				}
+			}
+			return groups, nil
+		}
+	}
+	return nil, fmt.Errorf("no Groups line in /proc/%d/status", pid)
 }
 
 // onJoin gives a new worker its turn input and a new panel the face.

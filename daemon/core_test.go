@@ -65,11 +65,21 @@ type coreHarness struct {
 
 func startCore(t *testing.T, l launch.Launcher, turnTimeout time.Duration) *coreHarness {
 	t.Helper()
+	return startCoreIn(t, l, turnTimeout, nil)
+}
+
+// startCoreIn is startCore with a chance to prepare the state directory
+// before core creates its socket there.
+func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, prepare func(dir string)) *coreHarness {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "sdc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
+	if prepare != nil {
+		prepare(dir)
+	}
 	cfg := config.Default()
 	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
 	cfg.Timeouts.Worker.Duration = turnTimeout / 3

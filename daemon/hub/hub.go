@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -60,6 +61,7 @@ type Config struct {
 type Hub struct {
 	cfg Config
 	ln  *net.UnixListener
+	gid int
 
 	mu     sync.Mutex
 	closed bool // set once Serve is ending; late joiners are turned away
@@ -125,8 +127,33 @@ func Listen(path string, cfg Config) (*Hub, error) {
 		ln.Close()
 		return nil, fmt.Errorf("chmod bus socket %s: %w", path, err)
 	}
-	return &Hub{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
+	gid, err := shareGroup(path)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &Hub{cfg: cfg, ln: ln, gid: gid, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
 }
+
+// shareGroup gives the socket the group of the directory it is in, so
+// that the actors' users in that group (the broker's, the panel's; set up
+// by the sysusers and tmpfiles snippets) can connect, and returns that
+// group.
+func shareGroup(path string) (int, error) {
+	var dir unix.Stat_t
+	if err := unix.Stat(filepath.Dir(path), &dir); err != nil {
+		return 0, fmt.Errorf("stat the bus socket's directory: %w", err)
+	}
+	if int(dir.Gid) != os.Getegid() {
+		if err := os.Lchown(path, -1, int(dir.Gid)); err != nil {
+			return 0, fmt.Errorf("give bus socket %s the group %d of its directory: %w", path, dir.Gid, err)
+		}
+	}
+	return int(dir.Gid), nil
+}
+
+// Group is the group that owns the socket; its members may connect.
+func (h *Hub) Group() int { return h.gid }
 
 // Serve accepts connections until ctx is done, then closes the listener
 // and every connection and waits for their goroutines.

@@ -1,0 +1,39 @@
+package testhost
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// RequireAllEnv is the variable that turns missing-capability skips into
+// failures.
+const RequireAllEnv = "SHELLDON_REQUIRE_ALL"
+
+// Missing skips t, or fails it when every level is required, saying what
+// is missing and how to get it.
+func Missing(t testing.TB, what, fix string) {
+	t.Helper()
+	if os.Getenv(RequireAllEnv) == "1" {
+		t.Fatalf("needs %s (%s); %s=1 forbids skipping", what, fix, RequireAllEnv)
+	}
+	t.Skipf("needs %s (%s)", what, fix)
+}
+
+// Root makes sure the test runs as root.
+func Root(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Missing(t, "root", "run `make test` as root")
+	}
+}
+
+// Tool makes sure a program is on $PATH and returns its path.
+func Tool(t testing.TB, name, debianPackage string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Missing(t, name, "apt-get install "+debianPackage+", or run `make test` as root to install it")
+	}
+	return p
+}
