@@ -61,7 +61,7 @@ install: build
 	install -D -m 0644 units/shelldon-turns.slice $(DESTDIR)/lib/systemd/system/shelldon-turns.slice
 	install -D -m 0644 units/shelldon.sysusers $(DESTDIR)/usr/lib/sysusers.d/shelldon.conf
 	install -D -m 0644 units/shelldon.tmpfiles $(DESTDIR)/usr/lib/tmpfiles.d/shelldon.conf
-	test -e $(DESTDIR)/etc/shelldon/shelldon.toml || install -D -m 0640 config/shelldon.example.toml $(DESTDIR)/etc/shelldon/shelldon.toml
+	test -e $(DESTDIR)/etc/shelldon/shelldon.toml || install -D -m 0644 config/shelldon.example.toml $(DESTDIR)/etc/shelldon/shelldon.toml
 
 clean:
 	rm -rf $(BIN) $(DIST)

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"shelldon/testhost"
 )
 
 func writeFaces(t *testing.T, content string) string {
@@ -137,12 +139,9 @@ func TestMarshalAdded(t *testing.T) {
 func TestDrawableRangesMatchFont(t *testing.T) {
 	const font = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono-Bold.ttf"
 	if _, err := os.Stat(font); err != nil {
-		t.Skipf("no %s: %v", font, err)
+		testhost.Missing(t, font, "apt-get install fonts-dejavu-core")
 	}
-	fcQuery, err := exec.LookPath("fc-query")
-	if err != nil {
-		t.Skip("no fc-query")
-	}
+	fcQuery := testhost.Tool(t, "fc-query", "fontconfig")
 	out, err := exec.Command(fcQuery, "--format=%{charset}", font).Output()
 	if err != nil {
 		t.Fatalf("fc-query: %v", err)
