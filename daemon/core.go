@@ -101,8 +101,9 @@ type activeTurn struct {
 type eventKind int
 
 const (
-	evTimeout eventKind = iota
-	evExit
+	evTimeout eventKind = iota // T passed without a result
+	evExit                     // the worker is gone
+	evAbandon                  // the worker outlived T and a kill by another R
 )
 
 type event struct {
@@ -287,7 +288,7 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 	spec := launch.Spec{
 		Turn:        id,
 		Argv:        append(slices.Clone(c.opts.WorkerArgv), "--turn", id, "--socket", c.cfg.Socket, "--state-dir", c.cfg.StateDir),
-		Env:         os.Environ(),
+		Env:         workerEnv(os.Environ()),
 		Reap:        c.cfg.Timeouts.Reap.Duration,
 		Description: "shelldon turn: " + preview(adm.Text, 40),
 		Limits: launch.Limits{
@@ -316,6 +317,8 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 		log.Error("recording the worker's pid failed", "err", err)
 	}
 	go func() { c.post(event{kind: evExit, turn: id, exit: <-handle.Done()}) }()
+	// T runs whatever happens to the result, so a worker that has
+	// answered but will not exit is still dealt with.
 	t.timer = c.clock.AfterFunc(c.cfg.Timeouts.Turn.Duration, func() {
 		c.post(event{kind: evTimeout, turn: id})
 	})
@@ -336,11 +339,22 @@ func (c *Core) handleEvent(ctx context.Context, ev event) {
 	}
 	switch ev.kind {
 	case evTimeout:
-		if t.fenced {
-			return
+		if !t.fenced {
+			c.log.Warn("turn timed out; degrading", "turn", t.id, "after", c.cfg.Timeouts.Turn.Duration)
+			c.degrade(t, OutcomeTimeout, fmt.Sprintf("no result within %v", c.cfg.Timeouts.Turn.Duration))
 		}
-		c.log.Warn("turn timed out; degrading", "turn", t.id, "after", c.cfg.Timeouts.Turn.Duration)
-		c.degrade(t, OutcomeTimeout, fmt.Sprintf("no result within %v", c.cfg.Timeouts.Turn.Duration))
+		if !t.exited {
+			// The launcher should have killed it at R < T. Kill it again,
+			// and if even that does not end it, let the slot go rather
+			// than wedge the pet behind a process that will not die.
+			t.handle.Kill()
+			c.clock.AfterFunc(c.cfg.Timeouts.Reap.Duration, func() { c.post(event{kind: evAbandon, turn: t.id}) })
+		}
+	case evAbandon:
+		if !t.exited {
+			c.log.Error("the worker would not die; freeing the turn slot without it", "turn", t.id, "pid", t.handle.PID())
+			t.exited, t.left = true, true
+		}
 	case evExit:
 		t.exited, t.exit = true, ev.exit
 		c.log.Info("worker gone", "turn", t.id, "result", ev.exit.Result, "code", ev.exit.Code, "ran", ev.exit.Duration.Round(time.Millisecond))
@@ -391,9 +405,6 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		return
 	}
 	t := c.turn
-	if t.timer != nil {
-		t.timer.Stop()
-	}
 	c.fence.close(t.id)
 	t.fenced = true
 	var res contracts.Result
@@ -427,9 +438,6 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 // degrade closes the fence on a failed turn and answers anyway.
 func (c *Core) degrade(t *activeTurn, outcome, reason string) {
 	c.fence.close(t.id)
-	if t.timer != nil {
-		t.timer.Stop()
-	}
 	c.degradeNow(t, outcome, reason)
 }
 
@@ -452,6 +460,9 @@ func (c *Core) maybeFinish(ctx context.Context) {
 	t := c.turn
 	if t == nil || !t.fenced || !t.exited {
 		return
+	}
+	if t.timer != nil {
+		t.timer.Stop()
 	}
 	c.finishTurnRecord(t, t.outcome, t.err)
 	c.turn = nil
@@ -614,6 +625,27 @@ func (c *Core) onJoin(p *hub.Peer) {
 	if err != nil {
 		c.log.Warn("greeting a new peer failed", "role", p.Hello.Role, "err", err)
 	}
+}
+
+// workerEnvKeep are the variables a worker inherits from core. Everything
+// else stays behind: the worker holds nothing but what core sends it, and
+// core's environment may carry a provider key in development
+// (SHELLDON_PROVIDER_KEY) or a credentials directory.
+var workerEnvKeep = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "GODEBUG", "GOMAXPROCS", "GOMEMLIMIT", "GOGC"}
+
+// workerEnvTestPrefix lets the tests' re-executed test binary know it is
+// to act as shelldon; it carries no secret.
+const workerEnvTestPrefix = "SHELLDON_TEST_"
+
+func workerEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(workerEnvKeep, name) || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, workerEnvTestPrefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 func preview(s string, n int) string {

@@ -198,3 +198,51 @@ func TestWorkerCannotClaimAnotherTurn(t *testing.T) {
 		t.Errorf("reply = %+v, want the honest worker's result", r)
 	}
 }
+
+// stubbornHandle is a worker that will not die: Done never reports and
+// Kill does nothing, as a process stuck in the kernel might behave.
+type stubbornHandle struct{ *inProcessHandle }
+
+func (stubbornHandle) Done() <-chan launch.Exit { return nil }
+func (stubbornHandle) Kill()                    {}
+
+type stubbornLauncher struct{ inProcessLauncher }
+
+func (l stubbornLauncher) Start(ctx context.Context, spec launch.Spec) (launch.Handle, error) {
+	h, err := l.inProcessLauncher.Start(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	return stubbornHandle{h.(*inProcessHandle)}, nil
+}
+
+// TestAWorkerThatWillNotDieDoesNotWedgeThePet answers, then never exits:
+// core must still free the slot (after T and one more R), so the next
+// message gets a turn of its own.
+func TestAWorkerThatWillNotDieDoesNotWedgeThePet(t *testing.T) {
+	const T = 600 * time.Millisecond
+	var h *coreHarness
+	h = startCore(t, stubbornLauncher{inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, _, err := joinAsWorker(ctx, h.cfg.Socket, turnOf(spec))
+		if err != nil {
+			return
+		}
+		sendResult(conn, turnOf(spec), "answer to "+turnOf(spec))
+		// Keep the connection open, as a worker that hangs after answering.
+		<-ctx.Done()
+	}}}, T)
+	h.send("one")
+	first := <-h.replies
+	if first.Degraded {
+		t.Fatalf("first reply = %+v, want the worker's answer", first)
+	}
+	h.send("two")
+	select {
+	case second := <-h.replies:
+		if second.Degraded || second.Turn == first.Turn {
+			t.Fatalf("second reply = %+v, want an answer from a turn of its own", second)
+		}
+	case <-time.After(5 * T):
+		t.Fatal("the second message never got a turn: the stuck worker wedged the pet")
+	}
+}

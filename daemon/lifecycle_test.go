@@ -97,3 +97,15 @@ func TestPresenceDwellAndDedup(t *testing.T) {
 		t.Errorf("current() = %+v, want thinking", cur)
 	}
 }
+
+func TestWorkerEnvKeepsNoSecrets(t *testing.T) {
+	got := workerEnv([]string{
+		"PATH=/usr/bin", "LANG=C.UTF-8", "LC_TIME=de_DE", "SHELLDON_TEST_MAIN=1",
+		"SHELLDON_PROVIDER_KEY=sk-secret", "CREDENTIALS_DIRECTORY=/run/credentials/shelldon.service",
+		"OPENAI_API_KEY=sk-other", "SHELLDON_STATE_DIR=/var/lib/shelldon", "NOTIFY_SOCKET=/run/systemd/notify",
+	})
+	want := []string{"PATH=/usr/bin", "LANG=C.UTF-8", "LC_TIME=de_DE", "SHELLDON_TEST_MAIN=1"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("workerEnv(...) = %q, want %q", got, want)
+	}
+}
