@@ -143,5 +143,4 @@ type Snapshot struct {
 	Caption string `json:"caption,omitempty"`
 	// HoldUntil is the end of a reaction's dwell; ambient faces wait for it.
 	HoldUntil time.Time `json:"hold_until,omitempty"`
-	Status    string    `json:"status,omitempty"`
 }

@@ -296,7 +296,7 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 	p.id = h.nextID
 	h.peers[p.id] = p
 	h.mu.Unlock()
-	h.cfg.Logf("bus: %s %q joined (pid %d uid %d)", hello.Role, hello.Name, cred.PID, cred.UID)
+	h.cfg.Logf("bus: %s %q joined (pid %d uid %d) %s", hello.Role, hello.Name, cred.PID, cred.UID, hello.Note)
 	defer func() {
 		h.mu.Lock()
 		delete(h.peers, p.id)
