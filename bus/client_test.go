@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,22 +14,16 @@ import (
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
+	"shelldon/testhost"
 )
 
 // patience bounds every wait in these tests, so a hang fails instead of
 // blocking the run.
 const patience = 5 * time.Second
 
-// socketPath returns a bus path in a fresh short directory: sun_path holds
-// only 108 bytes, which t.TempDir's long names can exceed.
+// socketPath is a bus path in a fresh short directory.
 func socketPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "hb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "bus.sock")
+	return filepath.Join(testhost.ShortDir(t), "bus.sock")
 }
 
 // testHub is a real hub serving on a real socket.

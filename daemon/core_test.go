@@ -16,6 +16,7 @@ import (
 	"shelldon/daemon/launch"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/testhost"
 )
 
 // inProcessLauncher runs each "worker" as a goroutine of the test, so a
@@ -72,11 +73,7 @@ func startCore(t *testing.T, l launch.Launcher, turnTimeout time.Duration) *core
 // before core creates its socket there.
 func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, prepare func(dir string)) *coreHarness {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "sdc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testhost.ShortDir(t)
 	if prepare != nil {
 		prepare(dir)
 	}

@@ -37,3 +37,16 @@ func Tool(t testing.TB, name, debianPackage string) string {
 	}
 	return p
 }
+
+// ShortDir makes a fresh directory with a short path, removed at cleanup,
+// for a Unix socket: sun_path holds only 108 bytes, which t.TempDir's
+// long names can exceed.
+func ShortDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"shelldon/testhost"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,7 +76,7 @@ func TestCLIRefusesBadCommandLines(t *testing.T) {
 // and returns the file and that directory.
 func configFile(t *testing.T, body string) (path, stateDir string) {
 	t.Helper()
-	stateDir = shortTempDir(t)
+	stateDir = testhost.ShortDir(t)
 	path = filepath.Join(t.TempDir(), "shelldon.toml")
 	content := "state_dir = " + strconv.Quote(stateDir) + "\n" + body
 	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
@@ -124,7 +125,7 @@ func TestCLIMissingConfigFile(t *testing.T) {
 }
 
 func TestCLITurns(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testhost.ShortDir(t)
 	store, err := state.Open(statedir.Layout{Root: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +186,7 @@ func TestCLITurns(t *testing.T) {
 }
 
 func TestCLITurnsOnAnEmptyState(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testhost.ShortDir(t)
 	store, err := state.Open(statedir.Layout{Root: dir})
 	if err != nil {
 		t.Fatal(err)
@@ -200,7 +201,7 @@ func TestCLITurnsOnAnEmptyState(t *testing.T) {
 }
 
 func TestCLITurnsWithoutAState(t *testing.T) {
-	dir := shortTempDir(t)
+	dir := testhost.ShortDir(t)
 	_, _, err := runCLI(t, "turns", "--state-dir", dir)
 	if err == nil || !strings.Contains(err.Error(), "has the daemon run yet?") {
 		t.Errorf("shelldon turns where no daemon ran = %v, want it to say there is no database yet", err)

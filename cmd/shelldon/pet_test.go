@@ -20,6 +20,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
+	"shelldon/testhost"
 )
 
 // The test binary doubles as the shelldon binary: core starts workers by
@@ -76,19 +77,9 @@ func testOutput() io.Writer {
 	return io.Discard
 }
 
-// shortTempDir makes a state directory whose socket path fits in sun_path.
-func shortTempDir(t testing.TB) string {
-	dir, err := os.MkdirTemp("", "sd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return dir
-}
-
 func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config {
 	cfg := config.Default()
-	cfg.StateDir = shortTempDir(t)
+	cfg.StateDir = testhost.ShortDir(t)
 	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
 	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 8*time.Second, 9*time.Second, 10*time.Second
 	cfg.Worker.CPUSeconds = 10

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
+	"shelldon/testhost"
 )
 
 // waitLimit bounds every wait, so a broken chat fails instead of hanging.
@@ -69,14 +69,9 @@ type fakeCore struct {
 	joined chan contracts.Hello
 }
 
+// socketPath is a bus path in a fresh short directory.
 func socketPath(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "chat")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return filepath.Join(dir, "bus.sock")
+	return filepath.Join(testhost.ShortDir(t), "bus.sock")
 }
 
 func startCore(t *testing.T, authorize func(contracts.Hello, hub.Cred) error) *fakeCore {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/testhost"
 )
 
 // fakeRoot builds a host root holding the given files (a path ending in
@@ -180,11 +181,7 @@ func TestStateDir(t *testing.T) {
 }
 
 func TestCore(t *testing.T) {
-	dir, err := os.MkdirTemp("", "doc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testhost.ShortDir(t)
 	listening := filepath.Join(dir, "bus.sock")
 	ln, err := net.Listen("unix", listening)
 	if err != nil {
@@ -354,11 +351,7 @@ func TestRunOnAHealthyHost(t *testing.T) {
 		"sys/fs/cgroup/cgroup.controllers": "cpu io memory pids\n",
 		"dev/spidev0.0":                    "",
 	}, "systemd-nspawn")
-	dir, err := os.MkdirTemp("", "doc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testhost.ShortDir(t)
 	cfg := config.Default()
 	cfg.StateDir = filepath.Join(dir, "state")
 	cfg.Socket = filepath.Join(dir, "bus.sock")
@@ -387,11 +380,7 @@ func TestRunOnAHealthyHost(t *testing.T) {
 }
 
 func TestRunOnABareHost(t *testing.T) {
-	dir, err := os.MkdirTemp("", "doc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	dir := testhost.ShortDir(t)
 	cfg := config.Default()
 	cfg.StateDir = filepath.Join(dir, "state")
 	cfg.Socket = filepath.Join(dir, "bus.sock")
