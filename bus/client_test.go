@@ -14,6 +14,7 @@ import (
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/hub/hubtest"
 	"shelldon/testhost"
 )
 
@@ -39,33 +40,11 @@ type testHub struct {
 func serveHub(t *testing.T, path string, authorize func(contracts.Hello, hub.Cred) error) *testHub {
 	t.Helper()
 	th := &testHub{core: make(chan contracts.Envelope, 16), joined: make(chan *hub.Peer, 16)}
-	h, err := hub.Listen(path, hub.Config{
+	th.Hub, _, th.stop = hubtest.Serve(t, path, hub.Config{
 		Authorize: authorize,
 		Core:      th.core,
 		OnJoin:    func(p *hub.Peer) { th.joined <- p },
 	})
-	if err != nil {
-		t.Fatalf("Listen(%s) = %v", path, err)
-	}
-	th.Hub = h
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(ctx) }()
-	var once sync.Once
-	th.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve = %v, want nil after cancel", err)
-				}
-			case <-time.After(patience):
-				t.Errorf("Serve did not return within %v of cancel", patience)
-			}
-		})
-	}
-	t.Cleanup(th.stop)
 	return th
 }
 

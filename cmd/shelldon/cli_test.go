@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"shelldon/testhost"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/testhost"
 )
 
 // runCLI runs the command line as main would, bounded so that a command

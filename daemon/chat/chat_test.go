@@ -14,6 +14,7 @@ import (
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/hub/hubtest"
 	"shelldon/testhost"
 )
 
@@ -77,23 +78,10 @@ func socketPath(t *testing.T) string {
 func startCore(t *testing.T, authorize func(contracts.Hello, hub.Cred) error) *fakeCore {
 	t.Helper()
 	c := &fakeCore{socket: socketPath(t), inbox: make(chan contracts.Envelope, 16), joined: make(chan contracts.Hello, 16)}
-	h, err := hub.Listen(c.socket, hub.Config{
+	c.hub, _, _ = hubtest.Serve(t, c.socket, hub.Config{
 		Core:      c.inbox,
 		Authorize: authorize,
 		OnJoin:    func(p *hub.Peer) { c.joined <- p.Hello },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.hub = h
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- h.Serve(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-served; err != nil {
-			t.Errorf("hub.Serve = %v", err)
-		}
 	})
 	return c
 }

@@ -17,6 +17,7 @@ import (
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/hub/hubtest"
 	"shelldon/testhost"
 )
 
@@ -106,29 +107,7 @@ func serve(t *testing.T, cfg hub.Config) *fixture {
 	if cfg.Logf == nil {
 		cfg.Logf = f.logs.logf
 	}
-	h, err := hub.Listen(f.path, cfg)
-	if err != nil {
-		t.Fatalf("Listen(%s) = %v", f.path, err)
-	}
-	f.Hub = h
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Serve(ctx) }()
-	var once sync.Once
-	f.stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Errorf("Serve = %v, want nil after cancel", err)
-				}
-			case <-time.After(patience):
-				t.Errorf("Serve did not return within %v of cancel", patience)
-			}
-		})
-	}
-	t.Cleanup(f.stop)
+	f.Hub, _, f.stop = hubtest.Serve(t, f.path, cfg)
 	return f
 }
 
