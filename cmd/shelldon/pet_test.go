@@ -379,8 +379,9 @@ func TestBurstDuringSlowTurnCoalesces(t *testing.T) {
 
 func TestSilentBrokerDegradesAndRecovers(t *testing.T) {
 	model := demomodel.New(demomodel.Step{Hang: true}, demomodel.Step{Text: "back again"})
-	const turnTimeout = 3 * time.Second
-	p := newPet(t, model, fastTimeouts(time.Second, 2*time.Second, turnTimeout))
+	const turnTimeout = 6 * time.Second
+	// Generous: a race-built worker starts slowly on a busy machine.
+	p := newPet(t, model, fastTimeouts(2*time.Second, 4*time.Second, turnTimeout))
 	started := time.Now()
 	p.say("are you there?")
 	r := p.reply(turnTimeout + 5*time.Second)
