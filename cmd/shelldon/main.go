@@ -42,6 +42,7 @@ commands:
   chat     talk to a running core from this terminal
   turns    recent turns with outcome and timings
   doctor   what this host lacks, one line each, with the fix
+  policy   policy check 'COMMAND': would it run without asking, and why not
   version  which build this is
 
 common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
@@ -73,6 +74,7 @@ var commands = map[string]commandFunc{
 	"chat":   cmdChat,
 	"turns":  cmdTurns,
 	"doctor": cmdDoctor,
+	"policy": cmdPolicy,
 	"version": func(_ context.Context, env *environment, _ []string) error {
 		fmt.Fprintln(env.stdout, "shelldon", version)
 		return nil

@@ -50,7 +50,9 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 	in, typed := io.Pipe()
 	var out syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(context.Background(), []string{"up", "--chat", "--state-dir", state}, in, &out, io.Discard) }()
+	go func() {
+		done <- run(context.Background(), []string{"up", "--chat", "--state-dir", state}, in, &out, io.Discard)
+	}()
 
 	waitFor := func(what string) {
 		t.Helper()

@@ -1,0 +1,497 @@
+package policy
+
+import (
+	"path"
+	"slices"
+	"strings"
+)
+
+// describe notes what a command off the read/test list does, for the
+// owner. A command this does not know is noted as "runs NAME".
+func (c *shellCall) describe() {
+	switch c.base {
+	case "rm", "rmdir", "unlink", "shred":
+		c.note(shellDeletes, "deletes "+shellList(c.operands(""), "files"), c.flags())
+	case "mv":
+		if ops := c.operands("tS"); len(ops) >= 2 {
+			c.note(shellDeletes, "moves "+shellList(ops[:len(ops)-1], "")+" over "+ops[len(ops)-1].show(), "mv")
+		} else {
+			c.note(shellDeletes, "moves files over others", c.flags())
+		}
+	case "cp", "install":
+		if ops := c.operands("tS"); len(ops) >= 2 {
+			c.note(shellWrites, "writes "+ops[len(ops)-1].show(), c.flags())
+		} else {
+			c.note(shellWrites, "copies files", c.flags())
+		}
+	case "touch", "mkdir", "mkfifo", "mknod", "ln":
+		c.note(shellWrites, "creates "+shellList(c.operands("mt"), "files"), c.flags())
+	case "tee":
+		c.tee()
+	case "truncate":
+		c.note(shellDeletes, "truncates "+shellList(c.operands("sr"), "files"), c.flags())
+	case "dd":
+		for _, w := range c.args {
+			if file, ok := strings.CutPrefix(w.value, "of="); ok {
+				c.note(shellDeletes, "overwrites "+shellShow(file), "dd")
+			}
+		}
+	case "chmod":
+		if ops := c.operands(""); len(ops) > 1 {
+			c.note(shellWrites, "changes the permissions of "+shellList(ops[1:], ""), c.flags())
+		}
+	case "chown", "chgrp":
+		c.note(shellPrivilege, "changes the owner of "+shellList(c.operands(""), "files"), c.flags())
+	case "cd", "pushd":
+		c.cd()
+	case "curl", "wget", "ssh", "scp", "sftp", "nc", "ncat", "netcat", "socat", "telnet", "ftp", "ping",
+		"dig", "nslookup", "host", "whois", "http", "https", "aria2c", "lynx", "w3m", "ssh-copy-id":
+		c.note(shellNetwork, "reaches the network", c.show(c.operands("")...))
+	case "rsync":
+		c.rsync()
+	case "pip", "pip3":
+		c.pip(c.args)
+	case "npx", "pnpx":
+		c.note(shellNetwork, "reaches the network", c.flags())
+		c.note(shellRunsCode, "downloads and runs a package", c.show(c.operands("")...))
+	case "npm", "pnpm", "yarn", "gem", "cargo", "go":
+		c.toolchain()
+	case "apt", "apt-get", "aptitude", "dnf", "yum", "apk", "pacman", "zypper", "brew", "snap", "flatpak":
+		c.systemPackages()
+	case "sh", "bash", "dash", "zsh", "ksh", "mksh", "fish":
+		c.shell()
+	case "eval":
+		c.note(shellRunsCode, "runs text as shell code", "eval")
+		c.nested(c.args)
+	case "source", ".":
+		c.note(shellRuns, "runs "+shellList(c.operands(""), "a file")+" in this shell", c.base)
+	case "exec":
+		c.note(shellOther, "replaces the shell", "exec")
+		c.wrapped(c.args)
+	case "xargs":
+		c.xargs()
+	case "env":
+		c.env()
+	case "sudo", "doas", "pkexec", "runuser":
+		c.note(shellPrivilege, "runs as another user", c.base)
+		c.wrapped(c.leading("ugCDhprtTU"))
+	case "su":
+		c.note(shellPrivilege, "runs as another user", "su")
+		c.commandString("-c", "--command")
+	case "watch":
+		c.note(shellOther, "runs a command again and again", "watch")
+		c.nested(c.leading("nd"))
+	case "kill", "pkill", "killall":
+		c.note(shellPrivilege, "stops processes", c.show(c.args...))
+	case "reboot", "shutdown", "poweroff", "halt", "systemctl", "service", "mount", "umount", "chroot",
+		"useradd", "userdel", "usermod", "groupadd", "passwd", "iptables", "nft", "modprobe", "insmod",
+		"rmmod", "sysctl", "swapon", "swapoff", "mkfs":
+		c.note(shellPrivilege, "changes the system", c.flags())
+	case "crontab", "at", "batch":
+		c.note(shellRunsCode, "schedules commands to run later", c.base)
+	case "awk", "gawk", "mawk", "nawk":
+		c.awk()
+	case "node", "nodejs", "deno", "bun", "ruby", "perl", "php", "lua", "Rscript":
+		c.interpreter()
+	default:
+		if wrapper, ok := shellWrappers[c.base]; ok {
+			inner := c.leading(wrapper.takesValue)
+			c.wrapped(inner[min(wrapper.skip, len(inner)):])
+			return
+		}
+		if shellIsPython(c.base) {
+			c.python()
+			return
+		}
+		if c.base == "" {
+			c.note(shellRuns, "runs a command with an empty name", "")
+			return
+		}
+		c.note(shellRuns, "runs "+shellShow(c.base), "")
+	}
+}
+
+// shellWrappers run the command that follows their options (and skip
+// positional words before it: the duration of timeout).
+var shellWrappers = map[string]struct {
+	takesValue string
+	skip       int
+}{
+	"nohup": {}, "setsid": {}, "unbuffer": {}, "builtin": {}, "command": {},
+	"nice": {takesValue: "n"}, "ionice": {takesValue: "cnpP"}, "stdbuf": {takesValue: "ioe"},
+	"time": {takesValue: "fo"}, "timeout": {takesValue: "ks", skip: 1}, "strace": {takesValue: "abeEIoOpPsSuUX"},
+}
+
+// shellSystemDirs hold the system's programs: /bin/rm is rm.
+var shellSystemDirs = []string{"/bin", "/sbin", "/usr/bin", "/usr/sbin", "/usr/local/bin", "/usr/local/sbin"}
+
+// program notes running a program named by its path.
+func (c *shellCall) program() {
+	p := c.name.value
+	switch {
+	case path.IsAbs(p) && c.a.inWorkspace(p):
+		c.note(shellRuns, "runs the workspace program "+c.name.show(), "")
+	case path.IsAbs(p) && slices.Contains(shellSystemDirs, path.Dir(path.Clean(p))):
+		c.base = path.Base(p)
+		c.describe()
+	case path.IsAbs(p) || strings.HasPrefix(p, "~") || shellEscapes(p):
+		c.note(shellRunsCode, "runs "+c.name.show()+", a program outside the workspace", "")
+	default:
+		c.note(shellRuns, "runs the workspace program "+c.name.show(), "")
+	}
+}
+
+// operands returns the arguments that are not options.
+func (c *shellCall) operands(takesValue string) []shellWord {
+	return c.words(c.scan(shellGetopt{value: takesValue}, func(shellOption) {}))
+}
+
+// leading returns the arguments from the first one that is not an
+// option: the command a wrapper runs. Long options are taken to have no
+// separate value.
+func (c *shellCall) leading(takesValue string) []shellWord {
+	for i := 0; i < len(c.args); i++ {
+		v := c.args[i].value
+		switch {
+		case v == "--":
+			return c.args[i+1:]
+		case strings.HasPrefix(v, "--"):
+		case len(v) > 1 && v[0] == '-':
+			if k := strings.IndexAny(v[1:], takesValue); k >= 0 && k+2 == len(v) {
+				i++
+			}
+		default:
+			return c.args[i:]
+		}
+	}
+	return nil
+}
+
+// flags returns the program and the options it was given, as written:
+// "rm -rf".
+func (c *shellCall) flags() string {
+	var options []shellWord
+	for _, w := range c.args {
+		if strings.HasPrefix(w.value, "-") && len(w.value) > 1 {
+			options = append(options, w)
+		}
+	}
+	return c.show(options...)
+}
+
+// shellListLimit is how many words a clause names before "…".
+const shellListLimit = 3
+
+// shellList names words for a clause, or none when there are no words.
+func shellList(words []shellWord, none string) string {
+	if len(words) == 0 {
+		return none
+	}
+	shown := make([]string, 0, shellListLimit+1)
+	for i, w := range words {
+		if i == shellListLimit {
+			shown = append(shown, "…")
+			break
+		}
+		shown = append(shown, w.show())
+	}
+	return strings.Join(shown, ", ")
+}
+
+// wrapped judges the command a wrapper runs as a command of its own.
+func (c *shellCall) wrapped(inner []shellWord) {
+	if len(inner) > 0 {
+		c.a.simple(inner)
+	}
+}
+
+// nested reads words a command joins and runs as shell code.
+func (c *shellCall) nested(words []shellWord) {
+	values := make([]string, 0, len(words))
+	for _, w := range words {
+		if !w.literal {
+			return
+		}
+		values = append(values, w.value)
+	}
+	if len(values) > 0 {
+		c.a.readNested(strings.Join(values, " "))
+	}
+}
+
+// commandString reads the shell code given after one of the options
+// (su -c, sh -c).
+func (c *shellCall) commandString(options ...string) {
+	for i, w := range c.args {
+		if slices.Contains(options, w.value) && i+1 < len(c.args) {
+			c.nested(c.args[i+1 : i+2])
+			return
+		}
+	}
+}
+
+func (c *shellCall) tee() {
+	ops := c.operands("")
+	if len(ops) == 0 {
+		return
+	}
+	if slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value == "-a" || w.value == "--append" }) {
+		c.note(shellWrites, "appends to "+shellList(ops, ""), c.flags())
+		return
+	}
+	c.note(shellDeletes, "overwrites "+shellList(ops, ""), c.flags())
+}
+
+// cd notes where the shell moves; a path outside is already noted by the
+// argument rules.
+func (c *shellCall) cd() {
+	ops := c.operands("")
+	switch {
+	case len(ops) == 0:
+		c.note(shellLeaves, "leaves the workspace for the home directory", c.base)
+	case ops[0].value == "-":
+		c.note(shellLeaves, "leaves the workspace for the previous directory", c.show(ops[0]))
+	case ops[0].literal && !path.IsAbs(ops[0].value) && !strings.HasPrefix(ops[0].value, "~") && !shellEscapes(ops[0].value):
+		c.note(shellOther, "moves into "+ops[0].show(), c.base)
+	}
+}
+
+func (c *shellCall) rsync() {
+	ops := c.operands("e")
+	if slices.ContainsFunc(ops, func(w shellWord) bool { return strings.Contains(w.value, ":") }) {
+		c.note(shellNetwork, "reaches the network", c.show(ops...))
+		return
+	}
+	if len(ops) > 0 {
+		c.note(shellWrites, "copies into "+ops[len(ops)-1].show(), "rsync")
+	}
+}
+
+// pip notes a pip command given its arguments.
+func (c *shellCall) pip(args []shellWord) {
+	verb := ""
+	if ops := (&shellCall{args: args}).operands(""); len(ops) > 0 {
+		verb = ops[0].value
+	}
+	how := shellShow("pip " + verb)
+	switch verb {
+	case "install", "download", "wheel", "search", "index":
+		c.note(shellNetwork, "reaches the network to fetch Python packages", how)
+	case "uninstall":
+		c.note(shellDeletes, "uninstalls Python packages", how)
+	default:
+		c.note(shellRuns, "runs pip", how)
+	}
+}
+
+// shellToolchainVerbs are the verbs of language package managers that
+// fetch from the network, and those that run the project's code.
+var shellToolchainVerbs = map[string]struct{ network, runs []string }{
+	"npm":   {network: []string{"install", "i", "ci", "add", "update", "up", "upgrade", "publish", "exec", "x", "create", "init"}, runs: []string{"run", "run-script", "test", "t", "start"}},
+	"pnpm":  {network: []string{"install", "i", "add", "update", "up", "publish", "dlx", "exec", "create"}, runs: []string{"run", "test", "t", "start"}},
+	"yarn":  {network: []string{"install", "add", "upgrade", "up", "publish", "dlx", "create"}, runs: []string{"run", "test", "start"}},
+	"gem":   {network: []string{"install", "update", "push", "fetch"}},
+	"cargo": {network: []string{"install", "fetch", "update", "publish", "search", "add"}, runs: []string{"build", "run", "test", "bench"}},
+	"go":    {network: []string{"get", "install", "mod"}, runs: []string{"run", "test", "build", "generate"}},
+}
+
+func (c *shellCall) toolchain() {
+	verb := ""
+	if ops := c.operands(""); len(ops) > 0 {
+		verb = ops[0].value
+	}
+	how := shellShow(c.base + " " + verb)
+	switch verbs := shellToolchainVerbs[c.base]; {
+	case slices.Contains(verbs.network, verb):
+		c.note(shellNetwork, "reaches the network to fetch packages", how)
+	case slices.Contains(verbs.runs, verb):
+		c.note(shellRuns, "runs the project's code", how)
+	default:
+		c.note(shellRuns, "runs "+shellShow(c.base), how)
+	}
+}
+
+func (c *shellCall) systemPackages() {
+	c.note(shellPrivilege, "changes the system's packages", c.flags())
+	for _, w := range c.args {
+		switch v := w.value; {
+		case slices.Contains([]string{"install", "update", "upgrade", "add", "full-upgrade", "dist-upgrade", "reinstall", "refresh"}, v),
+			strings.HasPrefix(v, "-S"):
+			c.note(shellNetwork, "reaches the network to fetch packages", shellShow(c.base+" "+v))
+			return
+		case slices.Contains([]string{"remove", "purge", "del", "uninstall", "autoremove", "erase"}, v), strings.HasPrefix(v, "-R"):
+			c.note(shellDeletes, "removes system packages", shellShow(c.base+" "+v))
+			return
+		}
+	}
+}
+
+// shell notes a shell started as a command: sh -c CODE reads CODE, sh
+// FILE runs a script, sh alone runs what it reads.
+func (c *shellCall) shell() {
+	inline := false
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		v := w.value
+		switch {
+		case v == "-o" || v == "+o" || v == "-O" || v == "+O":
+			i++
+		case strings.HasPrefix(v, "--"):
+		case len(v) > 1 && (v[0] == '-' || v[0] == '+'):
+			inline = inline || v[0] == '-' && strings.Contains(v, "c")
+		case inline:
+			c.note(shellRunsCode, "runs a shell command string", c.base+" -c")
+			c.nested(c.args[i : i+1])
+			return
+		default:
+			c.note(shellRuns, "runs "+w.show(), c.base)
+			return
+		}
+	}
+	c.note(shellRunsCode, "runs shell commands from its input", c.base)
+}
+
+func (c *shellCall) xargs() {
+	inner := c.leading("adEILnPs")
+	name := "echo"
+	if len(inner) > 0 {
+		name = inner[0].show()
+	}
+	c.note(shellRunsCode, "runs "+name+" on every word of its input", "xargs")
+	c.wrapped(inner)
+}
+
+// env notes variables set and the command run.
+func (c *shellCall) env() {
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		v := w.value
+		switch {
+		case v == "--":
+		case v == "-S" || v == "--split-string":
+			c.note(shellRunsCode, "runs a command string", "env "+v)
+			if i+1 < len(c.args) {
+				c.nested(c.args[i+1 : i+2])
+			}
+			return
+		case v == "-u" || v == "-C" || v == "--unset" || v == "--chdir":
+			i++
+		case strings.HasPrefix(v, "-"):
+		case shellAssignment(v) != "":
+			c.a.refuse("sets variables (" + w.show() + ")")
+			c.a.noteVariable(shellAssignment(v), w.show())
+		default:
+			c.wrapped(c.args[i:])
+			return
+		}
+	}
+	c.note(shellOther, "prints the environment", "env")
+}
+
+// shellAssignment returns the variable name of a NAME=value word, or "".
+func shellAssignment(word string) string {
+	name, _, ok := strings.Cut(word, "=")
+	if !ok || name == "" || '0' <= name[0] && name[0] <= '9' {
+		return ""
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c != '_' && !shellAlnum(name[i:i+1]) {
+			return ""
+		}
+	}
+	return name
+}
+
+// awk notes an awk program; one that can run commands or write files
+// (system, |, >, getline) is looked at closely.
+func (c *shellCall) awk() {
+	if slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value == "-f" || strings.HasPrefix(w.value, "--file") }) {
+		c.note(shellRunsCode, "runs an awk program from a file", c.base+" -f")
+		return
+	}
+	ops := c.operands("fvF")
+	if len(ops) > 0 && strings.ContainsAny(ops[0].value, "|>") ||
+		len(ops) > 0 && (strings.Contains(ops[0].value, "system") || strings.Contains(ops[0].value, "getline")) {
+		c.note(shellRunsCode, "runs an awk program that can run commands or write files", c.base)
+		return
+	}
+	c.note(shellRuns, "runs an awk program", c.base)
+}
+
+// shellInline are the options with which interpreters run code given on
+// the command line.
+var shellInline = map[string][]string{
+	"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
+	"bun": {"-e", "--eval"}, "deno": {"eval"}, "ruby": {"-e"}, "perl": {"-e", "-E"},
+	"php": {"-r"}, "lua": {"-e"}, "Rscript": {"-e"},
+}
+
+// interpreter notes a script interpreter: inline code, or a script file.
+func (c *shellCall) interpreter() {
+	for _, w := range c.args {
+		v := w.value
+		short := len(v) > 2 && v[0] == '-' && v[1] != '-' && slices.ContainsFunc(shellInline[c.base], func(o string) bool {
+			return len(o) == 2 && strings.Contains(v[1:], o[1:])
+		})
+		if slices.Contains(shellInline[c.base], v) || short {
+			c.note(shellRunsCode, "runs inline code", c.base+" "+w.show())
+			return
+		}
+		if !strings.HasPrefix(v, "-") {
+			c.note(shellRuns, "runs "+w.show(), c.base)
+			return
+		}
+	}
+	c.note(shellRunsCode, "runs code from its input", c.base)
+}
+
+// shellIsPython reports whether name is a Python interpreter: python,
+// python3, python3.12.
+func shellIsPython(name string) bool {
+	version, ok := strings.CutPrefix(name, "python")
+	return ok && strings.Trim(version, "0123456789.") == ""
+}
+
+// python notes a Python interpreter: inline code, a module, or a script.
+func (c *shellCall) python() {
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		v := w.value
+		switch {
+		case strings.HasPrefix(v, "-c"):
+			c.note(shellRunsCode, "runs inline Python", c.base+" -c")
+			return
+		case strings.HasPrefix(v, "-m"):
+			module, rest := v[2:], c.args[i+1:]
+			if module == "" && len(rest) > 0 {
+				module, rest = rest[0].value, rest[1:]
+			}
+			c.pythonModule(module, rest)
+			return
+		case v == "-W" || v == "-X":
+			i++
+		case v == "-":
+			c.note(shellRunsCode, "runs Python from its input", c.base+" -")
+			return
+		case strings.HasPrefix(v, "-"):
+		default:
+			c.note(shellRuns, "runs "+w.show(), c.base)
+			return
+		}
+	}
+	c.note(shellRuns, "starts Python", c.base)
+}
+
+func (c *shellCall) pythonModule(module string, rest []shellWord) {
+	how := shellShow(c.base + " -m " + module)
+	switch module {
+	case "pip":
+		c.pip(rest)
+	case "http.server", "SimpleHTTPServer", "smtpd", "ftplib":
+		c.note(shellNetwork, "serves or reaches the network", how)
+	case "venv", "virtualenv":
+		c.note(shellWrites, "creates a virtual environment", how)
+	default:
+		c.note(shellRuns, "runs the module "+shellShow(module), how)
+	}
+}
