@@ -63,6 +63,7 @@ type Core struct {
 	face    *presence
 
 	// Owned by the loop goroutine.
+	faces faces.Registry
 	arb   arbiter
 	fence fence
 	turn  *activeTurn
@@ -162,6 +163,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	defer cancel()
 	served := make(chan error, 1)
 	go func() { served <- h.Serve(ctx) }()
+	c.loadFaces()
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
 	name, glyphs := c.glyphs(faces.Sleeping)
 	c.face.show(name, glyphs, "waiting for a message")
@@ -500,17 +502,20 @@ func (c *Core) reply(t *activeTurn, out contracts.Outbound) {
 	}
 }
 
-// glyphs looks a face up in the registry on disk, which the AddFace op
-// may have changed since the last turn.
-func (c *Core) glyphs(face string) (string, string) {
+// loadFaces reads the face registry: at start, and after core itself
+// has added a face.
+func (c *Core) loadFaces() {
 	reg, err := c.layout.LoadFaces()
 	if err != nil {
-		c.log.Warn("face registry has bad entries", "err", err)
+		c.log.Warn("face registry has bad entries; using the good ones", "err", err)
 	}
-	if g, ok := reg.Lookup(face); ok {
-		return face, g
-	}
-	name, g, _ := reg.Resolve(face)
+	c.faces = reg
+}
+
+// glyphs resolves a face name to the name shown (the default reply face
+// for an unknown one) and its drawing.
+func (c *Core) glyphs(face string) (string, string) {
+	name, g, _ := c.faces.Resolve(face)
 	return name, g
 }
 

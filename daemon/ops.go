@@ -39,7 +39,11 @@ func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) 
 	case contracts.CaptureLearning:
 		return c.store.AddLearning(ctx, turn, o.Text, o.Tags, now)
 	case contracts.AddFace:
-		return c.store.AddFace(o.Name, o.Glyphs)
+		if err := c.store.AddFace(o.Name, o.Glyphs); err != nil {
+			return err
+		}
+		c.loadFaces()
+		return nil
 	default:
 		return errUnsupportedOp{body.OpName()}
 	}
