@@ -13,7 +13,7 @@ DESTDIR ?=
 # Every build is pure Go, so cross-building needs no C toolchain.
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run test test-deps bench release install clean
+.PHONY: all build run test test-deps bench release install clean image
 
 all: build
 
@@ -41,6 +41,12 @@ test: test-deps
 
 test-deps:
 	@./.ci/test-deps
+
+# The sandbox image (images/sandbox.recipe) in /var/lib/shelldon/images;
+# needs root, mmdebstrap and systemd-container. Does nothing when the
+# cached image already matches the recipe.
+image: build
+	./$(BIN)/shelldon image build
 
 # Figures for BENCHMARKS.md: turn overhead over 200 turns (5 runs), the
 # footprint of daemon and broker after 100 turns (3 runs), every other

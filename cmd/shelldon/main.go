@@ -43,6 +43,7 @@ commands:
   turns    recent turns with outcome and timings
   doctor   what this host lacks, one line each, with the fix
   policy   policy check 'COMMAND': would it run without asking, and why not
+  image    image build | status: the sandbox image commands run in (as root)
   version  which build this is
 
 common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
@@ -75,6 +76,7 @@ var commands = map[string]commandFunc{
 	"turns":  cmdTurns,
 	"doctor": cmdDoctor,
 	"policy": cmdPolicy,
+	"image":  cmdImage,
 	"version": func(_ context.Context, env *environment, _ []string) error {
 		fmt.Fprintln(env.stdout, "shelldon", version)
 		return nil
