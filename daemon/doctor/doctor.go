@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/sandbox/image"
 )
 
 // Status of one check.
@@ -55,6 +56,7 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 	return []Check{
 		h.systemd(),
 		h.nspawn(),
+		h.sandboxImage(),
 		h.memoryCgroup(),
 		h.stateDir(cfg),
 		h.core(cfg),
@@ -82,6 +84,25 @@ func (h Host) nspawn() Check {
 	}
 	c.Status, c.Detail = Fail, "systemd-nspawn is not installed: no command can run sandboxed"
 	c.Fix = "apt-get install systemd-container"
+	return c
+}
+
+func (h Host) sandboxImage() Check {
+	c := Check{Name: "sandbox image"}
+	recipe, err := image.DefaultRecipe()
+	if err == nil {
+		var st image.CacheStatus
+		st, err = image.Status(h.path(image.DefaultCacheDir), recipe)
+		if err == nil && st.Current != nil {
+			c.Status, c.Detail = OK, fmt.Sprintf("%s (%s, built %s)", st.Current.Root, st.Current.Arch, st.Current.Built.Format("2006-01-02"))
+			return c
+		}
+	}
+	c.Status, c.Detail = Fail, "no sandbox image for the current recipe: no command can run sandboxed"
+	if err != nil {
+		c.Detail = err.Error()
+	}
+	c.Fix = "shelldon image build (or make image)"
 	return c
 }
 

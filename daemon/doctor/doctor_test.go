@@ -3,6 +3,7 @@ package doctor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/sandbox/image"
 	"shelldon/testhost"
 )
 
@@ -345,11 +347,29 @@ func TestProvidersStopWithTheContext(t *testing.T) {
 	}
 }
 
+// builtImage is the marker file of a verified sandbox image for the
+// current recipe, as `shelldon image build` leaves it, keyed by its path
+// under the fake root.
+func builtImage(t *testing.T) (path, marker string) {
+	t.Helper()
+	recipe, err := image.DefaultRecipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(image.Image{Hash: recipe.Hash(), Arch: "amd64", Built: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimPrefix(filepath.Join(image.DefaultCacheDir, "sandbox-"+recipe.Hash(), ".verified"), "/"), string(raw)
+}
+
 func TestRunOnAHealthyHost(t *testing.T) {
+	imagePath, marker := builtImage(t)
 	host := testHost(t, map[string]string{
 		"run/systemd/system/":              "",
 		"sys/fs/cgroup/cgroup.controllers": "cpu io memory pids\n",
 		"dev/spidev0.0":                    "",
+		imagePath:                          marker,
 	}, "systemd-nspawn")
 	dir := testhost.ShortDir(t)
 	cfg := config.Default()
@@ -363,7 +383,7 @@ func TestRunOnAHealthyHost(t *testing.T) {
 	cfg.Providers = []config.Provider{{Name: "good", BaseURL: newModelServer(t, http.StatusOK).URL + "/v1", Model: "m"}}
 
 	checks := host.Run(context.Background(), cfg)
-	wantNames := []string{"systemd", "systemd-nspawn", "memory cgroup", "state directory", "core", "model provider", "SPI (panel)"}
+	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "core", "model provider", "SPI (panel)"}
 	if len(checks) != len(wantNames) {
 		t.Fatalf("Run returned %d checks, want %d: %+v", len(checks), len(wantNames), checks)
 	}
@@ -388,6 +408,7 @@ func TestRunOnABareHost(t *testing.T) {
 	want := map[string]Status{
 		"systemd":         Warn,
 		"systemd-nspawn":  Fail,
+		"sandbox image":   Fail,
 		"memory cgroup":   Fail,
 		"state directory": OK,
 		"core":            Warn,
