@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,17 +14,11 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
-	"shelldon/testhost"
 )
 
 // patience bounds every wait in these tests, so a hang fails instead of
 // blocking the run.
 const patience = 5 * time.Second
-
-// socketPath is a bus path in a fresh short directory.
-func socketPath(t *testing.T) string {
-	return filepath.Join(testhost.ShortDir(t), "bus.sock")
-}
 
 // testHub is a real hub serving on a real socket.
 type testHub struct {
@@ -67,7 +60,7 @@ func dialCtx(t *testing.T) context.Context {
 }
 
 func TestDialWelcomed(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	th := serveHub(t, path, nil)
 	conn, err := bus.Dial(dialCtx(t), path, contracts.Hello{Role: contracts.RolePanel, Name: "oled"}, 0)
 	if err != nil {
@@ -90,7 +83,7 @@ func TestDialWelcomed(t *testing.T) {
 }
 
 func TestDialRefusedCarriesReason(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	serveHub(t, path, func(contracts.Hello, hub.Cred) error {
 		return errors.New("uid 1234 is not on the list")
 	})
@@ -108,7 +101,7 @@ func TestDialRefusedCarriesReason(t *testing.T) {
 }
 
 func TestDialNoSocket(t *testing.T) {
-	_, err := bus.Dial(dialCtx(t), socketPath(t), contracts.Hello{Role: contracts.RolePanel}, 0)
+	_, err := bus.Dial(dialCtx(t), hubtest.SocketPath(t), contracts.Hello{Role: contracts.RolePanel}, 0)
 	if err == nil || errors.Is(err, bus.ErrRefused) {
 		t.Errorf("Dial(missing socket) = %v, want a dial error that is not a refusal", err)
 	}
@@ -150,7 +143,7 @@ func silentListener(t *testing.T, path string) <-chan struct{} {
 }
 
 func TestDialAnswersCancelMidHandshake(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	accepted := silentListener(t, path)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -250,7 +243,7 @@ func recvEnvelope(t *testing.T, ch <-chan contracts.Envelope, what string) contr
 // The core-restart case: core goes away, a new core listens on the same
 // path, and the client joins it again without being restarted.
 func TestClientRunRejoinsAfterCoreRestart(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	first := serveHub(t, path, nil)
 	logs := newLogLines()
 	connected := make(chan struct{}, 4)
@@ -313,7 +306,7 @@ func waitSignal(t *testing.T, ch <-chan struct{}, what string) {
 
 // A refusal will only be repeated, so Run gives up at once with it.
 func TestClientRunReturnsRefusal(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	var mu sync.Mutex
 	asked := 0
 	serveHub(t, path, func(contracts.Hello, hub.Cred) error {
@@ -347,7 +340,7 @@ func TestClientRunReturnsRefusal(t *testing.T) {
 }
 
 func TestClientSendBeforeJoining(t *testing.T) {
-	c := &bus.Client{Socket: socketPath(t), Hello: contracts.Hello{Role: contracts.RolePanel}}
+	c := &bus.Client{Socket: hubtest.SocketPath(t), Hello: contracts.Hello{Role: contracts.RolePanel}}
 	env := contracts.Envelope{Kind: contracts.KindSnapshot}
 	if err := c.Send(env); !errors.Is(err, bus.ErrNotConnected) {
 		t.Errorf("Send before Run = %v, want ErrNotConnected", err)
@@ -390,7 +383,7 @@ func TestClientRunStopsOnCancel(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			path := socketPath(t)
+			path := hubtest.SocketPath(t)
 			c := &bus.Client{Socket: path, Hello: contracts.Hello{Role: contracts.RolePanel}}
 			wait := tt.setup(t, path, c)
 			stop := runClient(t, c, func(*bus.Conn, contracts.Envelope) {})

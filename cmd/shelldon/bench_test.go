@@ -105,13 +105,18 @@ func useBuiltBinary(b testing.TB) petOption {
 	return func(c *config.Config) { c.Turn.WorkerCommand = []string{bin, "worker"} }
 }
 
-func startProcess(b testing.TB, bin string, args ...string) *exec.Cmd {
+// startProcess runs a shelldon command in a process of its own, as systemd
+// would, killed at cleanup. Its log shows with -v.
+func startProcess(t testing.TB, bin string, args ...string) *exec.Cmd {
+	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "SHELLDON_TEST_MAIN=") })
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
+	if testing.Verbose() {
+		cmd.Stderr = os.Stderr
 	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,9 +213,7 @@ func (p *pet) reply(within time.Duration) contracts.Outbound {
 	}
 }
 
-// noReply asserts that no further reply arrives while the pet is quiet:
-// it waits for the model to have been asked for nothing new and every
-// turn to have finished, then checks the reply queue is empty.
+// noReply asserts that no further reply arrives within settle.
 func (p *pet) noReply(settle time.Duration) {
 	p.t.Helper()
 	select {
@@ -314,7 +313,7 @@ func TestPlainTurn(t *testing.T) {
 		t.Errorf("prompt's user message = %q, want %q", got, "hi there")
 	}
 	faces := p.faces()
-	if !contains(faces, "thinking") || faces[len(faces)-1] != "excited" {
+	if !slices.Contains(faces, "thinking") || faces[len(faces)-1] != "excited" {
 		t.Errorf("faces shown = %v, want thinking then excited", faces)
 	}
 
@@ -333,15 +332,6 @@ func TestPlainTurn(t *testing.T) {
 	if strings.Join(history, "|") != strings.Join(want, "|") {
 		t.Errorf("second prompt = %q, want %q", history, want)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func TestBurstDuringSlowTurnCoalesces(t *testing.T) {
@@ -397,7 +387,7 @@ func TestSilentBrokerDegradesAndRecovers(t *testing.T) {
 		t.Fatalf("reply after a silent broker = %+v", r)
 	}
 	faces := p.faces()
-	if !contains(faces, "cant-think") {
+	if !slices.Contains(faces, "cant-think") {
 		t.Errorf("faces = %v, want cant-think among them", faces)
 	}
 	if turns := p.waitTurns(2); turns[1].Outcome != "failed" {

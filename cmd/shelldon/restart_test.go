@@ -29,15 +29,7 @@ func serve(t testing.TB, model *demomodel.Server) string {
 // startDaemon runs `shelldon daemon` as its own process, as systemd would.
 func startDaemon(t testing.TB, p *pet) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "daemon", "--config", writeConfig(t, p))
-	if testing.Verbose() {
-		cmd.Stderr = os.Stderr
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return cmd
+	return startProcess(t, os.Args[0], "daemon", "--config", writeConfig(t, p))
 }
 
 // writeConfig writes the pet's configuration as a TOML file, for a

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -15,7 +14,6 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
-	"shelldon/testhost"
 )
 
 // waitLimit bounds every wait, so a broken chat fails instead of hanging.
@@ -70,14 +68,9 @@ type fakeCore struct {
 	joined chan contracts.Hello
 }
 
-// socketPath is a bus path in a fresh short directory.
-func socketPath(t *testing.T) string {
-	return filepath.Join(testhost.ShortDir(t), "bus.sock")
-}
-
 func startCore(t *testing.T, authorize func(contracts.Hello, hub.Cred) error) *fakeCore {
 	t.Helper()
-	c := &fakeCore{socket: socketPath(t), inbox: make(chan contracts.Envelope, 16), joined: make(chan contracts.Hello, 16)}
+	c := &fakeCore{socket: hubtest.SocketPath(t), inbox: make(chan contracts.Envelope, 16), joined: make(chan contracts.Hello, 16)}
 	c.hub, _, _ = hubtest.Serve(t, c.socket, hub.Config{
 		Core:      c.inbox,
 		Authorize: authorize,
@@ -240,7 +233,7 @@ func TestChatEndsWithTheContext(t *testing.T) {
 }
 
 func TestChatWithoutCore(t *testing.T) {
-	s := startChat(t, socketPath(t), "")
+	s := startChat(t, hubtest.SocketPath(t), "")
 	s.typeLine(t, "anyone there?")
 	s.screen.waitFor(t, "core is not reachable yet")
 	s.typing.Close()

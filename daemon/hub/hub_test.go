@@ -18,17 +18,11 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
-	"shelldon/testhost"
 )
 
 // patience bounds every wait, so a hang fails the test instead of
 // blocking the run.
 const patience = 5 * time.Second
-
-// socketPath is a bus path in a fresh short directory.
-func socketPath(t *testing.T) string {
-	return filepath.Join(testhost.ShortDir(t), "bus.sock")
-}
 
 // logLines records the hub's log so a test can wait for a line.
 type logLines struct {
@@ -89,7 +83,7 @@ type fixture struct {
 func serve(t *testing.T, cfg hub.Config) *fixture {
 	t.Helper()
 	f := &fixture{
-		path:   socketPath(t),
+		path:   hubtest.SocketPath(t),
 		core:   make(chan contracts.Envelope, 16),
 		joined: make(chan *hub.Peer, 16),
 		left:   make(chan *hub.Peer, 16),
@@ -223,7 +217,7 @@ func TestListenSocketMode(t *testing.T) {
 }
 
 func TestListenReplacesStaleSocket(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	// A crashed core leaves its socket file behind with nobody listening.
 	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
 	if err != nil {
@@ -270,7 +264,7 @@ func TestListenRefusesLiveSocket(t *testing.T) {
 // A core too busy to take a connection is still alive: its socket must
 // not be mistaken for a stale one and removed from under it.
 func TestListenKeepsBusySocket(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -309,7 +303,7 @@ func TestListenKeepsBusySocket(t *testing.T) {
 }
 
 func TestListenRefusesRegularFile(t *testing.T) {
-	path := socketPath(t)
+	path := hubtest.SocketPath(t)
 	if err := os.WriteFile(path, []byte("keep me"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +316,7 @@ func TestListenRefusesRegularFile(t *testing.T) {
 }
 
 func TestListenMissingDirectory(t *testing.T) {
-	path := filepath.Join(socketPath(t), "no", "such", "bus.sock")
+	path := filepath.Join(hubtest.SocketPath(t), "no", "such", "bus.sock")
 	if _, err := hub.Listen(path, hub.Config{}); err == nil {
 		t.Error("Listen in a missing directory = nil error")
 	}
@@ -629,7 +623,7 @@ func TestRouteUnknownKind(t *testing.T) {
 }
 
 func TestRouteToCoreWithoutInbox(t *testing.T) {
-	h, err := hub.Listen(socketPath(t), hub.Config{})
+	h, err := hub.Listen(hubtest.SocketPath(t), hub.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

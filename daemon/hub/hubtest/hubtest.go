@@ -11,6 +11,12 @@ import (
 	"shelldon/testhost"
 )
 
+// SocketPath is a bus path in a fresh short directory, removed at
+// cleanup: sun_path holds only 108 bytes.
+func SocketPath(t testing.TB) string {
+	return filepath.Join(testhost.ShortDir(t), "bus.sock")
+}
+
 // patience bounds the wait for Serve to return after a stop.
 const patience = 5 * time.Second
 
@@ -22,7 +28,7 @@ const patience = 5 * time.Second
 func Serve(t testing.TB, path string, cfg hub.Config) (h *hub.Hub, socket string, stop func()) {
 	t.Helper()
 	if path == "" {
-		path = filepath.Join(testhost.ShortDir(t), "bus.sock")
+		path = SocketPath(t)
 	}
 	h, err := hub.Listen(path, cfg)
 	if err != nil {
