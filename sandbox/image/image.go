@@ -20,6 +20,10 @@ import (
 // DefaultCacheDir is where images live unless told otherwise.
 const DefaultCacheDir = "/var/lib/shelldon/images"
 
+// MountPoint is the directory of the image, relative to its root, where
+// the sandbox mounts the workspace.
+const MountPoint = "workspace"
+
 // ErrMissingTool means mmdebstrap or systemd-nspawn is not installed; the
 // error names the Debian package to install.
 var ErrMissingTool = errors.New("missing tool")
@@ -147,8 +151,13 @@ func Build(ctx context.Context, opts BuildOptions) (img Image, err error) {
 	if _, err := runTool(ctx, "mmdebstrap", log, mmdebstrap, args...); err != nil {
 		return Image{}, err
 	}
+	// The sandbox runs the root read-only, so the workspace's mount
+	// point must already be there.
+	if err := os.Mkdir(filepath.Join(root, MountPoint), 0o755); err != nil {
+		return Image{}, fmt.Errorf("make the workspace mount point: %w", err)
+	}
 	img = Image{Hash: hash, Arch: arch, Suite: recipe.Suite, Mirror: mirror}
-	systemdHost := isSystemdHost()
+	systemdHost := SystemdIsInit()
 	for _, argv := range recipe.Verify {
 		command := strings.Join(argv, " ")
 		fmt.Fprintf(log, "verifying: %s\n", command)
@@ -352,9 +361,10 @@ func findTool(name, debianPackage string) (string, error) {
 	return path, nil
 }
 
-// isSystemdHost reports whether systemd is PID 1, which decides how
-// systemd-nspawn may register the container.
-func isSystemdHost() bool {
+// SystemdIsInit reports whether systemd is PID 1, which decides how
+// systemd-nspawn may register its containers and whether a unit can hold
+// a container's limits.
+func SystemdIsInit() bool {
 	_, err := os.Stat("/run/systemd/system")
 	return err == nil
 }

@@ -25,7 +25,7 @@ var ErrUnsupportedArch = errors.New("no Debian architecture for this machine")
 
 // formatVersion changes whenever the builder lays images out differently,
 // so that images built by an older builder are rebuilt.
-const formatVersion = "shelldon-sandbox-image 1"
+const formatVersion = "shelldon-sandbox-image 2"
 
 // Recipe says what goes into an image and how to prove it works.
 type Recipe struct {

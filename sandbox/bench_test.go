@@ -1,0 +1,66 @@
+package sandbox_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"shelldon/sandbox"
+	"shelldon/sandbox/image/imagetest"
+)
+
+// The sandbox's cost is the ratio of each Sandbox benchmark to its Host
+// twin, which runs the same command directly. BENCHMARKS.md has figures.
+
+const oneTest = "def test_one():\n    assert 1 + 1 == 2\n"
+
+func benchSandbox(b *testing.B, view sandbox.View, argv ...string) {
+	img := imagetest.Image(b)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := b.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "test_one.py"), []byte(oneTest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: argv, Workspace: ws, View: view})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("Run(%q) = %d %v: %s", argv, res.ExitCode, err, res.Text())
+		}
+	}
+}
+
+func benchHost(b *testing.B, argv ...string) {
+	if _, err := exec.LookPath(argv[0]); err != nil {
+		b.Skipf("host lacks %s", argv[0])
+	}
+	ws := b.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "test_one.py"), []byte(oneTest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "PYTHONDONTWRITEBYTECODE=1", "PYTEST_ADDOPTS=-p no:cacheprovider")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%q: %v: %s", argv, err, out)
+		}
+	}
+}
+
+func BenchmarkSandboxTrue(b *testing.B)         { benchSandbox(b, sandbox.ReadOnly, "true") }
+func BenchmarkHostTrue(b *testing.B)            { benchHost(b, "true") }
+func BenchmarkSandboxTrueCaptured(b *testing.B) { benchSandbox(b, sandbox.Captured, "true") }
+func BenchmarkSandboxPytest(b *testing.B) {
+	benchSandbox(b, sandbox.Scratch, "python3", "-m", "pytest", "-q")
+}
+func BenchmarkHostPytest(b *testing.B) {
+	if exec.Command("python3", "-c", "import pytest").Run() != nil {
+		b.Skip("host lacks pytest (apt-get install python3-pytest)")
+	}
+	benchHost(b, "python3", "-m", "pytest", "-q")
+}

@@ -1,0 +1,26 @@
+// Package sandbox runs one command of the pet's in a throwaway
+// systemd-nspawn container and reports what it did.
+//
+// Every program shelldon runs for the model goes through [Sandbox.Run]: a
+// shell command the policy calls safe, an approved run_shell or git call,
+// the pytest gate, a promoted self-coded tool. The container's root is
+// the sandbox image (package [shelldon/sandbox/image]), read-only, with a
+// private /tmp; no capabilities; no network but loopback unless the spec
+// allows it; and no host path but the workspace, seen one of three ways
+// ([View]): read-only; captured, through an overlay whose upper layer is
+// the exact record of what the command changed, returned as a
+// [ChangeSet] that the caller shows the owner and then applies or
+// discards; or scratch, an overlay thrown away after the run.
+//
+// Limits (memory, CPU, tasks) hold through a transient systemd unit where
+// systemd is PID 1, and through a control group of the run's own
+// elsewhere (package [shelldon/sandbox/cgroup]); the wall time and the
+// output cap are the sandbox's own. [Result.Enforced] says which held.
+// When the run ends — normally, by timeout, or by cancellation — every
+// process it started is gone.
+//
+// Where the workspace belongs to an unprivileged user (the service user
+// on a board), the container runs in a user namespace whose root is that
+// user, so writes through the overlay work and nothing in the container
+// is root on the host.
+package sandbox

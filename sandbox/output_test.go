@@ -1,0 +1,123 @@
+package sandbox
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestTailBuffer(t *testing.T) {
+	cases := []struct {
+		name    string
+		max     int
+		writes  []string
+		want    string
+		dropped int64
+	}{
+		{"nothing", 4, nil, "", 0},
+		{"fits", 8, []string{"abc", "de"}, "abcde", 0},
+		{"exactly full", 4, []string{"ab", "cd"}, "abcd", 0},
+		{"wraps", 4, []string{"abc", "def"}, "cdef", 2},
+		{"one write larger than the cap", 4, []string{"abcdefghij"}, "ghij", 6},
+		{"many small writes", 3, []string{"a", "b", "c", "d", "e", "f", "g"}, "efg", 4},
+		{"large after wrap", 5, []string{"abc", "defg", "hijklmnop"}, "lmnop", 11},
+		{"cap of one", 1, []string{"xy", "z"}, "z", 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b := newTailBuffer(tc.max)
+			for _, w := range tc.writes {
+				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write(%q) = %d, %v", w, n, err)
+				}
+			}
+			got, dropped := b.bytes()
+			if string(got) != tc.want || dropped != tc.dropped {
+				t.Errorf("after %q with cap %d: %q, %d dropped; want %q, %d", tc.writes, tc.max, got, dropped, tc.want, tc.dropped)
+			}
+		})
+	}
+}
+
+func TestResultText(t *testing.T) {
+	cases := []struct {
+		name   string
+		res    Result
+		prefix string
+	}{
+		{"plain", Result{Output: []byte("fine\n")}, "fine"},
+		{"invalid UTF-8", Result{Output: []byte("a\xffb")}, "a\uFFFDb"},
+		{"cut", Result{Output: []byte("tail"), OutputDropped: 42}, "[… 42 earlier bytes of output cut …]\ntail"},
+		{"cut mid-rune", Result{Output: []byte("\xa9 end"), OutputDropped: 1}, "[… 1 earlier bytes of output cut …]\n\uFFFD end"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.res.Text()
+			if !utf8.ValidString(got) || !strings.HasPrefix(got, tc.prefix) {
+				t.Errorf("Text() = %q, want valid UTF-8 starting %q", got, tc.prefix)
+			}
+		})
+	}
+}
+
+func TestSpecWorkdir(t *testing.T) {
+	for dir, want := range map[string]string{"": "/workspace", "sub": "/workspace/sub", "a/./b/": "/workspace/a/b"} {
+		if got := (Spec{Dir: dir}).workdir(); got != want {
+			t.Errorf("Spec{Dir: %q}.workdir() = %q, want %q", dir, got, want)
+		}
+	}
+}
+
+func TestNspawnArgs(t *testing.T) {
+	spec := Spec{Argv: []string{"python3", "-c", "print(1)"}, Env: []string{"A=b"}}
+	cases := []struct {
+		name    string
+		spec    Spec
+		view    workspaceView
+		want    []string
+		notWant []string
+	}{
+		{"read-only as root", spec, workspaceView{ws: "/w"},
+			[]string{"--bind-ro=/w:/workspace", "--private-network", "--read-only", "--drop-capability=all", "--setenv=A=b", "--setenv=HOME=/tmp"},
+			[]string{"--private-users=0:1", "--bind=/w:/workspace"}},
+		{"overlay of an unprivileged owner", spec, workspaceView{ws: "/w", merged: "/r/merged", owner: owner{uid: 1000, gid: 1000}},
+			[]string{"--bind=/r/merged:/workspace", "--private-users=1000:1"},
+			[]string{"--bind-ro=/w:/workspace"}},
+		{"network", Spec{Argv: []string{"git", "fetch"}, Network: true}, workspaceView{ws: "/w"},
+			[]string{"--resolv-conf=bind-host"},
+			[]string{"--private-network"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			args := nspawnArgs("/img", tc.spec, tc.view)
+			joined := "\n" + strings.Join(args, "\n") + "\n"
+			for _, w := range tc.want {
+				if !strings.Contains(joined, "\n"+w+"\n") {
+					t.Errorf("nspawnArgs lacks %q: %q", w, args)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(joined, "\n"+w+"\n") {
+					t.Errorf("nspawnArgs has %q: %q", w, args)
+				}
+			}
+			tail := args[len(args)-len(tc.spec.Argv)-2:]
+			if !slices.Equal(tail, append([]string{"--as-pid2", "--"}, tc.spec.Argv...)) {
+				t.Errorf("nspawnArgs ends %q, want --as-pid2 -- and the command", tail)
+			}
+		})
+	}
+}
+
+func TestUnitArgs(t *testing.T) {
+	lim := DefaultLimits
+	lim.CPU = 0.5
+	args := unitArgs("abc", lim, "/usr/bin/systemd-nspawn", []string{"--quiet", "--", "true"})
+	joined := strings.Join(args, " ")
+	for _, want := range []string{"--unit=shelldon-run@abc.service", "--property=MemoryMax=268435456", "--property=CPUQuota=50%", "--property=TasksMax=64", "--property=RuntimeMaxSec=30.000", "--property=MemorySwapMax=0", "-- /usr/bin/systemd-nspawn --quiet -- true"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("unitArgs = %q, want %q in it", joined, want)
+		}
+	}
+}

@@ -1,0 +1,357 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"shelldon/sandbox/cgroup"
+	"shelldon/sandbox/image"
+)
+
+// Errors that name what the host lacks. Each error wrapping one of them
+// says how to fix it.
+var (
+	// ErrNoNspawn means systemd-nspawn is not installed.
+	ErrNoNspawn = errors.New("systemd-nspawn is not installed (apt-get install systemd-container)")
+	// ErrNoImage means the sandbox image has not been built.
+	ErrNoImage = errors.New("the sandbox image is not built (run `make image` or `shelldon image build`)")
+	// ErrNotRoot means the sandbox runs without the privileges that
+	// systemd-nspawn and overlay mounts need.
+	ErrNotRoot = errors.New("the sandbox needs root (run shelldon as its system service, or as root)")
+	// ErrWorkspace means the workspace directory cannot be used.
+	ErrWorkspace = errors.New("workspace unusable")
+)
+
+// containerWorkspace is where the workspace appears inside the container.
+const containerWorkspace = "/" + image.MountPoint
+
+// DefaultRunDir holds the layers of runs in progress and of captured runs
+// whose changes wait for the owner. It must be a file system that can be
+// an overlay's upper layer (ext4, tmpfs; not overlayfs itself).
+const DefaultRunDir = "/var/lib/shelldon/runs"
+
+// Config says where the sandbox finds its parts.
+type Config struct {
+	// Image is the root file system every run starts from (the Root of a
+	// built sandbox image). It is never written.
+	Image string
+	// RunDir is where runs keep their layers; DefaultRunDir when empty.
+	RunDir string
+	// Log receives one line per run; nil discards.
+	Log *slog.Logger
+}
+
+// Sandbox runs commands in throwaway systemd-nspawn containers.
+type Sandbox struct {
+	image   string
+	runDir  string
+	nspawn  string
+	systemd bool // systemd is PID 1: a run gets a transient unit
+	log     *slog.Logger
+}
+
+// New checks that the host can run sandboxed commands and returns the
+// sandbox, or an error wrapping [ErrNotRoot], [ErrNoNspawn] or [ErrNoImage].
+func New(cfg Config) (*Sandbox, error) {
+	if os.Geteuid() != 0 {
+		return nil, ErrNotRoot
+	}
+	nspawn, err := exec.LookPath("systemd-nspawn")
+	if err != nil {
+		return nil, ErrNoNspawn
+	}
+	if fi, err := os.Stat(filepath.Join(cfg.Image, "usr", "bin", "python3")); cfg.Image == "" || err != nil || !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: no image at %q", ErrNoImage, cfg.Image)
+	}
+	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, systemd: image.SystemdIsInit(), log: cfg.Log}
+	if s.runDir == "" {
+		s.runDir = DefaultRunDir
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	for what, p := range map[string]string{"image": s.image, "run directory": s.runDir} {
+		if err := checkMountablePath(what, p); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(s.runDir, 0o700); err != nil {
+		return nil, fmt.Errorf("sandbox run directory: %w", err)
+	}
+	if err := quietPropagationDir(); err != nil {
+		s.log.Warn("nspawn will complain about its propagation directory on every run", "err", err)
+	}
+	return s, nil
+}
+
+// Result is what one run did.
+type Result struct {
+	// ExitCode is the command's exit status; -1 when it was killed
+	// (timeout, cancellation, or the container as a whole).
+	ExitCode int
+	// Output is the tail of stdout and stderr together, at most
+	// Limits.Output bytes, exactly as written (not always UTF-8; see
+	// [Result.Text]).
+	Output []byte
+	// OutputDropped counts the bytes cut before Output.
+	OutputDropped int64
+	Duration      time.Duration
+	// TimedOut is true when the wall-time limit killed the run.
+	TimedOut bool
+	// OutOfMemory is true when the memory limit killed a process of the
+	// run.
+	OutOfMemory bool
+	// MemoryPeak is the run's peak memory in bytes, where the host
+	// measures it.
+	MemoryPeak int64
+	// Enforced names the limits that held: "wall" and "output" always,
+	// "memory", "tasks" and "cpu" where the host could enforce them.
+	Enforced []string
+	// UserNamespace is true when the container's root was an unprivileged
+	// user on the host (the workspace's owner); false when the workspace
+	// belongs to root and the container ran without one.
+	UserNamespace bool
+	// Changes is what a Captured run changed, waiting to be applied or
+	// discarded; nil for other views.
+	Changes *ChangeSet
+}
+
+// Run runs spec's command in a fresh container and returns what it did.
+// An error means the run could not happen or its result could not be
+// collected (an error wrapping [ErrBadSpec], [ErrWorkspace], or the
+// host's failure); a command that fails, times out or runs out of memory
+// is a Result, not an error. Nothing the command started outlives Run.
+func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
+	if err := spec.check(); err != nil {
+		return Result{}, err
+	}
+	lim := spec.Limits.withDefaults()
+	ws, owner, err := openWorkspace(spec.Workspace, spec.Dir)
+	if err != nil {
+		return Result{}, err
+	}
+	id := newRunID()
+	runDir := filepath.Join(s.runDir, id)
+	if err := os.Mkdir(runDir, 0o700); err != nil {
+		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+	}
+	keep := false
+	defer func() {
+		if !keep {
+			if rmErr := removeRunDir(runDir); rmErr != nil && err == nil {
+				err = rmErr
+			}
+		}
+	}()
+
+	view := workspaceView{ws: ws, owner: owner}
+	if spec.View != ReadOnly {
+		if view, err = mountOverlay(runDir, ws, owner); err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+		}
+		defer func() {
+			if uErr := view.unmount(); uErr != nil && err == nil {
+				err = fmt.Errorf("sandbox run %s: %w", id, uErr)
+			}
+		}()
+	}
+
+	res, err = s.execute(ctx, id, spec, lim, view)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+	}
+	s.log.Info("sandboxed command", "run", id, "view", spec.View.String(), "argv0", spec.Argv[0],
+		"exit", res.ExitCode, "took", res.Duration.Round(time.Millisecond), "timed_out", res.TimedOut,
+		"oom", res.OutOfMemory, "output_bytes", int64(len(res.Output))+res.OutputDropped)
+
+	if spec.View == Captured {
+		if err := view.unmount(); err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+		}
+		changes, err := scanUpper(view.upper, ws)
+		if err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: reading its changes: %w", id, err)
+		}
+		res.Changes = newChangeSet(runDir, view.upper, ws, changes)
+		keep = true
+	}
+	return res, nil
+}
+
+// execute starts the container and waits for it within the limits.
+func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, view workspaceView) (Result, error) {
+	out := newTailBuffer(lim.Output)
+	res := Result{Enforced: []string{"wall", "output"}, UserNamespace: view.owner.uid != 0}
+	argv := nspawnArgs(s.image, spec, view)
+
+	var cmd *exec.Cmd
+	var group *cgroup.Group
+	if s.systemd {
+		cmd = exec.Command("systemd-run", unitArgs(id, lim, s.nspawn, argv)...)
+		res.Enforced = append(res.Enforced, "memory", "tasks", "cpu")
+	} else {
+		cmd = exec.Command(s.nspawn, argv...)
+		g, err := cgroup.New("run-"+id, cgroup.Limits{MemoryMax: lim.Memory, TasksMax: int64(lim.Tasks), CPUQuota: lim.CPU})
+		if err != nil {
+			s.log.Warn("running without memory, task and CPU limits", "run", id, "err", err)
+		} else {
+			group = g
+			defer group.Delete()
+			res.Enforced = append(res.Enforced, group.Enforced()...)
+		}
+	}
+	// nspawn needs nothing from shelldon's environment, which may hold a
+	// provider key in development.
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_LOG_LEVEL=warning"}
+	cmd.Stdout, cmd.Stderr = out, out // one pipe, so the order of the two streams holds
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Should something inherit the pipe and outlive the container, do not
+	// wait for it forever.
+	cmd.WaitDelay = 5 * time.Second
+
+	started := time.Now()
+	var err error
+	if group != nil {
+		err = group.Start(cmd)
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("start systemd-nspawn: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+
+	wall := time.NewTimer(lim.Wall)
+	defer wall.Stop()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-wall.C:
+		res.TimedOut = true
+		waitErr = s.stop(cmd, group, id, done)
+	case <-ctx.Done():
+		waitErr = s.stop(cmd, group, id, done)
+	}
+	res.Duration = time.Since(started)
+	if group != nil {
+		// With --as-pid2 the container's end ends all of it; a group
+		// that still holds something is emptied all the same.
+		if err := group.Kill(); err != nil {
+			s.log.Error("emptying the run's control group failed", "run", id, "err", err)
+		}
+		if st, err := group.Stats(); err == nil {
+			res.MemoryPeak, res.OutOfMemory = st.MemoryPeak, st.OOMKills > 0
+		}
+	}
+	res.Output, res.OutputDropped = out.bytes()
+	res.ExitCode = exitCode(waitErr)
+	if res.TimedOut || ctx.Err() != nil {
+		res.ExitCode = -1
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// stop ends a run early: the whole control group at once where there is
+// one; otherwise nspawn is asked to kill its container (--kill-signal)
+// and is killed itself if it does not manage.
+func (s *Sandbox) stop(cmd *exec.Cmd, group *cgroup.Group, id string, done <-chan error) error {
+	if s.systemd {
+		_ = exec.Command("systemctl", "kill", "--signal=SIGKILL", unitName(id)).Run()
+	}
+	if group != nil {
+		if err := group.Kill(); err != nil {
+			s.log.Error("killing the run's control group failed", "run", id, "err", err)
+		}
+	} else {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return <-done
+	}
+}
+
+func exitCode(err error) int {
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.ExitCode()
+	default:
+		return -1
+	}
+}
+
+// owner is who owns the workspace on the host.
+type owner struct{ uid, gid uint32 }
+
+// openWorkspace resolves the workspace to a real directory and checks
+// that the working directory exists inside it without leaving it.
+func openWorkspace(dir, sub string) (string, owner, error) {
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return "", owner{}, fmt.Errorf("%w: %v (create the directory, or fix workspace in the configuration)", ErrWorkspace, err)
+	}
+	fi, err := os.Stat(real)
+	if err != nil {
+		return "", owner{}, fmt.Errorf("%w: %v", ErrWorkspace, err)
+	}
+	if !fi.IsDir() {
+		return "", owner{}, fmt.Errorf("%w: %s is not a directory", ErrWorkspace, dir)
+	}
+	if err := checkMountablePath("workspace", real); err != nil {
+		return "", owner{}, err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return "", owner{}, fmt.Errorf("%w: cannot tell who owns %s", ErrWorkspace, dir)
+	}
+	if sub != "" {
+		root, err := os.OpenRoot(real)
+		if err != nil {
+			return "", owner{}, fmt.Errorf("%w: %v", ErrWorkspace, err)
+		}
+		defer root.Close()
+		if sfi, err := root.Stat(filepath.Clean(sub)); err != nil || !sfi.IsDir() {
+			return "", owner{}, badSpec("working directory %q is not a directory inside the workspace", sub)
+		}
+	}
+	return real, owner{uid: st.Uid, gid: st.Gid}, nil
+}
+
+func newRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// removeRunDir removes a run's directory, refusing while its overlay is
+// still mounted: removing through the merged view would delete the
+// workspace's own files.
+func removeRunDir(dir string) error {
+	merged := filepath.Join(dir, mergedName)
+	if mounted, err := isMountPoint(merged); err != nil || mounted {
+		return fmt.Errorf("not removing run directory %s: its overlay %s is still mounted (%v)", dir, merged, err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove run directory: %w", err)
+	}
+	return nil
+}
