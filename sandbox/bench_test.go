@@ -59,8 +59,10 @@ func BenchmarkSandboxPytest(b *testing.B) {
 	benchSandbox(b, sandbox.Scratch, "python3", "-m", "pytest", "-q")
 }
 func BenchmarkHostPytest(b *testing.B) {
-	if exec.Command("python3", "-c", "import pytest").Run() != nil {
-		b.Skip("host lacks pytest (apt-get install python3-pytest)")
+	// Debian's own python3, the one the image has too, not whatever
+	// PATH finds first.
+	if exec.Command("/usr/bin/python3", "-c", "import pytest").Run() != nil {
+		b.Skip("host lacks pytest for /usr/bin/python3 (apt-get install python3-pytest)")
 	}
-	benchHost(b, "python3", "-m", "pytest", "-q")
+	benchHost(b, "/usr/bin/python3", "-m", "pytest", "-q")
 }
