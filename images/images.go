@@ -6,3 +6,9 @@ import _ "embed"
 //
 //go:embed sandbox.recipe
 var SandboxRecipe []byte
+
+// TestHostRecipe is the recipe of the root file system tests boot to get
+// a real systemd (testhost.recipe).
+//
+//go:embed testhost.recipe
+var TestHostRecipe []byte

@@ -72,7 +72,7 @@ func unitArgs(id string, lim Limits, nspawn string, nspawnArgs []string) []strin
 		"--unit=" + unitName(id),
 		"--description=shelldon sandboxed command",
 		"--quiet", "--wait", "--pipe", "--collect",
-		"--slice=shelldon.slice",
+		"--slice=shelldon-turns.slice",
 		"--property=MemoryMax=" + strconv.FormatInt(lim.Memory, 10),
 		"--property=MemorySwapMax=0",
 		"--property=TasksMax=" + strconv.Itoa(lim.Tasks),
