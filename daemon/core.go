@@ -19,6 +19,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/panel/faces"
@@ -45,6 +46,9 @@ type Options struct {
 	WorkerArgv []string
 	Clock      clock.Clock
 	Log        *slog.Logger
+	// Notify tells systemd that core is ready, what it is doing, and that
+	// its loop still answers (the watchdog); nil outside a service.
+	Notify *sdnotify.Notifier
 }
 
 // Core runs turns.
@@ -58,7 +62,8 @@ type Core struct {
 
 	inbox   chan contracts.Envelope
 	events  chan event
-	stopped chan struct{} // closed when the loop ends; late events are dropped
+	probes  chan chan struct{} // the watchdog's: answered by the loop
+	stopped chan struct{}      // closed when the loop ends; late events are dropped
 	hub     *hub.Hub
 	face    *presence
 
@@ -133,6 +138,7 @@ func New(opts Options) (*Core, error) {
 		clock:    opts.Clock,
 		inbox:    make(chan contracts.Envelope, 1024),
 		events:   make(chan event, 16),
+		probes:   make(chan chan struct{}),
 		stopped:  make(chan struct{}),
 		starting: map[string]*workerSlot{},
 	}
@@ -170,7 +176,10 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if ready != nil {
 		ready()
 	}
+	c.opts.Notify.Ready("waiting for a message")
+	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(ctx)
+	c.opts.Notify.Stopping()
 	c.shutdown()
 	close(c.stopped)
 	return <-served
@@ -187,7 +196,27 @@ func (c *Core) loop(ctx context.Context) {
 			c.handleEnvelope(ctx, env)
 		case ev := <-c.events:
 			c.handleEvent(ctx, ev)
+		case reply := <-c.probes:
+			close(reply)
 		}
+	}
+}
+
+// alive reports whether the loop answers before ctx ends: a loop stuck
+// in a call that never returns stops the watchdog's pings, and systemd
+// restarts core.
+func (c *Core) alive(ctx context.Context) bool {
+	reply := make(chan struct{})
+	select {
+	case c.probes <- reply:
+	case <-ctx.Done():
+		return false
+	}
+	select {
+	case <-reply:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -269,6 +298,7 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 	}
 	log := c.log.With("turn", id)
 	log.Info("turn started", "kind", kind, "chars", len(adm.Text))
+	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", kind, id))
 	name, glyphs := c.glyphs(faces.Thinking)
 	c.face.show(name, glyphs, "…")
 	if err := c.store.StartTurn(ctx, state.TurnStart{ID: id, Kind: kind, Started: now, Preview: adm.Text}); err != nil {
@@ -479,6 +509,7 @@ func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
 		c.log.Error("recording the turn's end failed", "turn", t.id, "err", err)
 	}
 	c.log.Info("turn finished", "turn", t.id, "outcome", outcome, "took", end.Sub(t.started).Round(time.Millisecond), "model", t.modelTime.Round(time.Millisecond))
+	c.opts.Notify.Status(fmt.Sprintf("waiting for a message (turn %s: %s)", t.id, outcome))
 }
 
 func (c *Core) recordExchange(ctx context.Context, t *activeTurn, payload string) {

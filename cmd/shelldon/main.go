@@ -25,6 +25,7 @@ import (
 	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/worker"
@@ -183,7 +184,7 @@ func workerArgv(cfg config.Config) ([]string, error) {
 
 // runCore runs core until ctx is done; ready is called once the bus is
 // up. Workers' logs go to logOut.
-func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer, ready func()) error {
+func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer, notify *sdnotify.Notifier, ready func()) error {
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -193,7 +194,7 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io
 	if err != nil {
 		return err
 	}
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launch.Child{Output: logOut}, WorkerArgv: argv, Log: log})
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launch.Child{Output: logOut}, WorkerArgv: argv, Log: log, Notify: notify})
 	if err != nil {
 		return err
 	}
@@ -227,7 +228,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCore(ctx, cfg, newLogger(env.stderr), env.stderr, nil)
+	return runCore(ctx, cfg, newLogger(env.stderr), env.stderr, sdnotify.New(), nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {
