@@ -45,6 +45,7 @@ commands:
   doctor   what this host lacks, one line each, with the fix
   policy   policy check 'COMMAND': would it run without asking, and why not
   image    image build | status: the sandbox image commands run in (as root)
+  sandbox  sandbox run [--view V] -- COMMAND: run one command as a tool would (as root)
   version  which build this is
 
 common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
@@ -69,15 +70,16 @@ var errQuiet = errors.New("failed")
 type commandFunc func(ctx context.Context, env *environment, args []string) error
 
 var commands = map[string]commandFunc{
-	"up":     cmdUp,
-	"daemon": cmdDaemon,
-	"broker": cmdBroker,
-	"worker": cmdWorker,
-	"chat":   cmdChat,
-	"turns":  cmdTurns,
-	"doctor": cmdDoctor,
-	"policy": cmdPolicy,
-	"image":  cmdImage,
+	"up":      cmdUp,
+	"daemon":  cmdDaemon,
+	"broker":  cmdBroker,
+	"worker":  cmdWorker,
+	"chat":    cmdChat,
+	"turns":   cmdTurns,
+	"doctor":  cmdDoctor,
+	"policy":  cmdPolicy,
+	"image":   cmdImage,
+	"sandbox": cmdSandbox,
 	"version": func(_ context.Context, env *environment, _ []string) error {
 		fmt.Fprintln(env.stdout, "shelldon", version)
 		return nil

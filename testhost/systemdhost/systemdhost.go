@@ -1,0 +1,273 @@
+package systemdhost
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	godbus "github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
+
+	"shelldon/images"
+	"shelldon/sandbox/image"
+	"shelldon/testhost"
+)
+
+// CacheDir is where the test-host image is built. It is not the sandbox
+// image's cache: a successful build removes every other image in its
+// cache, and the two recipes would take turns deleting each other.
+const CacheDir = "/var/lib/shelldon/testhost-images"
+
+// Paths inside the container.
+const (
+	// SharedDir is bound to [Host.Dir].
+	SharedDir = "/run/shelldon-test"
+	// BinDir is bound, read-only, to the directory of the running test
+	// binary, so units can run it or programs built beside it. The host's
+	// glibc and the image's are both Debian bookworm's.
+	BinDir = "/run/shelldon-bin"
+)
+
+// sigPoweroff is SIGRTMIN+4, on which systemd powers off. systemd counts
+// from glibc's SIGRTMIN, 34 (glibc keeps the kernel's first two for
+// itself).
+const sigPoweroff = unix.Signal(34 + 4)
+
+const (
+	// bootTimeout bounds the boot up to a settled system state.
+	bootTimeout = 60 * time.Second
+	// poweroffTimeout is how long a clean shutdown may take before the
+	// container is killed.
+	poweroffTimeout = 20 * time.Second
+	pollInterval    = 20 * time.Millisecond
+)
+
+// Host is one booted container whose PID 1 is systemd.
+type Host struct {
+	// Leader is the host pid of the container's systemd.
+	Leader int
+	// BusAddress is the container's system bus, reachable from the host.
+	BusAddress string
+	// Dir is the host side of [SharedDir].
+	Dir string
+	// BootTime is how long it took from starting systemd-nspawn to a
+	// settled system state.
+	BootTime time.Duration
+}
+
+var (
+	buildOnce sync.Once
+	built     image.Image
+	buildErr  error
+	bootCount int
+	bootMu    sync.Mutex
+)
+
+// Boot builds the test-host image (once per process) and boots a fresh
+// container from a throwaway overlay of it; the container is powered off
+// when the test ends. It skips the test when root, systemd-nspawn or
+// mmdebstrap is missing.
+func Boot(t testing.TB) *Host {
+	t.Helper()
+	testhost.Root(t)
+	nspawn := testhost.Tool(t, "systemd-nspawn", "systemd-container")
+	testhost.Tool(t, "mmdebstrap", "mmdebstrap")
+	testhost.Tool(t, "nsenter", "util-linux")
+	buildOnce.Do(func() { built, buildErr = buildImage() })
+	if buildErr != nil {
+		t.Fatalf("build the test-host image: %v", buildErr)
+	}
+	h, err := boot(t, nspawn, built.Root)
+	if err != nil {
+		t.Fatalf("boot the test host: %v", err)
+	}
+	t.Logf("test host booted in %s (leader pid %d)", h.BootTime.Round(time.Millisecond), h.Leader)
+	return h
+}
+
+func buildImage() (image.Image, error) {
+	recipe, err := image.ParseRecipe("images/testhost.recipe", images.TestHostRecipe)
+	if err != nil {
+		return image.Image{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	return image.Build(ctx, image.BuildOptions{CacheDir: CacheDir, Recipe: recipe})
+}
+
+func boot(t testing.TB, nspawn, root string) (*Host, error) {
+	bin, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the test binary: %w", err)
+	}
+	dir := testhost.ShortDir(t)
+	busDir, shared := filepath.Join(dir, "dbus"), filepath.Join(dir, "shared")
+	for _, d := range []string{busDir, shared} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return nil, fmt.Errorf("shared directory: %w", err)
+		}
+	}
+	bootMu.Lock()
+	bootCount++
+	name := fmt.Sprintf("shelldon-test-%d-%d", os.Getpid(), bootCount)
+	bootMu.Unlock()
+
+	var log bytes.Buffer
+	// The bus socket is made by the container's dbus-daemon in
+	// /run/dbus, which is the host's busDir: the host dials it there.
+	cmd := exec.Command(nspawn, "--quiet", "--boot", "--directory="+root,
+		"--machine="+name, "--register=no", "--keep-unit",
+		"--volatile=overlay", "--console=pipe", "--private-network",
+		"--bind="+busDir+":/run/dbus",
+		"--bind="+shared+":"+SharedDir,
+		"--bind-ro="+filepath.Dir(bin)+":"+BinDir)
+	cmd.Stdout, cmd.Stderr = &log, &log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start systemd-nspawn: %w", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	h := &Host{BusAddress: "unix:path=" + filepath.Join(busDir, "system_bus_socket"), Dir: shared}
+	t.Cleanup(func() {
+		if err := poweroff(cmd, exited, h); err != nil {
+			t.Errorf("power off the test host: %v\n%s", err, log.String())
+		}
+	})
+
+	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	defer cancel()
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	var state string
+	for {
+		select {
+		case err := <-exited:
+			exited <- err // for the cleanup
+			return nil, fmt.Errorf("systemd-nspawn exited during boot: %v\n%s", err, log.String())
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no settled system state after %s (last %q)\n%s", bootTimeout, state, log.String())
+		case <-tick.C:
+		}
+		if h.Leader == 0 {
+			h.Leader = leaderOf(cmd.Process.Pid)
+			continue
+		}
+		state = systemState(ctx, h.BusAddress)
+		if state == "running" || state == "degraded" {
+			h.BootTime = time.Since(started)
+			if state == "degraded" {
+				out, _ := h.Exec(ctx, "systemctl", "--failed", "--no-legend")
+				t.Logf("test host is degraded; failed units:\n%s", out)
+			}
+			return h, nil
+		}
+	}
+}
+
+// leaderOf is the only child of systemd-nspawn — the container's PID 1 —
+// or 0 while there is none yet.
+func leaderOf(nspawnPid int) int {
+	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawnPid, nspawnPid))
+	fields := strings.Fields(string(children))
+	if len(fields) == 0 {
+		return 0
+	}
+	pid, _ := strconv.Atoi(fields[0])
+	return pid
+}
+
+// systemState is the manager's SystemState, or "" while the bus or
+// systemd does not answer yet.
+func systemState(ctx context.Context, address string) string {
+	conn, err := Connect(ctx, address)
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	p, err := conn.SystemStateContext(ctx)
+	if err != nil {
+		return ""
+	}
+	s, _ := p.Value.Value().(string)
+	return s
+}
+
+// Dial opens an authenticated connection to the bus at address, as
+// go-systemd's NewConnection wants it.
+func Dial(address string) (*godbus.Conn, error) {
+	conn, err := godbus.Dial(address)
+	if err != nil {
+		return nil, fmt.Errorf("dial %s: %w", address, err)
+	}
+	if err := conn.Auth([]godbus.Auth{godbus.AuthExternal(strconv.Itoa(os.Getuid()))}); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("authenticate to %s: %w", address, err)
+	}
+	if err := conn.Hello(); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("hello to %s: %w", address, err)
+	}
+	return conn, nil
+}
+
+// Connect is a go-systemd connection to the systemd behind the bus at
+// address.
+func Connect(ctx context.Context, address string) (*sddbus.Conn, error) {
+	return sddbus.NewConnection(func() (*godbus.Conn, error) { return Dial(address) })
+}
+
+// Exec runs argv inside the container, in all its namespaces, and returns
+// what it printed (stdout and stderr).
+func (h *Host) Exec(ctx context.Context, argv ...string) ([]byte, error) {
+	args := append([]string{"--target", strconv.Itoa(h.Leader), "--all", "--"}, argv...)
+	out, err := exec.CommandContext(ctx, "nsenter", args...).CombinedOutput()
+	if err != nil {
+		return out, fmt.Errorf("in the test host, %s: %w: %s", strings.Join(argv, " "), err, out)
+	}
+	return out, nil
+}
+
+// poweroff asks the container's systemd to power off (SIGRTMIN+4, as
+// `systemctl poweroff` would) and waits for systemd-nspawn to exit,
+// killing it when it does not.
+func poweroff(cmd *exec.Cmd, exited chan error, h *Host) error {
+	select {
+	case <-exited:
+		return nil // it died on its own; the boot error says why
+	default:
+	}
+	if h.Leader == 0 {
+		cmd.Process.Kill()
+		<-exited
+		return nil
+	}
+	if err := unix.Kill(h.Leader, sigPoweroff); err != nil && !errors.Is(err, unix.ESRCH) {
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("signal the container's systemd: %w", err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			return fmt.Errorf("systemd-nspawn: %w", err)
+		}
+		return nil
+	case <-time.After(poweroffTimeout):
+		cmd.Process.Kill()
+		<-exited
+		return fmt.Errorf("no power-off within %s; killed", poweroffTimeout)
+	}
+}
