@@ -24,6 +24,7 @@ import (
 	"shelldon/daemon"
 	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
+	"shelldon/daemon/journal"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
@@ -156,8 +157,15 @@ func parseConfig(name string, args []string, extra func(*flag.FlagSet)) (config.
 	return cf.load()
 }
 
-func newLogger(w io.Writer) *slog.Logger {
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}))
+// newLogger logs for one actor: to journald with SHELLDON_* fields where
+// there is a journal (so `journalctl SHELLDON_TURN=<id>` tells a turn's
+// story across core, worker and sandbox), as text to w elsewhere.
+func newLogger(actor string, w io.Writer) *slog.Logger {
+	return slog.New(journal.New(journal.Options{
+		Actor:    actor,
+		Level:    slog.LevelInfo,
+		Fallback: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}),
+	}))
 }
 
 func parse(fs *flag.FlagSet, args []string) error {
@@ -230,7 +238,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCore(ctx, cfg, newLogger(env.stderr), env.stderr, sdnotify.New(), nil)
+	return runCore(ctx, cfg, newLogger("core", env.stderr), env.stderr, sdnotify.New(), nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {
@@ -242,7 +250,7 @@ func cmdBroker(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, newLogger(env.stderr))
+	return broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, newLogger("broker", env.stderr))
 }
 
 func cmdWorker(ctx context.Context, env *environment, args []string) error {
@@ -258,7 +266,7 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 	if opts.Turn == "" || opts.Socket == "" || opts.StateDir == "" {
 		return errors.New("worker: --turn, --socket and --state-dir are required (core starts workers; see `shelldon up`)")
 	}
-	log := newLogger(env.stderr).With("turn", opts.Turn, "actor", "worker")
+	log := newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
 	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	return worker.Run(ctx, opts)
 }

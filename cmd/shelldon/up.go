@@ -47,7 +47,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		defer f.Close()
 		logOut = f
 	}
-	log := newLogger(logOut)
+	log := newLogger("up", logOut)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

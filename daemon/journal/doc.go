@@ -8,7 +8,9 @@
 // when AddSource is set, and every attribute becomes a field of its own
 // (see [FieldName]). The record's time goes in SHELLDON_TIME, the name
 // slog.TimeKey maps to, because journald stamps an entry only when it
-// arrives.
+// arrives. journal.Send takes the fields as a map, so when two attributes
+// of one record map to the same field (or an attribute is named "time")
+// the last one wins.
 //
 // [New] picks this handler only where journald listens; elsewhere (a
 // development machine, a test) it hands back the fallback handler, text on

@@ -111,6 +111,14 @@ func (h *childHandle) watch(cmd *exec.Cmd, started time.Time, reap time.Duration
 	// Whatever the worker left in its group goes with it.
 	h.killGroup()
 	exit := Exit{Result: ResultSuccess, Duration: time.Since(started)}
+	// Only the main process and the children it waited for are counted:
+	// a process group has no totals of its own.
+	if ps := cmd.ProcessState; ps != nil {
+		exit.CPUTime = ps.UserTime() + ps.SystemTime()
+		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+			exit.MemoryPeak = ru.Maxrss * 1024 // kilobytes on Linux
+		}
+	}
 	var ee *exec.ExitError
 	switch {
 	case timedOut:

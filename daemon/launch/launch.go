@@ -31,6 +31,15 @@ type Limits struct {
 	CPUSeconds int
 	// OpenFiles is RLIMIT_NOFILE; 0 leaves it alone.
 	OpenFiles int
+	// Memory is the cgroup's memory.max in bytes (swap is then off); 0
+	// leaves it alone. Only the systemd launcher can enforce it.
+	Memory int64
+	// CPUQuota is the CPU time the worker may use per second of wall
+	// time (500ms is half a CPU); 0 leaves it alone. systemd launcher only.
+	CPUQuota time.Duration
+	// Tasks bounds the worker's processes and threads; 0 leaves it alone.
+	// systemd launcher only.
+	Tasks int
 }
 
 // How a worker ended, in systemd's words so that every launcher reports alike.
@@ -49,6 +58,12 @@ type Exit struct {
 	// Code is the exit status, or the signal number for ResultSignal.
 	Code     int
 	Duration time.Duration
+	// MemoryPeak is the most memory the worker held, in bytes; 0 when the
+	// launcher could not tell.
+	MemoryPeak int64
+	// CPUTime is the CPU time the worker used; 0 when the launcher could
+	// not tell.
+	CPUTime time.Duration
 }
 
 // Launcher starts workers.

@@ -1,0 +1,282 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+
+	"shelldon/testhost/systemdhost"
+)
+
+func TestOwnsCgroup(t *testing.T) {
+	const unit = "shelldon-turn@t1.service"
+	for _, tc := range []struct {
+		name, cgroup string
+		want         bool
+	}{
+		{"v2 on the host", "0::/shelldon.slice/shelldon-turns.slice/shelldon-turn@t1.service\n", true},
+		{"hybrid inside a container", "9:name=systemd:/payload/shelldon.slice/shelldon-turns.slice/shelldon-turn@t1.service\n4:memory:/\n0::/\n", true},
+		{"below the unit", "0::/shelldon.slice/shelldon-turns.slice/shelldon-turn@t1.service/sub\n", true},
+		{"another turn", "0::/shelldon.slice/shelldon-turns.slice/shelldon-turn@t10.service\n", false},
+		{"same name in another slice", "0::/system.slice/shelldon-turn@t1.service\n", false},
+		{"core itself", "0::/shelldon.slice/shelldon.service\n", false},
+		{"empty", "", false},
+		{"garbage", "::::\n\x00\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ownsCgroup(tc.cgroup, unit); got != tc.want {
+				t.Errorf("ownsCgroup(%q, %s) = %v, want %v", tc.cgroup, unit, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSystemdRefusesBadSpecs(t *testing.T) {
+	s := &Systemd{}
+	for _, tc := range []struct {
+		name string
+		spec Spec
+	}{
+		{"no command", Spec{Turn: "t1", Reap: time.Second}},
+		{"no reap deadline", Spec{Turn: "t1", Argv: []string{"/bin/true"}}},
+		{"turn with a slash", Spec{Turn: "../x", Argv: []string{"/bin/true"}, Reap: time.Second}},
+		{"turn with a space", Spec{Turn: "a b", Argv: []string{"/bin/true"}, Reap: time.Second}},
+		{"empty turn", Spec{Turn: "", Argv: []string{"/bin/true"}, Reap: time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if h, err := s.Start(context.Background(), tc.spec); err == nil {
+				t.Errorf("Start(%+v) = %v, nil; want an error", tc.spec, h)
+			}
+		})
+	}
+}
+
+func TestNewSystemdWithoutSystemd(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name string
+		dial func() (*godbus.Conn, error)
+	}{
+		{"dial fails", func() (*godbus.Conn, error) { return nil, errors.New("no bus") }},
+		{"no socket", func() (*godbus.Conn, error) { return systemdhost.Dial("unix:path=" + dir + "/none") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := NewSystemd(context.Background(), tc.dial, SystemdOptions{})
+			if !errors.Is(err, ErrNoSystemd) {
+				t.Errorf("NewSystemd = %v, %v; want an error wrapping ErrNoSystemd", s, err)
+			}
+		})
+	}
+}
+
+// TestSystemdAgainstRealSystemd starts turns' units in a booted systemd
+// (a container, on hosts whose PID 1 is not systemd) and reads how they end.
+func TestSystemdAgainstRealSystemd(t *testing.T) {
+	host := systemdhost.Boot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	s, err := NewSystemd(ctx, func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, SystemdOptions{})
+	if err != nil {
+		t.Fatalf("NewSystemd(%s): %v", host.BusAddress, err)
+	}
+	defer s.Close()
+	if got := s.Name(); got != "systemd" {
+		t.Errorf("Name() = %q, want systemd", got)
+	}
+
+	start := func(t *testing.T, turn string, reap time.Duration, limits Limits, script string) Handle {
+		t.Helper()
+		began := time.Now()
+		h, err := s.Start(ctx, Spec{Turn: turn, Argv: []string{"/bin/sh", "-c", script}, Env: []string{"TURN=" + turn}, Reap: reap, Description: "test turn " + turn, Limits: limits})
+		if err != nil {
+			t.Fatalf("Start(%s): %v", turn, err)
+		}
+		t.Logf("Start(%s) took %s", turn, time.Since(began).Round(time.Microsecond))
+		return h
+	}
+	unitState := func(turn string) string {
+		out, _ := host.Exec(ctx, "systemctl", "show", "-P", "LoadState,ActiveState", UnitName(turn))
+		return strings.Join(strings.Fields(string(out)), " ")
+	}
+
+	for _, tc := range []struct {
+		turn   string
+		script string
+		reap   time.Duration
+		want   Exit
+		// state is the unit's LoadState and ActiveState once Done has
+		// reported: a unit that succeeded is collected, a failed one stays.
+		state string
+	}{
+		{"ok", `test "$TURN" = ok`, time.Minute, Exit{Result: ResultSuccess}, "not-found inactive"},
+		{"exit3", "exit 3", time.Minute, Exit{Result: ResultExitCode, Code: 3}, "loaded failed"},
+		// systemd itself counts a death by SIGTERM as clean, so the unit
+		// is collected; the launcher still reports the signal.
+		{"killself", "kill -TERM $$", time.Minute, Exit{Result: ResultSignal, Code: 15}, "not-found inactive"},
+		{"timeout", "exec sleep 600", 300 * time.Millisecond, Exit{Result: ResultTimeout, Code: 9}, "loaded failed"},
+		{"readonly", "touch /usr/written-by-a-turn", time.Minute, Exit{Result: ResultExitCode, Code: 1}, "loaded failed"},
+	} {
+		t.Run(tc.turn, func(t *testing.T) {
+			h := start(t, tc.turn, tc.reap, Limits{Tasks: 16, CPUQuota: 500 * time.Millisecond, OpenFiles: 64}, tc.script)
+			got := waitExit(t, h)
+			if got.Result != tc.want.Result || got.Code != tc.want.Code {
+				t.Errorf("%s: Done() = %+v, want result %s code %d", tc.script, got, tc.want.Result, tc.want.Code)
+			}
+			if tc.reap < time.Minute && got.Duration < tc.reap {
+				t.Errorf("%s: ran %s, less than its reap deadline %s", tc.script, got.Duration, tc.reap)
+			}
+			waitFor(t, func() bool { return unitState(tc.turn) == tc.state }, func() string {
+				return fmt.Sprintf("unit %s is %q, want %q", UnitName(tc.turn), unitState(tc.turn), tc.state)
+			})
+		})
+	}
+
+	t.Run("argv is literal", func(t *testing.T) {
+		const odd = `$HOME ${TURN} $$ %n %%`
+		h, err := s.Start(ctx, Spec{Turn: "literal", Argv: []string{"/bin/sh", "-c", `[ "$0" = '` + odd + `' ]`, odd}, Reap: time.Minute})
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		if got := waitExit(t, h); got.Result != ResultSuccess {
+			t.Errorf("the worker saw its argv changed: Done() = %+v, want success", got)
+		}
+	})
+
+	t.Run("missing program", func(t *testing.T) {
+		h, err := s.Start(ctx, Spec{Turn: "missing", Argv: []string{"/no/such/worker"}, Reap: time.Minute})
+		if err == nil {
+			t.Errorf("Start(/no/such/worker) = %v, nil; want an error", h)
+		}
+	})
+
+	t.Run("name collision", func(t *testing.T) {
+		// A unit a crashed core left behind, failed.
+		if out, err := host.Exec(ctx, "systemd-run", "--unit="+UnitName("collide"), "--slice="+TurnSlice, "/bin/false"); err != nil {
+			t.Fatalf("systemd-run: %v: %s", err, out)
+		}
+		waitFor(t, func() bool { return unitState("collide") == "loaded failed" }, func() string {
+			return "the leftover unit is " + unitState("collide")
+		})
+		h := start(t, "collide", time.Minute, Limits{}, "exit 0")
+		if got := waitExit(t, h); got.Result != ResultSuccess {
+			t.Errorf("Done() of the restarted collide = %+v, want success", got)
+		}
+	})
+
+	t.Run("owns and kill", func(t *testing.T) {
+		h := start(t, "owned", time.Minute, Limits{}, "sleep 600 & wait")
+		if h.PID() <= 0 {
+			t.Fatalf("PID() = %d, want the main pid", h.PID())
+		}
+		main := hostPid(t, host.Leader, h.PID())
+		for _, tc := range []struct {
+			name string
+			pid  int
+			want bool
+		}{
+			{"main process", main, true},
+			{"container's systemd", host.Leader, false},
+			{"this test", os.Getpid(), false},
+			{"no such pid", 1 << 30, false},
+			{"negative", -1, false},
+		} {
+			if got := h.Owns(tc.pid); got != tc.want {
+				t.Errorf("Owns(%s, %d) = %v, want %v", tc.name, tc.pid, got, tc.want)
+			}
+		}
+		h.Kill()
+		h.Kill() // a second Kill is harmless
+		if got := waitExit(t, h); got.Result != ResultSignal || got.Code != 9 {
+			t.Errorf("Done() after Kill = %+v, want signal 9", got)
+		}
+		if out, _ := host.Exec(ctx, "systemctl", "show", "-P", "NTasks", UnitName("owned")); strings.TrimSpace(string(out)) != "" && strings.TrimSpace(string(out)) != "0" && strings.TrimSpace(string(out)) != "[not set]" {
+			t.Errorf("the killed unit still has %s tasks", out)
+		}
+	})
+
+	t.Run("oom", func(t *testing.T) {
+		h := start(t, "oom", time.Minute, Limits{Memory: 32 << 20}, "read _ < /run/shelldon-test/go; head -c 400000000 /dev/zero | tail -n 1 >/dev/null")
+		current, err := s.conn.GetUnitTypePropertyContext(ctx, UnitName("oom"), "Service", "MemoryCurrent")
+		if err != nil {
+			h.Kill()
+			t.Fatalf("read MemoryCurrent: %v", err)
+		}
+		if v, _ := current.Value.Value().(uint64); v == ^uint64(0) {
+			h.Kill()
+			waitExit(t, h)
+			t.Skip("the test host's systemd has no memory controller (MemoryCurrent is not set): this host's cgroups are v1 and nspawn hands the container's systemd a read-only memory hierarchy, so MemoryMax cannot be enforced")
+		}
+		if err := os.WriteFile(host.Dir+"/go", []byte("go\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if got := waitExit(t, h); got.Result != ResultOOMKill {
+			t.Errorf("Done() of a memory hog under MemoryMax=32M = %+v, want oom-kill", got)
+		}
+	})
+}
+
+// waitExit waits, with a deadline, for the one Exit a handle reports.
+func waitExit(t *testing.T, h Handle) Exit {
+	t.Helper()
+	select {
+	case e := <-h.Done():
+		t.Logf("exit %+v", e)
+		return e
+	case <-time.After(30 * time.Second):
+		h.Kill()
+		t.Fatalf("no Exit within 30s")
+	}
+	return Exit{}
+}
+
+// waitFor polls cond until it holds, failing with what says why at the deadline.
+func waitFor(t *testing.T, cond func() bool, what func() string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal(what())
+		}
+		<-tick.C
+	}
+}
+
+// hostPid finds the host pid of the process that is pid in the container
+// whose PID 1 is leader.
+func hostPid(t *testing.T, leader, pid int) int {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", leader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if other, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p)); other != ns {
+			continue
+		}
+		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p))
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == "NSpid:" && f[len(f)-1] == strconv.Itoa(pid) {
+				return p
+			}
+		}
+	}
+	t.Fatalf("no host pid for pid %d of the container", pid)
+	return 0
+}
