@@ -177,16 +177,31 @@ func boot(t testing.TB, nspawn, root string) (*Host, error) {
 	}
 }
 
-// leaderOf is the only child of systemd-nspawn — the container's PID 1 —
-// or 0 while there is none yet.
+// leaderOf is the child of systemd-nspawn that is PID 1 in its own
+// namespace — the container's systemd — or 0 while there is none yet.
+// Early on nspawn's child is its short-lived outer helper, which must not
+// be mistaken for the leader.
 func leaderOf(nspawnPid int) int {
 	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawnPid, nspawnPid))
-	fields := strings.Fields(string(children))
-	if len(fields) == 0 {
-		return 0
+	for _, f := range strings.Fields(string(children)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			continue
+		}
+		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(status), "\n") {
+			if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+				ids := strings.Fields(rest)
+				if len(ids) > 1 && ids[len(ids)-1] == "1" {
+					return pid
+				}
+			}
+		}
 	}
-	pid, _ := strconv.Atoi(fields[0])
-	return pid
+	return 0
 }
 
 // systemState is the manager's SystemState, or "" while the bus or
@@ -255,6 +270,7 @@ func poweroff(cmd *exec.Cmd, exited chan error, h *Host) error {
 		return nil
 	}
 	if err := unix.Kill(h.Leader, sigPoweroff); err != nil && !errors.Is(err, unix.ESRCH) {
+		_ = unix.Kill(h.Leader, unix.SIGKILL)
 		cmd.Process.Kill()
 		<-exited
 		return fmt.Errorf("signal the container's systemd: %w", err)
@@ -266,6 +282,9 @@ func poweroff(cmd *exec.Cmd, exited chan error, h *Host) error {
 		}
 		return nil
 	case <-time.After(poweroffTimeout):
+		// Killing the container's PID 1 ends its whole PID namespace;
+		// killing nspawn alone would leave the container running.
+		_ = unix.Kill(h.Leader, unix.SIGKILL)
 		cmd.Process.Kill()
 		<-exited
 		return fmt.Errorf("no power-off within %s; killed", poweroffTimeout)
