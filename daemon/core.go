@@ -327,6 +327,10 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 			Data:       int64(c.cfg.Worker.MemoryLimit),
 			CPUSeconds: c.cfg.Worker.CPUSeconds,
 			OpenFiles:  c.cfg.Worker.OpenFiles,
+			// Where a unit holds the worker, its cgroup bounds it too.
+			Memory:   int64(c.cfg.Worker.MemoryLimit),
+			CPUQuota: time.Second,
+			Tasks:    workerTasks,
 		},
 	}
 	handle, err := c.opts.Launcher.Start(ctx, spec)
@@ -662,6 +666,10 @@ func (c *Core) onJoin(p *hub.Peer) {
 		c.log.Warn("greeting a new peer failed", "role", p.Hello.Role, "err", err)
 	}
 }
+
+// workerTasks bounds a worker's processes and threads where a unit holds
+// it: a Go program needs a handful of threads, a runaway many more.
+const workerTasks = 64
 
 // workerEnvKeep are the variables a worker inherits from core. Everything
 // else stays behind: the worker holds nothing but what core sends it, and

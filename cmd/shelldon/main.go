@@ -193,8 +193,9 @@ func workerArgv(cfg config.Config) ([]string, error) {
 }
 
 // runCore runs core until ctx is done; ready is called once the bus is
-// up. Workers' logs go to logOut.
-func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer, notify *sdnotify.Notifier, ready func()) error {
+// up. Workers' logs go to logOut. With useSystemd, workers run in
+// transient units where systemd can be asked.
+func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer, useSystemd bool, notify *sdnotify.Notifier, ready func()) error {
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -204,11 +205,33 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io
 	if err != nil {
 		return err
 	}
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launch.Child{Output: logOut}, WorkerArgv: argv, Log: log, Notify: notify})
+	launcher := launch.Launcher(launch.Child{Output: logOut})
+	if useSystemd {
+		launcher = chooseLauncher(ctx, log, logOut)
+		if closer, ok := launcher.(interface{ Close() }); ok {
+			defer closer.Close()
+		}
+	}
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify})
 	if err != nil {
 		return err
 	}
 	return core.Run(ctx, ready)
+}
+
+// chooseLauncher asks systemd for a transient unit per turn where core
+// can reach it, and starts workers as child processes otherwise.
+func chooseLauncher(ctx context.Context, log *slog.Logger, logOut io.Writer) launch.Launcher {
+	if os.Geteuid() != 0 {
+		log.Info("workers run as child processes", "why", "only root may ask systemd for units")
+		return launch.Child{Output: logOut}
+	}
+	sd, err := launch.NewSystemd(ctx, nil, launch.SystemdOptions{})
+	if err != nil {
+		log.Info("workers run as child processes", "why", err)
+		return launch.Child{Output: logOut}
+	}
+	return sd
 }
 
 func newChain(cfg config.Config) (*broker.Chain, error) {
@@ -238,7 +261,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCore(ctx, cfg, newLogger("core", env.stderr), env.stderr, sdnotify.New(), nil)
+	return runCore(ctx, cfg, newLogger("core", env.stderr), env.stderr, true, sdnotify.New(), nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {

@@ -160,7 +160,7 @@ func (p *pet) startCore() {
 	p.coreDone = make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), testOutput(), nil, func() { close(ready) })
+		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), testOutput(), false, nil, func() { close(ready) })
 	}()
 	select {
 	case <-ready:

@@ -73,7 +73,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	ready := make(chan struct{})
 	coreDone := make(chan error, 1)
 	go func() {
-		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), logOut, nil, func() { close(ready) })
+		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), logOut, false, nil, func() { close(ready) })
 	}()
 	select {
 	case <-ready:
