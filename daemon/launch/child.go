@@ -116,7 +116,7 @@ func (h *childHandle) watch(cmd *exec.Cmd, started time.Time, reap time.Duration
 	if ps := cmd.ProcessState; ps != nil {
 		exit.CPUTime = ps.UserTime() + ps.SystemTime()
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			exit.MemoryPeak = ru.Maxrss * 1024 // kilobytes on Linux
+			exit.MemoryPeak = int64(ru.Maxrss) * 1024 // kilobytes on Linux; int32 on 32-bit ARM
 		}
 	}
 	var ee *exec.ExitError
