@@ -3,7 +3,6 @@ package bus_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -163,48 +162,6 @@ func TestDialAnswersCancelMidHandshake(t *testing.T) {
 	}
 }
 
-// logLines collects a client's log so a test can wait for a line.
-type logLines struct {
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{}
-}
-
-func newLogLines() *logLines { return &logLines{changed: make(chan struct{})} }
-
-func (l *logLines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-	close(l.changed)
-	l.changed = make(chan struct{})
-}
-
-// waitFor waits for a line containing substr logged after line from.
-func (l *logLines) waitFor(t *testing.T, from int, substr string) int {
-	t.Helper()
-	deadline := time.After(patience)
-	for {
-		l.mu.Lock()
-		for i := from; i < len(l.lines); i++ {
-			if strings.Contains(l.lines[i], substr) {
-				l.mu.Unlock()
-				return i + 1
-			}
-		}
-		changed := l.changed
-		l.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			t.Fatalf("no log line containing %q within %v; got %q", substr, patience, l.lines)
-			return 0
-		}
-	}
-}
-
 // runClient runs c in the background; the returned func cancels it and
 // returns Run's error, failing the test if Run does not stop promptly.
 func runClient(t *testing.T, c *bus.Client, handle func(*bus.Conn, contracts.Envelope)) (stop func() error) {
@@ -245,13 +202,13 @@ func recvEnvelope(t *testing.T, ch <-chan contracts.Envelope, what string) contr
 func TestClientRunRejoinsAfterCoreRestart(t *testing.T) {
 	path := hubtest.SocketPath(t)
 	first := serveHub(t, path, nil)
-	logs := newLogLines()
+	logs := hubtest.NewLog()
 	connected := make(chan struct{}, 4)
 	received := make(chan contracts.Envelope, 4)
 	c := &bus.Client{
 		Socket:    path,
 		Hello:     contracts.Hello{Role: contracts.RoleTransport, Name: "cli"},
-		Logf:      logs.logf,
+		Logf:      logs.Logf,
 		OnConnect: func(*bus.Conn) { connected <- struct{}{} },
 	}
 	stop := runClient(t, c, func(_ *bus.Conn, env contracts.Envelope) { received <- env })
@@ -273,7 +230,7 @@ func TestClientRunRejoinsAfterCoreRestart(t *testing.T) {
 	first.stop()
 	// A failed redial is logged after the dropped connection is let go,
 	// so from here Send must report the gap.
-	logs.waitFor(t, 0, "retrying")
+	logs.WaitFor(t, "retrying")
 	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", "anyone there?")
 	if err := c.Send(in); !errors.Is(err, bus.ErrNotConnected) {
 		t.Errorf("Send while core is down = %v, want ErrNotConnected", err)
@@ -346,10 +303,10 @@ func TestClientSendBeforeJoining(t *testing.T) {
 		t.Errorf("Send before Run = %v, want ErrNotConnected", err)
 	}
 	// With no core at all, Run keeps redialing and Send keeps failing.
-	logs := newLogLines()
-	c.Logf = logs.logf
+	logs := hubtest.NewLog()
+	c.Logf = logs.Logf
 	stop := runClient(t, c, func(*bus.Conn, contracts.Envelope) {})
-	logs.waitFor(t, 0, "retrying")
+	logs.WaitFor(t, "retrying")
 	if err := c.Send(env); !errors.Is(err, bus.ErrNotConnected) {
 		t.Errorf("Send while no core listens = %v, want ErrNotConnected", err)
 	}
@@ -372,9 +329,9 @@ func TestClientRunStopsOnCancel(t *testing.T) {
 			return func() { waitSignal(t, connected, "OnConnect") }
 		}},
 		{"while waiting to redial", func(t *testing.T, path string, c *bus.Client) func() {
-			logs := newLogLines()
-			c.Logf = logs.logf
-			return func() { logs.waitFor(t, 0, "retrying") }
+			logs := hubtest.NewLog()
+			c.Logf = logs.Logf
+			return func() { logs.WaitFor(t, "retrying") }
 		}},
 		{"while waiting for a welcome", func(t *testing.T, path string, c *bus.Client) func() {
 			accepted := silentListener(t, path)

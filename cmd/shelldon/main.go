@@ -205,13 +205,8 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io
 	if err != nil {
 		return err
 	}
-	launcher := launch.Launcher(launch.Child{Output: logOut})
-	if useSystemd {
-		launcher = chooseLauncher(ctx, log, logOut)
-		if closer, ok := launcher.(interface{ Close() }); ok {
-			defer closer.Close()
-		}
-	}
+	launcher, closeLauncher := chooseLauncher(ctx, useSystemd, log, logOut)
+	defer closeLauncher()
 	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify})
 	if err != nil {
 		return err
@@ -219,19 +214,24 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io
 	return core.Run(ctx, ready)
 }
 
-// chooseLauncher asks systemd for a transient unit per turn where core
-// can reach it, and starts workers as child processes otherwise.
-func chooseLauncher(ctx context.Context, log *slog.Logger, logOut io.Writer) launch.Launcher {
-	if os.Geteuid() != 0 {
+// chooseLauncher asks systemd for a transient unit per turn where it may
+// and core can reach it, and starts workers as child processes otherwise.
+// The returned function releases the launcher's connection.
+func chooseLauncher(ctx context.Context, useSystemd bool, log *slog.Logger, logOut io.Writer) (launch.Launcher, func()) {
+	child := launch.Child{Output: logOut}
+	switch {
+	case !useSystemd:
+		return child, func() {}
+	case os.Geteuid() != 0:
 		log.Info("workers run as child processes", "why", "only root may ask systemd for units")
-		return launch.Child{Output: logOut}
+		return child, func() {}
 	}
 	sd, err := launch.NewSystemd(ctx, nil, launch.SystemdOptions{})
 	if err != nil {
 		log.Info("workers run as child processes", "why", err)
-		return launch.Child{Output: logOut}
+		return child, func() {}
 	}
-	return sd
+	return sd, sd.Close
 }
 
 func newChain(cfg config.Config) (*broker.Chain, error) {

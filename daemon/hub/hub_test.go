@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,47 +23,6 @@ import (
 // blocking the run.
 const patience = 5 * time.Second
 
-// logLines records the hub's log so a test can wait for a line.
-type logLines struct {
-	mu      sync.Mutex
-	lines   []string
-	changed chan struct{}
-}
-
-func newLogLines() *logLines { return &logLines{changed: make(chan struct{})} }
-
-func (l *logLines) logf(format string, args ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf(format, args...))
-	close(l.changed)
-	l.changed = make(chan struct{})
-}
-
-func (l *logLines) waitFor(t *testing.T, substr string) string {
-	t.Helper()
-	deadline := time.After(patience)
-	for {
-		l.mu.Lock()
-		for _, line := range l.lines {
-			if strings.Contains(line, substr) {
-				l.mu.Unlock()
-				return line
-			}
-		}
-		changed := l.changed
-		l.mu.Unlock()
-		select {
-		case <-changed:
-		case <-deadline:
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			t.Fatalf("no log line containing %q within %v; got:\n%s", substr, patience, strings.Join(l.lines, "\n"))
-			return ""
-		}
-	}
-}
-
 // fixture is a hub serving on a real socket, with its callbacks turned
 // into channels.
 type fixture struct {
@@ -73,7 +31,7 @@ type fixture struct {
 	core   chan contracts.Envelope
 	joined chan *hub.Peer
 	left   chan *hub.Peer
-	logs   *logLines
+	logs   *hubtest.Log
 	// stop cancels Serve and fails the test if it does not return promptly.
 	stop func()
 }
@@ -87,7 +45,7 @@ func serve(t *testing.T, cfg hub.Config) *fixture {
 		core:   make(chan contracts.Envelope, 16),
 		joined: make(chan *hub.Peer, 16),
 		left:   make(chan *hub.Peer, 16),
-		logs:   newLogLines(),
+		logs:   hubtest.NewLog(),
 	}
 	if cfg.Core == nil {
 		cfg.Core = f.core
@@ -99,7 +57,7 @@ func serve(t *testing.T, cfg hub.Config) *fixture {
 		cfg.OnLeave = func(p *hub.Peer) { f.left <- p }
 	}
 	if cfg.Logf == nil {
-		cfg.Logf = f.logs.logf
+		cfg.Logf = f.logs.Logf
 	}
 	f.Hub, _, f.stop = hubtest.Serve(t, f.path, cfg)
 	return f
@@ -490,7 +448,7 @@ func TestForbiddenKindsAreDropped(t *testing.T) {
 				contracts.RoleBroker: broker, contracts.RoleWorker: worker,
 			}
 			send(t, senders[tt.role], envelope(t, tt.kind, "t-1", "forged"))
-			f.logs.waitFor(t, fmt.Sprintf("dropped %s from %s", tt.kind, tt.role))
+			f.logs.WaitFor(t, fmt.Sprintf("dropped %s from %s", tt.kind, tt.role))
 
 			// Nothing was delivered: each receiver's next frame is a marker
 			// sent after the drop.
@@ -676,7 +634,7 @@ func TestSlowReaderIsDropped(t *testing.T) {
 		transport.Close()
 		t.Fatal("Route blocked behind a panel that does not read")
 	}
-	f.logs.waitFor(t, `dropped slow reader panel "wedged"`)
+	f.logs.WaitFor(t, `dropped slow reader panel "wedged"`)
 	if p := f.waitLeave(t); p != slowPeer {
 		t.Errorf("OnLeave got %+v, want the wedged panel", p.Hello)
 	}

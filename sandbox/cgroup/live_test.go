@@ -128,14 +128,17 @@ func checkDead(t *testing.T, pid int) {
 	}
 }
 
-func TestStartPutsProcessAndChildrenInGroup(t *testing.T) {
-	g := newLive(t, Limits{MemoryMax: 256 << 20, TasksMax: 50})
-	cmd := exec.Command("/bin/sh", "-c", `sleep 1000 & echo $!; read x`)
+// startWithChild starts cmd, a shell script that backgrounds a child,
+// prints the child's pid and then waits on its stdin, in g. It returns
+// the child's pid and the rest of the script's output; the child is
+// killed at cleanup and the script's stdin closed with it.
+func startWithChild(t *testing.T, g *Group, cmd *exec.Cmd) (child int, out *bufio.Reader) {
+	t.Helper()
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stdin.Close()
+	t.Cleanup(func() { stdin.Close() })
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -143,15 +146,23 @@ func TestStartPutsProcessAndChildrenInGroup(t *testing.T) {
 	if err := g.Start(cmd); err != nil {
 		t.Fatalf("Start: %v", err)
 	}
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	out = bufio.NewReader(stdout)
+	line, err := out.ReadString('\n')
 	if err != nil {
 		t.Fatalf("reading the child's pid: %v", err)
 	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
+	child, err = strconv.Atoi(strings.TrimSpace(line))
 	if err != nil {
 		t.Fatalf("child pid %q: %v", line, err)
 	}
 	killAtCleanup(t, child)
+	return child, out
+}
+
+func TestStartPutsProcessAndChildrenInGroup(t *testing.T) {
+	g := newLive(t, Limits{MemoryMax: 256 << 20, TasksMax: 50})
+	cmd := exec.Command("/bin/sh", "-c", `sleep 1000 & echo $!; read x`)
+	child, _ := startWithChild(t, g, cmd)
 	checkInGroup(t, g, cmd.Process.Pid, "started process")
 	checkInGroup(t, g, child, "its child")
 	pids, err := g.b.procs()
@@ -413,34 +424,13 @@ func TestV2StartAndKillOnHybridHost(t *testing.T) {
 
 	cmd := exec.Command("/bin/sh", "-c", `sleep 1000 & echo $!; i=0; while [ $i -lt 20000 ]; do i=$((i + 1)); done; echo spun; read x`)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stdin.Close()
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := g.Start(cmd); err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	child, r := startWithChild(t, g, cmd)
 	if !cmd.SysProcAttr.Setpgid {
 		t.Error("Start dropped SysProcAttr.Setpgid")
 	}
 	if pgid, err := unix.Getpgid(cmd.Process.Pid); err != nil || pgid != cmd.Process.Pid {
 		t.Errorf("process group %d, %v; want its own", pgid, err)
 	}
-	r := bufio.NewReader(stdout)
-	line, err := r.ReadString('\n')
-	if err != nil {
-		t.Fatal(err)
-	}
-	child, err := strconv.Atoi(strings.TrimSpace(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	killAtCleanup(t, child)
 	if _, err := r.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
