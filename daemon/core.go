@@ -509,7 +509,10 @@ func (c *Core) maybeFinish(ctx context.Context) {
 
 func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
 	end := c.clock.Now()
-	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{ID: t.id, Ended: end, Outcome: outcome, Error: reason, ModelTime: t.modelTime, WorkerPeak: t.peakRSS}); err != nil {
+	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{
+		ID: t.id, Ended: end, Outcome: outcome, Error: reason, ModelTime: t.modelTime,
+		WorkerPeak: max(t.peakRSS, t.exit.MemoryPeak), WorkerCPU: t.exit.CPUTime, WorkerExit: t.exit.Result,
+	}); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", t.id, "err", err)
 	}
 	c.log.Info("turn finished", "turn", t.id, "outcome", outcome, "took", end.Sub(t.started).Round(time.Millisecond), "model", t.modelTime.Round(time.Millisecond))

@@ -43,7 +43,7 @@ func TestKilledWorkerDegradesAndNextMessageGetsATurn(t *testing.T) {
 	if r := p.reply(5 * time.Second); !r.Degraded {
 		t.Fatalf("reply = %+v, want the degrade answer", r)
 	}
-	if got := p.waitTurns(1)[0]; got.Outcome != "crashed" || !strings.Contains(got.Error, "signal 9") {
+	if got := p.waitTurns(1)[0]; got.Outcome != "crashed" || !strings.Contains(got.Error, "signal 9") || got.WorkerExit != "signal" {
 		t.Errorf("turn = %+v, want crashed by signal 9", got)
 	}
 	p.say("are you ok?")

@@ -302,8 +302,9 @@ func TestPlainTurn(t *testing.T) {
 		t.Fatalf("reply = %+v, want the model's payload without control lines", r)
 	}
 	turns := p.waitTurns(1)
-	if got := turns[0]; got.Outcome != "ok" || got.Kind != "chat" || got.WorkerPID == 0 {
-		t.Errorf("turn record = %+v, want an ok chat turn with a worker pid", got)
+	if got := turns[0]; got.Outcome != "ok" || got.Kind != "chat" || got.WorkerPID == 0 ||
+		got.WorkerExit != "success" || got.WorkerCPU <= 0 || got.WorkerPeak <= 0 {
+		t.Errorf("turn record = %+v, want an ok chat turn with a worker pid and the launcher's figures", got)
 	}
 	req := p.waitRequests(1)[0]
 	if req.Messages[0].Role != contracts.ChatSystem || !strings.Contains(req.Messages[0].Content, "shelldon") {

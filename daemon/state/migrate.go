@@ -40,6 +40,10 @@ var migrations = []string{
 		tags TEXT NOT NULL DEFAULT '', -- comma-separated slugs
 		at   INTEGER NOT NULL -- unix ms
 	);`,
+	// 2: what the launcher measured of each worker (the unit's cgroup, or
+	// rusage for a child process) and how the worker ended in its words.
+	`ALTER TABLE turns ADD COLUMN worker_cpu_ms INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE turns ADD COLUMN worker_exit TEXT NOT NULL DEFAULT '';`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -205,6 +206,44 @@ func TestAppendedMigrationRunsOnce(t *testing.T) {
 	}
 }
 
+// TestUpgradeFromFirstSchema opens a database made by the first release
+// (schema version 1) with today's code: its turns survive and take the
+// launcher's figures from then on.
+func TestUpgradeFromFirstSchema(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = migrations[:1]
+	openStore(t, l).Close()
+	// A turn as the first release wrote it, in its own words.
+	start := time.UnixMilli(1_700_000_000_000)
+	if _, err := rawDB(t, l).Exec(`INSERT INTO turns (id, kind, started_at, ended_at, outcome, worker_peak_kb) VALUES ('old', 'chat', ?, ?, 'ok', 8192)`,
+		start.UnixMilli(), start.Add(time.Second).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	migrations = saved
+
+	s := openStore(t, l)
+	defer s.Close()
+	if err := s.StartTurn(ctx, TurnStart{ID: "new", Kind: "chat", Started: start.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.FinishTurn(ctx, TurnEnd{ID: "new", Ended: start.Add(61 * time.Second), Outcome: "ok", WorkerCPU: 20 * time.Millisecond, WorkerExit: "success"}); err != nil {
+		t.Fatalf("FinishTurn after the upgrade = %v", err)
+	}
+	turns, err := s.RecentTurns(ctx, 2)
+	if err != nil || len(turns) != 2 {
+		t.Fatalf("RecentTurns after the upgrade = %+v, %v", turns, err)
+	}
+	if n := turns[0]; n.ID != "new" || n.WorkerExit != "success" || n.WorkerCPU != 20*time.Millisecond {
+		t.Errorf("new turn = %+v, want the launcher's figures", n)
+	}
+	if o := turns[1]; o.ID != "old" || o.Outcome != "ok" || o.WorkerPeak != 8<<20 || o.WorkerExit != "" || o.WorkerCPU != 0 {
+		t.Errorf("old turn after the upgrade = %+v, want it as it was, with empty new figures", o)
+	}
+}
+
 func TestFailedMigrationRollsBack(t *testing.T) {
 	l := statedir.Layout{Root: t.TempDir()}
 	openStore(t, l).Close()
@@ -217,7 +256,7 @@ func TestFailedMigrationRollsBack(t *testing.T) {
 	if s, err := Open(l); err == nil {
 		s.Close()
 		t.Fatal("Open with a failing migration = nil error, want one")
-	} else if !strings.Contains(err.Error(), "migrate to version 2") {
+	} else if !strings.Contains(err.Error(), fmt.Sprintf("migrate to version %d", len(saved)+1)) {
 		t.Errorf("Open with a failing migration = %q, want it to name the step", err)
 	}
 	db := rawDB(t, l)

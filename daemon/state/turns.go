@@ -44,9 +44,16 @@ type TurnEnd struct {
 	Error string
 	// ModelTime is how long the worker waited on the broker.
 	ModelTime time.Duration
-	// WorkerPeak is the worker's resident-memory high-water mark in bytes,
-	// as it reported it; 0 when it reported nothing.
+	// WorkerPeak is the worker's memory high-water mark in bytes: the
+	// larger of what it reported and what its launcher measured; 0 when
+	// neither knows.
 	WorkerPeak int64
+	// WorkerCPU is the CPU time the worker used, as its launcher measured.
+	WorkerCPU time.Duration
+	// WorkerExit is how the worker ended in the launcher's words
+	// (success, exit-code, signal, timeout, oom-kill); empty when it is
+	// not known.
+	WorkerExit string
 }
 
 // TurnRecord is a recorded turn.
@@ -64,6 +71,8 @@ type TurnRecord struct {
 	Total      time.Duration
 	WorkerPID  int
 	WorkerPeak int64 // bytes
+	WorkerCPU  time.Duration
+	WorkerExit string
 }
 
 // StartTurn records that a turn began.
@@ -112,9 +121,11 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	}
 	ended := t.Ended.UnixMilli()
 	res, err := s.db.ExecContext(ctx,
-		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?
+		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
+		 worker_cpu_ms = ?, worker_exit = ?
 		 WHERE id = ? AND ended_at IS NULL`,
-		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10, t.ID)
+		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10,
+		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.ID)
 	if err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
@@ -142,7 +153,8 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 		return nil, nil
 	}
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid, worker_peak_kb
+		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid, worker_peak_kb,
+		 worker_cpu_ms, worker_exit
 		 FROM turns ORDER BY started_at DESC, rowid DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("read recent turns: %w", err)
@@ -152,11 +164,11 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	for rows.Next() {
 		var (
 			t                                 TurnRecord
-			started, modelMS, totalMS, peakKB int64
+			started, modelMS, totalMS, peakKB, cpuMS int64
 			ended                             sql.NullInt64
 			outcome                           sql.NullString
 		)
-		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB); err != nil {
+		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB, &cpuMS, &t.WorkerExit); err != nil {
 			return nil, fmt.Errorf("read recent turns: %w", err)
 		}
 		t.Started = time.UnixMilli(started)
@@ -167,6 +179,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 		t.Outcome = outcome.String
 		t.ModelTime = time.Duration(modelMS) * time.Millisecond
 		t.WorkerPeak = peakKB << 10
+		t.WorkerCPU = time.Duration(cpuMS) * time.Millisecond
 		turns = append(turns, t)
 	}
 	if err := rows.Err(); err != nil {

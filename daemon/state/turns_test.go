@@ -36,7 +36,8 @@ func TestTurnLifecycle(t *testing.T) {
 		t.Errorf("running turn = %+v", running)
 	}
 
-	end := TurnEnd{ID: "t1", Ended: start.Add(3500 * time.Millisecond), Outcome: "ok", Error: "", ModelTime: 2100 * time.Millisecond}
+	end := TurnEnd{ID: "t1", Ended: start.Add(3500 * time.Millisecond), Outcome: "ok", Error: "", ModelTime: 2100 * time.Millisecond,
+		WorkerPeak: 9 << 20, WorkerCPU: 340 * time.Millisecond, WorkerExit: "success"}
 	if err := s.FinishTurn(ctx, end); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,8 @@ func TestTurnLifecycle(t *testing.T) {
 	}
 	turns, _ = s.RecentTurns(ctx, 5)
 	got := turns[0]
-	if got.Outcome != "ok" || got.Error != "" || !got.Ended.Equal(end.Ended) || got.Total != 3500*time.Millisecond || got.ModelTime != 2100*time.Millisecond {
+	if got.Outcome != "ok" || got.Error != "" || !got.Ended.Equal(end.Ended) || got.Total != 3500*time.Millisecond || got.ModelTime != 2100*time.Millisecond ||
+		got.WorkerPeak != 9<<20 || got.WorkerCPU != 340*time.Millisecond || got.WorkerExit != "success" {
 		t.Errorf("finished turn = %+v, want the first finish kept", got)
 	}
 }
