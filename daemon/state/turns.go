@@ -163,10 +163,10 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	var turns []TurnRecord
 	for rows.Next() {
 		var (
-			t                                 TurnRecord
+			t                                        TurnRecord
 			started, modelMS, totalMS, peakKB, cpuMS int64
-			ended                             sql.NullInt64
-			outcome                           sql.NullString
+			ended                                    sql.NullInt64
+			outcome                                  sql.NullString
 		)
 		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB, &cpuMS, &t.WorkerExit); err != nil {
 			return nil, fmt.Errorf("read recent turns: %w", err)
