@@ -192,10 +192,9 @@ func workerArgv(cfg config.Config) ([]string, error) {
 	return []string{self, "worker"}, nil
 }
 
-// runCore runs core until ctx is done; ready is called once the bus is
-// up. Workers' logs go to logOut. With useSystemd, workers run in
-// transient units where systemd can be asked.
-func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer, useSystemd bool, notify *sdnotify.Notifier, ready func()) error {
+// runCore runs core until ctx is done, starting workers with launcher;
+// ready is called once the bus is up.
+func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, ready func()) error {
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -205,8 +204,6 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io
 	if err != nil {
 		return err
 	}
-	launcher, closeLauncher := chooseLauncher(ctx, useSystemd, log, logOut)
-	defer closeLauncher()
 	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify})
 	if err != nil {
 		return err
@@ -217,12 +214,9 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io
 // chooseLauncher asks systemd for a transient unit per turn where it may
 // and core can reach it, and starts workers as child processes otherwise.
 // The returned function releases the launcher's connection.
-func chooseLauncher(ctx context.Context, useSystemd bool, log *slog.Logger, logOut io.Writer) (launch.Launcher, func()) {
+func chooseLauncher(ctx context.Context, log *slog.Logger, logOut io.Writer) (launch.Launcher, func()) {
 	child := launch.Child{Output: logOut}
-	switch {
-	case !useSystemd:
-		return child, func() {}
-	case os.Geteuid() != 0:
+	if os.Geteuid() != 0 {
 		log.Info("workers run as child processes", "why", "only root may ask systemd for units")
 		return child, func() {}
 	}
@@ -261,7 +255,10 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return runCore(ctx, cfg, newLogger("core", env.stderr), env.stderr, true, sdnotify.New(), nil)
+	log := newLogger("core", env.stderr)
+	launcher, closeLauncher := chooseLauncher(ctx, log, env.stderr)
+	defer closeLauncher()
+	return runCore(ctx, cfg, log, launcher, sdnotify.New(), nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {

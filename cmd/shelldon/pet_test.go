@@ -18,6 +18,7 @@ import (
 	"shelldon/bus"
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/launch"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
@@ -45,6 +46,7 @@ type pet struct {
 	model  *demomodel.Server
 	cancel context.CancelFunc
 
+	launcher   launch.Launcher
 	coreCancel context.CancelFunc
 	coreDone   chan error
 
@@ -101,9 +103,15 @@ func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config 
 
 func newPet(t testing.TB, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
+	return newPetLaunchedBy(t, launch.Child{Output: testOutput()}, model, opts...)
+}
+
+// newPetLaunchedBy is newPet with core starting workers through launcher.
+func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
-	p := &pet{t: t, model: model, replies: make(chan contracts.Outbound, 256)}
+	p := &pet{t: t, model: model, launcher: launcher, replies: make(chan contracts.Outbound, 256)}
 	p.cfg = testConfig(t, srv.URL+"/v1", opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -160,7 +168,7 @@ func (p *pet) startCore() {
 	p.coreDone = make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), testOutput(), false, nil, func() { close(ready) })
+		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), p.launcher, nil, func() { close(ready) })
 	}()
 	select {
 	case <-ready:

@@ -15,6 +15,7 @@ import (
 	"shelldon/broker"
 	"shelldon/config"
 	"shelldon/daemon/chat"
+	"shelldon/daemon/launch"
 )
 
 // demoModelBinary is the scripted model server `up` starts when no
@@ -73,7 +74,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	ready := make(chan struct{})
 	coreDone := make(chan error, 1)
 	go func() {
-		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), logOut, false, nil, func() { close(ready) })
+		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), launch.Child{Output: logOut}, nil, func() { close(ready) })
 	}()
 	select {
 	case <-ready:

@@ -202,7 +202,7 @@ func TestSystemdAgainstRealSystemd(t *testing.T) {
 	})
 
 	t.Run("oom", func(t *testing.T) {
-		h := start(t, "oom", time.Minute, Limits{Memory: 32 << 20}, "read _ < /run/shelldon-test/go; head -c 400000000 /dev/zero | tail -n 1 >/dev/null")
+		h := start(t, "oom", time.Minute, Limits{Memory: 32 << 20}, "read _ < '"+host.Dir+"/go'; head -c 400000000 /dev/zero | tail -n 1 >/dev/null")
 		current, err := s.conn.GetUnitTypePropertyContext(ctx, UnitName("oom"), "Service", "MemoryCurrent")
 		if err != nil {
 			h.Kill()

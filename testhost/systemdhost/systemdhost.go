@@ -29,15 +29,10 @@ import (
 // cache, and the two recipes would take turns deleting each other.
 const CacheDir = "/var/lib/shelldon/testhost-images"
 
-// Paths inside the container.
-const (
-	// SharedDir is bound to [Host.Dir].
-	SharedDir = "/run/shelldon-test"
-	// BinDir is bound, read-only, to the directory of the running test
-	// binary, so units can run it or programs built beside it. The host's
-	// glibc and the image's are both Debian bookworm's.
-	BinDir = "/run/shelldon-bin"
-)
+// sharedRoot holds each container's shared directory on the host. It is
+// under /run, not /tmp: a unit with PrivateTmp= would not see a
+// directory under the container's /tmp.
+const sharedRoot = "/run/shelldon-test"
 
 // sigPoweroff is SIGRTMIN+4, on which systemd powers off. systemd counts
 // from glibc's SIGRTMIN, 34 (glibc keeps the kernel's first two for
@@ -59,7 +54,10 @@ type Host struct {
 	Leader int
 	// BusAddress is the container's system bus, reachable from the host.
 	BusAddress string
-	// Dir is the host side of [SharedDir].
+	// Dir is a directory bound into the container at the same path, so a
+	// path under it means the same file on both sides: a bus socket, a
+	// state directory, a copy of the test binary (the host's glibc and
+	// the image's are both Debian bookworm's).
 	Dir string
 	// BootTime is how long it took from starting systemd-nspawn to a
 	// settled system state.
@@ -107,21 +105,18 @@ func buildImage() (image.Image, error) {
 }
 
 func boot(t testing.TB, nspawn, root string) (*Host, error) {
-	bin, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("find the test binary: %w", err)
-	}
-	dir := testhost.ShortDir(t)
-	busDir, shared := filepath.Join(dir, "dbus"), filepath.Join(dir, "shared")
-	for _, d := range []string{busDir, shared} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, fmt.Errorf("shared directory: %w", err)
-		}
-	}
 	bootMu.Lock()
 	bootCount++
 	name := fmt.Sprintf("shelldon-test-%d-%d", os.Getpid(), bootCount)
 	bootMu.Unlock()
+	busDir := filepath.Join(testhost.ShortDir(t), "dbus")
+	shared := filepath.Join(sharedRoot, name)
+	for _, d := range []string{busDir, shared} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("shared directory: %w", err)
+		}
+	}
+	t.Cleanup(func() { os.RemoveAll(shared) })
 
 	var log bytes.Buffer
 	// The bus socket is made by the container's dbus-daemon in
@@ -130,8 +125,7 @@ func boot(t testing.TB, nspawn, root string) (*Host, error) {
 		"--machine="+name, "--register=no", "--keep-unit",
 		"--volatile=overlay", "--console=pipe", "--private-network",
 		"--bind="+busDir+":/run/dbus",
-		"--bind="+shared+":"+SharedDir,
-		"--bind-ro="+filepath.Dir(bin)+":"+BinDir)
+		"--bind="+shared)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()

@@ -1,0 +1,92 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	godbus "github.com/godbus/dbus/v5"
+
+	"shelldon/config"
+	"shelldon/daemon/launch"
+	"shelldon/demomodel"
+	"shelldon/testhost/systemdhost"
+)
+
+// TestTurnInASystemdUnit runs a whole turn the way a board does: core
+// asks a real systemd (booted in a container) for a shelldon-turn@ unit,
+// the worker runs in it and joins core's bus, and the worker's log lands
+// in that systemd's journal under the turn's id.
+func TestTurnInASystemdUnit(t *testing.T) {
+	host := systemdhost.Boot(t)
+	ctx := context.Background()
+	// The worker is this test binary, copied to where both sides see it
+	// at the same path (a unit's /tmp is its own).
+	bin := filepath.Join(host.Dir, "shelldon.test")
+	copyFile(t, os.Args[0], bin)
+	sd, err := launch.NewSystemd(ctx, func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, launch.SystemdOptions{})
+	if err != nil {
+		t.Fatalf("NewSystemd: %v", err)
+	}
+	defer sd.Close()
+
+	state := filepath.Join(host.Dir, "state")
+	p := newPetLaunchedBy(t, sd, demomodel.New(demomodel.Step{Text: "hello from a unit"}), func(c *config.Config) {
+		c.StateDir = state
+		c.Socket = filepath.Join(state, "bus.sock")
+		c.Turn.WorkerCommand = []string{bin, "worker"}
+	})
+	p.say("hi")
+	if r := p.reply(30 * time.Second); r.Text != "hello from a unit" || r.Degraded {
+		t.Fatalf("reply = %+v, want the model's answer through a worker in a unit", r)
+	}
+	turn := p.waitTurns(1)[0]
+	if turn.Outcome != "ok" || turn.WorkerExit != launch.ResultSuccess {
+		t.Errorf("turn = %+v, want ok, with the unit's result success", turn)
+	}
+
+	// The unit is collected once it succeeded; its story stays in the
+	// journal, found by the turn's id.
+	unit := launch.UnitName(turn.ID)
+	var journal string
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		out, _ := host.Exec(ctx, "journalctl", "--no-pager", "-o", "export", "SHELLDON_TURN="+turn.ID)
+		journal = string(out)
+		if strings.Contains(journal, "SYSLOG_IDENTIFIER=shelldon-worker") {
+			break
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
+	for _, want := range []string{"SYSLOG_IDENTIFIER=shelldon-worker", "_SYSTEMD_UNIT=" + unit, "SHELLDON_TURN=" + turn.ID} {
+		if !strings.Contains(journal, want) {
+			t.Errorf("journal entries for the turn lack %q:\n%s", want, journal)
+		}
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	src, err := os.Open(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		t.Fatal(err)
+	}
+	if err := dst.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
