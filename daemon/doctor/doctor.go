@@ -13,7 +13,10 @@ import (
 	"strings"
 	"time"
 
+	godbus "github.com/godbus/dbus/v5"
+
 	"shelldon/config"
+	"shelldon/daemon/launch"
 	"shelldon/sandbox/image"
 )
 
@@ -42,6 +45,9 @@ type Host struct {
 	Root     string
 	LookPath func(string) (string, error)
 	HTTP     *http.Client
+	// SystemdBus dials the bus on which core asks systemd for turn
+	// units; nil means the system bus.
+	SystemdBus func() (*godbus.Conn, error)
 }
 
 // System is the running machine.
@@ -54,7 +60,7 @@ func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
 // Run runs every check against cfg.
 func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 	return []Check{
-		h.systemd(),
+		h.systemd(ctx),
 		h.nspawn(),
 		h.sandboxImage(),
 		h.memoryCgroup(),
@@ -65,10 +71,27 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 	}
 }
 
-func (h Host) systemd() Check {
+// systemd says which launcher core will use: a transient unit per turn
+// where systemd is PID 1 and answers core over D-Bus, child processes
+// under rlimits otherwise.
+func (h Host) systemd(ctx context.Context) Check {
 	c := Check{Name: "systemd"}
 	if _, err := os.Stat(h.path("/run/systemd/system")); err == nil {
-		c.Status, c.Detail = OK, "systemd is PID 1"
+		if os.Geteuid() != 0 {
+			c.Status, c.Detail = Warn, "systemd is PID 1, but only root may ask it for turn units: turns run as child processes under rlimits"
+			c.Fix = "run core as root (units/shelldon.service does)"
+			return c
+		}
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		sd, err := launch.NewSystemd(ctx, h.SystemdBus, launch.SystemdOptions{})
+		if err != nil {
+			c.Status, c.Detail = Warn, fmt.Sprintf("systemd is PID 1 but cannot be asked for turn units (%v): turns run as child processes under rlimits", err)
+			c.Fix = "check that dbus is running (systemctl status dbus)"
+			return c
+		}
+		sd.Close()
+		c.Status, c.Detail = OK, "systemd is PID 1: each turn runs in a shelldon-turn@ unit"
 		return c
 	}
 	c.Status, c.Detail = Warn, "systemd is not running as PID 1: turns run as plain child processes under rlimits"

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	godbus "github.com/godbus/dbus/v5"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +20,7 @@ import (
 	"shelldon/config"
 	"shelldon/sandbox/image"
 	"shelldon/testhost"
+	"shelldon/testhost/systemdhost"
 )
 
 // fakeRoot builds a host root holding the given files (a path ending in
@@ -85,19 +88,38 @@ func wantStatus(t *testing.T, c Check, want Status) {
 }
 
 func TestSystemd(t *testing.T) {
+	unreachable := func() (*godbus.Conn, error) { return nil, errors.New("no bus here") }
 	tests := []struct {
 		name  string
 		files map[string]string
+		bus   func() (*godbus.Conn, error)
 		want  Status
+		says  string
 	}{
-		{"systemd is PID 1", map[string]string{"run/systemd/system/": ""}, OK},
-		{"no systemd", map[string]string{"run/": ""}, Warn},
+		{"systemd is PID 1 but its bus is unreachable", map[string]string{"run/systemd/system/": ""}, unreachable, Warn, "no bus here"},
+		{"no systemd", map[string]string{"run/": ""}, unreachable, Warn, "child processes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantStatus(t, testHost(t, tt.files).systemd(), tt.want)
+			h := testHost(t, tt.files)
+			h.SystemdBus = tt.bus
+			c := h.systemd(context.Background())
+			wantStatus(t, c, tt.want)
+			if !strings.Contains(c.Detail, tt.says) {
+				t.Errorf("systemd check detail = %q, want %q in it", c.Detail, tt.says)
+			}
 		})
 	}
+	t.Run("a real systemd answers", func(t *testing.T) {
+		sys := systemdhost.Boot(t)
+		h := testHost(t, map[string]string{"run/systemd/system/": ""})
+		h.SystemdBus = func() (*godbus.Conn, error) { return systemdhost.Dial(sys.BusAddress) }
+		c := h.systemd(context.Background())
+		wantStatus(t, c, OK)
+		if !strings.Contains(c.Detail, "shelldon-turn@") {
+			t.Errorf("systemd check detail = %q, want it to name the turn units", c.Detail)
+		}
+	})
 }
 
 func TestNspawn(t *testing.T) {
@@ -371,6 +393,8 @@ func TestRunOnAHealthyHost(t *testing.T) {
 		"dev/spidev0.0":                    "",
 		imagePath:                          marker,
 	}, "systemd-nspawn")
+	sys := systemdhost.Boot(t)
+	host.SystemdBus = func() (*godbus.Conn, error) { return systemdhost.Dial(sys.BusAddress) }
 	dir := testhost.ShortDir(t)
 	cfg := config.Default()
 	cfg.StateDir = filepath.Join(dir, "state")
