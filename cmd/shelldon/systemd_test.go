@@ -35,12 +35,19 @@ func TestTurnInASystemdUnit(t *testing.T) {
 	defer sd.Close()
 
 	state := filepath.Join(host.Dir, "state")
-	p := newPetLaunchedBy(t, sd, demomodel.New(demomodel.Step{Text: "hello from a unit"}), func(c *config.Config) {
+	model := demomodel.New(demomodel.Step{Text: "hello from a unit", Delay: 500 * time.Millisecond})
+	p := newPetLaunchedBy(t, sd, model, func(c *config.Config) {
 		c.StateDir = state
 		c.Socket = filepath.Join(state, "bus.sock")
 		c.Turn.WorkerCommand = []string{bin, "worker"}
 	})
-	p.say("hi")
+	p.say("hi there, pet")
+	// While the model thinks, the owner can see the turn as a unit.
+	p.waitRequests(1)
+	status, err := host.Exec(ctx, "systemctl", "status", "--no-pager", "shelldon-turn@*")
+	if !strings.Contains(string(status), "shelldon turn: hi there, pet") || !strings.Contains(string(status), "shelldon-turns.slice") {
+		t.Errorf("systemctl status 'shelldon-turn@*' during the turn = %v\n%s\nwant the turn's unit, described by its first words, in shelldon-turns.slice", err, status)
+	}
 	if r := p.reply(30 * time.Second); r.Text != "hello from a unit" || r.Degraded {
 		t.Fatalf("reply = %+v, want the model's answer through a worker in a unit", r)
 	}
