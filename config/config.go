@@ -48,12 +48,15 @@ type Turn struct {
 	WorkerCommand []string `toml:"worker_command"`
 }
 
-// Worker limits a worker that runs as a plain child process (where there is
-// no systemd to put it in a cgroup).
+// Worker limits a turn's worker: as rlimits where it runs as a plain
+// child process, and also as its unit's cgroup limits under systemd.
 type Worker struct {
-	MemoryLimit Size `toml:"memory_limit"` // RLIMIT_DATA
+	MemoryLimit Size `toml:"memory_limit"` // RLIMIT_DATA; the unit's MemoryMax
 	CPUSeconds  int  `toml:"cpu_seconds"`  // RLIMIT_CPU; at least timeouts.reap
 	OpenFiles   int  `toml:"open_files"`   // RLIMIT_NOFILE
+	// User runs the worker's unit under systemd; empty runs it as root.
+	// A user that does not exist is logged and the unit runs as root.
+	User string `toml:"user"`
 }
 
 // Bus tunes core's Unix-socket bus.
@@ -99,6 +102,7 @@ func Default() Config {
 			MemoryLimit: 256 << 20,
 			CPUSeconds:  30,
 			OpenFiles:   64,
+			User:        "shelldon-worker",
 		},
 		Bus: Bus{
 			QueueLength: 256,

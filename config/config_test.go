@@ -133,7 +133,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_STATE_DIR", "SHELLDON_SOCKET",
 		"SHELLDON_TIMEOUTS_WORKER", "SHELLDON_TIMEOUTS_REAP", "SHELLDON_TIMEOUTS_TURN",
 		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL",
-		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES",
+		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES", "SHELLDON_WORKER_USER",
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 	}
 	var got []string
@@ -259,6 +259,7 @@ func TestRangeErrors(t *testing.T) {
 		{"cpu below reap", "[worker]\ncpu_seconds = 27\n", []string{"worker.cpu_seconds: 27 is less than timeouts.reap (28s); use at least 28"}},
 		{"cpu below fractional reap", "[timeouts]\nreap = \"28500ms\"\n[worker]\ncpu_seconds = 28\n", []string{"use at least 29"}},
 		{"too few files", "[worker]\nopen_files = 8\n", []string{"worker.open_files: 8 is out of range; use 16 to 4096 (default 64)"}},
+		{"worker user with a shell in it", "[worker]\nuser = \"root; rm -rf /\"\n", []string{`worker.user: "root; rm -rf /" is not a user name`}},
 		{"negative uid", "[bus]\nallowed_uids = [1000, -1]\n", []string{"bus.allowed_uids: element 1, -1, is not a user id"}},
 		{"queue too short", "[bus]\nqueue_length = 4\n", []string{"bus.queue_length: 4 is out of range; use 8 to 65536 (default 256)"}},
 		{"frame too big", "[bus]\nmax_frame = \"1GiB\"\n", []string{"bus.max_frame: 1GiB is out of range; use 64KiB to 64MiB (default 4MiB)"}},

@@ -46,6 +46,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *int { return &c.Worker.CPUSeconds }, parseInt)},
 	{key: "worker.open_files", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Worker.OpenFiles }, parseInt)},
+	{key: "worker.user", hint: `a string, like "shelldon-worker"`,
+		set: textSetter(func(c *Config) *string { return &c.Worker.User }, parseString)},
 
 	{key: "bus", hint: "a table: the section [bus]"},
 	{key: "bus.allowed_uids", hint: "an array of whole numbers, like [1001, 1002]"},

@@ -15,6 +15,10 @@ import (
 const maxSocketPath = 107
 
 // Limits that are not simply "the default is sensible".
+// userName is what systemd accepts in User= for a name: the portable
+// subset, as useradd makes them.
+var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+
 const (
 	maxHistoryMessages       = 200
 	maxReactionDwell         = time.Hour
@@ -89,6 +93,10 @@ func (c Config) validate(o origins) error {
 			fmt.Sprintf("use at least %d so the CPU limit never kills a worker before reap does", minCPU), "timeouts.reap")
 	}
 	inRange(add, "worker.open_files", c.Worker.OpenFiles, minOpenFiles, maxOpenFiles, def.Worker.OpenFiles)
+	if u := c.Worker.User; u != "" && !userName.MatchString(u) {
+		add("worker.user", fmt.Sprintf("%q is not a user name", u),
+			`use a system user's name, like "shelldon-worker", or "" for root`)
+	}
 
 	for i, uid := range c.Bus.AllowedUIDs {
 		if uid < 0 || int64(uid) > maxUID {

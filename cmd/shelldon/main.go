@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"os/user"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -214,18 +215,32 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 // chooseLauncher asks systemd for a transient unit per turn where it may
 // and core can reach it, and starts workers as child processes otherwise.
 // The returned function releases the launcher's connection.
-func chooseLauncher(ctx context.Context, log *slog.Logger, logOut io.Writer) (launch.Launcher, func()) {
+func chooseLauncher(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer) (launch.Launcher, func()) {
 	child := launch.Child{Output: logOut}
 	if os.Geteuid() != 0 {
 		log.Info("workers run as child processes", "why", "only root may ask systemd for units")
 		return child, func() {}
 	}
-	sd, err := launch.NewSystemd(ctx, nil, launch.SystemdOptions{})
+	sd, err := launch.NewSystemd(ctx, nil, launch.SystemdOptions{User: workerUser(cfg.Worker.User, log)})
 	if err != nil {
 		log.Info("workers run as child processes", "why", err)
 		return child, func() {}
 	}
 	return sd, sd.Close
+}
+
+// workerUser is the configured worker user if the system has it; a unit
+// with a User= that does not exist would fail every turn, so without it
+// workers run as root and the log says why.
+func workerUser(name string, log *slog.Logger) string {
+	if name == "" {
+		return ""
+	}
+	if _, err := user.Lookup(name); err != nil {
+		log.Warn("worker units run as root", "why", err, "fix", "create the user (units/shelldon.sysusers), or set worker.user")
+		return ""
+	}
+	return name
 }
 
 func newChain(cfg config.Config) (*broker.Chain, error) {
@@ -256,7 +271,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	log := newLogger("core", env.stderr)
-	launcher, closeLauncher := chooseLauncher(ctx, log, env.stderr)
+	launcher, closeLauncher := chooseLauncher(ctx, cfg, log, env.stderr)
 	defer closeLauncher()
 	return runCore(ctx, cfg, log, launcher, sdnotify.New(), nil)
 }

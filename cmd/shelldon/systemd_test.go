@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -95,5 +96,18 @@ func copyFile(t *testing.T, from, to string) {
 	}
 	if err := dst.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestWorkerUser(t *testing.T) {
+	var logged strings.Builder
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+	for name, want := range map[string]string{"": "", "root": "root", "no-such-user-7d3f": ""} {
+		if got := workerUser(name, log); got != want {
+			t.Errorf("workerUser(%q) = %q, want %q", name, got, want)
+		}
+	}
+	if !strings.Contains(logged.String(), "no-such-user-7d3f") {
+		t.Errorf("a missing worker user was not logged: %q", logged.String())
 	}
 }
