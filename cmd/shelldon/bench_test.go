@@ -14,6 +14,7 @@ import (
 
 	"shelldon/config"
 	"shelldon/demomodel"
+	"shelldon/testhost/systemdhost"
 )
 
 // BenchmarkTurn measures a whole turn with an instant model: the owner's
@@ -23,7 +24,22 @@ import (
 func BenchmarkTurn(b *testing.B) {
 	model := demomodel.New()
 	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
-	p := newPet(b, model, useBuiltBinary(b))
+	measureTurns(b, newPet(b, model, useBuiltBinary(b)))
+}
+
+// BenchmarkTurnInSystemdUnit is BenchmarkTurn with each worker in a
+// shelldon-turn@ unit of a real systemd (booted in a container): the
+// difference is what asking systemd costs a turn.
+func BenchmarkTurnInSystemdUnit(b *testing.B) {
+	host := systemdhost.Boot(b)
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
+	measureTurns(b, newPetInUnits(b, host, model, builtBinary(b)))
+}
+
+// measureTurns sends b.N messages one turn at a time and reports the
+// median and 99th percentile from message to reply.
+func measureTurns(b *testing.B, p *pet) {
 	latencies := make([]time.Duration, 0, b.N)
 	b.ResetTimer()
 	for i := range b.N {
@@ -37,7 +53,6 @@ func BenchmarkTurn(b *testing.B) {
 	slices.Sort(latencies)
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "median-ms")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
-
 }
 
 // BenchmarkFootprint runs 100 turns against `shelldon daemon` and

@@ -69,6 +69,11 @@ func fastTimeouts(w, r, t time.Duration) petOption {
 // for a failing test (or with -v): a flaky failure in CI then carries
 // core's account of what happened.
 func testLogger(t testing.TB) *slog.Logger {
+	if _, bench := t.(*testing.B); bench && !testing.Verbose() {
+		// A benchmark's output is always printed; its figures are what
+		// matter there.
+		return slog.New(slog.DiscardHandler)
+	}
 	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 

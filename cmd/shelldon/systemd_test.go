@@ -25,23 +25,8 @@ import (
 func TestTurnInASystemdUnit(t *testing.T) {
 	host := systemdhost.Boot(t)
 	ctx := context.Background()
-	// The worker is this test binary, copied to where both sides see it
-	// at the same path (a unit's /tmp is its own).
-	bin := filepath.Join(host.Dir, "shelldon.test")
-	copyFile(t, os.Args[0], bin)
-	sd, err := launch.NewSystemd(ctx, func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, launch.SystemdOptions{})
-	if err != nil {
-		t.Fatalf("NewSystemd: %v", err)
-	}
-	defer sd.Close()
-
-	state := filepath.Join(host.Dir, "state")
 	model := demomodel.New(demomodel.Step{Text: "hello from a unit", Delay: 500 * time.Millisecond})
-	p := newPetLaunchedBy(t, sd, model, func(c *config.Config) {
-		c.StateDir = state
-		c.Socket = filepath.Join(state, "bus.sock")
-		c.Turn.WorkerCommand = []string{bin, "worker"}
-	})
+	p := newPetInUnits(t, host, model, os.Args[0])
 	p.say("hi there, pet")
 	// While the model thinks, the owner can see the turn as a unit.
 	p.waitRequests(1)
@@ -80,7 +65,27 @@ func TestTurnInASystemdUnit(t *testing.T) {
 	}
 }
 
-func copyFile(t *testing.T, from, to string) {
+// newPetInUnits is a pet whose core asks host's systemd for a unit per
+// turn, running workerBin (copied to where both sides see it at the same
+// path: a unit's /tmp is its own) as the worker.
+func newPetInUnits(t testing.TB, host *systemdhost.Host, model *demomodel.Server, workerBin string) *pet {
+	t.Helper()
+	bin := filepath.Join(host.Dir, "shelldon-worker")
+	copyFile(t, workerBin, bin)
+	sd, err := launch.NewSystemd(context.Background(), func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, launch.SystemdOptions{})
+	if err != nil {
+		t.Fatalf("NewSystemd: %v", err)
+	}
+	t.Cleanup(sd.Close)
+	state := filepath.Join(host.Dir, "state")
+	return newPetLaunchedBy(t, sd, model, func(c *config.Config) {
+		c.StateDir = state
+		c.Socket = filepath.Join(state, "bus.sock")
+		c.Turn.WorkerCommand = []string{bin, "worker"}
+	})
+}
+
+func copyFile(t testing.TB, from, to string) {
 	t.Helper()
 	src, err := os.Open(from)
 	if err != nil {

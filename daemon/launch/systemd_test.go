@@ -58,6 +58,17 @@ func TestSystemdRefusesBadSpecs(t *testing.T) {
 	}
 }
 
+func TestValidInstance(t *testing.T) {
+	for id, want := range map[string]bool{
+		"f78f9a2ff06ce18c": true, "a.b_c:d-e": true, strings.Repeat("x", 200): true,
+		"": false, strings.Repeat("x", 201): false, "a b": false, "../x": false, "a\\x2d": false, "é": false, "a@b": false,
+	} {
+		if got := validInstance(id); got != want {
+			t.Errorf("validInstance(%q) = %v, want %v", id, got, want)
+		}
+	}
+}
+
 func TestNewSystemdWithoutSystemd(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct {
