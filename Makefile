@@ -54,6 +54,7 @@ image: build
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
+	$(GO) test -run '^$$' -bench '^BenchmarkTurnInSystemdUnit$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 -skip 'BenchmarkTurn|BenchmarkFootprint' -timeout 30m ./...
 	@GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/bench-shelldon-linux-arm64 ./cmd/shelldon
 	@echo "stripped linux/arm64 binary: $$(stat -c %s $(DIST)/bench-shelldon-linux-arm64) bytes"
