@@ -12,10 +12,12 @@
 // [ChangeSet] that the caller shows the owner and then applies or
 // discards; or scratch, an overlay thrown away after the run.
 //
-// Limits (memory, CPU, tasks) hold through a transient systemd unit where
-// systemd is PID 1, and through a control group of the run's own
-// elsewhere (package [shelldon/sandbox/cgroup]); the wall time and the
-// output cap are the sandbox's own. [Result.Enforced] says which held.
+// Limits (memory, CPU, tasks, wall time) hold through a transient unit
+// shelldon-run@<id>.service where core passes its systemd client
+// ([Config.Units]), and through a control group of the run's own
+// elsewhere (package [shelldon/sandbox/cgroup]), with the wall time kept
+// by the sandbox; the output cap is always the sandbox's own.
+// [Result.Enforced] says which held.
 // When the run ends — normally, by timeout, or by cancellation — every
 // process it started is gone.
 //

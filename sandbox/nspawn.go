@@ -2,8 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 )
 
 // baseEnv is the environment every command starts with. Bytecode and
@@ -59,28 +57,4 @@ func nspawnArgs(image string, spec Spec, view workspaceView) []string {
 	}
 	args = append(args, "--as-pid2", "--")
 	return append(args, spec.Argv...)
-}
-
-// unitName is the transient unit a run gets where systemd is PID 1.
-func unitName(id string) string { return "shelldon-run@" + id + ".service" }
-
-// unitArgs is the systemd-run command line that starts nspawn in a
-// transient unit holding the run's limits, waits for it, and passes its
-// output and exit status through.
-func unitArgs(id string, lim Limits, nspawn string, nspawnArgs []string) []string {
-	args := []string{
-		"--unit=" + unitName(id),
-		"--description=shelldon sandboxed command",
-		"--quiet", "--wait", "--pipe", "--collect",
-		"--slice=shelldon-turns.slice",
-		"--property=MemoryMax=" + strconv.FormatInt(lim.Memory, 10),
-		"--property=MemorySwapMax=0",
-		"--property=TasksMax=" + strconv.Itoa(lim.Tasks),
-		"--property=CPUQuota=" + strconv.Itoa(int(math.Ceil(lim.CPU*100))) + "%",
-		"--property=RuntimeMaxSec=" + strconv.FormatFloat(lim.Wall.Seconds(), 'f', 3, 64),
-		"--property=KillMode=control-group",
-		"--",
-		nspawn,
-	}
-	return append(args, nspawnArgs...)
 }

@@ -109,15 +109,3 @@ func TestNspawnArgs(t *testing.T) {
 		})
 	}
 }
-
-func TestUnitArgs(t *testing.T) {
-	lim := DefaultLimits
-	lim.CPU = 0.5
-	args := unitArgs("abc", lim, "/usr/bin/systemd-nspawn", []string{"--quiet", "--", "true"})
-	joined := strings.Join(args, " ")
-	for _, want := range []string{"--unit=shelldon-run@abc.service", "--property=MemoryMax=268435456", "--property=CPUQuota=50%", "--property=TasksMax=64", "--property=RuntimeMaxSec=30.000", "--property=MemorySwapMax=0", "-- /usr/bin/systemd-nspawn --quiet -- true"} {
-		if !strings.Contains(joined, want) {
-			t.Errorf("unitArgs = %q, want %q in it", joined, want)
-		}
-	}
-}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -48,15 +49,50 @@ type Config struct {
 	RunDir string
 	// Log receives one line per run; nil discards.
 	Log *slog.Logger
+	// Units, where systemd is PID 1, runs each container in a transient
+	// unit that holds its limits (core passes its systemd client). Nil
+	// puts each run in a control group of the sandbox's own.
+	Units Units
+}
+
+// Units runs one command in a transient systemd unit.
+type Units interface {
+	// RunUnit starts run's unit, waits for its end (killing it when ctx
+	// ends first), and says how it ended. An error means the unit could
+	// not be started or followed.
+	RunUnit(ctx context.Context, run UnitRun) (UnitExit, error)
+}
+
+// UnitRun is one command for [Units].
+type UnitRun struct {
+	Name string // shelldon-run@<id>.service
+	Argv []string
+	// Limits become the unit's MemoryMax (with no swap), CPUQuota,
+	// TasksMax and RuntimeMaxSec.
+	Limits Limits
+	// Output receives the command's stdout and stderr; its stdin is
+	// /dev/null.
+	Output *os.File
+}
+
+// UnitExit is how a unit ended, in systemd's words.
+type UnitExit struct {
+	// Result is the unit's Result: success, exit-code, signal, timeout,
+	// oom-kill.
+	Result string
+	// Code is the exit status, or the signal.
+	Code int
+	// MemoryPeak is the unit's peak memory, where systemd says.
+	MemoryPeak int64
 }
 
 // Sandbox runs commands in throwaway systemd-nspawn containers.
 type Sandbox struct {
-	image   string
-	runDir  string
-	nspawn  string
-	systemd bool // systemd is PID 1: a run gets a transient unit
-	log     *slog.Logger
+	image  string
+	runDir string
+	nspawn string
+	units  Units // nil: runs go in control groups of their own
+	log    *slog.Logger
 }
 
 // New checks that the host can run sandboxed commands and returns the
@@ -72,7 +108,7 @@ func New(cfg Config) (*Sandbox, error) {
 	if fi, err := os.Stat(filepath.Join(cfg.Image, "usr", "bin", "python3")); cfg.Image == "" || err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: no image at %q", ErrNoImage, cfg.Image)
 	}
-	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, systemd: image.SystemdIsInit(), log: cfg.Log}
+	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, units: cfg.Units, log: cfg.Log}
 	if s.runDir == "" {
 		s.runDir = DefaultRunDir
 	}
@@ -187,27 +223,79 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	return res, nil
 }
 
-// execute starts the container and waits for it within the limits.
+// execute starts the container and waits for it within the limits, in a
+// transient unit where the sandbox has systemd's, in a control group of
+// its own otherwise.
 func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, view workspaceView) (Result, error) {
 	out := newTailBuffer(lim.Output)
 	res := Result{Enforced: []string{"wall", "output"}, UserNamespace: view.owner.uid != 0}
-	argv := nspawnArgs(s.image, spec, view)
-
-	var cmd *exec.Cmd
-	var group *cgroup.Group
-	if s.systemd {
-		cmd = exec.Command("systemd-run", unitArgs(id, lim, s.nspawn, argv)...)
-		res.Enforced = append(res.Enforced, "memory", "tasks", "cpu")
+	argv := append([]string{s.nspawn}, nspawnArgs(s.image, spec, view)...)
+	started := time.Now()
+	var err error
+	if s.units != nil {
+		err = s.executeInUnit(ctx, id, argv, lim, out, &res)
 	} else {
-		cmd = exec.Command(s.nspawn, argv...)
-		g, err := cgroup.New("run-"+id, cgroup.Limits{MemoryMax: lim.Memory, TasksMax: int64(lim.Tasks), CPUQuota: lim.CPU})
-		if err != nil {
-			s.log.Warn("running without memory, task and CPU limits", "run", id, "err", err)
-		} else {
-			group = g
-			defer group.Delete()
-			res.Enforced = append(res.Enforced, group.Enforced()...)
-		}
+		err = s.executeInGroup(ctx, id, argv, lim, out, &res)
+	}
+	if err != nil {
+		return Result{}, err
+	}
+	res.Duration = time.Since(started)
+	res.Output, res.OutputDropped = out.bytes()
+	if res.TimedOut || ctx.Err() != nil {
+		res.ExitCode = -1
+	}
+	if ctx.Err() != nil {
+		return res, ctx.Err()
+	}
+	return res, nil
+}
+
+// executeInUnit runs argv as shelldon-run@<id>.service: systemd holds
+// every limit, the wall time included, and the output comes back through
+// a pipe whose write end systemd is handed.
+func (s *Sandbox) executeInUnit(ctx context.Context, id string, argv []string, lim Limits, out io.Writer, res *Result) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("output pipe: %w", err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		io.Copy(out, r)
+		r.Close()
+	}()
+	exit, err := s.units.RunUnit(ctx, UnitRun{Name: "shelldon-run@" + id + ".service", Argv: argv, Limits: lim, Output: w})
+	w.Close() // with systemd's copy gone too, the copy ends
+	<-copied
+	if err != nil {
+		return fmt.Errorf("sandbox unit: %w", err)
+	}
+	res.Enforced = append(res.Enforced, "memory", "swap", "tasks", "cpu")
+	res.ExitCode, res.MemoryPeak = exit.Code, exit.MemoryPeak
+	switch exit.Result {
+	case "timeout":
+		res.TimedOut = true
+	case "oom-kill":
+		res.OutOfMemory, res.ExitCode = true, -1
+	case "signal":
+		res.ExitCode = -1
+	}
+	return nil
+}
+
+// executeInGroup runs argv directly, in a control group of the run's own
+// that holds the limits the host can enforce, and keeps the wall time
+// itself.
+func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, out io.Writer, res *Result) error {
+	cmd := exec.Command(argv[0], argv[1:]...)
+	group, err := cgroup.New("run-"+id, cgroup.Limits{MemoryMax: lim.Memory, TasksMax: int64(lim.Tasks), CPUQuota: lim.CPU})
+	if err != nil {
+		s.log.Warn("running without memory, task and CPU limits", "run", id, "err", err)
+		group = nil
+	} else {
+		defer group.Delete()
+		res.Enforced = append(res.Enforced, group.Enforced()...)
 	}
 	// nspawn needs nothing from shelldon's environment, which may hold a
 	// provider key in development.
@@ -218,15 +306,13 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 	// wait for it forever.
 	cmd.WaitDelay = 5 * time.Second
 
-	started := time.Now()
-	var err error
 	if group != nil {
 		err = group.Start(cmd)
 	} else {
 		err = cmd.Start()
 	}
 	if err != nil {
-		return Result{}, fmt.Errorf("start systemd-nspawn: %w", err)
+		return fmt.Errorf("start systemd-nspawn: %w", err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -242,7 +328,6 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 	case <-ctx.Done():
 		waitErr = s.stop(cmd, group, id, done)
 	}
-	res.Duration = time.Since(started)
 	if group != nil {
 		// With --as-pid2 the container's end ends all of it; a group
 		// that still holds something is emptied all the same.
@@ -253,24 +338,14 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 			res.MemoryPeak, res.OutOfMemory = st.MemoryPeak, st.OOMKills > 0
 		}
 	}
-	res.Output, res.OutputDropped = out.bytes()
 	res.ExitCode = exitCode(waitErr)
-	if res.TimedOut || ctx.Err() != nil {
-		res.ExitCode = -1
-	}
-	if ctx.Err() != nil {
-		return res, ctx.Err()
-	}
-	return res, nil
+	return nil
 }
 
 // stop ends a run early: the whole control group at once where there is
 // one; otherwise nspawn is asked to kill its container (--kill-signal)
 // and is killed itself if it does not manage.
 func (s *Sandbox) stop(cmd *exec.Cmd, group *cgroup.Group, id string, done <-chan error) error {
-	if s.systemd {
-		_ = exec.Command("systemctl", "kill", "--signal=SIGKILL", unitName(id)).Run()
-	}
 	if group != nil {
 		if err := group.Kill(); err != nil {
 			s.log.Error("killing the run's control group failed", "run", id, "err", err)

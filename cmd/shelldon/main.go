@@ -216,17 +216,21 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 // and core can reach it, and starts workers as child processes otherwise.
 // The returned function releases the launcher's connection.
 func chooseLauncher(ctx context.Context, cfg config.Config, log *slog.Logger, logOut io.Writer) (launch.Launcher, func()) {
-	child := launch.Child{Output: logOut}
-	if os.Geteuid() != 0 {
-		log.Info("workers run as child processes", "why", "only root may ask systemd for units")
-		return child, func() {}
-	}
-	sd, err := launch.NewSystemd(ctx, nil, launch.SystemdOptions{User: workerUser(cfg.Worker.User, log)})
+	sd, err := connectSystemd(ctx, cfg, log)
 	if err != nil {
 		log.Info("workers run as child processes", "why", err)
-		return child, func() {}
+		return launch.Child{Output: logOut}, func() {}
 	}
 	return sd, sd.Close
+}
+
+// connectSystemd is core's systemd client, for turn units and sandbox
+// units alike, or why there is none.
+func connectSystemd(ctx context.Context, cfg config.Config, log *slog.Logger) (*launch.Systemd, error) {
+	if os.Geteuid() != 0 {
+		return nil, errors.New("only root may ask systemd for units")
+	}
+	return launch.NewSystemd(ctx, nil, launch.SystemdOptions{User: workerUser(cfg.Worker.User, log)})
 }
 
 // workerUser is the configured worker user if the system has it; a unit

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -57,7 +58,13 @@ func cmdSandbox(ctx context.Context, env *environment, args []string) error {
 		return sandbox.ErrNoImage
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
-	sb, err := sandbox.New(sandbox.Config{Image: st.Current.Root})
+	sbCfg := sandbox.Config{Image: st.Current.Root}
+	// As core would: in a shelldon-run@ unit where systemd can be asked.
+	if sd, err := connectSystemd(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil {
+		defer sd.Close()
+		sbCfg.Units = sd
+	}
+	sb, err := sandbox.New(sbCfg)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,8 @@ import (
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
+
+	"shelldon/sandbox"
 )
 
 // ErrNoSystemd means there is no systemd to ask for units: no system bus,
@@ -215,25 +217,34 @@ func (s *Systemd) Start(ctx context.Context, spec Spec) (Handle, error) {
 	if !validInstance(spec.Turn) {
 		return nil, fmt.Errorf("start worker for turn %q: not usable in a unit name", spec.Turn)
 	}
-	unit := UnitName(spec.Turn)
+	h, err := s.launch(ctx, UnitName(spec.Turn), s.properties(spec))
+	if err != nil {
+		return nil, fmt.Errorf("start worker for turn %s: %w", spec.Turn, err)
+	}
+	return h, nil
+}
+
+// launch starts a transient unit with props and follows it to its end. A
+// unit of that name left failed by a crash is reset and started again,
+// once.
+func (s *Systemd) launch(ctx context.Context, unit string, props []sddbus.Property) (*systemdHandle, error) {
 	h := &systemdHandle{s: s, unit: unit, done: make(chan Exit, 1), wake: make(chan struct{}, 1)}
 	s.mu.Lock()
 	s.watched[unitPath(unit)] = h.wake
 	s.mu.Unlock()
 	started := time.Now()
-	err := s.startUnit(ctx, unit, s.properties(spec))
+	err := s.startUnit(ctx, unit, props)
 	var dbusErr godbus.Error
 	if errors.As(err, &dbusErr) && dbusErr.Name == "org.freedesktop.systemd1.UnitExists" {
-		// A crash left a failed unit of that name behind.
 		if resetErr := s.conn.ResetFailedUnitContext(ctx, unit); resetErr != nil {
 			err = fmt.Errorf("%w (and reset it: %v)", err, resetErr)
 		} else {
-			err = s.startUnit(ctx, unit, s.properties(spec))
+			err = s.startUnit(ctx, unit, props)
 		}
 	}
 	if err != nil {
 		s.forget(unit)
-		return nil, fmt.Errorf("start worker for turn %s: unit %s: %w", spec.Turn, unit, err)
+		return nil, fmt.Errorf("unit %s: %w", unit, err)
 	}
 	svc, err := s.serviceProperties(ctx, unit)
 	if err != nil {
@@ -243,6 +254,51 @@ func (s *Systemd) Start(ctx context.Context, spec Spec) (Handle, error) {
 	}
 	go h.watch(started)
 	return h, nil
+}
+
+// RunUnit implements [sandbox.Units]: a sandboxed command's container
+// runs as a transient unit beside the turns, its limits as the unit's,
+// its output into run.Output, handed to systemd over the bus.
+func (s *Systemd) RunUnit(ctx context.Context, run sandbox.UnitRun) (sandbox.UnitExit, error) {
+	if len(run.Argv) == 0 || run.Output == nil {
+		return sandbox.UnitExit{}, fmt.Errorf("run unit %s: no command or no output", run.Name)
+	}
+	prop := func(name string, v any) sddbus.Property {
+		return sddbus.Property{Name: name, Value: godbus.MakeVariant(v)}
+	}
+	out := godbus.UnixFD(run.Output.Fd())
+	l := run.Limits
+	props := []sddbus.Property{
+		sddbus.PropDescription("shelldon sandboxed command"),
+		sddbus.PropSlice(TurnSlice),
+		sddbus.PropType("exec"),
+		sddbus.PropExecStart(literalArgv(run.Argv), false),
+		prop("StandardOutputFileDescriptor", out),
+		prop("StandardErrorFileDescriptor", out),
+		prop("RuntimeMaxUSec", usec(l.Wall)),
+		prop("KillMode", "control-group"),
+		prop("KillSignal", int32(syscall.SIGKILL)),
+		prop("AddRef", true),
+		// A command that fails is an answer, not a fault to keep around.
+		prop("CollectMode", "inactive-or-failed"),
+		prop("MemoryAccounting", true),
+		prop("MemoryMax", uint64(l.Memory)),
+		prop("MemorySwapMax", uint64(0)),
+		prop("CPUQuotaPerSecUSec", uint64(l.CPU*float64(time.Second/time.Microsecond))),
+		prop("TasksMax", uint64(l.Tasks)),
+	}
+	h, err := s.launch(ctx, run.Name, props)
+	if err != nil {
+		return sandbox.UnitExit{}, fmt.Errorf("run sandboxed command: %w", err)
+	}
+	var e Exit
+	select {
+	case e = <-h.Done():
+	case <-ctx.Done():
+		h.Kill()
+		e = <-h.Done()
+	}
+	return sandbox.UnitExit{Result: e.Result, Code: e.Code, MemoryPeak: e.MemoryPeak}, nil
 }
 
 // startUnit starts a transient unit and waits for its start job.

@@ -74,9 +74,10 @@ var (
 
 // Boot builds the test-host image (once per process) and boots a fresh
 // container from a throwaway overlay of it; the container is powered off
-// when the test ends. It skips the test when root, systemd-nspawn or
-// mmdebstrap is missing.
-func Boot(t testing.TB) *Host {
+// when the test ends. Each of readOnly, a host directory, is bound into
+// the container read-only at the same path. It skips the test when root,
+// systemd-nspawn or mmdebstrap is missing.
+func Boot(t testing.TB, readOnly ...string) *Host {
 	t.Helper()
 	testhost.Root(t)
 	nspawn := testhost.Tool(t, "systemd-nspawn", "systemd-container")
@@ -86,7 +87,7 @@ func Boot(t testing.TB) *Host {
 	if buildErr != nil {
 		t.Fatalf("build the test-host image: %v", buildErr)
 	}
-	h, err := boot(t, nspawn, built.Root)
+	h, err := boot(t, nspawn, built.Root, readOnly)
 	if err != nil {
 		t.Fatalf("boot the test host: %v", err)
 	}
@@ -104,7 +105,7 @@ func buildImage() (image.Image, error) {
 	return image.Build(ctx, image.BuildOptions{CacheDir: CacheDir, Recipe: recipe})
 }
 
-func boot(t testing.TB, nspawn, root string) (*Host, error) {
+func boot(t testing.TB, nspawn, root string, readOnly []string) (*Host, error) {
 	bootMu.Lock()
 	bootCount++
 	name := fmt.Sprintf("shelldon-test-%d-%d", os.Getpid(), bootCount)
@@ -116,16 +117,32 @@ func boot(t testing.TB, nspawn, root string) (*Host, error) {
 			return nil, fmt.Errorf("shared directory: %w", err)
 		}
 	}
-	t.Cleanup(func() { os.RemoveAll(shared) })
+	// The shared directory is a shared mount, so that what the host mounts
+	// under it later (a sandbox's overlay) shows inside the container too.
+	if err := unix.Mount(shared, shared, "", unix.MS_BIND, ""); err != nil {
+		return nil, fmt.Errorf("shared directory: %w", err)
+	}
+	if err := unix.Mount("", shared, "", unix.MS_SHARED, ""); err != nil {
+		unix.Unmount(shared, unix.MNT_DETACH)
+		return nil, fmt.Errorf("shared directory: %w", err)
+	}
+	t.Cleanup(func() {
+		unix.Unmount(shared, unix.MNT_DETACH)
+		os.RemoveAll(shared)
+	})
 
 	var log bytes.Buffer
 	// The bus socket is made by the container's dbus-daemon in
 	// /run/dbus, which is the host's busDir: the host dials it there.
-	cmd := exec.Command(nspawn, "--quiet", "--boot", "--directory="+root,
-		"--machine="+name, "--register=no", "--keep-unit",
+	args := []string{"--quiet", "--boot", "--directory=" + root,
+		"--machine=" + name, "--register=no", "--keep-unit",
 		"--volatile=overlay", "--console=pipe", "--private-network",
-		"--bind="+busDir+":/run/dbus",
-		"--bind="+shared)
+		"--bind=" + busDir + ":/run/dbus",
+		"--bind=" + shared}
+	for _, dir := range readOnly {
+		args = append(args, "--bind-ro="+dir)
+	}
+	cmd := exec.Command(nspawn, args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
