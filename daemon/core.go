@@ -297,7 +297,7 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 		kind = "catch-up"
 	}
 	log := c.log.With("turn", id)
-	log.Info("turn started", "kind", kind, "chars", len(adm.Text))
+	log.Info("turn started", contracts.AuditEvent, contracts.EventTurnStart, "kind", kind, "chars", len(adm.Text))
 	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", kind, id))
 	name, glyphs := c.glyphs(faces.Thinking)
 	c.face.show(name, glyphs, "…")
@@ -478,6 +478,7 @@ func (c *Core) degrade(t *activeTurn, outcome, reason string) {
 }
 
 func (c *Core) degradeNow(t *activeTurn, outcome, reason string) {
+	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.id, "outcome", outcome, "why", reason)
 	t.fenced = true
 	t.outcome, t.err = outcome, reason
 	c.reply(t, contracts.Outbound{Text: DegradeText, Turn: t.id, Degraded: true})
@@ -515,7 +516,7 @@ func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
 	}); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", t.id, "err", err)
 	}
-	c.log.Info("turn finished", "turn", t.id, "outcome", outcome, "took", end.Sub(t.started).Round(time.Millisecond), "model", t.modelTime.Round(time.Millisecond))
+	c.log.Info("turn finished", contracts.AuditEvent, contracts.EventTurnEnd, "turn", t.id, "outcome", outcome, "took", end.Sub(t.started).Round(time.Millisecond), "model", t.modelTime.Round(time.Millisecond))
 	c.opts.Notify.Status(fmt.Sprintf("waiting for a message (turn %s: %s)", t.id, outcome))
 }
 

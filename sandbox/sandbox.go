@@ -11,9 +11,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"shelldon/contracts"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
@@ -205,7 +209,8 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
-	s.log.Info("sandboxed command", "run", id, "view", spec.View.String(), "argv0", spec.Argv[0],
+	s.log.Info("sandboxed command", contracts.AuditEvent, contracts.EventSandboxRun, "turn", spec.Turn, "run", id,
+		"view", spec.View.String(), "command", quoteArgv(spec.Argv), "network", spec.Network,
 		"exit", res.ExitCode, "took", res.Duration.Round(time.Millisecond), "timed_out", res.TimedOut,
 		"oom", res.OutOfMemory, "output_bytes", int64(len(res.Output))+res.OutputDropped)
 
@@ -233,7 +238,7 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 	started := time.Now()
 	var err error
 	if s.units != nil {
-		err = s.executeInUnit(ctx, id, argv, lim, out, &res)
+		err = s.executeInUnit(ctx, id, spec, argv, lim, out, &res)
 	} else {
 		err = s.executeInGroup(ctx, id, argv, lim, out, &res)
 	}
@@ -254,7 +259,7 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 // executeInUnit runs argv as shelldon-run@<id>.service: systemd holds
 // every limit, the wall time included, and the output comes back through
 // a pipe whose write end systemd is handed.
-func (s *Sandbox) executeInUnit(ctx context.Context, id string, argv []string, lim Limits, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, out io.Writer, res *Result) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("output pipe: %w", err)
@@ -265,7 +270,7 @@ func (s *Sandbox) executeInUnit(ctx context.Context, id string, argv []string, l
 		io.Copy(out, r)
 		r.Close()
 	}()
-	exit, err := s.units.RunUnit(ctx, UnitRun{Name: "shelldon-run@" + id + ".service", Argv: argv, Limits: lim, Output: w})
+	exit, err := s.units.RunUnit(ctx, UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w})
 	w.Close() // with systemd's copy gone too, the copy ends
 	<-copied
 	if err != nil {
@@ -282,6 +287,35 @@ func (s *Sandbox) executeInUnit(ctx context.Context, id string, argv []string, l
 		res.ExitCode = -1
 	}
 	return nil
+}
+
+// unitName is a run's unit: shelldon-run@<turn>-<n>.service for the nth
+// run of a turn, so that `systemctl list-units 'shelldon-run@<turn>-*'`
+// finds a turn's commands; shelldon-run@<run id>.service outside a turn.
+func unitName(turn, id string) string {
+	if turn == "" {
+		return "shelldon-run@" + id + ".service"
+	}
+	return fmt.Sprintf("shelldon-run@%s-%d.service", turn, runsOfTurn(turn))
+}
+
+// runsOfTurn counts a turn's runs, from 1.
+func runsOfTurn(turn string) int {
+	turnRuns.mu.Lock()
+	defer turnRuns.mu.Unlock()
+	if turnRuns.turn != turn {
+		turnRuns.turn, turnRuns.n = turn, 0
+	}
+	turnRuns.n++
+	return turnRuns.n
+}
+
+// turnRuns is the count for the turn now running: turns run one at a
+// time, so one counter is enough.
+var turnRuns struct {
+	mu   sync.Mutex
+	turn string
+	n    int
 }
 
 // executeInGroup runs argv directly, in a control group of the run's own
@@ -360,6 +394,20 @@ func (s *Sandbox) stop(cmd *exec.Cmd, group *cgroup.Group, id string, done <-cha
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		return <-done
 	}
+}
+
+// quoteArgv writes an argument list so that the log shows exactly what
+// ran, each argument quoted where it needs to be.
+func quoteArgv(argv []string) string {
+	quoted := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%") == "" {
+			quoted[i] = a
+		} else {
+			quoted[i] = strconv.Quote(a)
+		}
+	}
+	return strings.Join(quoted, " ")
 }
 
 func exitCode(err error) int {

@@ -88,6 +88,9 @@ type Spec struct {
 	// Env is extra environment, as KEY=VALUE, over a small fixed base
 	// (PATH, HOME=/tmp, LANG=C.UTF-8).
 	Env []string
+	// Turn is the turn the command runs for, if any: it names the run's
+	// unit (shelldon-run@<turn>-<n>) and goes in the audit log.
+	Turn string
 }
 
 // ErrBadSpec means a spec cannot be run as written; the error says which

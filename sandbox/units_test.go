@@ -55,6 +55,18 @@ func TestInSystemdUnits(t *testing.T) {
 			}
 		}
 	})
+	t.Run("a turn's runs are numbered units", func(t *testing.T) {
+		for range 2 {
+			run(t, sb, sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Turn: "feedbeef"})
+		}
+		out, err := host.Exec(ctx, "journalctl", "--no-pager", "-o", "cat", "-u", "shelldon-run@feedbeef-2.service")
+		if err != nil || !strings.Contains(string(out), "shelldon sandboxed command") {
+			t.Errorf("journal of shelldon-run@feedbeef-2.service = %v\n%s\nwant systemd's lines about the second run", err, out)
+		}
+		if _, err := sb.Run(ctx, sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Turn: "not a unit name"}); err == nil {
+			t.Error("a turn that cannot name a unit ran")
+		}
+	})
 	t.Run("a captured run's changes apply", func(t *testing.T) {
 		res := run(t, sb, sandbox.Spec{View: sandbox.Captured, Argv: sh("echo two >> a.txt; echo new > b.txt"), Workspace: ws})
 		if res.ExitCode != 0 || res.Changes == nil || len(res.Changes.Changes) != 2 {

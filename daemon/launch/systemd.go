@@ -263,6 +263,10 @@ func (s *Systemd) RunUnit(ctx context.Context, run sandbox.UnitRun) (sandbox.Uni
 	if len(run.Argv) == 0 || run.Output == nil {
 		return sandbox.UnitExit{}, fmt.Errorf("run unit %s: no command or no output", run.Name)
 	}
+	instance, ok := strings.CutPrefix(strings.TrimSuffix(run.Name, ".service"), "shelldon-run@")
+	if !ok || !validInstance(instance) {
+		return sandbox.UnitExit{}, fmt.Errorf("run unit %q: not a shelldon-run@ name systemd takes as it is", run.Name)
+	}
 	prop := func(name string, v any) sddbus.Property {
 		return sddbus.Property{Name: name, Value: godbus.MakeVariant(v)}
 	}
