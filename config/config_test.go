@@ -525,6 +525,10 @@ func TestProviderKey(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "empty"), []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// As shelldon-broker.service loads /etc/shelldon/credentials/together.
+	if err := os.WriteFile(filepath.Join(dir, CredentialPrefix+"together"), []byte("sk-dir\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	withDir := []string{"CREDENTIALS_DIRECTORY=" + dir}
 	tests := []struct {
 		name     string
@@ -536,10 +540,11 @@ func TestProviderKey(t *testing.T) {
 		{"inline key", Provider{Name: "a", APIKey: "sk-inline"}, nil, "sk-inline", nil},
 		{"no key", Provider{Name: "local"}, withDir, "", nil},
 		{"credential", Provider{Name: "a", APIKeyCredential: "openrouter-api-key"}, withDir, "sk-secret", nil},
+		{"file of the credentials directory", Provider{Name: "a", APIKeyCredential: "together"}, withDir, "sk-dir", nil},
 		{"missing credential", Provider{Name: "a", APIKeyCredential: "absent"}, withDir, "",
-			[]string{filepath.Join(dir, "absent") + " does not exist", "LoadCredential=absent:"}},
+			[]string{filepath.Join(dir, "absent") + " does not exist", "/etc/shelldon/credentials/absent"}},
 		{"no credentials directory", Provider{Name: "a", APIKeyCredential: "openrouter-api-key"}, nil, "",
-			[]string{"$CREDENTIALS_DIRECTORY is not set", "LoadCredential=openrouter-api-key:"}},
+			[]string{"$CREDENTIALS_DIRECTORY is not set", "/etc/shelldon/credentials/openrouter-api-key"}},
 		{"empty credential", Provider{Name: "a", APIKeyCredential: "empty"}, withDir, "", []string{"is empty"}},
 		{"escaping credential", Provider{Name: "a", APIKeyCredential: ".."}, withDir, "", []string{"is not a file name"}},
 	}
