@@ -49,7 +49,14 @@ type Options struct {
 	// Notify tells systemd that core is ready, what it is doing, and that
 	// its loop still answers (the watchdog); nil outside a service.
 	Notify *sdnotify.Notifier
+	// WedgeHook, for the tests of a service's watchdog only, makes the
+	// message [WedgeMessage] block the turn loop until core stops, as a
+	// bug would. `shelldon daemon` sets it when SHELLDON_TEST_HOOKS=1.
+	WedgeHook bool
 }
+
+// WedgeMessage blocks the turn loop when [Options.WedgeHook] is set.
+const WedgeMessage = "/test-wedge-the-loop"
 
 // Core runs turns.
 type Core struct {
@@ -250,6 +257,11 @@ func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
 		var in contracts.Inbound
 		if err := env.Decode(&in); err != nil || in.Text == "" {
 			c.log.Warn("dropped an unreadable inbound message", "from", env.Sender, "err", err)
+			return
+		}
+		if c.opts.WedgeHook && in.Text == WedgeMessage {
+			c.log.Warn("test hook: the turn loop blocks until core stops")
+			<-ctx.Done()
 			return
 		}
 		adm, now := c.arb.submit(in.Text, Origin{Transport: env.Sender, Chat: in.Chat})

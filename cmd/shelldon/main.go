@@ -196,6 +196,9 @@ func workerArgv(cfg config.Config) ([]string, error) {
 // runCore runs core until ctx is done, starting workers with launcher;
 // ready is called once the bus is up.
 func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, ready func()) error {
+	// Only the tests of an installed service set this: it lets a message
+	// wedge core, to prove that systemd's watchdog restarts it.
+	wedgeHook := os.Getenv("SHELLDON_TEST_HOOKS") == "1"
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -205,7 +208,7 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	if err != nil {
 		return err
 	}
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify})
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify, WedgeHook: wedgeHook})
 	if err != nil {
 		return err
 	}

@@ -54,6 +54,7 @@ type pet struct {
 	mu        sync.Mutex
 	snapshots []contracts.Snapshot
 	transport *bus.Client
+	joins     chan struct{} // one per join of the transport
 }
 
 // petOption adjusts a pet's configuration before it starts.
@@ -131,11 +132,25 @@ func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.S
 		defer close(brokerDone)
 		broker.Serve(ctx, p.cfg.Socket, int(p.cfg.Bus.MaxFrame), chain, testLogger(t).With("actor", "broker"))
 	}()
+	p.joinBus(ctx)
+	t.Cleanup(func() {
+		cancel()
+		p.stopCore()
+		<-brokerDone
+	})
+	return p
+}
+
+// joinBus connects the pet's transport, which collects the replies, and
+// its panel, which collects the faces, to core's bus, and waits for the
+// transport to join. Both rejoin by themselves after a core restart.
+func (p *pet) joinBus(ctx context.Context) {
+	p.t.Helper()
 	p.transport = &bus.Client{Socket: p.cfg.Socket, Hello: contracts.Hello{Role: contracts.RoleTransport, Name: "test"}}
-	joined := make(chan struct{}, 1)
+	p.joins = make(chan struct{}, 16)
 	p.transport.OnConnect = func(*bus.Conn) {
 		select {
-		case joined <- struct{}{}:
+		case p.joins <- struct{}{}:
 		default:
 		}
 	}
@@ -154,17 +169,17 @@ func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.S
 			p.mu.Unlock()
 		}
 	})
+	p.waitJoin(10 * time.Second)
+}
+
+// waitJoin waits for the transport's next join of the bus.
+func (p *pet) waitJoin(within time.Duration) {
+	p.t.Helper()
 	select {
-	case <-joined:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the test transport could not join the bus")
+	case <-p.joins:
+	case <-time.After(within):
+		p.t.Fatalf("the test transport did not join the bus within %v", within)
 	}
-	t.Cleanup(func() {
-		cancel()
-		p.stopCore()
-		<-brokerDone
-	})
-	return p
 }
 
 func (p *pet) startCore() {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"shelldon/daemon/state/atomicfile"
@@ -157,6 +158,9 @@ func prepareDir(layout statedir.Layout) error {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
+	if err := shareWithGroup(layout); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(layout.Vault(), vaultMode); err != nil {
 		return fmt.Errorf("create %s: %w", layout.Vault(), err)
 	}
@@ -168,6 +172,40 @@ func prepareDir(layout statedir.Layout) error {
 		return err
 	}
 	return seedFile(layout.About(), nil)
+}
+
+// shareWithGroup lets the state directory's group — shelldon, on a board,
+// which the workers' user belongs to — read what core writes there: each
+// directory gets the root's group and the set-group-ID bit, so that every
+// file made in it later belongs to that group too, and the files a worker
+// reads that an earlier core made are given the group. The vault and the
+// database stay core's alone (their modes give the group nothing).
+func shareWithGroup(layout statedir.Layout) error {
+	fi, err := os.Stat(layout.Root)
+	if err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return nil
+	}
+	gid := int(st.Gid)
+	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace(), layout.Tools(), layout.ToolsStaging(), layout.ToolsQuarantine()} {
+		if err := os.Lchown(dir, -1, gid); err != nil {
+			return fmt.Errorf("share %s with group %d: %w", dir, gid, err)
+		}
+		if err := os.Chmod(dir, dirMode|os.ModeSetgid); err != nil {
+			return fmt.Errorf("share %s with group %d: %w", dir, gid, err)
+		}
+	}
+	readByWorkers := []string{layout.Directive(), layout.About(), layout.Faces()}
+	notes, _ := filepath.Glob(filepath.Join(layout.MemoryDir(), "*"))
+	for _, path := range append(readByWorkers, notes...) {
+		if err := os.Lchown(path, -1, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("share %s with group %d: %w", path, gid, err)
+		}
+	}
+	return nil
 }
 
 // seedFile writes content to path unless a file is already there.

@@ -9,10 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"shelldon/daemon/statedir"
+	"shelldon/testhost"
 )
 
 func openStore(t *testing.T, layout statedir.Layout) *Store {
@@ -414,5 +416,45 @@ func TestDSNEscapesThePath(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(root, "state.db")); err != nil {
 		t.Errorf("the database is not where the layout says: %v", err)
+	}
+}
+
+// TestStateIsSharedWithItsGroup opens a state directory whose group is
+// not core's, as on a board (root:shelldon), where one file was made by
+// an older core without the group: afterwards the workers' group can read
+// what a worker reads, and new files join the group by themselves.
+func TestStateIsSharedWithItsGroup(t *testing.T) {
+	testhost.Root(t)
+	const group = 4242
+	l := statedir.Layout{Root: filepath.Join(t.TempDir(), "state")}
+	if err := os.Mkdir(l.Root, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(l.Root, 0, group); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(l.Directive(), []byte("be kind"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	s := openStore(t, l)
+	defer s.Close()
+	if err := s.RewriteAbout("a new about"); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{l.Root, l.MemoryDir(), l.Workspace(), l.Directive(), l.About()} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Gid != group || fi.Mode().Perm()&0o040 == 0 {
+			t.Errorf("%s is group %d mode %v, want group %d able to read", path, st.Gid, fi.Mode(), group)
+		}
+		if fi.IsDir() && fi.Mode()&os.ModeSetgid == 0 {
+			t.Errorf("%s mode %v, want set-group-ID so new files join the group", path, fi.Mode())
+		}
+	}
+	if fi, err := os.Stat(l.Vault()); err != nil || fi.Mode().Perm()&0o077 != 0 {
+		t.Errorf("vault = %v, %v; want it core's alone", fi.Mode(), err)
 	}
 }
