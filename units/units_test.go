@@ -4,9 +4,15 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	godbus "github.com/godbus/dbus/v5"
+
+	"shelldon/daemon/launch"
 	"shelldon/testhost/systemdhost"
 )
 
@@ -37,6 +43,43 @@ func TestSystemdAcceptsTheUnits(t *testing.T) {
 	for unit, want := range map[string]string{"shelldon.service": "Type=notify", "shelldon-turns.slice": "Slice=shelldon.slice"} {
 		if got := exec("systemctl", "show", "-p", strings.Split(want, "=")[0], unit); strings.TrimSpace(got) != want {
 			t.Errorf("systemctl show %s = %q, want %q", unit, got, want)
+		}
+	}
+}
+
+// TestHardening asks systemd-analyze security how exposed each unit is,
+// the turn units as the launcher makes them included, and holds the
+// figures down: core must stay root and in the host's mount namespace
+// (it mounts the sandbox's overlays), so it scores worst.
+func TestHardening(t *testing.T) {
+	host := systemdhost.Boot(t)
+	shelldon := filepath.Join(t.TempDir(), "shelldon")
+	if err := os.WriteFile(shelldon, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	host.Install(t, shelldon)
+	sd, err := launch.NewSystemd(t.Context(), func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, launch.SystemdOptions{User: "shelldon-worker"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	turn, err := sd.Start(t.Context(), launch.Spec{Turn: "probe", Argv: []string{"/bin/sleep", "60"}, Reap: time.Minute,
+		Limits: launch.Limits{Memory: 256 << 20, Tasks: 64, CPUQuota: time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer turn.Kill()
+	for unit, most := range map[string]float64{"shelldon.service": 5.0, "shelldon-broker.service": 1.5, launch.UnitName("probe"): 1.0} {
+		out, _ := host.Exec(t.Context(), "systemd-analyze", "security", "--no-pager", unit)
+		m := regexp.MustCompile(`Overall exposure level for \S+: (\d+\.\d+)`).FindSubmatch(out)
+		if m == nil {
+			t.Errorf("systemd-analyze security %s said no exposure:\n%s", unit, out)
+			continue
+		}
+		exposure, _ := strconv.ParseFloat(string(m[1]), 64)
+		t.Logf("%s: exposure %.1f (at most %.1f)", unit, exposure, most)
+		if exposure > most {
+			t.Errorf("%s exposure %.1f, want at most %.1f:\n%s", unit, exposure, most, out)
 		}
 	}
 }

@@ -356,8 +356,30 @@ func (s *Systemd) properties(spec Spec) []sddbus.Property {
 		prop("ProtectSystem", "strict"),
 		prop("ProtectHome", "yes"),
 		prop("PrivateTmp", true),
-		// The worker talks to core over a Unix socket only.
+		// The worker talks to core over a Unix socket only, reads its
+		// state directory, and runs nothing.
 		prop("IPAddressDeny", []ipPrefix{{Family: syscall.AF_INET, Address: make([]byte, 4)}, {Family: syscall.AF_INET6, Address: make([]byte, 16)}}),
+		prop("PrivateNetwork", true),
+		prop("RestrictAddressFamilies", allowList{Allow: true, Items: []string{"AF_UNIX"}}),
+		prop("CapabilityBoundingSet", uint64(0)),
+		prop("PrivateDevices", true),
+		prop("ProtectKernelTunables", true),
+		prop("ProtectKernelModules", true),
+		prop("ProtectKernelLogs", true),
+		prop("ProtectControlGroups", true),
+		prop("ProtectClock", true),
+		prop("ProtectHostname", true),
+		prop("ProtectProc", "invisible"),
+		prop("ProcSubset", "pid"),
+		prop("RestrictNamespaces", uint64(0)), // no namespace may be made
+		prop("RestrictRealtime", true),
+		prop("RestrictSUIDSGID", true),
+		prop("LockPersonality", true),
+		prop("MemoryDenyWriteExecute", true),
+		prop("RemoveIPC", true),
+		prop("SystemCallArchitectures", []string{"native"}),
+		prop("SystemCallFilter", allowList{Allow: true, Items: []string{"@system-service"}}),
+		prop("UMask", uint32(0o077)),
 	}
 	if s.opts.User != "" {
 		props = append(props, prop("User", s.opts.User))
@@ -392,6 +414,13 @@ func literalArgv(argv []string) []string {
 		out[i] = strings.ReplaceAll(a, "$", "$$")
 	}
 	return out
+}
+
+// allowList is an allow (or deny) list, D-Bus type (bas), as
+// RestrictAddressFamilies and SystemCallFilter take it.
+type allowList struct {
+	Allow bool
+	Items []string
 }
 
 // ipPrefix is one entry of IPAddressDeny, D-Bus type (iayu).
