@@ -92,6 +92,10 @@ type workerSlot struct {
 	handle launch.Handle
 	input  contracts.TurnInput
 	sent   bool
+	// launched is when core asked the launcher; joinedAfter is how long
+	// the worker then took to join the bus (a unit's start job included).
+	launched    time.Time
+	joinedAfter time.Duration
 }
 
 // activeTurn is the turn in flight.
@@ -109,6 +113,8 @@ type activeTurn struct {
 	err       string
 	modelTime time.Duration
 	peakRSS   int64
+	// joinedAfter is how long the worker took from launch to joining.
+	joinedAfter time.Duration
 }
 
 type eventKind int
@@ -345,6 +351,9 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 			Tasks:    workerTasks,
 		},
 	}
+	c.mu.Lock()
+	slot.launched = c.clock.Now()
+	c.mu.Unlock()
 	handle, err := c.opts.Launcher.Start(ctx, spec)
 	c.mu.Lock()
 	slot.handle = handle
@@ -407,8 +416,11 @@ func (c *Core) handleEvent(ctx context.Context, ev event) {
 		t.exited, t.exit = true, ev.exit
 		c.log.Info("worker gone", "turn", t.id, "result", ev.exit.Result, "code", ev.exit.Code, "ran", ev.exit.Duration.Round(time.Millisecond))
 		c.mu.Lock()
-		if slot := c.starting[t.id]; slot != nil && !slot.sent {
-			t.left = true // it never joined, so no frame of its can be on the way
+		if slot := c.starting[t.id]; slot != nil {
+			if !slot.sent {
+				t.left = true // it never joined, so no frame of its can be on the way
+			}
+			t.joinedAfter = slot.joinedAfter
 		}
 		delete(c.starting, t.id)
 		c.mu.Unlock()
@@ -525,6 +537,7 @@ func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
 	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{
 		ID: t.id, Ended: end, Outcome: outcome, Error: reason, ModelTime: t.modelTime,
 		WorkerPeak: max(t.peakRSS, t.exit.MemoryPeak), WorkerCPU: t.exit.CPUTime, WorkerExit: t.exit.Result,
+		WorkerJoin: t.joinedAfter,
 	}); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", t.id, "err", err)
 	}
@@ -613,6 +626,7 @@ func (c *Core) authorize(hello contracts.Hello, cred hub.Cred) error {
 		return fmt.Errorf("turn %q already has its worker", hello.Turn)
 	}
 	slot.sent = true
+	slot.joinedAfter = c.clock.Now().Sub(slot.launched)
 	return nil
 }
 

@@ -69,7 +69,7 @@ func TestHardening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer turn.Kill()
-	for unit, most := range map[string]float64{"shelldon.service": 5.0, "shelldon-broker.service": 1.5, launch.UnitName("probe"): 1.0} {
+	for unit, most := range map[string]float64{"shelldon.service": 5.0, "shelldon-broker.service": 1.5, launch.UnitName("probe"): 1.5} {
 		out, _ := host.Exec(t.Context(), "systemd-analyze", "security", "--no-pager", unit)
 		m := regexp.MustCompile(`Overall exposure level for \S+: (\d+\.\d+)`).FindSubmatch(out)
 		if m == nil {

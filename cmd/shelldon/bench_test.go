@@ -53,6 +53,13 @@ func measureTurns(b *testing.B, p *pet) {
 	slices.Sort(latencies)
 	b.ReportMetric(ms(latencies[len(latencies)/2]), "median-ms")
 	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
+	// From asking the launcher to the worker's hello on the bus.
+	var joins []time.Duration
+	for _, t := range p.turns() {
+		joins = append(joins, t.WorkerJoin)
+	}
+	slices.Sort(joins)
+	b.ReportMetric(ms(joins[len(joins)/2]), "spawn-ms")
 }
 
 // BenchmarkFootprint runs 100 turns against `shelldon daemon` and

@@ -142,7 +142,7 @@ func TestCLITurns(t *testing.T) {
 	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond}))
 	must(store.StartTurn(ctx, state.TurnStart{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Preview: `say "hi"`}))
 	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-bad", Ended: start.Add(time.Minute + 30*time.Second), Outcome: "crashed", Error: "worker ended without a result",
-		WorkerPeak: 256 << 20, WorkerCPU: 1200 * time.Millisecond, WorkerExit: "oom-kill"}))
+		WorkerPeak: 256 << 20, WorkerCPU: 1200 * time.Millisecond, WorkerExit: "oom-kill", WorkerJoin: 34 * time.Millisecond}))
 	must(store.StartTurn(ctx, state.TurnStart{ID: "t-now", Kind: "chat", Started: start.Add(2 * time.Minute), Preview: "still thinking"}))
 	must(store.Close())
 
@@ -154,7 +154,7 @@ func TestCLITurns(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("shelldon turns printed %d lines, want a header and 3 turns:\n%s", len(lines), out)
 	}
-	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK MODEL PEAK CPU WORKER OUTCOME MESSAGE" {
+	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK SPAWN MODEL PEAK CPU WORKER OUTCOME MESSAGE" {
 		t.Errorf("header = %q", lines[0])
 	}
 	rows := []struct {
@@ -162,7 +162,7 @@ func TestCLITurns(t *testing.T) {
 		want []string
 	}{
 		{"t-now", []string{"running", `"still thinking"`}},
-		{"t-bad", []string{"30s", "256.0MiB", "1.2s", "oom-kill", "crashed: worker ended without a result", `"say \"hi\""`}},
+		{"t-bad", []string{"30s", "34ms", "256.0MiB", "1.2s", "oom-kill", "crashed: worker ended without a result", `"say \"hi\""`}},
 		{"t-ok", []string{"1.5s", "800ms", " ok ", `"hello there"`}},
 	}
 	for i, row := range rows {

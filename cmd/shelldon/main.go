@@ -341,7 +341,7 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tMODEL\tPEAK\tCPU\tWORKER\tOUTCOME\tMESSAGE")
+	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tSPAWN\tMODEL\tPEAK\tCPU\tWORKER\tOUTCOME\tMESSAGE")
 	for _, t := range turns {
 		took, outcome := "running", t.Outcome
 		if !t.Ended.IsZero() {
@@ -354,15 +354,18 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		if t.WorkerPeak > 0 {
 			peak = fmt.Sprintf("%.1fMiB", float64(t.WorkerPeak)/(1<<20))
 		}
-		cpu, worker := "-", "-"
+		spawn, cpu, worker := "-", "-", "-"
+		if t.WorkerJoin > 0 {
+			spawn = t.WorkerJoin.String()
+		}
 		if t.WorkerCPU > 0 {
 			cpu = t.WorkerCPU.Round(time.Millisecond).String()
 		}
 		if t.WorkerExit != "" {
 			worker = t.WorkerExit
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
-			took, t.ModelTime.Round(time.Millisecond), peak, cpu, worker, outcome, t.Preview)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
+			took, spawn, t.ModelTime.Round(time.Millisecond), peak, cpu, worker, outcome, t.Preview)
 	}
 	return tw.Flush()
 }

@@ -331,7 +331,7 @@ func TestPlainTurn(t *testing.T) {
 	}
 	turns := p.waitTurns(1)
 	if got := turns[0]; got.Outcome != "ok" || got.Kind != "chat" || got.WorkerPID == 0 ||
-		got.WorkerExit != "success" || got.WorkerCPU <= 0 || got.WorkerPeak <= 0 {
+		got.WorkerExit != "success" || got.WorkerCPU <= 0 || got.WorkerPeak <= 0 || got.WorkerJoin <= 0 {
 		t.Errorf("turn record = %+v, want an ok chat turn with a worker pid and the launcher's figures", got)
 	}
 	req := p.waitRequests(1)[0]

@@ -44,6 +44,8 @@ var migrations = []string{
 	// rusage for a child process) and how the worker ended in its words.
 	`ALTER TABLE turns ADD COLUMN worker_cpu_ms INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE turns ADD COLUMN worker_exit TEXT NOT NULL DEFAULT '';`,
+	// 3: how long the worker took from launch to joining the bus.
+	`ALTER TABLE turns ADD COLUMN worker_join_ms INTEGER NOT NULL DEFAULT 0;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

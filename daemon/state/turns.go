@@ -54,6 +54,9 @@ type TurnEnd struct {
 	// (success, exit-code, signal, timeout, oom-kill); empty when it is
 	// not known.
 	WorkerExit string
+	// WorkerJoin is how long the worker took from launch to joining the
+	// bus: a process's start, or a unit's start job and then the process's.
+	WorkerJoin time.Duration
 }
 
 // TurnRecord is a recorded turn.
@@ -73,6 +76,7 @@ type TurnRecord struct {
 	WorkerPeak int64 // bytes
 	WorkerCPU  time.Duration
 	WorkerExit string
+	WorkerJoin time.Duration
 }
 
 // StartTurn records that a turn began.
@@ -122,10 +126,10 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	ended := t.Ended.UnixMilli()
 	res, err := s.db.ExecContext(ctx,
 		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
-		 worker_cpu_ms = ?, worker_exit = ?
+		 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?
 		 WHERE id = ? AND ended_at IS NULL`,
 		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10,
-		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.ID)
+		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), t.ID)
 	if err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
@@ -154,7 +158,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	}
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid, worker_peak_kb,
-		 worker_cpu_ms, worker_exit
+		 worker_cpu_ms, worker_exit, worker_join_ms
 		 FROM turns ORDER BY started_at DESC, rowid DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("read recent turns: %w", err)
@@ -163,12 +167,12 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	var turns []TurnRecord
 	for rows.Next() {
 		var (
-			t                                        TurnRecord
-			started, modelMS, totalMS, peakKB, cpuMS int64
-			ended                                    sql.NullInt64
-			outcome                                  sql.NullString
+			t                                                TurnRecord
+			started, modelMS, totalMS, peakKB, cpuMS, joinMS int64
+			ended                                            sql.NullInt64
+			outcome                                          sql.NullString
 		)
-		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB, &cpuMS, &t.WorkerExit); err != nil {
+		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB, &cpuMS, &t.WorkerExit, &joinMS); err != nil {
 			return nil, fmt.Errorf("read recent turns: %w", err)
 		}
 		t.Started = time.UnixMilli(started)
@@ -180,6 +184,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 		t.ModelTime = time.Duration(modelMS) * time.Millisecond
 		t.WorkerPeak = peakKB << 10
 		t.WorkerCPU = time.Duration(cpuMS) * time.Millisecond
+		t.WorkerJoin = time.Duration(joinMS) * time.Millisecond
 		turns = append(turns, t)
 	}
 	if err := rows.Err(); err != nil {
