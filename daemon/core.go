@@ -170,6 +170,10 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		OnJoin:      c.onJoin,
 		OnLeave:     c.onLeave,
 		Logf:        func(format string, args ...any) { c.log.Info(fmt.Sprintf(format, args...)) },
+		// A worker's job outlives no broker restart longer than the
+		// worker waits for it.
+		HoldFor: c.cfg.Timeouts.Worker.Duration,
+		Clock:   c.clock,
 	})
 	if err != nil {
 		return fmt.Errorf("start core: %w", err)

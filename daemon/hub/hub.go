@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
 )
 
@@ -55,6 +56,24 @@ type Config struct {
 	// OnLeave runs after a peer's connection is gone.
 	OnLeave func(*Peer)
 	Logf    func(format string, args ...any)
+	// HoldFor keeps an envelope for one peer of a role (a worker's job
+	// for the broker) that finds none connected, and delivers it when one
+	// joins within that long: a broker that starts just after core, or
+	// rejoins after a restart, still gets the turn that started first.
+	// Zero drops such an envelope at once, as an error of the route.
+	HoldFor time.Duration
+	// Clock tells the time for HoldFor; nil is the system clock.
+	Clock clock.Clock
+}
+
+// maxHeld bounds the envelopes waiting for a peer; the oldest goes first.
+const maxHeld = 64
+
+// heldEnvelope waits for a peer of its route's role.
+type heldEnvelope struct {
+	env   contracts.Envelope
+	route contracts.Route
+	until time.Time
 }
 
 // Hub accepts connections and routes envelopes among them.
@@ -70,6 +89,7 @@ type Hub struct {
 	conns  map[net.Conn]struct{}
 	peers  map[uint64]*Peer
 	nextID uint64
+	held   []heldEnvelope
 	wg     sync.WaitGroup
 }
 
@@ -317,6 +337,7 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 	if h.cfg.OnJoin != nil {
 		h.cfg.OnJoin(p)
 	}
+	h.release(p)
 	for {
 		env, err := bus.ReadFrame(nc, h.cfg.MaxFrame)
 		if err != nil {
@@ -400,6 +421,10 @@ func (h *Hub) route(ctx context.Context, env contracts.Envelope) error {
 		}
 	}
 	targets := h.targets(r, env)
+	if len(targets) == 0 && r.Delivery == contracts.ToOne && h.cfg.HoldFor > 0 {
+		h.hold(env, r)
+		return nil
+	}
 	if len(targets) == 0 {
 		return fmt.Errorf("route %s (turn %q) to %s: %w", env.Kind, env.Turn, r.To, ErrNoRoute)
 	}
@@ -413,6 +438,51 @@ func (h *Hub) route(ctx context.Context, env contracts.Envelope) error {
 		return errors.Join(errs...)
 	}
 	return nil
+}
+
+// hold keeps env until a peer of its role joins or HoldFor passes.
+func (h *Hub) hold(env contracts.Envelope, r contracts.Route) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.held) == maxHeld {
+		h.cfg.Logf("bus: dropped a held %s (turn %q): too many wait for a %s", h.held[0].env.Kind, h.held[0].env.Turn, h.held[0].route.To)
+		h.held = h.held[1:]
+	}
+	h.held = append(h.held, heldEnvelope{env: env, route: r, until: h.now().Add(h.cfg.HoldFor)})
+	h.cfg.Logf("bus: holding %s (turn %q) until a %s joins, for up to %v", env.Kind, env.Turn, r.To, h.cfg.HoldFor)
+}
+
+// release delivers to a peer that just joined the held envelopes it can
+// take, and drops the ones whose time ran out.
+func (h *Hub) release(p *Peer) {
+	h.mu.Lock()
+	var deliver []contracts.Envelope
+	kept := h.held[:0]
+	now := h.now()
+	for _, e := range h.held {
+		switch {
+		case now.After(e.until):
+			h.cfg.Logf("bus: dropped a held %s (turn %q): no %s joined within %v", e.env.Kind, e.env.Turn, e.route.To, h.cfg.HoldFor)
+		case e.route.To == p.Hello.Role && (e.env.To == "" || e.env.To == p.Hello.Name):
+			deliver = append(deliver, e.env)
+		default:
+			kept = append(kept, e)
+		}
+	}
+	h.held = kept
+	h.mu.Unlock()
+	for _, env := range deliver {
+		if err := h.Send(p, env); err != nil {
+			h.cfg.Logf("bus: delivering a held %s (turn %q): %v", env.Kind, env.Turn, err)
+		}
+	}
+}
+
+func (h *Hub) now() time.Time {
+	if h.cfg.Clock == nil {
+		return time.Now()
+	}
+	return h.cfg.Clock.Now()
 }
 
 func (h *Hub) targets(r contracts.Route, env contracts.Envelope) []*Peer {

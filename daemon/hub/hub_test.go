@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
@@ -543,6 +544,35 @@ func TestJobGoesToNewestBroker(t *testing.T) {
 	send(t, worker, envelope(t, contracts.KindJob, "", "second"))
 	if got := recv(t, older); bodyText(t, got) != "second" {
 		t.Errorf("older broker's first job = %s, want the second (a job runs once)", got.Body)
+	}
+}
+
+// TestJobWaitsForABroker: a worker's job sent while no broker is
+// connected (core just started, the broker restarts) reaches the broker
+// that joins within HoldFor, and is dropped, with a log line, once
+// HoldFor has passed.
+func TestJobWaitsForABroker(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	f := serve(t, hub.Config{HoldFor: 25 * time.Second, Clock: fake})
+	worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
+
+	send(t, worker, envelope(t, contracts.KindJob, "", "early"))
+	seen := f.logs.WaitAfter(t, 0, "holding JOB")
+	broker, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "late"})
+	if got := recv(t, broker); bodyText(t, got) != "early" || got.Turn != "t-1" {
+		t.Errorf("the late broker got %s for turn %q, want the held job of t-1", got.Body, got.Turn)
+	}
+
+	broker.Close()
+	f.waitLeave(t)
+	send(t, worker, envelope(t, contracts.KindJob, "", "stale"))
+	f.logs.WaitAfter(t, seen, "holding JOB")
+	fake.Advance(26 * time.Second)
+	again, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "later"})
+	f.logs.WaitFor(t, "no broker joined within 25s")
+	send(t, worker, envelope(t, contracts.KindJob, "", "fresh"))
+	if got := recv(t, again); bodyText(t, got) != "fresh" {
+		t.Errorf("the broker's first job = %s, want the fresh one (the stale one expired)", got.Body)
 	}
 }
 

@@ -30,15 +30,20 @@ func (l *Log) Logf(format string, args ...any) {
 
 // WaitFor waits for a line containing substr, failing the test with
 // every line so far if none comes within the patience.
-func (l *Log) WaitFor(t testing.TB, substr string) {
+func (l *Log) WaitFor(t testing.TB, substr string) { l.WaitAfter(t, 0, substr) }
+
+// WaitAfter waits for a line containing substr among the lines from the
+// from'th on (0 is the first), and returns the count of lines up to and
+// including it: the from of a wait for the next such line.
+func (l *Log) WaitAfter(t testing.TB, from int, substr string) int {
 	t.Helper()
 	deadline := time.After(patience)
 	for {
 		l.mu.Lock()
-		for _, line := range l.lines {
-			if strings.Contains(line, substr) {
+		for i := from; i < len(l.lines); i++ {
+			if strings.Contains(l.lines[i], substr) {
 				l.mu.Unlock()
-				return
+				return i + 1
 			}
 		}
 		changed := l.changed
@@ -49,6 +54,7 @@ func (l *Log) WaitFor(t testing.TB, substr string) {
 			l.mu.Lock()
 			defer l.mu.Unlock()
 			t.Fatalf("no log line containing %q within %v; got:\n%s", substr, patience, strings.Join(l.lines, "\n"))
+			return 0
 		}
 	}
 }
