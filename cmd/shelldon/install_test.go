@@ -52,8 +52,10 @@ func TestInstalledUnderSystemd(t *testing.T) {
 	}
 	host.Must(t, "chgrp", "shelldon", state)
 	cfg := config.Default()
-	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 3*time.Second, 4*time.Second, 8*time.Second
-	cfg.Worker.CPUSeconds = 5
+	// Room for a slow start on a busy machine: the first turn waits 1.5 s
+	// on the model, and the loop stops asking it with under 2 s left.
+	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 6*time.Second, 8*time.Second, 12*time.Second
+	cfg.Worker.CPUSeconds = 8
 	cfg.Providers = []config.Provider{{Name: "demo", BaseURL: "http://" + modelAddr + "/v1", Model: demomodel.ModelName}}
 	toml, err := os.ReadFile(writeConfig(t, &pet{cfg: cfg}))
 	if err != nil {
@@ -94,7 +96,8 @@ func TestInstalledUnderSystemd(t *testing.T) {
 			}
 		}
 		if r := p.reply(20 * time.Second); r.Text != "hello from an installed pet" {
-			t.Fatalf("reply = %+v", r)
+			journal, _ := host.Exec(context.Background(), "journalctl", "--no-pager", "-o", "short-precise", "-u", "shelldon.service", "-u", "shelldon-broker.service", "-u", "shelldon-turn@*", "-u", "demo-model.service")
+			t.Fatalf("reply = %+v; turns %+v\n%s", r, p.turns(), journal)
 		}
 		turn := p.waitTurns(1)[0]
 		waitGone(t, host, unit)

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/worker/tools"
 )
 
 // Options say which turn to serve and where.
@@ -65,7 +67,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
 	}
 
-	res := serve(statedir.Layout{Root: opts.StateDir}, in, func(job contracts.Job) (contracts.Completion, error) {
+	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, func(job contracts.Job) (contracts.Completion, error) {
 		return ask(ctx, conn, frames, opts.Turn, job)
 	})
 	res.PeakRSS = peakRSS()
@@ -134,9 +136,10 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 	}
 }
 
-// serve does the turn's work between input and result: prompt, model,
-// parse. complete is the round trip to the broker.
-func serve(layout statedir.Layout, in contracts.TurnInput, complete func(contracts.Job) (contracts.Completion, error)) contracts.Result {
+// serve does the turn's work between input and result: prompt, the agent
+// loop with the model and the tools, parse. complete is the round trip to
+// the broker.
+func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, complete func(contracts.Job) (contracts.Completion, error)) contracts.Result {
 	fail := func(format string, args ...any) contracts.Result {
 		return contracts.Result{OK: false, Error: fmt.Sprintf(format, args...)}
 	}
@@ -161,22 +164,33 @@ func serve(layout statedir.Layout, in contracts.TurnInput, complete func(contrac
 		Text:      in.Text,
 		Now:       time.Now(),
 	})
-	started := time.Now()
-	completion, err := complete(contracts.Job{Messages: messages, Deadline: in.Deadline})
-	modelTime := time.Since(started)
+	loop := agentLoop{
+		tools:    tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}),
+		complete: complete,
+		now:      time.Now,
+		deadline: in.Deadline,
+	}
+	end := loop.run(ctx, messages)
 	var res contracts.Result
 	switch {
-	case err != nil:
-		res = fail("no completion: %v", err)
-	case !completion.OK:
-		res = fail("the model failed: %s", completion.Error)
-	case len(completion.ToolCalls) > 0:
-		// No tools are offered yet, so a call is the model's mistake.
-		res = fail("the model asked for tool %q, but no tools were offered", completion.ToolCalls[0].Name)
+	case end.Err != nil:
+		res = fail("%v", end.Err)
+	case end.Park != nil:
+		res = parked(*end.Park)
 	default:
-		res = ParseReply(completion.Text, registry)
+		res = ParseReply(end.Text, registry)
 	}
-	res.ModelTime = modelTime
+	res.ModelTime = end.ModelTime
 	res.Notes = append(notes, res.Notes...)
 	return res
+}
+
+// parked is the result of a turn that waits for the owner: a reply that
+// says what the pet wants to do, and the op that parks the call.
+func parked(req contracts.RequestToolApproval) contracts.Result {
+	return contracts.Result{
+		OK:      true,
+		Payload: fmt.Sprintf("I'd like to use %s: %s. Shall I?", req.Call.Name, req.Summary),
+		Ops:     []contracts.Op{{Body: req}},
+	}
 }

@@ -1,0 +1,125 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/worker/tools"
+)
+
+// The agent loop's bounds.
+const (
+	// maxExecutions caps the tool calls one turn may run, parked ones and
+	// refused ones not counted.
+	maxExecutions = 6
+	// bailWithin is how close to the deadline the loop stops asking the
+	// model for more and answers with what it has.
+	bailWithin = 2 * time.Second
+)
+
+// agentLoop converses with the model for one turn: it offers the tools,
+// runs the FREE calls that run in the worker, and feeds every result back,
+// until the model answers with text, a RISKY call parks the turn, or the
+// budget runs out.
+type agentLoop struct {
+	tools    *tools.Registry
+	complete func(contracts.Job) (contracts.Completion, error)
+	now      func() time.Time
+	deadline time.Time
+}
+
+// loopEnd is how a loop ended: with the model's text, or parked on a
+// RISKY call waiting for the owner, or failed.
+type loopEnd struct {
+	Text      string
+	Park      *contracts.RequestToolApproval
+	Err       error
+	ModelTime time.Duration
+	// Executions counts the tool calls that ran.
+	Executions int
+}
+
+func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end loopEnd) {
+	defs := l.tools.Definitions()
+	for asked := false; ; asked = true {
+		// The model is always asked once; after tool calls, a request
+		// that could not come back in time is not made.
+		if asked && l.deadline.Sub(l.now()) < bailWithin {
+			end.Text = bestEffort(messages)
+			return end
+		}
+		started := l.now()
+		c, err := l.complete(contracts.Job{Messages: messages, Tools: defs, Deadline: l.deadline})
+		end.ModelTime += l.now().Sub(started)
+		switch {
+		case err != nil:
+			end.Err = fmt.Errorf("no completion: %w", err)
+			return end
+		case !c.OK:
+			end.Err = fmt.Errorf("the model failed: %s", c.Error)
+			return end
+		case len(c.ToolCalls) == 0:
+			end.Text = c.Text
+			return end
+		}
+		asked := contracts.Message{Role: contracts.ChatAssistant, Content: c.Text, ToolCalls: c.ToolCalls}
+		var answers []contracts.Message
+		for i, call := range c.ToolCalls {
+			tool, ok := l.tools.Lookup(call.Name)
+			if !ok {
+				answers = append(answers, failed(call, fmt.Sprintf("there is no tool named %q; the tools are listed with this request", call.Name)))
+				continue
+			}
+			checked, err := tool.Check(call.Args)
+			if err != nil {
+				answers = append(answers, failed(call, err.Error()))
+				continue
+			}
+			if checked.Tier == contracts.TierRisky {
+				// The first RISKY call parks the turn. The assistant
+				// message keeps the calls answered so far and this one;
+				// the rest are dropped, and the model asks again after
+				// the owner decides.
+				asked.ToolCalls = c.ToolCalls[:i+1]
+				parked := append(append(messages, asked), answers...)
+				end.Park = &contracts.RequestToolApproval{Call: call, Summary: checked.Note, Messages: parked}
+				return end
+			}
+			if end.Executions >= maxExecutions {
+				answers = append(answers, failed(call, fmt.Sprintf("this turn has used its %d tool calls; answer the owner with what you have", maxExecutions)))
+				continue
+			}
+			local, ok := tool.(tools.Local)
+			if !ok || checked.Sandboxed {
+				answers = append(answers, failed(call, "this command would run in the sandbox, which this worker cannot reach yet; answer without it"))
+				continue
+			}
+			end.Executions++
+			out, err := local.Run(ctx, call.Args)
+			if err != nil {
+				answers = append(answers, failed(call, err.Error()))
+				continue
+			}
+			answers = append(answers, contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: out})
+		}
+		messages = append(append(messages, asked), answers...)
+	}
+}
+
+// failed is a tool message that tells the model why its call did not run.
+func failed(call contracts.ToolCall, why string) contracts.Message {
+	return contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: "error: " + why}
+}
+
+// bestEffort is the reply of a loop that ran out of time: whatever the
+// model last said, or a plain admission.
+func bestEffort(messages []contracts.Message) string {
+	for i := len(messages) - 1; i >= 0; i-- {
+		if m := messages[i]; m.Role == contracts.ChatAssistant && m.Content != "" {
+			return m.Content
+		}
+	}
+	return "I ran out of time before I could finish that. Ask me again and I'll pick it up."
+}

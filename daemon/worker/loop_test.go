@@ -1,0 +1,204 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/daemon/worker/tools"
+)
+
+// scripted answers the loop's jobs from a list, recording each job.
+type scripted struct {
+	answers []contracts.Completion
+	jobs    []contracts.Job
+}
+
+func (s *scripted) complete(job contracts.Job) (contracts.Completion, error) {
+	s.jobs = append(s.jobs, job)
+	if len(s.answers) == 0 {
+		return contracts.Completion{}, errors.New("the script ran out")
+	}
+	c := s.answers[0]
+	s.answers = s.answers[1:]
+	return c, nil
+}
+
+func calls(cs ...contracts.ToolCall) contracts.Completion {
+	return contracts.Completion{OK: true, ToolCalls: cs}
+}
+
+func call(id, name, args string) contracts.ToolCall {
+	return contracts.ToolCall{ID: id, Name: name, Args: args}
+}
+
+func text(s string) contracts.Completion { return contracts.Completion{OK: true, Text: s} }
+
+func newLoop(t *testing.T, s *scripted) *agentLoop {
+	t.Helper()
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("buy milk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fake := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	return &agentLoop{
+		tools:    tools.Builtins(tools.Env{Workspace: ws, Vault: filepath.Join(t.TempDir(), "vault"), Clock: fake}),
+		complete: s.complete,
+		now:      fake.Now,
+		deadline: fake.Now().Add(25 * time.Second),
+	}
+}
+
+// answered checks that every tool call of every assistant message is
+// answered by a tool message before the next assistant message, as the
+// providers require.
+func answered(t *testing.T, messages []contracts.Message, except string) {
+	t.Helper()
+	open := map[string]bool{}
+	for _, m := range messages {
+		switch m.Role {
+		case contracts.ChatAssistant:
+			for id := range open {
+				t.Errorf("tool call %s was never answered", id)
+			}
+			open = map[string]bool{}
+			for _, c := range m.ToolCalls {
+				open[c.ID] = true
+			}
+		case contracts.ChatTool:
+			if !open[m.ToolCallID] {
+				t.Errorf("tool message answers %q, which no open call has", m.ToolCallID)
+			}
+			delete(open, m.ToolCallID)
+		}
+	}
+	for id := range open {
+		if id != except {
+			t.Errorf("tool call %s was never answered", id)
+		}
+	}
+}
+
+func start() []contracts.Message {
+	return []contracts.Message{{Role: contracts.ChatSystem, Content: "be a pet"}, {Role: contracts.ChatUser, Content: "hi"}}
+}
+
+func TestLoopRunsFreeCallsAndEndsInText(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "get_time", `{}`), call("2", "read_file", `{"path":"notes.txt"}`)),
+		text("You wanted to buy milk."),
+	}}
+	end := newLoop(t, s).run(context.Background(), start())
+	if end.Err != nil || end.Text != "You wanted to buy milk." || end.Executions != 2 {
+		t.Fatalf("run = %+v, want the final text after 2 executions", end)
+	}
+	if len(s.jobs) != 2 || len(s.jobs[0].Tools) == 0 {
+		t.Fatalf("jobs = %d, tools offered %d; want 2 jobs with tools", len(s.jobs), len(s.jobs[0].Tools))
+	}
+	second := s.jobs[1].Messages
+	answered(t, second, "")
+	last := second[len(second)-1]
+	if last.Role != contracts.ChatTool || last.ToolCallID != "2" || !strings.Contains(last.Content, "buy milk") {
+		t.Errorf("last message of the second job = %+v, want read_file's answer", last)
+	}
+	if !strings.Contains(second[len(second)-2].Content, "2026-11-30") {
+		t.Errorf("get_time answered %q, want the fake clock's date", second[len(second)-2].Content)
+	}
+}
+
+func TestLoopFailuresAreResultsNotCrashes(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "launch_rockets", `{}`), call("2", "read_file", `{"path": 7}`), call("3", "read_file", `not json`), call("4", "read_file", `{"path":"../../etc/passwd"}`)),
+		text("Sorry, I could not."),
+	}}
+	end := newLoop(t, s).run(context.Background(), start())
+	if end.Err != nil || end.Text != "Sorry, I could not." {
+		t.Fatalf("run = %+v, want the model's answer after the failures", end)
+	}
+	msgs := s.jobs[1].Messages
+	answered(t, msgs, "")
+	for _, m := range msgs[len(msgs)-4:] {
+		if !strings.HasPrefix(m.Content, "error: ") {
+			t.Errorf("answer to call %s = %q, want an error for the model", m.ToolCallID, m.Content)
+		}
+	}
+	if !strings.Contains(msgs[len(msgs)-4].Content, `no tool named "launch_rockets"`) {
+		t.Errorf("unknown tool answered %q", msgs[len(msgs)-4].Content)
+	}
+}
+
+func TestLoopCapsExecutions(t *testing.T) {
+	var answers []contracts.Completion
+	for i := range 4 {
+		id := string(rune('a' + 2*i))
+		answers = append(answers, calls(call(id, "get_time", `{}`), call(id+"'", "get_time", `{}`)))
+	}
+	s := &scripted{answers: append(answers, text("done"))}
+	end := newLoop(t, s).run(context.Background(), start())
+	if end.Text != "done" || end.Executions != maxExecutions {
+		t.Fatalf("run = %+v, want %d executions and the final text", end, maxExecutions)
+	}
+	msgs := s.jobs[len(s.jobs)-1].Messages
+	answered(t, msgs, "")
+	var refused int
+	for _, m := range msgs {
+		if strings.Contains(m.Content, "used its 6 tool calls") {
+			refused++
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d calls refused for the cap, want 2", refused)
+	}
+}
+
+func TestLoopBailsNearTheDeadline(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		{OK: true, Text: "Let me look.", ToolCalls: []contracts.ToolCall{call("1", "get_time", `{}`)}},
+	}}
+	l := newLoop(t, s)
+	fake := clock.NewFake(l.now())
+	l.now = fake.Now
+	l.complete = func(job contracts.Job) (contracts.Completion, error) {
+		fake.Advance(24 * time.Second) // the model is slow
+		return s.complete(job)
+	}
+	end := l.run(context.Background(), start())
+	if end.Err != nil || end.Text != "Let me look." || len(s.jobs) != 1 {
+		t.Fatalf("run = %+v after %d jobs, want the model's last words and no second request", end, len(s.jobs))
+	}
+}
+
+func TestLoopParksTheFirstRiskyCall(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "get_time", `{}`), call("2", "write_file", `{"path":"todo.txt","content":"milk"}`), call("3", "read_file", `{"path":"notes.txt"}`)),
+	}}
+	end := newLoop(t, s).run(context.Background(), start())
+	if end.Park == nil {
+		t.Fatalf("run = %+v, want the write parked", end)
+	}
+	p := end.Park
+	if p.Call.ID != "2" || p.Call.Name != "write_file" || p.Summary == "" {
+		t.Errorf("parked call = %+v, summary %q", p.Call, p.Summary)
+	}
+	asked := p.Messages[len(p.Messages)-2]
+	if len(asked.ToolCalls) != 2 || asked.ToolCalls[1].ID != "2" {
+		t.Errorf("the parked assistant message asks %+v, want the FREE prefix and the risky call only", asked.ToolCalls)
+	}
+	answered(t, p.Messages, "2")
+	if end.Executions != 1 {
+		t.Errorf("%d executions before parking, want the one FREE call", end.Executions)
+	}
+}
+
+func TestLoopModelFailure(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{{OK: false, Error: "every provider failed"}}}
+	if end := newLoop(t, s).run(context.Background(), start()); end.Err == nil || !strings.Contains(end.Err.Error(), "every provider failed") {
+		t.Errorf("run = %+v, want the model's failure", end)
+	}
+}

@@ -1,0 +1,21 @@
+// Package tools defines the built-in tools shelldon's worker offers the
+// model: their definitions (name, a description written for the model, a
+// JSON schema of the arguments, the tier), a strict check of the arguments
+// the model wrote, and, for the FREE tools that need no program, the code
+// that runs them inside the worker.
+//
+// Check is where every call is judged: it parses the arguments, refuses
+// what can never run (a path out of the workspace, the vault, a
+// credential-shaped name, a forbidden URL or git command) with an error the
+// model can act on, and says the call's tier. A RISKY call carries a
+// one-line risk note for the owner; a FREE call that must run a program
+// (run_shell with a read-only command) is marked Sandboxed, and core runs
+// it. The worker itself executes only the Local tools: get_time,
+// read_file, list_dir and python_eval.
+//
+// python_eval evaluates one Starlark expression. Starlark bounds CPU only
+// through its step counter and has no allocation limit, so the evaluator
+// routes every operator and built-in that can build a large value through
+// a guard that refuses an oversized result before it is built and charges
+// each result to a per-call budget (see pyguard.go).
+package tools

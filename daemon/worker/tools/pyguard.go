@@ -1,0 +1,477 @@
+package tools
+
+// Starlark bounds computation by steps but not memory: "x" * 1000000000
+// is one step that builds a gigabyte. The guard closes that in three ways.
+//
+//  1. guardExpr rewrites the parsed expression so that the operators that
+//     can build a large value (+, *, %, <<) and every attribute access
+//     (x.join, x.replace, l.extend ...) call guard builtins instead.
+//  2. The guard builtins and the wrapped universe builtins refuse, before
+//     building it, a value over the caps (a string over maxStringBytes, a
+//     sequence over maxElements items, an int over maxIntBits) whenever the
+//     size is known in advance (repetition, concatenation, join, replace,
+//     formatting, repr, iterating a huge range), and check the result
+//     otherwise, when it is at most a small multiple of an input that was
+//     itself within the caps.
+//  3. Every result is charged to a per-call budget (maxAllocBytes), so a
+//     comprehension cannot pile up many values that are each within the caps.
+//
+// What stays uncharged is what the step limit bounds: the items a
+// comprehension appends (one step each) and literals written in the source.
+
+import (
+	"fmt"
+	"strings"
+
+	"go.starlark.net/starlark"
+	"go.starlark.net/syntax"
+)
+
+const (
+	maxStringBytes = 1 << 20
+	maxElements    = 1 << 18
+	maxIntBits     = 1 << 16
+	maxAllocBytes  = 64 << 20
+	// slotBytes is the cost charged per item of a list, tuple, dict or set.
+	slotBytes = 16
+)
+
+// budgetKey is the thread-local key of the evaluation's allocBudget.
+const budgetKey = "shelldon.allocBudget"
+
+type allocBudget struct{ used int }
+
+func newAllocBudget() *allocBudget { return &allocBudget{} }
+
+// charge checks v against the caps and adds its size to the budget.
+func charge(thread *starlark.Thread, v starlark.Value) (starlark.Value, error) {
+	if err := checkCaps(v); err != nil {
+		return nil, err
+	}
+	budget, _ := thread.Local(budgetKey).(*allocBudget)
+	if budget == nil {
+		return v, nil
+	}
+	budget.used += sizeOf(v)
+	if budget.used > maxAllocBytes {
+		return nil, fmt.Errorf("the expression built more than %d MB of values", maxAllocBytes>>20)
+	}
+	return v, nil
+}
+
+func sizeOf(v starlark.Value) int {
+	switch v := v.(type) {
+	case starlark.String:
+		return len(v)
+	case starlark.Bytes:
+		return len(v)
+	case starlark.Int:
+		return v.BigInt().BitLen() / 8
+	}
+	if n := starlark.Len(v); n > 0 {
+		return n * slotBytes
+	}
+	return 0
+}
+
+func checkCaps(v starlark.Value) error {
+	switch v := v.(type) {
+	case starlark.String:
+		return checkStringLen(len(v))
+	case starlark.Bytes:
+		return checkStringLen(len(v))
+	case starlark.Int:
+		if bits := v.BigInt().BitLen(); bits > maxIntBits {
+			return fmt.Errorf("an int of %d bits is more than the limit of %d", bits, maxIntBits)
+		}
+		return nil
+	case starlark.Indexable, *starlark.Dict, *starlark.Set:
+		return checkElements(starlark.Len(v))
+	}
+	return nil
+}
+
+func checkStringLen(n int) error {
+	if n > maxStringBytes {
+		return fmt.Errorf("a string of %d bytes is more than the limit of %d", n, maxStringBytes)
+	}
+	return nil
+}
+
+func checkElements(n int) error {
+	if n > maxElements {
+		return fmt.Errorf("%d items are more than the limit of %d", n, maxElements)
+	}
+	return nil
+}
+
+// guardExpr returns e with every +, *, % and << and every attribute access
+// replaced by a call to the guard builtin of the same meaning.
+func guardExpr(e syntax.Expr) syntax.Expr {
+	switch e := e.(type) {
+	case *syntax.BinaryExpr:
+		e.X, e.Y = guardExpr(e.X), guardExpr(e.Y)
+		if name, ok := guardedOps[e.Op]; ok {
+			_, end := e.Span()
+			return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: e.OpPos, Name: name}, Lparen: e.OpPos, Args: []syntax.Expr{e.X, e.Y}, Rparen: end}
+		}
+	case *syntax.DotExpr:
+		e.X = guardExpr(e.X)
+		_, end := e.Span()
+		name := &syntax.Literal{Token: syntax.STRING, TokenPos: e.NamePos, Raw: fmt.Sprintf("%q", e.Name.Name), Value: e.Name.Name}
+		return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: e.Dot, Name: "_attr"}, Lparen: e.Dot, Args: []syntax.Expr{e.X, name}, Rparen: end}
+	case *syntax.UnaryExpr:
+		if e.X != nil {
+			e.X = guardExpr(e.X)
+		}
+	case *syntax.ParenExpr:
+		e.X = guardExpr(e.X)
+	case *syntax.CallExpr:
+		e.Fn = guardExpr(e.Fn)
+		guardList(e.Args)
+	case *syntax.IndexExpr:
+		e.X, e.Y = guardExpr(e.X), guardExpr(e.Y)
+	case *syntax.SliceExpr:
+		e.X = guardExpr(e.X)
+		for _, p := range []*syntax.Expr{&e.Lo, &e.Hi, &e.Step} {
+			if *p != nil {
+				*p = guardExpr(*p)
+			}
+		}
+	case *syntax.CondExpr:
+		e.Cond, e.True, e.False = guardExpr(e.Cond), guardExpr(e.True), guardExpr(e.False)
+	case *syntax.ListExpr:
+		guardList(e.List)
+	case *syntax.TupleExpr:
+		guardList(e.List)
+	case *syntax.DictExpr:
+		guardList(e.List)
+	case *syntax.DictEntry:
+		e.Key, e.Value = guardExpr(e.Key), guardExpr(e.Value)
+	case *syntax.LambdaExpr:
+		guardList(e.Params)
+		e.Body = guardExpr(e.Body)
+	case *syntax.Comprehension:
+		e.Body = guardExpr(e.Body)
+		for _, clause := range e.Clauses {
+			switch c := clause.(type) {
+			case *syntax.ForClause:
+				c.X = guardExpr(c.X)
+			case *syntax.IfClause:
+				c.Cond = guardExpr(c.Cond)
+			}
+		}
+	}
+	return e
+}
+
+func guardList(list []syntax.Expr) {
+	for i := range list {
+		list[i] = guardExpr(list[i])
+	}
+}
+
+var guardedOps = map[syntax.Token]string{
+	syntax.PLUS:    "_add",
+	syntax.STAR:    "_mul",
+	syntax.PERCENT: "_mod",
+	syntax.LTLT:    "_lsh",
+}
+
+type builtinFunc = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error)
+
+// guardBuiltins are the targets of guardExpr's rewriting.
+var guardBuiltins = map[string]builtinFunc{
+	"_add":  binaryGuard(syntax.PLUS),
+	"_mul":  binaryGuard(syntax.STAR),
+	"_mod":  binaryGuard(syntax.PERCENT),
+	"_lsh":  binaryGuard(syntax.LTLT),
+	"_attr": getattr,
+}
+
+func binaryGuard(op syntax.Token) builtinFunc {
+	return func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		if len(args) != 2 {
+			return nil, fmt.Errorf("operator %s needs two operands", op)
+		}
+		return guardedBinary(thread, op, args[0], args[1])
+	}
+}
+
+func guardedBinary(thread *starlark.Thread, op syntax.Token, x, y starlark.Value) (starlark.Value, error) {
+	if err := precheckBinary(op, x, y); err != nil {
+		return nil, err
+	}
+	v, err := starlark.Binary(op, x, y)
+	if err != nil {
+		return nil, err
+	}
+	return charge(thread, v)
+}
+
+// precheckBinary refuses a +, * or % whose result would be over the caps,
+// before it is built.
+func precheckBinary(op syntax.Token, x, y starlark.Value) error {
+	switch op {
+	case syntax.PLUS:
+		return checkLength(x, starlark.Len(x)+starlark.Len(y))
+	case syntax.STAR:
+		if n, ok := y.(starlark.Int); ok && isSequence(x) {
+			return checkRepeat(x, n)
+		}
+		if n, ok := x.(starlark.Int); ok && isSequence(y) {
+			return checkRepeat(y, n)
+		}
+	case syntax.PERCENT:
+		if format, ok := x.(starlark.String); ok {
+			return checkStringLen(len(format) + strings.Count(string(format), "%")*largestRepr(y))
+		}
+	}
+	return nil
+}
+
+func checkRepeat(seq starlark.Value, n starlark.Int) error {
+	count, ok := n.Int64()
+	if !ok || count > maxElements*maxStringBytes {
+		return fmt.Errorf("a repeat count of %s is too large", n)
+	}
+	if count <= 0 {
+		return nil
+	}
+	length := starlark.Len(seq)
+	if length > 0 && count > int64(maxStringBytes*maxElements/length) {
+		return fmt.Errorf("repeating %d items %d times is too large", length, count)
+	}
+	return checkLength(seq, length*int(count))
+}
+
+func isSequence(v starlark.Value) bool {
+	switch v.(type) {
+	case starlark.String, starlark.Bytes, starlark.Indexable:
+		return true
+	}
+	return false
+}
+
+// checkLength checks that a value of the same kind as v with n items would
+// be within the caps.
+func checkLength(v starlark.Value, n int) error {
+	switch v.(type) {
+	case starlark.String, starlark.Bytes:
+		return checkStringLen(n)
+	case starlark.Indexable:
+		return checkElements(n)
+	}
+	return nil
+}
+
+// largestRepr is the longest repr among v, or among its items when v is a
+// tuple or dict (the operands of % and format), capped just over the limit.
+func largestRepr(v starlark.Value) int {
+	largest := reprLen(v, maxStringBytes+1)
+	var items []starlark.Value
+	switch v := v.(type) {
+	case starlark.Tuple:
+		items = v
+	case *starlark.Dict:
+		for _, kv := range v.Items() {
+			items = append(items, kv[1])
+		}
+	}
+	for _, item := range items {
+		largest = max(largest, reprLen(item, maxStringBytes+1))
+	}
+	return largest
+}
+
+// reprLen estimates, from above, the length of v's repr, stopping once it
+// passes limit (which also ends the walk of a list that holds itself).
+func reprLen(v starlark.Value, limit int) int {
+	switch v := v.(type) {
+	case starlark.String:
+		return 2 + 4*len(v)
+	case starlark.Bytes:
+		return 3 + 4*len(v)
+	case starlark.Int:
+		return 2 + v.BigInt().BitLen()/3
+	case starlark.Float, starlark.Bool, starlark.NoneType:
+		return 32
+	case starlark.Iterable:
+		total := 8
+		iter := v.Iterate()
+		defer iter.Done()
+		var item starlark.Value
+		for total <= limit && iter.Next(&item) {
+			total += 2 + reprLen(item, limit-total)
+			if d, ok := v.(*starlark.Dict); ok {
+				value, _, _ := d.Get(item)
+				total += 2 + reprLen(value, limit-total)
+			}
+		}
+		return total
+	}
+	return len(v.String())
+}
+
+// boundedRepr returns v's repr, refusing a value too large to show and
+// cutting the text at limit bytes.
+func boundedRepr(v starlark.Value, limit int) (string, error) {
+	if n := reprLen(v, maxStringBytes+1); n > maxStringBytes {
+		return "", fmt.Errorf("the result is too large to show (over %d bytes)", maxStringBytes)
+	}
+	s := v.String()
+	if len(s) > limit {
+		return fmt.Sprintf("%s\n[cut: showed %d of %d bytes]", s[:limit], limit, len(s)), nil
+	}
+	return s, nil
+}
+
+// getattr is the guarded getattr(x, name[, default]) and the target of
+// every x.name: a method it returns is guarded too.
+func getattr(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var object, fallback starlark.Value
+	var name string
+	if err := starlark.UnpackPositionalArgs(b.Name(), args, kwargs, 2, &object, &name, &fallback); err != nil {
+		return nil, err
+	}
+	var value starlark.Value
+	if holder, ok := object.(starlark.HasAttrs); ok {
+		var err error
+		if value, err = holder.Attr(name); err != nil {
+			return nil, err
+		}
+	}
+	if value == nil {
+		if fallback != nil {
+			return fallback, nil
+		}
+		return nil, fmt.Errorf("%s has no .%s field or method", object.Type(), name)
+	}
+	method, ok := value.(*starlark.Builtin)
+	if !ok {
+		return value, nil
+	}
+	return starlark.NewBuiltin(method.Name(), func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		if err := precheckMethod(object, name, args, kwargs); err != nil {
+			return nil, err
+		}
+		before := starlark.Len(object)
+		result, err := starlark.Call(thread, method, args, kwargs)
+		if err != nil {
+			return nil, err
+		}
+		// A method may grow its receiver (l.extend(l) doubles it).
+		if after := starlark.Len(object); after > before {
+			if err := checkCaps(object); err != nil {
+				return nil, err
+			}
+			if _, err := charge(thread, starlark.Tuple(make([]starlark.Value, after-before))); err != nil {
+				return nil, err
+			}
+		}
+		return charge(thread, result)
+	}), nil
+}
+
+// precheckMethod refuses a string method call whose result would be over
+// the caps: the methods whose output can be far larger than their inputs.
+func precheckMethod(receiver starlark.Value, name string, args starlark.Tuple, kwargs []starlark.Tuple) error {
+	s, ok := receiver.(starlark.String)
+	if !ok {
+		return nil
+	}
+	switch name {
+	case "join":
+		if len(args) != 1 {
+			return nil
+		}
+		total, n := 0, 0
+		iter := starlark.Iterate(args[0])
+		if iter == nil {
+			return nil
+		}
+		defer iter.Done()
+		var item starlark.Value
+		for iter.Next(&item) {
+			total += starlark.Len(item)
+			n++
+			if err := checkStringLen(total + n*len(s)); err != nil {
+				return err
+			}
+		}
+	case "replace":
+		if len(args) >= 2 {
+			old, _ := starlark.AsString(args[0])
+			replacement, _ := starlark.AsString(args[1])
+			return checkStringLen(len(s) + strings.Count(string(s), old)*len(replacement))
+		}
+	case "format":
+		largest := 0
+		for _, arg := range args {
+			largest = max(largest, reprLen(arg, maxStringBytes+1))
+		}
+		for _, kv := range kwargs {
+			largest = max(largest, reprLen(kv[1], maxStringBytes+1))
+		}
+		return checkStringLen(len(s) + strings.Count(string(s), "{")*largest)
+	}
+	return nil
+}
+
+// iterating are the builtins that walk a whole iterable argument.
+var iterating = map[string]bool{
+	"any": true, "all": true, "dict": true, "enumerate": true, "list": true, "max": true,
+	"min": true, "reversed": true, "set": true, "sorted": true, "tuple": true, "zip": true,
+}
+
+// guardValue wraps a universe builtin so that it refuses to walk an
+// argument with more than maxElements items, refuses repr and str of a
+// value whose text would be over the caps, and charges its result.
+func guardValue(v starlark.Value) starlark.Value {
+	builtin, ok := v.(*starlark.Builtin)
+	if !ok {
+		return v
+	}
+	name := builtin.Name()
+	return starlark.NewBuiltin(name, func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+		for _, arg := range args {
+			if iterating[name] {
+				if err := checkElements(starlark.Len(arg)); err != nil {
+					return nil, fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			if _, isString := arg.(starlark.String); (name == "repr" || name == "str" && !isString) && reprLen(arg, maxStringBytes+1) > maxStringBytes {
+				return nil, fmt.Errorf("%s: the text would be more than %d bytes", name, maxStringBytes)
+			}
+		}
+		result, err := starlark.Call(thread, builtin, args, kwargs)
+		if err != nil || name == "range" {
+			// A range is lazy: it takes no memory for its items.
+			return result, err
+		}
+		return charge(thread, result)
+	})
+}
+
+// sum is Python's sum(iterable, start=0), which Starlark lacks, adding
+// through the guard.
+func sum(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+	var iterable starlark.Iterable
+	var total starlark.Value = starlark.MakeInt(0)
+	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "iterable", &iterable, "start?", &total); err != nil {
+		return nil, err
+	}
+	if err := checkElements(starlark.Len(iterable)); err != nil {
+		return nil, fmt.Errorf("sum: %w", err)
+	}
+	iter := iterable.Iterate()
+	defer iter.Done()
+	var item starlark.Value
+	for iter.Next(&item) {
+		var err error
+		if total, err = guardedBinary(thread, syntax.PLUS, total, item); err != nil {
+			return nil, fmt.Errorf("sum: %w", err)
+		}
+	}
+	return total, nil
+}

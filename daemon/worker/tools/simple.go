@@ -1,0 +1,100 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/policy"
+)
+
+type getTime struct{ env Env }
+
+func (getTime) Definition() contracts.ToolDefinition {
+	return definition("get_time",
+		"Returns the current local date and time of the device in RFC 3339 form with the UTC offset, plus the weekday and time zone name, e.g. \"2026-03-14T09:26:53+01:00 (Saturday, CET)\". Takes no arguments.",
+		contracts.TierFree)
+}
+
+func (getTime) Check(args string) (Checked, error) {
+	if _, err := parseArgs(args); err != nil {
+		return Checked{}, err
+	}
+	return free, nil
+}
+
+func (t getTime) Run(_ context.Context, args string) (string, error) {
+	if _, err := t.Check(args); err != nil {
+		return "", err
+	}
+	now := t.env.Clock.Now().Local()
+	zone, _ := now.Zone()
+	return fmt.Sprintf("%s (%s, %s)", now.Format(time.RFC3339), now.Weekday(), zone), nil
+}
+
+var commandParam = param{name: "command", description: "The shell command line, run by sh in the workspace directory.", required: true, maxBytes: 8 << 10}
+
+type runShell struct{ env Env }
+
+func (runShell) Definition() contracts.ToolDefinition {
+	return definition("run_shell",
+		"Runs one shell command line in the workspace directory, inside a sandbox without network, and returns its output (capped). Read-only commands (ls, cat, head, tail, grep, wc, find without -exec/-delete, pytest, echo, pwd) joined by |, &&, || or ; with relative paths and no $variables or $(...) run at once with the workspace read-only; anything else (writes, deletes, network, other programs, absolute paths or ..) first asks the owner, so the turn pauses for their answer.",
+		contracts.TierRisky, commandParam)
+}
+
+func (t runShell) Check(args string) (Checked, error) {
+	values, err := parseArgs(args, commandParam)
+	if err != nil {
+		return Checked{}, err
+	}
+	verdict := policy.Classify(values["command"], t.env.Workspace)
+	if verdict.Safe {
+		return Checked{Tier: contracts.TierFree, Sandboxed: true}, nil
+	}
+	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network}, nil
+}
+
+var urlParam = param{name: "url", description: "An absolute http:// or https:// URL, without user name or password.", required: true, maxBytes: 4 << 10}
+
+type httpGet struct{}
+
+func (httpGet) Definition() contracts.ToolDefinition {
+	return definition("http_get",
+		"Fetches one http or https URL with GET and returns the start of the response body (capped). Asks the owner first. Redirects are followed up to 5 hops; local, loopback and cloud-metadata addresses are refused, and so are URLs with credentials in them.",
+		contracts.TierRisky, urlParam)
+}
+
+func (httpGet) Check(args string) (Checked, error) {
+	values, err := parseArgs(args, urlParam)
+	if err != nil {
+		return Checked{}, err
+	}
+	u, err := policy.CheckURL(values["url"])
+	if err != nil {
+		return Checked{}, fmt.Errorf("http_get %q: %w", values["url"], err)
+	}
+	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true}, nil
+}
+
+var gitArgsParam = param{name: "args", description: "The git arguments, e.g. \"status --short\" or \"commit -m 'fix parser'\"; a leading \"git\" may be left out. Quoted like a shell, but no shell runs: no pipes, ; or $.", required: true, maxBytes: 4 << 10}
+
+type gitTool struct{}
+
+func (gitTool) Definition() contracts.ToolDefinition {
+	return definition("git",
+		"Runs one git command in the workspace repository and returns its output. Asks the owner first. Allowed subcommands: status log diff show add commit branch checkout switch restore stash init fetch pull push remote tag rev-parse reset mv rm. Refused: git config, clone, -c, -C, --git-dir, --work-tree, --exec, --upload-pack and similar options.",
+		contracts.TierRisky, gitArgsParam)
+}
+
+func (gitTool) Check(args string) (Checked, error) {
+	values, err := parseArgs(args, gitArgsParam)
+	if err != nil {
+		return Checked{}, err
+	}
+	_, verdict, err := policy.ParseGit(values["args"])
+	if err != nil {
+		return Checked{}, fmt.Errorf("git %q: %w", values["args"], err)
+	}
+	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network}, nil
+}
