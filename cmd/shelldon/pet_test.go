@@ -426,3 +426,37 @@ func TestSilentBrokerDegradesAndRecovers(t *testing.T) {
 		t.Errorf("silent turn outcome = %q, want failed (the worker gave up at W)", turns[1].Outcome)
 	}
 }
+
+// TestToolCallsThroughTheWholePet: the model's tool calls travel through
+// the real broker and go-openai client, run in the worker, and their
+// results reach the model's next request, each answering its call.
+func TestToolCallsThroughTheWholePet(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{
+			{ID: "c1", Name: "python_eval", Args: `{"expression": "6 * 7"}`},
+			{ID: "c2", Name: "read_file", Args: `{"path": "../state.db"}`},
+		}},
+		demomodel.Step{Text: "It is 42."},
+	)
+	p := newPet(t, model)
+	p.say("what is six times seven?")
+	if r := p.reply(15 * time.Second); r.Text != "It is 42." {
+		t.Fatalf("reply = %+v", r)
+	}
+	reqs := p.waitRequests(2)
+	if got := strings.Join(reqs[0].Tools, " "); got != "get_time read_file list_dir python_eval" {
+		t.Errorf("tools offered = %q", got)
+	}
+	answers := map[string]string{}
+	for _, m := range reqs[1].Messages {
+		if m.Role == contracts.ChatTool {
+			answers[m.ToolCallID] = m.Content
+		}
+	}
+	if answers["c1"] != "42" {
+		t.Errorf("python_eval answered %q, want 42", answers["c1"])
+	}
+	if !strings.HasPrefix(answers["c2"], "error: ") {
+		t.Errorf("reading outside the workspace answered %q, want a refusal", answers["c2"])
+	}
+}

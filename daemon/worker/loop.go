@@ -24,7 +24,9 @@ const (
 // until the model answers with text, a RISKY call parks the turn, or the
 // budget runs out.
 type agentLoop struct {
-	tools    *tools.Registry
+	tools *tools.Registry
+	// offer lists the tools the model is told of; nil offers them all.
+	offer    []contracts.ToolDefinition
 	complete func(contracts.Job) (contracts.Completion, error)
 	now      func() time.Time
 	deadline time.Time
@@ -42,7 +44,10 @@ type loopEnd struct {
 }
 
 func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end loopEnd) {
-	defs := l.tools.Definitions()
+	defs := l.offer
+	if defs == nil {
+		defs = l.tools.Definitions()
+	}
 	for asked := false; ; asked = true {
 		// The model is always asked once; after tool calls, a request
 		// that could not come back in time is not made.

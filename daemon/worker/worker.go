@@ -164,8 +164,10 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		Text:      in.Text,
 		Now:       time.Now(),
 	})
+	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}})
 	loop := agentLoop{
-		tools:    tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}),
+		tools:    toolbox,
+		offer:    runnableHere(toolbox),
 		complete: complete,
 		now:      time.Now,
 		deadline: in.Deadline,
@@ -183,6 +185,22 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	res.ModelTime = end.ModelTime
 	res.Notes = append(notes, res.Notes...)
 	return res
+}
+
+// runnableHere lists the tools a turn can see through today: the ones
+// that run in the worker. The RISKY tools and shell commands need core's
+// approvals and its sandbox route, which are not there yet; offering them
+// would have the pet ask the owner for what nobody can grant.
+func runnableHere(r *tools.Registry) []contracts.ToolDefinition {
+	var defs []contracts.ToolDefinition
+	for _, d := range r.Definitions() {
+		if t, _ := r.Lookup(d.Name); t != nil {
+			if _, local := t.(tools.Local); local {
+				defs = append(defs, d)
+			}
+		}
+	}
+	return defs
 }
 
 // parked is the result of a turn that waits for the owner: a reply that
