@@ -37,6 +37,10 @@ type Peer struct {
 	out      chan contracts.Envelope
 	gone     chan struct{}
 	goneOnce sync.Once
+	// deaf is closed when writing to the peer failed: nothing more is
+	// sent, but what it wrote before is still read to the end.
+	deaf     chan struct{}
+	deafOnce sync.Once
 }
 
 // Config sets up a hub.
@@ -243,6 +247,16 @@ func (p *Peer) close() {
 	})
 }
 
+// isDeaf reports whether writing to the peer has failed.
+func (p *Peer) isDeaf() bool {
+	select {
+	case <-p.deaf:
+		return true
+	default:
+		return false
+	}
+}
+
 // Gone is closed when the peer's connection ends.
 func (p *Peer) Gone() <-chan struct{} { return p.gone }
 
@@ -306,7 +320,7 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 	}
 	nc.SetDeadline(time.Time{})
 
-	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{})}
+	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), deaf: make(chan struct{})}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -372,8 +386,14 @@ func (h *Hub) writeLoop(p *Peer) {
 			return
 		case env := <-p.out:
 			if err := bus.WriteFrame(p.nc, env, h.cfg.MaxFrame); err != nil {
+				// The peer closed its end, most often a worker that
+				// sent its result and exited: the result may still be
+				// unread in the socket, so reading goes on to the end.
 				h.cfg.Logf("bus: writing %s to %s %q: %v", env.Kind, p.Hello.Role, p.Hello.Name, err)
-				p.close()
+				p.deafOnce.Do(func() { close(p.deaf) })
+				if uc, ok := p.nc.(*net.UnixConn); ok {
+					uc.CloseWrite()
+				}
 				return
 			}
 		}
@@ -386,6 +406,8 @@ func (h *Hub) Send(p *Peer, env contracts.Envelope) error {
 	select {
 	case <-p.gone:
 		return fmt.Errorf("send %s to %s %q: %w", env.Kind, p.Hello.Role, p.Hello.Name, ErrNoRoute)
+	case <-p.deaf:
+		return fmt.Errorf("send %s to %s %q: it stopped reading: %w", env.Kind, p.Hello.Role, p.Hello.Name, ErrNoRoute)
 	default:
 	}
 	select {
@@ -492,6 +514,9 @@ func (h *Hub) targets(r contracts.Route, env contracts.Envelope) []*Peer {
 	var newest *Peer
 	for _, p := range h.peers {
 		if p.Hello.Role != r.To || (env.To != "" && p.Hello.Name != env.To) {
+			continue
+		}
+		if p.isDeaf() {
 			continue
 		}
 		switch r.Delivery {

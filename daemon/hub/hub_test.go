@@ -576,6 +576,28 @@ func TestJobWaitsForABroker(t *testing.T) {
 	}
 }
 
+// TestLastWordsOfAClosedPeerArrive: a worker that sends its result and
+// exits at once, while the hub is writing to it (its job's late
+// completion), has its result read all the same: a failed write stops
+// the writing, not the reading.
+func TestLastWordsOfAClosedPeerArrive(t *testing.T) {
+	f := serve(t, hub.Config{})
+	for i := range 20 {
+		turn := fmt.Sprintf("t-%d", i)
+		worker, peer := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: turn})
+		send(t, worker, envelope(t, contracts.KindResult, "", "last words"))
+		worker.Close()
+		// The late completion hits a closed socket.
+		for range 3 {
+			f.Send(peer, envelope(t, contracts.KindCompletion, turn, "too late"))
+		}
+		if got := f.waitCore(t); got.Kind != contracts.KindResult || got.Turn != turn {
+			t.Fatalf("core got %s for turn %q, want the result of %s", got.Kind, got.Turn, turn)
+		}
+		f.waitLeave(t)
+	}
+}
+
 func TestRouteWithoutTarget(t *testing.T) {
 	f := serve(t, hub.Config{})
 	f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
