@@ -231,16 +231,17 @@ func precheckBinary(op syntax.Token, x, y starlark.Value) error {
 }
 
 func checkRepeat(seq starlark.Value, n starlark.Int) error {
+	// No result may be longer than the largest cap (a string's), so a
+	// count past it is refused before any multiplication can overflow,
+	// on 32-bit boards too.
+	const largest = int64(max(maxStringBytes, maxElements))
 	count, ok := n.Int64()
-	if !ok || count > maxElements*maxStringBytes {
-		return fmt.Errorf("a repeat count of %s is too large", n)
+	length := starlark.Len(seq)
+	if !ok || count > largest || (length > 0 && count > largest/int64(length)) {
+		return checkLength(seq, int(largest)+1)
 	}
 	if count <= 0 {
 		return nil
-	}
-	length := starlark.Len(seq)
-	if length > 0 && count > int64(maxStringBytes*maxElements/length) {
-		return fmt.Errorf("repeating %d items %d times is too large", length, count)
 	}
 	return checkLength(seq, length*int(count))
 }
