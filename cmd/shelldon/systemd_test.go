@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -66,12 +65,11 @@ func TestTurnInASystemdUnit(t *testing.T) {
 }
 
 // newPetInUnits is a pet whose core asks host's systemd for a unit per
-// turn, running workerBin (copied to where both sides see it at the same
+// turn, running workerBin (staged where both sides see it at the same
 // path: a unit's /tmp is its own) as the worker.
 func newPetInUnits(t testing.TB, host *systemdhost.Host, model *demomodel.Server, workerBin string) *pet {
 	t.Helper()
-	bin := filepath.Join(host.Dir, "shelldon-worker")
-	copyFile(t, workerBin, bin)
+	bin := host.Stage(t, workerBin)
 	sd, err := launch.NewSystemd(context.Background(), func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, launch.SystemdOptions{})
 	if err != nil {
 		t.Fatalf("NewSystemd: %v", err)
@@ -83,25 +81,6 @@ func newPetInUnits(t testing.TB, host *systemdhost.Host, model *demomodel.Server
 		c.Socket = filepath.Join(state, "bus.sock")
 		c.Turn.WorkerCommand = []string{bin, "worker"}
 	})
-}
-
-func copyFile(t testing.TB, from, to string) {
-	t.Helper()
-	src, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := os.OpenFile(to, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := dst.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func TestWorkerUser(t *testing.T) {

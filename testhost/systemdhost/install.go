@@ -33,8 +33,7 @@ func (h *Host) Install(t testing.TB, binaries ...string) {
 		t.Fatal(err)
 	}
 	for _, bin := range binaries {
-		copyFile(t, bin, filepath.Join(staged, filepath.Base(bin)), 0o755)
-		h.Must(t, "install", "-m", "0755", filepath.Join(staged, filepath.Base(bin)), "/usr/bin/"+filepath.Base(bin))
+		h.Must(t, "install", "-m", "0755", h.Stage(t, bin), "/usr/bin/"+filepath.Base(bin))
 	}
 	names, err := fs.Glob(units.Files, "*")
 	if err != nil {
@@ -62,6 +61,24 @@ func (h *Host) Install(t testing.TB, binaries ...string) {
 	h.Must(t, "systemd-sysusers")
 	h.Must(t, "systemd-tmpfiles", "--create", "/usr/lib/tmpfiles.d/shelldon.conf")
 	h.Must(t, "systemctl", "daemon-reload")
+}
+
+// Stage copies a host file into [Host.Dir], where the container sees it
+// at the same path, and returns that path. The copy keeps the file's
+// permission bits.
+func (h *Host) Stage(t testing.TB, from string) string {
+	t.Helper()
+	fi, err := os.Stat(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(h.Dir, "staged")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	to := filepath.Join(dir, filepath.Base(from))
+	copyFile(t, from, to, fi.Mode().Perm())
+	return to
 }
 
 func copyFile(t testing.TB, from, to string, mode os.FileMode) {

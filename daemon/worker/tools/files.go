@@ -88,12 +88,16 @@ func (readFile) Definition() contracts.ToolDefinition {
 		contracts.TierFree, readPathParam)
 }
 
-func (t readFile) Check(args string) (Checked, error) {
-	values, err := parseArgs(args, readPathParam)
+func (t readFile) Check(args string) (Checked, error) { return t.env.checkPath(args, readPathParam) }
+
+// checkPath checks the arguments of a FREE tool that takes one path in
+// the workspace.
+func (e Env) checkPath(args string, path param) (Checked, error) {
+	values, err := parseArgs(args, path)
 	if err != nil {
 		return Checked{}, err
 	}
-	if _, err := t.env.jailed(values["path"]); err != nil {
+	if _, err := e.jailed(values[path.name]); err != nil {
 		return Checked{}, err
 	}
 	return free, nil
@@ -161,16 +165,7 @@ func (listDir) Definition() contracts.ToolDefinition {
 		contracts.TierFree, listPathParam)
 }
 
-func (t listDir) Check(args string) (Checked, error) {
-	values, err := parseArgs(args, listPathParam)
-	if err != nil {
-		return Checked{}, err
-	}
-	if _, err := t.env.jailed(values["path"]); err != nil {
-		return Checked{}, err
-	}
-	return free, nil
-}
+func (t listDir) Check(args string) (Checked, error) { return t.env.checkPath(args, listPathParam) }
 
 func (t listDir) Run(_ context.Context, args string) (string, error) {
 	values, err := parseArgs(args, listPathParam)
