@@ -50,6 +50,11 @@ const (
 	KindResult Kind = "RESULT"
 	// KindSnapshot is the face, caption and status for whichever panel listens.
 	KindSnapshot Kind = "STATE_SNAPSHOT"
+	// KindExec asks core to run a FREE call that runs a program (a
+	// read-only shell command) in the sandbox, for the worker's turn.
+	KindExec Kind = "EXEC"
+	// KindExecResult is core's answer to an exec request.
+	KindExecResult Kind = "EXEC_RESULT"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -81,6 +86,8 @@ var Routes = map[Kind]Route{
 	KindTurnInput:  {To: RoleWorker, Delivery: ToTurn},
 	KindCompletion: {To: RoleWorker, Delivery: ToTurn},
 	KindJob:        {To: RoleBroker, Delivery: ToOne},
+	KindExec:       {To: RoleCore, Delivery: ToOne},
+	KindExecResult: {To: RoleWorker, Delivery: ToTurn},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -94,6 +101,8 @@ var Senders = map[Kind][]Role{
 	KindTurnInput:  {RoleCore},
 	KindCompletion: {RoleBroker},
 	KindJob:        {RoleWorker},
+	KindExec:       {RoleWorker},
+	KindExecResult: {RoleCore},
 }
 
 // MaySend reports whether role may send kind.

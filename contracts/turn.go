@@ -144,3 +144,17 @@ type Snapshot struct {
 	// HoldUntil is the end of a reaction's dwell; ambient faces wait for it.
 	HoldUntil time.Time `json:"hold_until,omitempty"`
 }
+
+// ExecRequest asks core to run one tool call in the sandbox. Core checks
+// the call itself, from Name and Args, and runs only what its own check
+// allows.
+type ExecRequest struct {
+	Call ToolCall `json:"call"`
+}
+
+// ExecResult answers an ExecRequest: the tool's answer for the model.
+type ExecResult struct {
+	CallID  string `json:"call_id"`
+	OK      bool   `json:"ok"`
+	Content string `json:"content"`
+}

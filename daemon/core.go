@@ -22,6 +22,7 @@ import (
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/worker/tools"
 	"shelldon/panel/faces"
 )
 
@@ -49,6 +50,10 @@ type Options struct {
 	// Notify tells systemd that core is ready, what it is doing, and that
 	// its loop still answers (the watchdog); nil outside a service.
 	Notify *sdnotify.Notifier
+	// Sandbox runs the read-only shell commands of turns; nil when the
+	// host has none, and NoSandbox says why (for the model and the owner).
+	Sandbox   Sandbox
+	NoSandbox error
 	// WedgeHook, for the tests of a service's watchdog only, makes the
 	// message [WedgeMessage] block the turn loop until core stops, as a
 	// bug would. `shelldon daemon` sets it when SHELLDON_TEST_HOOKS=1.
@@ -76,6 +81,8 @@ type Core struct {
 
 	// Owned by the loop goroutine.
 	faces faces.Registry
+	// tools checks the calls workers ask core to run.
+	tools *tools.Registry
 	arb   arbiter
 	fence fence
 	turn  *activeTurn
@@ -156,6 +163,7 @@ func New(opts Options) (*Core, error) {
 		starting: map[string]*workerSlot{},
 	}
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.pushSnapshot}
+	c.tools = tools.Builtins(tools.Env{Workspace: c.layout.Workspace(), Vault: c.layout.Vault(), Clock: c.clock})
 	return c, nil
 }
 
@@ -282,6 +290,8 @@ func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
 		c.startTurn(ctx, adm)
 	case contracts.KindResult:
 		c.handleResult(ctx, env)
+	case contracts.KindExec:
+		c.handleExec(ctx, env)
 	case kindWorkerLeft:
 		if t := c.turn; t != nil && t.id == env.Turn {
 			t.left = true

@@ -31,6 +31,8 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/worker"
+	"shelldon/sandbox"
+	"shelldon/sandbox/image"
 )
 
 const usage = `shelldon — a personal AI pet for small Linux boards
@@ -208,11 +210,41 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	if err != nil {
 		return err
 	}
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify, WedgeHook: wedgeHook})
+	sb, noSandbox := openSandbox(cfg, launcher, log)
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify,
+		Sandbox: sb, NoSandbox: noSandbox, WedgeHook: wedgeHook})
 	if err != nil {
 		return err
 	}
 	return core.Run(ctx, ready)
+}
+
+// openSandbox opens the sandbox that core runs turns' commands in, or
+// says why there is none (the image not built, not root); the pet then
+// answers shell commands with that reason. Where workers run in units,
+// so do commands.
+func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) (daemon.Sandbox, error) {
+	recipe, err := image.DefaultRecipe()
+	if err != nil {
+		return nil, err
+	}
+	st, err := image.Status(image.DefaultCacheDir, recipe)
+	if err != nil {
+		return nil, err
+	}
+	if st.Current == nil {
+		return nil, sandbox.ErrNoImage
+	}
+	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: filepath.Join(cfg.StateDir, "runs"), Log: log.With("actor", "sandbox")}
+	if sd, ok := launcher.(*launch.Systemd); ok {
+		sbCfg.Units = sd
+	}
+	sb, err := sandbox.New(sbCfg)
+	if err != nil {
+		log.Warn("shell commands cannot run", "why", err)
+		return nil, err
+	}
+	return sb, nil
 }
 
 // chooseLauncher asks systemd for a transient unit per turn where it may

@@ -22,6 +22,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
+	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
 )
 
@@ -444,7 +445,7 @@ func TestToolCallsThroughTheWholePet(t *testing.T) {
 		t.Fatalf("reply = %+v", r)
 	}
 	reqs := p.waitRequests(2)
-	if got := strings.Join(reqs[0].Tools, " "); got != "get_time read_file list_dir python_eval" {
+	if got := strings.Join(reqs[0].Tools, " "); got != "get_time read_file list_dir python_eval run_shell" {
 		t.Errorf("tools offered = %q", got)
 	}
 	answers := map[string]string{}
@@ -458,5 +459,43 @@ func TestToolCallsThroughTheWholePet(t *testing.T) {
 	}
 	if !strings.HasPrefix(answers["c2"], "error: ") {
 		t.Errorf("reading outside the workspace answered %q, want a refusal", answers["c2"])
+	}
+}
+
+// TestShellCommandsThroughTheWholePet: a read-only command the model asks
+// for runs in the real sandbox over the workspace, through core; one that
+// would change something is refused (no approvals yet) and the turn goes on.
+func TestShellCommandsThroughTheWholePet(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{
+			{ID: "c1", Name: "run_shell", Args: `{"command": "ls && cat hello.txt"}`},
+			{ID: "c2", Name: "run_shell", Args: `{"command": "rm hello.txt"}`},
+		}},
+		demomodel.Step{Text: "Looked."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "hello.txt"), []byte("hello from the workspace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.say("what is in your workspace?")
+	if r := p.reply(30 * time.Second); r.Text != "Looked." {
+		t.Fatalf("reply = %+v", r)
+	}
+	answers := map[string]string{}
+	for _, m := range p.waitRequests(2)[1].Messages {
+		if m.Role == contracts.ChatTool {
+			answers[m.ToolCallID] = m.Content
+		}
+	}
+	if a := answers["c1"]; !strings.HasPrefix(a, "exit 0") || !strings.Contains(a, "hello from the workspace") {
+		t.Errorf("ls && cat answered %q, want its output from the sandbox", a)
+	}
+	if a := answers["c2"]; !strings.Contains(a, "owner's approval") {
+		t.Errorf("rm answered %q, want it refused for want of approval", a)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "hello.txt")); err != nil {
+		t.Errorf("hello.txt after the turn: %v", err)
 	}
 }

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	"shelldon/daemon/launch"
 	"shelldon/daemon/statedir"
 	"shelldon/policy"
 	"shelldon/sandbox"
-	"shelldon/sandbox/image"
 )
 
 const sandboxUsage = "usage: shelldon sandbox run [--view read-only|captured|scratch] [--network] [--dir DIR] [--apply] [--config FILE] -- COMMAND [ARG...]"
@@ -46,25 +46,15 @@ func cmdSandbox(ctx context.Context, env *environment, args []string) error {
 	if !ok {
 		return fmt.Errorf("--view %q: want read-only, captured or scratch", view)
 	}
-	recipe, err := image.DefaultRecipe()
-	if err != nil {
-		return err
-	}
-	st, err := image.Status(image.DefaultCacheDir, recipe)
-	if err != nil {
-		return err
-	}
-	if st.Current == nil {
-		return sandbox.ErrNoImage
-	}
 	layout := statedir.Layout{Root: cfg.StateDir}
-	sbCfg := sandbox.Config{Image: st.Current.Root}
+	quiet := slog.New(slog.DiscardHandler)
 	// As core would: in a shelldon-run@ unit where systemd can be asked.
-	if sd, err := connectSystemd(ctx, cfg, slog.New(slog.DiscardHandler)); err == nil {
+	var launcher launch.Launcher
+	if sd, err := connectSystemd(ctx, cfg, quiet); err == nil {
 		defer sd.Close()
-		sbCfg.Units = sd
+		launcher = sd
 	}
-	sb, err := sandbox.New(sbCfg)
+	sb, err := openSandbox(cfg, launcher, quiet)
 	if err != nil {
 		return err
 	}

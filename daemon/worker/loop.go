@@ -28,8 +28,13 @@ type agentLoop struct {
 	// offer lists the tools the model is told of; nil offers them all.
 	offer    []contracts.ToolDefinition
 	complete func(contracts.Job) (contracts.Completion, error)
+	// exec asks core to run a sandboxed call; nil refuses such calls.
+	exec     func(contracts.ToolCall) (string, error)
 	now      func() time.Time
 	deadline time.Time
+	// canPark lets a RISKY call park the turn for the owner; without it
+	// the call is answered as refused, so the model can do without.
+	canPark bool
 }
 
 // loopEnd is how a loop ended: with the model's text, or parked on a
@@ -82,6 +87,10 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 				answers = append(answers, failed(call, err.Error()))
 				continue
 			}
+			if checked.Tier == contracts.TierRisky && !l.canPark {
+				answers = append(answers, failed(call, "this needs the owner's approval, which this pet cannot ask for yet; do without it, or use a read-only command"))
+				continue
+			}
 			if checked.Tier == contracts.TierRisky {
 				// The first RISKY call parks the turn. The assistant
 				// message keeps the calls answered so far and this one;
@@ -96,13 +105,17 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 				answers = append(answers, failed(call, fmt.Sprintf("this turn has used its %d tool calls; answer the owner with what you have", maxExecutions)))
 				continue
 			}
-			local, ok := tool.(tools.Local)
-			if !ok || checked.Sandboxed {
-				answers = append(answers, failed(call, "this command would run in the sandbox, which this worker cannot reach yet; answer without it"))
+			var run func() (string, error)
+			if local, ok := tool.(tools.Local); ok && !checked.Sandboxed {
+				run = func() (string, error) { return local.Run(ctx, call.Args) }
+			} else if checked.Sandboxed && l.exec != nil {
+				run = func() (string, error) { return l.exec(call) }
+			} else {
+				answers = append(answers, failed(call, "this call cannot run in this turn"))
 				continue
 			}
 			end.Executions++
-			out, err := local.Run(ctx, call.Args)
+			out, err := run()
 			if err != nil {
 				answers = append(answers, failed(call, err.Error()))
 				continue

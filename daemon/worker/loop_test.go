@@ -52,6 +52,7 @@ func newLoop(t *testing.T, s *scripted) *agentLoop {
 		complete: s.complete,
 		now:      fake.Now,
 		deadline: fake.Now().Add(25 * time.Second),
+		canPark:  true,
 	}
 }
 
@@ -193,6 +194,51 @@ func TestLoopParksTheFirstRiskyCall(t *testing.T) {
 	answered(t, p.Messages, "2")
 	if end.Executions != 1 {
 		t.Errorf("%d executions before parking, want the one FREE call", end.Executions)
+	}
+}
+
+func TestLoopWithoutApprovalsRefusesRiskyCalls(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "run_shell", `{"command":"rm -rf notes.txt"}`)),
+		text("I won't then."),
+	}}
+	l := newLoop(t, s)
+	l.canPark = false
+	end := l.run(context.Background(), start())
+	if end.Park != nil || end.Text != "I won't then." {
+		t.Fatalf("run = %+v, want the call refused and the turn to go on", end)
+	}
+	msgs := s.jobs[1].Messages
+	answered(t, msgs, "")
+	if last := msgs[len(msgs)-1]; !strings.Contains(last.Content, "owner's approval") {
+		t.Errorf("risky call answered %q", last.Content)
+	}
+}
+
+func TestLoopSendsSandboxedCallsToCore(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "run_shell", `{"command":"ls"}`), call("2", "run_shell", `{"command":"cat missing.txt"}`)),
+		text("done"),
+	}}
+	l := newLoop(t, s)
+	var asked []string
+	l.exec = func(c contracts.ToolCall) (string, error) {
+		asked = append(asked, c.ID)
+		if c.ID == "2" {
+			return "", errors.New("exit 1: cat: missing.txt: No such file")
+		}
+		return "exit 0\nnotes.txt\n", nil
+	}
+	end := l.run(context.Background(), start())
+	if end.Text != "done" || strings.Join(asked, ",") != "1,2" || end.Executions != 2 {
+		t.Fatalf("run = %+v, core asked for %q", end, asked)
+	}
+	msgs := s.jobs[1].Messages
+	if got := msgs[len(msgs)-2].Content; !strings.Contains(got, "notes.txt") {
+		t.Errorf("ls answered %q", got)
+	}
+	if got := msgs[len(msgs)-1].Content; !strings.HasPrefix(got, "error: exit 1") {
+		t.Errorf("failing cat answered %q", got)
 	}
 }
 

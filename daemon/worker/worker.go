@@ -67,8 +67,13 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
 	}
 
-	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, func(job contracts.Job) (contracts.Completion, error) {
-		return ask(ctx, conn, frames, opts.Turn, job)
+	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, bridge{
+		complete: func(job contracts.Job) (contracts.Completion, error) {
+			return ask(ctx, conn, frames, opts.Turn, job)
+		},
+		exec: func(call contracts.ToolCall) (string, error) {
+			return execute(ctx, conn, frames, opts.Turn, call, in.Deadline)
+		},
 	})
 	res.PeakRSS = peakRSS()
 	logf("turn %s: ok=%v model=%v peak=%dKiB err=%q", opts.Turn, res.OK, res.ModelTime, res.PeakRSS>>10, res.Error)
@@ -99,6 +104,38 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// execute asks core to run one sandboxed call and waits for its answer
+// until the turn's deadline.
+func execute(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, turn string, call contracts.ToolCall, deadline time.Time) (string, error) {
+	env, err := contracts.NewEnvelope(contracts.KindExec, turn, contracts.ExecRequest{Call: call})
+	if err != nil {
+		return "", err
+	}
+	if err := conn.Send(env); err != nil {
+		return "", fmt.Errorf("send exec request: %w", err)
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for {
+		select {
+		case <-ctx.Done():
+			return "", errors.New("core did not answer before the turn's time ran out")
+		case env, ok := <-frames:
+			if !ok {
+				return "", errors.New("core closed the bus")
+			}
+			var r contracts.ExecResult
+			if env.Kind != contracts.KindExecResult || env.Decode(&r) != nil || r.CallID != call.ID {
+				continue
+			}
+			if !r.OK {
+				return "", errors.New(r.Content)
+			}
+			return r.Content, nil
+		}
+	}
 }
 
 // errBudget is the failure of a turn whose budget W ran out.
@@ -139,7 +176,7 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 // serve does the turn's work between input and result: prompt, the agent
 // loop with the model and the tools, parse. complete is the round trip to
 // the broker.
-func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, complete func(contracts.Job) (contracts.Completion, error)) contracts.Result {
+func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, b bridge) contracts.Result {
 	fail := func(format string, args ...any) contracts.Result {
 		return contracts.Result{OK: false, Error: fmt.Sprintf(format, args...)}
 	}
@@ -167,8 +204,9 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}})
 	loop := agentLoop{
 		tools:    toolbox,
-		offer:    runnableHere(toolbox),
-		complete: complete,
+		offer:    offered(toolbox),
+		complete: b.complete,
+		exec:     b.exec,
 		now:      time.Now,
 		deadline: in.Deadline,
 	}
@@ -187,17 +225,24 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	return res
 }
 
-// runnableHere lists the tools a turn can see through today: the ones
-// that run in the worker. The RISKY tools and shell commands need core's
-// approvals and its sandbox route, which are not there yet; offering them
-// would have the pet ask the owner for what nobody can grant.
-func runnableHere(r *tools.Registry) []contracts.ToolDefinition {
+// bridge is how a turn reaches beyond the worker: the broker for
+// completions, core for sandboxed commands.
+type bridge struct {
+	complete func(contracts.Job) (contracts.Completion, error)
+	exec     func(contracts.ToolCall) (string, error)
+}
+
+// offered lists the tools a turn can see through today: the ones that
+// run in the worker, and run_shell, whose read-only commands core runs in
+// the sandbox. The other RISKY tools need the owner's approval, which
+// core cannot ask for yet; offering them would have the pet ask for what
+// nobody can grant.
+func offered(r *tools.Registry) []contracts.ToolDefinition {
 	var defs []contracts.ToolDefinition
 	for _, d := range r.Definitions() {
-		if t, _ := r.Lookup(d.Name); t != nil {
-			if _, local := t.(tools.Local); local {
-				defs = append(defs, d)
-			}
+		t, _ := r.Lookup(d.Name)
+		if _, local := t.(tools.Local); local || d.Name == "run_shell" {
+			defs = append(defs, d)
 		}
 	}
 	return defs

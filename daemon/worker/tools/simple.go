@@ -50,7 +50,7 @@ func (t runShell) Check(args string) (Checked, error) {
 	}
 	verdict := policy.Classify(values["command"], t.env.Workspace)
 	if verdict.Safe {
-		return Checked{Tier: contracts.TierFree, Sandboxed: true}, nil
+		return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"/bin/sh", "-c", values["command"]}}, nil
 	}
 	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network}, nil
 }

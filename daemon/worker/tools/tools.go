@@ -50,6 +50,9 @@ type Checked struct {
 	// Sandboxed means the call is FREE but runs a program, so core runs it
 	// read-only in the sandbox (a read-only run_shell command).
 	Sandboxed bool
+	// Argv is what a sandboxed call runs. Core derives it from its own
+	// Check of the arguments, never from what a worker says.
+	Argv []string
 	// Network means the call reaches the network (git fetch, push, pull).
 	Network bool
 }

@@ -1,0 +1,104 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/worker/tools"
+	"shelldon/sandbox"
+)
+
+// Sandbox runs one command in a throwaway container: [sandbox.Sandbox].
+type Sandbox interface {
+	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+}
+
+// handleExec runs a worker's FREE call that runs a program — a read-only
+// shell command — in the sandbox, with the workspace read-only. Core
+// checks the call itself and runs only what its own check produced: a
+// worker cannot get anything else run by asking, and an attempt is
+// logged as refused.
+func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
+	var req contracts.ExecRequest
+	if err := env.Decode(&req); err != nil {
+		c.log.Warn("dropped an unreadable exec request", "turn", env.Turn, "err", err)
+		return
+	}
+	call := req.Call
+	answer := func(ok bool, content string) {
+		reply, err := contracts.NewEnvelope(contracts.KindExecResult, env.Turn, contracts.ExecResult{CallID: call.ID, OK: ok, Content: content})
+		if err == nil {
+			err = c.hub.Route(reply)
+		}
+		if err != nil {
+			c.log.Warn("answering an exec request failed", "turn", env.Turn, "err", err)
+		}
+	}
+	t := c.turn
+	if t == nil || t.id != env.Turn || t.fenced {
+		c.log.Warn("refused an exec request of a turn that is not running", "turn", env.Turn, "tool", call.Name)
+		return
+	}
+	audit := c.log.With(contracts.AuditEvent, contracts.EventToolCall, "turn", t.id, "tool", call.Name, "args", call.Args)
+	checked, err := c.checkExec(call)
+	if err != nil {
+		audit.Warn("refused a call the owner did not approve", "decision", "refused", "why", err)
+		answer(false, "core refused to run this call: "+err.Error())
+		return
+	}
+	if c.opts.Sandbox == nil {
+		audit.Warn("no sandbox to run a command in", "decision", "unavailable", "why", c.opts.NoSandbox)
+		answer(false, fmt.Sprintf("shell commands cannot run on this pet right now (%v)", c.opts.NoSandbox))
+		return
+	}
+	audit.Info("running a read-only command", "decision", "free")
+	spec := sandbox.Spec{Argv: checked.Argv, Workspace: c.layout.Workspace(), View: sandbox.ReadOnly, Turn: t.id}
+	// The command may take seconds; the turn loop must not wait for it.
+	go func() {
+		res, err := c.opts.Sandbox.Run(ctx, spec)
+		if err != nil {
+			answer(false, "the sandbox could not run it: "+err.Error())
+			return
+		}
+		answer(res.ExitCode == 0, describeRun(res))
+	}()
+}
+
+// checkExec checks a call as the worker's tools do and accepts only a
+// FREE call that runs in the sandbox.
+func (c *Core) checkExec(call contracts.ToolCall) (tools.Checked, error) {
+	tool, ok := c.tools.Lookup(call.Name)
+	if !ok {
+		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
+	}
+	checked, err := tool.Check(call.Args)
+	switch {
+	case err != nil:
+		return tools.Checked{}, err
+	case checked.Tier != contracts.TierFree || !checked.Sandboxed || len(checked.Argv) == 0:
+		return tools.Checked{}, fmt.Errorf("%s with these arguments is not a read-only command: %s", call.Name, checked.Note)
+	}
+	return checked, nil
+}
+
+// describeRun is a run's answer for the model: how it ended, then its
+// output.
+func describeRun(res sandbox.Result) string {
+	var head string
+	switch {
+	case res.TimedOut:
+		head = fmt.Sprintf("killed: it ran past %s", res.Duration.Round(100*time.Millisecond))
+	case res.OutOfMemory:
+		head = "killed: out of memory"
+	default:
+		head = fmt.Sprintf("exit %d", res.ExitCode)
+	}
+	out := res.Text()
+	if strings.TrimSpace(out) == "" {
+		out = "(no output)"
+	}
+	return head + "\n" + out
+}

@@ -1,0 +1,64 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/daemon/worker/tools"
+	"shelldon/sandbox"
+)
+
+// TestCoreRunsOnlyWhatItsOwnCheckAllows: whatever a worker asks, core
+// runs a command only when its own check finds it read-only, and runs
+// the argv its check made.
+func TestCoreRunsOnlyWhatItsOwnCheckAllows(t *testing.T) {
+	c := &Core{tools: tools.Builtins(tools.Env{Workspace: t.TempDir(), Clock: clock.NewFake(time.Now())})}
+	cases := []struct {
+		name string
+		call contracts.ToolCall
+		argv []string
+		err  string
+	}{
+		{"read-only command", contracts.ToolCall{Name: "run_shell", Args: `{"command":"ls -la"}`}, []string{"/bin/sh", "-c", "ls -la"}, ""},
+		{"a deletion", contracts.ToolCall{Name: "run_shell", Args: `{"command":"rm -rf ."}`}, nil, "not a read-only command"},
+		{"leaving the workspace", contracts.ToolCall{Name: "run_shell", Args: `{"command":"cat /etc/shadow"}`}, nil, "not a read-only command"},
+		{"a write", contracts.ToolCall{Name: "write_file", Args: `{"path":"a","content":"b"}`}, nil, "not a read-only command"},
+		{"an in-worker tool", contracts.ToolCall{Name: "get_time", Args: `{}`}, nil, "not a read-only command"},
+		{"no such tool", contracts.ToolCall{Name: "format_disk", Args: `{}`}, nil, "no tool"},
+		{"bad arguments", contracts.ToolCall{Name: "run_shell", Args: `{"command": 1}`}, nil, "bad arguments"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			checked, err := c.checkExec(tc.call)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("checkExec(%s %s) = %v, want an error saying %q", tc.call.Name, tc.call.Args, err, tc.err)
+				}
+				return
+			}
+			if err != nil || strings.Join(checked.Argv, "\x00") != strings.Join(tc.argv, "\x00") {
+				t.Errorf("checkExec(%s %s) = %q, %v; want %q", tc.call.Name, tc.call.Args, checked.Argv, err, tc.argv)
+			}
+		})
+	}
+}
+
+func TestDescribeRun(t *testing.T) {
+	cases := []struct {
+		res  sandbox.Result
+		want string
+	}{
+		{sandbox.Result{ExitCode: 0, Output: []byte("a\n")}, "exit 0\na\n"},
+		{sandbox.Result{ExitCode: 2}, "exit 2\n(no output)"},
+		{sandbox.Result{TimedOut: true, Duration: 30 * time.Second, Output: []byte("partial")}, "killed: it ran past 30s\npartial"},
+		{sandbox.Result{OutOfMemory: true}, "killed: out of memory\n(no output)"},
+	}
+	for _, tc := range cases {
+		if got := describeRun(tc.res); got != tc.want {
+			t.Errorf("describeRun(%+v) = %q, want %q", tc.res, got, tc.want)
+		}
+	}
+}
