@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/contracts"
 	"shelldon/demomodel"
 	"shelldon/testhost/systemdhost"
 )
@@ -24,6 +25,24 @@ import (
 func BenchmarkTurn(b *testing.B) {
 	model := demomodel.New()
 	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
+	measureTurns(b, newPet(b, model, useBuiltBinary(b)))
+}
+
+// BenchmarkTurnWithTools is BenchmarkTurn where the model first asks for
+// three FREE tools (get_time, python_eval, list_dir), which the worker
+// runs before the model answers: the agent loop's own overhead.
+func BenchmarkTurnWithTools(b *testing.B) {
+	model := demomodel.New()
+	model.Fallback = func(r demomodel.Request) demomodel.Step {
+		if last := r.Messages[len(r.Messages)-1]; last.Role == contracts.ChatTool {
+			return demomodel.Step{Text: "done"}
+		}
+		return demomodel.Step{ToolCalls: []contracts.ToolCall{
+			{ID: "t1", Name: "get_time", Args: `{}`},
+			{ID: "t2", Name: "python_eval", Args: `{"expression": "sum([x * x for x in range(100)])"}`},
+			{ID: "t3", Name: "list_dir", Args: `{}`},
+		}}
+	}
 	measureTurns(b, newPet(b, model, useBuiltBinary(b)))
 }
 
