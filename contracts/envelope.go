@@ -55,6 +55,11 @@ const (
 	KindExec Kind = "EXEC"
 	// KindExecResult is core's answer to an exec request.
 	KindExecResult Kind = "EXEC_RESULT"
+	// KindApprovalRequest asks the owner, through a transport, to decide
+	// on a parked RISKY call.
+	KindApprovalRequest Kind = "APPROVAL_REQUEST"
+	// KindDecision is the owner's answer, from a transport.
+	KindDecision Kind = "DECISION"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -79,30 +84,34 @@ type Route struct {
 // and where it goes. A kind missing here is refused by the hub. Hello and
 // welcome are not routed; they are the handshake.
 var Routes = map[Kind]Route{
-	KindInbound:    {To: RoleCore, Delivery: ToOne},
-	KindResult:     {To: RoleCore, Delivery: ToOne},
-	KindOutbound:   {To: RoleTransport, Delivery: ToAll},
-	KindSnapshot:   {To: RolePanel, Delivery: ToAll},
-	KindTurnInput:  {To: RoleWorker, Delivery: ToTurn},
-	KindCompletion: {To: RoleWorker, Delivery: ToTurn},
-	KindJob:        {To: RoleBroker, Delivery: ToOne},
-	KindExec:       {To: RoleCore, Delivery: ToOne},
-	KindExecResult: {To: RoleWorker, Delivery: ToTurn},
+	KindInbound:         {To: RoleCore, Delivery: ToOne},
+	KindResult:          {To: RoleCore, Delivery: ToOne},
+	KindOutbound:        {To: RoleTransport, Delivery: ToAll},
+	KindSnapshot:        {To: RolePanel, Delivery: ToAll},
+	KindTurnInput:       {To: RoleWorker, Delivery: ToTurn},
+	KindCompletion:      {To: RoleWorker, Delivery: ToTurn},
+	KindJob:             {To: RoleBroker, Delivery: ToOne},
+	KindExec:            {To: RoleCore, Delivery: ToOne},
+	KindExecResult:      {To: RoleWorker, Delivery: ToTurn},
+	KindApprovalRequest: {To: RoleTransport, Delivery: ToAll},
+	KindDecision:        {To: RoleCore, Delivery: ToOne},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
 // envelope whose sender's role is not listed, so a worker cannot forge a
 // reply to the owner and a transport cannot forge a turn result.
 var Senders = map[Kind][]Role{
-	KindInbound:    {RoleTransport},
-	KindResult:     {RoleWorker},
-	KindOutbound:   {RoleCore},
-	KindSnapshot:   {RoleCore},
-	KindTurnInput:  {RoleCore},
-	KindCompletion: {RoleBroker},
-	KindJob:        {RoleWorker},
-	KindExec:       {RoleWorker},
-	KindExecResult: {RoleCore},
+	KindInbound:         {RoleTransport},
+	KindResult:          {RoleWorker},
+	KindOutbound:        {RoleCore},
+	KindSnapshot:        {RoleCore},
+	KindTurnInput:       {RoleCore},
+	KindCompletion:      {RoleBroker},
+	KindJob:             {RoleWorker},
+	KindExec:            {RoleWorker},
+	KindExecResult:      {RoleCore},
+	KindApprovalRequest: {RoleCore},
+	KindDecision:        {RoleTransport},
 }
 
 // MaySend reports whether role may send kind.

@@ -110,6 +110,23 @@ type TurnInput struct {
 	// Deadline is the worker's own budget (W); past it the worker reports
 	// failure rather than wait.
 	Deadline time.Time `json:"deadline"`
+	// Resume, when set, continues a conversation that parked on a RISKY
+	// call: the worker takes up the loop from there instead of building a
+	// new prompt from Text.
+	Resume *Resume `json:"resume,omitempty"`
+	// Approvals says that core can park a RISKY call for the owner: the
+	// worker then offers the RISKY tools, and parks on the first such
+	// call instead of refusing it.
+	Approvals bool `json:"approvals,omitempty"`
+}
+
+// Resume is a parked conversation, taken up after the owner decided: the
+// messages as parked (ending with the assistant message whose last call
+// was parked) and the answer to that call — what core's execution of the
+// owner's approved call produced, or "denied by owner".
+type Resume struct {
+	Messages []Message `json:"messages"`
+	Answer   Message   `json:"answer"`
 }
 
 // Result is a worker's parsed outcome of its turn.
@@ -157,4 +174,27 @@ type ExecResult struct {
 	CallID  string `json:"call_id"`
 	OK      bool   `json:"ok"`
 	Content string `json:"content"`
+}
+
+// ApprovalRequest shows the owner a parked RISKY call, exactly as core
+// will run it, with buttons: the transport renders it and answers with a
+// Decision.
+type ApprovalRequest struct {
+	Turn string `json:"turn"` // the parked turn: the key of the decision
+	Chat string `json:"chat,omitempty"`
+	Tool string `json:"tool"`
+	// Note is the policy's one-line risk note.
+	Note string `json:"note"`
+	// Detail is the exact command, path and content, URL, or git argv.
+	Detail string `json:"detail"`
+	// Expires is when the request stops being honoured.
+	Expires time.Time `json:"expires"`
+}
+
+// Decision is the owner's answer to an ApprovalRequest. Anything but an
+// explicit approval counts as a denial.
+type Decision struct {
+	Turn    string `json:"turn"`
+	Approve bool   `json:"approve"`
+	Chat    string `json:"chat,omitempty"`
 }

@@ -11,6 +11,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/worker/tools"
 )
 
@@ -246,5 +247,41 @@ func TestLoopModelFailure(t *testing.T) {
 	s := &scripted{answers: []contracts.Completion{{OK: false, Error: "every provider failed"}}}
 	if end := newLoop(t, s).run(context.Background(), start()); end.Err == nil || !strings.Contains(end.Err.Error(), "every provider failed") {
 		t.Errorf("run = %+v, want the model's failure", end)
+	}
+}
+
+// TestServeParksAndResumes: with approvals, a RISKY call parks the turn
+// as a RequestToolApproval op; the resumed turn takes the conversation up
+// from the parked messages and the owner's answer.
+func TestServeParksAndResumes(t *testing.T) {
+	layout := statedir.Layout{Root: t.TempDir()}
+	if err := os.MkdirAll(layout.Workspace(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(layout.Directive(), []byte("be a pet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(25 * time.Second)
+	s := &scripted{answers: []contracts.Completion{calls(call("w1", "write_file", `{"path":"todo.txt","content":"milk"}`))}}
+	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "note milk", Deadline: deadline, Approvals: true}, bridge{complete: s.complete})
+	if !res.OK || len(res.Ops) != 1 {
+		t.Fatalf("serve = %+v, want one op parking the write", res)
+	}
+	park, ok := res.Ops[0].Body.(contracts.RequestToolApproval)
+	if !ok || park.Call.ID != "w1" || !strings.Contains(res.Payload, "write_file") {
+		t.Fatalf("op = %#v, payload %q", res.Ops[0].Body, res.Payload)
+	}
+
+	s2 := &scripted{answers: []contracts.Completion{text("Noted: milk.")}}
+	answer := contracts.Message{Role: contracts.ChatTool, ToolCallID: "w1", Content: "wrote 4 bytes to todo.txt"}
+	res = serve(context.Background(), layout, contracts.TurnInput{Turn: "t2", Deadline: deadline, Approvals: true,
+		Resume: &contracts.Resume{Messages: park.Messages, Answer: answer}}, bridge{complete: s2.complete})
+	if !res.OK || res.Payload != "Noted: milk." {
+		t.Fatalf("resumed serve = %+v", res)
+	}
+	sent := s2.jobs[0].Messages
+	answered(t, sent, "")
+	if last := sent[len(sent)-1]; last.ToolCallID != "w1" || last.Content != answer.Content {
+		t.Errorf("the resumed request ends %+v, want the owner's answer to the parked call", last)
 	}
 }

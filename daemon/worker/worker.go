@@ -180,33 +180,41 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	fail := func(format string, args ...any) contracts.Result {
 		return contracts.Result{OK: false, Error: fmt.Sprintf(format, args...)}
 	}
-	directive, err := layout.ReadDirective()
-	if err != nil {
-		return fail("read the directive: %v", err)
-	}
-	about, err := layout.ReadAbout()
-	if err != nil {
-		return fail("read about.md: %v", err)
-	}
 	registry, err := layout.LoadFaces()
 	var notes []string
 	if err != nil {
 		notes = append(notes, fmt.Sprintf("face registry: %v", err))
 	}
-	messages := BuildPrompt(PromptInput{
-		Directive: directive,
-		About:     about,
-		Faces:     registry.Names(),
-		History:   in.History,
-		Text:      in.Text,
-		Now:       time.Now(),
-	})
+	var messages []contracts.Message
+	if in.Resume != nil {
+		// The owner decided on the parked call: the conversation goes on
+		// from there, with the call answered.
+		messages = append(append([]contracts.Message{}, in.Resume.Messages...), in.Resume.Answer)
+	} else {
+		directive, err := layout.ReadDirective()
+		if err != nil {
+			return fail("read the directive: %v", err)
+		}
+		about, err := layout.ReadAbout()
+		if err != nil {
+			return fail("read about.md: %v", err)
+		}
+		messages = BuildPrompt(PromptInput{
+			Directive: directive,
+			About:     about,
+			Faces:     registry.Names(),
+			History:   in.History,
+			Text:      in.Text,
+			Now:       time.Now(),
+		})
+	}
 	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}})
 	loop := agentLoop{
 		tools:    toolbox,
-		offer:    offered(toolbox),
+		offer:    offered(toolbox, in.Approvals),
 		complete: b.complete,
 		exec:     b.exec,
+		canPark:  in.Approvals,
 		now:      time.Now,
 		deadline: in.Deadline,
 	}
@@ -232,12 +240,15 @@ type bridge struct {
 	exec     func(contracts.ToolCall) (string, error)
 }
 
-// offered lists the tools a turn can see through today: the ones that
-// run in the worker, and run_shell, whose read-only commands core runs in
-// the sandbox. The other RISKY tools need the owner's approval, which
-// core cannot ask for yet; offering them would have the pet ask for what
-// nobody can grant.
-func offered(r *tools.Registry) []contracts.ToolDefinition {
+// offered lists the tools a turn can use: all of them where core can ask
+// the owner about RISKY calls; otherwise the ones that run in the worker,
+// and run_shell, whose read-only commands core runs in the sandbox.
+// Offering the other RISKY tools without approvals would have the pet
+// ask for what nobody can grant.
+func offered(r *tools.Registry, approvals bool) []contracts.ToolDefinition {
+	if approvals {
+		return r.Definitions()
+	}
 	var defs []contracts.ToolDefinition
 	for _, d := range r.Definitions() {
 		t, _ := r.Lookup(d.Name)
