@@ -1,5 +1,5 @@
 // Package state is the single writer of shelldon's state: the SQLite
-// database (conversation history, turns, learnings) and the files of the
+// database (conversation history, turns, learnings, parked approvals) and the files of the
 // memory tree (memory/*.md, about.md, the faces file). Core owns the one
 // writable Store; `shelldon turns` opens a read-only one.
 //

@@ -46,6 +46,19 @@ var migrations = []string{
 	ALTER TABLE turns ADD COLUMN worker_exit TEXT NOT NULL DEFAULT '';`,
 	// 3: how long the worker took from launch to joining the bus.
 	`ALTER TABLE turns ADD COLUMN worker_join_ms INTEGER NOT NULL DEFAULT 0;`,
+	// 4: RISKY calls parked until the owner decides, one per turn; call and
+	// messages are JSON.
+	`CREATE TABLE pending_approvals (
+		turn       TEXT PRIMARY KEY,
+		call       TEXT NOT NULL,
+		summary    TEXT NOT NULL,
+		messages   TEXT NOT NULL,
+		transport  TEXT NOT NULL DEFAULT '',
+		chat       TEXT NOT NULL DEFAULT '',
+		created_at INTEGER NOT NULL, -- unix ms
+		expires_at INTEGER NOT NULL  -- unix ms
+	);
+	CREATE INDEX pending_by_expiry ON pending_approvals (expires_at);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {
