@@ -1,6 +1,10 @@
 package daemon
 
-import "strings"
+import (
+	"strings"
+
+	"shelldon/contracts"
+)
 
 // Origin is where a message came from, so the reply goes back there.
 type Origin struct {
@@ -15,6 +19,11 @@ type Admission struct {
 	// CatchUp marks the follow-up turn made of messages that arrived
 	// while the previous turn ran.
 	CatchUp bool
+	// Resume, for a turn started by the owner's decision, is the parked
+	// conversation and the answer to its call; Text is then empty and
+	// Preview says what was decided.
+	Resume  *contracts.Resume
+	Preview string
 }
 
 // arbiter admits one turn at a time. Messages that arrive during a turn
@@ -42,6 +51,16 @@ func (a *arbiter) submit(text string, from Origin) (Admission, bool) {
 
 // complete frees the slot after a turn. When messages are pending it keeps
 // the slot and returns them, joined by newlines, as the next turn.
+// claim takes the turn slot for something other than a message (the
+// owner's decision), if it is free; complete gives it back.
+func (a *arbiter) claim() bool {
+	if a.busy {
+		return false
+	}
+	a.busy = true
+	return true
+}
+
 func (a *arbiter) complete() (Admission, bool) {
 	if len(a.pending) == 0 {
 		a.busy = false

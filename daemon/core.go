@@ -130,12 +130,17 @@ const (
 	evTimeout eventKind = iota // T passed without a result
 	evExit                     // the worker is gone
 	evAbandon                  // the worker outlived T and a kill by another R
+	evResume                   // an owner's decision was carried out: resume its turn
 )
 
 type event struct {
 	kind eventKind
 	turn string
 	exit launch.Exit
+	// For evResume: the parked call, its answer, and what the owner said.
+	parked   state.PendingApproval
+	answer   string
+	decision string
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -292,6 +297,8 @@ func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
 		c.handleResult(ctx, env)
 	case contracts.KindExec:
 		c.handleExec(ctx, env)
+	case contracts.KindDecision:
+		c.handleDecision(ctx, env)
 	case kindWorkerLeft:
 		if t := c.turn; t != nil && t.id == env.Turn {
 			t.left = true
@@ -325,15 +332,22 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 	c.turn = t
 	c.fence.open(id)
 	kind := "chat"
-	if adm.CatchUp {
+	switch {
+	case adm.CatchUp:
 		kind = "catch-up"
+	case adm.Resume != nil:
+		kind = "resume"
+	}
+	preview := adm.Text
+	if preview == "" {
+		preview = adm.Preview
 	}
 	log := c.log.With("turn", id)
 	log.Info("turn started", contracts.AuditEvent, contracts.EventTurnStart, "kind", kind, "chars", len(adm.Text))
 	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", kind, id))
 	name, glyphs := c.glyphs(faces.Thinking)
 	c.face.show(name, glyphs, "…")
-	if err := c.store.StartTurn(ctx, state.TurnStart{ID: id, Kind: kind, Started: now, Preview: adm.Text}); err != nil {
+	if err := c.store.StartTurn(ctx, state.TurnStart{ID: id, Kind: kind, Started: now, Preview: preview}); err != nil {
 		log.Error("recording the turn's start failed", "err", err)
 	}
 
@@ -343,7 +357,9 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 	}
 	slot := &workerSlot{ready: make(chan struct{}), input: contracts.TurnInput{
 		Turn: id, Text: adm.Text, History: history,
-		Deadline: now.Add(c.cfg.Timeouts.Worker.Duration),
+		Deadline:  now.Add(c.cfg.Timeouts.Worker.Duration),
+		Resume:    adm.Resume,
+		Approvals: true,
 	}}
 	c.mu.Lock()
 	c.starting[id] = slot
@@ -354,7 +370,7 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 		Argv:        append(slices.Clone(c.opts.WorkerArgv), "--turn", id, "--socket", c.cfg.Socket, "--state-dir", c.cfg.StateDir),
 		Env:         workerEnv(os.Environ()),
 		Reap:        c.cfg.Timeouts.Reap.Duration,
-		Description: "shelldon turn: " + preview(adm.Text, 40),
+		Description: "shelldon turn: " + shorten(preview, 40),
 		Limits: launch.Limits{
 			Data:       int64(c.cfg.Worker.MemoryLimit),
 			CPUSeconds: c.cfg.Worker.CPUSeconds,
@@ -404,6 +420,10 @@ func (c *Core) post(ev event) {
 }
 
 func (c *Core) handleEvent(ctx context.Context, ev event) {
+	if ev.kind == evResume {
+		c.resume(ctx, ev)
+		return
+	}
 	t := c.turn
 	if t == nil || t.id != ev.turn {
 		return // a timer or exit of a turn already finished
@@ -524,8 +544,10 @@ func (c *Core) degradeNow(t *activeTurn, outcome, reason string) {
 	c.face.react(name, glyphs, "can't think")
 	// The owner's words stay in the history, so the next turn knows what
 	// was asked even though this one could not answer.
-	if err := c.store.AppendHistory(context.Background(), t.id, contracts.ChatUser, t.admission.Text, t.started); err != nil {
-		c.log.Error("recording history failed", "turn", t.id, "err", err)
+	if t.admission.Text != "" {
+		if err := c.store.AppendHistory(context.Background(), t.id, contracts.ChatUser, t.admission.Text, t.started); err != nil {
+			c.log.Error("recording history failed", "turn", t.id, "err", err)
+		}
 	}
 }
 
@@ -561,6 +583,9 @@ func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {
 
 func (c *Core) recordExchange(ctx context.Context, t *activeTurn, payload string) {
 	for _, m := range []struct{ role, text string }{{contracts.ChatUser, t.admission.Text}, {contracts.ChatAssistant, payload}} {
+		if m.text == "" {
+			continue // a resumed turn has no words of the owner's
+		}
 		if err := c.store.AppendHistory(ctx, t.id, m.role, m.text, c.clock.Now()); err != nil {
 			c.log.Error("recording history failed", "turn", t.id, "err", err)
 		}
@@ -568,15 +593,20 @@ func (c *Core) recordExchange(ctx context.Context, t *activeTurn, payload string
 }
 
 func (c *Core) reply(t *activeTurn, out contracts.Outbound) {
-	out.Chat = t.admission.Origin.Chat
-	env, err := contracts.NewEnvelope(contracts.KindOutbound, t.id, out)
+	c.replyTo(t.admission.Origin, out)
+}
+
+// replyTo sends the owner a message where they wrote from.
+func (c *Core) replyTo(to Origin, out contracts.Outbound) {
+	out.Chat = to.Chat
+	env, err := contracts.NewEnvelope(contracts.KindOutbound, out.Turn, out)
 	if err != nil {
-		c.log.Error("encoding the reply failed", "turn", t.id, "err", err)
+		c.log.Error("encoding the reply failed", "turn", out.Turn, "err", err)
 		return
 	}
-	env.To = t.admission.Origin.Transport
+	env.To = to.Transport
 	if err := c.hub.Route(env); err != nil {
-		c.log.Error("the reply reached no transport", "turn", t.id, "err", err)
+		c.log.Error("the reply reached no transport", "turn", out.Turn, "err", err)
 	}
 }
 
@@ -736,7 +766,7 @@ func workerEnv(environ []string) []string {
 	return out
 }
 
-func preview(s string, n int) string {
+func shorten(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 
 	"shelldon/contracts"
 )
@@ -38,6 +39,11 @@ func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) 
 		return c.store.RewriteAbout(o.Text)
 	case contracts.CaptureLearning:
 		return c.store.AddLearning(ctx, turn, o.Text, o.Tags, now)
+	case contracts.RequestToolApproval:
+		if c.turn == nil || c.turn.id != turn {
+			return fmt.Errorf("turn %s is not running", turn)
+		}
+		return c.park(ctx, c.turn, o)
 	case contracts.AddFace:
 		if err := c.store.AddFace(o.Name, o.Glyphs); err != nil {
 			return err

@@ -51,13 +51,29 @@ func Run(ctx context.Context, opts Options) error {
 		Hello: contracts.Hello{Role: contracts.RolePanel, Name: TransportName},
 	}
 	errs := make(chan error, 2)
+	// asking is the parked turn whose approval the next line answers.
+	var asking struct {
+		sync.Mutex
+		turn string
+	}
 	go func() {
 		errs <- transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
-			var out contracts.Outbound
-			if env.Kind != contracts.KindOutbound || env.Decode(&out) != nil {
-				return
+			switch env.Kind {
+			case contracts.KindOutbound:
+				var out contracts.Outbound
+				if env.Decode(&out) == nil {
+					printf("\nshelldon: %s\n> ", indent(out.Text))
+				}
+			case contracts.KindApprovalRequest:
+				var req contracts.ApprovalRequest
+				if env.Decode(&req) != nil {
+					return
+				}
+				asking.Lock()
+				asking.turn = req.Turn
+				asking.Unlock()
+				printf("\n── shelldon asks to use %s: %s\n   %s\n   approve? [y/N] ", req.Tool, req.Note, indent(req.Detail))
 			}
-			printf("\nshelldon: %s\n> ", strings.ReplaceAll(out.Text, "\n", "\n          "))
 		})
 	}()
 	go func() {
@@ -113,11 +129,23 @@ func Run(ctx context.Context, opts Options) error {
 				return nil
 			}
 			text := strings.TrimSpace(line)
-			if text == "" {
+			asking.Lock()
+			turn := asking.turn
+			asking.turn = ""
+			asking.Unlock()
+			var env contracts.Envelope
+			var err error
+			switch {
+			case turn != "":
+				// The line answers the question; anything but yes is no.
+				yes := strings.EqualFold(text, "y") || strings.EqualFold(text, "yes")
+				env, err = contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: turn, Approve: yes, Chat: TransportName})
+			case text == "":
 				printf("> ")
 				continue
+			default:
+				env, err = contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: TransportName, Text: text})
 			}
-			env, err := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: TransportName, Text: text})
 			if err == nil {
 				err = transport.Send(env)
 			}
@@ -129,3 +157,6 @@ func Run(ctx context.Context, opts Options) error {
 		}
 	}
 }
+
+// indent lines up a message's later lines under its first.
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n          ") }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"shelldon/contracts"
@@ -52,7 +53,8 @@ func (t runShell) Check(args string) (Checked, error) {
 	if verdict.Safe {
 		return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"/bin/sh", "-c", values["command"]}}, nil
 	}
-	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network}, nil
+	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
+		Argv: []string{"/bin/sh", "-c", values["command"]}, Detail: values["command"]}, nil
 }
 
 var urlParam = param{name: "url", description: "An absolute http:// or https:// URL, without user name or password.", required: true, maxBytes: 4 << 10}
@@ -74,7 +76,7 @@ func (httpGet) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, fmt.Errorf("http_get %q: %w", values["url"], err)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true}, nil
+	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String(), Detail: u.String()}, nil
 }
 
 var gitArgsParam = param{name: "args", description: "The git arguments, e.g. \"status --short\" or \"commit -m 'fix parser'\"; a leading \"git\" may be left out. Quoted like a shell, but no shell runs: no pipes, ; or $.", required: true, maxBytes: 4 << 10}
@@ -92,9 +94,10 @@ func (gitTool) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
-	_, verdict, err := policy.ParseGit(values["args"])
+	argv, verdict, err := policy.ParseGit(values["args"])
 	if err != nil {
 		return Checked{}, fmt.Errorf("git %q: %w", values["args"], err)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network}, nil
+	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
+		Argv: argv, Detail: strings.Join(argv, " ")}, nil
 }

@@ -50,9 +50,19 @@ type Checked struct {
 	// Sandboxed means the call is FREE but runs a program, so core runs it
 	// read-only in the sandbox (a read-only run_shell command).
 	Sandboxed bool
-	// Argv is what a sandboxed call runs. Core derives it from its own
-	// Check of the arguments, never from what a worker says.
+	// Argv is what a sandboxed call runs: a read-only command, or an
+	// approved run_shell or git call. Core derives it, and every field
+	// below, from its own Check of the arguments, never from what a
+	// worker says.
 	Argv []string
+	// Path and Content are an approved write_file's; Path, Old and New an
+	// approved edit_file's.
+	Path, Content, Old, New string
+	// URL is an approved http_get's.
+	URL string
+	// Detail is exactly what the owner is shown to approve: the command,
+	// the path and the content, the URL, the git command.
+	Detail string
 	// Network means the call reaches the network (git fetch, push, pull).
 	Network bool
 }

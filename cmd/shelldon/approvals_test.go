@@ -1,0 +1,158 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/statedir"
+	"shelldon/demomodel"
+	"shelldon/sandbox/image/imagetest"
+)
+
+func writeCall(id, path, content string) demomodel.Step {
+	return demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: id, Name: "write_file",
+		Args: `{"path":"` + path + `","content":"` + content + `"}`}}}
+}
+
+// toolAnswer is the content of the tool message answering call id in the
+// newest request the model got.
+func toolAnswer(reqs []demomodel.Request, id string) string {
+	msgs := reqs[len(reqs)-1].Messages
+	for _, m := range msgs {
+		if m.Role == contracts.ChatTool && m.ToolCallID == id {
+			return m.Content
+		}
+	}
+	return ""
+}
+
+// TestApprovals walks the owner's side of a RISKY call: the turn parks
+// and the owner sees exactly what will run; Approve carries out core's
+// own copy and the conversation goes on in a fresh worker; Deny answers
+// "denied by owner"; a tap during a turn leaves the call parked; a tap
+// for nothing parked, or a second tap, does nothing; and a parked call
+// survives a core restart.
+func TestApprovals(t *testing.T) {
+	model := demomodel.New(
+		writeCall("w1", "todo.txt", "milk"), demomodel.Step{Text: "Saved your list."},
+		writeCall("w2", "secret.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
+		writeCall("w3", "later.txt", "eggs"), demomodel.Step{Text: "busy turn done", Delay: 1500 * time.Millisecond},
+		demomodel.Step{Text: "Saved after the restart."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+
+	// Approve.
+	p.say("put milk on my list")
+	if r := p.reply(15 * time.Second); !strings.Contains(r.Text, "write_file") {
+		t.Fatalf("parking reply = %+v, want the pet to ask", r)
+	}
+	req := p.approval(5 * time.Second)
+	if req.Tool != "write_file" || req.Detail != "write todo.txt:\nmilk" || !strings.Contains(req.Note, "writes 4 bytes to todo.txt") {
+		t.Fatalf("approval request = %+v, want the exact write and its note", req)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "todo.txt")); err == nil {
+		t.Fatal("todo.txt exists before the owner decided")
+	}
+	p.waitTurns(1) // the owner taps once the parking turn is over
+	p.decide(req.Turn, true)
+	if r := p.reply(15 * time.Second); r.Text != "Saved your list." {
+		t.Fatalf("reply after approve = %+v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "todo.txt")); err != nil || string(b) != "milk" {
+		t.Errorf("todo.txt = %q, %v; want the approved content", b, err)
+	}
+	if got := toolAnswer(p.waitRequests(2), "w1"); got != "wrote 4 bytes to todo.txt" {
+		t.Errorf("the model was told %q about its write", got)
+	}
+	p.waitTurns(2)
+	p.decide(req.Turn, true) // a second tap
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Nothing is waiting") {
+		t.Errorf("second tap answered %+v", r)
+	}
+
+	// Deny.
+	p.say("write a secret")
+	p.reply(15 * time.Second)
+	req = p.approval(5 * time.Second)
+	p.waitTurns(3)
+	p.decide(req.Turn, false)
+	if r := p.reply(15 * time.Second); r.Text != "All right, I won't." {
+		t.Fatalf("reply after deny = %+v", r)
+	}
+	if got := toolAnswer(p.waitRequests(4), "w2"); got != "denied by owner" {
+		t.Errorf("the model was told %q about the denied write", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "secret.txt")); err == nil {
+		t.Error("secret.txt was written although the owner said no")
+	}
+
+	// A tap while a turn runs leaves the call parked.
+	p.say("eggs later")
+	p.reply(15 * time.Second)
+	req = p.approval(5 * time.Second)
+	p.waitTurns(5)
+	p.say("are you busy?") // a slow turn
+	p.waitRequests(6)
+	p.decide(req.Turn, true)
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "tap again") {
+		t.Fatalf("tap during a turn answered %+v", r)
+	}
+	if r := p.reply(15 * time.Second); r.Text != "busy turn done" {
+		t.Fatalf("the busy turn answered %+v", r)
+	}
+
+	// The call is still parked, across a core restart.
+	p.stopCore()
+	p.startCore()
+	p.waitJoin(15 * time.Second)
+	p.decide(req.Turn, true)
+	if r := p.reply(15 * time.Second); r.Text != "Saved after the restart." {
+		t.Fatalf("reply after approving across a restart = %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "later.txt")); string(b) != "eggs" {
+		t.Errorf("later.txt = %q", b)
+	}
+
+	// A tap for a turn that never parked.
+	p.waitTurns(7)
+	p.decide("0000000000000000", true)
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Nothing is waiting") {
+		t.Errorf("a tap for nothing answered %+v", r)
+	}
+}
+
+// TestApprovedCommandRunsCaptured: an approved shell command runs in the
+// sandbox over a captured view, and what it changed is applied to the
+// workspace and told to the model, file by file.
+func TestApprovedCommandRunsCaptured(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "s1", Name: "run_shell", Args: `{"command": "echo hello > greeting.txt && echo done"}`}}},
+		demomodel.Step{Text: "Greeting written."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	p.say("write a greeting file")
+	p.reply(15 * time.Second)
+	req := p.approval(5 * time.Second)
+	if req.Tool != "run_shell" || req.Detail != "echo hello > greeting.txt && echo done" {
+		t.Fatalf("approval request = %+v", req)
+	}
+	p.waitTurns(1)
+	p.decide(req.Turn, true)
+	if r := p.reply(30 * time.Second); r.Text != "Greeting written." {
+		t.Fatalf("reply after approve = %+v", r)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "greeting.txt")); err != nil || string(b) != "hello\n" {
+		t.Errorf("greeting.txt = %q, %v", b, err)
+	}
+	got := toolAnswer(p.waitRequests(2), "s1")
+	if !strings.HasPrefix(got, "exit 0\ndone") || !strings.Contains(got, "created greeting.txt") {
+		t.Errorf("the model was told %q", got)
+	}
+}

@@ -1,0 +1,238 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/fetch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/state/atomicfile"
+	"shelldon/daemon/worker/tools"
+	"shelldon/policy"
+	"shelldon/sandbox"
+)
+
+// approvalLifetime is how long a parked call waits for the owner.
+const approvalLifetime = time.Hour
+
+// Answers to the owner about a decision that could not be carried out.
+const (
+	msgBusy    = "I'm in the middle of something — tap again in a moment."
+	msgUnknown = "Nothing is waiting for that answer (it was decided already, or never asked)."
+	msgExpired = "That request expired, so I did nothing. Ask me again if you still want it."
+)
+
+// deniedByOwner answers a parked call the owner turned down.
+const deniedByOwner = "denied by owner"
+
+// park keeps a turn's RISKY call for the owner: core checks the call
+// itself (the worker is not trusted to have), stores it with what it
+// will run, and shows the owner exactly that, with the policy's note.
+func (c *Core) park(ctx context.Context, t *activeTurn, req contracts.RequestToolApproval) error {
+	checked, err := c.checkRisky(req.Call)
+	if err != nil {
+		return err
+	}
+	now := c.clock.Now()
+	p := state.PendingApproval{
+		Turn: t.id, Call: req.Call, Summary: checked.Note, Messages: req.Messages,
+		Transport: t.admission.Origin.Transport, Chat: t.admission.Origin.Chat,
+		Created: now, Expires: now.Add(approvalLifetime),
+	}
+	if err := c.store.ParkApproval(ctx, p); err != nil {
+		return err
+	}
+	c.log.Info("asked the owner", contracts.AuditEvent, contracts.EventApprovalRequested, "turn", t.id,
+		"tool", req.Call.Name, "note", checked.Note, "detail", checked.Detail)
+	env, err := contracts.NewEnvelope(contracts.KindApprovalRequest, t.id, contracts.ApprovalRequest{
+		Turn: t.id, Chat: p.Chat, Tool: req.Call.Name, Note: checked.Note, Detail: checked.Detail, Expires: p.Expires,
+	})
+	if err == nil {
+		env.To = p.Transport
+		err = c.hub.Route(env)
+	}
+	if err != nil {
+		c.log.Warn("the approval request reached no transport; it stays parked", "turn", t.id, "err", err)
+	}
+	return nil
+}
+
+// checkRisky checks a parked call as the tools do and accepts only a
+// call that asks.
+func (c *Core) checkRisky(call contracts.ToolCall) (tools.Checked, error) {
+	tool, ok := c.tools.Lookup(call.Name)
+	if !ok {
+		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
+	}
+	checked, err := tool.Check(call.Args)
+	if err != nil {
+		return tools.Checked{}, err
+	}
+	if checked.Tier != contracts.TierRisky {
+		return tools.Checked{}, fmt.Errorf("%s with these arguments does not need the owner", call.Name)
+	}
+	return checked, nil
+}
+
+// handleDecision takes the owner's answer to a parked call. It comes
+// before the arbiter: a turn in flight leaves the call parked (the owner
+// is told to tap again); otherwise the call is taken — only now — and
+// carried out, or denied, and a fresh worker takes the conversation up.
+func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
+	var d contracts.Decision
+	if err := env.Decode(&d); err != nil || d.Turn == "" {
+		c.log.Warn("dropped an unreadable decision", "from", env.Sender, "err", err)
+		return
+	}
+	origin := Origin{Transport: env.Sender, Chat: d.Chat}
+	tell := func(text string) { c.replyTo(origin, contracts.Outbound{Text: text, Chat: d.Chat}) }
+	if !c.arb.claim() {
+		tell(msgBusy)
+		return
+	}
+	p, err := c.store.TakeApproval(ctx, d.Turn, c.clock.Now())
+	log := c.log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve)
+	if err != nil {
+		switch {
+		case errors.Is(err, state.ErrApprovalExpired):
+			log.Info("decision on an expired request", "decision", "expired")
+			tell(msgExpired)
+		case errors.Is(err, state.ErrNoApproval):
+			log.Info("decision on nothing parked", "decision", "unknown")
+			tell(msgUnknown)
+		default:
+			log.Error("taking the parked call failed", "err", err)
+			tell(msgUnknown)
+		}
+		c.release(ctx)
+		return
+	}
+	decision := "denied"
+	if d.Approve {
+		decision = "approved"
+	}
+	log.Info("the owner decided", "decision", decision, "tool", p.Call.Name)
+	go func() {
+		answer := deniedByOwner
+		if d.Approve {
+			answer = c.carryOut(ctx, p)
+		}
+		c.post(event{kind: evResume, parked: p, answer: answer, decision: decision})
+	}()
+}
+
+// release frees the arbiter claimed for a decision that started no turn,
+// and starts the catch-up turn of what arrived meanwhile.
+func (c *Core) release(ctx context.Context) {
+	if next, ok := c.arb.complete(); ok {
+		c.startTurn(ctx, next)
+	}
+}
+
+// resume starts the turn that takes up a parked conversation with the
+// answer to its call.
+func (c *Core) resume(ctx context.Context, ev event) {
+	p := ev.parked
+	c.startTurn(ctx, Admission{
+		Origin: Origin{Transport: p.Transport, Chat: p.Chat},
+		Resume: &contracts.Resume{
+			Messages: p.Messages,
+			Answer:   contracts.Message{Role: contracts.ChatTool, ToolCallID: p.Call.ID, Content: ev.answer},
+		},
+		Preview: fmt.Sprintf("(%s %s)", ev.decision, p.Call.Name),
+	})
+}
+
+// carryOut runs an approved call — core's own parked copy, checked again
+// now, since the workspace may have changed in the hour it waited — and
+// says what happened, for the model.
+func (c *Core) carryOut(ctx context.Context, p state.PendingApproval) string {
+	checked, err := c.checkRisky(p.Call)
+	if err != nil {
+		return "error: the approved call no longer passes the checks: " + err.Error()
+	}
+	jail := policy.Jail{Root: c.layout.Workspace(), Vault: c.layout.Vault()}
+	switch p.Call.Name {
+	case "write_file":
+		return writeJailed(jail, checked.Path, []byte(checked.Content))
+	case "edit_file":
+		path, err := jail.Resolve(checked.Path)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		edited, err := tools.ApplyEdit(string(old), checked.Old, checked.New)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return writeJailed(jail, checked.Path, []byte(edited))
+	case "http_get":
+		res, err := fetch.Getter{}.Get(ctx, checked.URL)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		body := strings.ToValidUTF8(string(res.Body), "\uFFFD")
+		if res.Truncated {
+			body += "\n[… cut: the body was longer]"
+		}
+		return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, body)
+	case "run_shell", "git":
+		return c.runCaptured(ctx, jail, checked)
+	}
+	return fmt.Sprintf("error: core does not carry out %s", p.Call.Name)
+}
+
+// writeJailed writes data to a workspace path atomically, through the
+// jail, and says so.
+func writeJailed(jail policy.Jail, path string, data []byte) string {
+	resolved, err := jail.Resolve(path)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if err := atomicfile.WriteFile(resolved, data, 0o644); err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("wrote %d bytes to %s", len(data), path)
+}
+
+// runCaptured runs an approved command in the sandbox over a captured
+// view, applies what it changed through the jail, and reports both.
+func (c *Core) runCaptured(ctx context.Context, jail policy.Jail, checked tools.Checked) string {
+	if c.opts.Sandbox == nil {
+		return fmt.Sprintf("error: commands cannot run on this pet right now (%v)", c.opts.NoSandbox)
+	}
+	res, err := c.opts.Sandbox.Run(ctx, sandbox.Spec{
+		Argv: checked.Argv, Workspace: c.layout.Workspace(), View: sandbox.Captured, Network: checked.Network,
+	})
+	if err != nil {
+		return "error: the sandbox could not run it: " + err.Error()
+	}
+	out := describeRun(res)
+	if res.Changes == nil {
+		return out
+	}
+	defer res.Changes.Discard()
+	report, err := res.Changes.Apply(jail)
+	var lines []string
+	for _, ch := range report.Applied {
+		lines = append(lines, fmt.Sprintf("%s %s", ch.Kind, ch.Path))
+	}
+	for _, r := range report.Refused {
+		lines = append(lines, fmt.Sprintf("refused %s: %s", r.Change.Path, r.Reason))
+	}
+	if err != nil {
+		lines = append(lines, "applying stopped: "+err.Error())
+	}
+	if len(lines) == 0 {
+		return out
+	}
+	return out + "\nchanges:\n" + strings.Join(lines, "\n")
+}
