@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -84,8 +85,8 @@ func (c *Core) checkRisky(call contracts.ToolCall) (tools.Checked, error) {
 // is told to tap again); otherwise the call is taken — only now — and
 // carried out, or denied, and a fresh worker takes the conversation up.
 func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
-	var d contracts.Decision
-	if err := env.Decode(&d); err != nil || d.Turn == "" {
+	d, err := readDecision(env)
+	if err != nil {
 		c.log.Warn("dropped an unreadable decision", "from", env.Sender, "err", err)
 		return
 	}
@@ -124,6 +125,39 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 		}
 		c.post(event{kind: evResume, parked: p, answer: answer, decision: decision})
 	}()
+}
+
+// readDecision reads a decision leniently: it needs the turn, and
+// anything but an explicit "approve": true — a missing, misspelt or
+// mistyped answer — counts as a denial.
+func readDecision(env contracts.Envelope) (contracts.Decision, error) {
+	var raw struct {
+		Turn    string          `json:"turn"`
+		Approve json.RawMessage `json:"approve"`
+		Chat    string          `json:"chat"`
+	}
+	if err := json.Unmarshal(env.Body, &raw); err != nil {
+		return contracts.Decision{}, err
+	}
+	if raw.Turn == "" {
+		return contracts.Decision{}, errors.New("a decision without a turn")
+	}
+	return contracts.Decision{Turn: raw.Turn, Chat: raw.Chat, Approve: string(raw.Approve) == "true"}, nil
+}
+
+// expireApprovals drops the parked calls nobody decided on in time and
+// tells the owner of each.
+func (c *Core) expireApprovals(ctx context.Context) {
+	expired, err := c.store.ExpireApprovals(ctx, c.clock.Now())
+	if err != nil {
+		c.log.Error("expiring parked calls", "err", err)
+	}
+	for _, p := range expired {
+		c.log.Info("a parked call expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", p.Turn, "tool", p.Call.Name, "decision", "expired")
+		c.replyTo(Origin{Transport: p.Transport, Chat: p.Chat}, contracts.Outbound{
+			Text: fmt.Sprintf("Nobody answered my request to use %s (%s) within %v, so I dropped it.", p.Call.Name, p.Summary, approvalLifetime),
+		})
+	}
 }
 
 // release frees the arbiter claimed for a decision that started no turn,

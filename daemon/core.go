@@ -131,7 +131,11 @@ const (
 	evExit                     // the worker is gone
 	evAbandon                  // the worker outlived T and a kill by another R
 	evResume                   // an owner's decision was carried out: resume its turn
+	evExpire                   // time to drop parked calls nobody decided on
 )
+
+// expiryCheck is how often parked calls are checked for expiry.
+const expiryCheck = time.Minute
 
 type event struct {
 	kind eventKind
@@ -207,6 +211,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		ready()
 	}
 	c.opts.Notify.Ready("waiting for a message")
+	c.post(event{kind: evExpire}) // and every expiryCheck from then on
 	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(ctx)
 	c.opts.Notify.Stopping()
@@ -420,8 +425,13 @@ func (c *Core) post(ev event) {
 }
 
 func (c *Core) handleEvent(ctx context.Context, ev event) {
-	if ev.kind == evResume {
+	switch ev.kind {
+	case evResume:
 		c.resume(ctx, ev)
+		return
+	case evExpire:
+		c.expireApprovals(ctx)
+		c.clock.AfterFunc(expiryCheck, func() { c.post(event{kind: evExpire}) })
 		return
 	}
 	t := c.turn

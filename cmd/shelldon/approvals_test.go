@@ -1,6 +1,10 @@
 package main
 
 import (
+	"database/sql"
+
+	_ "modernc.org/sqlite"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -154,5 +158,58 @@ func TestApprovedCommandRunsCaptured(t *testing.T) {
 	got := toolAnswer(p.waitRequests(2), "s1")
 	if !strings.HasPrefix(got, "exit 0\ndone") || !strings.Contains(got, "created greeting.txt") {
 		t.Errorf("the model was told %q", got)
+	}
+}
+
+// TestExpiredAndMalformedDecisions: a tap on a request past its time does
+// nothing and says so; a decision whose answer is not a plain yes counts
+// as no.
+func TestExpiredAndMalformedDecisions(t *testing.T) {
+	model := demomodel.New(
+		writeCall("e1", "old.txt", "stale"),
+		writeCall("m1", "odd.txt", "maybe"), demomodel.Step{Text: "Understood, not writing it."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+
+	p.say("write old")
+	p.reply(15 * time.Second)
+	req := p.approval(5 * time.Second)
+	p.waitTurns(1)
+	db, err := sql.Open("sqlite", filepath.Join(p.cfg.StateDir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`UPDATE pending_approvals SET expires_at = 0 WHERE turn = ?`, req.Turn); err != nil {
+		t.Fatal(err)
+	}
+	p.decide(req.Turn, true)
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "expired") {
+		t.Fatalf("a tap on an expired request answered %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "old.txt")); err == nil {
+		t.Error("an expired request was carried out")
+	}
+
+	p.say("write odd")
+	p.reply(15 * time.Second)
+	req = p.approval(5 * time.Second)
+	p.waitTurns(2)
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", map[string]any{"turn": req.Turn, "approve": "maybe", "chat": "owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.transport.Send(env); err != nil {
+		t.Fatal(err)
+	}
+	if r := p.reply(15 * time.Second); r.Text != "Understood, not writing it." {
+		t.Fatalf("reply after a malformed decision = %+v", r)
+	}
+	if got := toolAnswer(p.waitRequests(3), "m1"); got != "denied by owner" {
+		t.Errorf("a malformed decision told the model %q, want a denial", got)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "odd.txt")); err == nil {
+		t.Error("a malformed decision was taken as a yes")
 	}
 }
