@@ -2,14 +2,13 @@ package main
 
 import (
 	"database/sql"
-
-	_ "modernc.org/sqlite"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	_ "modernc.org/sqlite"
 
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
