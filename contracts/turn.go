@@ -120,6 +120,9 @@ type TurnInput struct {
 	Approvals bool `json:"approvals,omitempty"`
 }
 
+// DeniedByOwner is the answer to a parked call the owner turned down.
+const DeniedByOwner = "denied by owner"
+
 // Resume is a parked conversation, taken up after the owner decided: the
 // messages as parked (ending with the assistant message whose last call
 // was parked) and the answer to that call — what core's execution of the
@@ -167,6 +170,9 @@ type Snapshot struct {
 // allows.
 type ExecRequest struct {
 	Call ToolCall `json:"call"`
+	// Tests asks instead for the workspace's tests to be run (the
+	// done-check after a turn changed files); Call is then empty.
+	Tests bool `json:"tests,omitempty"`
 }
 
 // ExecResult answers an ExecRequest: the tool's answer for the model.

@@ -28,9 +28,6 @@ const (
 	msgExpired = "That request expired, so I did nothing. Ask me again if you still want it."
 )
 
-// deniedByOwner answers a parked call the owner turned down.
-const deniedByOwner = "denied by owner"
-
 // park keeps a turn's RISKY call for the owner: core checks the call
 // itself (the worker is not trusted to have), stores it with what it
 // will run, and shows the owner exactly that, with the policy's note.
@@ -119,7 +116,7 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 	}
 	log.Info("the owner decided", "decision", decision, "tool", p.Call.Name)
 	go func() {
-		answer := deniedByOwner
+		answer := contracts.DeniedByOwner
 		if d.Approve {
 			answer = c.carryOut(ctx, p)
 		}

@@ -3,6 +3,8 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -42,6 +44,10 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		c.log.Warn("refused an exec request of a turn that is not running", "turn", env.Turn, "tool", call.Name)
 		return
 	}
+	if req.Tests {
+		c.runTests(ctx, t.id, answer)
+		return
+	}
 	audit := c.log.With(contracts.AuditEvent, contracts.EventToolCall, "turn", t.id, "tool", call.Name, "args", call.Args)
 	checked, err := c.checkExec(call)
 	if err != nil {
@@ -65,6 +71,59 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		}
 		answer(res.ExitCode == 0, describeRun(res))
 	}()
+}
+
+// testCommand runs the workspace's tests: quietly, stopping at the first
+// failure, with the summary line last.
+var testCommand = []string{"python3", "-m", "pytest", "-q", "-x", "--no-header", "-p", "no:cacheprovider"}
+
+// runTests is the done-check: when the workspace has tests, run them in
+// the sandbox over a scratch view (the tests may write; nothing stays)
+// and answer ok only if they pass. No tests is a pass with nothing run.
+func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, string)) {
+	if !hasTests(c.layout.Workspace()) {
+		answer(true, "no tests in the workspace")
+		return
+	}
+	if c.opts.Sandbox == nil {
+		answer(true, fmt.Sprintf("the tests could not run (%v)", c.opts.NoSandbox))
+		return
+	}
+	c.log.Info("running the workspace's tests", contracts.AuditEvent, contracts.EventSandboxRun, "turn", turn, "decision", "done-check")
+	go func() {
+		res, err := c.opts.Sandbox.Run(ctx, sandbox.Spec{Argv: testCommand, Workspace: c.layout.Workspace(), View: sandbox.Scratch, Turn: turn})
+		if err != nil {
+			answer(true, "the tests could not run: "+err.Error())
+			return
+		}
+		answer(res.ExitCode == 0 || res.ExitCode == 5, describeRun(res)) // 5: pytest collected no tests
+	}()
+}
+
+// hasTests reports whether a pytest file (test_*.py, *_test.py) lies in
+// the workspace, outside the pet's own tool directories.
+func hasTests(workspace string) bool {
+	found := false
+	filepath.WalkDir(workspace, func(path string, d fs.DirEntry, err error) error {
+		if found {
+			return fs.SkipAll
+		}
+		if err != nil {
+			return nil // an unreadable corner holds no tests we can run
+		}
+		name := d.Name()
+		if d.IsDir() {
+			if path != workspace && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "tools")) {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py")) {
+			found = true
+		}
+		return nil
+	})
+	return found
 }
 
 // checkExec checks a call as the worker's tools do and accepts only a

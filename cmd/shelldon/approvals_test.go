@@ -212,3 +212,35 @@ func TestExpiredAndMalformedDecisions(t *testing.T) {
 		t.Error("a malformed decision was taken as a yes")
 	}
 }
+
+// TestDoneMeansTheTestsPass: after an approved change, the model's answer
+// is held against the workspace's tests (pytest in the sandbox, on a
+// scratch view): a failure goes back to the model in the same turn, and
+// the final reply says how the tests went.
+func TestDoneMeansTheTestsPass(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		writeCall("w1", "calc.py", `def add(a, b):\n    return a - b\n`),
+		demomodel.Step{Text: "add() is written."},
+		demomodel.Step{Text: "Sorry, add() is wrong; may I fix it?"},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	test := "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+	if err := os.WriteFile(filepath.Join(ws, "test_calc.py"), []byte(test), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.say("write add() for the test")
+	p.reply(15 * time.Second)
+	req := p.approval(5 * time.Second)
+	p.waitTurns(1)
+	p.decide(req.Turn, true)
+	if r := p.reply(30 * time.Second); r.Text != "Sorry, add() is wrong; may I fix it?" {
+		t.Fatalf("reply = %+v, want the model's answer after seeing the failing test", r)
+	}
+	reqs := p.waitRequests(3)
+	told := reqs[2].Messages[len(reqs[2].Messages)-1]
+	if told.Role != contracts.ChatUser || !strings.Contains(told.Content, "1 failed") {
+		t.Errorf("after its first answer the model was told %+v, want the failing pytest run", told)
+	}
+}

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"shelldon/contracts"
@@ -35,6 +36,11 @@ type agentLoop struct {
 	// canPark lets a RISKY call park the turn for the owner; without it
 	// the call is answered as refused, so the model can do without.
 	canPark bool
+	// changed says the workspace changed in this conversation (an
+	// approved call was carried out), so the model's answer is checked
+	// against the workspace's tests first, through runTests.
+	changed  bool
+	runTests func() (passed bool, report string, err error)
 }
 
 // loopEnd is how a loop ended: with the model's text, or parked on a
@@ -71,6 +77,24 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 			end.Err = fmt.Errorf("the model failed: %s", c.Error)
 			return end
 		case len(c.ToolCalls) == 0:
+			if l.changed && l.runTests != nil {
+				// Done means the tests pass: a failure goes back to the
+				// model, inside the same budget.
+				l.changed = false
+				passed, report, err := l.runTests()
+				switch {
+				case err != nil:
+					end.Text = c.Text + "\n\n(I could not run the tests: " + err.Error() + ")"
+				case passed:
+					end.Text = c.Text + "\n\nTests: " + lastLine(report)
+				default:
+					messages = append(messages,
+						contracts.Message{Role: contracts.ChatAssistant, Content: c.Text},
+						contracts.Message{Role: contracts.ChatUser, Content: "The workspace's tests fail after the change, so the task is not done. Fix the code (not the tests), or tell the owner why you cannot.\n\n" + report})
+					continue
+				}
+				return end
+			}
 			end.Text = c.Text
 			return end
 		}
@@ -124,6 +148,12 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 		}
 		messages = append(append(messages, asked), answers...)
 	}
+}
+
+// lastLine is the last non-empty line of a report: pytest's summary.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
 
 // failed is a tool message that tells the model why its call did not run.

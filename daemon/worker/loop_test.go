@@ -285,3 +285,45 @@ func TestServeParksAndResumes(t *testing.T) {
 		t.Errorf("the resumed request ends %+v, want the owner's answer to the parked call", last)
 	}
 }
+
+func TestLoopDoneMeansTheTestsPass(t *testing.T) {
+	cases := []struct {
+		name    string
+		changed bool
+		results []bool // what each test run says
+		answers []contracts.Completion
+		want    string
+		runs    int
+	}{
+		{"nothing changed, no tests run", false, nil, []contracts.Completion{text("done")}, "done", 0},
+		{"changed and passing", true, []bool{true}, []contracts.Completion{text("done")}, "done\n\nTests: 3 passed in 0.1s", 1},
+		{"changed and failing goes back to the model", true, []bool{false}, []contracts.Completion{text("done"), text("The tests fail: add() is wrong; I need your approval to fix it.")},
+			"The tests fail: add() is wrong; I need your approval to fix it.", 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scripted{answers: tc.answers}
+			l := newLoop(t, s)
+			l.changed = tc.changed
+			runs := 0
+			l.runTests = func() (bool, string, error) {
+				passed := tc.results[runs]
+				runs++
+				if passed {
+					return true, "...\n3 passed in 0.1s\n", nil
+				}
+				return false, "exit 1\nF\nFAILED test_calc.py::test_add - assert 3 == 4\n1 failed in 0.1s", nil
+			}
+			end := l.run(context.Background(), start())
+			if end.Text != tc.want || runs != tc.runs {
+				t.Fatalf("run = %q after %d test runs, want %q after %d", end.Text, runs, tc.want, tc.runs)
+			}
+			if tc.runs == 1 && !tc.results[0] {
+				last := s.jobs[1].Messages[len(s.jobs[1].Messages)-1]
+				if last.Role != contracts.ChatUser || !strings.Contains(last.Content, "FAILED test_calc.py::test_add") {
+					t.Errorf("the model was told %+v, want the failing test", last)
+				}
+			}
+		})
+	}
+}

@@ -72,7 +72,15 @@ func Run(ctx context.Context, opts Options) error {
 			return ask(ctx, conn, frames, opts.Turn, job)
 		},
 		exec: func(call contracts.ToolCall) (string, error) {
-			return execute(ctx, conn, frames, opts.Turn, call, in.Deadline)
+			r, err := exchange(ctx, conn, frames, opts.Turn, contracts.ExecRequest{Call: call}, call.ID, in.Deadline)
+			if err == nil && !r.OK {
+				err = errors.New(r.Content)
+			}
+			return r.Content, err
+		},
+		runTests: func() (bool, string, error) {
+			r, err := exchange(ctx, conn, frames, opts.Turn, contracts.ExecRequest{Tests: true}, "", in.Deadline)
+			return r.OK, r.Content, err
 		},
 	})
 	res.PeakRSS = peakRSS()
@@ -106,34 +114,32 @@ func peakRSS() int64 {
 	return 0
 }
 
-// execute asks core to run one sandboxed call and waits for its answer
-// until the turn's deadline.
-func execute(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, turn string, call contracts.ToolCall, deadline time.Time) (string, error) {
-	env, err := contracts.NewEnvelope(contracts.KindExec, turn, contracts.ExecRequest{Call: call})
+// exchange asks core to run something in the sandbox — one call, or the
+// workspace's tests — and waits for the answer with id until the turn's
+// deadline.
+func exchange(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, turn string, req contracts.ExecRequest, id string, deadline time.Time) (contracts.ExecResult, error) {
+	env, err := contracts.NewEnvelope(contracts.KindExec, turn, req)
 	if err != nil {
-		return "", err
+		return contracts.ExecResult{}, err
 	}
 	if err := conn.Send(env); err != nil {
-		return "", fmt.Errorf("send exec request: %w", err)
+		return contracts.ExecResult{}, fmt.Errorf("send exec request: %w", err)
 	}
 	ctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
 	for {
 		select {
 		case <-ctx.Done():
-			return "", errors.New("core did not answer before the turn's time ran out")
+			return contracts.ExecResult{}, errors.New("core did not answer before the turn's time ran out")
 		case env, ok := <-frames:
 			if !ok {
-				return "", errors.New("core closed the bus")
+				return contracts.ExecResult{}, errors.New("core closed the bus")
 			}
 			var r contracts.ExecResult
-			if env.Kind != contracts.KindExecResult || env.Decode(&r) != nil || r.CallID != call.ID {
+			if env.Kind != contracts.KindExecResult || env.Decode(&r) != nil || r.CallID != id {
 				continue
 			}
-			if !r.OK {
-				return "", errors.New(r.Content)
-			}
-			return r.Content, nil
+			return r, nil
 		}
 	}
 }
@@ -215,6 +221,8 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		complete: b.complete,
 		exec:     b.exec,
 		canPark:  in.Approvals,
+		changed:  changedWorkspace(in.Resume),
+		runTests: b.runTests,
 		now:      time.Now,
 		deadline: in.Deadline,
 	}
@@ -233,11 +241,23 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	return res
 }
 
+// changedWorkspace reports whether a resumed conversation's approved call
+// was carried out (and so may have changed the workspace): not denied,
+// not failed.
+func changedWorkspace(r *contracts.Resume) bool {
+	if r == nil {
+		return false
+	}
+	a := r.Answer.Content
+	return a != contracts.DeniedByOwner && !strings.HasPrefix(a, "error:")
+}
+
 // bridge is how a turn reaches beyond the worker: the broker for
 // completions, core for sandboxed commands.
 type bridge struct {
 	complete func(contracts.Job) (contracts.Completion, error)
 	exec     func(contracts.ToolCall) (string, error)
+	runTests func() (passed bool, report string, err error)
 }
 
 // offered lists the tools a turn can use: all of them where core can ask
