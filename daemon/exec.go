@@ -79,10 +79,11 @@ var testCommand = []string{"python3", "-m", "pytest", "-q", "-x", "--no-header",
 
 // runTests is the done-check: when the workspace has tests, run them in
 // the sandbox over a scratch view (the tests may write; nothing stays)
-// and answer ok only if they pass. No tests is a pass with nothing run.
+// and answer ok only if they pass. No tests is a pass with an empty
+// report.
 func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, string)) {
 	if !hasTests(c.layout.Workspace()) {
-		answer(true, "no tests in the workspace")
+		answer(true, "") // nothing to run, nothing to say
 		return
 	}
 	if c.opts.Sandbox == nil {

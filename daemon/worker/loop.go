@@ -85,6 +85,8 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 				switch {
 				case err != nil:
 					end.Text = c.Text + "\n\n(I could not run the tests: " + err.Error() + ")"
+				case passed && strings.TrimSpace(report) == "":
+					end.Text = c.Text // no tests to run
 				case passed:
 					end.Text = c.Text + "\n\nTests: " + lastLine(report)
 				default:
