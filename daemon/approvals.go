@@ -188,7 +188,29 @@ func (c *Core) carryOut(ctx context.Context, p state.PendingApproval) string {
 		return "error: the approved call no longer passes the checks: " + err.Error()
 	}
 	jail := policy.Jail{Root: c.layout.Workspace(), Vault: c.layout.Vault()}
-	switch p.Call.Name {
+	if p.Call.Name == "http_get" {
+		return c.fetch(ctx, checked.URL)
+	}
+	before, err := c.snapshotTests(ctx)
+	if err != nil {
+		return "error: could not read the workspace's tests before the change: " + err.Error()
+	}
+	answer := c.change(ctx, jail, p.Call.Name, checked)
+	guard, err := c.guardTests(ctx, before)
+	if err != nil {
+		c.log.Error("checking the tests after a change", "err", err)
+		return answer + "\n(the tests could not be checked after the change: " + err.Error() + ")"
+	}
+	if guard != "" {
+		c.log.Warn("put back rewritten tests", "turn", p.Turn, "what", guard)
+		return answer + "\n" + guard
+	}
+	return answer
+}
+
+// change carries out an approved call that may change the workspace.
+func (c *Core) change(ctx context.Context, jail policy.Jail, tool string, checked tools.Checked) string {
+	switch tool {
 	case "write_file":
 		return writeJailed(jail, checked.Path, []byte(checked.Content))
 	case "edit_file":
@@ -205,20 +227,23 @@ func (c *Core) carryOut(ctx context.Context, p state.PendingApproval) string {
 			return "error: " + err.Error()
 		}
 		return writeJailed(jail, checked.Path, []byte(edited))
-	case "http_get":
-		res, err := fetch.Getter{}.Get(ctx, checked.URL)
-		if err != nil {
-			return "error: " + err.Error()
-		}
-		body := strings.ToValidUTF8(string(res.Body), "\uFFFD")
-		if res.Truncated {
-			body += "\n[… cut: the body was longer]"
-		}
-		return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, body)
 	case "run_shell", "git":
 		return c.runCaptured(ctx, jail, checked)
 	}
-	return fmt.Sprintf("error: core does not carry out %s", p.Call.Name)
+	return fmt.Sprintf("error: core does not carry out %s", tool)
+}
+
+// fetch carries out an approved http_get through the guarded client.
+func (c *Core) fetch(ctx context.Context, url string) string {
+	res, err := fetch.Getter{}.Get(ctx, url)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	body := strings.ToValidUTF8(string(res.Body), "\uFFFD")
+	if res.Truncated {
+		body += "\n[… cut: the body was longer]"
+	}
+	return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, body)
 }
 
 // writeJailed writes data to a workspace path atomically, through the

@@ -3,8 +3,6 @@ package daemon
 import (
 	"context"
 	"fmt"
-	"io/fs"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -82,7 +80,7 @@ var testCommand = []string{"python3", "-m", "pytest", "-q", "-x", "--no-header",
 // and answer ok only if they pass. No tests is a pass with an empty
 // report.
 func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, string)) {
-	if !hasTests(c.layout.Workspace()) {
+	if len(testFiles(c.layout.Workspace())) == 0 {
 		answer(true, "") // nothing to run, nothing to say
 		return
 	}
@@ -99,32 +97,6 @@ func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, stri
 		}
 		answer(res.ExitCode == 0 || res.ExitCode == 5, describeRun(res)) // 5: pytest collected no tests
 	}()
-}
-
-// hasTests reports whether a pytest file (test_*.py, *_test.py) lies in
-// the workspace, outside the pet's own tool directories.
-func hasTests(workspace string) bool {
-	found := false
-	filepath.WalkDir(workspace, func(path string, d fs.DirEntry, err error) error {
-		if found {
-			return fs.SkipAll
-		}
-		if err != nil {
-			return nil // an unreadable corner holds no tests we can run
-		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != workspace && (strings.HasPrefix(name, ".") || strings.HasPrefix(name, "tools")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py")) {
-			found = true
-		}
-		return nil
-	})
-	return found
 }
 
 // checkExec checks a call as the worker's tools do and accepts only a

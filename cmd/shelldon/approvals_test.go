@@ -244,3 +244,45 @@ func TestDoneMeansTheTestsPass(t *testing.T) {
 		t.Errorf("after its first answer the model was told %+v, want the failing pytest run", told)
 	}
 }
+
+// TestExistingTestsAreReadOnly: an approved write that weakens an
+// existing test is put back, and the model is told why; one that only
+// adds a test stays.
+func TestExistingTestsAreReadOnly(t *testing.T) {
+	imagetest.Image(t)
+	weakened := `def test_add():\n    assert True\n`
+	added := `def test_add():\n    assert 1 + 2 == 3  # reformatted comment\n\ndef test_more():\n    assert 2 + 2 == 4\n`
+	model := demomodel.New(
+		writeCall("w1", "test_calc.py", weakened), demomodel.Step{Text: "Made the test pass."},
+		writeCall("w2", "test_calc.py", added), demomodel.Step{Text: "Added a test."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	original := "def test_add():\n    assert 1 + 2 == 3\n"
+	if err := os.WriteFile(filepath.Join(ws, "test_calc.py"), []byte(original), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p.say("make the tests pass")
+	p.reply(15 * time.Second)
+	req := p.approval(5 * time.Second)
+	p.waitTurns(1)
+	p.decide(req.Turn, true)
+	p.reply(30 * time.Second)
+	if b, _ := os.ReadFile(filepath.Join(ws, "test_calc.py")); string(b) != original {
+		t.Errorf("test_calc.py after a weakening write = %q, want it put back", b)
+	}
+	if got := toolAnswer(p.waitRequests(2), "w1"); !strings.Contains(got, "put test_calc.py back") || !strings.Contains(got, "test_add (changed)") {
+		t.Errorf("the model was told %q, want why its test was put back", got)
+	}
+
+	p.say("add a test")
+	p.reply(15 * time.Second)
+	req = p.approval(5 * time.Second)
+	p.waitTurns(3)
+	p.decide(req.Turn, true)
+	p.reply(30 * time.Second)
+	if b, _ := os.ReadFile(filepath.Join(ws, "test_calc.py")); !strings.Contains(string(b), "test_more") {
+		t.Errorf("test_calc.py after an added test = %q, want the addition kept", b)
+	}
+}
