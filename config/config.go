@@ -43,6 +43,8 @@ type Timeouts struct {
 type Turn struct {
 	HistoryMessages int      `toml:"history_messages"` // recent messages sent to the worker
 	ReactionDwell   Duration `toml:"reaction_dwell"`   // how long the reaction face is held
+	// ApprovalExpiry is how long a parked RISKY call waits for the owner.
+	ApprovalExpiry Duration `toml:"approval_expiry"`
 	// WorkerCommand runs a worker; empty means this binary's own "worker"
 	// subcommand.
 	WorkerCommand []string `toml:"worker_command"`
@@ -97,6 +99,7 @@ func Default() Config {
 		Turn: Turn{
 			HistoryMessages: 12,
 			ReactionDwell:   Duration{60 * time.Second},
+			ApprovalExpiry:  Duration{time.Hour},
 		},
 		Worker: Worker{
 			MemoryLimit: 256 << 20,

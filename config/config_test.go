@@ -132,7 +132,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 	want := []string{
 		"SHELLDON_STATE_DIR", "SHELLDON_SOCKET",
 		"SHELLDON_TIMEOUTS_WORKER", "SHELLDON_TIMEOUTS_REAP", "SHELLDON_TIMEOUTS_TURN",
-		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL",
+		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL", "SHELLDON_TURN_APPROVAL_EXPIRY",
 		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES", "SHELLDON_WORKER_USER",
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 	}
@@ -167,7 +167,7 @@ func TestLoadUnknownKey(t *testing.T) {
 		{"wrong case", "[Timeouts]\nWorker = \"1s\"\n",
 			[]string{`Timeouts: unknown key`, `did you mean "timeouts"?`}, "Timeouts.Worker"},
 		{"key in the wrong table", "[turn]\ncpu_seconds = 30\n",
-			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, worker_command`}, ""},
+			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, approval_expiry, worker_command`}, ""},
 		{"typo in a provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nnmae = \"b\"\n",
 			[]string{`provider.nmae: unknown key`, `did you mean "provider.name"?`, `known keys in [[provider]]: name, base_url`}, ""},
 		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n",
@@ -254,6 +254,7 @@ func TestRangeErrors(t *testing.T) {
 		{"history too long", "[turn]\nhistory_messages = 500\n", []string{"turn.history_messages: 500 is out of range; use 0 to 200 (default 12)"}},
 		{"negative history", "[turn]\nhistory_messages = -1\n", []string{"turn.history_messages: -1 is out of range"}},
 		{"dwell too long", "[turn]\nreaction_dwell = \"2h\"\n", []string{"turn.reaction_dwell: 2h0m0s is out of range; use 0s to 1h0m0s"}},
+		{"approvals that never wait", "[turn]\napproval_expiry = \"1s\"\n", []string{"turn.approval_expiry: 1s is out of range; use 1m0s to 168h0m0s"}},
 		{"empty worker program", "[turn]\nworker_command = [\"\", \"worker\"]\n", []string{"turn.worker_command: its first element"}},
 		{"memory too small", "[worker]\nmemory_limit = \"32MiB\"\n", []string{"worker.memory_limit: 32MiB is too small; use at least 128MiB"}},
 		{"cpu below reap", "[worker]\ncpu_seconds = 27\n", []string{"worker.cpu_seconds: 27 is less than timeouts.reap (28s); use at least 28"}},

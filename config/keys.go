@@ -37,6 +37,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *int { return &c.Turn.HistoryMessages }, parseInt)},
 	{key: "turn.reaction_dwell", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Turn.ReactionDwell }, parseDuration)},
+	{key: "turn.approval_expiry", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Turn.ApprovalExpiry }, parseDuration)},
 	{key: "turn.worker_command", hint: `an array of strings, like ["/usr/bin/shelldon", "worker"]`},
 
 	{key: "worker", hint: "a table: the section [worker]"},

@@ -22,6 +22,8 @@ var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 const (
 	maxHistoryMessages       = 200
 	maxReactionDwell         = time.Hour
+	minApprovalExpiry        = time.Minute
+	maxApprovalExpiry        = 7 * 24 * time.Hour
 	minMemoryLimit           = 128 << 20
 	minOpenFiles             = 16
 	maxOpenFiles             = 4096
@@ -77,6 +79,7 @@ func (c Config) validate(o origins) error {
 
 	inRange(add, "turn.history_messages", c.Turn.HistoryMessages, 0, maxHistoryMessages, def.Turn.HistoryMessages)
 	inRange(add, "turn.reaction_dwell", c.Turn.ReactionDwell.Duration, 0, maxReactionDwell, def.Turn.ReactionDwell.Duration)
+	inRange(add, "turn.approval_expiry", c.Turn.ApprovalExpiry.Duration, minApprovalExpiry, maxApprovalExpiry, def.Turn.ApprovalExpiry.Duration)
 	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
 		add("turn.worker_command", "its first element, the program, is empty",
 			"name the program to run, or leave worker_command empty to run this binary's own worker subcommand")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"shelldon/contracts"
 	"shelldon/daemon/fetch"
@@ -17,9 +16,6 @@ import (
 	"shelldon/policy"
 	"shelldon/sandbox"
 )
-
-// approvalLifetime is how long a parked call waits for the owner.
-const approvalLifetime = time.Hour
 
 // Answers to the owner about a decision that could not be carried out.
 const (
@@ -40,7 +36,7 @@ func (c *Core) park(ctx context.Context, t *activeTurn, req contracts.RequestToo
 	p := state.PendingApproval{
 		Turn: t.id, Call: req.Call, Summary: checked.Note, Messages: req.Messages,
 		Transport: t.admission.Origin.Transport, Chat: t.admission.Origin.Chat,
-		Created: now, Expires: now.Add(approvalLifetime),
+		Created: now, Expires: now.Add(c.cfg.Turn.ApprovalExpiry.Duration),
 	}
 	if err := c.store.ParkApproval(ctx, p); err != nil {
 		return err
@@ -152,7 +148,7 @@ func (c *Core) expireApprovals(ctx context.Context) {
 	for _, p := range expired {
 		c.log.Info("a parked call expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", p.Turn, "tool", p.Call.Name, "decision", "expired")
 		c.replyTo(Origin{Transport: p.Transport, Chat: p.Chat}, contracts.Outbound{
-			Text: fmt.Sprintf("Nobody answered my request to use %s (%s) within %v, so I dropped it.", p.Call.Name, p.Summary, approvalLifetime),
+			Text: fmt.Sprintf("Nobody answered my request to use %s (%s) within %v, so I dropped it.", p.Call.Name, p.Summary, c.cfg.Turn.ApprovalExpiry.Duration),
 		})
 	}
 }
@@ -227,7 +223,12 @@ func (c *Core) change(ctx context.Context, jail policy.Jail, tool string, checke
 			return "error: " + err.Error()
 		}
 		return writeJailed(jail, checked.Path, []byte(edited))
-	case "run_shell", "git":
+	case "run_shell":
+		// Only git's remote verbs get the network; a shell command that
+		// wants it (curl, pip) runs without.
+		checked.Network = false
+		return c.runCaptured(ctx, jail, checked)
+	case "git":
 		return c.runCaptured(ctx, jail, checked)
 	}
 	return fmt.Sprintf("error: core does not carry out %s", tool)
