@@ -286,3 +286,44 @@ func TestExistingTestsAreReadOnly(t *testing.T) {
 		t.Errorf("test_calc.py after an added test = %q, want the addition kept", b)
 	}
 }
+
+// TestApprovalIsReentrant: a resumed conversation may park again, and the
+// second approval resumes it once more, with every call answered.
+func TestApprovalIsReentrant(t *testing.T) {
+	model := demomodel.New(
+		writeCall("a1", "one.txt", "1"),
+		writeCall("a2", "two.txt", "2"),
+		demomodel.Step{Text: "Both written."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	p.say("write two files")
+	p.reply(15 * time.Second)
+	for i, want := range []string{"write one.txt:\n1", "write two.txt:\n2"} {
+		req := p.approval(15 * time.Second)
+		if req.Detail != want {
+			t.Fatalf("approval %d = %q, want %q", i+1, req.Detail, want)
+		}
+		p.waitTurns(i + 1)
+		p.decide(req.Turn, true)
+		if i == 0 {
+			if r := p.reply(15 * time.Second); !strings.Contains(r.Text, "write_file") {
+				t.Fatalf("the resumed turn answered %+v, want it to ask again", r)
+			}
+		}
+	}
+	if r := p.reply(15 * time.Second); r.Text != "Both written." {
+		t.Fatalf("final reply = %+v", r)
+	}
+	for name, want := range map[string]string{"one.txt": "1", "two.txt": "2"} {
+		if b, _ := os.ReadFile(filepath.Join(ws, name)); string(b) != want {
+			t.Errorf("%s = %q, want %q", name, b, want)
+		}
+	}
+	last := p.waitRequests(3)[2].Messages
+	for _, id := range []string{"a1", "a2"} {
+		if toolAnswer([]demomodel.Request{{Messages: last}}, id) == "" {
+			t.Errorf("call %s is unanswered in the last request", id)
+		}
+	}
+}

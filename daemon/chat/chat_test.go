@@ -268,3 +268,32 @@ func TestChatLineTooLong(t *testing.T) {
 	default:
 	}
 }
+
+func TestChatAsksForApprovals(t *testing.T) {
+	core := startCore(t, nil)
+	s := startChat(t, core.socket, "")
+	connected(t, core, s)
+	for _, tc := range []struct {
+		typed string
+		yes   bool
+	}{{"y", true}, {"YES", true}, {"", false}, {"n", false}, {"sure, why not", false}} {
+		detail := "rm x-" + tc.typed
+		core.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "t-" + tc.typed, Tool: "run_shell", Note: "look closely: deletes x", Detail: detail})
+		s.screen.waitFor(t, "shelldon asks to use run_shell: look closely: deletes x\n   "+detail+"\n   approve? [y/N] ")
+		s.typeLine(t, tc.typed)
+		select {
+		case env := <-core.inbox:
+			var d contracts.Decision
+			if env.Kind != contracts.KindDecision || env.Decode(&d) != nil || d.Turn != "t-"+tc.typed || d.Approve != tc.yes {
+				t.Errorf("typing %q sent %s %s, want a decision on t-%s, approve %v", tc.typed, env.Kind, env.Body, tc.typed, tc.yes)
+			}
+		case <-time.After(waitLimit):
+			t.Fatalf("typing %q sent nothing", tc.typed)
+		}
+	}
+	// With the question answered, the next line is a message again.
+	s.typeLine(t, "thanks")
+	if _, in := core.nextInbound(t); in.Text != "thanks" {
+		t.Errorf("after the decision, core got %q", in.Text)
+	}
+}
