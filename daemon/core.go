@@ -211,7 +211,9 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		ready()
 	}
 	c.opts.Notify.Ready("waiting for a message")
-	c.post(event{kind: evExpire}) // and every expiryCheck from then on
+	// The first check waits too, so that the transports have rejoined a
+	// restarted core before it tells the owner of what expired.
+	c.clock.AfterFunc(expiryCheck, func() { c.post(event{kind: evExpire}) })
 	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(ctx)
 	c.opts.Notify.Stopping()
