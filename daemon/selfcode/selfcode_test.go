@@ -1,0 +1,157 @@
+package selfcode
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/sandbox"
+	"shelldon/sandbox/image/imagetest"
+)
+
+func TestStem(t *testing.T) {
+	cases := []struct {
+		name, want string
+		refused    bool
+	}{
+		{"Weather Report", "weather_report", false},
+		{"class", "class_tool", false},
+		{"../x", "x", false},
+		{"7up", "tool_7up", false},
+		{"---", "", true},
+		{strings.Repeat("a", 200), "", true},
+	}
+	for _, tc := range cases {
+		got, err := Stem(tc.name)
+		if tc.refused != (err != nil) || got != tc.want {
+			t.Errorf("Stem(%q) = %q, %v; want %q (refused %v)", tc.name, got, err, tc.want, tc.refused)
+		}
+	}
+}
+
+func TestStage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tools-staging")
+	s, err := Stage(dir, "Echo", "x = 1\n", "def test_x(): pass\n", []string{"get_time"})
+	if err != nil || s.Stem != "echo" {
+		t.Fatalf("Stage = %+v, %v", s, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "test_echo.py")); string(b) != "def test_x(): pass\n" {
+		t.Errorf("staged test = %q", b)
+	}
+	// A second proposal of the same name replaces the stale pair.
+	if _, err := Stage(dir, "echo", "y = 2\n", "def test_y(): pass\n", nil); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "echo.py")); string(b) != "y = 2\n" {
+		t.Errorf("restaged module = %q", b)
+	}
+	for name, c := range map[string]struct{ name, code, test string }{
+		"shadows a built-in": {"get_time", "x", "y"},
+		"empty module":       {"a", " ", "y"},
+		"huge test":          {"a", "x", strings.Repeat("#", MaxFileBytes+1)},
+	} {
+		if _, err := Stage(dir, c.name, c.code, c.test, []string{"get_time"}); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: Stage = %v, want ErrRefused", name, err)
+		}
+	}
+}
+
+const goodModule = `DESCRIPTION = "Says hello to someone."
+PARAMS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+def run(name="world"):
+    return "hello, " + name
+`
+
+const goodTest = `from greet import run
+
+def test_greets():
+    assert run(name="owner") == "hello, owner"
+`
+
+func TestGate(t *testing.T) {
+	img := imagetest.Image(t)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saved := gateLimits.Wall
+	gateLimits.Wall = 5 * time.Second // the test that never ends need not take 30 s here
+	t.Cleanup(func() { gateLimits.Wall = saved })
+
+	cases := []struct {
+		name         string
+		module, test string
+		live         string
+		step         string
+		why          string
+		unverifiable bool
+	}{
+		{"a good tool", goodModule, goodTest, "", "", "", false},
+		{"import openai", "import openai\n" + goodModule, goodTest, "", "import check", "openai", false},
+		{"from shelldon", "from shelldon.policy import Classify\n" + goodModule, goodTest, "", "import check", "shelldon.policy", false},
+		{"__import__ literal", goodModule + "x = __import__('anthropic')\n", goodTest, "", "import check", "anthropic", false},
+		{"import_module literal", "import importlib\n" + goodModule + "m = importlib.import_module('google.genai')\n", goodTest, "", "import check", "google.genai", false},
+		{"import in the test", goodModule, "import litellm\n" + goodTest, "", "import check", "litellm", false},
+		{"dynamic import", "import importlib\n" + goodModule + "def load(n):\n    return importlib.import_module(n)\n", goodTest, "", "", "", true},
+		{"no run", strings.Replace(goodModule, "def run", "def walk", 1), strings.ReplaceAll(goodTest, "run", "walk"), "", "convention check", "run(**kwargs)", false},
+		{"computed description", strings.Replace(goodModule, `"Says hello to someone."`, `"Says " + "hi"`, 1), goodTest, "", "convention check", "DESCRIPTION is not a literal", false},
+		{"schema not an object", strings.Replace(goodModule, `"type": "object"`, `"type": "array"`, 1), goodTest, "", "convention check", "JSON schema", false},
+		{"does not parse", "def run(:\n", goodTest, "", "convention check", "does not parse", false},
+		{"failing test", goodModule, strings.Replace(goodTest, "hello, owner", "bye", 1), "", "pytest", "failed", false},
+		{"endless test", goodModule, goodTest + "\ndef test_forever():\n    while True:\n        pass\n", "", "pytest", "ran past", false},
+		{"hungry test", goodModule, goodTest + "\ndef test_hungry():\n    x = [b'x' * (1 << 20) for _ in range(1000)]\n", "", "pytest", "", false},
+		{"fork bomb", goodModule, goodTest + "\nimport os, time\ndef test_forks():\n    for _ in range(200):\n        if os.fork() == 0:\n            time.sleep(30)\n            os._exit(0)\n", "", "pytest", "", false},
+		{"network", goodModule, goodTest + "\nimport socket\ndef test_net():\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n", "", "pytest", "failed", false},
+		{"update keeps the live tests", goodModule, goodTest + "\ndef test_more():\n    assert run() == 'hello, world'\n", goodTest, "", "", false},
+		{"update rewrites a live test", goodModule, strings.Replace(goodTest, `"hello, owner"`, `run(name="owner")`, 1), goodTest, "existing tests", "test_greets (changed)", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Stage(filepath.Join(t.TempDir(), "tools-staging"), "greet", tc.module, tc.test, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := Gate(context.Background(), sb, s, tc.live)
+			if err != nil {
+				t.Fatalf("Gate = %v", err)
+			}
+			if v.Step != tc.step || v.Passed != (tc.step == "") || !strings.Contains(v.Why, tc.why) {
+				t.Fatalf("Gate = step %q, why %q, passed %v; want step %q saying %q\n%s", v.Step, v.Why, v.Passed, tc.step, tc.why, v.Output)
+			}
+			if tc.unverifiable != (len(v.Unverifiable) > 0) {
+				t.Errorf("unverifiable = %q, want some: %v", v.Unverifiable, tc.unverifiable)
+			}
+			if v.Passed && (v.Description != "Says hello to someone." || v.Schema["type"] != "object") {
+				t.Errorf("a passing gate read description %q and schema %v", v.Description, v.Schema)
+			}
+			if entries, _ := os.ReadDir(s.Dir); len(entries) != 2 {
+				t.Errorf("the staging directory holds %d entries after the gate, want just the pair", len(entries))
+			}
+		})
+	}
+}
+
+// BenchmarkGate is the gate's time for a trivial tool, stage to verdict
+// (target: under 3 s).
+func BenchmarkGate(b *testing.B) {
+	img := imagetest.Image(b)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := filepath.Join(b.TempDir(), "tools-staging")
+	for b.Loop() {
+		s, err := Stage(dir, "greet", goodModule, goodTest, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v, err := Gate(context.Background(), sb, s, ""); err != nil || !v.Passed {
+			b.Fatalf("Gate = %+v, %v", v, err)
+		}
+	}
+}
