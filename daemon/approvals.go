@@ -59,7 +59,7 @@ func (c *Core) park(ctx context.Context, t *activeTurn, req contracts.RequestToo
 // checkRisky checks a parked call as the tools do and accepts only a
 // call that asks.
 func (c *Core) checkRisky(call contracts.ToolCall) (tools.Checked, error) {
-	tool, ok := c.tools.Lookup(call.Name)
+	tool, ok := c.toolbox().Lookup(call.Name)
 	if !ok {
 		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
 	}
@@ -85,9 +85,16 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 	}
 	origin := Origin{Transport: env.Sender, Chat: d.Chat}
 	tell := func(text string) { c.replyTo(origin, contracts.Outbound{Text: text, Chat: d.Chat}) }
-	if !c.arb.claim() {
+	// A promotion needs no worker, so it need not wait for one.
+	promotion := strings.HasPrefix(d.Turn, promotePrefix)
+	if !promotion && !c.arb.claim() {
 		tell(msgBusy)
 		return
+	}
+	release := func() {
+		if !promotion {
+			c.release(ctx)
+		}
 	}
 	p, err := c.store.TakeApproval(ctx, d.Turn, c.clock.Now())
 	log := c.log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve)
@@ -103,7 +110,7 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 			log.Error("taking the parked call failed", "err", err)
 			tell(msgUnknown)
 		}
-		c.release(ctx)
+		release()
 		return
 	}
 	decision := "denied"
@@ -111,6 +118,10 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 		decision = "approved"
 	}
 	log.Info("the owner decided", "decision", decision, "tool", p.Call.Name)
+	if promotion {
+		tell(c.promote(p, d.Approve, origin))
+		return
+	}
 	go func() {
 		answer := contracts.DeniedByOwner
 		if d.Approve {

@@ -81,7 +81,8 @@ type Core struct {
 
 	// Owned by the loop goroutine.
 	faces faces.Registry
-	// tools checks the calls workers ask core to run.
+	// tools are the built-in tools, which check the calls workers ask
+	// core to run; toolbox adds the self-coded ones of the moment.
 	tools *tools.Registry
 	arb   arbiter
 	fence fence
@@ -752,6 +753,10 @@ func (c *Core) onJoin(p *hub.Peer) {
 		c.log.Warn("greeting a new peer failed", "role", p.Hello.Role, "err", err)
 	}
 }
+
+// toolbox is the tools as a turn sees them now: the built-ins and the
+// self-coded tools promoted so far.
+func (c *Core) toolbox() *tools.Registry { return c.tools.WithSelfCoded(c.layout.Tools()) }
 
 // workerTasks bounds a worker's processes and threads where a unit holds
 // it: a Go program needs a handful of threads, a runaway many more.

@@ -102,7 +102,7 @@ func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, stri
 // checkExec checks a call as the worker's tools do and accepts only a
 // FREE call that runs in the sandbox.
 func (c *Core) checkExec(call contracts.ToolCall) (tools.Checked, error) {
-	tool, ok := c.tools.Lookup(call.Name)
+	tool, ok := c.toolbox().Lookup(call.Name)
 	if !ok {
 		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
 	}

@@ -44,6 +44,11 @@ func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) 
 			return fmt.Errorf("turn %s is not running", turn)
 		}
 		return c.park(ctx, c.turn, o)
+	case contracts.ProposeTool:
+		if c.turn == nil || c.turn.id != turn {
+			return fmt.Errorf("turn %s is not running", turn)
+		}
+		return c.propose(ctx, c.turn, o)
 	case contracts.AddFace:
 		if err := c.store.AddFace(o.Name, o.Glyphs); err != nil {
 			return err

@@ -111,6 +111,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 
 	t.Run("a killed worker leaves a failed unit and no harm", func(t *testing.T) {
 		p.t = t
+		p.waitTurns(1)
 		p.say("second")
 		unit := waitTurnUnit(t, host)
 		host.Must(t, "systemctl", "kill", "--signal=SIGKILL", unit)
@@ -128,6 +129,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 
 	t.Run("a turn past R is ended by systemd", func(t *testing.T) {
 		p.t = t
+		p.waitTurns(3) // so the unit found running is this turn's
 		p.say("take your time")
 		// A stopped worker cannot give up at W by itself: only the unit's
 		// RuntimeMaxSec (R) ends it.

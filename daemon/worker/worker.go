@@ -214,7 +214,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			Now:       time.Now(),
 		})
 	}
-	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}})
+	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}).WithSelfCoded(layout.Tools())
 	loop := agentLoop{
 		tools:    toolbox,
 		offer:    offered(toolbox, in.Approvals),

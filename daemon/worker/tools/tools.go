@@ -77,12 +77,13 @@ type Local interface {
 
 // Registry holds tools by name, in the order they were added.
 type Registry struct {
-	tools []Tool
+	tools   []Tool
+	builtin []string
 }
 
 // Builtins returns the registry of shelldon's built-in tools.
 func Builtins(env Env) *Registry {
-	return &Registry{tools: []Tool{
+	builtin := []Tool{
 		getTime{env: env},
 		readFile{env: env},
 		listDir{env: env},
@@ -92,8 +93,22 @@ func Builtins(env Env) *Registry {
 		editFile{env: env},
 		httpGet{},
 		gitTool{},
-	}}
+	}
+	var names []string
+	for _, t := range builtin {
+		names = append(names, t.Definition().Name)
+	}
+	return &Registry{tools: builtin, builtin: names}
 }
+
+// WithSelfCoded adds the promoted self-coded tools whose manifests lie in
+// dir (the workspace's tools directory); built-ins win a name clash.
+func (r *Registry) WithSelfCoded(dir string) *Registry {
+	return &Registry{tools: append(slices.Clip(r.tools), loadSelfCoded(dir, r.builtin)...), builtin: r.builtin}
+}
+
+// BuiltinNames are the names a self-coded tool may not take.
+func (r *Registry) BuiltinNames() []string { return slices.Clone(r.builtin) }
 
 // Definitions returns every tool's definition, in a stable order.
 func (r *Registry) Definitions() []contracts.ToolDefinition {

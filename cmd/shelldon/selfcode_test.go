@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/statedir"
+	"shelldon/demomodel"
+	"shelldon/sandbox/image/imagetest"
+)
+
+const greetModule = `DESCRIPTION = "Greets someone by name."
+PARAMS_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+
+def run(name="world"):
+    return "hello, " + name
+`
+
+const greetTest = `from greet import run
+
+def test_greets():
+    assert run(name="owner") == "hello, owner"
+`
+
+// proposal is a reply whose ops block proposes a tool.
+func proposal(t *testing.T, text, name, code, test string) demomodel.Step {
+	t.Helper()
+	op, err := json.Marshal(contracts.Op{Body: contracts.ProposeTool{Name: name, Code: code, Test: test}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return demomodel.Step{Text: text + "\n```ops\n[" + string(op) + "]\n```"}
+}
+
+// TestSelfCodedToolLifecycle: the model proposes a tool, the gate passes
+// it, the owner keeps it, and the model calls it in the next turn — with
+// no restart; a proposal the owner turns down leaves nothing behind, and
+// one that fails the gate is reported and discarded.
+func TestSelfCodedToolLifecycle(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		proposal(t, "I wrote a greeting tool.", "greet", greetModule, greetTest),
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "g1", Name: "greet", Args: `{"name": "owner"}`}}},
+		demomodel.Step{Text: "It says hello."},
+		proposal(t, "Another one.", "shout", strings.ReplaceAll(greetModule, "hello", "HELLO"), strings.ReplaceAll(strings.ReplaceAll(greetTest, "greet", "shout"), "hello", "HELLO")),
+		proposal(t, "A broken one.", "broken", greetModule, strings.ReplaceAll(greetTest, "hello, owner", "bye")),
+	)
+	p := newPet(t, model)
+	layout := statedir.Layout{Root: p.cfg.StateDir}
+
+	p.say("write yourself a greeting tool")
+	if r := p.reply(15 * time.Second); r.Text != "I wrote a greeting tool." {
+		t.Fatalf("reply = %+v", r)
+	}
+	req := p.approval(30 * time.Second)
+	if req.Tool != "new tool greet" || req.Note != "Greets someone by name." || !strings.Contains(req.Detail, greetModule) || !strings.Contains(req.Detail, "1 passed") {
+		t.Fatalf("promotion request = %+v", req)
+	}
+	p.decide(req.Turn, true)
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Kept: greet") {
+		t.Fatalf("reply to keeping = %+v", r)
+	}
+	for _, name := range []string{"greet.py", "test_greet.py", "greet.json"} {
+		if _, err := os.Stat(filepath.Join(layout.Tools(), name)); err != nil {
+			t.Errorf("tools/%s: %v", name, err)
+		}
+	}
+
+	p.waitTurns(1)
+	p.say("greet me")
+	if r := p.reply(30 * time.Second); r.Text != "It says hello." {
+		t.Fatalf("reply = %+v", r)
+	}
+	reqs := p.waitRequests(3)
+	if !slices.Contains(reqs[1].Tools, "greet") {
+		t.Errorf("tools offered = %q, want greet among them", reqs[1].Tools)
+	}
+	if got := toolAnswer(reqs, "g1"); got != "exit 0\nhello, owner" {
+		t.Errorf("greet answered %q", got)
+	}
+
+	p.waitTurns(2)
+	p.say("one more tool")
+	p.reply(15 * time.Second)
+	req = p.approval(30 * time.Second)
+	p.decide(req.Turn, false)
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "threw shout away") {
+		t.Fatalf("reply to a refusal = %+v", r)
+	}
+	if entries, _ := os.ReadDir(layout.ToolsStaging()); len(entries) != 0 {
+		t.Errorf("tools-staging after a refusal holds %d entries", len(entries))
+	}
+
+	p.waitTurns(3)
+	p.say("and a broken one")
+	p.reply(15 * time.Second)
+	if r := p.reply(30 * time.Second); !strings.Contains(r.Text, "failed the pytest") {
+		t.Fatalf("report of a failing gate = %+v", r)
+	}
+	if _, err := os.Stat(filepath.Join(layout.Tools(), "broken.json")); err == nil {
+		t.Error("a tool that failed the gate went live")
+	}
+}
