@@ -2,7 +2,12 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -61,6 +66,8 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 	audit.Info("running a read-only command", "decision", "free")
 	spec := sandbox.Spec{Argv: checked.Argv, Workspace: c.layout.Workspace(), View: sandbox.ReadOnly, Turn: t.id}
 	// The command may take seconds; the turn loop must not wait for it.
+	selfCoded := !slices.Contains(c.tools.BuiltinNames(), call.Name)
+	origin := t.admission.Origin
 	go func() {
 		res, err := c.opts.Sandbox.Run(ctx, spec)
 		if err != nil {
@@ -68,7 +75,40 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 			return
 		}
 		answer(res.ExitCode == 0, describeRun(res))
+		if selfCoded && (res.ExitCode != 0 || res.TimedOut) {
+			c.strike(ctx, call.Name, describeRun(res), origin)
+		}
 	}()
+}
+
+// quarantineAt is the strikes at which a self-coded tool is taken out.
+const quarantineAt = 3
+
+// strike counts a failure of a self-coded tool and, at quarantineAt,
+// moves the tool to tools-quarantine, where no turn is offered it, and
+// tells the owner.
+func (c *Core) strike(ctx context.Context, name, why string, owner Origin) {
+	n, err := c.store.Strike(ctx, name, why, c.clock.Now())
+	if err != nil {
+		c.log.Error("counting a tool's strike", "tool", name, "err", err)
+		return
+	}
+	c.log.Warn("a self-coded tool failed", contracts.AuditEvent, contracts.EventToolCall, "tool", name, "strikes", n)
+	if n < quarantineAt {
+		return
+	}
+	if err := os.MkdirAll(c.layout.ToolsQuarantine(), 0o750); err != nil {
+		c.log.Error("quarantining a tool", "tool", name, "err", err)
+		return
+	}
+	// The manifest first: without it the tool is no longer offered.
+	for _, f := range []string{name + ".json", name + ".py", "test_" + name + ".py"} {
+		if err := os.Rename(filepath.Join(c.layout.Tools(), f), filepath.Join(c.layout.ToolsQuarantine(), f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			c.log.Error("quarantining a tool", "tool", name, "file", f, "err", err)
+		}
+	}
+	c.log.Warn("quarantined a self-coded tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "strikes", n)
+	c.replyTo(owner, contracts.Outbound{Text: fmt.Sprintf("My tool %s failed %d times, so I put it away (tools-quarantine). `shelldon tools` shows it.", name, n)})
 }
 
 // testCommand runs the workspace's tests: quietly, stopping at the first

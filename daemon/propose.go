@@ -145,6 +145,9 @@ func (c *Core) promote(p state.PendingApproval, approve bool, by Origin) string 
 	if err := atomicfile.WriteFile(filepath.Join(dir, args.Stem+".json"), append(manifest, '\n'), 0o640); err != nil {
 		return fmt.Sprintf("Keeping %s failed: %v", args.Stem, err)
 	}
+	if err := c.store.ClearStrikes(context.Background(), args.Stem); err != nil {
+		c.log.Error("clearing the strikes of a new version", "tool", args.Stem, "err", err)
+	}
 	c.log.Info("promoted a tool", contracts.AuditEvent, contracts.EventPromotion, "tool", args.Stem, "decision", "promoted", "sha256", m.SHA256)
 	return fmt.Sprintf("Kept: %s is one of my tools from now on.", args.Stem)
 }

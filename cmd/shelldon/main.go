@@ -50,6 +50,7 @@ commands:
   policy   policy check 'COMMAND': would it run without asking, and why not
   image    image build | status: the sandbox image commands run in (as root)
   sandbox  sandbox run [--view V] -- COMMAND: run one command as a tool would (as root)
+  tools    the self-coded tools: live, staged, quarantined, with their strikes
   version  which build this is
 
 common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
@@ -84,6 +85,7 @@ var commands = map[string]commandFunc{
 	"policy":  cmdPolicy,
 	"image":   cmdImage,
 	"sandbox": cmdSandbox,
+	"tools":   cmdTools,
 	"version": func(_ context.Context, env *environment, _ []string) error {
 		fmt.Fprintln(env.stdout, "shelldon", version)
 		return nil

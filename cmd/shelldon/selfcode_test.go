@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -105,5 +106,79 @@ func TestSelfCodedToolLifecycle(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(layout.Tools(), "broken.json")); err == nil {
 		t.Error("a tool that failed the gate went live")
+	}
+}
+
+// TestFailingToolIsQuarantined: a self-coded tool that fails three times
+// is put away, the owner is told, and no turn is offered it any more.
+func TestFailingToolIsQuarantined(t *testing.T) {
+	imagetest.Image(t)
+	boom := demomodel.Step{ToolCalls: []contracts.ToolCall{
+		{ID: "b1", Name: "boom", Args: `{}`}, {ID: "b2", Name: "boom", Args: `{}`}, {ID: "b3", Name: "boom", Args: `{}`},
+	}}
+	model := demomodel.New(boom, demomodel.Step{Text: "It keeps failing."}, demomodel.Step{Text: "ok"})
+	p := newPet(t, model)
+	layout := statedir.Layout{Root: p.cfg.StateDir}
+	files := map[string]string{
+		"boom.py":      "DESCRIPTION = 'fails'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    raise RuntimeError('boom')\n",
+		"test_boom.py": "def test_nothing():\n    pass\n",
+		"boom.json":    `{"name": "boom", "description": "fails", "params_schema": {"type": "object", "properties": {}}}`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(layout.Tools(), name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.say("try boom")
+	var texts []string
+	for range 2 {
+		texts = append(texts, p.reply(30*time.Second).Text)
+	}
+	if !slices.ContainsFunc(texts, func(s string) bool { return strings.Contains(s, "failed 3 times, so I put it away") }) {
+		t.Errorf("replies = %q, want the owner told of the quarantine", texts)
+	}
+	if got := toolAnswer(p.waitRequests(2), "b1"); !strings.Contains(got, "RuntimeError: boom") {
+		t.Errorf("a failing tool answered %q, want its error", got)
+	}
+	if _, err := os.Stat(filepath.Join(layout.ToolsQuarantine(), "boom.json")); err != nil {
+		t.Errorf("boom is not in quarantine: %v", err)
+	}
+	p.waitTurns(1)
+	p.say("anything else?")
+	p.reply(15 * time.Second)
+	if reqs := p.waitRequests(3); slices.Contains(reqs[2].Tools, "boom") {
+		t.Errorf("a quarantined tool is still offered: %q", reqs[2].Tools)
+	}
+}
+
+func TestToolsCommand(t *testing.T) {
+	state := t.TempDir()
+	layout := statedir.Layout{Root: state}
+	var out strings.Builder
+	if err := run(context.Background(), []string{"tools", "--state-dir", state}, nil, &out, &strings.Builder{}); err != nil || !strings.Contains(out.String(), "no self-coded tools yet") {
+		t.Fatalf("shelldon tools on an empty pet = %v\n%s", err, out.String())
+	}
+	for dir, files := range map[string][]string{
+		layout.Tools():           {"greet.py", "test_greet.py", "greet.json"},
+		layout.ToolsStaging():    {"draft.py", "test_draft.py"},
+		layout.ToolsQuarantine(): {"boom.py", "boom.json"},
+	} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if err := os.WriteFile(filepath.Join(dir, f), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"tools", "--state-dir", state}, nil, &out, &strings.Builder{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"greet  live", "draft  staged", "boom   quarantined"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("shelldon tools printed\n%s\nwant %q", out.String(), want)
+		}
 	}
 }

@@ -59,6 +59,13 @@ var migrations = []string{
 		expires_at INTEGER NOT NULL  -- unix ms
 	);
 	CREATE INDEX pending_by_expiry ON pending_approvals (expires_at);`,
+	// 5: strikes against self-coded tools that failed to load or run.
+	`CREATE TABLE tool_health (
+		name       TEXT PRIMARY KEY,
+		strikes    INTEGER NOT NULL,
+		last_error TEXT NOT NULL DEFAULT '',
+		updated_at INTEGER NOT NULL -- unix ms
+	);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {
