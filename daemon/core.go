@@ -295,6 +295,12 @@ func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
 			<-ctx.Done()
 			return
 		}
+		if name, ok := strings.CutPrefix(strings.TrimSpace(in.Text), RestoreCommand+" "); ok {
+			// An owner's command, not a message for the model: it needs
+			// no turn and does not wait for one.
+			c.replyTo(Origin{Transport: env.Sender, Chat: in.Chat}, contracts.Outbound{Text: c.restoreTool(ctx, strings.TrimSpace(name))})
+			return
+		}
 		adm, now := c.arb.submit(in.Text, Origin{Transport: env.Sender, Chat: in.Chat})
 		if !now {
 			c.log.Info("message joined the pending slot", "turn", c.turnID(), "pending", c.arb.pendingCount())

@@ -174,3 +174,31 @@ func describeRun(res sandbox.Result) string {
 	}
 	return head + "\n" + out
 }
+
+// RestoreCommand, followed by a tool's name, is the owner's command that
+// brings a quarantined self-coded tool back with its strikes cleared
+// (`shelldon tools restore NAME` sends it).
+const RestoreCommand = "/restore"
+
+// restoreTool moves a quarantined tool back into tools/ and clears its
+// strikes; the answer says what happened.
+func (c *Core) restoreTool(ctx context.Context, name string) string {
+	if name == "" || strings.ContainsAny(name, "/\\") || strings.HasPrefix(name, ".") {
+		return fmt.Sprintf("%q is not a tool's name.", name)
+	}
+	from, to := c.layout.ToolsQuarantine(), c.layout.Tools()
+	if _, err := os.Stat(filepath.Join(from, name+".json")); err != nil {
+		return fmt.Sprintf("No quarantined tool is called %s (`shelldon tools` lists them).", name)
+	}
+	// The manifest last: the tool is live again only once all of it is.
+	for _, f := range []string{name + ".py", "test_" + name + ".py", name + ".json"} {
+		if err := os.Rename(filepath.Join(from, f), filepath.Join(to, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Sprintf("Restoring %s failed: %v", name, err)
+		}
+	}
+	if err := c.store.ClearStrikes(ctx, name); err != nil {
+		c.log.Error("clearing a restored tool's strikes", "tool", name, "err", err)
+	}
+	c.log.Info("restored a quarantined tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "decision", "restored")
+	return fmt.Sprintf("%s is back, with its strikes cleared.", name)
+}

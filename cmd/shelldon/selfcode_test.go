@@ -149,6 +149,22 @@ func TestFailingToolIsQuarantined(t *testing.T) {
 	if reqs := p.waitRequests(3); slices.Contains(reqs[2].Tools, "boom") {
 		t.Errorf("a quarantined tool is still offered: %q", reqs[2].Tools)
 	}
+
+	// The owner brings it back, through core.
+	var out strings.Builder
+	if err := run(context.Background(), []string{"tools", "restore", "boom", "--state-dir", p.cfg.StateDir}, nil, &out, &strings.Builder{}); err != nil {
+		t.Fatalf("shelldon tools restore boom = %v", err)
+	}
+	if !strings.Contains(out.String(), "boom is back") {
+		t.Errorf("restore printed %q", out.String())
+	}
+	if _, err := os.Stat(filepath.Join(layout.Tools(), "boom.json")); err != nil {
+		t.Errorf("boom after restore: %v", err)
+	}
+	out.Reset()
+	if err := run(context.Background(), []string{"tools", "--state-dir", p.cfg.StateDir}, nil, &out, &strings.Builder{}); err != nil || !strings.Contains(out.String(), "boom  live   0") {
+		t.Errorf("shelldon tools after restore = %v\n%s\nwant boom live with no strikes", err, out.String())
+	}
 }
 
 func TestToolsCommand(t *testing.T) {
