@@ -45,6 +45,9 @@ type Turn struct {
 	ReactionDwell   Duration `toml:"reaction_dwell"`   // how long the reaction face is held
 	// ApprovalExpiry is how long a parked RISKY call waits for the owner.
 	ApprovalExpiry Duration `toml:"approval_expiry"`
+	// ToolStrikes is how many failures put a self-coded tool in
+	// quarantine.
+	ToolStrikes int `toml:"tool_strikes"`
 	// WorkerCommand runs a worker; empty means this binary's own "worker"
 	// subcommand.
 	WorkerCommand []string `toml:"worker_command"`
@@ -100,6 +103,7 @@ func Default() Config {
 			HistoryMessages: 12,
 			ReactionDwell:   Duration{60 * time.Second},
 			ApprovalExpiry:  Duration{time.Hour},
+			ToolStrikes:     3,
 		},
 		Worker: Worker{
 			MemoryLimit: 256 << 20,

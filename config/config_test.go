@@ -132,7 +132,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 	want := []string{
 		"SHELLDON_STATE_DIR", "SHELLDON_SOCKET",
 		"SHELLDON_TIMEOUTS_WORKER", "SHELLDON_TIMEOUTS_REAP", "SHELLDON_TIMEOUTS_TURN",
-		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL", "SHELLDON_TURN_APPROVAL_EXPIRY",
+		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL", "SHELLDON_TURN_APPROVAL_EXPIRY", "SHELLDON_TURN_TOOL_STRIKES",
 		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES", "SHELLDON_WORKER_USER",
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 	}
@@ -167,7 +167,7 @@ func TestLoadUnknownKey(t *testing.T) {
 		{"wrong case", "[Timeouts]\nWorker = \"1s\"\n",
 			[]string{`Timeouts: unknown key`, `did you mean "timeouts"?`}, "Timeouts.Worker"},
 		{"key in the wrong table", "[turn]\ncpu_seconds = 30\n",
-			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, approval_expiry, worker_command`}, ""},
+			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, approval_expiry, tool_strikes, worker_command`}, ""},
 		{"typo in a provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nnmae = \"b\"\n",
 			[]string{`provider.nmae: unknown key`, `did you mean "provider.name"?`, `known keys in [[provider]]: name, base_url`}, ""},
 		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n",

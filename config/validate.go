@@ -80,6 +80,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "turn.history_messages", c.Turn.HistoryMessages, 0, maxHistoryMessages, def.Turn.HistoryMessages)
 	inRange(add, "turn.reaction_dwell", c.Turn.ReactionDwell.Duration, 0, maxReactionDwell, def.Turn.ReactionDwell.Duration)
 	inRange(add, "turn.approval_expiry", c.Turn.ApprovalExpiry.Duration, minApprovalExpiry, maxApprovalExpiry, def.Turn.ApprovalExpiry.Duration)
+	inRange(add, "turn.tool_strikes", c.Turn.ToolStrikes, 1, 100, def.Turn.ToolStrikes)
 	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
 		add("turn.worker_command", "its first element, the program, is empty",
 			"name the program to run, or leave worker_command empty to run this binary's own worker subcommand")

@@ -81,10 +81,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 	}()
 }
 
-// quarantineAt is the strikes at which a self-coded tool is taken out.
-const quarantineAt = 3
-
-// strike counts a failure of a self-coded tool and, at quarantineAt,
+// strike counts a failure of a self-coded tool and, at turn.tool_strikes,
 // moves the tool to tools-quarantine, where no turn is offered it, and
 // tells the owner.
 func (c *Core) strike(ctx context.Context, name, why string, owner Origin) {
@@ -94,7 +91,7 @@ func (c *Core) strike(ctx context.Context, name, why string, owner Origin) {
 		return
 	}
 	c.log.Warn("a self-coded tool failed", contracts.AuditEvent, contracts.EventToolCall, "tool", name, "strikes", n)
-	if n < quarantineAt {
+	if n < c.cfg.Turn.ToolStrikes {
 		return
 	}
 	if err := os.MkdirAll(c.layout.ToolsQuarantine(), 0o750); err != nil {

@@ -198,3 +198,29 @@ func TestToolsCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestTwoProposalsInOneTurn: each proposal of a turn is gated and asked
+// about on its own.
+func TestTwoProposalsInOneTurn(t *testing.T) {
+	imagetest.Image(t)
+	op := func(name, code, test string) string {
+		b, err := json.Marshal(contracts.Op{Body: contracts.ProposeTool{Name: name, Code: code, Test: test}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	shout := strings.ReplaceAll(greetModule, "hello", "HELLO")
+	shoutTest := strings.ReplaceAll(strings.ReplaceAll(greetTest, "greet", "shout"), "hello", "HELLO")
+	model := demomodel.New(demomodel.Step{Text: "Two tools.\n```ops\n[" + op("greet", greetModule, greetTest) + "," + op("shout", shout, shoutTest) + "]\n```"})
+	p := newPet(t, model)
+	p.say("write two tools")
+	p.reply(15 * time.Second)
+	asked := map[string]bool{}
+	for range 2 {
+		asked[p.approval(30*time.Second).Tool] = true
+	}
+	if !asked["new tool greet"] || !asked["new tool shout"] {
+		t.Fatalf("asked about %v, want both tools", asked)
+	}
+}

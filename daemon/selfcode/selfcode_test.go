@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/clock"
+	"shelldon/daemon/worker/tools"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 )
@@ -152,6 +154,45 @@ func BenchmarkGate(b *testing.B) {
 		}
 		if v, err := Gate(context.Background(), sb, s, ""); err != nil || !v.Passed {
 			b.Fatalf("Gate = %+v, %v", v, err)
+		}
+	}
+}
+
+// BenchmarkCallPromotedTool is one call of a promoted tool as core makes
+// it: the registry's check turns the arguments into the runner's argv,
+// and the sandbox runs it with the workspace read-only (target: under
+// 300 ms).
+func BenchmarkCallPromotedTool(b *testing.B) {
+	img := imagetest.Image(b)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws := b.TempDir()
+	dir := filepath.Join(ws, "tools")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	for name, body := range map[string]string{
+		"greet.py":   goodModule,
+		"greet.json": `{"name": "greet", "description": "Greets.", "params_schema": {"type": "object"}}`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	tool, ok := tools.Builtins(tools.Env{Workspace: ws, Clock: clock.Real{}}).WithSelfCoded(dir).Lookup("greet")
+	if !ok {
+		b.Fatal("greet is not offered")
+	}
+	for b.Loop() {
+		checked, err := tool.Check(`{"name": "owner"}`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: checked.Argv, Workspace: ws, View: sandbox.ReadOnly})
+		if err != nil || res.ExitCode != 0 || string(res.Output) != "hello, owner" {
+			b.Fatalf("call = %d %q, %v", res.ExitCode, res.Output, err)
 		}
 	}
 }
