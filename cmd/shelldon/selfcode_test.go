@@ -212,7 +212,8 @@ func TestTwoProposalsInOneTurn(t *testing.T) {
 	}
 	shout := strings.ReplaceAll(greetModule, "hello", "HELLO")
 	shoutTest := strings.ReplaceAll(strings.ReplaceAll(greetTest, "greet", "shout"), "hello", "HELLO")
-	model := demomodel.New(demomodel.Step{Text: "Two tools.\n```ops\n[" + op("greet", greetModule, greetTest) + "," + op("shout", shout, shoutTest) + "]\n```"})
+	model := demomodel.New(demomodel.Step{Text: "Two tools.\n```ops\n[" + op("greet", greetModule, greetTest) + "," + op("shout", shout, shoutTest) + "]\n```"},
+		demomodel.Step{Text: "ok"})
 	p := newPet(t, model)
 	p.say("write two tools")
 	p.reply(15 * time.Second)
@@ -222,5 +223,13 @@ func TestTwoProposalsInOneTurn(t *testing.T) {
 	}
 	if !asked["new tool greet"] || !asked["new tool shout"] {
 		t.Fatalf("asked about %v, want both tools", asked)
+	}
+	// Waiting for the owner, they are staged, and a staged tool is never
+	// offered.
+	p.waitTurns(1)
+	p.say("hi")
+	p.reply(15 * time.Second)
+	if offered := p.waitRequests(2)[1].Tools; slices.Contains(offered, "greet") || slices.Contains(offered, "shout") {
+		t.Errorf("tools offered while staged = %q", offered)
 	}
 }
