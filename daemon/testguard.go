@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"shelldon/daemon/selfcode"
 	"shelldon/daemon/state/atomicfile"
 	"shelldon/sandbox"
 )
@@ -25,24 +26,14 @@ import (
 // testFunctionsScript prints, as JSON, each named file's test functions
 // (module level and in Test* classes) and their syntax trees; a file that
 // does not parse maps to null.
-const testFunctionsScript = `
-import ast, json, sys
+const testFunctionsScript = selfcode.TestTreesPython + `
+import json, sys
 out = {}
 for path in sys.argv[1:]:
     try:
-        tree = ast.parse(open(path, encoding="utf-8").read(), path)
+        out[path] = tests(ast.parse(open(path, encoding="utf-8").read(), path))
     except Exception:
         out[path] = None
-        continue
-    funcs = {}
-    def visit(body, prefix):
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                funcs[prefix + node.name] = ast.dump(node)
-            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-                visit(node.body, prefix + node.name + ".")
-    visit(tree.body, "")
-    out[path] = funcs
 print(json.dumps(out))
 `
 

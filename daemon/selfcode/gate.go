@@ -26,13 +26,31 @@ var forbiddenModules = []string{"openai", "anthropic", "google", "litellm", "zhi
 // gateLimits bound every step of the gate.
 var gateLimits = sandbox.Limits{Memory: 256 << 20, Tasks: 32, Wall: 30 * time.Second, Output: 16 << 10}
 
+// TestTreesPython defines tests(tree), which maps the test functions of
+// a parsed pytest file (module level and in Test* classes) to their
+// syntax trees: what "the same test" means wherever existing tests must
+// be kept.
+const TestTreesPython = `
+import ast
+def tests(tree):
+    funcs = {}
+    def visit(body, prefix):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                funcs[prefix + node.name] = ast.dump(node)
+            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+                visit(node.body, prefix + node.name + ".")
+    visit(tree.body, "")
+    return funcs
+`
+
 // checkScript reads the module and the test with Python's ast, importing
 // neither, and prints the findings as JSON: forbidden imports, imports it
 // cannot verify (a dynamic argument), convention problems, the
 // DESCRIPTION and PARAMS_SCHEMA read as literals, and, given the live
 // version's test, the existing test functions the new test changed or
 // dropped.
-const checkScript = `
+const checkScript = TestTreesPython + `
 import ast, json, sys
 module, test, live, forbidden = sys.argv[1], sys.argv[2], sys.argv[3], set(sys.argv[4].split(","))
 out = {"forbidden": [], "unverifiable": [], "convention": [], "description": "", "schema": None, "broken_tests": []}
@@ -92,16 +110,6 @@ if mtree is not None:
             if value.get("type") != "object" or not isinstance(value.get("properties", {}), dict):
                 out["convention"].append('PARAMS_SCHEMA is not a JSON schema of an object ({"type": "object", "properties": {...}})')
             out["schema"] = value
-def tests(tree):
-    funcs = {}
-    def visit(body, prefix):
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                funcs[prefix + node.name] = ast.dump(node)
-            elif isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
-                visit(node.body, prefix + node.name + ".")
-    visit(tree.body, "")
-    return funcs
 if live != "-" and ttree is not None:
     try:
         before = tests(ast.parse(open(live, encoding="utf-8").read()))
