@@ -7,6 +7,7 @@ require (
 	github.com/BurntSushi/toml v1.6.0
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/coreos/go-systemd/v22 v22.5.0
+	github.com/go-telegram/bot v1.19.0
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/opencontainers/runtime-spec v1.3.0
 	github.com/sashabaranov/go-openai v1.43.0

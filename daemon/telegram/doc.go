@@ -1,0 +1,5 @@
+// Package telegram is shelldon's Telegram transport: it long-polls the Bot
+// API, hands the owner's text to core over the bus, sends core's replies
+// back, and turns approval requests into inline Approve/Deny buttons whose
+// taps become decisions. Only the configured user ids are listened to.
+package telegram
