@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -115,9 +116,25 @@ func (t *Transport) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	busDone := make(chan error, 1)
+	joined := make(chan struct{})
+	var once sync.Once
+	t.client.OnConnect = func(*bus.Conn) { once.Do(func() { close(joined) }) }
 	go func() {
 		busDone <- t.client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) { t.handleEnvelope(ctx, env) })
 	}()
+	// Updates are taken from Telegram only once core can be told of
+	// them: an update handled before that would be answered "try again"
+	// and, its offset saved, never seen by core.
+	select {
+	case <-joined:
+	case err := <-busDone:
+		if err != nil {
+			return fmt.Errorf("telegram: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return nil
+	}
 	pollDone := make(chan struct{})
 	go func() {
 		b.Start(ctx)
