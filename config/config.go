@@ -27,6 +27,7 @@ type Config struct {
 	Worker    Worker     `toml:"worker"`
 	Bus       Bus        `toml:"bus"`
 	Providers []Provider `toml:"provider"` // [[provider]] tables, tried in order
+	Telegram  Telegram   `toml:"telegram"`
 }
 
 // Timeouts bound one turn. They must keep 0 < Worker < Reap < Turn: the
@@ -87,6 +88,23 @@ type Provider struct {
 	Timeout Duration `toml:"timeout"`
 }
 
+// Telegram is the owner's Telegram bot, which core's Telegram transport
+// runs. It is off unless [Telegram.BotToken] finds a token.
+type Telegram struct {
+	// Token is the bot token from @BotFather. Prefer the credential
+	// [TelegramCredential], which keeps it out of the file.
+	Token string `toml:"token"`
+	// AllowedUsers are the numeric Telegram user ids that may chat and tap
+	// buttons; everyone else is ignored.
+	AllowedUsers []int64 `toml:"allowed_users"`
+	// APIURL is the Bot API server; tests and self-hosted Bot API servers
+	// change it.
+	APIURL      string   `toml:"api_url"`
+	PollTimeout Duration `toml:"poll_timeout"` // how long one long poll for updates waits
+	// RetryMax is the longest wait between retries after network errors.
+	RetryMax Duration `toml:"retry_max"`
+}
+
 // Default is the configuration used for every key the file and the
 // environment leave unset.
 func Default() Config {
@@ -114,6 +132,11 @@ func Default() Config {
 		Bus: Bus{
 			QueueLength: 256,
 			MaxFrame:    4 << 20,
+		},
+		Telegram: Telegram{
+			APIURL:      "https://api.telegram.org",
+			PollTimeout: Duration{30 * time.Second},
+			RetryMax:    Duration{time.Minute},
 		},
 	}
 }
@@ -237,8 +260,13 @@ func decodeError(path string, err error) error {
 		if key == "" {
 			key = "syntax"
 		}
-		return &configError{source: fmt.Sprintf("%s:%d", path, parseErr.Position.Line), key: key,
-			problem: parseErr.Message, cause: err}
+		source := fmt.Sprintf("%s:%d", path, parseErr.Position.Line)
+		// The decoder quotes the text it choked on, which here is the secret.
+		if s, known := settingFor(key); known && s.secret {
+			return &configError{source: source, key: key, problem: "the value is not valid TOML (not shown: it is a secret)",
+				fix: "write " + s.hint + ", in double quotes on one line"}
+		}
+		return &configError{source: source, key: key, problem: parseErr.Message, cause: err}
 	}
 	m := typeMismatch.FindStringSubmatch(err.Error())
 	if m == nil {

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,8 +58,8 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 		t.Fatalf("Load(example) error: %v", err)
 	}
 	// `[]` in the file decodes to an empty slice, Default has nil; both mean none.
-	if len(got.Turn.WorkerCommand) == 0 && len(got.Bus.AllowedUIDs) == 0 {
-		got.Turn.WorkerCommand, got.Bus.AllowedUIDs = nil, nil
+	if len(got.Turn.WorkerCommand) == 0 && len(got.Bus.AllowedUIDs) == 0 && len(got.Telegram.AllowedUsers) == 0 {
+		got.Turn.WorkerCommand, got.Bus.AllowedUIDs, got.Telegram.AllowedUsers = nil, nil, nil
 	}
 	// The one documented difference: Default has no provider, the example one.
 	want := Default()
@@ -87,7 +88,7 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 	for _, s := range settings {
 		pattern := `(?m)^(# )?` + regexp.QuoteMeta(leafKey(s.key)) + ` = `
 		switch s.key {
-		case "timeouts", "turn", "worker", "bus":
+		case "timeouts", "turn", "worker", "bus", "telegram":
 			pattern = `(?m)^\[` + s.key + `\]$`
 		case "provider":
 			pattern = `(?m)^\[\[provider\]\]$`
@@ -135,6 +136,8 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL", "SHELLDON_TURN_APPROVAL_EXPIRY", "SHELLDON_TURN_TOOL_STRIKES",
 		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES", "SHELLDON_WORKER_USER",
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
+		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
+		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX",
 	}
 	var got []string
 	for _, s := range overridable() {
@@ -208,6 +211,12 @@ func TestLoadWrongType(t *testing.T) {
 			[]string{"provider: wrong type: the value is a table", "[[provider]], in double brackets"}},
 		{"list of the wrong things", "[bus]\nallowed_uids = [\"alice\"]\n",
 			[]string{"bus.allowed_uids: wrong type", "an array of whole numbers"}},
+		{"user ids as strings", "[telegram]\nallowed_users = [\"@alice\"]\n",
+			[]string{":2: telegram.allowed_users: wrong type", "an array of whole numbers, like [123456789]"}},
+		{"one user id without brackets", "[telegram]\nallowed_users = 42\n",
+			[]string{":2: telegram.allowed_users: wrong type: the value is an integer"}},
+		{"poll timeout as a number", "[telegram]\npoll_timeout = 30\n",
+			[]string{":2: telegram.poll_timeout: ", "30 has no unit"}},
 		{"syntax error", "state_dir = \"/x\"\nsocket = \n",
 			[]string{":2: socket: "}},
 		{"number out of range", "[worker]\ncpu_seconds = 99999999999999999999\n",
@@ -386,9 +395,16 @@ func TestBadEnvironmentValue(t *testing.T) {
 		{"SHELLDON_WORKER_MEMORY_LIMIT", "12MB", `unknown unit "MB"`},
 		{"SHELLDON_TURN_HISTORY_MESSAGES", "many", `"many" is not a whole number`},
 		{"SHELLDON_BUS_QUEUE_LENGTH", "1e3", `"1e3" is not a whole number`},
+		{"SHELLDON_TELEGRAM_ALLOWED_USERS", "42;43", `"42;43" is not a comma-separated list of whole numbers; write the ids like 42,43`},
+		{"SHELLDON_TELEGRAM_ALLOWED_USERS", "42,,43", "is not a comma-separated list"},
+		{"SHELLDON_TELEGRAM_ALLOWED_USERS", "42,", "is not a comma-separated list"},
+		{"SHELLDON_TELEGRAM_ALLOWED_USERS", "@alice", "is not a comma-separated list"},
+		{"SHELLDON_TELEGRAM_ALLOWED_USERS", "[42, 43]", "is not a comma-separated list"},
+		{"SHELLDON_TELEGRAM_ALLOWED_USERS", "99999999999999999999", "is not a comma-separated list"},
+		{"SHELLDON_TELEGRAM_POLL_TIMEOUT", "30", "30 has no unit"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.variable, func(t *testing.T) {
+		t.Run(tt.variable+"="+tt.value, func(t *testing.T) {
 			_, err := Load(writeConfig(t, ""), []string{tt.variable + "=" + tt.value})
 			wantError(t, err, "config environment: "+tt.variable+": ", tt.want)
 		})
@@ -491,7 +507,8 @@ func TestProviderValidation(t *testing.T) {
 		{"not http", "[[provider]]\nname = \"a\"\nbase_url = \"unix:///run/x\"\nmodel = \"m\"\n", []string{"not an http or https URL"}},
 		{"no host", "[[provider]]\nname = \"a\"\nbase_url = \"https:///v1\"\nmodel = \"m\"\n", []string{"has no host"}},
 		{"unparsable", "[[provider]]\nname = \"a\"\nbase_url = \"http://h:port/\"\nmodel = \"m\"\n", []string{"is not a URL"}},
-		{"credentials in URL", "[[provider]]\nname = \"a\"\nbase_url = \"https://u:secret@h/v1\"\nmodel = \"m\"\n", []string{"holds credentials"}},
+		{"credentials in URL", "[[provider]]\nname = \"a\"\nbase_url = \"https://u:secret@h/v1\"\nmodel = \"m\"\n", []string{"holds credentials", "api_key_credential"}},
+		{"query in URL", "[[provider]]\nname = \"a\"\nbase_url = \"https://h/v1?key=secret\"\nmodel = \"m\"\n", []string{"provider[0].base_url: has a query"}},
 		{"no model", "[[provider]]\nname = \"a\"\nbase_url = \"https://h/v1\"\n", []string{"provider[0].model: is empty"}},
 		{"both keys", "[[provider]]\n" + valid + "api_key = \"k\"\napi_key_credential = \"c\"\n", []string{"provider[0].api_key: is set together with api_key_credential"}},
 		{"credential path", "[[provider]]\n" + valid + "api_key_credential = \"../etc/shadow\"\n", []string{`provider[0].api_key_credential: "../etc/shadow" is not a file name`}},
@@ -512,9 +529,11 @@ func TestProviderValidation(t *testing.T) {
 		})
 	}
 	// The secret must not leak into the message.
-	_, err := Load(writeConfig(t, "[[provider]]\nname = \"a\"\nbase_url = \"https://u:secret@h/v1\"\nmodel = \"m\"\n"), nil)
-	if err == nil || strings.Contains(err.Error(), "secret") {
-		t.Errorf("error %v, want one that hides the password", err)
+	for _, url := range []string{"https://u:secret@h/v1", "https://h/v1?key=secret"} {
+		_, err := Load(writeConfig(t, "[[provider]]\nname = \"a\"\nbase_url = \""+url+"\"\nmodel = \"m\"\n"), nil)
+		if err == nil || strings.Contains(err.Error(), "secret") {
+			t.Errorf("Load(base_url = %q) error %v, want one that hides the secret", url, err)
+		}
 	}
 }
 
@@ -528,6 +547,10 @@ func TestProviderKey(t *testing.T) {
 	}
 	// As shelldon-broker.service loads /etc/shelldon/credentials/together.
 	if err := os.WriteFile(filepath.Join(dir, CredentialPrefix+"together"), []byte("sk-dir\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A directory where the file should be cannot be read, even by root.
+	if err := os.Mkdir(filepath.Join(dir, "unreadable"), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	withDir := []string{"CREDENTIALS_DIRECTORY=" + dir}
@@ -546,7 +569,9 @@ func TestProviderKey(t *testing.T) {
 			[]string{filepath.Join(dir, "absent") + " does not exist", "/etc/shelldon/credentials/absent"}},
 		{"no credentials directory", Provider{Name: "a", APIKeyCredential: "openrouter-api-key"}, nil, "",
 			[]string{"$CREDENTIALS_DIRECTORY is not set", "/etc/shelldon/credentials/openrouter-api-key"}},
-		{"empty credential", Provider{Name: "a", APIKeyCredential: "empty"}, withDir, "", []string{"is empty"}},
+		{"empty credential", Provider{Name: "a", APIKeyCredential: "empty"}, withDir, "", []string{"is empty", "/etc/shelldon/credentials/empty"}},
+		{"unreadable credential", Provider{Name: "a", APIKeyCredential: "unreadable"}, withDir, "",
+			[]string{"cannot read the credential", "/etc/shelldon/credentials/unreadable"}},
 		{"escaping credential", Provider{Name: "a", APIKeyCredential: ".."}, withDir, "", []string{"is not a file name"}},
 	}
 	for _, tt := range tests {
@@ -678,6 +703,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add("[[provider]]\nname = \"a\"\nbase_url = \"http://[::1\"\n")
 	f.Add("[bus]\nmax_frame = \"99999999999TiB\"\nallowed_uids = [1, \"x\", {a=1}]\n")
 	f.Add("a.b.c.d = 1\n[x.\"y z\"]\n\"\" = 2\n")
+	f.Add("[telegram]\ntoken = \"1:x\"\nallowed_users = [0, -1, 9223372036854775807]\napi_url = \"http://h?#\"\npoll_timeout = \"-1s\"\n")
 	f.Fuzz(func(t *testing.T, contents string) {
 		path := filepath.Join(t.TempDir(), "fuzz.toml")
 		if err := os.WriteFile(path, []byte(contents), 0o600); err != nil {
@@ -713,10 +739,214 @@ func FuzzParseUnits(f *testing.F) {
 		}
 		var d Duration
 		_ = d.UnmarshalText([]byte(s))
-		for _, prefix := range []string{"SHELLDON_TIMEOUTS_TURN=", "SHELLDON_BUS_MAX_FRAME=", "SHELLDON_SOCKET=", "SHELLDON_PROVIDER_URL="} {
+		for _, prefix := range []string{"SHELLDON_TIMEOUTS_TURN=", "SHELLDON_BUS_MAX_FRAME=", "SHELLDON_SOCKET=", "SHELLDON_PROVIDER_URL=",
+			"SHELLDON_TELEGRAM_ALLOWED_USERS=", "SHELLDON_TELEGRAM_API_URL=", "SHELLDON_TELEGRAM_TOKEN="} {
 			if _, err := Load("", []string{prefix + s, "SHELLDON_PROVIDER_MODEL=m"}); err != nil && !errors.Is(err, ErrInvalid) {
 				t.Errorf("Load(%s%q) error %v does not wrap ErrInvalid", prefix, s, err)
 			}
 		}
 	})
+}
+
+// validToken has the shape of a token from @BotFather.
+const validToken = "123456789:AAH-dqTcvCH1vGWJxfSeofSAs0K5PAL_saw"
+
+func TestTelegramFileAndEnvironment(t *testing.T) {
+	const file = "[telegram]\ntoken = \"" + validToken + "\"\nallowed_users = [42, 43]\napi_url = \"http://127.0.0.1:8081\"\npoll_timeout = \"10s\"\nretry_max = \"5m\"\n"
+	fromFile := Telegram{Token: validToken, AllowedUsers: []int64{42, 43}, APIURL: "http://127.0.0.1:8081",
+		PollTimeout: Duration{10 * time.Second}, RetryMax: Duration{5 * time.Minute}}
+	tests := []struct {
+		name, file string
+		environ    []string
+		want       Telegram
+	}{
+		{"defaults", "", nil, Default().Telegram},
+		{"file", file, nil, fromFile},
+		{"environment over the file", file, []string{
+			"SHELLDON_TELEGRAM_TOKEN=987:" + strings.Repeat("b", 30),
+			"SHELLDON_TELEGRAM_ALLOWED_USERS= 7, 8 ,9",
+			"SHELLDON_TELEGRAM_API_URL=https://bots.example",
+			"SHELLDON_TELEGRAM_POLL_TIMEOUT=50s",
+			"SHELLDON_TELEGRAM_RETRY_MAX=1s",
+		}, Telegram{Token: "987:" + strings.Repeat("b", 30), AllowedUsers: []int64{7, 8, 9}, APIURL: "https://bots.example",
+			PollTimeout: Duration{50 * time.Second}, RetryMax: Duration{time.Second}}},
+		{"one user from the environment", "", []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=42"},
+			Telegram{AllowedUsers: []int64{42}, APIURL: "https://api.telegram.org", PollTimeout: Duration{30 * time.Second}, RetryMax: Duration{time.Minute}}},
+		{"empty variables count as unset", file, []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=", "SHELLDON_TELEGRAM_TOKEN="}, fromFile},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Load(writeConfig(t, tt.file), tt.environ)
+			if err != nil {
+				t.Fatalf("Load error: %v", err)
+			}
+			if !reflect.DeepEqual(got.Telegram, tt.want) {
+				t.Errorf("Telegram = %+v, want %+v", got.Telegram, tt.want)
+			}
+		})
+	}
+}
+
+func TestTelegramValidation(t *testing.T) {
+	tests := []struct {
+		name, file string
+		environ    []string
+		want       []string // nil: valid
+	}{
+		{"valid", "[telegram]\ntoken = \"" + validToken + "\"\nallowed_users = [1, 9007199254740991]\napi_url = \"http://127.0.0.1:8081/\"\n", nil, nil},
+		{"short token", "[telegram]\ntoken = \"123:abc\"\n", nil,
+			[]string{"telegram.token: the value (7 characters) does not look like a token from @BotFather", "/etc/shelldon/telegram/token"}},
+		{"token without the bot id", "[telegram]\ntoken = \"" + strings.Repeat("x", 40) + "\"\n", nil,
+			[]string{"telegram.token: the value (40 characters) does not look like a token"}},
+		{"token with a space", "[telegram]\ntoken = \"123456789:" + strings.Repeat("x", 30) + " \"\n", nil,
+			[]string{"telegram.token: the value (41 characters)"}},
+		{"token from the environment with a newline", "", []string{"SHELLDON_TELEGRAM_TOKEN=" + validToken + "\n"},
+			[]string{"config environment: telegram.token: the value (" + strconv.Itoa(len(validToken)+1) + " characters)"}},
+		{"token counted in characters", "[telegram]\ntoken = \"1:ééé\"\n", nil,
+			[]string{"the value (5 characters)"}},
+		{"zero user", "[telegram]\nallowed_users = [42, 0]\n", nil,
+			[]string{"telegram.allowed_users: element 1, 0, is not a Telegram user id; message @userinfobot on Telegram to learn your numeric id"}},
+		{"negative user from the environment", "", []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=-5"},
+			[]string{"config environment: telegram.allowed_users: element 0, -5, is not a Telegram user id"}},
+		{"empty api_url", "[telegram]\napi_url = \"\"\n", nil,
+			[]string{"telegram.api_url: is empty", `like "https://api.telegram.org" (the default)`}},
+		{"api_url not http", "[telegram]\napi_url = \"ftp://h\"\n", nil, []string{`telegram.api_url: "ftp://h" is not an http or https URL`}},
+		{"api_url without host", "[telegram]\napi_url = \"https://\"\n", nil, []string{"telegram.api_url: ", "has no host"}},
+		{"api_url with credentials", "[telegram]\napi_url = \"https://u:pw@h\"\n", nil, []string{"telegram.api_url: ", "holds credentials", "remove them"}},
+		{"api_url with a query", "[telegram]\napi_url = \"https://h/?x=1\"\n", nil, []string{"telegram.api_url: has a query"}},
+		{"api_url with a fragment", "[telegram]\napi_url = \"https://h/#\"\n", nil, []string{"telegram.api_url: has a query (?…) or a fragment"}},
+		{"poll too short", "[telegram]\npoll_timeout = \"0s\"\n", nil, []string{"telegram.poll_timeout: 0s is out of range; use 1s to 50s (default 30s)"}},
+		{"poll too long", "", []string{"SHELLDON_TELEGRAM_POLL_TIMEOUT=51s"}, []string{"config environment: telegram.poll_timeout: 51s is out of range"}},
+		{"retry too short", "[telegram]\nretry_max = \"500ms\"\n", nil, []string{"telegram.retry_max: 500ms is out of range; use 1s to 10m0s (default 1m0s)"}},
+		{"retry too long", "[telegram]\nretry_max = \"11m\"\n", nil, []string{"telegram.retry_max: 11m0s is out of range"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, tt.file), tt.environ)
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Load = %v, want nil", err)
+				}
+				return
+			}
+			wantError(t, err, tt.want...)
+		})
+	}
+}
+
+// A token is a secret: no error may show it, however it is mistyped.
+func TestTelegramTokenNeverShown(t *testing.T) {
+	const secret = "ZqXwPkRmTb" // no digits: the decoder quotes a run of letters whole
+	tests := []struct {
+		name, file string
+		environ    []string
+		key        string
+	}{
+		{"too short", "[telegram]\ntoken = \"1:" + secret + "\"\n", nil, "telegram.token"},
+		{"no bot id", "[telegram]\ntoken = \"" + secret + secret + secret + "\"\n", nil, "telegram.token"},
+		{"bad character", "[telegram]\ntoken = \"1:" + secret + secret + secret + "!\"\n", nil, "telegram.token"},
+		{"unquoted", "[telegram]\ntoken = " + secret + secret + secret + "\n", nil, "telegram.token"},
+		{"unquoted with the bot id", "[telegram]\ntoken = 123:" + secret + secret + secret + "\n", nil, "telegram.token"},
+		{"bad escape", "[telegram]\ntoken = \"1:" + secret + `\q` + secret + "\"\n", nil, "telegram.token"},
+		{"unquoted provider key", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\napi_key = " + secret + "\n", nil, "provider.api_key"},
+		{"from the environment", "", []string{"SHELLDON_TELEGRAM_TOKEN=" + secret}, "telegram.token"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, tt.file), tt.environ)
+			wantError(t, err, tt.key+": ")
+			if err != nil && strings.Contains(err.Error(), secret) {
+				t.Errorf("Load error %q shows the secret", err)
+			}
+		})
+	}
+}
+
+// credentialsDir makes a $CREDENTIALS_DIRECTORY holding files, and returns
+// its environment.
+func credentialsDir(t *testing.T, files map[string]string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, contents := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(contents), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"CREDENTIALS_DIRECTORY=" + dir}
+}
+
+func TestBotToken(t *testing.T) {
+	unreadable := credentialsDir(t, nil)
+	// A directory where the file should be cannot be read, even by root.
+	if err := os.Mkdir(filepath.Join(strings.TrimPrefix(unreadable[0], "CREDENTIALS_DIRECTORY="), TelegramCredential), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	fix := []string{"/etc/shelldon/telegram/token", "mode 0600", "restart shelldon", "telegram.token", "SHELLDON_TELEGRAM_TOKEN"}
+	tests := []struct {
+		name     string
+		telegram Telegram
+		environ  []string
+		want     string
+		wantOK   bool
+		wantErr  []string
+	}{
+		{"token", Telegram{Token: validToken}, nil, validToken, true, nil},
+		{"token wins over the credential", Telegram{Token: validToken}, credentialsDir(t, map[string]string{TelegramCredential: "other\n"}), validToken, true, nil},
+		{"credential", Telegram{}, credentialsDir(t, map[string]string{TelegramCredential: validToken + "\n"}), validToken, true, nil},
+		{"credential with CRLF", Telegram{}, credentialsDir(t, map[string]string{TelegramCredential: validToken + "\r\n"}), validToken, true, nil},
+		{"no credentials directory", Telegram{}, nil, "", false, nil},
+		{"empty credentials directory variable", Telegram{}, []string{"CREDENTIALS_DIRECTORY="}, "", false, nil},
+		{"no credential file", Telegram{}, credentialsDir(t, map[string]string{"keys_openrouter": "sk"}), "", false, nil},
+		{"empty credential file", Telegram{}, credentialsDir(t, map[string]string{TelegramCredential: ""}), "", false,
+			append([]string{"config environment: telegram.token: credential file ", TelegramCredential + " is empty"}, fix...)},
+		{"credential file of a newline", Telegram{}, credentialsDir(t, map[string]string{TelegramCredential: "\n"}), "", false, []string{"is empty"}},
+		{"unreadable credential file", Telegram{}, unreadable, "", false, append([]string{"cannot read the credential"}, fix...)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok, err := tt.telegram.BotToken(tt.environ)
+			if tt.wantErr != nil {
+				wantError(t, err, tt.wantErr...)
+				return
+			}
+			if err != nil || got != tt.want || ok != tt.wantOK {
+				t.Errorf("BotToken(%q) = %q, %v, %v, want %q, %v, nil", tt.environ, got, ok, err, tt.want, tt.wantOK)
+			}
+		})
+	}
+}
+
+func TestTelegramCheck(t *testing.T) {
+	withCredential := credentialsDir(t, map[string]string{TelegramCredential: validToken + "\n"})
+	tests := []struct {
+		name        string
+		telegram    Telegram
+		environ     []string
+		wantEnabled bool
+		wantErr     []string
+	}{
+		{"off", Telegram{AllowedUsers: []int64{42}}, nil, false, nil},
+		{"off without users", Telegram{}, credentialsDir(t, nil), false, nil},
+		{"token and users", Telegram{Token: validToken, AllowedUsers: []int64{42}}, nil, true, nil},
+		{"credential and users", Telegram{AllowedUsers: []int64{42, 43}}, withCredential, true, nil},
+		{"token without users", Telegram{Token: validToken}, nil, true,
+			[]string{"config: telegram.allowed_users: no allowed Telegram users, so the bot would answer strangers; message @userinfobot on Telegram to learn your numeric user id and put it in telegram.allowed_users (or SHELLDON_TELEGRAM_ALLOWED_USERS)"}},
+		{"credential without users", Telegram{AllowedUsers: []int64{}}, withCredential, true, []string{"no allowed Telegram users"}},
+		{"empty credential", Telegram{AllowedUsers: []int64{42}}, credentialsDir(t, map[string]string{TelegramCredential: ""}), false, []string{"is empty"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			enabled, err := tt.telegram.Check(tt.environ)
+			if enabled != tt.wantEnabled {
+				t.Errorf("Check(%q) enabled = %v, want %v", tt.environ, enabled, tt.wantEnabled)
+			}
+			if tt.wantErr != nil {
+				wantError(t, err, tt.wantErr...)
+				return
+			}
+			if err != nil {
+				t.Errorf("Check(%q) = %v, want nil", tt.environ, err)
+			}
+		})
+	}
 }

@@ -18,13 +18,18 @@ const credentialsDirectory = "CREDENTIALS_DIRECTORY"
 // key file there and names the file in api_key_credential.
 const CredentialPrefix = "keys_"
 
+// TelegramCredential is the credential name under which shelldon.service's
+// LoadCredential=telegram:/etc/shelldon/telegram loads the file
+// /etc/shelldon/telegram/token.
+const TelegramCredential = "telegram_token"
+
 // Key returns the provider's API key: APIKey if set, else the contents of
 // $CREDENTIALS_DIRECTORY/keys_<APIKeyCredential> (a file of
 // /etc/shelldon/credentials, as the broker's unit loads them) or
 // $CREDENTIALS_DIRECTORY/<APIKeyCredential> (a credential loaded by name)
-// without its trailing newline, else "" for a server that needs no key. A missing
-// or empty credential file is an error wrapping [ErrInvalid] that says how
-// to provide it.
+// without its trailing newline, else "" for a server that needs no key. A
+// missing, unreadable or empty credential file is an error wrapping
+// [ErrInvalid] that says how to provide it.
 func (p Provider) Key(environ []string) (string, error) {
 	if p.APIKey != "" {
 		return p.APIKey, nil
@@ -38,28 +43,78 @@ func (p Provider) Key(environ []string) (string, error) {
 	if !validCredentialName(p.APIKeyCredential) {
 		return "", &configError{source: sourceInMemory, key: key, problem: fmt.Sprintf("%q is not a file name", p.APIKeyCredential), fix: fix}
 	}
+	return readCredential(environ, key, fix, CredentialPrefix+p.APIKeyCredential, p.APIKeyCredential)
+}
+
+// BotToken returns the bot's token: Token if set, else the contents of
+// $CREDENTIALS_DIRECTORY/[TelegramCredential] without its trailing
+// newline. ok is false when neither exists: then Telegram is off. An
+// unreadable or empty credential file is an error wrapping [ErrInvalid]
+// that says how to fix it.
+func (t Telegram) BotToken(environ []string) (token string, ok bool, err error) {
+	if t.Token != "" {
+		return t.Token, true, nil
+	}
+	token, err = readCredential(environ, "telegram.token",
+		"put the token from @BotFather in /etc/shelldon/telegram/token (mode 0600), which shelldon.service loads, and restart shelldon; or set telegram.token or SHELLDON_TELEGRAM_TOKEN instead",
+		TelegramCredential)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	}
+	return token, true, nil
+}
+
+// Check tells whether Telegram is enabled, which it is when [BotToken]
+// finds a token. An enabled bot with no allowed users is an error wrapping
+// [ErrInvalid] (with enabled true): it would answer strangers.
+func (t Telegram) Check(environ []string) (enabled bool, err error) {
+	_, enabled, err = t.BotToken(environ)
+	if err != nil || !enabled {
+		return false, err
+	}
+	if len(t.AllowedUsers) == 0 {
+		return true, &configError{key: "telegram.allowed_users", problem: "no allowed Telegram users, so the bot would answer strangers",
+			fix: "message @userinfobot on Telegram to learn your numeric user id and put it in telegram.allowed_users (or SHELLDON_TELEGRAM_ALLOWED_USERS)"}
+	}
+	return true, nil
+}
+
+// readCredential reads a credential that systemd's LoadCredential= put in
+// $CREDENTIALS_DIRECTORY: the first of names found there, without its
+// trailing newline. Every error wraps [ErrInvalid] and names key and fix;
+// it also wraps [fs.ErrNotExist] when the directory is not set or holds
+// none of names.
+func readCredential(environ []string, key, fix string, names ...string) (string, error) {
 	dir, _ := lookupEnv(environ, credentialsDirectory)
 	if dir == "" {
-		return "", &configError{source: sourceEnvironment, key: key, problem: "$" + credentialsDirectory + " is not set, so the credential cannot be read", fix: fix}
+		return "", &configError{source: sourceEnvironment, key: key, problem: "$" + credentialsDirectory + " is not set, so the credential cannot be read",
+			fix: fix, cause: fs.ErrNotExist}
 	}
-	path := filepath.Join(dir, CredentialPrefix+p.APIKeyCredential)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		path = filepath.Join(dir, p.APIKeyCredential)
-		data, err = os.ReadFile(path)
+	var (
+		path string
+		data []byte
+		err  error
+	)
+	for _, name := range names {
+		path = filepath.Join(dir, name)
+		if data, err = os.ReadFile(path); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
 	}
-	if errors.Is(err, fs.ErrNotExist) {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return "", &configError{source: sourceEnvironment, key: key, problem: fmt.Sprintf("credential file %s does not exist", path), fix: fix, cause: err}
+	case err != nil:
+		return "", &configError{source: sourceEnvironment, key: key, problem: "cannot read the credential: " + err.Error(), fix: fix, cause: err}
 	}
-	if err != nil {
-		return "", fmt.Errorf("read credential of provider %q: %w", p.Name, err)
+	value := strings.TrimRight(string(data), "\r\n")
+	if value == "" {
+		return "", &configError{source: sourceEnvironment, key: key, problem: fmt.Sprintf("credential file %s is empty", path), fix: fix}
 	}
-	apiKey := strings.TrimRight(string(data), "\r\n")
-	if apiKey == "" {
-		return "", &configError{source: sourceEnvironment, key: key, problem: fmt.Sprintf("credential file %s is empty", path),
-			fix: "put the API key in the file LoadCredential= reads it from"}
-	}
-	return apiKey, nil
+	return value, nil
 }
 
 // validCredentialName tells whether name can be a file directly inside

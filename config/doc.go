@@ -17,12 +17,14 @@
 // Each scalar key has a variable named SHELLDON_ followed by its key path in
 // upper case with dots turned into underscores: timeouts.worker is
 // SHELLDON_TIMEOUTS_WORKER, bus.max_frame is SHELLDON_BUS_MAX_FRAME. Values
-// are written as in the file without TOML quotes ("25s", "4MiB", "12"). An
-// empty value counts as unset. Lists (turn.worker_command, bus.allowed_uids)
-// and the provider chain have no per-key variable; instead
-// SHELLDON_PROVIDER_URL replaces the whole chain with one provider, named by
-// SHELLDON_PROVIDER_NAME (default "env"), with model SHELLDON_PROVIDER_MODEL
-// (required then) and key SHELLDON_PROVIDER_KEY.
+// are written as in the file without TOML quotes ("25s", "4MiB", "12"). One
+// list has a variable too: telegram.allowed_users, written comma-separated
+// (SHELLDON_TELEGRAM_ALLOWED_USERS=42,43). An empty value counts as unset.
+// The other lists (turn.worker_command, bus.allowed_uids) and the provider
+// chain have no per-key variable; instead SHELLDON_PROVIDER_URL replaces the
+// whole chain with one provider, named by SHELLDON_PROVIDER_NAME (default
+// "env"), with model SHELLDON_PROVIDER_MODEL (required then) and key
+// SHELLDON_PROVIDER_KEY.
 //
 // Any other SHELLDON_ variable is refused as a probable typo, except these,
 // which the project uses for things other than configuration:

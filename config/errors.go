@@ -7,14 +7,18 @@ import (
 
 // ErrInvalid is wrapped by every error that reports a bad configuration: a
 // missing or undecodable file, an unknown or mistyped key, a bad environment
-// variable, a value that fails validation, or a missing credential file.
-// Test for it with errors.Is; the message says what to change.
+// variable, a value that fails validation, a missing, unreadable or empty
+// credential file, or a Telegram bot without allowed users. Test for it with
+// errors.Is; the message says what to change.
 var ErrInvalid = errors.New("invalid configuration")
 
 // configError is one problem with one key, worded as
-// "config <source>: <key>: <problem>; <fix>".
+// "config <source>: <key>: <problem>; <fix>" ("config: <key>: ..." without
+// a source).
 type configError struct {
-	source  string // the file (with ":line" when known), "environment", ...
+	// source is the file (with ":line" when known), "environment", ...; empty
+	// where it cannot be known, as in Telegram.Check.
+	source  string
 	key     string // a key path or an environment variable; may be empty
 	problem string
 	fix     string // may be empty when problem already says how to fix it
@@ -23,8 +27,11 @@ type configError struct {
 
 func (e *configError) Error() string {
 	var b strings.Builder
-	b.WriteString("config ")
-	b.WriteString(e.source)
+	b.WriteString("config")
+	if e.source != "" {
+		b.WriteString(" ")
+		b.WriteString(e.source)
+	}
 	b.WriteString(": ")
 	if e.key != "" {
 		b.WriteString(e.key)

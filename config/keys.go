@@ -13,6 +13,8 @@ import (
 type setting struct {
 	key  string
 	hint string
+	// secret keys hold keys and tokens: no message may show their value.
+	secret bool
 	// set parses an environment value into the key's field; nil when the
 	// key has no environment variable.
 	set func(c *Config, value string) error
@@ -64,9 +66,21 @@ var settings = []setting{
 	{key: "provider.name", hint: `a string, like "openrouter"`},
 	{key: "provider.base_url", hint: `a string, like "https://openrouter.ai/api/v1"`},
 	{key: "provider.model", hint: `a string, like "openai/gpt-4o-mini"`},
-	{key: "provider.api_key", hint: "a string"},
+	{key: "provider.api_key", hint: "a string", secret: true},
 	{key: "provider.api_key_credential", hint: `a string, like "openrouter-api-key"`},
 	{key: "provider.timeout", hint: durationHint},
+
+	{key: "telegram", hint: "a table: the section [telegram]"},
+	{key: "telegram.token", hint: "a string: the token @BotFather gave you", secret: true,
+		set: textSetter(func(c *Config) *string { return &c.Telegram.Token }, parseString)},
+	{key: "telegram.allowed_users", hint: "an array of whole numbers, like [123456789]",
+		set: textSetter(func(c *Config) *[]int64 { return &c.Telegram.AllowedUsers }, parseIDList)},
+	{key: "telegram.api_url", hint: `a string, like "https://api.telegram.org"`,
+		set: textSetter(func(c *Config) *string { return &c.Telegram.APIURL }, parseString)},
+	{key: "telegram.poll_timeout", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Telegram.PollTimeout }, parseDuration)},
+	{key: "telegram.retry_max", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Telegram.RetryMax }, parseDuration)},
 }
 
 const (
@@ -95,6 +109,20 @@ func parseInt(s string) (int, error) {
 		return 0, fmt.Errorf("%q is not a whole number; write digits only, like 12", s)
 	}
 	return n, nil
+}
+
+// parseIDList reads a list written in a variable as comma-separated whole
+// numbers, like "42,43"; spaces around a number are allowed.
+func parseIDList(s string) ([]int64, error) {
+	var ids []int64
+	for field := range strings.SplitSeq(s, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(field), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a comma-separated list of whole numbers; write the ids like 42,43", s)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
 }
 
 // settingFor finds the setting of a key path such as "timeouts.worker".

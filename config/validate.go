@@ -7,7 +7,9 @@ import (
 	"math"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // maxSocketPath is the longest Unix socket path: sun_path holds 108 bytes,
@@ -35,6 +37,18 @@ const (
 )
 
 var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
+
+// botToken is the shape of the tokens @BotFather hands out: the bot's id, a
+// colon, then the secret.
+var botToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]{30,}$`)
+
+// Telegram's limits on a long poll and the bounds of a sane retry wait.
+const (
+	minPollTimeout = time.Second
+	maxPollTimeout = 50 * time.Second
+	minRetryMax    = time.Second
+	maxRetryMax    = 10 * time.Minute
+)
 
 // Validate reports every impossible value in c, joined; each error wraps
 // [ErrInvalid]. Load calls it; call it yourself only on a Config you built.
@@ -114,6 +128,7 @@ func (c Config) validate(o origins) error {
 	for i, p := range c.Providers {
 		c.validateProvider(i, p, add)
 	}
+	c.Telegram.validate(def.Telegram, add)
 
 	errs := make([]error, len(found))
 	for i, f := range found {
@@ -146,7 +161,7 @@ func (c Config) validateProvider(i int, p Provider, add func(key, what, remedy s
 		}
 	}
 
-	if what, ok := badBaseURL(p.BaseURL); ok {
+	if what, ok := badServerURL(p.BaseURL, "put the key in api_key_credential instead"); ok {
 		add(key("base_url"), what, `write the endpoint's http or https address, like "https://openrouter.ai/api/v1" or "http://127.0.0.1:11434/v1"`)
 	}
 	if p.Model == "" {
@@ -168,8 +183,30 @@ func (c Config) validateProvider(i int, p Provider, add func(key, what, remedy s
 	}
 }
 
-// badBaseURL says what is wrong with a provider's base URL, if anything.
-func badBaseURL(raw string) (string, bool) {
+func (t Telegram) validate(def Telegram, add func(key, what, remedy string, about ...string)) {
+	// The token is a secret: say how long it is, never what it is.
+	if t.Token != "" && !botToken.MatchString(t.Token) {
+		add("telegram.token", fmt.Sprintf("the value (%d characters) does not look like a token from @BotFather", utf8.RuneCountInString(t.Token)),
+			"a bot token is digits, a colon, then at least 30 letters, digits, - or _; copy it again from @BotFather, and better put it in /etc/shelldon/telegram/token (mode 0600) than in telegram.token")
+	}
+	for i, id := range t.AllowedUsers {
+		if id <= 0 {
+			add("telegram.allowed_users", fmt.Sprintf("element %d, %d, is not a Telegram user id", i, id),
+				"message @userinfobot on Telegram to learn your numeric id")
+		}
+	}
+	if what, ok := badServerURL(t.APIURL, "remove them"); ok {
+		add("telegram.api_url", what, fmt.Sprintf("write the Bot API server's http or https address, like %q (the default)", def.APIURL))
+	}
+	inRange(add, "telegram.poll_timeout", t.PollTimeout.Duration, minPollTimeout, maxPollTimeout, def.PollTimeout.Duration)
+	inRange(add, "telegram.retry_max", t.RetryMax.Duration, minRetryMax, maxRetryMax, def.RetryMax.Duration)
+}
+
+// badServerURL says what is wrong with the base URL of a server shelldon
+// calls, if anything. credentialsFix says where credentials go instead of
+// the URL. A query or fragment is refused because the clients append their
+// paths to the URL as text.
+func badServerURL(raw, credentialsFix string) (string, bool) {
 	if raw == "" {
 		return "is empty", true
 	}
@@ -182,7 +219,10 @@ func badBaseURL(raw string) (string, bool) {
 	case u.Host == "":
 		return fmt.Sprintf("%q has no host", raw), true
 	case u.User != nil:
-		return fmt.Sprintf("%s holds credentials, which would end up in logs; put the key in api_key_credential instead", u.Redacted()), true
+		return fmt.Sprintf("%s holds credentials, which would end up in logs; %s", u.Redacted(), credentialsFix), true
+	// Not echoed: a query may hold a key.
+	case strings.ContainsAny(raw, "?#"):
+		return "has a query (?…) or a fragment (#…), which would break the paths the client appends", true
 	}
 	return "", false
 }

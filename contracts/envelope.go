@@ -60,6 +60,12 @@ const (
 	KindApprovalRequest Kind = "APPROVAL_REQUEST"
 	// KindDecision is the owner's answer, from a transport.
 	KindDecision Kind = "DECISION"
+	// KindApprovalClosed tells the transports that a request is settled —
+	// decided on any transport, or expired — so they take its buttons away.
+	KindApprovalClosed Kind = "APPROVAL_CLOSED"
+	// KindActivity tells a transport that a turn for one of its chats
+	// started or ended, so it can show that the pet is busy.
+	KindActivity Kind = "ACTIVITY"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -95,6 +101,8 @@ var Routes = map[Kind]Route{
 	KindExecResult:      {To: RoleWorker, Delivery: ToTurn},
 	KindApprovalRequest: {To: RoleTransport, Delivery: ToAll},
 	KindDecision:        {To: RoleCore, Delivery: ToOne},
+	KindApprovalClosed:  {To: RoleTransport, Delivery: ToAll},
+	KindActivity:        {To: RoleTransport, Delivery: ToAll},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -112,6 +120,8 @@ var Senders = map[Kind][]Role{
 	KindExecResult:      {RoleCore},
 	KindApprovalRequest: {RoleCore},
 	KindDecision:        {RoleTransport},
+	KindApprovalClosed:  {RoleCore},
+	KindActivity:        {RoleCore},
 }
 
 // MaySend reports whether role may send kind.

@@ -204,3 +204,28 @@ type Decision struct {
 	Approve bool   `json:"approve"`
 	Chat    string `json:"chat,omitempty"`
 }
+
+// Outcomes of an approval request, as [ApprovalClosed] reports them.
+const (
+	ApprovalApproved = "approved"
+	ApprovalDenied   = "denied"
+	// ApprovalExpired: nobody decided before the request's expiry.
+	ApprovalExpired = "expired"
+	// ApprovalGone: a decision came for a request core no longer holds
+	// (decided elsewhere, or lost with a state that was reset).
+	ApprovalGone = "gone"
+)
+
+// ApprovalClosed says that the request of Turn is settled.
+type ApprovalClosed struct {
+	Turn    string    `json:"turn"`
+	Outcome string    `json:"outcome"`
+	At      time.Time `json:"at"`
+}
+
+// Activity says whether a turn for Chat is running.
+type Activity struct {
+	Chat string `json:"chat,omitempty"`
+	Turn string `json:"turn"`
+	Busy bool   `json:"busy"`
+}

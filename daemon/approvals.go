@@ -19,10 +19,17 @@ import (
 
 // Answers to the owner about a decision that could not be carried out.
 const (
-	msgBusy    = "I'm in the middle of something — tap again in a moment."
+	msgHeld    = "Got it. I'm in the middle of something; I'll do that as soon as I finish."
 	msgUnknown = "Nothing is waiting for that answer (it was decided already, or never asked)."
 	msgExpired = "That request expired, so I did nothing. Ask me again if you still want it."
 )
+
+// heldDecision is a decision that came while a turn ran; it is taken up
+// when the turn ends, before any catch-up turn.
+type heldDecision struct {
+	decision contracts.Decision
+	from     Origin
+}
 
 // park keeps a turn's RISKY call for the owner: core checks the call
 // itself (the worker is not trusted to have), stores it with what it
@@ -43,17 +50,35 @@ func (c *Core) park(ctx context.Context, t *activeTurn, req contracts.RequestToo
 	}
 	c.log.Info("asked the owner", contracts.AuditEvent, contracts.EventApprovalRequested, "turn", t.id,
 		"tool", req.Call.Name, "note", checked.Note, "detail", checked.Detail)
-	env, err := contracts.NewEnvelope(contracts.KindApprovalRequest, t.id, contracts.ApprovalRequest{
-		Turn: t.id, Chat: p.Chat, Tool: req.Call.Name, Note: checked.Note, Detail: checked.Detail, Expires: p.Expires,
+	c.ask(Origin{Transport: p.Transport, Chat: p.Chat}, contracts.ApprovalRequest{
+		Turn: t.id, Tool: req.Call.Name, Note: checked.Note, Detail: checked.Detail, Expires: p.Expires,
 	})
+	return nil
+}
+
+// ask shows the owner a request, with its buttons, where they are.
+func (c *Core) ask(to Origin, req contracts.ApprovalRequest) {
+	req.Chat = to.Chat
+	env, err := contracts.NewEnvelope(contracts.KindApprovalRequest, req.Turn, req)
 	if err == nil {
-		env.To = p.Transport
+		env.To = to.Transport
 		err = c.hub.Route(env)
 	}
 	if err != nil {
-		c.log.Warn("the approval request reached no transport; it stays parked", "turn", t.id, "err", err)
+		c.log.Warn("the request reached no transport; it stays parked (/pending shows it again)", "turn", req.Turn, "err", err)
 	}
-	return nil
+}
+
+// announceClosed tells every transport that a request is settled, so no
+// button for it stays to be tapped.
+func (c *Core) announceClosed(turn, outcome string) {
+	env, err := contracts.NewEnvelope(contracts.KindApprovalClosed, turn, contracts.ApprovalClosed{Turn: turn, Outcome: outcome, At: c.clock.Now()})
+	if err == nil {
+		err = c.hub.Route(env)
+	}
+	if err != nil {
+		c.log.Info("no transport heard that a request is settled", "turn", turn, "outcome", outcome, "err", err)
+	}
 }
 
 // checkRisky checks a parked call as the tools do and accepts only a
@@ -74,28 +99,36 @@ func (c *Core) checkRisky(call contracts.ToolCall) (tools.Checked, error) {
 }
 
 // handleDecision takes the owner's answer to a parked call. It comes
-// before the arbiter: a turn in flight leaves the call parked (the owner
-// is told to tap again); otherwise the call is taken — only now — and
-// carried out, or denied, and a fresh worker takes the conversation up.
+// before the arbiter. A promotion needs no worker and is decided at once;
+// a call's decision needs the turn slot, so during a turn it is held and
+// taken up when the turn ends (the owner need not tap again).
 func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 	d, err := readDecision(env)
 	if err != nil {
 		c.log.Warn("dropped an unreadable decision", "from", env.Sender, "err", err)
 		return
 	}
-	origin := Origin{Transport: env.Sender, Chat: d.Chat}
-	tell := func(text string) { c.replyTo(origin, contracts.Outbound{Text: text, Chat: d.Chat}) }
-	// A promotion needs no worker, so it need not wait for one.
-	promotion := strings.HasPrefix(d.Turn, promotePrefix)
-	if !promotion && !c.arb.claim() {
-		tell(msgBusy)
+	from := Origin{Transport: env.Sender, Chat: d.Chat}
+	if strings.HasPrefix(d.Turn, promotePrefix) {
+		c.decide(ctx, d, from)
 		return
 	}
-	release := func() {
-		if !promotion {
-			c.release(ctx)
-		}
+	if !c.arb.claim() {
+		c.held = append(c.held, heldDecision{decision: d, from: from})
+		c.log.Info("a decision waits for the running turn to end", "turn", d.Turn, "running", c.turnID())
+		c.replyTo(from, contracts.Outbound{Text: msgHeld})
+		return
 	}
+	if !c.decide(ctx, d, from) {
+		c.release(ctx)
+	}
+}
+
+// decide takes the parked request a decision is for and carries the
+// decision out. For a call it reports whether a resumed turn is on its
+// way, which then holds the turn slot the caller claimed.
+func (c *Core) decide(ctx context.Context, d contracts.Decision, from Origin) (resuming bool) {
+	tell := func(text string) { c.replyTo(from, contracts.Outbound{Text: text}) }
 	p, err := c.store.TakeApproval(ctx, d.Turn, c.clock.Now())
 	log := c.log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve)
 	if err != nil {
@@ -103,24 +136,26 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 		case errors.Is(err, state.ErrApprovalExpired):
 			log.Info("decision on an expired request", "decision", "expired")
 			tell(msgExpired)
+			c.announceClosed(d.Turn, contracts.ApprovalExpired)
 		case errors.Is(err, state.ErrNoApproval):
 			log.Info("decision on nothing parked", "decision", "unknown")
 			tell(msgUnknown)
+			c.announceClosed(d.Turn, contracts.ApprovalGone)
 		default:
 			log.Error("taking the parked call failed", "err", err)
 			tell(msgUnknown)
 		}
-		release()
-		return
+		return false
 	}
-	decision := "denied"
+	decision := contracts.ApprovalDenied
 	if d.Approve {
-		decision = "approved"
+		decision = contracts.ApprovalApproved
 	}
 	log.Info("the owner decided", "decision", decision, "tool", p.Call.Name)
-	if promotion {
-		tell(c.promote(p, d.Approve, origin))
-		return
+	c.announceClosed(d.Turn, decision)
+	if strings.HasPrefix(d.Turn, promotePrefix) {
+		tell(c.promote(p, d.Approve, from))
+		return false
 	}
 	go func() {
 		answer := contracts.DeniedByOwner
@@ -129,6 +164,7 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 		}
 		c.post(event{kind: evResume, parked: p, answer: answer, decision: decision})
 	}()
+	return true
 }
 
 // readDecision reads a decision leniently: it needs the turn, and
@@ -158,15 +194,24 @@ func (c *Core) expireApprovals(ctx context.Context) {
 	}
 	for _, p := range expired {
 		c.log.Info("a parked call expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", p.Turn, "tool", p.Call.Name, "decision", "expired")
+		c.announceClosed(p.Turn, contracts.ApprovalExpired)
 		c.replyTo(Origin{Transport: p.Transport, Chat: p.Chat}, contracts.Outbound{
 			Text: fmt.Sprintf("Nobody answered my request to use %s (%s) within %v, so I dropped it.", p.Call.Name, p.Summary, c.cfg.Turn.ApprovalExpiry.Duration),
 		})
 	}
 }
 
-// release frees the arbiter claimed for a decision that started no turn,
-// and starts the catch-up turn of what arrived meanwhile.
+// release gives up the turn slot: to a decision held during the turn if
+// one is waiting (it came first), else to the catch-up turn of what
+// arrived meanwhile, else to the next message.
 func (c *Core) release(ctx context.Context) {
+	for len(c.held) > 0 {
+		h := c.held[0]
+		c.held = c.held[1:]
+		if c.decide(ctx, h.decision, h.from) {
+			return
+		}
+	}
 	if next, ok := c.arb.complete(); ok {
 		c.startTurn(ctx, next)
 	}

@@ -87,6 +87,10 @@ type Core struct {
 	arb   arbiter
 	fence fence
 	turn  *activeTurn
+	// held are decisions that came during a turn, in arrival order.
+	held []heldDecision
+	// started is when Run began, for the owner's /status.
+	started time.Time
 
 	// Shared with the hub's goroutines, which authorise workers and hand
 	// them their input.
@@ -197,6 +201,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		return fmt.Errorf("start core: %w", err)
 	}
 	c.hub = h
+	c.started = c.clock.Now()
 	if n := c.store.Recovered(); n > 0 {
 		c.log.Warn("turns left running by an earlier core were marked interrupted", "count", n)
 	}
@@ -295,10 +300,9 @@ func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
 			<-ctx.Done()
 			return
 		}
-		if name, ok := strings.CutPrefix(strings.TrimSpace(in.Text), RestoreCommand+" "); ok {
-			// An owner's command, not a message for the model: it needs
-			// no turn and does not wait for one.
-			c.replyTo(Origin{Transport: env.Sender, Chat: in.Chat}, contracts.Outbound{Text: c.restoreTool(ctx, strings.TrimSpace(name))})
+		// An owner's command is not a message for the model: it needs
+		// no turn and does not wait for one.
+		if c.ownerCommand(ctx, Origin{Transport: env.Sender, Chat: in.Chat}, in.Text) {
 			return
 		}
 		adm, now := c.arb.submit(in.Text, Origin{Transport: env.Sender, Chat: in.Chat})
@@ -361,6 +365,7 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", kind, id))
 	name, glyphs := c.glyphs(faces.Thinking)
 	c.face.show(name, glyphs, "…")
+	c.announceActivity(t, true)
 	if err := c.store.StartTurn(ctx, state.TurnStart{ID: id, Kind: kind, Started: now, Preview: preview}); err != nil {
 		log.Error("recording the turn's start failed", "err", err)
 	}
@@ -582,9 +587,21 @@ func (c *Core) maybeFinish(ctx context.Context) {
 	}
 	c.finishTurnRecord(t, t.outcome, t.err)
 	c.turn = nil
-	if next, ok := c.arb.complete(); ok {
-		c.startTurn(ctx, next)
+	c.announceActivity(t, false)
+	c.release(ctx)
+}
+
+// announceActivity tells the turn's transport that it started or ended,
+// so the owner sees the pet is busy (Telegram's "typing…").
+func (c *Core) announceActivity(t *activeTurn, busy bool) {
+	from := t.admission.Origin
+	env, err := contracts.NewEnvelope(contracts.KindActivity, t.id, contracts.Activity{Chat: from.Chat, Turn: t.id, Busy: busy})
+	if err != nil || from.Transport == "" {
+		return
 	}
+	env.To = from.Transport
+	// A transport that has gone misses a typing hint, nothing more.
+	_ = c.hub.Route(env)
 }
 
 func (c *Core) finishTurnRecord(t *activeTurn, outcome, reason string) {

@@ -172,11 +172,6 @@ func describeRun(res sandbox.Result) string {
 	return head + "\n" + out
 }
 
-// RestoreCommand, followed by a tool's name, is the owner's command that
-// brings a quarantined self-coded tool back with its strikes cleared
-// (`shelldon tools restore NAME` sends it).
-const RestoreCommand = "/restore"
-
 // restoreTool moves a quarantined tool back into tools/ and clears its
 // strikes; the answer says what happened.
 func (c *Core) restoreTool(ctx context.Context, name string) string {

@@ -65,15 +65,7 @@ func (c *Core) propose(ctx context.Context, t *activeTurn, p contracts.ProposeTo
 // gate, showing the code, the test, the gate's output and any import it
 // could not verify.
 func (c *Core) parkPromotion(ctx context.Context, s selfcode.Staged, v selfcode.Verdict, origin Origin) error {
-	code, err := os.ReadFile(s.Module)
-	if err != nil {
-		return err
-	}
-	test, err := os.ReadFile(s.Test)
-	if err != nil {
-		return err
-	}
-	args, _ := json.Marshal(map[string]any{"stem": s.Stem, "description": v.Description, "schema": v.Schema})
+	args, _ := json.Marshal(promotionArgs{Stem: s.Stem, Description: v.Description, Schema: v.Schema, Unverifiable: v.Unverifiable})
 	now := c.clock.Now()
 	p := state.PendingApproval{
 		Turn:    promotePrefix + s.Stem,
@@ -85,38 +77,61 @@ func (c *Core) parkPromotion(ctx context.Context, s selfcode.Staged, v selfcode.
 		Transport: origin.Transport, Chat: origin.Chat,
 		Created: now, Expires: now.Add(c.cfg.Turn.ApprovalExpiry.Duration),
 	}
+	req, err := c.promotionRequest(p, lastLines(v.Output, 3))
+	if err != nil {
+		return err
+	}
 	c.store.TakeApproval(ctx, p.Turn, now) // an older proposal of the same tool gives way
 	if err := c.store.ParkApproval(ctx, p); err != nil {
 		return err
 	}
-	note := v.Description
-	if len(v.Unverifiable) > 0 {
-		note += " — note, imports I could not verify: " + strings.Join(v.Unverifiable, "; ")
-	}
-	detail := fmt.Sprintf("%s.py:\n%s\ntest_%s.py:\n%s\ngate: %s", s.Stem, code, s.Stem, test, lastLines(v.Output, 3))
-	env, err := contracts.NewEnvelope(contracts.KindApprovalRequest, p.Turn, contracts.ApprovalRequest{
-		Turn: p.Turn, Chat: origin.Chat, Tool: "new tool " + s.Stem, Note: note, Detail: detail, Expires: p.Expires,
-	})
-	if err == nil {
-		env.To = origin.Transport
-		err = c.hub.Route(env)
-	}
-	if err != nil {
-		c.log.Warn("the promotion request reached no transport; it stays parked", "tool", s.Stem, "err", err)
-	}
+	c.ask(origin, req)
 	c.log.Info("asked the owner to keep a tool", contracts.AuditEvent, contracts.EventPromotion, "tool", s.Stem, "decision", "asked")
 	return nil
+}
+
+// promotionArgs are a parked promotion's arguments: what the gate found
+// out about the tool.
+type promotionArgs struct {
+	Stem         string         `json:"stem"`
+	Description  string         `json:"description"`
+	Schema       map[string]any `json:"schema"`
+	Unverifiable []string       `json:"unverifiable,omitempty"`
+}
+
+// promotionRequest shows the owner a staged tool: its code and test as
+// they are in staging, what the gate said, and any import it could not
+// verify.
+func (c *Core) promotionRequest(p state.PendingApproval, gate string) (contracts.ApprovalRequest, error) {
+	var args promotionArgs
+	if err := json.Unmarshal([]byte(p.Call.Args), &args); err != nil || args.Stem == "" {
+		return contracts.ApprovalRequest{}, fmt.Errorf("promotion %s: damaged arguments", p.Turn)
+	}
+	stem := args.Stem
+	staging := c.layout.ToolsStaging()
+	code, err := os.ReadFile(filepath.Join(staging, stem+".py"))
+	if err != nil {
+		return contracts.ApprovalRequest{}, err
+	}
+	test, err := os.ReadFile(filepath.Join(staging, "test_"+stem+".py"))
+	if err != nil {
+		return contracts.ApprovalRequest{}, err
+	}
+	note := args.Description
+	if len(args.Unverifiable) > 0 {
+		note += " — note, imports I could not verify: " + strings.Join(args.Unverifiable, "; ")
+	}
+	return contracts.ApprovalRequest{
+		Turn: p.Turn, Tool: "new tool " + stem, Note: note, Expires: p.Expires,
+		Detail: fmt.Sprintf("%s.py:\n%s\ntest_%s.py:\n%s\ngate: %s", stem, code, stem, test, gate),
+	}, nil
 }
 
 // promote carries out the owner's decision on a tool: Approve moves it
 // into tools/ with its manifest, live from the next turn; Deny deletes it.
 // It needs no worker.
 func (c *Core) promote(p state.PendingApproval, approve bool, by Origin) string {
-	var args struct {
-		Stem        string         `json:"stem"`
-		Description string         `json:"description"`
-		Schema      map[string]any `json:"schema"`
-	}
+	var args promotionArgs
 	if err := json.Unmarshal([]byte(p.Call.Args), &args); err != nil || args.Stem == "" {
 		return "That request was damaged, so I did nothing."
 	}

@@ -36,15 +36,16 @@ func toolAnswer(reqs []demomodel.Request, id string) string {
 // TestApprovals walks the owner's side of a RISKY call: the turn parks
 // and the owner sees exactly what will run; Approve carries out core's
 // own copy and the conversation goes on in a fresh worker; Deny answers
-// "denied by owner"; a tap during a turn leaves the call parked; a tap
-// for nothing parked, or a second tap, does nothing; and a parked call
-// survives a core restart.
+// "denied by owner"; a tap during a turn is carried out when the turn
+// ends; a tap for nothing parked, or a second tap, does nothing; and a
+// parked call survives a core restart.
 func TestApprovals(t *testing.T) {
 	model := demomodel.New(
 		writeCall("w1", "todo.txt", "milk"), demomodel.Step{Text: "Saved your list."},
 		writeCall("w2", "secret.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
 		writeCall("w3", "later.txt", "eggs"), demomodel.Step{Text: "busy turn done", Delay: 1500 * time.Millisecond},
-		demomodel.Step{Text: "Saved after the restart."},
+		demomodel.Step{Text: "Saved the eggs."},
+		writeCall("w4", "restart.txt", "ham"), demomodel.Step{Text: "Saved after the restart."},
 	)
 	p := newPet(t, model)
 	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
@@ -94,7 +95,8 @@ func TestApprovals(t *testing.T) {
 		t.Error("secret.txt was written although the owner said no")
 	}
 
-	// A tap while a turn runs leaves the call parked.
+	// A tap while a turn runs is held, and carried out when the turn
+	// ends: the owner need not tap again.
 	p.say("eggs later")
 	p.reply(15 * time.Second)
 	req = p.approval(5 * time.Second)
@@ -102,14 +104,24 @@ func TestApprovals(t *testing.T) {
 	p.say("are you busy?") // a slow turn
 	p.waitRequests(6)
 	p.decide(req.Turn, true)
-	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "tap again") {
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "as soon as I finish") {
 		t.Fatalf("tap during a turn answered %+v", r)
 	}
 	if r := p.reply(15 * time.Second); r.Text != "busy turn done" {
 		t.Fatalf("the busy turn answered %+v", r)
 	}
+	if r := p.reply(15 * time.Second); r.Text != "Saved the eggs." {
+		t.Fatalf("the held decision's turn answered %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "later.txt")); string(b) != "eggs" {
+		t.Errorf("later.txt = %q", b)
+	}
 
-	// The call is still parked, across a core restart.
+	// A parked call survives a core restart.
+	p.say("ham, and restart")
+	p.reply(15 * time.Second)
+	req = p.approval(5 * time.Second)
+	p.waitTurns(8)
 	p.stopCore()
 	p.startCore()
 	p.waitJoin(15 * time.Second)
@@ -117,12 +129,12 @@ func TestApprovals(t *testing.T) {
 	if r := p.reply(15 * time.Second); r.Text != "Saved after the restart." {
 		t.Fatalf("reply after approving across a restart = %+v", r)
 	}
-	if b, _ := os.ReadFile(filepath.Join(ws, "later.txt")); string(b) != "eggs" {
-		t.Errorf("later.txt = %q", b)
+	if b, _ := os.ReadFile(filepath.Join(ws, "restart.txt")); string(b) != "ham" {
+		t.Errorf("restart.txt = %q", b)
 	}
 
 	// A tap for a turn that never parked.
-	p.waitTurns(7)
+	p.waitTurns(9)
 	p.decide("0000000000000000", true)
 	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Nothing is waiting") {
 		t.Errorf("a tap for nothing answered %+v", r)

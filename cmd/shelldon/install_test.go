@@ -109,6 +109,18 @@ func TestInstalledUnderSystemd(t *testing.T) {
 		}
 	})
 
+	t.Run("core loads its credentials and shares the host's mounts", func(t *testing.T) {
+		// Core mounts each sandboxed command's overlay, which the
+		// command's own unit must see: LoadCredential= must not give
+		// core a mount namespace of its own.
+		pid := strings.TrimSpace(host.Must(t, "systemctl", "show", "-p", "MainPID", "--value", "shelldon.service"))
+		got := host.Must(t, "sh", "-c", "readlink /proc/1/ns/mnt /proc/"+pid+"/ns/mnt; tr '\\0' '\\n' < /proc/"+pid+"/environ | grep ^CREDENTIALS_DIRECTORY=")
+		lines := strings.Fields(got)
+		if len(lines) != 3 || lines[0] != lines[1] || !strings.HasPrefix(lines[2], "CREDENTIALS_DIRECTORY=/run/credentials/shelldon.service") {
+			t.Errorf("PID 1's and core's mount namespaces, and core's credentials:\n%s", got)
+		}
+	})
+
 	t.Run("a killed worker leaves a failed unit and no harm", func(t *testing.T) {
 		p.t = t
 		p.waitTurns(1)

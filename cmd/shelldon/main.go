@@ -16,6 +16,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -30,6 +31,7 @@ import (
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/telegram"
 	"shelldon/daemon/worker"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image"
@@ -212,13 +214,55 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	if err != nil {
 		return err
 	}
+	tg, err := newTelegram(cfg, store, log)
+	if err != nil {
+		return err
+	}
 	sb, noSandbox := openSandbox(cfg, launcher, log)
 	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify,
 		Sandbox: sb, NoSandbox: noSandbox, WedgeHook: wedgeHook})
 	if err != nil {
 		return err
 	}
-	return core.Run(ctx, ready)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var transports sync.WaitGroup
+	defer transports.Wait() // the store closes only after the transport is done with it
+	defer cancel()
+	return core.Run(ctx, func() {
+		if tg != nil {
+			transports.Go(func() {
+				if err := tg.Run(ctx); err != nil {
+					log.Error("the Telegram transport stopped; the pet goes on without it", "err", err)
+				}
+			})
+		}
+		if ready != nil {
+			ready()
+		}
+	})
+}
+
+// newTelegram makes core's Telegram transport when a bot token is
+// configured, or nil when none is. A token without allowed users is an
+// error: the bot would answer strangers.
+func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*telegram.Transport, error) {
+	environ := os.Environ()
+	enabled, err := cfg.Telegram.Check(environ)
+	if err != nil || !enabled {
+		return nil, err
+	}
+	token, _, err := cfg.Telegram.BotToken(environ)
+	if err != nil {
+		return nil, err
+	}
+	return telegram.New(telegram.Config{
+		Token: token, APIURL: cfg.Telegram.APIURL, AllowedIDs: cfg.Telegram.AllowedUsers,
+		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Store: store,
+		PollTimeout: cfg.Telegram.PollTimeout.Duration,
+		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
+		Log:         log.With("actor", "telegram"),
+	})
 }
 
 // openSandbox opens the sandbox that core runs turns' commands in, or

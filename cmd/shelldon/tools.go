@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,23 +38,11 @@ func cmdTools(ctx context.Context, env *environment, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSTATE\tSTRIKES")
-	rows := 0
-	for _, where := range []struct{ dir, state, suffix string }{
-		{layout.Tools(), "live", ".json"},
-		{layout.ToolsStaging(), "staged", ".py"},
-		{layout.ToolsQuarantine(), "quarantined", ".json"},
-	} {
-		paths, _ := filepath.Glob(filepath.Join(where.dir, "*"+where.suffix))
-		for _, p := range paths {
-			name := strings.TrimSuffix(filepath.Base(p), where.suffix)
-			if strings.HasPrefix(name, "test_") {
-				continue
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\n", name, where.state, strikes[name])
-			rows++
-		}
+	found := layout.SelfCodedTools()
+	for _, tool := range found {
+		fmt.Fprintf(tw, "%s\t%s\t%d\n", tool.Name, tool.State, strikes[tool.Name])
 	}
-	if rows == 0 {
+	if len(found) == 0 {
 		fmt.Fprintln(env.stdout, "no self-coded tools yet")
 		return nil
 	}

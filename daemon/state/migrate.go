@@ -66,6 +66,59 @@ var migrations = []string{
 		last_error TEXT NOT NULL DEFAULT '',
 		updated_at INTEGER NOT NULL -- unix ms
 	);`,
+	// 6: what a transport (telegram, ...) keeps across restarts, keyed by
+	// its name: the updates taken from its server and not yet handled, the
+	// highest update id taken, the replies it must still send, where it
+	// showed approval requests and how they stand, and the senders it
+	// ignored.
+	`CREATE TABLE transport_offsets (
+		transport  TEXT PRIMARY KEY,
+		highest_id INTEGER NOT NULL -- the server's update id; never lowered
+	);
+	CREATE TABLE transport_inbox (
+		transport TEXT NOT NULL,
+		id        INTEGER NOT NULL, -- the server's update id
+		body      BLOB NOT NULL,
+		PRIMARY KEY (transport, id)
+	);
+	CREATE TABLE transport_outbox (
+		-- AUTOINCREMENT: ids only grow, so they give the sending order and a
+		-- stale id never names a newer item.
+		id         INTEGER PRIMARY KEY AUTOINCREMENT,
+		transport  TEXT NOT NULL,
+		kind       TEXT NOT NULL,
+		body       BLOB NOT NULL,
+		attempts   INTEGER NOT NULL DEFAULT 0,
+		not_before INTEGER NOT NULL, -- unix ms
+		created_at INTEGER NOT NULL  -- unix ms
+	);
+	CREATE INDEX outbox_by_transport ON transport_outbox (transport, id);
+	CREATE TABLE approval_status (
+		transport TEXT NOT NULL,
+		turn      TEXT NOT NULL,
+		state     TEXT NOT NULL CHECK (state IN ('open', 'tapped', 'closed')),
+		outcome   TEXT NOT NULL DEFAULT '',
+		at        INTEGER NOT NULL, -- unix ms, when it came to its state
+		PRIMARY KEY (transport, turn)
+	);
+	CREATE INDEX approval_status_by_state ON approval_status (state, at);
+	CREATE TABLE approval_messages (
+		id         INTEGER PRIMARY KEY, -- the order recorded
+		transport  TEXT NOT NULL,
+		turn       TEXT NOT NULL,
+		chat       TEXT NOT NULL,
+		message_id INTEGER NOT NULL,
+		html       TEXT NOT NULL
+	);
+	CREATE INDEX approval_messages_by_turn ON approval_messages (transport, turn, id);
+	CREATE TABLE ignored_senders (
+		transport TEXT NOT NULL,
+		sender    TEXT NOT NULL,
+		count     INTEGER NOT NULL,
+		last_at   INTEGER NOT NULL, -- unix ms
+		PRIMARY KEY (transport, sender)
+	);
+	CREATE INDEX ignored_by_last ON ignored_senders (last_at);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/go-telegram/bot/models"
@@ -18,17 +19,20 @@ const maxMessage = 4096
 // maxNote bounds the policy note on an approval, so the detail keeps room.
 const maxNote = 512
 
-// Callback data prefixes of the approval buttons.
+// outcomeRoom is kept free in an approval message for the outcome line
+// its edit appends ("✅ Approved at 12:03").
+const outcomeRoom = 64
+
+// Callback data prefixes of the approval buttons. With a turn id of 16
+// hex digits, or "promote-" and a tool's name, the data stays far under
+// Telegram's 64 bytes; longer keys are refused when the keyboard is built.
 const (
 	approvePrefix = "a:"
 	denyPrefix    = "d:"
 )
 
-// Outcomes appended to an approval message once it is decided.
-const (
-	approvedMark = "✅ Approved"
-	deniedMark   = "❌ Denied"
-)
+// maxCallbackData is Telegram's limit on a button's callback data, in bytes.
+const maxCallbackData = 64
 
 // width is s's length as Telegram counts it: UTF-16 code units.
 func width(s string) int {
@@ -60,52 +64,90 @@ func cut(s string, limit int) (head, rest string) {
 	return s, ""
 }
 
-// splitText breaks s into pieces of at most limit UTF-16 units, breaking
-// between lines where it can and inside a line only when the line alone is
-// too long. The newline at a break is dropped; other lines, blank ones
-// too, are kept.
-func splitText(s string, limit int) []string {
-	if s == "" {
-		return nil
-	}
-	limit = max(limit, 2) // room for any one rune
-	var pieces []string
-	var cur strings.Builder
-	curWidth, started := 0, false
-	for _, line := range strings.Split(s, "\n") {
-		w := width(line)
-		sep := 0
-		if started {
-			sep = 1
-		}
-		if curWidth+sep+w <= limit {
-			if started {
-				cur.WriteByte('\n')
-			}
-			cur.WriteString(line)
-			curWidth += sep + w
-			started = true
-			continue
-		}
-		if started {
-			pieces = append(pieces, cur.String())
-			cur.Reset()
-		}
-		for width(line) > limit {
-			var head string
-			head, line = cut(line, limit)
-			pieces = append(pieces, head)
-		}
-		cur.WriteString(line)
-		curWidth, started = width(line), true
-	}
-	if started {
-		pieces = append(pieces, cur.String())
-	}
-	return pieces
+// line is one line of a reply, and whether it is inside a code block.
+type line struct {
+	text string
+	code bool
 }
 
-// truncate shortens s to limit UTF-16 units, saying how much was left out.
+// replyLines reads a reply into lines, marking those inside ``` fences as
+// code; the fence lines themselves go. An unclosed fence runs to the end.
+func replyLines(s string) []line {
+	var out []line
+	code := false
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			code = !code
+			continue
+		}
+		out = append(out, line{text: l, code: code})
+	}
+	return out
+}
+
+// renderReply turns a reply into HTML messages, each under limit once
+// parsed: every string escaped, code blocks in <pre>, broken between
+// lines where it can and inside a line only when the line alone is too
+// long. Pieces with nothing visible are dropped.
+func renderReply(s string, limit int) []string {
+	limit = max(limit, 2) // room for any one rune
+	var pieces [][]line
+	var cur []line
+	curWidth := 0
+	flush := func() {
+		if len(cur) > 0 {
+			pieces = append(pieces, cur)
+		}
+		cur, curWidth = nil, 0
+	}
+	for _, l := range replyLines(s) {
+		sep := 0
+		if len(cur) > 0 {
+			sep = 1
+		}
+		if w := width(l.text); curWidth+sep+w <= limit {
+			cur = append(cur, l)
+			curWidth += sep + w
+			continue
+		}
+		flush()
+		for width(l.text) > limit {
+			var head string
+			head, l.text = cut(l.text, limit)
+			pieces = append(pieces, []line{{text: head, code: l.code}})
+		}
+		cur, curWidth = []line{l}, width(l.text)
+	}
+	flush()
+	var out []string
+	for _, p := range pieces {
+		if h, visible := lineHTML(p); visible {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// lineHTML renders lines, wrapping each run of code lines in one <pre>.
+func lineHTML(lines []line) (string, bool) {
+	var b strings.Builder
+	visible := false
+	for i, l := range lines {
+		if l.code && (i == 0 || !lines[i-1].code) {
+			b.WriteString("<pre>")
+		}
+		b.WriteString(html.EscapeString(l.text))
+		if l.code && (i == len(lines)-1 || !lines[i+1].code) {
+			b.WriteString("</pre>")
+		} else if i < len(lines)-1 {
+			b.WriteByte('\n')
+		}
+		visible = visible || strings.TrimSpace(l.text) != ""
+	}
+	return b.String(), visible
+}
+
+// truncate shortens s to limit UTF-16 units, marking the cut.
 func truncate(s string, limit int) string {
 	if width(s) <= limit {
 		return s
@@ -114,43 +156,98 @@ func truncate(s string, limit int) string {
 	return head + "…"
 }
 
-// approvalText renders an approval request as HTML whose parsed text fits
-// one message: the detail, in a <pre> block, is cut with a note when the
-// whole would not fit.
-func approvalText(req contracts.ApprovalRequest) string {
+// approval is an approval request rendered for Telegram: the message and,
+// when the detail does not fit in it, the whole detail as a file.
+type approval struct {
+	HTML string
+	// File holds the whole detail when the message shows only its start.
+	File     []byte
+	FileName string
+}
+
+// renderApproval renders a request as HTML whose parsed text fits one
+// message with room for the outcome line: what asks, the policy's note,
+// the exact detail in <pre>, and when the request expires. A detail too
+// long to show whole is cut, and sent whole as a file.
+func renderApproval(req contracts.ApprovalRequest, loc *time.Location, now time.Time) approval {
 	tool := truncate(req.Tool, 64)
 	note := truncate(req.Note, maxNote)
+	expires := ""
+	if !req.Expires.IsZero() {
+		expires = fmt.Sprintf("\nExpires at %s (in %s) if you do not answer.", req.Expires.In(loc).Format("15:04"), req.Expires.Sub(now).Round(time.Minute))
+	}
 	header := fmt.Sprintf("shelldon asks to use %s\n%s\n", tool, note)
 	headerHTML := fmt.Sprintf("shelldon asks to use <b>%s</b>\n<i>%s</i>\n", html.EscapeString(tool), html.EscapeString(note))
-	detail := req.Detail
-	room := maxMessage - width(header)
-	trailer := ""
+	room := maxMessage - outcomeRoom - width(header) - width(expires)
+	out := approval{}
+	detail, trailer := req.Detail, ""
 	if width(detail) > room {
 		total := utf8.RuneCountInString(detail)
 		// The cut note's own width depends on the numbers in it; a
 		// generous fixed allowance keeps the arithmetic simple.
-		const noteAllowance = 80
+		const noteAllowance = 100
 		detail, _ = cut(detail, max(room-noteAllowance, 1))
-		trailer = fmt.Sprintf("\n(detail cut: %d of %d characters shown)", utf8.RuneCountInString(detail), total)
+		trailer = fmt.Sprintf("\n(%d of %d characters shown; the whole text is in the file above)", utf8.RuneCountInString(detail), total)
+		out.File, out.FileName = []byte(req.Detail), fileName(req)
 	}
-	return headerHTML + "<pre>" + html.EscapeString(detail) + "</pre>" + trailer
+	out.HTML = headerHTML + "<pre>" + html.EscapeString(detail) + "</pre>" + trailer + html.EscapeString(expires)
+	return out
 }
 
-// approvalKeyboard is the Approve/Deny pair for turn.
-func approvalKeyboard(turn string) *models.InlineKeyboardMarkup {
+// fileName names the file carrying a request's whole detail.
+func fileName(req contracts.ApprovalRequest) string {
+	name := strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return '-'
+	}, req.Turn)
+	return "request-" + name + ".txt"
+}
+
+// outcomeLine is what an approval message says once it is settled.
+func outcomeLine(outcome string, at time.Time, loc *time.Location) string {
+	when := at.In(loc).Format("15:04")
+	switch outcome {
+	case contracts.ApprovalApproved:
+		return "✅ Approved at " + when
+	case contracts.ApprovalDenied:
+		return "❌ Denied at " + when
+	case contracts.ApprovalExpired:
+		return "⌛ Expired at " + when + ": nothing was done"
+	}
+	return "No longer waiting for an answer"
+}
+
+// settled appends the outcome to a rendered approval.
+func settled(approvalHTML, outcome string, at time.Time, loc *time.Location) string {
+	return approvalHTML + "\n\n<b>" + html.EscapeString(outcomeLine(outcome, at, loc)) + "</b>"
+}
+
+// approvalKeyboard is the Approve/Deny pair for the request of turn.
+func approvalKeyboard(turn string) (*models.InlineKeyboardMarkup, error) {
+	if len(denyPrefix+turn) > maxCallbackData || len(approvePrefix+turn) > maxCallbackData {
+		return nil, fmt.Errorf("request key %q is too long for a button's %d bytes", turn, maxCallbackData)
+	}
 	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{{
 		{Text: "✅ Approve", CallbackData: approvePrefix + turn},
 		{Text: "❌ Deny", CallbackData: denyPrefix + turn},
-	}}}
+	}}}, nil
 }
 
-// parseCallback reads a button's data. Only "a:" approves; any other
-// prefix with a readable turn denies; data with no turn is not a decision.
+// parseCallback reads a button's data: "a:" approves, "d:" denies;
+// anything else is not one of ours.
 func parseCallback(data string) (turn string, approve, ok bool) {
 	prefix, turn, found := strings.Cut(data, ":")
 	turn = strings.TrimSpace(turn)
 	if !found || turn == "" {
 		return "", false, false
 	}
-	return turn, prefix+":" == approvePrefix, true
+	switch prefix + ":" {
+	case approvePrefix:
+		return turn, true, true
+	case denyPrefix:
+		return turn, false, true
+	}
+	return "", false, false
 }

@@ -1,14 +1,22 @@
 package telegram
 
 import (
+	"html"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"shelldon/contracts"
 )
 
-func TestSplitText(t *testing.T) {
+// shown is what Telegram shows of an HTML text: tags gone, entities read.
+func shown(s string) string {
+	return html.UnescapeString(regexp.MustCompile(`</?(b|i|pre)>`).ReplaceAllString(s, ""))
+}
+
+func TestRenderReply(t *testing.T) {
 	tests := []struct {
 		name  string
 		text  string
@@ -16,34 +24,39 @@ func TestSplitText(t *testing.T) {
 		want  []string
 	}{
 		{"empty", "", 10, nil},
+		{"blank only", " \n \n", 10, nil},
 		{"fits", "hello", 10, []string{"hello"}},
+		{"escaped", "<script>&", 20, []string{"&lt;script&gt;&amp;"}},
 		{"at line breaks", "aaaa\nbbbb\ncccc", 9, []string{"aaaa\nbbbb", "cccc"}},
 		{"blank lines kept", "a\n\nb", 10, []string{"a\n\nb"}},
 		{"overlong line cut hard", "abcdefghij", 4, []string{"abcd", "efgh", "ij"}},
 		{"overlong line between short ones", "x\nabcdefg\ny", 3, []string{"x", "abc", "def", "g\ny"}},
 		{"runes not split", "ééééé", 2, []string{"éé", "éé", "é"}},
 		{"astral runes count two", "😀😀😀", 4, []string{"😀😀", "😀"}},
+		{"code block in pre", "see:\n```go\nx := 1 < 2\n```\ndone", 100, []string{"see:\n<pre>x := 1 &lt; 2</pre>done"}},
+		{"code split keeps pre closed", "```\naaaa\nbbbb\n```", 4, []string{"<pre>aaaa</pre>", "<pre>bbbb</pre>"}},
+		{"unclosed fence runs to the end", "a\n```\nb", 10, []string{"a\n<pre>b</pre>"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := splitText(tc.text, tc.limit)
+			got := renderReply(tc.text, tc.limit)
 			if strings.Join(got, "|") != strings.Join(tc.want, "|") || len(got) != len(tc.want) {
-				t.Errorf("splitText(%q, %d) = %q, want %q", tc.text, tc.limit, got, tc.want)
+				t.Errorf("renderReply(%q, %d) = %q, want %q", tc.text, tc.limit, got, tc.want)
 			}
 			for _, p := range got {
-				if width(p) > tc.limit || !utf8.ValidString(p) {
-					t.Errorf("splitText(%q, %d) gave piece %q: too wide or invalid", tc.text, tc.limit, p)
+				if width(shown(p)) > tc.limit || !utf8.ValidString(p) {
+					t.Errorf("renderReply(%q, %d) gave piece %q: too wide or invalid", tc.text, tc.limit, p)
 				}
 			}
 		})
 	}
 }
 
-func TestSplitTextBadLimitDoesNotHang(t *testing.T) {
+func TestRenderReplyBadLimitDoesNotHang(t *testing.T) {
 	for _, limit := range []int{-5, 0, 1} {
-		got := splitText("abc", limit)
-		if strings.Join(got, "") != "abc" {
-			t.Errorf("splitText(%q, %d) = %q, want the text kept", "abc", limit, got)
+		got := renderReply("abc", limit)
+		if shown(strings.Join(got, "")) != "abc" {
+			t.Errorf("renderReply(%q, %d) = %q, want the text kept", "abc", limit, got)
 		}
 	}
 }
@@ -56,8 +69,9 @@ func TestParseCallback(t *testing.T) {
 	}{
 		{"a:t1", "t1", true, true},
 		{"d:t1", "t1", false, true},
-		{"x:t1", "t1", false, true},
-		{"A:t1", "t1", false, true},
+		{"a:promote-calc", "promote-calc", true, true},
+		{"x:t1", "", false, false},
+		{"A:t1", "", false, false},
 		{"a:", "", false, false},
 		{"garbage", "", false, false},
 		{"", "", false, false},
@@ -70,17 +84,92 @@ func TestParseCallback(t *testing.T) {
 	}
 }
 
-func TestApprovalTextFitsAndEscapes(t *testing.T) {
-	req := contracts.ApprovalRequest{Turn: "t", Tool: "shell", Note: "writes <files>", Detail: strings.Repeat("rm -rf <x>\n", 1000)}
-	got := approvalText(req)
-	if !strings.Contains(got, "&lt;files&gt;") || !strings.Contains(got, "<pre>rm -rf &lt;x&gt;") {
-		t.Errorf("approvalText = %.200q, want the note and detail escaped, detail in <pre>", got)
+func TestApprovalKeyboardFitsTelegram(t *testing.T) {
+	longest := "promote-" + strings.Repeat("x", 48) // the longest tool name selfcode allows
+	kb, err := approvalKeyboard(longest)
+	if err != nil {
+		t.Fatalf("approvalKeyboard(%q): %v", longest, err)
 	}
-	if !strings.Contains(got, "detail cut") {
-		t.Errorf("approvalText of a long detail does not say it was cut")
+	for _, b := range kb.InlineKeyboard[0] {
+		if len(b.CallbackData) > maxCallbackData {
+			t.Errorf("button %q carries %d bytes, over Telegram's %d", b.Text, len(b.CallbackData), maxCallbackData)
+		}
+		if turn, _, ok := parseCallback(b.CallbackData); !ok || turn != longest {
+			t.Errorf("parseCallback(%q) = %q, %v; want the key back", b.CallbackData, turn, ok)
+		}
 	}
-	parsed := strings.NewReplacer("<b>", "", "</b>", "", "<i>", "", "</i>", "", "<pre>", "", "</pre>", "", "&lt;", "<", "&gt;", ">", "&amp;", "&", "&#34;", `"`, "&#39;", "'").Replace(got)
-	if w := width(parsed); w > maxMessage {
-		t.Errorf("approvalText parsed width = %d, want <= %d", w, maxMessage)
+	if _, err := approvalKeyboard(strings.Repeat("y", 63)); err == nil {
+		t.Error("approvalKeyboard of a 63-byte key: no error, want one (the data would pass 64 bytes)")
+	}
+}
+
+func TestRenderApproval(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		detail   string
+		wantFile bool
+	}{
+		{"short detail whole", "rm -rf <x> && echo 'hi'", false},
+		{"long detail cut, sent as a file", strings.Repeat("rm -rf <x>\n", 1000), true},
+		{"astral detail", strings.Repeat("😀", 3000), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req := contracts.ApprovalRequest{Turn: "t1", Tool: "run_shell", Note: "writes <files>", Detail: tc.detail, Expires: now.Add(time.Hour)}
+			got := renderApproval(req, time.UTC, now)
+			if !strings.Contains(got.HTML, "<i>writes &lt;files&gt;</i>") || !strings.Contains(got.HTML, "<pre>") {
+				t.Errorf("renderApproval HTML = %.200q, want the note escaped and the detail in <pre>", got.HTML)
+			}
+			if !strings.Contains(got.HTML, "Expires at 13:00 (in 1h0m0s)") {
+				t.Errorf("renderApproval HTML does not say when it expires: %.300q", got.HTML)
+			}
+			if (got.File != nil) != tc.wantFile {
+				t.Fatalf("renderApproval sent a file: %v, want %v", got.File != nil, tc.wantFile)
+			}
+			if tc.wantFile {
+				if string(got.File) != tc.detail || got.FileName != "request-t1.txt" {
+					t.Errorf("file %q holds %d bytes, want the whole detail as request-t1.txt", got.FileName, len(got.File))
+				}
+				if !strings.Contains(got.HTML, "the whole text is in the file above") {
+					t.Error("a cut detail does not point to the file")
+				}
+			} else if !strings.Contains(shown(got.HTML), tc.detail) {
+				t.Errorf("renderApproval HTML = %q, want the whole detail", got.HTML)
+			}
+			final := shown(settled(got.HTML, contracts.ApprovalApproved, now, time.UTC))
+			if w := width(final); w > maxMessage {
+				t.Errorf("settled approval is %d units wide, over %d", w, maxMessage)
+			}
+			if !strings.HasSuffix(final, "✅ Approved at 12:00") {
+				t.Errorf("settled approval ends %q, want the outcome", final[len(final)-40:])
+			}
+		})
+	}
+}
+
+func TestOutcomeLine(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 3, 0, 0, time.UTC)
+	for outcome, want := range map[string]string{
+		contracts.ApprovalApproved: "✅ Approved at 12:03",
+		contracts.ApprovalDenied:   "❌ Denied at 12:03",
+		contracts.ApprovalExpired:  "⌛ Expired at 12:03: nothing was done",
+		contracts.ApprovalGone:     "No longer waiting for an answer",
+		"nonsense":                 "No longer waiting for an answer",
+	} {
+		if got := outcomeLine(outcome, at, time.UTC); got != want {
+			t.Errorf("outcomeLine(%q) = %q, want %q", outcome, got, want)
+		}
+	}
+}
+
+func TestBackoffDelay(t *testing.T) {
+	b := Backoff{Min: time.Second, Max: 8 * time.Second}
+	for attempt, base := range map[int]time.Duration{1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 8 * time.Second, 10: 8 * time.Second} {
+		for range 50 {
+			if d := b.delay(attempt); d < base/2 || d > base {
+				t.Fatalf("delay(%d) = %v, want within [%v, %v]", attempt, d, base/2, base)
+			}
+		}
 	}
 }

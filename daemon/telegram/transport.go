@@ -4,37 +4,48 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"html"
 	"log/slog"
-	"slices"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/state"
 )
 
-// TransportName is the name the transport joins the bus with.
+// TransportName is the name the transport joins the bus with, and the
+// key of its rows in the state store.
 const TransportName = "telegram"
 
 // ErrNoAllowedIDs is returned by [New] when no user may chat: a bot that
 // answers everyone would hand the pet to strangers.
-var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids; message @userinfobot on Telegram to learn your numeric user id, then add it to the allowed list")
+var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids; message @userinfobot on Telegram to learn your numeric user id, then add it to telegram.allowed_users")
 
-// Replies the transport gives on its own.
+// ErrTokenRefused is returned by [Transport.Run] when Telegram says the
+// bot token is not valid: retrying would not help.
+var ErrTokenRefused = errors.New("Telegram refused the bot token; check it with @BotFather")
+
+// Defaults for the zero values of [Config].
 const (
-	textOnlyReply    = "I can only read text for now."
-	unreachableReply = "I can't reach my core right now; try again in a moment."
+	defaultPollTimeout = 30 * time.Second
+	defaultRetryMin    = time.Second
+	defaultRetryMax    = time.Minute
+	// typingEvery renews the typing indicator, which Telegram shows for
+	// five seconds.
+	typingEvery = 4 * time.Second
+	// maxTyping stops the indicator of a turn whose end never came.
+	maxTyping = 10 * time.Minute
+	// keepSettled is how long settled requests are remembered, so a tap
+	// on an old message is answered with its outcome.
+	keepSettled = 30 * 24 * time.Hour
 )
-
-// maxRetryAfter caps how long a 429 answer may hold a send.
-const maxRetryAfter = 30 * time.Second
 
 // Config configures a Telegram transport.
 type Config struct {
@@ -45,19 +56,38 @@ type Config struct {
 	AllowedIDs []int64
 	Socket     string
 	MaxFrame   int
-	// Offsets keeps the last handled update id across restarts.
-	Offsets OffsetStore
+	// Store keeps the updates not yet handled, the messages not yet
+	// sent and the requests shown, across restarts.
+	Store *state.Store
+	// PollTimeout is how long one getUpdates waits for news.
+	PollTimeout time.Duration
+	// Backoff bounds the waits after network errors.
+	Backoff Backoff
+	// Clock and Location say when things happen and how times are shown;
+	// nil means the real clock and the local time zone.
+	Clock    clock.Clock
+	Location *time.Location
 	// Log receives the transport's notes; nil discards them.
 	Log *slog.Logger
 }
 
-// Transport joins Telegram to core's bus.
+// Transport joins Telegram to core's bus. It runs inside core's process:
+// it holds the bot token core holds, and keeps its state in core's store.
 type Transport struct {
-	cfg     Config
-	log     *slog.Logger
-	client  *bus.Client
-	bot     *bot.Bot
-	ignored atomic.Int64
+	cfg        Config
+	allowedIDs []int64
+	store      *state.Store
+	clock      clock.Clock
+	loc        *time.Location
+	backoff    Backoff
+	log        *slog.Logger
+	client     *bus.Client
+	bot        *bot.Bot
+
+	inWake   chan struct{} // an update was kept
+	outWake  chan struct{} // an item was queued
+	coreBack chan struct{} // the bus connection to core is up again
+	typing   typing
 }
 
 // New checks cfg and returns a transport; it touches no network.
@@ -69,179 +99,162 @@ func New(cfg Config) (*Transport, error) {
 		return nil, fmt.Errorf("telegram: %w", ErrNoAllowedIDs)
 	case cfg.Socket == "":
 		return nil, errors.New("telegram: no bus socket")
-	case cfg.Offsets == nil:
-		return nil, errors.New("telegram: no offset store")
+	case cfg.Store == nil:
+		return nil, errors.New("telegram: no state store")
 	}
-	log := cfg.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
+	t := &Transport{
+		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
+		backoff: cfg.Backoff, log: cfg.Log,
+		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
-	t := &Transport{cfg: cfg, log: log}
+	if t.clock == nil {
+		t.clock = clock.Real{}
+	}
+	if t.loc == nil {
+		t.loc = time.Local
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	if t.cfg.PollTimeout <= 0 {
+		t.cfg.PollTimeout = defaultPollTimeout
+	}
+	if t.backoff.Min <= 0 {
+		t.backoff.Min = defaultRetryMin
+	}
+	if t.backoff.Max < t.backoff.Min {
+		t.backoff.Max = max(defaultRetryMax, t.backoff.Min)
+	}
 	t.client = &bus.Client{
 		Socket: cfg.Socket, MaxFrame: cfg.MaxFrame,
 		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
-		Logf:  func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
+		Logf:  func(format string, args ...any) { t.log.Info(fmt.Sprintf(format, args...)) },
+		OnConnect: func(*bus.Conn) {
+			select {
+			case t.coreBack <- struct{}{}:
+			default:
+			}
+		},
 	}
+	t.typing = typing{send: t.sendTyping, clock: t.clock, running: map[int64]*context.CancelFunc{}}
 	return t, nil
 }
 
-// Ignored counts the updates dropped because their sender is not allowed.
-func (t *Transport) Ignored() int64 { return t.ignored.Load() }
-
-// Run polls Telegram and serves the bus until ctx is done. It fails at
-// once if the saved offset cannot be read, the bot token is refused, or
-// core refuses the transport.
+// Run serves the owner's chat until ctx is done. It returns early only
+// for what retrying cannot mend: a refused token or a hello core refuses.
+// Telegram being out of reach is not one: the transport waits, keeps what
+// it must send, and carries on when Telegram is back.
 func (t *Transport) Run(ctx context.Context) error {
-	offset, err := t.cfg.Offsets.Load()
+	offset, err := t.store.Offset(ctx, TransportName)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
+	keeper := &updateKeeper{
+		next: &http.Client{Timeout: t.cfg.PollTimeout + sendTimeout},
+		keep: func(ctx context.Context, items []state.InboxItem) error {
+			return t.store.Receive(ctx, TransportName, items)
+		},
+		wake:  func() { poke(t.inWake) },
+		limit: maxUpdatesBody,
+	}
 	opts := []bot.Option{
-		bot.WithDefaultHandler(t.handleUpdate),
-		// Updates are handled one at a time, in order, so the saved
-		// offset never passes an update still being handled.
+		// Updates are handled from the inbox; the client's own handler
+		// has nothing left to do.
+		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
 		bot.WithNotAsyncHandlers(),
 		bot.WithInitialOffset(offset),
-		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram api", "err", err) }),
+		bot.WithSkipGetMe(),
+		bot.WithHTTPClient(t.cfg.PollTimeout, keeper),
+		bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
+		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram: polling", "err", err) }),
 	}
 	if t.cfg.APIURL != "" {
-		opts = append(opts, bot.WithServerURL(t.cfg.APIURL))
+		opts = append(opts, bot.WithServerURL(strings.TrimSuffix(t.cfg.APIURL, "/")))
 	}
 	b, err := bot.New(t.cfg.Token, opts...)
 	if err != nil {
-		return fmt.Errorf("telegram: start bot: %w", err)
+		return fmt.Errorf("telegram: %w", err)
 	}
 	t.bot = b
+	if n, err := t.store.PruneApprovals(ctx, t.clock.Now().Add(-keepSettled)); err != nil {
+		t.log.Warn("telegram: pruning settled requests", "err", err)
+	} else if n > 0 {
+		t.log.Info("telegram: forgot old settled requests", "count", n)
+	}
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer t.typing.stopAll()
 	busDone := make(chan error, 1)
-	joined := make(chan struct{})
-	var once sync.Once
-	t.client.OnConnect = func(*bus.Conn) { once.Do(func() { close(joined) }) }
-	go func() {
-		busDone <- t.client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) { t.handleEnvelope(ctx, env) })
-	}()
-	// Updates are taken from Telegram only once core can be told of
-	// them: an update handled before that would be answered "try again"
-	// and, its offset saved, never seen by core.
+	wg.Go(func() {
+		busDone <- t.client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) { t.fromCore(ctx, env) })
+	})
+	wg.Go(func() { t.sendLoop(ctx) })
+	if err := t.greet(ctx); err != nil {
+		cancel()
+		return err
+	}
+	// Updates are taken from Telegram only once core can be told of them.
 	select {
-	case <-joined:
+	case <-t.coreBack:
+		poke(t.coreBack) // for the inbox loop, if it waits on it
 	case err := <-busDone:
-		if err != nil {
-			return fmt.Errorf("telegram: %w", err)
-		}
-		return nil
+		return busError(err)
 	case <-ctx.Done():
 		return nil
 	}
-	pollDone := make(chan struct{})
-	go func() {
-		b.Start(ctx)
-		close(pollDone)
-	}()
+	wg.Go(func() { t.inboxLoop(ctx) })
+	wg.Go(func() { b.Start(ctx) })
 	select {
 	case err = <-busDone:
-		cancel()
-		<-pollDone
-	case <-pollDone:
-		err = <-busDone
+		return busError(err)
+	case <-ctx.Done():
+		return nil
 	}
+}
+
+func busError(err error) error {
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
 	return nil
 }
 
-func (t *Transport) allowed(id int64) bool { return slices.Contains(t.cfg.AllowedIDs, id) }
-
-func (t *Transport) ignore(what string, from int64) {
-	t.ignored.Add(1)
-	t.log.Warn("telegram: ignored a stranger", "what", what, "user_id", from)
-}
-
-// handleUpdate handles one update, then records it as handled.
-func (t *Transport) handleUpdate(ctx context.Context, _ *bot.Bot, upd *models.Update) {
-	switch {
-	case upd.Message != nil:
-		t.handleMessage(ctx, upd.Message)
-	case upd.CallbackQuery != nil:
-		t.handleCallback(ctx, upd.CallbackQuery)
-	}
-	if err := t.cfg.Offsets.Save(upd.ID); err != nil {
-		t.log.Error("telegram: update may be handled again after a restart", "update", upd.ID, "err", err)
-	}
-}
-
-func (t *Transport) handleMessage(ctx context.Context, msg *models.Message) {
-	if msg.From == nil || !t.allowed(msg.From.ID) {
-		var from int64
-		if msg.From != nil {
-			from = msg.From.ID
+// greet checks the token with getMe, waiting out network trouble, and
+// queues the commands for the owner's menu.
+func (t *Transport) greet(ctx context.Context) error {
+	for attempt := 1; ; attempt++ {
+		callCtx, cancel := context.WithTimeout(ctx, sendTimeout)
+		me, err := t.bot.GetMe(callCtx)
+		cancel()
+		switch {
+		case err == nil:
+			t.log.Info("telegram: connected", "bot", me.Username, "allowed_users", len(t.allowedIDs))
+			t.enqueue(ctx, outCommands, outItem{})
+			return nil
+		case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
+			// Telegram answers 404 to a token it does not know at all.
+			return fmt.Errorf("telegram: %w (%v)", ErrTokenRefused, err)
+		case ctx.Err() != nil:
+			return nil
 		}
-		t.ignore("message", from)
-		return
-	}
-	if msg.Text == "" {
-		t.sendText(ctx, msg.Chat.ID, textOnlyReply)
-		return
-	}
-	chat := strconv.FormatInt(msg.Chat.ID, 10)
-	if err := t.sendBus(contracts.KindInbound, contracts.Inbound{Chat: chat, Text: msg.Text}); err != nil {
-		t.log.Warn("telegram: message not delivered to core", "err", err)
-		t.sendText(ctx, msg.Chat.ID, unreachableReply)
+		wait := t.backoff.delay(attempt)
+		t.log.Warn("telegram: Telegram is out of reach; trying again", "in", wait.Round(time.Millisecond), "err", err)
+		t.wait(ctx, nil, wait)
 	}
 }
 
-func (t *Transport) handleCallback(ctx context.Context, cq *models.CallbackQuery) {
-	if !t.allowed(cq.From.ID) {
-		t.ignore("button tap", cq.From.ID)
-		return
-	}
-	// Answered before anything else, so the owner's spinner stops even
-	// if core is slow or gone.
-	if _, err := t.call(ctx, func() (any, error) {
-		return t.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: cq.ID})
-	}); err != nil {
-		t.log.Warn("telegram: answer callback", "err", err)
-	}
-	turn, approve, ok := parseCallback(cq.Data)
-	if !ok {
-		t.log.Warn("telegram: tap with unreadable data", "data", cq.Data)
-		return
-	}
-	msg := cq.Message.Message
-	chatID := cq.From.ID
-	if msg != nil {
-		chatID = msg.Chat.ID
-	}
-	chat := strconv.FormatInt(chatID, 10)
-	if err := t.sendBus(contracts.KindDecision, contracts.Decision{Turn: turn, Approve: approve, Chat: chat}); err != nil {
-		t.log.Warn("telegram: decision not delivered to core", "turn", turn, "err", err)
-		t.sendText(ctx, chatID, unreachableReply)
-		return // the buttons stay, so the owner can tap again
-	}
-	if msg == nil {
-		return
-	}
-	outcome := deniedMark
-	if approve {
-		outcome = approvedMark
-	}
-	// The edit drops the keyboard (none is given), so a second tap has
-	// nothing to press.
-	if _, err := t.call(ctx, func() (any, error) {
-		return t.bot.EditMessageText(ctx, &bot.EditMessageTextParams{
-			ChatID: msg.Chat.ID, MessageID: msg.ID, ParseMode: models.ParseModeHTML,
-			Text: html.EscapeString(truncate(msg.Text, maxMessage-width(outcome)-2)) + "\n\n" + outcome,
-		})
-	}); err != nil {
-		t.log.Warn("telegram: edit decided approval", "turn", turn, "err", err)
+func poke(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
 	}
 }
 
-// handleEnvelope shows what core sends.
-func (t *Transport) handleEnvelope(ctx context.Context, env contracts.Envelope) {
+// fromCore shows what core sends.
+func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 	if env.To != "" && env.To != TransportName {
 		return
 	}
@@ -252,21 +265,47 @@ func (t *Transport) handleEnvelope(ctx context.Context, env contracts.Envelope) 
 			t.log.Warn("telegram: bad reply from core", "err", err)
 			return
 		}
-		for _, id := range t.chats(out.Chat) {
-			for _, piece := range splitText(out.Text, maxMessage) {
-				if strings.TrimSpace(piece) != "" {
-					t.sendHTML(ctx, id, html.EscapeString(piece), nil)
-				}
+		for _, chat := range t.chats(out.Chat) {
+			for _, piece := range renderReply(out.Text, maxMessage) {
+				t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
 			}
 		}
 	case contracts.KindApprovalRequest:
 		var req contracts.ApprovalRequest
-		if err := env.Decode(&req); err != nil {
+		if err := env.Decode(&req); err != nil || req.Turn == "" {
 			t.log.Warn("telegram: bad approval request from core", "err", err)
 			return
 		}
-		for _, id := range t.chats(req.Chat) {
-			t.sendHTML(ctx, id, approvalText(req), approvalKeyboard(req.Turn))
+		if err := t.store.OpenApproval(ctx, TransportName, req.Turn, t.clock.Now()); err != nil {
+			t.log.Error("telegram: recording a request", "turn", req.Turn, "err", err)
+		}
+		shown := renderApproval(req, t.loc, t.clock.Now())
+		for _, chat := range t.chats(req.Chat) {
+			if shown.File != nil {
+				t.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
+			}
+			t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn})
+		}
+	case contracts.KindApprovalClosed:
+		var c contracts.ApprovalClosed
+		if err := env.Decode(&c); err != nil || c.Turn == "" {
+			t.log.Warn("telegram: bad settled request from core", "err", err)
+			return
+		}
+		if _, found, err := t.store.ApprovalStatusOf(ctx, TransportName, c.Turn); err != nil || !found {
+			return // never shown here
+		}
+		if err := t.store.CloseApproval(ctx, TransportName, c.Turn, c.Outcome, c.At); err != nil {
+			t.log.Error("telegram: recording a settled request", "turn", c.Turn, "err", err)
+		}
+		t.enqueue(ctx, outSettle, outItem{Approval: c.Turn, Outcome: c.Outcome, At: c.At})
+	case contracts.KindActivity:
+		var a contracts.Activity
+		if err := env.Decode(&a); err != nil {
+			return
+		}
+		for _, chat := range t.chats(a.Chat) {
+			t.typing.set(ctx, chat, a.Busy)
 		}
 	}
 }
@@ -276,7 +315,7 @@ func (t *Transport) handleEnvelope(ctx context.Context, env contracts.Envelope) 
 // another transport.
 func (t *Transport) chats(chat string) []int64 {
 	if chat == "" {
-		return t.cfg.AllowedIDs
+		return t.allowedIDs
 	}
 	id, err := strconv.ParseInt(chat, 10, 64)
 	if err != nil {
@@ -285,7 +324,7 @@ func (t *Transport) chats(chat string) []int64 {
 	return []int64{id}
 }
 
-func (t *Transport) sendBus(kind contracts.Kind, body any) error {
+func (t *Transport) toCore(kind contracts.Kind, body any) error {
 	env, err := contracts.NewEnvelope(kind, "", body)
 	if err != nil {
 		return err
@@ -293,33 +332,79 @@ func (t *Transport) sendBus(kind contracts.Kind, body any) error {
 	return t.client.Send(env)
 }
 
-func (t *Transport) sendText(ctx context.Context, chat int64, text string) {
-	t.sendHTML(ctx, chat, html.EscapeString(text), nil)
-}
-
-func (t *Transport) sendHTML(ctx context.Context, chat int64, text string, markup models.ReplyMarkup) {
-	params := &bot.SendMessageParams{ChatID: chat, Text: text, ParseMode: models.ParseModeHTML}
-	if markup != nil {
-		params.ReplyMarkup = markup
-	}
-	if _, err := t.call(ctx, func() (any, error) { return t.bot.SendMessage(ctx, params) }); err != nil {
-		t.log.Warn("telegram: send message", "chat", chat, "err", err)
+// reply queues a plain-text message of the transport's own.
+func (t *Transport) reply(ctx context.Context, chat int64, text string) {
+	for _, piece := range renderReply(text, maxMessage) {
+		t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
 	}
 }
 
-// call runs one API call, once more after the wait Telegram asks for when
-// it answers 429.
-func (t *Transport) call(ctx context.Context, do func() (any, error)) (any, error) {
-	res, err := do()
-	var tooMany *bot.TooManyRequestsError
-	if !errors.As(err, &tooMany) {
-		return res, err
+func (t *Transport) sendTyping(ctx context.Context, chat int64) {
+	ctx, cancel := context.WithTimeout(ctx, typingEvery)
+	defer cancel()
+	if _, err := t.bot.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: chat, Action: models.ChatActionTyping}); err != nil {
+		t.log.Debug("telegram: typing indicator", "err", err)
 	}
-	wait := min(time.Duration(tooMany.RetryAfter)*time.Second, maxRetryAfter)
-	select {
-	case <-ctx.Done():
-		return nil, err
-	case <-time.After(wait):
+}
+
+// typing keeps Telegram's "typing…" shown in the chats where a turn runs.
+type typing struct {
+	send  func(context.Context, int64)
+	clock clock.Clock
+
+	mu      sync.Mutex
+	running map[int64]*context.CancelFunc
+}
+
+// set starts or stops the indicator of chat.
+func (ty *typing) set(ctx context.Context, chat int64, busy bool) {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	if stop, ok := ty.running[chat]; ok {
+		if busy {
+			return
+		}
+		(*stop)()
+		delete(ty.running, chat)
+		return
 	}
-	return do()
+	if !busy {
+		return
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	entry := &cancel
+	ty.running[chat] = entry
+	go func() {
+		ty.keep(ctx, chat)
+		ty.mu.Lock()
+		defer ty.mu.Unlock()
+		if ty.running[chat] == entry { // not a newer turn's
+			cancel()
+			delete(ty.running, chat)
+		}
+	}()
+}
+
+// keep renews the indicator until stopped, or for maxTyping at most.
+func (ty *typing) keep(ctx context.Context, chat int64) {
+	deadline := ty.clock.Now().Add(maxTyping)
+	for ctx.Err() == nil && ty.clock.Now().Before(deadline) {
+		ty.send(ctx, chat)
+		tick := make(chan struct{})
+		timer := ty.clock.AfterFunc(typingEvery, func() { close(tick) })
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+		case <-tick:
+		}
+	}
+}
+
+func (ty *typing) stopAll() {
+	ty.mu.Lock()
+	defer ty.mu.Unlock()
+	for chat, stop := range ty.running {
+		(*stop)()
+		delete(ty.running, chat)
+	}
 }

@@ -2,170 +2,76 @@ package telegram
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/daemon/telegram/telegramtest"
 )
 
 const (
-	waitLimit = 10 * time.Second
-	token     = "123:test"
+	waitLimit = 15 * time.Second
+	token     = "123456:test-token-for-the-local-bot-api"
 	owner     = 42
 	stranger  = 666
 )
 
-type apiCall struct {
-	Method string
-	Form   map[string]string
-}
-
-// fakeAPI is a Bot API server: it hands out scripted updates and records
-// every other call.
-type fakeAPI struct {
-	srv      *httptest.Server
-	updates  chan string
-	polls    chan int64
-	mu       sync.Mutex
-	calls    []apiCall
-	consumed map[int]bool
-	called   chan struct{}
-}
-
-func startAPI(t *testing.T) *fakeAPI {
-	f := &fakeAPI{updates: make(chan string, 16), polls: make(chan int64, 64), consumed: map[int]bool{}, called: make(chan struct{}, 1)}
-	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
-	method, ok := strings.CutPrefix(r.URL.Path, "/bot"+token+"/")
-	if !ok {
-		http.NotFound(w, r)
-		return
-	}
-	form := map[string]string{}
-	if r.ParseMultipartForm(1<<20) == nil {
-		for k, v := range r.MultipartForm.Value {
-			form[k] = v[0]
-		}
-	}
-	reply := func(result string) { fmt.Fprintf(w, `{"ok":true,"result":%s}`, result) }
-	switch method {
-	case "getMe":
-		reply(`{"id":123,"is_bot":true,"first_name":"shelldon","username":"shelldon_bot"}`)
-		return
-	case "getUpdates":
-		offset, _ := strconv.ParseInt(form["offset"], 10, 64)
-		select {
-		case f.polls <- offset:
-		default:
-		}
-		select {
-		case u := <-f.updates:
-			reply(u)
-		case <-r.Context().Done():
-			reply(`[]`)
-		}
-		return
-	}
-	f.mu.Lock()
-	f.calls = append(f.calls, apiCall{method, form})
-	f.mu.Unlock()
-	select {
-	case f.called <- struct{}{}:
-	default:
-	}
-	switch method {
-	case "answerCallbackQuery":
-		reply(`true`)
-	default:
-		text, _ := json.Marshal(form["text"])
-		reply(fmt.Sprintf(`{"message_id":9,"date":1,"chat":{"id":%s,"type":"private"},"text":%s}`, form["chat_id"], text))
-	}
-}
-
-func (f *fakeAPI) has(method string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, c := range f.calls {
-		if c.Method == method {
-			return true
-		}
-	}
-	return false
-}
-
-// next waits for the first call of method not yet taken.
-func (f *fakeAPI) next(t *testing.T, method string) apiCall {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		f.mu.Lock()
-		for i, c := range f.calls {
-			if c.Method == method && !f.consumed[i] {
-				f.consumed[i] = true
-				f.mu.Unlock()
-				return c
-			}
-		}
-		f.mu.Unlock()
-		select {
-		case <-f.called:
-		case <-deadline:
-			t.Fatalf("no %s call arrived", method)
-		}
-	}
-}
-
-func (f *fakeAPI) push(updates ...string) { f.updates <- "[" + strings.Join(updates, ",") + "]" }
-
-func textUpdate(id, from int64, text string) string {
-	return fmt.Sprintf(`{"update_id":%d,"message":{"message_id":%d,"date":1,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"x"},"text":%q}}`, id, id, from, from, text)
-}
-
+// rig is a transport between a local Bot API server and a stand-in core:
+// a real hub whose core inbox the test reads.
 type rig struct {
-	api     *fakeAPI
-	core    *hub.Hub
-	inbox   chan contracts.Envelope
-	tr      *Transport
-	offsets OffsetStore
+	api    *telegramtest.Server
+	core   *hub.Hub
+	inbox  chan contracts.Envelope
+	joined chan struct{}
+	socket string
+	store  *state.Store
+	stop   func()
 }
 
-func start(t *testing.T, savedOffset int64) *rig {
+func newRig(t *testing.T) *rig {
 	t.Helper()
-	r := &rig{api: startAPI(t), inbox: make(chan contracts.Envelope, 16)}
-	joined := make(chan struct{}, 4)
-	var socket string
-	r.core, socket, _ = hubtest.Serve(t, "", hub.Config{Core: r.inbox, OnJoin: func(*hub.Peer) { joined <- struct{}{} }})
-	r.offsets = FileOffsets(filepath.Join(t.TempDir(), "offset"))
-	if savedOffset != 0 {
-		if err := r.offsets.Save(savedOffset); err != nil {
-			t.Fatal(err)
-		}
+	r := &rig{api: telegramtest.New(t, token), inbox: make(chan contracts.Envelope, 64), joined: make(chan struct{}, 8)}
+	r.core, r.socket, _ = hubtest.Serve(t, "", hub.Config{Core: r.inbox, OnJoin: func(*hub.Peer) { r.joined <- struct{}{} }})
+	store, err := state.Open(statedir.Layout{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	var err error
-	r.tr, err = New(Config{Token: token, APIURL: r.api.srv.URL, AllowedIDs: []int64{owner}, Socket: socket, MaxFrame: 1 << 20, Offsets: r.offsets})
+	t.Cleanup(func() { store.Close() })
+	r.store = store
+	r.start(t)
+	// Telegram lets a bot write only to users who wrote to it first.
+	r.say(t, owner, "/start")
+	return r
+}
+
+// start runs a transport over the rig's store until stop or the test's end.
+func (r *rig) start(t *testing.T) {
+	t.Helper()
+	tr, err := New(Config{
+		Token: token, APIURL: r.api.URL(), AllowedIDs: []int64{owner}, Socket: r.socket, MaxFrame: 1 << 20,
+		Store: r.store, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Location: time.UTC,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- r.tr.Run(ctx) }()
-	t.Cleanup(func() {
+	go func() { done <- tr.Run(ctx) }()
+	stopped := false
+	r.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
 		cancel()
 		select {
 		case err := <-done:
@@ -175,30 +81,38 @@ func start(t *testing.T, savedOffset int64) *rig {
 		case <-time.After(waitLimit):
 			t.Error("Run did not return after cancel")
 		}
-	})
+	}
+	t.Cleanup(r.stop)
 	select {
-	case <-joined:
+	case <-r.joined:
 	case <-time.After(waitLimit):
 		t.Fatal("the transport never joined the bus")
 	}
-	return r
 }
 
-func (r *rig) nextCore(t *testing.T, kind contracts.Kind, body any) contracts.Envelope {
+// nextCore is the next envelope core gets, which must be of kind.
+func (r *rig) nextCore(t *testing.T, kind contracts.Kind, body any) {
 	t.Helper()
 	select {
 	case env := <-r.inbox:
 		if env.Kind != kind {
-			t.Fatalf("core got %s, want %s", env.Kind, kind)
+			t.Fatalf("core got %s %s, want %s", env.Kind, env.Body, kind)
 		}
 		if err := env.Decode(body); err != nil {
 			t.Fatal(err)
 		}
-		return env
 	case <-time.After(waitLimit):
 		t.Fatalf("core got no %s", kind)
-		return contracts.Envelope{}
 	}
+}
+
+// say has the owner write text, and returns it as core got it.
+func (r *rig) say(t *testing.T, from int64, text string) contracts.Inbound {
+	t.Helper()
+	r.api.SendText(from, text)
+	var in contracts.Inbound
+	r.nextCore(t, contracts.KindInbound, &in)
+	return in
 }
 
 func (r *rig) route(t *testing.T, kind contracts.Kind, body any) {
@@ -212,128 +126,360 @@ func (r *rig) route(t *testing.T, kind contracts.Kind, body any) {
 	}
 }
 
-func TestNewRefusesWithoutAllowedIDs(t *testing.T) {
-	_, err := New(Config{Token: token, Socket: "x", Offsets: FileOffsets("x")})
-	if !errors.Is(err, ErrNoAllowedIDs) || !strings.Contains(err.Error(), "@userinfobot") {
-		t.Errorf("New without ids = %v, want ErrNoAllowedIDs naming @userinfobot", err)
+// ask routes an approval request and returns its message, once it shows
+// its buttons.
+func (r *rig) ask(t *testing.T, req contracts.ApprovalRequest) telegramtest.Message {
+	t.Helper()
+	r.route(t, contracts.KindApprovalRequest, req)
+	return r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
+		return len(m.Keyboard) == 1 && strings.Contains(m.Text, req.Detail)
+	})
+}
+
+// eventually waits for cond, which the test cannot be told of.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(waitLimit)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("waited %v in vain: %s", waitLimit, what)
+		}
 	}
 }
 
-func TestOwnerTextReachesCoreAndStrangersAreIgnored(t *testing.T) {
-	r := start(t, 0)
-	r.api.push(textUpdate(1, stranger, "let me in"), textUpdate(2, owner, "hello"))
+func hasText(s string) func(telegramtest.Message) bool {
+	return func(m telegramtest.Message) bool { return strings.Contains(m.Text, s) }
+}
+
+func TestNewRefuses(t *testing.T) {
+	store, err := state.Open(statedir.Layout{Root: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	good := Config{Token: token, AllowedIDs: []int64{owner}, Socket: "/x.sock", Store: store}
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"no allowed users", func(c *Config) { c.AllowedIDs = nil }, "@userinfobot"},
+		{"no token", func(c *Config) { c.Token = " " }, "empty bot token"},
+		{"no socket", func(c *Config) { c.Socket = "" }, "no bus socket"},
+		{"no store", func(c *Config) { c.Store = nil }, "no state store"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := good
+			tc.edit(&cfg)
+			_, err := New(cfg)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("New(%s) = %v, want an error saying %q", tc.name, err, tc.want)
+			}
+		})
+	}
+	if _, err := New(Config{Token: token, Socket: "/x.sock", Store: store}); !errors.Is(err, ErrNoAllowedIDs) {
+		t.Errorf("New without allowed users = %v, want ErrNoAllowedIDs", err)
+	}
+}
+
+func TestChatAndEscapedReply(t *testing.T) {
+	r := newRig(t)
+	in := r.say(t, owner, "hello pet")
+	if in.Text != "hello pet" || in.Chat != strconv.Itoa(owner) {
+		t.Fatalf("core got %+v", in)
+	}
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Chat: in.Chat, Text: "try <script>alert(1)</script> & see"})
+	m := r.api.WaitMessage(t, owner, hasText("try"))
+	if m.Text != "try <script>alert(1)</script> & see" || !strings.Contains(m.HTML, "&lt;script&gt;") || m.ParseMode != "HTML" {
+		t.Errorf("reply = %+v, want the text escaped in HTML and shown as written", m)
+	}
+}
+
+func TestLongReplyArrivesInOrderInPieces(t *testing.T) {
+	r := newRig(t)
+	var lines []string
+	for i := range 500 {
+		lines = append(lines, fmt.Sprintf("line %03d of a long reply", i)) // 20 bytes a line: 10,000+ in all
+	}
+	text := strings.Join(lines, "\n")
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Text: text})
+	r.api.WaitMessage(t, owner, hasText("line 499"))
+	msgs := r.api.Messages(owner)
+	if len(msgs) < 3 {
+		t.Fatalf("a %d-character reply came in %d messages, want at least 3", len(text), len(msgs))
+	}
+	var got []string
+	for _, m := range msgs {
+		if n := len([]rune(m.Text)); n > 4096 {
+			t.Errorf("a piece of %d characters, over 4096", n)
+		}
+		got = append(got, m.Text)
+	}
+	if strings.Join(got, "\n") != text {
+		t.Error("the pieces joined are not the reply, in order")
+	}
+}
+
+func TestStrangersAreIgnored(t *testing.T) {
+	r := newRig(t)
+	r.api.SendText(stranger, "let me in")
+	msg := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "write_file", Note: "writes", Detail: "write a.txt"})
+	r.api.Tap(stranger, owner, msg.ID, "a:t1")
+	// The owner's next message is the first thing core hears.
+	if in := r.say(t, owner, "me again"); in.Text != "me again" {
+		t.Fatalf("core got %+v first, want the owner's message", in)
+	}
+	if calls := r.api.Calls("answerCallbackQuery"); len(calls) != 0 {
+		t.Errorf("a stranger's tap was answered: %+v", calls)
+	}
+	for _, m := range r.api.Messages(stranger) {
+		t.Errorf("the stranger got a message: %q", m.Text)
+	}
+	updates, senders, err := r.store.StrangerTotal(context.Background())
+	if err != nil || updates != 2 || senders != 1 {
+		t.Errorf("StrangerTotal = %d, %d, %v; want 2 updates from 1 stranger", updates, senders, err)
+	}
+}
+
+func TestNonTextGetsPoliteAnswer(t *testing.T) {
+	r := newRig(t)
+	r.api.SendSticker(owner)
+	r.api.WaitMessage(t, owner, hasText(textOnlyReply))
+}
+
+func TestCommandsAreRegistered(t *testing.T) {
+	r := newRig(t)
+	r.api.WaitCall(t, "setMyCommands", nil)
+	var got []string
+	for _, c := range r.api.Commands() {
+		got = append(got, c.Command)
+	}
+	var want []string
+	for _, c := range contracts.Commands {
+		want = append(want, c.Name)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("registered commands %v, want %v", got, want)
+	}
+}
+
+func TestApprovalTaps(t *testing.T) {
+	for _, approve := range []bool{true, false} {
+		t.Run(fmt.Sprintf("approve=%v", approve), func(t *testing.T) {
+			r := newRig(t)
+			msg := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Chat: strconv.Itoa(owner), Tool: "write_file", Note: "writes 4 bytes",
+				Detail: "write todo.txt:\n<milk>", Expires: time.Now().Add(time.Hour)})
+			if !strings.Contains(msg.HTML, "<pre>write todo.txt:\n&lt;milk&gt;</pre>") {
+				t.Errorf("request HTML = %q, want the exact detail escaped in <pre>", msg.HTML)
+			}
+			data := msg.Keyboard[0][1].CallbackData
+			if approve {
+				data = msg.Keyboard[0][0].CallbackData
+			}
+			_, query := r.api.Tap(owner, owner, msg.ID, data)
+			var d contracts.Decision
+			r.nextCore(t, contracts.KindDecision, &d)
+			// The spinner stopped before core heard of the tap.
+			answered := false
+			for _, c := range r.api.Calls("answerCallbackQuery") {
+				answered = answered || c.Params["callback_query_id"] == query && c.Status == 200
+			}
+			if !answered {
+				t.Error("core got the decision before the tap was answered")
+			}
+			if d.Turn != "t1" || d.Approve != approve || d.Chat != strconv.Itoa(owner) {
+				t.Errorf("decision = %+v, want turn t1, approve %v", d, approve)
+			}
+			outcome, mark := contracts.ApprovalDenied, "❌ Denied at"
+			if approve {
+				outcome, mark = contracts.ApprovalApproved, "✅ Approved at"
+			}
+			r.route(t, contracts.KindApprovalClosed, contracts.ApprovalClosed{Turn: "t1", Outcome: outcome, At: time.Now()})
+			settled := r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool { return m.ID == msg.ID && m.Keyboard == nil })
+			if !strings.Contains(settled.Text, mark) || !strings.Contains(settled.HTML, "<pre>") {
+				t.Errorf("settled request = %+v, want %q and the formatting kept", settled, mark)
+			}
+			// A second tap, on the old buttons (a stale client), decides nothing.
+			_, again := r.api.Tap(owner, owner, msg.ID, data)
+			r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+				return c.Params["callback_query_id"] == again && strings.Contains(c.Params["text"], "settled")
+			})
+			if in := r.say(t, owner, "next"); in.Text != "next" {
+				t.Errorf("core got %+v, want no second decision", in)
+			}
+		})
+	}
+}
+
+func TestQuickSecondTapIsIgnored(t *testing.T) {
+	r := newRig(t)
+	msg := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "write_file", Note: "writes", Detail: "write a.txt"})
+	r.api.Tap(owner, owner, msg.ID, "a:t1")
+	_, second := r.api.Tap(owner, owner, msg.ID, "d:t1")
+	var d contracts.Decision
+	r.nextCore(t, contracts.KindDecision, &d)
+	if !d.Approve {
+		t.Errorf("decision = %+v, want the first tap's", d)
+	}
+	r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+		return c.Params["callback_query_id"] == second && c.Params["text"] == tapAnswered
+	})
+	if in := r.say(t, owner, "next"); in.Text != "next" {
+		t.Errorf("core got %+v, want no second decision", in)
+	}
+}
+
+func TestExpiredAndUnknownTaps(t *testing.T) {
+	r := newRig(t)
+	msg := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "write_file", Note: "writes", Detail: "write a.txt"})
+	r.route(t, contracts.KindApprovalClosed, contracts.ApprovalClosed{Turn: "t1", Outcome: contracts.ApprovalExpired, At: time.Now()})
+	r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
+		return m.ID == msg.ID && m.Keyboard == nil && strings.Contains(m.Text, "⌛ Expired at")
+	})
+	_, expired := r.api.Tap(owner, owner, msg.ID, "a:t1")
+	r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+		return c.Params["callback_query_id"] == expired && strings.Contains(c.Params["text"], "expired")
+	})
+
+	// A button core never asked for (an old chat, a forged update).
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Text: "plain message"})
+	plain := r.api.WaitMessage(t, owner, hasText("plain message"))
+	_, unknown := r.api.Tap(owner, owner, plain.ID, "a:never-asked")
+	r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+		return c.Params["callback_query_id"] == unknown && c.Params["text"] == tapUnknown
+	})
+	_, junk := r.api.Tap(owner, owner, plain.ID, "rm -rf /")
+	r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+		return c.Params["callback_query_id"] == junk && c.Params["text"] == tapNotOurs
+	})
+	if in := r.say(t, owner, "next"); in.Text != "next" {
+		t.Errorf("core got %+v, want no decision from stale or foreign taps", in)
+	}
+}
+
+func TestLongDetailComesAsFile(t *testing.T) {
+	r := newRig(t)
+	detail := strings.Repeat("print('a long tool')\n", 400)
+	r.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "promote-calc", Tool: "new tool calc", Note: "adds numbers", Detail: detail})
+	msg := r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool { return len(m.Keyboard) == 1 })
+	if !strings.Contains(msg.Text, "the whole text is in the file above") {
+		t.Errorf("request text does not point to the file: %.300q", msg.Text)
+	}
+	msgs := r.api.Messages(owner)
+	if len(msgs) != 2 || msgs[0].Document == nil || string(msgs[0].Document.Content) != detail || msgs[1].ID != msg.ID {
+		t.Fatalf("messages = %+v, want the whole detail as a file, then the request", msgs)
+	}
+}
+
+func TestRateLimitIsWaitedOut(t *testing.T) {
+	r := newRig(t)
+	r.api.WaitCall(t, "setMyCommands", nil)
+	r.api.RateLimit(1, 1)
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Text: "after the limit"})
+	r.api.WaitMessage(t, owner, hasText("after the limit"))
+	calls := r.api.Calls("sendMessage")
+	if len(calls) != 2 || calls[0].Status != 429 || calls[1].Status != 200 {
+		t.Fatalf("sendMessage calls = %+v, want a 429 and then a success", calls)
+	}
+	if waited := calls[1].At.Sub(calls[0].At); waited < time.Second {
+		t.Errorf("retried after %v, want at least the 1 s Telegram asked for", waited)
+	}
+}
+
+func TestOutageQueuesReplies(t *testing.T) {
+	r := newRig(t)
+	r.api.WaitCall(t, "setMyCommands", nil)
+	r.api.SetDown(true)
+	for i := range 3 {
+		r.route(t, contracts.KindOutbound, contracts.Outbound{Text: fmt.Sprintf("queued %d", i)})
+	}
+	eventually(t, "a send failed for the outage", func() bool {
+		head, ok, err := r.store.NextOutbox(context.Background(), TransportName)
+		return err == nil && ok && head.Attempts >= 2
+	})
+	if n, err := r.store.OutboxLen(context.Background(), TransportName); err != nil || n != 3 {
+		t.Errorf("outbox holds %d items (%v) while Telegram is down, want 3", n, err)
+	}
+	r.api.SetDown(false)
+	r.api.WaitMessage(t, owner, hasText("queued 2"))
+	var got []string
+	for _, m := range r.api.Messages(owner) {
+		got = append(got, m.Text)
+	}
+	if strings.Join(got, ",") != "queued 0,queued 1,queued 2" {
+		t.Errorf("after the outage the owner got %q, want the three replies in order", got)
+	}
+	if in := r.say(t, owner, "polling recovered"); in.Text != "polling recovered" {
+		t.Errorf("core got %+v", in)
+	}
+}
+
+func TestRestartHandlesEachUpdateOnce(t *testing.T) {
+	r := newRig(t)
+	first := r.api.SendText(owner, "one")
 	var in contracts.Inbound
-	env := r.nextCore(t, contracts.KindInbound, &in)
-	if in.Text != "hello" || in.Chat != "42" || env.Sender != TransportName {
-		t.Errorf("core got %+v from %q, want the owner's hello in chat 42 from %q", in, env.Sender, TransportName)
+	r.nextCore(t, contracts.KindInbound, &in)
+	r.stop()
+	r.api.SendText(owner, "two") // while the transport is down
+	// An update kept but not handled when the pet died is handled after
+	// the restart, though Telegram will never send it again.
+	ctx := context.Background()
+	offset, err := r.store.Offset(ctx, TransportName)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if n := r.tr.Ignored(); n != 1 {
-		t.Errorf("Ignored() = %d, want 1", n)
+	r.start(t)
+	r.nextCore(t, contracts.KindInbound, &in)
+	if in.Text != "two" {
+		t.Fatalf("after a restart core got %q first, want %q", in.Text, "two")
 	}
-}
-
-func TestPhotoGetsPoliteAnswer(t *testing.T) {
-	r := start(t, 0)
-	r.api.push(`{"update_id":3,"message":{"message_id":3,"date":1,"chat":{"id":42,"type":"private"},"from":{"id":42,"is_bot":false,"first_name":"x"},"photo":[{"file_id":"f","file_unique_id":"u","width":1,"height":1}]}}`)
-	call := r.api.next(t, "sendMessage")
-	if call.Form["text"] != textOnlyReply || call.Form["chat_id"] != "42" {
-		t.Errorf("photo answered with %+v, want %q to chat 42", call.Form, textOnlyReply)
+	if n := r.api.Delivered(first); n != 1 {
+		t.Errorf("update %d was delivered %d times, want once", first, n)
+	}
+	if offset < first {
+		t.Errorf("saved offset %d, want at least %d", offset, first)
+	}
+	r.stop()
+	body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":99,"date":1,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"o"},"text":"kept, not handled"}}`, offset+50, owner, owner)
+	if err := r.store.Receive(ctx, TransportName, []state.InboxItem{{ID: offset + 50, Body: []byte(body)}}); err != nil {
+		t.Fatal(err)
+	}
+	r.start(t)
+	r.nextCore(t, contracts.KindInbound, &in)
+	if in.Text != "kept, not handled" {
+		t.Errorf("core got %q, want the kept update", in.Text)
 	}
 	select {
 	case env := <-r.inbox:
-		t.Errorf("core got %s for a photo, want nothing", env.Kind)
+		t.Errorf("core got more: %s %s", env.Kind, env.Body)
 	default:
 	}
 }
 
-func TestOutboundIsEscapedAndSplit(t *testing.T) {
-	r := start(t, 0)
-	long := strings.Repeat("line of text\n", 400) // 5200 characters
-	r.route(t, contracts.KindOutbound, contracts.Outbound{Chat: "42", Text: "<b>bold</b> & co"})
-	call := r.api.next(t, "sendMessage")
-	if call.Form["text"] != "&lt;b&gt;bold&lt;/b&gt; &amp; co" || call.Form["parse_mode"] != "HTML" {
-		t.Errorf("sent %+v, want the text escaped with HTML parse mode", call.Form)
+func TestTypingWhileATurnRuns(t *testing.T) {
+	r := newRig(t)
+	r.route(t, contracts.KindActivity, contracts.Activity{Chat: strconv.Itoa(owner), Turn: "t1", Busy: true})
+	c := r.api.WaitCall(t, "sendChatAction", nil)
+	if c.Params["action"] != "typing" || c.Params["chat_id"] != strconv.Itoa(owner) {
+		t.Errorf("chat action = %+v, want typing in the owner's chat", c.Params)
 	}
-	r.route(t, contracts.KindOutbound, contracts.Outbound{Chat: "42", Text: long})
-	first, second := r.api.next(t, "sendMessage"), r.api.next(t, "sendMessage")
-	if width(first.Form["text"]) > maxMessage || first.Form["text"]+"\n"+second.Form["text"] != long {
-		t.Errorf("long text sent as %d + %d characters, want two pieces under %d joining back to the text", len(first.Form["text"]), len(second.Form["text"]), maxMessage)
-	}
+	r.route(t, contracts.KindActivity, contracts.Activity{Chat: strconv.Itoa(owner), Turn: "t1", Busy: false})
 }
 
-func TestApprovalTapAnswersFirstThenDecidesAndRemovesButtons(t *testing.T) {
-	r := start(t, 0)
-	r.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "t7", Chat: "42", Tool: "shell", Note: "deletes", Detail: "rm <x>"})
-	call := r.api.next(t, "sendMessage")
-	if !strings.Contains(call.Form["reply_markup"], `"callback_data":"a:t7"`) || !strings.Contains(call.Form["reply_markup"], `"callback_data":"d:t7"`) {
-		t.Errorf("approval sent with markup %s, want a:t7 and d:t7 buttons", call.Form["reply_markup"])
+func TestBadEnvelopesFromCoreAreSurvived(t *testing.T) {
+	r := newRig(t)
+	for _, kind := range []contracts.Kind{contracts.KindOutbound, contracts.KindApprovalRequest, contracts.KindApprovalClosed, contracts.KindActivity} {
+		r.core.Route(contracts.Envelope{Kind: kind, Body: []byte(`{"text": 12, "turn": [], "busy": "x"}`)})
 	}
-	if !strings.Contains(call.Form["text"], "<pre>rm &lt;x&gt;</pre>") {
-		t.Errorf("approval text %q, want the escaped detail in <pre>", call.Form["text"])
-	}
-
-	r.api.push(fmt.Sprintf(`{"update_id":4,"callback_query":{"id":"cb1","from":{"id":%d,"is_bot":false,"first_name":"x"},"chat_instance":"c","data":"a:t7","message":{"message_id":9,"date":1,"chat":{"id":42,"type":"private"},"text":"shelldon asks to use shell"}}}`, stranger),
-		fmt.Sprintf(`{"update_id":5,"callback_query":{"id":"cb2","from":{"id":%d,"is_bot":false,"first_name":"x"},"chat_instance":"c","data":"a:t7","message":{"message_id":9,"date":1,"chat":{"id":42,"type":"private"},"text":"shelldon asks to use shell"}}}`, owner))
-	var d contracts.Decision
-	r.nextCore(t, contracts.KindDecision, &d)
-	if !r.api.has("answerCallbackQuery") {
-		t.Error("the decision reached core before the callback was answered")
-	}
-	if d != (contracts.Decision{Turn: "t7", Approve: true, Chat: "42"}) {
-		t.Errorf("core got %+v, want approval of t7 in chat 42", d)
-	}
-	if answer := r.api.next(t, "answerCallbackQuery"); answer.Form["callback_query_id"] != "cb2" {
-		t.Errorf("answered %+v, want only the owner's cb2", answer.Form)
-	}
-	edit := r.api.next(t, "editMessageText")
-	if _, ok := edit.Form["reply_markup"]; ok || !strings.HasSuffix(edit.Form["text"], approvedMark) || edit.Form["message_id"] != "9" {
-		t.Errorf("edit %+v, want message 9 without keyboard ending %q", edit.Form, approvedMark)
-	}
-	if n := r.tr.Ignored(); n != 1 {
-		t.Errorf("Ignored() = %d, want 1 (the stranger's tap)", n)
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Chat: "not-a-telegram-chat", Text: "elsewhere"})
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Text: "still here"})
+	r.api.WaitMessage(t, owner, hasText("still here"))
+	if in := r.say(t, owner, "and listening"); in.Text != "and listening" {
+		t.Errorf("core got %+v", in)
 	}
 }
-
-func TestOffsetsAreSavedAndResumed(t *testing.T) {
-	r := start(t, 41)
-	select {
-	case got := <-r.api.polls:
-		if got != 42 {
-			t.Errorf("first getUpdates offset = %d, want 42 (saved 41 + 1)", got)
-		}
-	case <-time.After(waitLimit):
-		t.Fatal("no getUpdates")
-	}
-	var in contracts.Inbound
-	r.api.push(textUpdate(50, owner, "one"))
-	r.nextCore(t, contracts.KindInbound, &in)
-	r.api.push(textUpdate(51, owner, "two"))
-	r.nextCore(t, contracts.KindInbound, &in)
-	// Updates are handled in order, so update 50 was saved before 51 ran.
-	if got, err := r.offsets.Load(); err != nil || got < 50 {
-		t.Errorf("Load() = %d, %v, want at least 50", got, err)
-	}
-}
-
-func TestFileOffsetsBadContent(t *testing.T) {
-	dir := t.TempDir()
-	missing := FileOffsets(filepath.Join(dir, "none"))
-	if got, err := missing.Load(); got != 0 || err != nil {
-		t.Errorf("Load() of a missing file = %d, %v, want 0, nil", got, err)
-	}
-	path := filepath.Join(dir, "bad")
-	if err := FileOffsets(path).Save(7); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := FileOffsets(path).Load(); got != 7 || err != nil {
-		t.Errorf("Load() after Save(7) = %d, %v, want 7, nil", got, err)
-	}
-	if err := writeFile(path, "not a number"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := FileOffsets(path).Load(); err == nil {
-		t.Error("Load() of garbage = nil error, want one")
-	}
-}
-
-func writeFile(path, s string) error { return os.WriteFile(path, []byte(s), 0o600) }

@@ -4,14 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/procmem"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/worker/tools"
 )
@@ -83,7 +82,7 @@ func Run(ctx context.Context, opts Options) error {
 			return r.OK, r.Content, err
 		},
 	})
-	res.PeakRSS = peakRSS()
+	res.PeakRSS, _ = procmem.Self("VmHWM")
 	logf("turn %s: ok=%v model=%v peak=%dKiB err=%q", opts.Turn, res.OK, res.ModelTime, res.PeakRSS>>10, res.Error)
 	env, err := contracts.NewEnvelope(contracts.KindResult, opts.Turn, res)
 	if err != nil {
@@ -93,25 +92,6 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: send result: %w", opts.Turn, err)
 	}
 	return nil
-}
-
-// peakRSS reads this process's resident high-water mark (VmHWM) from
-// /proc, or 0 where it cannot.
-func peakRSS() int64 {
-	raw, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			if err != nil {
-				return 0
-			}
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // exchange asks core to run something in the sandbox — one call, or the

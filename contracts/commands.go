@@ -1,0 +1,48 @@
+package contracts
+
+import (
+	"strings"
+	"unicode"
+)
+
+// Command is one of the owner's commands: text starting with a slash that
+// core answers itself instead of handing it to the model.
+type Command struct {
+	Name        string // without the slash
+	Description string
+	// Arg names the command's argument, if it takes one.
+	Arg string
+}
+
+// Commands are the owner's commands, in the order help lists them.
+// Transports that can advertise commands (Telegram's setMyCommands) take
+// them from here.
+var Commands = []Command{
+	{Name: "start", Description: "say hello and see what I understand"},
+	{Name: "help", Description: "what I understand and how approvals work"},
+	{Name: "status", Description: "uptime, current turn, memory, last turns"},
+	{Name: "tools", Description: "my tools: live, waiting for you, put away"},
+	{Name: "pending", Description: "requests waiting for your answer, with their buttons"},
+	{Name: "restore", Description: "put a tool I put away back: /restore NAME", Arg: "NAME"},
+}
+
+// ParseCommand reads text as an owner's command: "/status", or
+// "/restore calc" with its argument. A suffix naming the bot
+// ("/status@shelldon_bot", as Telegram sends it in groups) is dropped.
+// ok is false for text that does not start with a slash and a name.
+func ParseCommand(text string) (name, arg string, ok bool) {
+	text = strings.TrimSpace(text)
+	rest, found := strings.CutPrefix(text, "/")
+	if !found {
+		return "", "", false
+	}
+	word := rest
+	if i := strings.IndexFunc(rest, unicode.IsSpace); i >= 0 {
+		word, arg = rest[:i], strings.TrimSpace(rest[i:])
+	}
+	word, _, _ = strings.Cut(word, "@")
+	if word == "" || strings.Contains(word, "/") {
+		return "", "", false
+	}
+	return strings.ToLower(word), arg, true
+}

@@ -1,0 +1,85 @@
+package procmem
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Files the readers use; tests point them elsewhere.
+var (
+	selfStatus = "/proc/self/status"
+	meminfo    = "/proc/meminfo"
+	selfCgroup = "/proc/self/cgroup"
+	cgroupRoot = "/sys/fs/cgroup"
+)
+
+// Self reads one "kB" field of this process's /proc status — "VmRSS"
+// (resident now) or "VmHWM" (the resident high-water mark) — in bytes.
+func Self(field string) (int64, bool) {
+	return kBField(selfStatus, field)
+}
+
+// Machine reads the machine's total memory and what is available to new
+// work without swapping, in bytes.
+func Machine() (total, available int64, ok bool) {
+	total, ok1 := kBField(meminfo, "MemTotal")
+	available, ok2 := kBField(meminfo, "MemAvailable")
+	return total, available, ok1 && ok2
+}
+
+// Cgroup reads the memory in use by this process's cgroup (v2) and its
+// limit; limit is 0 when there is none ("max").
+func Cgroup() (current, limit int64, ok bool) {
+	raw, err := os.ReadFile(selfCgroup)
+	if err != nil {
+		return 0, 0, false
+	}
+	var dir string
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, found := strings.CutPrefix(line, "0::"); found {
+			dir = filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
+		}
+	}
+	if dir == "" {
+		return 0, 0, false
+	}
+	current, ok = number(filepath.Join(dir, "memory.current"))
+	if !ok {
+		return 0, 0, false
+	}
+	limit, _ = number(filepath.Join(dir, "memory.max"))
+	return current, limit, true
+}
+
+func number(path string) (int64, bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(raw)), 10, 64)
+	return n, err == nil
+}
+
+func kBField(path, field string) (int64, bool) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	for sc.Scan() {
+		rest, found := strings.CutPrefix(sc.Text(), field+":")
+		if !found {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		return kb << 10, true
+	}
+	return 0, false
+}

@@ -1,0 +1,572 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// What a transport — the Telegram bot inside core, or another — keeps
+// across restarts, keyed by its name: the updates taken from its server
+// (so none is handled twice or lost), the replies it must still send (so
+// none is lost while the server is unreachable), where it showed approval
+// requests (so those messages can be updated once the owner decides), and
+// the senders it ignored.
+
+// MaxOutboxBytes caps the body of one outbox item. A reply is at most a
+// few hundred KB; anything bigger is a bug, and would sit at the head of
+// the queue on every attempt.
+const MaxOutboxBytes = 1 << 20
+
+// maxSenderRunes caps how much of an ignored sender's name is kept: the
+// name comes from strangers.
+const maxSenderRunes = 200
+
+var (
+	// ErrOutboxItemTooBig is wrapped by Enqueue when a body is longer than
+	// MaxOutboxBytes.
+	ErrOutboxItemTooBig = errors.New("outbox item too big")
+	// ErrNoOutboxItem is wrapped by Postpone when no outbox item has the
+	// id: it was sent, or never enqueued.
+	ErrNoOutboxItem = errors.New("no such outbox item")
+	// ErrNoApprovalStatus is wrapped by RecordApprovalMessage when the
+	// request was never opened or closed, or has been pruned.
+	ErrNoApprovalStatus = errors.New("approval request has no status")
+)
+
+// InboxItem is one update taken from a transport's server and not yet
+// handled.
+type InboxItem struct {
+	// ID is the server's update id, positive.
+	ID   int64
+	Body []byte
+}
+
+// Receive stores items and raises transport's offset to the highest of
+// their ids, in one transaction: once it returns, the server may be told
+// they were received. An item whose id is already stored stays as it was.
+// Ids must be positive; a batch with any other is refused whole.
+func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem) error {
+	if err := s.writable("receive updates"); err != nil {
+		return err
+	}
+	if transport == "" {
+		return errors.New("receive updates: no transport named")
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	var highest int64
+	for _, it := range items {
+		if it.ID <= 0 {
+			return fmt.Errorf("receive updates of %s: update id %d is not positive", transport, it.ID)
+		}
+		highest = max(highest, it.ID)
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, it := range items {
+			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO transport_inbox (transport, id, body) VALUES (?, ?, ?)`,
+				transport, it.ID, blob(it.Body)); err != nil {
+				return fmt.Errorf("store update %d: %w", it.ID, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO transport_offsets (transport, highest_id) VALUES (?, ?)
+			 ON CONFLICT (transport) DO UPDATE SET highest_id = max(highest_id, excluded.highest_id)`,
+			transport, highest)
+		if err != nil {
+			return fmt.Errorf("raise offset to %d: %w", highest, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("receive updates of %s: %w", transport, err)
+	}
+	return nil
+}
+
+// Offset is the highest update id ever received for transport, 0 if none.
+// Handling an update does not lower it.
+func (s *Store) Offset(ctx context.Context, transport string) (int64, error) {
+	var highest int64
+	err := s.db.QueryRowContext(ctx, `SELECT highest_id FROM transport_offsets WHERE transport = ?`, transport).Scan(&highest)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("read offset of %s: %w", transport, err)
+	}
+	return highest, nil
+}
+
+// Unhandled returns up to limit of transport's stored updates, lowest id
+// first.
+func (s *Store) Unhandled(ctx context.Context, transport string, limit int) ([]InboxItem, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id LIMIT ?`, transport, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
+	}
+	defer rows.Close()
+	var items []InboxItem
+	for rows.Next() {
+		var it InboxItem
+		if err := rows.Scan(&it.ID, &it.Body); err != nil {
+			return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
+		}
+		items = append(items, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
+	}
+	return items, nil
+}
+
+// Handled forgets a handled update. The offset stays, so the update is
+// not taken again; forgetting one already forgotten does nothing.
+func (s *Store) Handled(ctx context.Context, transport string, id int64) error {
+	if err := s.writable("forget handled update"); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM transport_inbox WHERE transport = ? AND id = ?`, transport, id); err != nil {
+		return fmt.Errorf("forget handled update %d of %s: %w", id, transport, err)
+	}
+	return nil
+}
+
+// OutboxItem is something a transport must still send.
+type OutboxItem struct {
+	// ID gives the sending order: lower first.
+	ID        int64
+	Transport string
+	// Kind says what Body is, in the transport's terms.
+	Kind     string
+	Body     []byte
+	Attempts int
+	// NotBefore is when the next attempt may be made, to the millisecond.
+	NotBefore time.Time
+	Created   time.Time
+}
+
+const outboxColumns = `id, transport, kind, body, attempts, not_before, created_at`
+
+// Enqueue adds an item at the end of transport's outbox, to be sent from
+// now on, and returns its id. A body longer than MaxOutboxBytes is
+// refused with ErrOutboxItemTooBig.
+func (s *Store) Enqueue(ctx context.Context, transport, kind string, body []byte, now time.Time) (int64, error) {
+	if err := s.writable("enqueue"); err != nil {
+		return 0, err
+	}
+	switch {
+	case transport == "":
+		return 0, errors.New("enqueue: no transport named")
+	case kind == "":
+		return 0, fmt.Errorf("enqueue for %s: no kind given", transport)
+	case len(body) > MaxOutboxBytes:
+		return 0, fmt.Errorf("enqueue %s for %s: %w: %d bytes, at most %d", kind, transport, ErrOutboxItemTooBig, len(body), MaxOutboxBytes)
+	}
+	var id int64
+	err := s.db.QueryRowContext(ctx,
+		`INSERT INTO transport_outbox (transport, kind, body, not_before, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+		transport, kind, blob(body), now.UnixMilli(), now.UnixMilli()).Scan(&id)
+	if err != nil {
+		return 0, fmt.Errorf("enqueue %s for %s: %w", kind, transport, err)
+	}
+	return id, nil
+}
+
+// NextOutbox returns transport's oldest item, whatever its NotBefore;
+// ok is false when the outbox is empty. Items go strictly in order, so
+// the caller waits for NotBefore itself rather than sending a later one.
+func (s *Store) NextOutbox(ctx context.Context, transport string) (item OutboxItem, ok bool, err error) {
+	var notBefore, created int64
+	err = s.db.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM transport_outbox WHERE transport = ? ORDER BY id LIMIT 1`, transport).
+		Scan(&item.ID, &item.Transport, &item.Kind, &item.Body, &item.Attempts, &notBefore, &created)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return OutboxItem{}, false, nil
+	case err != nil:
+		return OutboxItem{}, false, fmt.Errorf("read outbox of %s: %w", transport, err)
+	}
+	item.NotBefore = time.UnixMilli(notBefore)
+	item.Created = time.UnixMilli(created)
+	return item, true, nil
+}
+
+// Postpone counts a failed attempt at item id, sets when the next may be
+// made, and returns how many attempts have failed. An id that names no
+// item gets ErrNoOutboxItem.
+func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, error) {
+	if err := s.writable("postpone outbox item"); err != nil {
+		return 0, err
+	}
+	var attempts int
+	err := s.db.QueryRowContext(ctx,
+		`UPDATE transport_outbox SET attempts = attempts + 1, not_before = ? WHERE id = ? RETURNING attempts`,
+		until.UnixMilli(), id).Scan(&attempts)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, fmt.Errorf("postpone outbox item %d: %w", id, ErrNoOutboxItem)
+	case err != nil:
+		return 0, fmt.Errorf("postpone outbox item %d: %w", id, err)
+	}
+	return attempts, nil
+}
+
+// Sent removes an item once delivered or given up on. Removing one
+// already gone does nothing.
+func (s *Store) Sent(ctx context.Context, id int64) error {
+	if err := s.writable("remove sent outbox item"); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM transport_outbox WHERE id = ?`, id); err != nil {
+		return fmt.Errorf("remove sent outbox item %d: %w", id, err)
+	}
+	return nil
+}
+
+// OutboxLen is how many items transport must still send.
+func (s *Store) OutboxLen(ctx context.Context, transport string) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM transport_outbox WHERE transport = ?`, transport).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count outbox of %s: %w", transport, err)
+	}
+	return n, nil
+}
+
+// ApprovalState is where an approval request stands on a transport.
+type ApprovalState string
+
+const (
+	// ApprovalOpen: shown, waiting for the owner.
+	ApprovalOpen ApprovalState = "open"
+	// ApprovalTapped: the owner tapped a button; the decision is on its
+	// way and no further tap counts.
+	ApprovalTapped ApprovalState = "tapped"
+	// ApprovalClosed: decided, or lapsed; Outcome says which.
+	ApprovalClosed ApprovalState = "closed"
+)
+
+// ApprovalStatus is where an approval request stands on a transport.
+type ApprovalStatus struct {
+	Transport string
+	// Turn is the request's key: the parked turn's id, or another key
+	// such as "promote-<stem>".
+	Turn  string
+	State ApprovalState
+	// Outcome is how a closed request ended ("approved", "denied",
+	// "expired", ...); empty otherwise.
+	Outcome string
+	// At is when the request came to its state, to the millisecond.
+	At time.Time
+}
+
+const approvalStatusColumns = `transport, turn, state, outcome, at`
+
+// OpenApproval marks a request open at now. A request that was tapped or
+// closed is asked anew: its earlier messages are forgotten with its
+// outcome, since a key like "promote-<stem>" can be asked again later. A
+// request already open keeps its messages.
+func (s *Store) OpenApproval(ctx context.Context, transport, turn string, now time.Time) error {
+	if err := s.writable("open approval"); err != nil {
+		return err
+	}
+	if err := checkApprovalKey(transport, turn); err != nil {
+		return fmt.Errorf("open approval: %w", err)
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`DELETE FROM approval_messages WHERE transport = ? AND turn = ?
+			 AND EXISTS (SELECT 1 FROM approval_status WHERE transport = ? AND turn = ? AND state <> ?)`,
+			transport, turn, transport, turn, ApprovalOpen); err != nil {
+			return fmt.Errorf("forget earlier messages: %w", err)
+		}
+		_, err := tx.ExecContext(ctx,
+			`INSERT INTO approval_status (`+approvalStatusColumns+`) VALUES (?, ?, ?, '', ?)
+			 ON CONFLICT (transport, turn) DO UPDATE SET state = excluded.state, outcome = '', at = excluded.at`,
+			transport, turn, ApprovalOpen, now.UnixMilli())
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("open approval %q on %s: %w", turn, transport, err)
+	}
+	return nil
+}
+
+// TapApproval moves an open request to tapped at now, in one transaction,
+// and returns the status it had before; found is false when it was never
+// opened. A request tapped or closed already is left as it is, so of two
+// quick taps only the first — the one that sees ApprovalOpen — decides.
+func (s *Store) TapApproval(ctx context.Context, transport, turn string, now time.Time) (prev ApprovalStatus, found bool, err error) {
+	if err := s.writable("tap approval"); err != nil {
+		return ApprovalStatus{}, false, err
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		prev, found, err = approvalStatusOf(ctx, tx, transport, turn)
+		if err != nil || !found || prev.State != ApprovalOpen {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE approval_status SET state = ?, at = ? WHERE transport = ? AND turn = ?`,
+			ApprovalTapped, now.UnixMilli(), transport, turn)
+		return err
+	})
+	if err != nil {
+		return ApprovalStatus{}, false, fmt.Errorf("tap approval %q on %s: %w", turn, transport, err)
+	}
+	return prev, found, nil
+}
+
+// CloseApproval records how a request ended, at at, whatever its state
+// and whether or not it was opened.
+func (s *Store) CloseApproval(ctx context.Context, transport, turn, outcome string, at time.Time) error {
+	if err := s.writable("close approval"); err != nil {
+		return err
+	}
+	if err := checkApprovalKey(transport, turn); err != nil {
+		return fmt.Errorf("close approval: %w", err)
+	}
+	if outcome == "" {
+		return fmt.Errorf("close approval %q on %s: no outcome given", turn, transport)
+	}
+	_, err := s.db.ExecContext(ctx,
+		`INSERT INTO approval_status (`+approvalStatusColumns+`) VALUES (?, ?, ?, ?, ?)
+		 ON CONFLICT (transport, turn) DO UPDATE SET state = excluded.state, outcome = excluded.outcome, at = excluded.at`,
+		transport, turn, ApprovalClosed, clip(outcome, MaxErrorRunes), at.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("close approval %q on %s: %w", turn, transport, err)
+	}
+	return nil
+}
+
+// ApprovalStatusOf returns where a request stands; found is false when it
+// was never opened or closed, or has been pruned.
+func (s *Store) ApprovalStatusOf(ctx context.Context, transport, turn string) (ApprovalStatus, bool, error) {
+	status, found, err := approvalStatusOf(ctx, s.db, transport, turn)
+	if err != nil {
+		return ApprovalStatus{}, false, fmt.Errorf("read approval %q on %s: %w", turn, transport, err)
+	}
+	return status, found, nil
+}
+
+func approvalStatusOf(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, transport, turn string) (ApprovalStatus, bool, error) {
+	var (
+		status ApprovalStatus
+		at     int64
+	)
+	err := q.QueryRowContext(ctx, `SELECT `+approvalStatusColumns+` FROM approval_status WHERE transport = ? AND turn = ?`, transport, turn).
+		Scan(&status.Transport, &status.Turn, &status.State, &status.Outcome, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return ApprovalStatus{}, false, nil
+	case err != nil:
+		return ApprovalStatus{}, false, err
+	}
+	status.At = time.UnixMilli(at)
+	return status, true, nil
+}
+
+// ApprovalMessage is one message a transport sent showing an approval
+// request.
+type ApprovalMessage struct {
+	Transport, Turn string
+	Chat            string
+	MessageID       int64
+	// HTML is the message's text as sent, for editing it later.
+	HTML string
+}
+
+// RecordApprovalMessage remembers one message showing a request; there
+// may be several (asking again, as /pending does, shows it anew). The
+// request must have a status (OpenApproval first), so that every message
+// goes when PruneApprovals prunes its status; without one it gets
+// ErrNoApprovalStatus.
+func (s *Store) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) error {
+	if err := s.writable("record approval message"); err != nil {
+		return err
+	}
+	if err := checkApprovalKey(m.Transport, m.Turn); err != nil {
+		return fmt.Errorf("record approval message: %w", err)
+	}
+	res, err := s.db.ExecContext(ctx,
+		`INSERT INTO approval_messages (transport, turn, chat, message_id, html)
+		 SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM approval_status WHERE transport = ? AND turn = ?)`,
+		m.Transport, m.Turn, m.Chat, m.MessageID, m.HTML, m.Transport, m.Turn)
+	if err != nil {
+		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, ErrNoApprovalStatus)
+	}
+	return nil
+}
+
+// ApprovalMessages returns the messages recorded for a request, in the
+// order recorded.
+func (s *Store) ApprovalMessages(ctx context.Context, transport, turn string) ([]ApprovalMessage, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT transport, turn, chat, message_id, html FROM approval_messages WHERE transport = ? AND turn = ? ORDER BY id`, transport, turn)
+	if err != nil {
+		return nil, fmt.Errorf("read approval messages of %q on %s: %w", turn, transport, err)
+	}
+	defer rows.Close()
+	var messages []ApprovalMessage
+	for rows.Next() {
+		var m ApprovalMessage
+		if err := rows.Scan(&m.Transport, &m.Turn, &m.Chat, &m.MessageID, &m.HTML); err != nil {
+			return nil, fmt.Errorf("read approval messages of %q on %s: %w", turn, transport, err)
+		}
+		messages = append(messages, m)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read approval messages of %q on %s: %w", turn, transport, err)
+	}
+	return messages, nil
+}
+
+// PruneApprovals deletes the requests closed before before, with their
+// messages, and returns how many requests went: a pet runs for months,
+// and these tables must not grow without bound. Open and tapped requests
+// stay however old.
+func (s *Store) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
+	if err := s.writable("prune approvals"); err != nil {
+		return 0, err
+	}
+	var pruned int64
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx,
+			`DELETE FROM approval_messages WHERE EXISTS (SELECT 1 FROM approval_status AS st
+			 WHERE st.transport = approval_messages.transport AND st.turn = approval_messages.turn AND st.state = ? AND st.at < ?)`,
+			ApprovalClosed, before.UnixMilli()); err != nil {
+			return fmt.Errorf("delete messages: %w", err)
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM approval_status WHERE state = ? AND at < ?`, ApprovalClosed, before.UnixMilli())
+		if err != nil {
+			return fmt.Errorf("delete statuses: %w", err)
+		}
+		pruned, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune approvals closed before %s: %w", before.Format(time.RFC3339), err)
+	}
+	return int(pruned), nil
+}
+
+// checkApprovalKey refuses a request that names no transport or no turn.
+func checkApprovalKey(transport, turn string) error {
+	switch {
+	case transport == "":
+		return fmt.Errorf("request %q names no transport", turn)
+	case turn == "":
+		return fmt.Errorf("request on %s names no turn", transport)
+	}
+	return nil
+}
+
+// Stranger is a sender whose updates a transport ignored.
+type Stranger struct {
+	Transport, Sender string
+	// Count is how many of its updates were ignored.
+	Count int64
+	// Last is when the latest was, to the millisecond.
+	Last time.Time
+}
+
+// CountStranger counts one ignored update from sender at now. The sender's
+// name is kept to its first 200 characters.
+func (s *Store) CountStranger(ctx context.Context, transport, sender string, now time.Time) error {
+	if err := s.writable("count stranger"); err != nil {
+		return err
+	}
+	if transport == "" {
+		return errors.New("count stranger: no transport named")
+	}
+	sender = clip(sender, maxSenderRunes)
+	_, err := s.db.ExecContext(ctx,
+		`INSERT INTO ignored_senders (transport, sender, count, last_at) VALUES (?, ?, 1, ?)
+		 ON CONFLICT (transport, sender) DO UPDATE SET count = count + 1, last_at = excluded.last_at`,
+		transport, sender, now.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("count stranger %q on %s: %w", sender, transport, err)
+	}
+	return nil
+}
+
+// Strangers returns at most limit ignored senders of every transport, the
+// most recently heard from first.
+func (s *Store) Strangers(ctx context.Context, limit int) ([]Stranger, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT transport, sender, count, last_at FROM ignored_senders ORDER BY last_at DESC, transport, sender LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read strangers: %w", err)
+	}
+	defer rows.Close()
+	var strangers []Stranger
+	for rows.Next() {
+		var (
+			st   Stranger
+			last int64
+		)
+		if err := rows.Scan(&st.Transport, &st.Sender, &st.Count, &last); err != nil {
+			return nil, fmt.Errorf("read strangers: %w", err)
+		}
+		st.Last = time.UnixMilli(last)
+		strangers = append(strangers, st)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read strangers: %w", err)
+	}
+	return strangers, nil
+}
+
+// StrangerTotal is how many updates were ignored in all, and from how
+// many senders.
+func (s *Store) StrangerTotal(ctx context.Context) (updates int64, senders int, err error) {
+	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(count), 0), count(*) FROM ignored_senders`).Scan(&updates, &senders); err != nil {
+		return 0, 0, fmt.Errorf("count strangers: %w", err)
+	}
+	return updates, senders, nil
+}
+
+// inTx runs fn in one transaction, committed when fn returns nil and
+// rolled back otherwise. fn must use tx alone: the store has a single
+// connection, which tx holds.
+func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// blob is b as a column value: never NULL, which a nil slice would be.
+func blob(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

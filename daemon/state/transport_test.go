@@ -1,0 +1,720 @@
+package state
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/daemon/statedir"
+)
+
+func inboxIDs(items []InboxItem) []int64 {
+	var ids []int64
+	for _, it := range items {
+		ids = append(ids, it.ID)
+	}
+	return ids
+}
+
+func update(id int64) InboxItem {
+	return InboxItem{ID: id, Body: fmt.Appendf(nil, `{"update_id":%d}`, id)}
+}
+
+func TestInboxSurvivesReopen(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	first := openStore(t, l)
+	if err := first.Receive(ctx, "telegram", []InboxItem{update(7), update(8), update(9)}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close() // as a crash before any was handled
+
+	second := openStore(t, l)
+	if off, err := second.Offset(ctx, "telegram"); err != nil || off != 9 {
+		t.Errorf("Offset after reopening = %d, %v, want 9", off, err)
+	}
+	items, err := second.Unhandled(ctx, "telegram", 10)
+	if err != nil || !slices.Equal(inboxIDs(items), []int64{7, 8, 9}) {
+		t.Fatalf("Unhandled after reopening = %v, %v, want [7 8 9]", inboxIDs(items), err)
+	}
+	if !bytes.Equal(items[1].Body, update(8).Body) {
+		t.Errorf("update 8 body = %q, want %q", items[1].Body, update(8).Body)
+	}
+	for _, id := range []int64{7, 9} {
+		if err := second.Handled(ctx, "telegram", id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second.Close()
+
+	third := openStore(t, l)
+	if items, err := third.Unhandled(ctx, "telegram", 10); err != nil || !slices.Equal(inboxIDs(items), []int64{8}) {
+		t.Errorf("Unhandled after handling 7 and 9 and reopening = %v, %v, want [8]", inboxIDs(items), err)
+	}
+	if off, err := third.Offset(ctx, "telegram"); err != nil || off != 9 {
+		t.Errorf("Offset after handling the highest = %d, %v, want 9 kept", off, err)
+	}
+}
+
+func TestReceive(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name       string
+		batches    [][]InboxItem
+		wantOffset int64
+		wantIDs    []int64
+		wantBodies map[int64]string // bodies to check, by id
+	}{
+		{"none yet", nil, 0, nil, nil},
+		{"empty batch", [][]InboxItem{{}}, 0, nil, nil},
+		{"one batch", [][]InboxItem{{update(3), update(1), update(2)}}, 3, []int64{1, 2, 3}, nil},
+		{"duplicate in a batch keeps the first", [][]InboxItem{{{ID: 5, Body: []byte("first")}, {ID: 5, Body: []byte("second")}}},
+			5, []int64{5}, map[int64]string{5: "first"}},
+		{"duplicate across batches keeps the first", [][]InboxItem{{{ID: 5, Body: []byte("first")}}, {{ID: 5, Body: []byte("again")}, update(6)}},
+			6, []int64{5, 6}, map[int64]string{5: "first"}},
+		{"a lower batch never lowers the offset", [][]InboxItem{{update(10)}, {update(4)}}, 10, []int64{4, 10}, nil},
+		{"no body", [][]InboxItem{{{ID: 1}}}, 1, []int64{1}, map[int64]string{1: ""}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			for _, batch := range tt.batches {
+				if err := s.Receive(ctx, "telegram", batch); err != nil {
+					t.Fatalf("Receive(%v) = %v", inboxIDs(batch), err)
+				}
+			}
+			if off, err := s.Offset(ctx, "telegram"); err != nil || off != tt.wantOffset {
+				t.Errorf("Offset = %d, %v, want %d", off, err, tt.wantOffset)
+			}
+			items, err := s.Unhandled(ctx, "telegram", 100)
+			if err != nil || !slices.Equal(inboxIDs(items), tt.wantIDs) {
+				t.Fatalf("Unhandled = %v, %v, want %v", inboxIDs(items), err, tt.wantIDs)
+			}
+			for _, it := range items {
+				if want, ok := tt.wantBodies[it.ID]; ok && string(it.Body) != want {
+					t.Errorf("body of %d = %q, want %q", it.ID, it.Body, want)
+				}
+			}
+			// Another transport's inbox is its own.
+			if off, err := s.Offset(ctx, "other"); err != nil || off != 0 {
+				t.Errorf("Offset(other) = %d, %v, want 0", off, err)
+			}
+			if items, err := s.Unhandled(ctx, "other", 100); err != nil || len(items) != 0 {
+				t.Errorf("Unhandled(other) = %v, %v, want none", inboxIDs(items), err)
+			}
+		})
+	}
+}
+
+func TestReceiveRefusesABadBatchWhole(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		name      string
+		transport string
+		batch     []InboxItem
+		wantText  string
+	}{
+		{"no transport", "", []InboxItem{update(11)}, "no transport"},
+		{"zero id", "telegram", []InboxItem{update(11), {ID: 0}}, "update id 0"},
+		{"negative id", "telegram", []InboxItem{{ID: -3}, update(12)}, "update id -3"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			if err := s.Receive(ctx, "telegram", []InboxItem{update(2)}); err != nil {
+				t.Fatal(err)
+			}
+			err := s.Receive(ctx, tt.transport, tt.batch)
+			if err == nil || !strings.Contains(err.Error(), tt.wantText) {
+				t.Fatalf("Receive(%q, %v) = %v, want an error mentioning %q", tt.transport, inboxIDs(tt.batch), err, tt.wantText)
+			}
+			if off, _ := s.Offset(ctx, "telegram"); off != 2 {
+				t.Errorf("Offset after a refused batch = %d, want 2", off)
+			}
+			if items, _ := s.Unhandled(ctx, "telegram", 10); !slices.Equal(inboxIDs(items), []int64{2}) {
+				t.Errorf("Unhandled after a refused batch = %v, want [2]", inboxIDs(items))
+			}
+		})
+	}
+}
+
+func TestUnhandledLimit(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.Receive(ctx, "telegram", []InboxItem{update(30), update(10), update(20)}); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		limit int
+		want  []int64
+	}{
+		{-1, nil}, {0, nil}, {1, []int64{10}}, {2, []int64{10, 20}}, {5, []int64{10, 20, 30}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
+			items, err := s.Unhandled(ctx, "telegram", tt.limit)
+			if err != nil || !slices.Equal(inboxIDs(items), tt.want) {
+				t.Errorf("Unhandled(%d) = %v, %v, want %v", tt.limit, inboxIDs(items), err, tt.want)
+			}
+		})
+	}
+	// Handling an update twice, or one never received, does nothing.
+	for _, id := range []int64{10, 10, 99} {
+		if err := s.Handled(ctx, "telegram", id); err != nil {
+			t.Errorf("Handled(%d) = %v", id, err)
+		}
+	}
+	if items, _ := s.Unhandled(ctx, "telegram", 5); !slices.Equal(inboxIDs(items), []int64{20, 30}) {
+		t.Errorf("Unhandled after handling 10 = %v, want [20 30]", inboxIDs(items))
+	}
+}
+
+func TestOutboxInOrder(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var ids []int64
+	for i, transport := range []string{"telegram", "other", "telegram", "telegram"} {
+		id, err := s.Enqueue(ctx, transport, "reply", fmt.Appendf(nil, "body %d", i), epoch.Add(time.Duration(i)*time.Second))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 3 {
+		t.Errorf("OutboxLen(telegram) = %d, %v, want 3", n, err)
+	}
+
+	head, ok, err := s.NextOutbox(ctx, "telegram")
+	if err != nil || !ok || head.ID != ids[0] || string(head.Body) != "body 0" || head.Kind != "reply" || head.Transport != "telegram" ||
+		head.Attempts != 0 || !head.Created.Equal(epoch) || !head.NotBefore.Equal(epoch) {
+		t.Fatalf("NextOutbox = %+v, %v, %v, want body 0 created and due at %v", head, ok, err, epoch)
+	}
+
+	// A failed head stays the head, however far off its next attempt.
+	later := epoch.Add(90*time.Second + 123*time.Millisecond)
+	for want := 1; want <= 2; want++ {
+		attempts, err := s.Postpone(ctx, head.ID, later)
+		if err != nil || attempts != want {
+			t.Errorf("Postpone #%d = %d, %v, want %d", want, attempts, err, want)
+		}
+	}
+	again, ok, err := s.NextOutbox(ctx, "telegram")
+	if err != nil || !ok || again.ID != head.ID || again.Attempts != 2 || !again.NotBefore.Equal(later) {
+		t.Errorf("NextOutbox after two Postpones = %+v, %v, %v, want the same item, 2 attempts, due at %v", again, ok, err, later)
+	}
+
+	var sent []string
+	for {
+		item, ok, err := s.NextOutbox(ctx, "telegram")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		sent = append(sent, string(item.Body))
+		if err := s.Sent(ctx, item.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"body 0", "body 2", "body 3"}; !slices.Equal(sent, want) {
+		t.Errorf("sent %q, want %q", sent, want)
+	}
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 0 {
+		t.Errorf("OutboxLen(telegram) after sending all = %d, %v, want 0", n, err)
+	}
+	if other, ok, err := s.NextOutbox(ctx, "other"); err != nil || !ok || string(other.Body) != "body 1" {
+		t.Errorf("NextOutbox(other) = %+v, %v, %v, want body 1 untouched", other, ok, err)
+	}
+
+	// A new item never takes the id of one sent, so a stale id names nothing.
+	id, err := s.Enqueue(ctx, "telegram", "reply", []byte("late"), epoch)
+	if err != nil || id <= ids[3] {
+		t.Errorf("Enqueue after sending = %d, %v, want an id above %d", id, err, ids[3])
+	}
+	if err := s.Sent(ctx, ids[0]); err != nil {
+		t.Errorf("Sent of an item already sent = %v, want nil", err)
+	}
+	if _, err := s.Postpone(ctx, ids[0], later); !errors.Is(err, ErrNoOutboxItem) {
+		t.Errorf("Postpone of an item already sent = %v, want ErrNoOutboxItem", err)
+	}
+	if n, _ := s.OutboxLen(ctx, "telegram"); n != 1 {
+		t.Errorf("OutboxLen after a stale Sent = %d, want the late item kept", n)
+	}
+}
+
+func TestOutboxSurvivesReopen(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	first := openStore(t, l)
+	for _, body := range []string{"one", "two"} {
+		if _, err := first.Enqueue(ctx, "telegram", "reply", []byte(body), epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first.Close()
+	again := openStore(t, l)
+	item, ok, err := again.NextOutbox(ctx, "telegram")
+	if err != nil || !ok || string(item.Body) != "one" {
+		t.Errorf("NextOutbox after reopening = %+v, %v, %v, want one", item, ok, err)
+	}
+}
+
+func TestEnqueueRefuses(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	tests := []struct {
+		name, transport, kind string
+		body                  []byte
+		wantIs                error
+		wantText              string
+	}{
+		{"too big", "telegram", "reply", make([]byte, MaxOutboxBytes+1), ErrOutboxItemTooBig, fmt.Sprint(MaxOutboxBytes + 1)},
+		{"no transport", "", "reply", []byte("x"), nil, "no transport"},
+		{"no kind", "telegram", "", []byte("x"), nil, "no kind"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := s.Enqueue(ctx, tt.transport, tt.kind, tt.body, epoch)
+			if err == nil || (tt.wantIs != nil && !errors.Is(err, tt.wantIs)) || !strings.Contains(err.Error(), tt.wantText) {
+				t.Errorf("Enqueue(%q, %q, %d bytes) = %v, want an error wrapping %v mentioning %q", tt.transport, tt.kind, len(tt.body), err, tt.wantIs, tt.wantText)
+			}
+		})
+	}
+	if n, _ := s.OutboxLen(ctx, "telegram"); n != 0 {
+		t.Fatalf("OutboxLen after refusals = %d, want 0", n)
+	}
+	for _, body := range [][]byte{make([]byte, MaxOutboxBytes), nil} {
+		if _, err := s.Enqueue(ctx, "telegram", "reply", body, epoch); err != nil {
+			t.Errorf("Enqueue of %d bytes = %v, want it taken", len(body), err)
+		}
+	}
+}
+
+func TestApprovalStates(t *testing.T) {
+	ctx := context.Background()
+	// step is one call; want is the status it returns (TapApproval) or
+	// leaves (the others), found=false written as a zero State.
+	type step struct {
+		op        string // open, tap, close
+		outcome   string
+		wantState ApprovalState
+		wantOut   string
+	}
+	tests := []struct {
+		name  string
+		steps []step
+		// wantFinal is the status after the steps; "" for none.
+		wantFinal ApprovalState
+	}{
+		{"never opened", []step{{op: "tap"}}, ""},
+		{"open then tap", []step{{op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}}, ApprovalTapped},
+		{"the second tap sees the first", []step{{op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalTapped}}, ApprovalTapped},
+		{"tapped then closed", []step{{op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}, {op: "close", outcome: "approved", wantState: ApprovalClosed, wantOut: "approved"}}, ApprovalClosed},
+		{"closed stays closed", []step{{op: "open", wantState: ApprovalOpen}, {op: "close", outcome: "denied", wantState: ApprovalClosed, wantOut: "denied"}, {op: "tap", wantState: ApprovalClosed, wantOut: "denied"}}, ApprovalClosed},
+		{"closed without opening", []step{{op: "close", outcome: "expired", wantState: ApprovalClosed, wantOut: "expired"}, {op: "tap", wantState: ApprovalClosed, wantOut: "expired"}}, ApprovalClosed},
+		{"asked again after closing", []step{{op: "open", wantState: ApprovalOpen}, {op: "close", outcome: "denied", wantState: ApprovalClosed, wantOut: "denied"}, {op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}}, ApprovalTapped},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStore(t)
+			for i, st := range tt.steps {
+				at := epoch.Add(time.Duration(i) * time.Minute)
+				var (
+					got   ApprovalStatus
+					found bool
+					err   error
+				)
+				switch st.op {
+				case "open":
+					err = s.OpenApproval(ctx, "telegram", "t1", at)
+				case "close":
+					err = s.CloseApproval(ctx, "telegram", "t1", st.outcome, at)
+				}
+				if err != nil {
+					t.Fatalf("step %d %s = %v", i, st.op, err)
+				}
+				if st.op == "tap" {
+					got, found, err = s.TapApproval(ctx, "telegram", "t1", at)
+				} else {
+					got, found, err = s.ApprovalStatusOf(ctx, "telegram", "t1")
+				}
+				if err != nil || found != (st.wantState != "") || got.State != st.wantState || got.Outcome != st.wantOut {
+					t.Errorf("step %d %s: status %+v, found %v, %v; want state %q outcome %q", i, st.op, got, found, err, st.wantState, st.wantOut)
+				}
+				if found && (got.Transport != "telegram" || got.Turn != "t1") {
+					t.Errorf("step %d %s: status %+v, want it keyed telegram/t1", i, st.op, got)
+				}
+			}
+			final, found, err := s.ApprovalStatusOf(ctx, "telegram", "t1")
+			if err != nil || found != (tt.wantFinal != "") || final.State != tt.wantFinal {
+				t.Errorf("final status = %+v, %v, %v, want %q", final, found, err, tt.wantFinal)
+			}
+			// Another transport's request of the same turn is its own.
+			if _, found, _ := s.ApprovalStatusOf(ctx, "other", "t1"); found {
+				t.Error("a status of telegram/t1 was found as other/t1")
+			}
+		})
+	}
+}
+
+func TestApprovalStatusTimes(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	opened, tapped := epoch.Add(123*time.Millisecond), epoch.Add(time.Minute)
+	if err := s.OpenApproval(ctx, "telegram", "t1", opened); err != nil {
+		t.Fatal(err)
+	}
+	if prev, _, err := s.TapApproval(ctx, "telegram", "t1", tapped); err != nil || !prev.At.Equal(opened) {
+		t.Errorf("TapApproval = %+v, %v, want the time it was opened, %v", prev, err, opened)
+	}
+	// A tap that decides nothing changes nothing, its time included.
+	if prev, _, err := s.TapApproval(ctx, "telegram", "t1", tapped.Add(time.Hour)); err != nil || !prev.At.Equal(tapped) {
+		t.Errorf("second TapApproval = %+v, %v, want the first tap's time, %v", prev, err, tapped)
+	}
+	if st, _, err := s.ApprovalStatusOf(ctx, "telegram", "t1"); err != nil || !st.At.Equal(tapped) {
+		t.Errorf("status after two taps = %+v, %v, want the first tap's time, %v", st, err, tapped)
+	}
+}
+
+func TestConcurrentTapsHaveOneWinner(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
+		t.Fatal(err)
+	}
+	const tappers = 16
+	var (
+		start = make(chan struct{})
+		wg    sync.WaitGroup
+		prevs = make(chan ApprovalState, tappers)
+	)
+	for range tappers {
+		wg.Go(func() {
+			<-start
+			prev, found, err := s.TapApproval(ctx, "telegram", "t1", epoch)
+			if err != nil || !found {
+				t.Errorf("TapApproval = %+v, %v, %v", prev, found, err)
+			}
+			prevs <- prev.State
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(prevs)
+	winners := 0
+	for state := range prevs {
+		switch state {
+		case ApprovalOpen:
+			winners++
+		case ApprovalTapped:
+		default:
+			t.Errorf("a losing tap saw %q, want %q", state, ApprovalTapped)
+		}
+	}
+	if winners != 1 {
+		t.Errorf("%d concurrent taps saw the request open, want exactly 1", winners)
+	}
+}
+
+func TestApprovalMessages(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	msg := func(turn string, id int64) ApprovalMessage {
+		return ApprovalMessage{Transport: "telegram", Turn: turn, Chat: "42", MessageID: id, HTML: fmt.Sprintf("<b>approve %s?</b> #%d", turn, id)}
+	}
+	record := func(m ApprovalMessage) {
+		t.Helper()
+		if err := s.RecordApprovalMessage(ctx, m); err != nil {
+			t.Fatalf("RecordApprovalMessage(%+v) = %v", m, err)
+		}
+	}
+	if err := s.RecordApprovalMessage(ctx, msg("t1", 1)); !errors.Is(err, ErrNoApprovalStatus) {
+		t.Errorf("RecordApprovalMessage before OpenApproval = %v, want ErrNoApprovalStatus", err)
+	}
+	for _, turn := range []string{"t1", "t2"} {
+		if err := s.OpenApproval(ctx, "telegram", turn, epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	record(msg("t1", 30))
+	record(msg("t2", 5))
+	record(msg("t1", 10)) // shown again by /pending, with a lower id
+	got, err := s.ApprovalMessages(ctx, "telegram", "t1")
+	if want := []ApprovalMessage{msg("t1", 30), msg("t1", 10)}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("ApprovalMessages(t1) = %+v, %v, want %+v", got, err, want)
+	}
+
+	// Opening it again while open keeps its messages; opening it after a
+	// tap asks anew.
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ApprovalMessages(ctx, "telegram", "t1"); len(got) != 2 {
+		t.Errorf("messages after opening an open request = %+v, want both kept", got)
+	}
+	if _, _, err := s.TapApproval(ctx, "telegram", "t1", epoch.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch.Add(3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.ApprovalMessages(ctx, "telegram", "t1"); err != nil || len(got) != 0 {
+		t.Errorf("messages after asking anew = %+v, %v, want none", got, err)
+	}
+	if got, _ := s.ApprovalMessages(ctx, "telegram", "t2"); !slices.Equal(got, []ApprovalMessage{msg("t2", 5)}) {
+		t.Errorf("ApprovalMessages(t2) = %+v, want its one message untouched", got)
+	}
+}
+
+func TestPruneApprovals(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	cutoff := epoch.Add(24 * time.Hour)
+	old := epoch
+	requests := []struct {
+		turn     string
+		state    ApprovalState
+		at       time.Time
+		wantKept bool
+	}{
+		{"old-closed", ApprovalClosed, old, false},
+		{"just-before", ApprovalClosed, cutoff.Add(-time.Millisecond), false},
+		{"at-cutoff", ApprovalClosed, cutoff, true},
+		{"new-closed", ApprovalClosed, cutoff.Add(time.Hour), true},
+		{"old-open", ApprovalOpen, old, true},
+		{"old-tapped", ApprovalTapped, old, true},
+	}
+	for _, r := range requests {
+		if err := s.OpenApproval(ctx, "telegram", r.turn, r.at); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: r.turn, Chat: "42", MessageID: 1, HTML: r.turn}); err != nil {
+			t.Fatal(err)
+		}
+		switch r.state {
+		case ApprovalTapped:
+			_, _, err := s.TapApproval(ctx, "telegram", r.turn, r.at)
+			if err != nil {
+				t.Fatal(err)
+			}
+		case ApprovalClosed:
+			if err := s.CloseApproval(ctx, "telegram", r.turn, "approved", r.at); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n, err := s.PruneApprovals(ctx, cutoff)
+	if err != nil || n != 2 {
+		t.Errorf("PruneApprovals(cutoff) = %d, %v, want 2", n, err)
+	}
+	for _, r := range requests {
+		_, found, err := s.ApprovalStatusOf(ctx, "telegram", r.turn)
+		if err != nil || found != r.wantKept {
+			t.Errorf("status of %s after pruning: found %v, %v, want %v", r.turn, found, err, r.wantKept)
+		}
+		msgs, err := s.ApprovalMessages(ctx, "telegram", r.turn)
+		if err != nil || (len(msgs) == 1) != r.wantKept {
+			t.Errorf("messages of %s after pruning = %+v, %v, want kept %v", r.turn, msgs, err, r.wantKept)
+		}
+	}
+	if n, err := s.PruneApprovals(ctx, cutoff); err != nil || n != 0 {
+		t.Errorf("PruneApprovals again = %d, %v, want 0", n, err)
+	}
+}
+
+func TestApprovalsRefuseBadInput(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	_, _, tapErr := s.TapApproval(ctx, "", "", epoch)
+	tests := []struct {
+		name     string
+		err      error
+		wantText string
+	}{
+		{"open without transport", s.OpenApproval(ctx, "", "t1", epoch), "no transport"},
+		{"open without turn", s.OpenApproval(ctx, "telegram", "", epoch), "no turn"},
+		{"close without outcome", s.CloseApproval(ctx, "telegram", "t1", "", epoch), "no outcome"},
+		{"close without turn", s.CloseApproval(ctx, "telegram", "", "denied", epoch), "no turn"},
+		{"record without transport", s.RecordApprovalMessage(ctx, ApprovalMessage{Turn: "t1"}), "no transport"},
+		{"count a stranger without transport", s.CountStranger(ctx, "", "bob", epoch), "no transport"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil || !strings.Contains(tt.err.Error(), tt.wantText) {
+				t.Errorf("%s = %v, want an error mentioning %q", tt.name, tt.err, tt.wantText)
+			}
+		})
+	}
+	if tapErr != nil {
+		t.Errorf("TapApproval of an empty key = %v, want not found and no error", tapErr)
+	}
+	if _, found, _ := s.ApprovalStatusOf(ctx, "telegram", "t1"); found {
+		t.Error("a refused call left a status behind")
+	}
+}
+
+func TestStrangers(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if updates, senders, err := s.StrangerTotal(ctx); err != nil || updates != 0 || senders != 0 {
+		t.Errorf("StrangerTotal of a new store = %d, %d, %v, want 0, 0", updates, senders, err)
+	}
+	long := strings.Repeat("é", maxSenderRunes+50)
+	counts := []struct {
+		transport, sender string
+		at                time.Duration
+	}{
+		{"telegram", "alice", 0},
+		{"telegram", "bob", time.Second},
+		{"telegram", "alice", 2 * time.Second},
+		{"other", "alice", 3 * time.Second},
+		{"telegram", long, 4 * time.Second},
+		{"telegram", long + "x", 5 * time.Second}, // the same sender, once clipped
+	}
+	for _, c := range counts {
+		if err := s.CountStranger(ctx, c.transport, c.sender, epoch.Add(c.at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clipped := strings.Repeat("é", maxSenderRunes)
+	want := []Stranger{
+		{"telegram", clipped, 2, epoch.Add(5 * time.Second)},
+		{"other", "alice", 1, epoch.Add(3 * time.Second)},
+		{"telegram", "alice", 2, epoch.Add(2 * time.Second)},
+		{"telegram", "bob", 1, epoch.Add(time.Second)},
+	}
+	tests := []struct {
+		limit int
+		want  []Stranger
+	}{
+		{0, nil}, {-1, nil}, {2, want[:2]}, {10, want},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
+			got, err := s.Strangers(ctx, tt.limit)
+			if err != nil || len(got) != len(tt.want) {
+				t.Fatalf("Strangers(%d) = %+v, %v, want %+v", tt.limit, got, err, tt.want)
+			}
+			for i := range got {
+				g, w := got[i], tt.want[i]
+				if g.Transport != w.Transport || g.Sender != w.Sender || g.Count != w.Count || !g.Last.Equal(w.Last) {
+					t.Errorf("Strangers(%d)[%d] = %+v, want %+v", tt.limit, i, g, w)
+				}
+			}
+		})
+	}
+	if updates, senders, err := s.StrangerTotal(ctx); err != nil || updates != 6 || senders != 4 {
+		t.Errorf("StrangerTotal = %d, %d, %v, want 6 updates from 4 senders", updates, senders, err)
+	}
+}
+
+func TestReadOnlyTransport(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	writer := openStore(t, l)
+	if err := writer.Receive(ctx, "telegram", []InboxItem{update(4)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writer.Enqueue(ctx, "telegram", "reply", []byte("hi"), epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
+		t.Fatal(err)
+	}
+	if err := writer.CountStranger(ctx, "telegram", "bob", epoch); err != nil {
+		t.Fatal(err)
+	}
+	reader, err := OpenReadOnly(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer reader.Close()
+
+	if off, err := reader.Offset(ctx, "telegram"); err != nil || off != 4 {
+		t.Errorf("read-only Offset = %d, %v, want 4", off, err)
+	}
+	if n, err := reader.OutboxLen(ctx, "telegram"); err != nil || n != 1 {
+		t.Errorf("read-only OutboxLen = %d, %v, want 1", n, err)
+	}
+	if st, found, err := reader.ApprovalStatusOf(ctx, "telegram", "t1"); err != nil || !found || st.State != ApprovalOpen {
+		t.Errorf("read-only ApprovalStatusOf = %+v, %v, %v, want open", st, found, err)
+	}
+	if updates, _, err := reader.StrangerTotal(ctx); err != nil || updates != 1 {
+		t.Errorf("read-only StrangerTotal = %d, %v, want 1", updates, err)
+	}
+
+	_, enqueueErr := reader.Enqueue(ctx, "telegram", "reply", []byte("x"), epoch)
+	_, postponeErr := reader.Postpone(ctx, 1, epoch)
+	_, _, tapErr := reader.TapApproval(ctx, "telegram", "t1", epoch)
+	_, pruneErr := reader.PruneApprovals(ctx, epoch.Add(time.Hour))
+	writes := map[string]error{
+		"Receive":               reader.Receive(ctx, "telegram", []InboxItem{update(5)}),
+		"Handled":               reader.Handled(ctx, "telegram", 4),
+		"Enqueue":               enqueueErr,
+		"Postpone":              postponeErr,
+		"Sent":                  reader.Sent(ctx, 1),
+		"OpenApproval":          reader.OpenApproval(ctx, "telegram", "t2", epoch),
+		"TapApproval":           tapErr,
+		"CloseApproval":         reader.CloseApproval(ctx, "telegram", "t1", "denied", epoch),
+		"RecordApprovalMessage": reader.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: "t1"}),
+		"PruneApprovals":        pruneErr,
+		"CountStranger":         reader.CountStranger(ctx, "telegram", "bob", epoch),
+	}
+	for name, err := range writes {
+		if !errors.Is(err, ErrReadOnly) {
+			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
+		}
+	}
+	if st, _, _ := writer.ApprovalStatusOf(ctx, "telegram", "t1"); st.State != ApprovalOpen {
+		t.Errorf("status after the refused writes = %+v, want still open", st)
+	}
+}
+
+// TestUpgradeToTransportTables opens a database at schema version 5, as
+// the release before the transport tables left it, with today's code.
+func TestUpgradeToTransportTables(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = migrations[:5]
+	before := openStore(t, l)
+	if _, err := before.Strike(ctx, "greet", "boom", epoch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := before.db.Exec(`SELECT 1 FROM transport_inbox`); err == nil {
+		t.Fatal("a version 5 database already has the transport tables; the test proves nothing")
+	}
+	before.Close()
+	migrations = saved
+
+	s := openStore(t, l)
+	if v := userVersion(t, s.db); v != len(migrations) {
+		t.Errorf("user_version after the upgrade = %d, want %d", v, len(migrations))
+	}
+	if hs, err := s.ToolHealths(ctx); err != nil || len(hs) != 1 || hs[0].Strikes != 1 {
+		t.Errorf("ToolHealths after the upgrade = %+v, %v, want greet's strike kept", hs, err)
+	}
+	if err := s.Receive(ctx, "telegram", []InboxItem{update(1)}); err != nil {
+		t.Errorf("Receive after the upgrade = %v", err)
+	}
+	if _, err := s.Enqueue(ctx, "telegram", "reply", []byte("hi"), epoch); err != nil {
+		t.Errorf("Enqueue after the upgrade = %v", err)
+	}
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
+		t.Errorf("OpenApproval after the upgrade = %v", err)
+	}
+	if err := s.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: "t1", Chat: "42", MessageID: 9, HTML: "?"}); err != nil {
+		t.Errorf("RecordApprovalMessage after the upgrade = %v", err)
+	}
+	if err := s.CountStranger(ctx, "telegram", "bob", epoch); err != nil {
+		t.Errorf("CountStranger after the upgrade = %v", err)
+	}
+}

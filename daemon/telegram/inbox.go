@@ -1,0 +1,239 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-telegram/bot"
+	"github.com/go-telegram/bot/models"
+
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+)
+
+// Replies the transport gives on its own.
+const (
+	textOnlyReply  = "I can only read text for now."
+	notPassedReply = "I could not pass that on to my core; tap again in a moment."
+)
+
+// Answers to a tap, shown by Telegram as a short notice.
+const (
+	tapApproving  = "Approved — on it."
+	tapDenying    = "Denied."
+	tapAnswered   = "You already answered that one."
+	tapUnknown    = "I don't know that request. /pending shows what waits for you."
+	tapNotOurs    = "That button is not one of mine."
+	tapTrouble    = "Something went wrong on my side; tap again in a moment."
+	tapSettledFmt = "That request is settled: %s."
+)
+
+// maxUpdatesBody bounds a getUpdates answer read into memory (100
+// updates of generous size).
+const maxUpdatesBody = 16 << 20
+
+// updateKeeper is the Bot API client's HTTP client: it writes every batch
+// of updates into the inbox before the client sees it. The client confirms
+// a batch to Telegram with its next poll, so an update not yet kept would
+// be lost for good if the pet died in between; kept first, it is handled
+// after a restart instead.
+type updateKeeper struct {
+	next  bot.HttpClient
+	keep  func(context.Context, []state.InboxItem) error
+	wake  func()
+	limit int64
+}
+
+func (k *updateKeeper) Do(req *http.Request) (*http.Response, error) {
+	resp, err := k.next.Do(req)
+	if err != nil || !strings.HasSuffix(req.URL.Path, "/getUpdates") {
+		return resp, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, k.limit))
+	if err != nil {
+		return nil, fmt.Errorf("read updates: %w", err)
+	}
+	var answer struct {
+		OK     bool              `json:"ok"`
+		Result []json.RawMessage `json:"result"`
+	}
+	if json.Unmarshal(body, &answer) == nil && answer.OK && len(answer.Result) > 0 {
+		items := make([]state.InboxItem, 0, len(answer.Result))
+		for _, raw := range answer.Result {
+			var head struct {
+				ID int64 `json:"update_id"`
+			}
+			if err := json.Unmarshal(raw, &head); err != nil || head.ID <= 0 {
+				return nil, fmt.Errorf("an update without an id in %.200s", raw)
+			}
+			items = append(items, state.InboxItem{ID: head.ID, Body: raw})
+		}
+		// Refusing the batch makes the client ask again with the same
+		// offset, so Telegram keeps it until it is kept here.
+		if err := k.keep(req.Context(), items); err != nil {
+			return nil, fmt.Errorf("keep updates before confirming them: %w", err)
+		}
+		k.wake()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// inboxLoop handles the kept updates in order, each once, until ctx is
+// done. An update is forgotten only after it was handled; one that could
+// not reach core stays, and is tried again once core is back.
+func (t *Transport) inboxLoop(ctx context.Context) {
+	for ctx.Err() == nil {
+		items, err := t.store.Unhandled(ctx, TransportName, 32)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.log.Error("telegram: reading the inbox", "err", err)
+			}
+			t.wait(ctx, t.inWake, t.backoff.Max)
+			continue
+		}
+		if len(items) == 0 {
+			t.wait(ctx, t.inWake, 0)
+			continue
+		}
+		for _, it := range items {
+			if !t.handleUpdate(ctx, it) {
+				t.wait(ctx, t.coreBack, t.backoff.Max)
+				break
+			}
+			// Recorded even when the pet is stopping: the update has been
+			// handled, and must not be handled again after the restart.
+			if err := t.store.Handled(context.WithoutCancel(ctx), TransportName, it.ID); err != nil {
+				t.log.Error("telegram: an update may be handled again after a restart", "update", it.ID, "err", err)
+			}
+		}
+	}
+}
+
+// handleUpdate handles one update; false means core could not be told,
+// and the update is to be tried again.
+func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) bool {
+	var upd models.Update
+	if err := json.Unmarshal(it.Body, &upd); err != nil {
+		t.log.Error("telegram: an unreadable update; skipped", "update", it.ID, "err", err)
+		return true
+	}
+	switch {
+	case upd.Message != nil:
+		return t.handleMessage(ctx, upd.Message)
+	case upd.CallbackQuery != nil:
+		t.handleTap(ctx, upd.CallbackQuery)
+	}
+	return true
+}
+
+func (t *Transport) allowed(id int64) bool { return slices.Contains(t.allowedIDs, id) }
+
+// ignore counts and logs an update from someone who may not talk to the pet.
+func (t *Transport) ignore(ctx context.Context, what string, from *models.User) {
+	var id int64
+	var name string
+	if from != nil {
+		id, name = from.ID, from.Username
+	}
+	t.log.Warn("telegram: ignored a stranger", "what", what, "user_id", id, "username", name)
+	if err := t.store.CountStranger(ctx, TransportName, strconv.FormatInt(id, 10), t.clock.Now()); err != nil {
+		t.log.Error("telegram: counting a stranger", "err", err)
+	}
+}
+
+func (t *Transport) handleMessage(ctx context.Context, msg *models.Message) bool {
+	if msg.From == nil || !t.allowed(msg.From.ID) {
+		t.ignore(ctx, "message", msg.From)
+		return true
+	}
+	if msg.Text == "" {
+		t.reply(ctx, msg.Chat.ID, textOnlyReply)
+		return true
+	}
+	chat := strconv.FormatInt(msg.Chat.ID, 10)
+	if err := t.toCore(contracts.KindInbound, contracts.Inbound{Chat: chat, Text: msg.Text}); err != nil {
+		t.log.Warn("telegram: core is out of reach; the message waits", "err", err)
+		return false
+	}
+	return true
+}
+
+// handleTap takes a tap on an approval button. The tap is answered before
+// anything else happens, so the owner's spinner stops at once; only a tap
+// on a request still open here becomes a decision for core, so a second
+// tap, or a tap on an expired or unknown request, never executes.
+func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
+	if !t.allowed(cq.From.ID) {
+		t.ignore(ctx, "button tap", &cq.From)
+		return
+	}
+	var chat int64
+	var messageID int
+	if m := cq.Message.Message; m != nil {
+		chat, messageID = m.Chat.ID, m.ID
+	} else if m := cq.Message.InaccessibleMessage; m != nil {
+		chat, messageID = m.Chat.ID, m.MessageID
+	}
+	turn, approve, ok := parseCallback(cq.Data)
+	if !ok {
+		t.answerTap(ctx, cq.ID, tapNotOurs)
+		return
+	}
+	prev, found, err := t.store.TapApproval(ctx, TransportName, turn, t.clock.Now())
+	switch {
+	case err != nil:
+		t.answerTap(ctx, cq.ID, tapTrouble)
+		t.log.Error("telegram: recording a tap", "turn", turn, "err", err)
+		return
+	case !found:
+		t.answerTap(ctx, cq.ID, tapUnknown)
+		if messageID != 0 {
+			t.enqueue(ctx, outUnbutton, outItem{Chat: chat, MessageID: messageID})
+		}
+		return
+	case prev.State == state.ApprovalTapped:
+		t.answerTap(ctx, cq.ID, tapAnswered)
+		return
+	case prev.State == state.ApprovalClosed:
+		t.answerTap(ctx, cq.ID, fmt.Sprintf(tapSettledFmt, prev.Outcome))
+		t.enqueue(ctx, outSettle, outItem{Approval: turn, Outcome: prev.Outcome, At: prev.At})
+		return
+	}
+	answer := tapDenying
+	if approve {
+		answer = tapApproving
+	}
+	t.answerTap(ctx, cq.ID, answer)
+	if err := t.toCore(contracts.KindDecision, contracts.Decision{Turn: turn, Approve: approve, Chat: strconv.FormatInt(chat, 10)}); err != nil {
+		t.log.Warn("telegram: decision not delivered to core", "turn", turn, "err", err)
+		// Open again, so the same buttons work on the next tap.
+		if err := t.store.OpenApproval(ctx, TransportName, turn, t.clock.Now()); err != nil {
+			t.log.Error("telegram: reopening a request", "turn", turn, "err", err)
+		}
+		t.reply(ctx, chat, notPassedReply)
+	}
+}
+
+// tapTimeout bounds the answer to a tap: Telegram stops waiting for it
+// after about 15 s anyway.
+const tapTimeout = 10 * time.Second
+
+// answerTap stops the spinner of a tap, with a short notice. It is not
+// queued: a late answer is worthless.
+func (t *Transport) answerTap(ctx context.Context, id, text string) {
+	ctx, cancel := context.WithTimeout(ctx, tapTimeout)
+	defer cancel()
+	if _, err := t.bot.AnswerCallbackQuery(ctx, &bot.AnswerCallbackQueryParams{CallbackQueryID: id, Text: text}); err != nil {
+		t.log.Warn("telegram: answering a tap", "err", err)
+	}
+}
