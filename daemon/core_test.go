@@ -110,7 +110,7 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 				return
 			}
 			var out contracts.Outbound
-			if env.Decode(&out) == nil {
+			if env.Kind == contracts.KindOutbound && env.Decode(&out) == nil {
 				h.replies <- out
 			}
 		}

@@ -64,6 +64,7 @@ func TestApprovals(t *testing.T) {
 	}
 	p.waitTurns(1) // the owner taps once the parking turn is over
 	p.decide(req.Turn, true)
+	p.settled(req.Turn, contracts.ApprovalApproved)
 	if r := p.reply(15 * time.Second); r.Text != "Saved your list." {
 		t.Fatalf("reply after approve = %+v", r)
 	}
@@ -78,6 +79,7 @@ func TestApprovals(t *testing.T) {
 	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Nothing is waiting") {
 		t.Errorf("second tap answered %+v", r)
 	}
+	p.settled(req.Turn, contracts.ApprovalGone)
 
 	// Deny.
 	p.say("write a secret")
@@ -85,6 +87,7 @@ func TestApprovals(t *testing.T) {
 	req = p.approval(5 * time.Second)
 	p.waitTurns(3)
 	p.decide(req.Turn, false)
+	p.settled(req.Turn, contracts.ApprovalDenied)
 	if r := p.reply(15 * time.Second); r.Text != "All right, I won't." {
 		t.Fatalf("reply after deny = %+v", r)
 	}
@@ -199,6 +202,7 @@ func TestExpiredAndMalformedDecisions(t *testing.T) {
 	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "expired") {
 		t.Fatalf("a tap on an expired request answered %+v", r)
 	}
+	p.settled(req.Turn, contracts.ApprovalExpired)
 	if _, err := os.Stat(filepath.Join(ws, "old.txt")); err == nil {
 		t.Error("an expired request was carried out")
 	}

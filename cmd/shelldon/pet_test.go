@@ -53,6 +53,7 @@ type pet struct {
 
 	replies   chan contracts.Outbound
 	approvals chan contracts.ApprovalRequest
+	closed    chan contracts.ApprovalClosed
 	mu        sync.Mutex
 	snapshots []contracts.Snapshot
 	transport *bus.Client
@@ -158,6 +159,7 @@ func (p *pet) joinBus(ctx context.Context) {
 	}
 	if p.approvals == nil {
 		p.approvals = make(chan contracts.ApprovalRequest, 16)
+		p.closed = make(chan contracts.ApprovalClosed, 64)
 	}
 	go p.transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
 		switch env.Kind {
@@ -170,6 +172,14 @@ func (p *pet) joinBus(ctx context.Context) {
 			var req contracts.ApprovalRequest
 			if env.Decode(&req) == nil {
 				p.approvals <- req
+			}
+		case contracts.KindApprovalClosed:
+			var c contracts.ApprovalClosed
+			if env.Decode(&c) == nil {
+				select {
+				case p.closed <- c:
+				default: // a test that does not read them must not stall the transport
+				}
 			}
 		}
 	})
@@ -263,6 +273,20 @@ func (p *pet) approval(within time.Duration) contracts.ApprovalRequest {
 	case <-time.After(within):
 		p.t.Fatalf("no approval request within %v", within)
 		return contracts.ApprovalRequest{}
+	}
+}
+
+// settled waits for core's word that a request is settled, and checks
+// the outcome.
+func (p *pet) settled(turn, outcome string) {
+	p.t.Helper()
+	select {
+	case c := <-p.closed:
+		if c.Turn != turn || c.Outcome != outcome {
+			p.t.Fatalf("core settled %+v, want %s %s", c, turn, outcome)
+		}
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("core did not say that %s was settled (%s)", turn, outcome)
 	}
 }
 

@@ -2,8 +2,11 @@ package doctor
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -67,8 +70,69 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 		h.stateDir(cfg),
 		h.core(cfg),
 		h.providers(ctx, cfg),
+		h.telegram(ctx, cfg),
 		h.spi(),
 	}
+}
+
+// TelegramTokenFile is where the owner puts the bot token; shelldon.service
+// loads it as the credential config.TelegramCredential.
+const TelegramTokenFile = "/etc/shelldon/telegram/token"
+
+// telegram says whether the owner can reach the pet on Telegram: a token
+// (in the configuration, or the file shelldon.service loads), allowed
+// users, and a Bot API server that accepts the token.
+func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
+	c := Check{Name: "telegram"}
+	token := cfg.Telegram.Token
+	if token == "" {
+		data, err := os.ReadFile(h.path(TelegramTokenFile))
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			c.Status, c.Detail = Warn, "off: no bot token, so the owner can chat only in a terminal"
+			c.Fix = "create a bot with @BotFather, put its token in " + TelegramTokenFile + " (mode 0600), set telegram.allowed_users, and restart shelldon"
+			return c
+		case err != nil:
+			c.Status, c.Detail = Fail, fmt.Sprintf("cannot read the bot token: %v", err)
+			c.Fix = "run shelldon doctor as root, and keep " + TelegramTokenFile + " readable by root"
+			return c
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	if len(cfg.Telegram.AllowedUsers) == 0 {
+		c.Status, c.Detail = Fail, "a bot token but no allowed users: core refuses to start the bot, which would answer strangers"
+		c.Fix = "message @userinfobot on Telegram to learn your numeric id, and put it in telegram.allowed_users"
+		return c
+	}
+	api := strings.TrimRight(cfg.Telegram.APIURL, "/")
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/bot"+token+"/getMe", nil)
+	if err != nil {
+		c.Status, c.Detail, c.Fix = Fail, "the bot token cannot be put in a URL", "put the token exactly as @BotFather gave it"
+		return c
+	}
+	resp, err := h.HTTP.Do(req)
+	if err != nil {
+		// The error holds the URL, and so the token: say only where.
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s is out of reach", api)
+		c.Fix = "check the network; the pet keeps its replies and sends them when Telegram is back"
+		return c
+	}
+	defer resp.Body.Close()
+	var me struct {
+		OK     bool `json:"ok"`
+		Result struct {
+			Username string `json:"username"`
+		} `json:"result"`
+		Description string `json:"description"`
+	}
+	json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&me)
+	if !me.OK {
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s refuses the bot token: %s %s", api, resp.Status, me.Description)
+		c.Fix = "check the token with @BotFather (/token), and put it in " + TelegramTokenFile
+		return c
+	}
+	c.Status, c.Detail = OK, fmt.Sprintf("bot @%s, %d allowed user(s)", me.Result.Username, len(cfg.Telegram.AllowedUsers))
+	return c
 }
 
 // systemd says which launcher core will use: a transient unit per turn

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/sandbox/image"
 	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
@@ -405,9 +406,10 @@ func TestRunOnAHealthyHost(t *testing.T) {
 	}
 	t.Cleanup(func() { ln.Close() })
 	cfg.Providers = []config.Provider{{Name: "good", BaseURL: newModelServer(t, http.StatusOK).URL + "/v1", Model: "m"}}
+	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = testBotToken, telegramtest.New(t, testBotToken).URL(), []int64{42}
 
 	checks := host.Run(context.Background(), cfg)
-	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "core", "model provider", "SPI (panel)"}
+	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "core", "model provider", "telegram", "SPI (panel)"}
 	if len(checks) != len(wantNames) {
 		t.Fatalf("Run returned %d checks, want %d: %+v", len(checks), len(wantNames), checks)
 	}
@@ -437,6 +439,7 @@ func TestRunOnABareHost(t *testing.T) {
 		"state directory": OK,
 		"core":            Warn,
 		"model provider":  Fail,
+		"telegram":        Warn,
 		"SPI (panel)":     Warn,
 	}
 	for name, status := range want {
@@ -493,6 +496,44 @@ func TestWrite(t *testing.T) {
 			}
 			if strings.Join(lines, "\n") != strings.Join(tt.lines, "\n") {
 				t.Errorf("Write() printed\n%s\nwant\n%s", out.String(), strings.Join(tt.lines, "\n"))
+			}
+		})
+	}
+}
+
+const testBotToken = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQ"
+
+func TestTelegram(t *testing.T) {
+	api := telegramtest.New(t, testBotToken)
+	tests := []struct {
+		name    string
+		files   map[string]string
+		token   string
+		users   []int64
+		api     string
+		want    Status
+		details []string
+	}{
+		{"off", nil, "", []int64{42}, api.URL(), Warn, []string{"off"}},
+		{"token file", map[string]string{TelegramTokenFile: testBotToken + "\n"}, "", []int64{42}, api.URL(), OK, []string{"@shelldon_test_bot", "1 allowed user"}},
+		{"token in the configuration", nil, testBotToken, []int64{42, 43}, api.URL(), OK, []string{"2 allowed user"}},
+		{"no allowed users", nil, testBotToken, nil, api.URL(), Fail, []string{"no allowed users"}},
+		{"refused token", nil, "999:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQ", []int64{42}, api.URL(), Fail, []string{"refuses the bot token", "401"}},
+		{"out of reach", nil, testBotToken, []int64{42}, "http://127.0.0.1:1", Warn, []string{"out of reach"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Telegram.Token, cfg.Telegram.AllowedUsers, cfg.Telegram.APIURL = tc.token, tc.users, tc.api
+			c := testHost(t, tc.files).telegram(context.Background(), cfg)
+			wantStatus(t, c, tc.want)
+			for _, d := range tc.details {
+				if !strings.Contains(c.Detail, d) {
+					t.Errorf("telegram check detail = %q, want it to say %q", c.Detail, d)
+				}
+			}
+			if strings.Contains(c.Detail+c.Fix, "AAbbCC") {
+				t.Errorf("the check shows the token: %q / %q", c.Detail, c.Fix)
 			}
 		})
 	}

@@ -45,6 +45,9 @@ type outItem struct {
 // holds the queue no longer than this before the call is retried.
 const sendTimeout = 30 * time.Second
 
+// stopGrace is how long a call in flight may finish once the pet stops.
+const stopGrace = 3 * time.Second
+
 // maxRetryAfter caps how long a 429 answer may hold the queue.
 const maxRetryAfter = 10 * time.Minute
 
@@ -166,14 +169,19 @@ func (b Backoff) delay(attempt int) time.Duration {
 }
 
 // deliver makes the Bot API calls of one item.
-func (t *Transport) deliver(ctx context.Context, it state.OutboxItem) error {
+func (t *Transport) deliver(parent context.Context, it state.OutboxItem) error {
 	var item outItem
 	if err := json.Unmarshal(it.Body, &item); err != nil {
 		t.log.Error("telegram: an unreadable outbox item; dropped", "item", it.ID, "err", err)
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, sendTimeout)
+	// A call in flight when the pet stops is let finish, for a moment:
+	// cut off, Telegram may have shown the message without the pet
+	// knowing, and it would be sent again after the restart.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), sendTimeout)
 	defer cancel()
+	stopping := context.AfterFunc(parent, func() { t.clock.AfterFunc(stopGrace, cancel) })
+	defer stopping()
 	switch it.Kind {
 	case outMessage:
 		return t.sendMessage(ctx, item)

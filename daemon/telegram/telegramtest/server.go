@@ -19,7 +19,7 @@ const (
 	// firstUpdateID is the id of the first queued update.
 	firstUpdateID = 1000
 	// defaultBotID is the bot's user id when the token does not start with one.
-	defaultBotID = 7000000000
+	defaultBotID int64 = 7000000000
 	botUsername  = "shelldon_test_bot"
 	// waitLimit bounds WaitCall and WaitMessage.
 	waitLimit = 15 * time.Second

@@ -1,0 +1,238 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/config"
+	"shelldon/daemon/statedir"
+	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/demomodel"
+)
+
+const (
+	botToken = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQ"
+	ownerID  = 4242
+)
+
+// withTelegram has core run its Telegram transport against api, for the
+// owner ownerID.
+func withTelegram(api *telegramtest.Server) petOption {
+	return func(c *config.Config) {
+		c.Telegram.Token, c.Telegram.APIURL, c.Telegram.AllowedUsers = botToken, api.URL(), []int64{ownerID}
+		c.Telegram.PollTimeout.Duration, c.Telegram.RetryMax.Duration = 2*time.Second, time.Second
+	}
+}
+
+func textHas(s string) func(telegramtest.Message) bool {
+	return func(m telegramtest.Message) bool { return strings.Contains(m.Text, s) }
+}
+
+// tap presses a button of msg and returns the query id.
+func tap(api *telegramtest.Server, msg telegramtest.Message, label string) string {
+	for _, row := range msg.Keyboard {
+		for _, b := range row {
+			if strings.Contains(b.Text, label) {
+				_, query := api.Tap(ownerID, ownerID, msg.ID, b.CallbackData)
+				return query
+			}
+		}
+	}
+	return ""
+}
+
+// TestTelegramOwnerChatsAndDecides is the owner's life on Telegram with
+// a real core: a chat turn, a write approved and one denied with the
+// buttons, the spinner stopped before the work, the buttons replaced by
+// the outcome, a stale tap ignored, a stranger ignored and counted, and
+// the owner's commands.
+func TestTelegramOwnerChatsAndDecides(t *testing.T) {
+	t.Parallel()
+	model := demomodel.New(
+		demomodel.Step{Text: "Hello <b>owner</b> & friends"},
+		writeCall("w1", "todo.txt", "milk"), demomodel.Step{Text: "Saved your list."},
+		writeCall("w2", "secret.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
+	)
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+
+	api.SendText(ownerID, "hi")
+	hello := api.WaitMessage(t, ownerID, textHas("Hello"))
+	if hello.Text != "Hello <b>owner</b> & friends" {
+		t.Errorf("reply shown as %q, want the model's words as written", hello.Text)
+	}
+	api.WaitCall(t, "sendChatAction", nil)
+
+	// Approve.
+	api.SendText(ownerID, "put milk on my list")
+	ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) == 1 })
+	if !strings.Contains(ask.Text, "write todo.txt:\nmilk") || !strings.Contains(ask.HTML, "<pre>") {
+		t.Fatalf("request = %+v, want the exact write in <pre>", ask)
+	}
+	p.waitTurns(2)
+	before := len(api.Calls(""))
+	query := tap(api, ask, "Approve")
+	api.WaitMessage(t, ownerID, textHas("Saved your list."))
+	if b, err := os.ReadFile(filepath.Join(ws, "todo.txt")); err != nil || string(b) != "milk" {
+		t.Errorf("todo.txt = %q, %v; want the approved content", b, err)
+	}
+	answered := api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool { return c.Params["callback_query_id"] == query })
+	for _, c := range api.Calls("")[before:] {
+		if c.Seq > answered.Seq {
+			break
+		}
+		if c.Method == "sendChatAction" || c.Method == "sendMessage" {
+			t.Errorf("the resumed turn showed itself (call #%d, %s) before the tap was answered (call #%d)", c.Seq, c.Method, answered.Seq)
+		}
+	}
+	settled := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return m.ID == ask.ID && m.Keyboard == nil })
+	if !strings.Contains(settled.Text, "✅ Approved at") || !strings.Contains(settled.HTML, "<pre>") {
+		t.Errorf("approved request shows %q, want the outcome and its formatting kept", settled.Text)
+	}
+
+	// Deny.
+	api.SendText(ownerID, "write a secret")
+	ask2 := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) == 1 && m.ID != ask.ID })
+	p.waitTurns(4)
+	tap(api, ask2, "Deny")
+	api.WaitMessage(t, ownerID, textHas("All right, I won't."))
+	if _, err := os.Stat(filepath.Join(ws, "secret.txt")); err == nil {
+		t.Error("secret.txt was written although the owner said no")
+	}
+	api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+		return m.ID == ask2.ID && m.Keyboard == nil && strings.Contains(m.Text, "❌ Denied at")
+	})
+
+	// A stale tap on the first request does nothing.
+	turns := len(p.waitTurns(5))
+	stale := tap(api, ask, "Approve")
+	api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+		return c.Params["callback_query_id"] == stale && strings.Contains(c.Params["text"], "settled")
+	})
+
+	// A stranger is ignored, and counted.
+	api.SendText(9999, "hello? whose bot is this?")
+	api.SendText(ownerID, "/status")
+	status := api.WaitMessage(t, ownerID, textHas("Up "))
+	for _, want := range []string{"Ignored 1 message(s) from 1 stranger(s)", "Last turns:", "Memory:", "Mood:"} {
+		if !strings.Contains(status.Text, want) {
+			t.Errorf("/status lacks %q:\n%s", want, status.Text)
+		}
+	}
+	api.SendText(ownerID, "/tools")
+	if tools := api.WaitMessage(t, ownerID, textHas("Built in:")); !strings.Contains(tools.Text, "run_shell") {
+		t.Errorf("/tools = %q", tools.Text)
+	}
+	api.SendText(ownerID, "/pending")
+	api.WaitMessage(t, ownerID, textHas("Nothing is waiting for your answer."))
+	for _, m := range api.Messages(9999) {
+		t.Errorf("the stranger got %q", m.Text)
+	}
+	if n := len(p.turns()); n != turns {
+		t.Errorf("%d turns after the stale tap, commands and the stranger, want %d", n, turns)
+	}
+}
+
+// TestTelegramPendingShowsButtonsAgain: a request shown again by /pending
+// can be decided from its new message, and both messages are settled.
+func TestTelegramPendingShowsButtonsAgain(t *testing.T) {
+	t.Parallel()
+	model := demomodel.New(writeCall("w1", "later.txt", "eggs"), demomodel.Step{Text: "Saved the eggs."})
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	api.SendText(ownerID, "eggs, later")
+	first := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) == 1 })
+	p.waitTurns(1)
+	api.SendText(ownerID, "/pending")
+	again := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) == 1 && m.ID != first.ID })
+	api.WaitMessage(t, ownerID, textHas("One request is waiting"))
+	tap(api, again, "Approve")
+	api.WaitMessage(t, ownerID, textHas("Saved the eggs."))
+	for _, id := range []int64{first.ID, again.ID} {
+		api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+			return m.ID == id && m.Keyboard == nil && strings.Contains(m.Text, "Approved at")
+		})
+	}
+}
+
+// TestTelegramOutageDuringATurn: Telegram goes away for 30 s while a turn
+// runs; the turn is not held up, and its reply arrives once Telegram is
+// back, followed by the pet's answers to what the owner says next.
+func TestTelegramOutageDuringATurn(t *testing.T) {
+	t.Parallel()
+	model := demomodel.New(demomodel.Step{Text: "answered during the outage", Delay: time.Second}, demomodel.Step{Text: "and after it"})
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	api.SendText(ownerID, "a question")
+	p.waitRequests(1)
+	api.SetDown(true)
+	back := time.After(30 * time.Second)
+	p.waitTurns(1) // the turn ends while Telegram is away
+	<-back
+	api.SetDown(false)
+	api.WaitMessage(t, ownerID, textHas("answered during the outage"))
+	api.SendText(ownerID, "still there?")
+	api.WaitMessage(t, ownerID, textHas("and after it"))
+}
+
+// TestTelegramRestartHandlesEachUpdateOnce: core restarts between two
+// messages; each is answered once, and the first is not taken again.
+func TestTelegramRestartHandlesEachUpdateOnce(t *testing.T) {
+	t.Parallel()
+	model := demomodel.New(demomodel.Step{Text: "first answer"}, demomodel.Step{Text: "second answer"})
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	first := api.SendText(ownerID, "one")
+	api.WaitMessage(t, ownerID, textHas("first answer"))
+	p.stopCore()
+	second := api.SendText(ownerID, "two")
+	p.startCore()
+	api.WaitMessage(t, ownerID, textHas("second answer"))
+	p.waitTurns(2)
+	if reqs := p.model.Requests(); len(reqs) != 2 {
+		t.Errorf("the model was asked %d times, want twice", len(reqs))
+	}
+	if a, b := api.Delivered(first), api.Delivered(second); a != 1 || b != 1 {
+		t.Errorf("updates delivered %d and %d times, want once each", a, b)
+	}
+	var answers []string
+	for _, m := range api.Messages(ownerID) {
+		answers = append(answers, m.Text)
+	}
+	if strings.Join(answers, "|") != "first answer|second answer" {
+		t.Errorf("the owner got %q", answers)
+	}
+}
+
+// TestOwnerCommands: the commands core answers itself, on any transport,
+// without a turn.
+func TestOwnerCommands(t *testing.T) {
+	t.Parallel()
+	p := newPet(t, demomodel.New())
+	tests := []struct{ say, want string }{
+		{"/help", "/pending — requests waiting for your answer"},
+		{"/start", "Hello! I'm shelldon"},
+		{"/status@shelldon_bot", "Idle, waiting for a message."},
+		{"/tools", "Put away after failing: none."},
+		{"/pending", "Nothing is waiting for your answer."},
+		{"/restore", "Which tool?"},
+		{"/restore ghost", "No quarantined tool is called ghost"},
+		{"/frobnicate", "I don't know /frobnicate."},
+	}
+	for _, tc := range tests {
+		p.say(tc.say)
+		if r := p.reply(10 * time.Second); !strings.Contains(r.Text, tc.want) {
+			t.Errorf("%s answered %q, want it to say %q", tc.say, r.Text, tc.want)
+		}
+	}
+	if n := len(p.turns()); n != 0 {
+		t.Errorf("commands started %d turns, want none", n)
+	}
+	if reqs := p.model.Requests(); len(reqs) != 0 {
+		t.Errorf("commands reached the model %d times", len(reqs))
+	}
+}
