@@ -14,6 +14,7 @@ import (
 
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost/systemdhost"
 )
@@ -44,6 +45,31 @@ func BenchmarkTurnWithTools(b *testing.B) {
 		}}
 	}
 	measureTurns(b, newPet(b, model, useBuiltBinary(b)))
+}
+
+// BenchmarkTelegramTurn is BenchmarkTurn with the owner on Telegram: the
+// message comes through the real go-telegram/bot client's long poll from a
+// local Bot API server and the reply goes back to it, both through the
+// transport's SQLite inbox and outbox. The difference from BenchmarkTurn
+// is what the Telegram path costs a turn, less the internet's latency.
+func BenchmarkTelegramTurn(b *testing.B) {
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
+	api := telegramtest.New(b, botToken)
+	p := newPet(b, model, useBuiltBinary(b), withTelegram(api))
+	latencies := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := range b.N {
+		start := time.Now()
+		api.SendText(ownerID, fmt.Sprintf("message %d", i))
+		api.WaitMessage(b, ownerID, func(m telegramtest.Message) bool { return m.ID == int64(2*i+2) })
+		latencies = append(latencies, time.Since(start))
+		p.waitTurns(i + 1)
+	}
+	b.StopTimer()
+	slices.Sort(latencies)
+	b.ReportMetric(ms(latencies[len(latencies)/2]), "median-ms")
+	b.ReportMetric(ms(latencies[len(latencies)*99/100]), "p99-ms")
 }
 
 // BenchmarkTurnInSystemdUnit is BenchmarkTurn with each worker in a
