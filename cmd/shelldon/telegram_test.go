@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/daemon/launch"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
@@ -234,5 +236,18 @@ func TestOwnerCommands(t *testing.T) {
 	}
 	if reqs := p.model.Requests(); len(reqs) != 0 {
 		t.Errorf("commands reached the model %d times", len(reqs))
+	}
+}
+
+// TestTelegramWithoutAllowedUsersRefusesToStart: a bot token with nobody
+// allowed would answer strangers, so core does not start, and says how to
+// find the owner's id.
+func TestTelegramWithoutAllowedUsersRefusesToStart(t *testing.T) {
+	t.Parallel()
+	cfg := testConfig(t, "http://127.0.0.1:1/v1")
+	cfg.Telegram.Token = botToken
+	err := runCore(context.Background(), cfg, testLogger(t), launch.Child{}, nil, func() { t.Error("core started") })
+	if err == nil || !strings.Contains(err.Error(), "@userinfobot") || !strings.Contains(err.Error(), "telegram.allowed_users") {
+		t.Errorf("runCore = %v, want a refusal saying how to find the owner's id", err)
 	}
 }

@@ -30,7 +30,7 @@ var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids; message @userinf
 
 // ErrTokenRefused is returned by [Transport.Run] when Telegram says the
 // bot token is not valid: retrying would not help.
-var ErrTokenRefused = errors.New("Telegram refused the bot token; check it with @BotFather")
+var ErrTokenRefused = errors.New("the bot token was refused by Telegram; check it with @BotFather")
 
 // Defaults for the zero values of [Config].
 const (

@@ -1,0 +1,100 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/clock"
+	"shelldon/config"
+	"shelldon/contracts"
+	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/testhost"
+)
+
+// TestUnansweredRequestsExpire: a request nobody decides on is dropped at
+// its expiry; the owner is told, and every transport hears that it is
+// settled, so its buttons go.
+func TestUnansweredRequestsExpire(t *testing.T) {
+	dir := testhost.ShortDir(t)
+	cfg := config.Default()
+	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: `{"path":"a.txt","content":"x"}`}
+	ctx := context.Background()
+	if err := store.ParkApproval(ctx, state.PendingApproval{
+		Turn: "0123456789abcdef", Call: call, Summary: "writes 1 byte to a.txt",
+		Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},
+		Transport: "test", Chat: "owner", Created: clk.Now(), Expires: clk.Now().Add(90 * time.Second),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	core, err := New(Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: []string{"worker"}, Clock: clk,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	ready, done := make(chan struct{}), make(chan error, 1)
+	go func() { done <- core.Run(runCtx, func() { close(ready) }) }()
+	<-ready
+	t.Cleanup(func() { cancel(); <-done })
+	conn, err := bus.Dial(ctx, cfg.Socket, contracts.Hello{Role: contracts.RoleTransport, Name: "test"}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	got := make(chan contracts.Envelope, 16)
+	go func() {
+		for {
+			env, err := conn.Recv()
+			if err != nil {
+				return
+			}
+			got <- env
+		}
+	}()
+
+	var closed contracts.ApprovalClosed
+	var told contracts.Outbound
+	// The expiry check runs every minute of core's clock; the clock moves
+	// a minute at a time until core has spoken (a check due before it was
+	// set would otherwise be missed).
+	deadline := time.After(10 * time.Second)
+	for closed.Turn == "" || told.Text == "" {
+		clk.Advance(expiryCheck)
+		select {
+		case env := <-got:
+			switch env.Kind {
+			case contracts.KindApprovalClosed:
+				env.Decode(&closed)
+			case contracts.KindOutbound:
+				env.Decode(&told)
+			}
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("core said nothing of the expired request (closed %+v, told %+v)", closed, told)
+		}
+	}
+	if closed.Turn != "0123456789abcdef" || closed.Outcome != contracts.ApprovalExpired {
+		t.Errorf("settled %+v, want the request expired", closed)
+	}
+	if !strings.Contains(told.Text, "Nobody answered my request to use write_file") || told.Chat != "owner" {
+		t.Errorf("the owner was told %+v", told)
+	}
+	if parked, err := store.PendingApprovals(ctx); err != nil || len(parked) != 0 {
+		t.Errorf("still parked: %+v, %v", parked, err)
+	}
+}
