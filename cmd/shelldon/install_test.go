@@ -14,6 +14,7 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
+	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
@@ -33,6 +34,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 	const modelAddr = "127.0.0.1:18080"
 	script := []demomodel.Step{
 		{Text: "hello from an installed pet", Delay: 1500 * time.Millisecond},
+		{Text: "hello over Telegram"},
 		{Text: "never heard: the worker is killed", Delay: 20 * time.Second},
 		{Text: "after the kill"},
 		{Text: "never heard: past R", Delay: 20 * time.Second},
@@ -57,6 +59,16 @@ func TestInstalledUnderSystemd(t *testing.T) {
 	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 6*time.Second, 8*time.Second, 12*time.Second
 	cfg.Worker.CPUSeconds = 8
 	cfg.Providers = []config.Provider{{Name: "demo", BaseURL: "http://" + modelAddr + "/v1", Model: demomodel.ModelName}}
+	// The owner's bot: a Bot API server of the test, listening inside the
+	// host's private network, and the token where the owner puts it,
+	// which the unit loads as a credential.
+	api := telegramtest.NewOn(t, botToken, host.Listen(t))
+	cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = api.URL(), []int64{ownerID}
+	tokenFile := filepath.Join(host.Dir, "token")
+	if err := os.WriteFile(tokenFile, []byte(botToken+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	host.Must(t, "install", "-m", "0600", tokenFile, "/etc/shelldon/telegram/token")
 	toml, err := os.ReadFile(writeConfig(t, &pet{cfg: cfg}))
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +118,15 @@ func TestInstalledUnderSystemd(t *testing.T) {
 			if !strings.Contains(journal, want) {
 				t.Errorf("journalctl SHELLDON_TURN=%s lacks %s:\n%s", turn.ID, want, journal)
 			}
+		}
+	})
+
+	t.Run("the owner chats over Telegram", func(t *testing.T) {
+		p.t = t
+		api.SendText(ownerID, "hi from my phone")
+		api.WaitMessage(t, ownerID, textHas("hello over Telegram"))
+		if got := host.Must(t, "journalctl", "--no-pager", "-o", "cat", "-u", "shelldon.service"); !strings.Contains(got, "telegram: connected") {
+			t.Errorf("the journal does not say the bot connected:\n%s", got)
 		}
 	})
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -20,7 +21,7 @@ const (
 	firstUpdateID = 1000
 	// defaultBotID is the bot's user id when the token does not start with one.
 	defaultBotID int64 = 7000000000
-	botUsername  = "shelldon_test_bot"
+	botUsername        = "shelldon_test_bot"
 	// waitLimit bounds WaitCall and WaitMessage.
 	waitLimit = 15 * time.Second
 )
@@ -86,6 +87,14 @@ type BotCommand struct{ Command, Description string }
 // New starts a server on loopback answering for token; t.Cleanup closes it.
 func New(t testing.TB, token string) *Server {
 	t.Helper()
+	return NewOn(t, token, nil)
+}
+
+// NewOn is New serving on ln, for a server that must be reached inside
+// another network (a booted test host's); nil means a fresh loopback
+// listener.
+func NewOn(t testing.TB, token string, ln net.Listener) *Server {
+	t.Helper()
 	if strings.TrimSpace(token) == "" {
 		t.Fatalf("telegramtest.New: empty token")
 	}
@@ -105,7 +114,12 @@ func New(t testing.TB, token string) *Server {
 		chats:       map[int64]*chat{},
 		queries:     map[string]bool{},
 	}
-	s.http = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	if ln != nil {
+		s.http.Listener.Close()
+		s.http.Listener = ln
+	}
+	s.http.Start()
 	t.Cleanup(s.close)
 	return s
 }
