@@ -19,6 +19,10 @@ const maxMessage = 4096
 // maxNote bounds the policy note on an approval, so the detail keeps room.
 const maxNote = 512
 
+// maxFile bounds the file that carries a long detail, well inside the
+// outbox's limit on one item; a detail longer still is cut, and says so.
+const maxFile = 512 << 10
+
 // outcomeRoom is kept free in an approval message for the outcome line
 // its edit appends ("✅ Approved at 12:03").
 const outcomeRoom = 64
@@ -189,6 +193,11 @@ func renderApproval(req contracts.ApprovalRequest, loc *time.Location, now time.
 		detail, _ = cut(detail, max(room-noteAllowance, 1))
 		trailer = fmt.Sprintf("\n(%d of %d characters shown; the whole text is in the file above)", utf8.RuneCountInString(detail), total)
 		out.File, out.FileName = []byte(req.Detail), fileName(req)
+		if len(out.File) > maxFile {
+			whole := len(out.File)
+			out.File = append([]byte(strings.ToValidUTF8(string(out.File[:maxFile]), "")),
+				fmt.Sprintf("\n\n(cut: the first %d of %d bytes)\n", maxFile, whole)...)
+		}
 	}
 	out.HTML = headerHTML + "<pre>" + html.EscapeString(detail) + "</pre>" + trailer + html.EscapeString(expires)
 	return out

@@ -148,6 +148,14 @@ func TestRenderApproval(t *testing.T) {
 	}
 }
 
+func TestRenderApprovalCapsTheFile(t *testing.T) {
+	req := contracts.ApprovalRequest{Turn: "t1", Tool: "write_file", Detail: strings.Repeat("é", maxFile)}
+	got := renderApproval(req, time.UTC, time.Now())
+	if len(got.File) > maxFile+100 || !utf8.Valid(got.File) || !strings.Contains(string(got.File), "(cut: the first") {
+		t.Errorf("file of %d bytes (valid UTF-8: %v), want at most about %d and a note of the cut", len(got.File), utf8.Valid(got.File), maxFile)
+	}
+}
+
 func TestOutcomeLine(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 3, 0, 0, time.UTC)
 	for outcome, want := range map[string]string{
