@@ -144,7 +144,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 
 	t.Run("a killed worker leaves a failed unit and no harm", func(t *testing.T) {
 		p.t = t
-		p.waitTurns(1)
+		p.waitTurns(2) // the first turn and the Telegram one
 		p.say("second")
 		unit := waitTurnUnit(t, host)
 		host.Must(t, "systemctl", "kill", "--signal=SIGKILL", unit)
@@ -162,7 +162,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 
 	t.Run("a turn past R is ended by systemd", func(t *testing.T) {
 		p.t = t
-		p.waitTurns(3) // so the unit found running is this turn's
+		p.waitTurns(4) // so the unit found running is this turn's
 		p.say("take your time")
 		// A stopped worker cannot give up at W by itself: only the unit's
 		// RuntimeMaxSec (R) ends it.
@@ -170,7 +170,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 		if r := p.reply(20 * time.Second); !r.Degraded {
 			t.Fatalf("reply to a turn past R = %+v, want the degrade answer", r)
 		}
-		turns := p.waitTurns(4)
+		turns := p.waitTurns(5)
 		if got := turns[0]; got.WorkerExit != "timeout" || got.Total >= cfg.Timeouts.Turn.Duration {
 			t.Errorf("turn past R = %+v, want its unit's result timeout, degraded before T (%v)", got, cfg.Timeouts.Turn.Duration)
 		}
