@@ -70,6 +70,7 @@ install: build
 	install -D -m 0755 $(BIN)/shelldon $(DESTDIR)$(PREFIX)/bin/shelldon
 	install -D -m 0644 units/shelldon.service $(DESTDIR)/lib/systemd/system/shelldon.service
 	install -D -m 0644 units/shelldon-broker.service $(DESTDIR)/lib/systemd/system/shelldon-broker.service
+	install -D -m 0644 units/shelldon-panel.service $(DESTDIR)/lib/systemd/system/shelldon-panel.service
 	install -D -m 0644 units/shelldon.slice $(DESTDIR)/lib/systemd/system/shelldon.slice
 	install -D -m 0644 units/shelldon-turns.slice $(DESTDIR)/lib/systemd/system/shelldon-turns.slice
 	install -D -m 0644 units/shelldon.sysusers $(DESTDIR)/usr/lib/sysusers.d/shelldon.conf

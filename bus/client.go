@@ -103,6 +103,9 @@ type Client struct {
 	// OnConnect runs after each successful join, before frames are read
 	// (a panel asks for the current face here, a chat client greets).
 	OnConnect func(*Conn)
+	// OnDisconnect runs when a joined connection is lost, before the
+	// client dials again (a panel shows that core is away).
+	OnDisconnect func()
 
 	mu   sync.Mutex
 	conn *Conn
@@ -160,6 +163,9 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 		stop()
 		c.setConn(nil)
 		conn.Close()
+		if c.OnDisconnect != nil && ctx.Err() == nil {
+			c.OnDisconnect()
+		}
 		// A connection that lasted keeps the backoff short; one dropped
 		// at once (a core that welcomes, then fails) grows it, so a
 		// flapping core is not hammered.

@@ -28,6 +28,7 @@ type Config struct {
 	Bus       Bus        `toml:"bus"`
 	Providers []Provider `toml:"provider"` // [[provider]] tables, tried in order
 	Telegram  Telegram   `toml:"telegram"`
+	Panel     Panel      `toml:"panel"`
 }
 
 // Timeouts bound one turn. They must keep 0 < Worker < Reap < Turn: the
@@ -105,6 +106,26 @@ type Telegram struct {
 	RetryMax Duration `toml:"retry_max"`
 }
 
+// Panel is the e-ink face `shelldon panel` drives.
+type Panel struct {
+	// Display is where frames go: "auto" (the Waveshare display if it
+	// answers, else the PNG file), "waveshare", "png" or "terminal".
+	Display string `toml:"display"`
+	// PNGPath is the PNG file's path, replaced atomically on each frame.
+	PNGPath string `toml:"png_path"`
+	// FullEvery forces a full refresh after this many partial ones, and
+	// FullAfter once the last full refresh is this old: partial refreshes
+	// leave ghosts that only a full one clears.
+	FullEvery int      `toml:"full_every"`
+	FullAfter Duration `toml:"full_after"`
+	// SleepAfter puts the display to sleep once nothing changed for this
+	// long; the next change wakes it.
+	SleepAfter Duration `toml:"sleep_after"`
+}
+
+// The displays a panel can drive.
+var PanelDisplays = []string{"auto", "waveshare", "png", "terminal"}
+
 // Default is the configuration used for every key the file and the
 // environment leave unset.
 func Default() Config {
@@ -137,6 +158,13 @@ func Default() Config {
 			APIURL:      "https://api.telegram.org",
 			PollTimeout: Duration{30 * time.Second},
 			RetryMax:    Duration{time.Minute},
+		},
+		Panel: Panel{
+			Display:    "auto",
+			PNGPath:    "/run/shelldon/panel.png",
+			FullEvery:  20,
+			FullAfter:  Duration{time.Hour},
+			SleepAfter: Duration{2 * time.Minute},
 		},
 	}
 }

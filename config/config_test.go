@@ -88,7 +88,7 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 	for _, s := range settings {
 		pattern := `(?m)^(# )?` + regexp.QuoteMeta(leafKey(s.key)) + ` = `
 		switch s.key {
-		case "timeouts", "turn", "worker", "bus", "telegram":
+		case "timeouts", "turn", "worker", "bus", "telegram", "panel":
 			pattern = `(?m)^\[` + s.key + `\]$`
 		case "provider":
 			pattern = `(?m)^\[\[provider\]\]$`
@@ -138,6 +138,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
 		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX",
+		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER",
 	}
 	var got []string
 	for _, s := range overridable() {
@@ -948,5 +949,32 @@ func TestTelegramCheck(t *testing.T) {
 				t.Errorf("Check(%q) = %v, want nil", tt.environ, err)
 			}
 		})
+	}
+}
+
+func TestPanelValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Panel)
+		want string
+	}{
+		{"unknown display", func(p *Panel) { p.Display = "lcd" }, `panel.display: "lcd" is not a display shelldon knows`},
+		{"relative png path", func(p *Panel) { p.PNGPath = "panel.png" }, `panel.png_path: "panel.png" is not an absolute path`},
+		{"no partials", func(p *Panel) { p.FullEvery = 0 }, "panel.full_every"},
+		{"full refresh too often", func(p *Panel) { p.FullAfter.Duration = time.Second }, "panel.full_after"},
+		{"sleep too soon", func(p *Panel) { p.SleepAfter.Duration = time.Second }, "panel.sleep_after"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.edit(&c.Panel)
+			err := c.Validate()
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	if err := Default().Validate(); err != nil {
+		t.Errorf("the default panel settings do not validate: %v", err)
 	}
 }

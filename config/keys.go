@@ -81,6 +81,18 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Telegram.PollTimeout }, parseDuration)},
 	{key: "telegram.retry_max", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Telegram.RetryMax }, parseDuration)},
+
+	{key: "panel", hint: "a table: the section [panel]"},
+	{key: "panel.display", hint: `a string: "auto", "waveshare", "png" or "terminal"`,
+		set: textSetter(func(c *Config) *string { return &c.Panel.Display }, parseString)},
+	{key: "panel.png_path", hint: `a file path, like "/run/shelldon/panel.png"`,
+		set: textSetter(func(c *Config) *string { return &c.Panel.PNGPath }, parseString)},
+	{key: "panel.full_every", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Panel.FullEvery }, parseInt)},
+	{key: "panel.full_after", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Panel.FullAfter }, parseDuration)},
+	{key: "panel.sleep_after", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Panel.SleepAfter }, parseDuration)},
 }
 
 const (

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math"
 	"net/url"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -41,6 +43,16 @@ var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
 // botToken is the shape of the tokens @BotFather hands out: the bot's id, a
 // colon, then the secret.
 var botToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]{30,}$`)
+
+// The bounds of the panel's refresh policy: a full refresh takes the
+// panel about two seconds of flashing, a partial one leaves a little ghost.
+const (
+	maxFullEvery  = 1000
+	minFullAfter  = time.Minute
+	maxFullAfter  = 24 * time.Hour
+	minSleepAfter = 10 * time.Second
+	maxSleepAfter = 24 * time.Hour
+)
 
 // Telegram's limits on a long poll and the bounds of a sane retry wait.
 const (
@@ -129,6 +141,7 @@ func (c Config) validate(o origins) error {
 		c.validateProvider(i, p, add)
 	}
 	c.Telegram.validate(def.Telegram, add)
+	c.Panel.validate(def.Panel, add)
 
 	errs := make([]error, len(found))
 	for i, f := range found {
@@ -200,6 +213,19 @@ func (t Telegram) validate(def Telegram, add func(key, what, remedy string, abou
 	}
 	inRange(add, "telegram.poll_timeout", t.PollTimeout.Duration, minPollTimeout, maxPollTimeout, def.PollTimeout.Duration)
 	inRange(add, "telegram.retry_max", t.RetryMax.Duration, minRetryMax, maxRetryMax, def.RetryMax.Duration)
+}
+
+func (p Panel) validate(def Panel, add func(key, what, remedy string, about ...string)) {
+	if !slices.Contains(PanelDisplays, p.Display) {
+		add("panel.display", fmt.Sprintf("%q is not a display shelldon knows", p.Display),
+			fmt.Sprintf("use one of %s", strings.Join(PanelDisplays, ", ")))
+	}
+	if !filepath.IsAbs(p.PNGPath) {
+		add("panel.png_path", fmt.Sprintf("%q is not an absolute path", p.PNGPath), fmt.Sprintf("use a full path, like %q", def.PNGPath))
+	}
+	inRange(add, "panel.full_every", p.FullEvery, 1, maxFullEvery, def.FullEvery)
+	inRange(add, "panel.full_after", p.FullAfter.Duration, minFullAfter, maxFullAfter, def.FullAfter.Duration)
+	inRange(add, "panel.sleep_after", p.SleepAfter.Duration, minSleepAfter, maxSleepAfter, def.SleepAfter.Duration)
 }
 
 // badServerURL says what is wrong with the base URL of a server shelldon

@@ -163,6 +163,22 @@ type Snapshot struct {
 	Caption string `json:"caption,omitempty"`
 	// HoldUntil is the end of a reaction's dwell; ambient faces wait for it.
 	HoldUntil time.Time `json:"hold_until,omitempty"`
+	// Ambient marks an at-rest face (the mood's drift), which yields to a
+	// reaction still held; a turn's faces and reactions show at once.
+	Ambient bool `json:"ambient,omitempty"`
+	// Status is what the panel's status strip shows.
+	Status PanelStatus `json:"status"`
+}
+
+// PanelStatus is the pet's vital signs, for the panel's status strip.
+type PanelStatus struct {
+	Name string `json:"name"`
+	// Since is when core started; the panel counts the uptime from it.
+	Since      time.Time `json:"since"`
+	TurnsToday int       `json:"turns_today"`
+	// Memory is what the pet's processes use, in bytes; 0 when unknown.
+	Memory int64  `json:"memory,omitempty"`
+	Mood   string `json:"mood,omitempty"`
 }
 
 // ExecRequest asks core to run one tool call in the sandbox. Core checks

@@ -120,6 +120,23 @@ func (c *Core) status(ctx context.Context) string {
 	return b.String()
 }
 
+// panelStatus is the status strip of the panel: the pet's name, when core
+// started, the turns since local midnight and the memory in use.
+func (c *Core) panelStatus() contracts.PanelStatus {
+	now := c.clock.Now().Local()
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	st := contracts.PanelStatus{Name: "shelldon", Since: c.started}
+	if n, err := c.store.TurnsSince(context.Background(), midnight); err == nil {
+		st.TurnsToday = n
+	}
+	if current, _, ok := procmem.Cgroup(); ok {
+		st.Memory = current
+	} else if rss, ok := procmem.Self("VmRSS"); ok {
+		st.Memory = rss
+	}
+	return st
+}
+
 // memoryReport says what core, its service and the machine use.
 func memoryReport() string {
 	parts := []string{}

@@ -176,7 +176,7 @@ func New(opts Options) (*Core, error) {
 		stopped:  make(chan struct{}),
 		starting: map[string]*workerSlot{},
 	}
-	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.pushSnapshot}
+	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.pushSnapshot, status: c.panelStatus}
 	c.tools = tools.Builtins(tools.Env{Workspace: c.layout.Workspace(), Vault: c.layout.Vault(), Clock: c.clock})
 	return c, nil
 }
@@ -445,6 +445,7 @@ func (c *Core) handleEvent(ctx context.Context, ev event) {
 		return
 	case evExpire:
 		c.expireApprovals(ctx)
+		c.face.refresh() // the status strip's memory figure moves between turns
 		c.clock.AfterFunc(expiryCheck, func() { c.post(event{kind: evExpire}) })
 		return
 	}
@@ -587,6 +588,7 @@ func (c *Core) maybeFinish(ctx context.Context) {
 	}
 	c.finishTurnRecord(t, t.outcome, t.err)
 	c.turn = nil
+	c.face.refresh() // one more turn today
 	c.announceActivity(t, false)
 	c.release(ctx)
 }

@@ -17,10 +17,14 @@ type presence struct {
 	clock clock.Clock
 	dwell time.Duration
 	push  func(contracts.Snapshot)
+	// status fills the status strip of each push.
+	status func() contracts.PanelStatus
 
 	mu        sync.Mutex
 	last      contracts.Snapshot
 	holdUntil time.Time
+	// mood is the last reaction's face: how the pet last felt.
+	mood string
 }
 
 // show pushes a turn's face now, whatever is held.
@@ -28,7 +32,7 @@ func (p *presence) show(face, glyphs, caption string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdUntil = time.Time{}
-	p.pushLocked(face, glyphs, caption)
+	p.pushLocked(face, glyphs, caption, false)
 }
 
 // react pushes a reaction and holds it for the dwell.
@@ -36,7 +40,8 @@ func (p *presence) react(face, glyphs, caption string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdUntil = p.clock.Now().Add(p.dwell)
-	p.pushLocked(face, glyphs, caption)
+	p.mood = face
+	p.pushLocked(face, glyphs, caption, false)
 }
 
 // ambient pushes an at-rest face unless a reaction still holds the
@@ -47,18 +52,34 @@ func (p *presence) ambient(face, glyphs, caption string) bool {
 	if p.clock.Now().Before(p.holdUntil) {
 		return false
 	}
-	p.pushLocked(face, glyphs, caption)
+	p.pushLocked(face, glyphs, caption, true)
 	return true
 }
 
-func (p *presence) pushLocked(face, glyphs, caption string) {
-	s := contracts.Snapshot{Face: face, Glyphs: glyphs, Caption: caption, HoldUntil: p.holdUntil}
-	if s.Face == p.last.Face && s.Caption == p.last.Caption && s.Glyphs == p.last.Glyphs {
+func (p *presence) pushLocked(face, glyphs, caption string, ambient bool) {
+	s := contracts.Snapshot{Face: face, Glyphs: glyphs, Caption: caption, HoldUntil: p.holdUntil, Ambient: ambient}
+	if p.status != nil {
+		s.Status = p.status()
+	}
+	s.Status.Mood = p.mood
+	if s.Face == p.last.Face && s.Caption == p.last.Caption && s.Glyphs == p.last.Glyphs && s.Status == p.last.Status {
 		p.last.HoldUntil = s.HoldUntil
 		return
 	}
 	p.last = s
 	p.push(s)
+}
+
+// refresh pushes the current face again if the status changed (a turn
+// ended, memory moved), so the panel's strip stays true between faces.
+func (p *presence) refresh() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.last.Face == "" {
+		return
+	}
+	last := p.last
+	p.pushLocked(last.Face, last.Glyphs, last.Caption, last.Ambient)
 }
 
 // current is the latest snapshot, for a panel that has just joined.

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -29,15 +30,20 @@ func TestSystemdAcceptsTheUnits(t *testing.T) {
 	}
 	host.Install(t, shelldon)
 	exec := func(argv ...string) string { t.Helper(); return host.Must(t, argv...) }
-	for _, user := range []string{"shelldon-broker", "shelldon-worker"} {
-		if groups := exec("id", "-nG", user); !strings.Contains(groups, "shelldon") {
-			t.Errorf("%s is in groups %q, want shelldon among them", user, groups)
+	for user, want := range map[string][]string{
+		"shelldon-broker": {"shelldon"}, "shelldon-worker": {"shelldon"}, "shelldon-panel": {"shelldon", "spi", "gpio"},
+	} {
+		groups := strings.Fields(exec("id", "-nG", user))
+		for _, g := range want {
+			if !slices.Contains(groups, g) {
+				t.Errorf("%s is in groups %q, want %s among them", user, groups, g)
+			}
 		}
 	}
 	if got := exec("stat", "-c", "%a %U %G", "/var/lib/shelldon"); strings.TrimSpace(got) != "750 root shelldon" {
 		t.Errorf("/var/lib/shelldon is %q, want 750 root shelldon", got)
 	}
-	if out, err := host.Exec(ctx, "systemd-analyze", "verify", "/etc/systemd/system/shelldon.service", "/etc/systemd/system/shelldon-broker.service", "/etc/systemd/system/shelldon.slice", "/etc/systemd/system/shelldon-turns.slice"); err != nil || len(strings.TrimSpace(string(out))) > 0 {
+	if out, err := host.Exec(ctx, "systemd-analyze", "verify", "/etc/systemd/system/shelldon.service", "/etc/systemd/system/shelldon-broker.service", "/etc/systemd/system/shelldon-panel.service", "/etc/systemd/system/shelldon.slice", "/etc/systemd/system/shelldon-turns.slice"); err != nil || len(strings.TrimSpace(string(out))) > 0 {
 		t.Errorf("systemd-analyze verify = %v:\n%s", err, out)
 	}
 	for unit, want := range map[string]string{"shelldon.service": "Type=notify", "shelldon-turns.slice": "Slice=shelldon.slice"} {
@@ -69,7 +75,7 @@ func TestHardening(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer turn.Kill()
-	for unit, most := range map[string]float64{"shelldon.service": 5.0, "shelldon-broker.service": 1.5, launch.UnitName("probe"): 1.5} {
+	for unit, most := range map[string]float64{"shelldon.service": 5.0, "shelldon-broker.service": 1.5, "shelldon-panel.service": 1.0, launch.UnitName("probe"): 1.5} {
 		out, _ := host.Exec(t.Context(), "systemd-analyze", "security", "--no-pager", unit)
 		m := regexp.MustCompile(`Overall exposure level for \S+: (\d+\.\d+)`).FindSubmatch(out)
 		if m == nil {

@@ -88,6 +88,7 @@ var commands = map[string]commandFunc{
 	"image":   cmdImage,
 	"sandbox": cmdSandbox,
 	"tools":   cmdTools,
+	"panel":   cmdPanel,
 	"version": func(_ context.Context, env *environment, _ []string) error {
 		fmt.Fprintln(env.stdout, "shelldon", version)
 		return nil

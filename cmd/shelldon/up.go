@@ -16,6 +16,7 @@ import (
 	"shelldon/config"
 	"shelldon/daemon/chat"
 	"shelldon/daemon/launch"
+	"shelldon/panel"
 )
 
 // demoModelBinary is the scripted model server `up` starts when no
@@ -85,6 +86,29 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		if err := broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, log.With("actor", "broker")); err != nil {
 			log.Error("the broker stopped", "err", err)
 			cancel()
+		}
+	}()
+
+	// The face goes to <state-dir>/panel.png unless the configuration
+	// names another place (or the Waveshare display answers).
+	if cfg.Panel.PNGPath == config.Default().Panel.PNGPath {
+		cfg.Panel.PNGPath = filepath.Join(cfg.StateDir, "panel.png")
+	}
+	if cfg.Panel.Display == "terminal" {
+		cfg.Panel.Display = "png" // the terminal is the chat's
+	}
+	display, err := openDisplay(cfg.Panel, env, log)
+	if err != nil {
+		return err
+	}
+	face, err := panel.New(panel.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Display: display, Log: log.With("actor", "panel"),
+		Policy: panelPolicy(cfg.Panel)})
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := face.Run(ctx); err != nil {
+			log.Error("the panel stopped", "err", err)
 		}
 	}()
 

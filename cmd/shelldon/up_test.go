@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"image"
+	_ "image/png"
 	"io"
 	"os"
 	"os/exec"
@@ -77,6 +79,24 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	waitFor("scripted demo model")
+	// The panel draws the face to <state-dir>/panel.png.
+	png := filepath.Join(state, "panel.png")
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		f, err := os.Open(png)
+		if err == nil {
+			cfg, _, err := image.DecodeConfig(f)
+			f.Close()
+			if err != nil || cfg.Width != 250 || cfg.Height != 122 {
+				t.Fatalf("panel.png: %+v, %v; want a 250×122 image", cfg, err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("up drew no face: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	typed.Close()
 	select {
 	case err := <-done:

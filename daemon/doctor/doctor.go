@@ -20,6 +20,7 @@ import (
 
 	"shelldon/config"
 	"shelldon/daemon/launch"
+	"shelldon/panel/epd"
 	"shelldon/sandbox/image"
 )
 
@@ -51,11 +52,14 @@ type Host struct {
 	// SystemdBus dials the bus on which core asks systemd for turn
 	// units; nil means the system bus.
 	SystemdBus func() (*godbus.Conn, error)
+	// ProbeDisplay asks the e-ink display to answer; nil means there is
+	// none to ask.
+	ProbeDisplay func() (string, error)
 }
 
 // System is the running machine.
 func System() Host {
-	return Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}}
+	return Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}, ProbeDisplay: epd.Probe}
 }
 
 func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
@@ -289,12 +293,22 @@ func (h Host) providers(ctx context.Context, cfg config.Config) Check {
 
 func (h Host) spi() Check {
 	c := Check{Name: "SPI (panel)"}
-	if _, err := os.Stat(h.path("/dev/spidev0.0")); err == nil {
+	if _, err := os.Stat(h.path("/dev/spidev0.0")); err != nil {
+		c.Status, c.Detail = Warn, "no /dev/spidev0.0: the e-ink panel cannot be driven (the PNG file and the terminal preview still work)"
+		c.Fix = "enable SPI: dtparam=spi=on in /boot/firmware/config.txt (or raspi-config), then reboot"
+		return c
+	}
+	if h.ProbeDisplay == nil {
 		c.Status, c.Detail = OK, "/dev/spidev0.0"
 		return c
 	}
-	c.Status, c.Detail = Warn, "no /dev/spidev0.0: the e-ink panel cannot be driven (PNG and terminal panels still work)"
-	c.Fix = "enable SPI: dtparam=spi=on in /boot/firmware/config.txt (or raspi-config), then reboot"
+	detail, err := h.ProbeDisplay()
+	if err != nil {
+		c.Status, c.Detail = Warn, "SPI is on, but no display answers: "+err.Error()
+		c.Fix = "seat the Waveshare 2.13\" V4 HAT on the header, and run shelldon doctor as root or as a member of the spi and gpio groups"
+		return c
+	}
+	c.Status, c.Detail = OK, detail
 	return c
 }
 

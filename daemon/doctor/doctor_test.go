@@ -159,8 +159,31 @@ func TestMemoryCgroup(t *testing.T) {
 }
 
 func TestSPI(t *testing.T) {
-	wantStatus(t, testHost(t, map[string]string{"dev/spidev0.0": ""}).spi(), OK)
-	wantStatus(t, testHost(t, map[string]string{"dev/spidev1.0": ""}).spi(), Warn)
+	answers := func() (string, error) { return "waveshare-2in13-v4 answered in 1.9s", nil }
+	silent := func() (string, error) { return "", errors.New("BUSY never went low within 5s") }
+	tests := []struct {
+		name  string
+		files map[string]string
+		probe func() (string, error)
+		want  Status
+		says  string
+	}{
+		{"no SPI", map[string]string{"dev/spidev1.0": ""}, answers, Warn, "no /dev/spidev0.0"},
+		{"SPI, display answers", map[string]string{"dev/spidev0.0": ""}, answers, OK, "answered"},
+		{"SPI, no display", map[string]string{"dev/spidev0.0": ""}, silent, Warn, "no display answers: BUSY never went low"},
+		{"SPI, nothing to ask", map[string]string{"dev/spidev0.0": ""}, nil, OK, "/dev/spidev0.0"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := testHost(t, tc.files)
+			h.ProbeDisplay = tc.probe
+			c := h.spi()
+			wantStatus(t, c, tc.want)
+			if !strings.Contains(c.Detail, tc.says) {
+				t.Errorf("spi() detail = %q, want it to say %q", c.Detail, tc.says)
+			}
+		})
+	}
 }
 
 func TestStateDir(t *testing.T) {

@@ -151,6 +151,15 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	return nil
 }
 
+// TurnsSince counts the turns started at or after t.
+func (s *Store) TurnsSince(ctx context.Context, t time.Time) (int, error) {
+	var n int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE started_at >= ?`, t.UnixMilli()).Scan(&n); err != nil {
+		return 0, fmt.Errorf("count turns since %v: %w", t, err)
+	}
+	return n, nil
+}
+
 // RecentTurns returns the n most recently started turns, newest first.
 func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	if n <= 0 {

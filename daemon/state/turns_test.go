@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"errors"
 	"strings"
 	"testing"
@@ -138,6 +139,25 @@ func TestRecentTurnsOrderAndLimit(t *testing.T) {
 		}
 		if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
 			t.Errorf("RecentTurns(%d) = %v, want %v", tt.n, ids, tt.want)
+		}
+	}
+}
+
+func TestTurnsSince(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for i, at := range []time.Time{base.Add(-time.Hour), base, base.Add(5 * time.Hour)} {
+		if err := s.StartTurn(ctx, TurnStart{ID: fmt.Sprintf("t%d", i), Kind: "chat", Started: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		since time.Time
+		want  int
+	}{{base.Add(-2 * time.Hour), 3}, {base, 2}, {base.Add(time.Hour), 1}, {base.Add(6 * time.Hour), 0}} {
+		if got, err := s.TurnsSince(ctx, tc.since); err != nil || got != tc.want {
+			t.Errorf("TurnsSince(%v) = %d, %v; want %d", tc.since, got, err, tc.want)
 		}
 	}
 }

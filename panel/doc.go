@@ -1,0 +1,12 @@
+// Package panel is the pet's e-ink face: the actor behind `shelldon
+// panel`. It listens to core's face snapshots on the bus, keeps the scene
+// (face, caption, status strip), draws it with panel/render and sends the
+// frame to a [Display] through a refresh policy made for slow e-ink: an
+// unchanged frame is not sent again, a reaction holds the screen for its
+// dwell against the mood's drift, small changes are partial refreshes and
+// a full refresh clears their ghosts every so often, and an idle display
+// sleeps. When core is away the panel shows the pet asleep.
+//
+// Displays: the Waveshare 2.13" V4 (panel/epd), a PNG file replaced
+// atomically ([PNGFile]) and a terminal preview ([Terminal]).
+package panel

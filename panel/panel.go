@@ -1,0 +1,231 @@
+package panel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"shelldon/bus"
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/panel/faces"
+	"shelldon/panel/render"
+)
+
+// Options configure a panel.
+type Options struct {
+	Socket   string
+	MaxFrame int
+	Display  Display
+	Policy   Policy
+	// AwayAfter is how long core may be out of reach before the panel
+	// shows the pet asleep: a restart of core is quicker than this and
+	// does not flash the face.
+	AwayAfter time.Duration
+	Clock     clock.Clock
+	Log       *slog.Logger
+}
+
+// redrawEvery redraws the scene so the strip's uptime moves; an unchanged
+// frame is not sent to the display.
+const redrawEvery = time.Minute
+
+// defaultAwayAfter is AwayAfter's zero value.
+const defaultAwayAfter = 5 * time.Second
+
+// Panel is the actor: the scene core last asked for, drawn through the
+// refresh policy.
+type Panel struct {
+	opts    Options
+	clock   clock.Clock
+	log     *slog.Logger
+	refresh *refresher
+
+	mu        sync.Mutex
+	snap      contracts.Snapshot  // what is on show
+	deferred  *contracts.Snapshot // an ambient face waiting for a reaction's dwell to end
+	holdUntil time.Time
+	away      bool
+	awayTimer clock.Timer
+	holdTimer clock.Timer
+	tick      clock.Timer
+	stopped   bool
+}
+
+// New checks opts and returns a panel; it draws nothing yet.
+func New(opts Options) (*Panel, error) {
+	if opts.Display == nil || opts.Socket == "" {
+		return nil, errors.New("panel: a display and a bus socket are required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.AwayAfter <= 0 {
+		opts.AwayAfter = defaultAwayAfter
+	}
+	p := &Panel{opts: opts, clock: opts.Clock, log: opts.Log}
+	p.refresh = &refresher{display: opts.Display, policy: opts.Policy, clock: opts.Clock, log: opts.Log}
+	return p, nil
+}
+
+// Run serves the panel until ctx is done; only a hello core refuses ends
+// it early. It closes the display.
+func (p *Panel) Run(ctx context.Context) error {
+	defer p.opts.Display.Close()
+	defer p.stop()
+	client := &bus.Client{
+		Socket: p.opts.Socket, MaxFrame: p.opts.MaxFrame,
+		Hello: contracts.Hello{Role: contracts.RolePanel, Name: "panel"},
+		Logf:  func(format string, args ...any) { p.log.Info(fmt.Sprintf(format, args...)) },
+		// Core sends the face of the moment to a panel that joins.
+		OnConnect:    func(*bus.Conn) { p.coreBack() },
+		OnDisconnect: p.coreGone,
+	}
+	// Until core is first heard from, it is away.
+	p.coreGone()
+	p.scheduleTick()
+	err := client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
+		if env.Kind != contracts.KindSnapshot {
+			return
+		}
+		var s contracts.Snapshot
+		if err := env.Decode(&s); err != nil {
+			p.log.Warn("panel: an unreadable snapshot", "err", err)
+			return
+		}
+		p.take(s)
+	})
+	if err != nil {
+		return fmt.Errorf("panel: %w", err)
+	}
+	return nil
+}
+
+// Counts says what the refresh policy did so far.
+func (p *Panel) Counts() Counts { return p.refresh.stats() }
+
+// take shows a snapshot from core. An ambient face waits while a
+// reaction holds the screen; anything else shows at once.
+func (p *Panel) take(s contracts.Snapshot) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now := p.clock.Now()
+	if s.Ambient && now.Before(p.holdUntil) {
+		p.deferred = &s
+		if p.holdTimer != nil {
+			p.holdTimer.Stop()
+		}
+		p.holdTimer = p.clock.AfterFunc(p.holdUntil.Sub(now), p.releaseHold)
+		return
+	}
+	p.deferred = nil
+	p.snap = s
+	if !s.Ambient {
+		p.holdUntil = s.HoldUntil
+	}
+	p.drawLocked()
+}
+
+// releaseHold shows the ambient face that waited for a reaction's dwell.
+func (p *Panel) releaseHold() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.deferred == nil || p.clock.Now().Before(p.holdUntil) {
+		return
+	}
+	p.snap, p.deferred = *p.deferred, nil
+	p.drawLocked()
+}
+
+// coreGone starts the wait after which the pet is shown asleep.
+func (p *Panel) coreGone() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.awayTimer != nil {
+		p.awayTimer.Stop()
+	}
+	p.awayTimer = p.clock.AfterFunc(p.opts.AwayAfter, func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.stopped || p.away {
+			return
+		}
+		p.away = true
+		p.log.Info("panel: core is away; the pet sleeps")
+		p.drawLocked()
+	})
+}
+
+// coreBack cancels the away wait; core's snapshot follows.
+func (p *Panel) coreBack() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.awayTimer != nil {
+		p.awayTimer.Stop()
+	}
+	p.away = false
+}
+
+// scheduleTick redraws every minute, for the strip's uptime.
+func (p *Panel) scheduleTick() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	p.tick = p.clock.AfterFunc(redrawEvery, func() {
+		p.mu.Lock()
+		p.drawLocked()
+		p.mu.Unlock()
+		p.scheduleTick()
+	})
+}
+
+// scene is what to draw now.
+func (p *Panel) sceneLocked() render.Scene {
+	s := p.snap
+	st := s.Status
+	status := render.Status{Name: st.Name, TurnsToday: st.TurnsToday, Memory: st.Memory, Mood: st.Mood, Away: p.away}
+	if status.Name == "" {
+		status.Name = "shelldon"
+	}
+	if !st.Since.IsZero() {
+		status.Uptime = p.clock.Now().Sub(st.Since)
+	}
+	if p.away || s.Glyphs == "" {
+		glyphs, _ := faces.Registry{}.Lookup(faces.Sleeping)
+		caption := "waiting for my core…"
+		if !p.away {
+			caption = "waking up…"
+		}
+		return render.Scene{Face: glyphs, Caption: caption, Status: status}
+	}
+	return render.Scene{Face: s.Glyphs, Caption: s.Caption, Status: status}
+}
+
+func (p *Panel) drawLocked() {
+	if p.stopped {
+		return
+	}
+	if err := p.refresh.show(render.Render(p.sceneLocked())); err != nil {
+		p.log.Error("panel: drawing failed; the next change tries again", "err", err)
+	}
+}
+
+func (p *Panel) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopped = true
+	for _, t := range []clock.Timer{p.awayTimer, p.holdTimer, p.tick} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	p.refresh.stop()
+}

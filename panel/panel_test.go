@@ -1,0 +1,247 @@
+package panel
+
+import (
+	"context"
+	"errors"
+	"image"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/daemon/hub"
+	"shelldon/daemon/hub/hubtest"
+	"shelldon/panel/faces"
+	"shelldon/panel/render"
+)
+
+const waitLimit = 10 * time.Second
+
+// shown is one frame a display got.
+type shown struct {
+	frame   *render.Frame
+	partial bool
+}
+
+// recorder is a display that keeps what it is asked to do.
+type recorder struct {
+	mu     sync.Mutex
+	frames []shown
+	sleeps int
+	fail   error
+	added  chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{added: make(chan struct{}, 64)} }
+
+func (r *recorder) Show(img image.Image, partial bool) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	r.frames = append(r.frames, shown{img.(*render.Frame), partial})
+	select {
+	case r.added <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (r *recorder) Sleep() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sleeps++
+	return nil
+}
+
+func (*recorder) Close() error { return nil }
+func (*recorder) Name() string { return "recorder" }
+
+func (r *recorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.frames)
+}
+
+func (r *recorder) last() shown {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.frames[len(r.frames)-1]
+}
+
+// waitFor waits until the display got a frame equal to want.
+func (r *recorder) waitFor(t *testing.T, want *render.Frame, what string) {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		if r.count() > 0 && r.last().frame.Equal(want) {
+			return
+		}
+		select {
+		case <-r.added:
+		case <-deadline:
+			t.Fatalf("the display never showed %s", what)
+		}
+	}
+}
+
+func caption(text string) *render.Frame {
+	return render.Render(render.Scene{Face: "(^‿^)", Caption: text, Status: render.Status{Name: "shelldon"}})
+}
+
+func TestRefreshPolicy(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+	d := newRecorder()
+	r := &refresher{display: d, clock: clk, policy: Policy{FullEvery: 3, FullAfter: 5 * time.Minute, SleepAfter: 3 * time.Minute}}
+	steps := []struct {
+		name    string
+		advance time.Duration
+		frame   *render.Frame
+		want    string // "full", "partial", "unchanged"
+	}{
+		{"the first frame is full", 0, caption("a"), "full"},
+		{"an identical frame is not sent", 0, caption("a"), "unchanged"},
+		{"a small change is partial", 10 * time.Second, caption("b"), "partial"},
+		{"and another", 10 * time.Second, caption("c"), "partial"},
+		{"and a third", 10 * time.Second, caption("d"), "partial"},
+		{"then a full one against ghosting", 10 * time.Second, caption("e"), "full"},
+		{"partial again", 10 * time.Second, caption("f"), "partial"},
+		{"after the sleep, full", 4 * time.Minute, caption("g"), "full"},
+		{"partial", time.Minute, caption("h"), "partial"},
+		{"partial, not yet full_after", time.Minute + 50*time.Second, caption("i"), "partial"},
+		{"full once the last full one is old", 2*time.Minute + 30*time.Second, caption("j"), "full"},
+	}
+	// The sleep step: every frame re-arms the timer, so only the long
+	// pause lets it fire; full_after is then counted from the wake.
+	for _, step := range steps {
+		before := d.count()
+		clk.Advance(step.advance)
+		if err := r.show(step.frame); err != nil {
+			t.Fatal(err)
+		}
+		got := "unchanged"
+		if d.count() > before {
+			got = "full"
+			if d.last().partial {
+				got = "partial"
+			}
+		}
+		if got != step.want {
+			t.Errorf("%s: %s refresh, want %s", step.name, got, step.want)
+		}
+	}
+	if d.sleeps != 1 {
+		t.Errorf("the display slept %d times, want once", d.sleeps)
+	}
+	want := Counts{Full: 4, Partial: 6, Unchanged: 1, Sleeps: 1}
+	if got := r.stats(); got != want {
+		t.Errorf("counts = %+v, want %+v", got, want)
+	}
+}
+
+func TestAFailedFrameIsNotTakenAsShown(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	d := newRecorder()
+	r := &refresher{display: d, clock: clk, policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}}
+	d.fail = errors.New("SPI gone")
+	if err := r.show(caption("a")); err == nil {
+		t.Fatal("show on a failing display: no error")
+	}
+	d.fail = nil
+	if err := r.show(caption("a")); err != nil || d.count() != 1 || d.last().partial {
+		t.Errorf("after a failure the same frame: err %v, %d frames, want it sent in full", err, d.count())
+	}
+}
+
+func TestReactionHoldsAgainstTheMood(t *testing.T) {
+	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(start)
+	d := newRecorder()
+	p, err := New(Options{Socket: "unused", Display: d, Clock: clk, Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reaction := contracts.Snapshot{Face: "happy", Glyphs: "(^‿^)", Caption: "lunch!", HoldUntil: start.Add(time.Minute)}
+	mood := contracts.Snapshot{Face: "bored", Glyphs: "(¬_¬)", Caption: "", Ambient: true}
+	scene := func(s contracts.Snapshot) *render.Frame {
+		return render.Render(render.Scene{Face: s.Glyphs, Caption: s.Caption, Status: render.Status{Name: "shelldon"}})
+	}
+	p.take(reaction)
+	if !d.last().frame.Equal(scene(reaction)) {
+		t.Fatal("the reaction was not shown")
+	}
+	clk.Advance(10 * time.Second)
+	p.take(mood)
+	if n := d.count(); n != 1 {
+		t.Fatalf("the mood drifted over a held reaction: %d frames", n)
+	}
+	clk.Advance(50 * time.Second)
+	if !d.last().frame.Equal(scene(mood)) {
+		t.Error("the mood did not show once the dwell ended")
+	}
+	// A turn's own face never waits.
+	p.take(reaction)
+	thinking := contracts.Snapshot{Face: "thinking", Glyphs: "(˘_˘)…", Caption: "…"}
+	p.take(thinking)
+	if !d.last().frame.Equal(scene(thinking)) {
+		t.Error("a turn's face waited for a reaction's dwell")
+	}
+}
+
+func TestCoreRestartReconnects(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	d := newRecorder()
+	happy := contracts.Snapshot{Face: "happy", Glyphs: "(^‿^)", Caption: "hello", Status: contracts.PanelStatus{Name: "shelldon", TurnsToday: 3}}
+	// Core sends its face to a panel that joins, as the real one does.
+	joined := make(chan struct{}, 4)
+	onJoin := func(*hub.Peer) { joined <- struct{}{} }
+	greet := func(h *hub.Hub) {
+		t.Helper()
+		select {
+		case <-joined:
+		case <-time.After(waitLimit):
+			t.Fatal("the panel did not join core's bus")
+		}
+		env, _ := contracts.NewEnvelope(contracts.KindSnapshot, "", happy)
+		if err := h.Route(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, socket, stop := hubtest.Serve(t, "", hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
+	p, err := New(Options{Socket: socket, Display: d, Clock: clk, AwayAfter: 5 * time.Second,
+		Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	status := render.Status{Name: "shelldon", TurnsToday: 3}
+	withCore := render.Render(render.Scene{Face: "(^‿^)", Caption: "hello", Status: status})
+	greet(first)
+	d.waitFor(t, withCore, "core's face")
+
+	stop() // core goes away
+	sleeping, _ := faces.Registry{}.Lookup(faces.Sleeping)
+	status.Away = true
+	away := render.Render(render.Scene{Face: sleeping, Caption: "waiting for my core…", Status: status})
+	// The away wait runs on the fake clock: move it until the panel has
+	// noticed the loss, then past the wait.
+	deadline := time.After(waitLimit)
+	for !d.last().frame.Equal(away) {
+		clk.Advance(time.Second)
+		select {
+		case <-d.added:
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the panel never showed the pet asleep while core was away")
+		}
+	}
+
+	second, _, _ := hubtest.Serve(t, socket, hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
+	greet(second)
+	d.waitFor(t, withCore, "core's face after core came back")
+}

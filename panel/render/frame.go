@@ -1,0 +1,162 @@
+package render
+
+import (
+	"bytes"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"math/bits"
+	"strings"
+)
+
+// Width and Height are the size of the Waveshare 2.13" V4 panel in landscape.
+const Width, Height = 250, 122
+
+// stride is the bytes per row of a Frame. The 6 bits past Width at the end
+// of each row are always 0, so whole frames compare as byte slices.
+const stride = (Width + 7) / 8
+
+// Frame is one 1-bit frame, landscape, rows top to bottom, packed
+// MSB-first, 1 = black ink. The zero Frame reads as all white; NewFrame
+// makes one that can be drawn on.
+type Frame struct {
+	pix []byte
+}
+
+// blank stands in for the pixels of a zero Frame. Nothing writes to it.
+var blank = make([]byte, stride*Height)
+
+// NewFrame returns an all-white frame.
+func NewFrame() *Frame {
+	return &Frame{pix: make([]byte, stride*Height)}
+}
+
+func (f *Frame) pixels() []byte {
+	if f.pix == nil {
+		return blank
+	}
+	return f.pix
+}
+
+// Bounds is the frame's rectangle, (0,0)-(Width,Height).
+func (f *Frame) Bounds() image.Rectangle { return image.Rect(0, 0, Width, Height) }
+
+// ColorModel is gray: a frame holds only black and white.
+func (f *Frame) ColorModel() color.Model { return color.GrayModel }
+
+// At is color.Gray{0} for ink and color.Gray{255} for paper, which is also
+// what lies outside the frame.
+func (f *Frame) At(x, y int) color.Color {
+	if f.Black(x, y) {
+		return color.Gray{Y: 0}
+	}
+	return color.Gray{Y: 255}
+}
+
+// Black reports whether the pixel at (x, y) is inked; outside the frame it
+// is not.
+func (f *Frame) Black(x, y int) bool {
+	if !(image.Point{X: x, Y: y}).In(f.Bounds()) {
+		return false
+	}
+	return f.pixels()[y*stride+x/8]&(0x80>>(x%8)) != 0
+}
+
+// paint sets (x, y) to ink or paper; points outside the frame are ignored.
+func (f *Frame) paint(x, y int, ink bool) {
+	if !(image.Point{X: x, Y: y}).In(f.Bounds()) {
+		return
+	}
+	if ink {
+		f.pix[y*stride+x/8] |= 0x80 >> (x % 8)
+	} else {
+		f.pix[y*stride+x/8] &^= 0x80 >> (x % 8)
+	}
+}
+
+// fill paints every pixel of r that lies in the frame.
+func (f *Frame) fill(r image.Rectangle, ink bool) {
+	r = r.Intersect(f.Bounds())
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			f.paint(x, y, ink)
+		}
+	}
+}
+
+// Equal reports whether g holds the same pixels. A nil g equals nothing.
+func (f *Frame) Equal(g *Frame) bool {
+	return g != nil && bytes.Equal(f.pixels(), g.pixels())
+}
+
+// Changed is the smallest rectangle holding every pixel that differs from
+// g: empty when the frames are equal, the whole frame when g is nil (there
+// is nothing on the panel to keep). A panel refreshes just this part.
+func (f *Frame) Changed(g *Frame) image.Rectangle {
+	if g == nil {
+		return f.Bounds()
+	}
+	a, b := f.pixels(), g.pixels()
+	changed := image.Rectangle{}
+	for y := range Height {
+		row := y * stride
+		for i := range stride {
+			diff := a[row+i] ^ b[row+i]
+			if diff == 0 {
+				continue
+			}
+			first := i*8 + bits.LeadingZeros8(diff)
+			last := i*8 + 7 - bits.TrailingZeros8(diff)
+			changed = changed.Union(image.Rect(first, y, last+1, y+1))
+		}
+	}
+	return changed
+}
+
+// EncodePNG writes the frame as a 1-bit paletted PNG (white, black).
+func (f *Frame) EncodePNG(w io.Writer) error {
+	img := image.NewPaletted(f.Bounds(), color.Palette{color.Gray{Y: 255}, color.Gray{Y: 0}})
+	for y := range Height {
+		for x := range Width {
+			if f.Black(x, y) {
+				img.Pix[y*img.Stride+x] = 1
+			}
+		}
+	}
+	if err := png.Encode(w, img); err != nil {
+		return fmt.Errorf("encode frame as PNG: %w", err)
+	}
+	return nil
+}
+
+// quadrants are the characters for a 2×2 cell of pixels, indexed by
+// top-left | top-right<<1 | bottom-left<<2 | bottom-right<<3.
+var quadrants = []rune(" ▘▝▀▖▌▞▛▗▚▐▜▄▙▟█")
+
+// Terminal renders the frame for a terminal, 2×2 pixels to a character
+// from the Unicode quadrant blocks, ink drawn as the block: 125 columns by
+// 61 lines joined with "\n", without a final newline.
+func (f *Frame) Terminal() string {
+	const columns, lines = (Width + 1) / 2, (Height + 1) / 2
+	var b strings.Builder
+	b.Grow(lines * (columns*3 + 1))
+	for line := range lines {
+		if line > 0 {
+			b.WriteByte('\n')
+		}
+		y := line * 2
+		for column := range columns {
+			x := column * 2
+			cell := 0
+			for bit, p := range [4]image.Point{{x, y}, {x + 1, y}, {x, y + 1}, {x + 1, y + 1}} {
+				if f.Black(p.X, p.Y) {
+					cell |= 1 << bit
+				}
+			}
+			b.WriteRune(quadrants[cell])
+		}
+	}
+	return b.String()
+}
