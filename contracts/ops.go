@@ -22,6 +22,9 @@ const (
 	MaxToolSourceSize = 64 << 10
 	MaxSummaryBytes   = 500
 	MaxParkedMessages = 64
+	MaxScheduleText   = 500
+	maxScheduleWhen   = 64
+	maxScheduleEvery  = 16
 )
 
 // ErrInvalidOp is wrapped by every op validation error.
@@ -82,12 +85,33 @@ type ProposeTool struct {
 	Test string `json:"test"`
 }
 
+// Schedule asks core to start a turn later, once or again and again: a
+// reminder, a check-in. Core parses When and Every (daemon/schedule) and
+// refuses what it cannot read.
+type Schedule struct {
+	// When is the first time: "2026-12-01T09:00:00+01:00", "2026-12-01
+	// 09:00" or "09:00" (local time; the next such time), or "in 20m".
+	When string `json:"when"`
+	// Every repeats it: empty for once, "day", "week", or a duration such
+	// as "2h" (at least 15 minutes).
+	Every string `json:"every,omitempty"`
+	// Text is what the pet is to do then, as if the owner had written it.
+	Text string `json:"text"`
+}
+
+// CancelSchedule drops a scheduled turn, by the id /schedule shows.
+type CancelSchedule struct {
+	ID int64 `json:"id"`
+}
+
 func (Remember) OpName() string            { return "remember" }
 func (RewriteAbout) OpName() string        { return "rewrite_about" }
 func (AddFace) OpName() string             { return "add_face" }
 func (CaptureLearning) OpName() string     { return "capture_learning" }
 func (RequestToolApproval) OpName() string { return "request_tool_approval" }
 func (ProposeTool) OpName() string         { return "propose_tool" }
+func (Schedule) OpName() string            { return "schedule" }
+func (CancelSchedule) OpName() string      { return "cancel_schedule" }
 
 // opKinds makes a fresh body for each op name.
 var opKinds = map[string]func() OpBody{
@@ -97,12 +121,14 @@ var opKinds = map[string]func() OpBody{
 	"capture_learning":      func() OpBody { return &CaptureLearning{} },
 	"request_tool_approval": func() OpBody { return &RequestToolApproval{} },
 	"propose_tool":          func() OpBody { return &ProposeTool{} },
+	"schedule":              func() OpBody { return &Schedule{} },
+	"cancel_schedule":       func() OpBody { return &CancelSchedule{} },
 }
 
 // ModelOps are the op names a model may write in its ops block. A tool
 // approval is raised by the worker's loop, never by the model's text, so
 // that the owner only ever approves a call the loop actually stopped on.
-var ModelOps = []string{"remember", "rewrite_about", "add_face", "capture_learning", "propose_tool"}
+var ModelOps = []string{"remember", "rewrite_about", "add_face", "capture_learning", "propose_tool", "schedule", "cancel_schedule"}
 
 var (
 	slugPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
@@ -189,6 +215,28 @@ func (o RequestToolApproval) Validate() error {
 	}
 	if len(o.Messages) == 0 || len(o.Messages) > MaxParkedMessages {
 		return invalid(o.OpName(), "%d messages; want 1 to %d", len(o.Messages), MaxParkedMessages)
+	}
+	return nil
+}
+
+// Validate implements [OpBody]: the sizes only; core reads the times.
+func (o Schedule) Validate() error {
+	if err := checkText(o.OpName(), "text", o.Text, MaxScheduleText); err != nil {
+		return err
+	}
+	if err := checkText(o.OpName(), "when", o.When, maxScheduleWhen); err != nil {
+		return err
+	}
+	if len(o.Every) > maxScheduleEvery || !utf8.ValidString(o.Every) {
+		return invalid(o.OpName(), "every %q is not a repetition (day, week, or a duration such as 2h)", o.Every)
+	}
+	return nil
+}
+
+// Validate implements [OpBody].
+func (o CancelSchedule) Validate() error {
+	if o.ID <= 0 {
+		return invalid(o.OpName(), "id %d is not a schedule's id", o.ID)
 	}
 	return nil
 }

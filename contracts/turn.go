@@ -118,6 +118,13 @@ type TurnInput struct {
 	// worker then offers the RISKY tools, and parks on the first such
 	// call instead of refusing it.
 	Approvals bool `json:"approvals,omitempty"`
+	// Mood is how the pet feels as the turn starts, and why, for the
+	// prompt.
+	Mood    string `json:"mood,omitempty"`
+	MoodWhy string `json:"mood_why,omitempty"`
+	// Scheduled marks a turn the pet started itself, on a schedule: Text
+	// is what the owner asked for then, not something they just said.
+	Scheduled bool `json:"scheduled,omitempty"`
 }
 
 // DeniedByOwner is the answer to a parked call the owner turned down.
