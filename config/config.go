@@ -29,6 +29,8 @@ type Config struct {
 	Providers []Provider `toml:"provider"` // [[provider]] tables, tried in order
 	Telegram  Telegram   `toml:"telegram"`
 	Panel     Panel      `toml:"panel"`
+	Mood      Mood       `toml:"mood"`
+	Schedule  Schedule   `toml:"schedule"`
 }
 
 // Timeouts bound one turn. They must keep 0 < Worker < Reap < Turn: the
@@ -123,6 +125,27 @@ type Panel struct {
 	SleepAfter Duration `toml:"sleep_after"`
 }
 
+// Mood is how the pet's mood drifts between turns.
+type Mood struct {
+	// Tick is the reflex: how often the mood drifts on its own.
+	Tick Duration `toml:"tick"`
+	// Night is when the pet sleeps, as "23:00-07:00" in local time;
+	// empty for never.
+	Night string `toml:"night"`
+	// Lonely is how long without a chat makes the pet bored (three times
+	// as long, sad); 0 for never.
+	Lonely Duration `toml:"lonely"`
+}
+
+// Schedule bounds the turns the pet starts itself (reminders, check-ins).
+type Schedule struct {
+	// DailyBudget is how many such turns may start a day (reset at local
+	// midnight); 0 turns them off.
+	DailyBudget int `toml:"daily_budget"`
+	// Cooldown is the least time between two of them.
+	Cooldown Duration `toml:"cooldown"`
+}
+
 // The displays a panel can drive.
 var PanelDisplays = []string{"auto", "waveshare", "png", "terminal"}
 
@@ -165,6 +188,15 @@ func Default() Config {
 			FullEvery:  20,
 			FullAfter:  Duration{time.Hour},
 			SleepAfter: Duration{2 * time.Minute},
+		},
+		Mood: Mood{
+			Tick:   Duration{5 * time.Minute},
+			Night:  "23:00-07:00",
+			Lonely: Duration{3 * time.Hour},
+		},
+		Schedule: Schedule{
+			DailyBudget: 12,
+			Cooldown:    Duration{5 * time.Minute},
 		},
 	}
 }

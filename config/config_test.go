@@ -88,7 +88,7 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 	for _, s := range settings {
 		pattern := `(?m)^(# )?` + regexp.QuoteMeta(leafKey(s.key)) + ` = `
 		switch s.key {
-		case "timeouts", "turn", "worker", "bus", "telegram", "panel":
+		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule":
 			pattern = `(?m)^\[` + s.key + `\]$`
 		case "provider":
 			pattern = `(?m)^\[\[provider\]\]$`
@@ -139,6 +139,8 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
 		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX",
 		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER",
+		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
+		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN",
 	}
 	var got []string
 	for _, s := range overridable() {
@@ -976,5 +978,36 @@ func TestPanelValidation(t *testing.T) {
 	}
 	if err := Default().Validate(); err != nil {
 		t.Errorf("the default panel settings do not validate: %v", err)
+	}
+}
+
+func TestMoodAndScheduleValidation(t *testing.T) {
+	tests := []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"tick too quick", func(c *Config) { c.Mood.Tick.Duration = time.Second }, "mood.tick"},
+		{"night unreadable", func(c *Config) { c.Mood.Night = "late" }, "mood.night"},
+		{"night out of the day", func(c *Config) { c.Mood.Night = "25:00-07:00" }, "mood.night"},
+		{"lonely negative", func(c *Config) { c.Mood.Lonely.Duration = -time.Hour }, "mood.lonely"},
+		{"budget too big", func(c *Config) { c.Schedule.DailyBudget = 1000 }, "schedule.daily_budget"},
+		{"budget negative", func(c *Config) { c.Schedule.DailyBudget = -1 }, "schedule.daily_budget"},
+		{"cooldown too long", func(c *Config) { c.Schedule.Cooldown.Duration = 24 * time.Hour }, "schedule.cooldown"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.edit(&c)
+			err := c.Validate()
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Validate() = %v, want an error about %s", err, tc.want)
+			}
+		})
+	}
+	c := Default()
+	c.Mood.Night, c.Schedule.DailyBudget, c.Mood.Lonely.Duration = "", 0, 0
+	if err := c.Validate(); err != nil {
+		t.Errorf("no night, no budget, never lonely: %v, want valid", err)
 	}
 }

@@ -93,6 +93,20 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Panel.FullAfter }, parseDuration)},
 	{key: "panel.sleep_after", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Panel.SleepAfter }, parseDuration)},
+
+	{key: "mood", hint: "a table: the section [mood]"},
+	{key: "mood.tick", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Mood.Tick }, parseDuration)},
+	{key: "mood.night", hint: `a string, like "23:00-07:00", or "" for no night`,
+		set: textSetter(func(c *Config) *string { return &c.Mood.Night }, parseString)},
+	{key: "mood.lonely", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Mood.Lonely }, parseDuration)},
+
+	{key: "schedule", hint: "a table: the section [schedule]"},
+	{key: "schedule.daily_budget", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Schedule.DailyBudget }, parseInt)},
+	{key: "schedule.cooldown", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Schedule.Cooldown }, parseDuration)},
 }
 
 const (

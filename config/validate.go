@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"shelldon/daemon/mood"
 )
 
 // maxSocketPath is the longest Unix socket path: sun_path holds 108 bytes,
@@ -43,6 +45,17 @@ var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
 // botToken is the shape of the tokens @BotFather hands out: the bot's id, a
 // colon, then the secret.
 var botToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]{30,}$`)
+
+// The bounds of the mood's drift and of the self-driven turns: a day's
+// budget is the most turns the pet may start itself, each bounded by the
+// turn's own timeouts and loop ceiling.
+const (
+	minMoodTick    = time.Minute
+	maxMoodTick    = time.Hour
+	maxLonely      = 7 * 24 * time.Hour
+	maxDailyBudget = 100
+	maxCooldown    = 6 * time.Hour
+)
 
 // The bounds of the panel's refresh policy: a full refresh takes the
 // panel about two seconds of flashing, a partial one leaves a little ghost.
@@ -142,6 +155,13 @@ func (c Config) validate(o origins) error {
 	}
 	c.Telegram.validate(def.Telegram, add)
 	c.Panel.validate(def.Panel, add)
+	inRange(add, "mood.tick", c.Mood.Tick.Duration, minMoodTick, maxMoodTick, def.Mood.Tick.Duration)
+	if _, err := mood.ParseWindow(c.Mood.Night); err != nil {
+		add("mood.night", err.Error(), fmt.Sprintf("write the hours as %q, or \"\" for no night", def.Mood.Night))
+	}
+	inRange(add, "mood.lonely", c.Mood.Lonely.Duration, 0, maxLonely, def.Mood.Lonely.Duration)
+	inRange(add, "schedule.daily_budget", c.Schedule.DailyBudget, 0, maxDailyBudget, def.Schedule.DailyBudget)
+	inRange(add, "schedule.cooldown", c.Schedule.Cooldown.Duration, 0, maxCooldown, def.Schedule.Cooldown.Duration)
 
 	errs := make([]error, len(found))
 	for i, f := range found {

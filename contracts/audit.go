@@ -18,4 +18,9 @@ const (
 	EventSandboxRun        = "sandbox-run"
 	EventPromotion         = "promotion"
 	EventQuarantine        = "quarantine"
+	// EventMood: the mood changed (mood, why).
+	EventMood = "mood"
+	// EventSchedule: a scheduled turn was set, cancelled, started,
+	// coalesced, or skipped by the budget (decision, schedule, why).
+	EventSchedule = "schedule"
 )

@@ -23,6 +23,7 @@ var Commands = []Command{
 	{Name: "status", Description: "uptime, current turn, memory, last turns"},
 	{Name: "tools", Description: "my tools: live, waiting for you, put away"},
 	{Name: "pending", Description: "requests waiting for your answer, with their buttons"},
+	{Name: "schedule", Description: "what I will do by myself; /schedule cancel ID drops one", Arg: "[cancel ID]"},
 	{Name: "restore", Description: "put a tool I put away back: /restore NAME", Arg: "NAME"},
 }
 

@@ -306,6 +306,10 @@ func (o *Op) UnmarshalJSON(data []byte) error {
 		o.Body = *b
 	case *ProposeTool:
 		o.Body = *b
+	case *Schedule:
+		o.Body = *b
+	case *CancelSchedule:
+		o.Body = *b
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/fetch"
+	"shelldon/daemon/mood"
 	"shelldon/daemon/state"
 	"shelldon/daemon/state/atomicfile"
 	"shelldon/daemon/worker/tools"
@@ -153,6 +154,14 @@ func (c *Core) decide(ctx context.Context, d contracts.Decision, from Origin) (r
 	}
 	log.Info("the owner decided", "decision", decision, "tool", p.Call.Name)
 	c.announceClosed(d.Turn, decision)
+	switch {
+	case strings.HasPrefix(d.Turn, promotePrefix) && d.Approve:
+		c.feel(mood.Promoted)
+	case d.Approve:
+		c.feel(mood.Approved)
+	default:
+		c.feel(mood.Denied)
+	}
 	if strings.HasPrefix(d.Turn, promotePrefix) {
 		tell(c.promote(p, d.Approve, from))
 		return false
@@ -195,6 +204,7 @@ func (c *Core) expireApprovals(ctx context.Context) {
 	for _, p := range expired {
 		c.log.Info("a parked call expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", p.Turn, "tool", p.Call.Name, "decision", "expired")
 		c.announceClosed(p.Turn, contracts.ApprovalExpired)
+		c.feel(mood.Expired)
 		c.replyTo(Origin{Transport: p.Transport, Chat: p.Chat}, contracts.Outbound{
 			Text: fmt.Sprintf("Nobody answered my request to use %s (%s) within %v, so I dropped it.", p.Call.Name, p.Summary, c.cfg.Turn.ApprovalExpiry.Duration),
 		})

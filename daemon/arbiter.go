@@ -24,6 +24,8 @@ type Admission struct {
 	// Preview says what was decided.
 	Resume  *contracts.Resume
 	Preview string
+	// Scheduled marks a turn the pet starts itself, from a schedule.
+	Scheduled bool
 }
 
 // arbiter admits one turn at a time. Messages that arrive during a turn

@@ -40,6 +40,8 @@ func (c *Core) ownerCommand(ctx context.Context, from Origin, text string) bool 
 		answer = c.toolReport(ctx)
 	case "pending":
 		answer = c.showPending(ctx, from)
+	case "schedule":
+		answer = c.scheduleCommand(ctx, arg)
 	case strings.TrimPrefix(RestoreCommand, "/"):
 		answer = "Which tool? Say /restore NAME; /tools lists the ones I put away."
 		if arg != "" {
@@ -85,8 +87,9 @@ func (c *Core) status(ctx context.Context) string {
 	if len(c.held) > 0 {
 		fmt.Fprintf(&b, "%d decision(s) wait for the turn to end.\n", len(c.held))
 	}
-	fmt.Fprintf(&b, "Mood: %s.\n", c.face.current().Face)
+	fmt.Fprintf(&b, "Mood: %s (%s, since %s).\n", c.mood.Mood, c.mood.Why, c.mood.Since.Local().Format("15:04"))
 	b.WriteString(memoryReport() + "\n")
+	b.WriteString(c.budgetReport(ctx) + "\n")
 	if parked, err := c.store.PendingApprovals(ctx); err != nil {
 		fmt.Fprintf(&b, "Requests waiting for you: unknown (%v).\n", err)
 	} else if len(parked) > 0 {
@@ -125,7 +128,7 @@ func (c *Core) status(ctx context.Context) string {
 func (c *Core) panelStatus() contracts.PanelStatus {
 	now := c.clock.Now().Local()
 	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	st := contracts.PanelStatus{Name: "shelldon", Since: c.started}
+	st := contracts.PanelStatus{Name: "shelldon", Since: c.started, Mood: c.mood.Mood}
 	if n, err := c.store.TurnsSince(context.Background(), midnight); err == nil {
 		st.TurnsToday = n
 	}

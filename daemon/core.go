@@ -19,6 +19,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/mood"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
@@ -89,6 +90,15 @@ type Core struct {
 	turn  *activeTurn
 	// held are decisions that came during a turn, in arrival order.
 	held []heldDecision
+	// mood is how the pet feels; feelings brings it events from any
+	// goroutine.
+	mood     mood.State
+	moodCfg  mood.Config
+	feelings chan mood.Event
+	// dueTimer fires at the next scheduled turn; skipped says what the
+	// budget last held back, for /status.
+	dueTimer clock.Timer
+	skipped  string
 	// started is when Run began, for the owner's /status.
 	started time.Time
 
@@ -132,11 +142,14 @@ type activeTurn struct {
 type eventKind int
 
 const (
-	evTimeout eventKind = iota // T passed without a result
-	evExit                     // the worker is gone
-	evAbandon                  // the worker outlived T and a kill by another R
-	evResume                   // an owner's decision was carried out: resume its turn
-	evExpire                   // time to drop parked calls nobody decided on
+	evTimeout  eventKind = iota // T passed without a result
+	evExit                      // the worker is gone
+	evAbandon                   // the worker outlived T and a kill by another R
+	evResume                    // an owner's decision was carried out: resume its turn
+	evExpire                    // time to drop parked calls nobody decided on
+	evMoodTick                  // the reflex: the mood drifts
+	evShowMood                  // a reaction's dwell is over: the mood's face again
+	evDue                       // a scheduled turn is due
 )
 
 // expiryCheck is how often parked calls are checked for expiry.
@@ -175,7 +188,13 @@ func New(opts Options) (*Core, error) {
 		probes:   make(chan chan struct{}),
 		stopped:  make(chan struct{}),
 		starting: map[string]*workerSlot{},
+		feelings: make(chan mood.Event, feelingsQueue),
 	}
+	night, err := mood.ParseWindow(opts.Config.Mood.Night)
+	if err != nil {
+		return nil, fmt.Errorf("new core: mood.night: %w", err)
+	}
+	c.moodCfg = mood.Config{Night: night, Lonely: opts.Config.Mood.Lonely.Duration}
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.pushSnapshot, status: c.panelStatus}
 	c.tools = tools.Builtins(tools.Env{Workspace: c.layout.Workspace(), Vault: c.layout.Vault(), Clock: c.clock})
 	return c, nil
@@ -211,8 +230,8 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	go func() { served <- h.Serve(ctx) }()
 	c.loadFaces()
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
-	name, glyphs := c.glyphs(faces.Sleeping)
-	c.face.show(name, glyphs, "waiting for a message")
+	c.loadMood(ctx)
+	c.showMood()
 	if ready != nil {
 		ready()
 	}
@@ -220,6 +239,8 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	// The first check waits too, so that the transports have rejoined a
 	// restarted core before it tells the owner of what expired.
 	c.clock.AfterFunc(expiryCheck, func() { c.post(event{kind: evExpire}) })
+	c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.post(event{kind: evMoodTick}) })
+	c.armScheduler(ctx)
 	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(ctx)
 	c.opts.Notify.Stopping()
@@ -239,6 +260,8 @@ func (c *Core) loop(ctx context.Context) {
 			c.handleEnvelope(ctx, env)
 		case ev := <-c.events:
 			c.handleEvent(ctx, ev)
+		case ev := <-c.feelings:
+			c.moodTo(ctx, c.mood.On(ev, c.clock.Now(), c.moodCfg))
 		case reply := <-c.probes:
 			close(reply)
 		}
@@ -305,6 +328,7 @@ func (c *Core) handleEnvelope(ctx context.Context, env contracts.Envelope) {
 		if c.ownerCommand(ctx, Origin{Transport: env.Sender, Chat: in.Chat}, in.Text) {
 			return
 		}
+		c.feel(mood.OwnerMessage)
 		adm, now := c.arb.submit(in.Text, Origin{Transport: env.Sender, Chat: in.Chat})
 		if !now {
 			c.log.Info("message joined the pending slot", "turn", c.turnID(), "pending", c.arb.pendingCount())
@@ -355,6 +379,8 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 		kind = "catch-up"
 	case adm.Resume != nil:
 		kind = "resume"
+	case adm.Scheduled:
+		kind = KindScheduled
 	}
 	preview := adm.Text
 	if preview == "" {
@@ -379,6 +405,9 @@ func (c *Core) startTurn(ctx context.Context, adm Admission) {
 		Deadline:  now.Add(c.cfg.Timeouts.Worker.Duration),
 		Resume:    adm.Resume,
 		Approvals: true,
+		Mood:      c.mood.Mood,
+		MoodWhy:   c.mood.Why,
+		Scheduled: adm.Scheduled,
 	}}
 	c.mu.Lock()
 	c.starting[id] = slot
@@ -447,6 +476,16 @@ func (c *Core) handleEvent(ctx context.Context, ev event) {
 		c.expireApprovals(ctx)
 		c.face.refresh() // the status strip's memory figure moves between turns
 		c.clock.AfterFunc(expiryCheck, func() { c.post(event{kind: evExpire}) })
+		return
+	case evMoodTick:
+		c.moodTo(ctx, c.mood.Tick(c.clock.Now(), c.moodCfg))
+		c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.post(event{kind: evMoodTick}) })
+		return
+	case evShowMood:
+		c.showMood()
+		return
+	case evDue:
+		c.runDue(ctx)
 		return
 	}
 	t := c.turn
@@ -548,6 +587,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	c.reply(t, contracts.Outbound{Text: res.Payload, Turn: t.id})
 	name, glyphs := c.glyphs(res.Face)
 	c.face.react(name, glyphs, res.Thought)
+	c.feel(mood.TurnOK)
 	c.applyOps(ctx, t.id, res.Ops)
 	c.recordExchange(ctx, t, res.Payload)
 	t.outcome = OutcomeOK
@@ -567,6 +607,7 @@ func (c *Core) degradeNow(t *activeTurn, outcome, reason string) {
 	c.reply(t, contracts.Outbound{Text: DegradeText, Turn: t.id, Degraded: true})
 	name, glyphs := c.glyphs(faces.CantThink)
 	c.face.react(name, glyphs, "can't think")
+	c.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what
 	// was asked even though this one could not answer.
 	if t.admission.Text != "" {
@@ -590,6 +631,8 @@ func (c *Core) maybeFinish(ctx context.Context) {
 	c.turn = nil
 	c.face.refresh() // one more turn today
 	c.announceActivity(t, false)
+	// The reaction holds the screen for its dwell; then the mood's face.
+	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.post(event{kind: evShowMood}) })
 	c.release(ctx)
 }
 

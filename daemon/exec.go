@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
+	"shelldon/daemon/mood"
 	"shelldon/daemon/worker/tools"
 	"shelldon/sandbox"
 )
@@ -105,6 +106,7 @@ func (c *Core) strike(ctx context.Context, name, why string, owner Origin) {
 		}
 	}
 	c.log.Warn("quarantined a self-coded tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "strikes", n)
+	c.feel(mood.Quarantined)
 	c.replyTo(owner, contracts.Outbound{Text: fmt.Sprintf("My tool %s failed %d times, so I put it away (tools-quarantine). `shelldon tools` shows it.", name, n)})
 }
 

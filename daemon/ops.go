@@ -49,6 +49,14 @@ func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) 
 			return fmt.Errorf("turn %s is not running", turn)
 		}
 		return c.propose(ctx, c.turn, o)
+	case contracts.Schedule:
+		if c.turn == nil || c.turn.id != turn {
+			return fmt.Errorf("turn %s is not running", turn)
+		}
+		return c.addSchedule(ctx, c.turn, o)
+	case contracts.CancelSchedule:
+		_, err := c.cancelSchedule(ctx, o.ID)
+		return err
 	case contracts.AddFace:
 		if err := c.store.AddFace(o.Name, o.Glyphs); err != nil {
 			return err

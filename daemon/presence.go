@@ -23,8 +23,6 @@ type presence struct {
 	mu        sync.Mutex
 	last      contracts.Snapshot
 	holdUntil time.Time
-	// mood is the last reaction's face: how the pet last felt.
-	mood string
 }
 
 // show pushes a turn's face now, whatever is held.
@@ -40,7 +38,6 @@ func (p *presence) react(face, glyphs, caption string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdUntil = p.clock.Now().Add(p.dwell)
-	p.mood = face
 	p.pushLocked(face, glyphs, caption, false)
 }
 
@@ -61,7 +58,6 @@ func (p *presence) pushLocked(face, glyphs, caption string, ambient bool) {
 	if p.status != nil {
 		s.Status = p.status()
 	}
-	s.Status.Mood = p.mood
 	if s.Face == p.last.Face && s.Caption == p.last.Caption && s.Glyphs == p.last.Glyphs && s.Status == p.last.Status {
 		p.last.HoldUntil = s.HoldUntil
 		return

@@ -67,7 +67,7 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 		}
 	}
 	waitFor("DEMO MODEL")
-	waitFor("waiting for a message") // the chat has joined as a panel, so core is up
+	waitFor("\n          (") // the mood's face: the chat has joined as a panel, so core is up
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "You said") {
 		// A line typed before the transport has joined is refused with a

@@ -119,6 +119,27 @@ var migrations = []string{
 		PRIMARY KEY (transport, sender)
 	);
 	CREATE INDEX ignored_by_last ON ignored_senders (last_at);`,
+	// 7: the turns the pet starts itself on a schedule, the small state core
+	// keeps for itself (the mood), and an index for counting the turns of a
+	// kind against the daily budget of self-driven turns.
+	`CREATE TABLE schedules (
+		-- AUTOINCREMENT: ids only grow, so the id of a cancelled schedule
+		-- never names a newer one.
+		id          INTEGER PRIMARY KEY AUTOINCREMENT,
+		text        TEXT NOT NULL,
+		next_at     INTEGER NOT NULL,         -- unix ms
+		every       TEXT NOT NULL DEFAULT '', -- schedule.Every's String; '' for once
+		transport   TEXT NOT NULL DEFAULT '',
+		chat        TEXT NOT NULL DEFAULT '',
+		created_at  INTEGER NOT NULL, -- unix ms
+		last_run_at INTEGER           -- unix ms; NULL until it first ran
+	);
+	CREATE INDEX schedules_by_next ON schedules (next_at);
+	CREATE TABLE kv (
+		key   TEXT PRIMARY KEY,
+		value BLOB NOT NULL
+	);
+	CREATE INDEX turns_by_kind ON turns (kind, started_at);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

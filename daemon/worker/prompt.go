@@ -28,6 +28,11 @@ type PromptInput struct {
 	// joined by newlines.
 	Text string
 	Now  time.Time
+	// Mood is how the pet feels, and why; empty leaves it out.
+	Mood, MoodWhy string
+	// Scheduled marks a turn the pet started itself: Text is what the
+	// owner asked for at this time, not something they just wrote.
+	Scheduled bool
 	// MaxChars is the budget, in characters, for the contents of all the
 	// prompt's messages; zero or less means DefaultPromptChars.
 	MaxChars int
@@ -83,6 +88,17 @@ func systemPrompt(in PromptInput, about string) string {
 	}
 	b.WriteString("\n\n## Now\nLocal date and time: ")
 	b.WriteString(in.Now.Format("Monday 2 January 2006, 15:04 MST"))
+	if in.Mood != "" {
+		b.WriteString("\n\n## Your mood\nYou feel " + in.Mood)
+		if in.MoodWhy != "" {
+			b.WriteString(" (" + in.MoodWhy + ")")
+		}
+		b.WriteString(". Let it colour your answer a little; your owner comes first.")
+	}
+	if in.Scheduled {
+		b.WriteString("\n\n## This turn\nNobody wrote just now: your owner asked you earlier to do this at this time, " +
+			"so the last message is their request, not something they just said. Do it, and tell them.")
+	}
 	return b.String()
 }
 

@@ -263,3 +263,16 @@ func FuzzBuildPrompt(f *testing.F) {
 		}
 	})
 }
+
+func TestPromptTellsMoodAndSchedule(t *testing.T) {
+	plain := BuildPrompt(PromptInput{Directive: "D", Text: "hi", Now: testNow})[0].Content
+	if strings.Contains(plain, "## Your mood") || strings.Contains(plain, "## This turn") {
+		t.Errorf("a prompt without mood or schedule mentions them:\n%s", plain)
+	}
+	got := BuildPrompt(PromptInput{Directive: "D", Text: "water the plants", Now: testNow, Mood: "bored", MoodWhy: "no one wrote for 3h", Scheduled: true})[0].Content
+	for _, want := range []string{"You feel bored (no one wrote for 3h).", "## This turn\nNobody wrote just now"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("system prompt lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -192,6 +192,9 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			History:   in.History,
 			Text:      in.Text,
 			Now:       time.Now(),
+			Mood:      in.Mood,
+			MoodWhy:   in.MoodWhy,
+			Scheduled: in.Scheduled,
 		})
 	}
 	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}).WithSelfCoded(layout.Tools())

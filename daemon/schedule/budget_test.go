@@ -1,0 +1,83 @@
+package schedule
+
+import (
+	"strings"
+	"testing"
+	"time"
+	_ "time/tzdata" // America/Sao_Paulo even where the system has no tz database
+)
+
+func TestBudgetAllows(t *testing.T) {
+	now := time.Date(2026, 3, 10, 14, 0, 0, 0, time.UTC)
+	budget := Budget{Daily: 3, Cooldown: 30 * time.Minute}
+	tests := []struct {
+		name    string
+		budget  Budget
+		spent   int
+		last    time.Time
+		wantOK  bool
+		wantWhy string
+	}{
+		{"none spent, none ever", budget, 0, time.Time{}, true, ""},
+		{"some spent, long ago", budget, 2, now.Add(-2 * time.Hour), true, ""},
+		{"cooldown just over", budget, 1, now.Add(-30 * time.Minute), true, ""},
+		{"all spent", budget, 3, now.Add(-2 * time.Hour), false, "the daily budget of 3 self-driven turns is spent; it resets at midnight"},
+		{"more than all spent", budget, 7, time.Time{}, false, "the daily budget of 3 self-driven turns is spent; it resets at midnight"},
+		{"one turn a day, spent", Budget{Daily: 1}, 1, time.Time{}, false, "the daily budget of 1 self-driven turn is spent; it resets at midnight"},
+		{"cooling down", budget, 1, now.Add(-25 * time.Minute), false, "cooling down until 14:05"},
+		{"cooling down to a part minute", budget, 1, now.Add(-25*time.Minute + 10*time.Second), false, "cooling down until 14:06"},
+		{"no cooldown", Budget{Daily: 3}, 2, now, true, ""},
+		{"budget off", Budget{}, 0, time.Time{}, false, "self-driven turns are off: the daily budget is 0"},
+		{"negative budget", Budget{Daily: -1}, 0, time.Time{}, false, "self-driven turns are off: the daily budget is 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ok, why := tt.budget.Allows(tt.spent, tt.last, now)
+			if ok != tt.wantOK || why != tt.wantWhy {
+				t.Errorf("%+v.Allows(%d, %v, %v) = %v, %q, want %v, %q", tt.budget, tt.spent, tt.last, now, ok, why, tt.wantOK, tt.wantWhy)
+			}
+		})
+	}
+}
+
+func TestBudgetCooldownIsToldInNowsLocation(t *testing.T) {
+	loc := berlin(t)
+	now := time.Date(2026, 3, 10, 14, 0, 0, 0, loc)
+	last := now.Add(-25 * time.Minute).UTC()
+	if ok, why := (Budget{Daily: 3, Cooldown: 30 * time.Minute}).Allows(0, last, now); ok || !strings.HasSuffix(why, "14:05") {
+		t.Errorf("Allows with last in UTC, now in Berlin = %v, %q, want cooling down until 14:05", ok, why)
+	}
+}
+
+func TestMidnight(t *testing.T) {
+	loc := berlin(t)
+	saoPaulo, err := time.LoadLocation("America/Sao_Paulo")
+	if err != nil {
+		t.Skipf("no tz database for America/Sao_Paulo, even embedded: %v", err)
+	}
+	tests := []struct {
+		name        string
+		now         time.Time
+		want        time.Time
+		wantElapsed time.Duration
+	}{
+		{"UTC", time.Date(2026, 3, 10, 14, 0, 0, 0, time.UTC), time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC), 14 * time.Hour},
+		{"at midnight", time.Date(2026, 3, 10, 0, 0, 0, 0, loc), time.Date(2026, 3, 10, 0, 0, 0, 0, loc), 0},
+		{"a moment before midnight", time.Date(2026, 3, 10, 23, 59, 59, 0, loc), time.Date(2026, 3, 10, 0, 0, 0, 0, loc), 24*time.Hour - time.Second},
+		{"spring forward day is 23 hours", time.Date(2026, 3, 29, 23, 30, 0, 0, loc), time.Date(2026, 3, 29, 0, 0, 0, 0, loc), 22*time.Hour + 30*time.Minute},
+		{"fall back day is 25 hours", time.Date(2026, 10, 25, 23, 30, 0, 0, loc), time.Date(2026, 10, 25, 0, 0, 0, 0, loc), 24*time.Hour + 30*time.Minute},
+		// São Paulo's clocks went from 00:00 straight to 01:00 on 4 November 2018.
+		{"no midnight that day", time.Date(2018, 11, 4, 10, 0, 0, 0, saoPaulo), time.Date(2018, 11, 4, 1, 0, 0, 0, saoPaulo), 9 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Midnight(tt.now)
+			if !got.Equal(tt.want) || tt.now.Sub(got) != tt.wantElapsed {
+				t.Errorf("Midnight(%v) = %v (%v before), want %v (%v before)", tt.now, got, tt.now.Sub(got), tt.want, tt.wantElapsed)
+			}
+			if got.Location() != tt.now.Location() {
+				t.Errorf("Midnight(%v) is in %v, want %v", tt.now, got.Location(), tt.now.Location())
+			}
+		})
+	}
+}
