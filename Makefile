@@ -13,7 +13,11 @@ DESTDIR ?=
 # Every build is pure Go, so cross-building needs no C toolchain.
 export CGO_ENABLED ?= 0
 
-.PHONY: all build run test test-deps bench release install clean image
+.PHONY: all build run test test-deps bench release install clean image deb
+
+# Debian versions must start with a digit; git's description follows.
+DEB_VERSION ?= 0.1.0+git$(subst -,.,$(VERSION))
+NFPM        := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
 all: build
 
@@ -65,6 +69,19 @@ release:
 	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/shelldon-linux-arm64 ./cmd/shelldon
 	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/shelldon-linux-armv7 ./cmd/shelldon
 	@ls -l $(DIST)
+
+# .deb packages for the three targets, built with nfpm (images/shelldon.nfpm.yaml).
+deb: deb-amd64 deb-arm64 deb-armhf
+
+deb-amd64: GOARCH_FLAGS := GOARCH=amd64
+deb-arm64: GOARCH_FLAGS := GOARCH=arm64
+deb-armhf: GOARCH_FLAGS := GOARCH=arm GOARM=7
+deb-%:
+	GOOS=linux $(GOARCH_FLAGS) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/package/shelldon ./cmd/shelldon
+	GOBIN=$(abspath $(BIN)) $(GO) install $(NFPM)
+	@mkdir -p $(DIST)
+	DEB_ARCH=$* DEB_VERSION=$(DEB_VERSION) ./$(BIN)/nfpm package --config images/shelldon.nfpm.yaml --packager deb --target $(DIST)/
+	@ls -l $(DIST)/*$*.deb
 
 install: build
 	install -D -m 0755 $(BIN)/shelldon $(DESTDIR)$(PREFIX)/bin/shelldon

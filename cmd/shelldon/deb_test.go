@@ -1,0 +1,97 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"shelldon/testhost"
+	"shelldon/testhost/systemdhost"
+)
+
+// TestDebInstallsUpgradesAndRemoves builds the amd64 .deb with `make
+// deb-amd64` (nfpm) and installs it on a booted Debian with systemd: the
+// users, the directories and the enabled units come from its scripts; the
+// pet starts as installed; removal stops and disables it and keeps the
+// pet's memory.
+func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
+	make := testhost.Tool(t, "make", "make")
+	testhost.Tool(t, "dpkg-deb", "dpkg")
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	build := exec.Command(make, "deb-amd64", "DIST="+dist)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make deb-amd64: %v\n%s", err, out)
+	}
+	debs, _ := filepath.Glob(filepath.Join(dist, "shelldon_*_amd64.deb"))
+	if len(debs) != 1 {
+		t.Fatalf("make deb-amd64 made %v, want one .deb", debs)
+	}
+	contents, err := exec.Command("dpkg-deb", "--contents", debs[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dpkg-deb --contents: %v\n%s", err, contents)
+	}
+	for _, want := range []string{"./usr/bin/shelldon", "./lib/systemd/system/shelldon.service", "./lib/systemd/system/shelldon-broker.service",
+		"./lib/systemd/system/shelldon-panel.service", "./lib/systemd/system/shelldon.slice", "./usr/lib/sysusers.d/shelldon.conf",
+		"./usr/lib/tmpfiles.d/shelldon.conf", "./etc/shelldon/shelldon.toml"} {
+		if !strings.Contains(string(contents), want) {
+			t.Errorf("the .deb lacks %s:\n%s", want, contents)
+		}
+	}
+
+	host := systemdhost.Boot(t)
+	deb := filepath.Join(host.Dir, filepath.Base(debs[0]))
+	data, err := os.ReadFile(debs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(deb, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := host.Must(t, "dpkg", "-i", deb); !strings.Contains(out, "shelldon doctor") {
+		t.Errorf("the first install does not say what to do next:\n%s", out)
+	}
+	for user, group := range map[string]string{"shelldon-broker": "shelldon", "shelldon-worker": "shelldon", "shelldon-panel": "spi"} {
+		if groups := host.Must(t, "id", "-nG", user); !strings.Contains(groups, group) {
+			t.Errorf("%s is in %q, want %s among its groups", user, groups, group)
+		}
+	}
+	for path, want := range map[string]string{"/var/lib/shelldon": "750 root shelldon", "/etc/shelldon/telegram": "700 root root", "/etc/shelldon/credentials": "700 root root"} {
+		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
+			t.Errorf("%s is %q, want %q", path, got, want)
+		}
+	}
+	for _, unit := range []string{"shelldon.service", "shelldon-broker.service", "shelldon-panel.service"} {
+		if got := strings.TrimSpace(host.Must(t, "systemctl", "is-enabled", unit)); got != "enabled" {
+			t.Errorf("%s is %q after install, want enabled", unit, got)
+		}
+	}
+	// As installed, core starts (it needs no provider; the broker does).
+	if _, err := host.Exec(context.Background(), "systemctl", "start", "shelldon.service"); err != nil {
+		journal, _ := host.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", "shelldon.service")
+		t.Fatalf("systemctl start shelldon: %v\n%s", err, journal)
+	}
+	if got := strings.TrimSpace(host.Must(t, "systemctl", "is-active", "shelldon.service")); got != "active" {
+		t.Errorf("shelldon.service is %q, want active", got)
+	}
+	// An upgrade (the same package again) keeps it running.
+	host.Must(t, "dpkg", "-i", deb)
+	if got := strings.TrimSpace(host.Must(t, "systemctl", "is-active", "shelldon.service")); got != "active" {
+		t.Errorf("after an upgrade shelldon.service is %q, want active", got)
+	}
+	host.Must(t, "dpkg", "--remove", "shelldon")
+	if out, _ := host.Exec(context.Background(), "systemctl", "is-active", "shelldon.service"); strings.TrimSpace(string(out)) == "active" {
+		t.Error("shelldon.service still runs after removal")
+	}
+	if _, err := host.Exec(context.Background(), "test", "-e", "/usr/bin/shelldon"); err == nil {
+		t.Error("/usr/bin/shelldon is left after removal")
+	}
+	host.Must(t, "test", "-d", "/var/lib/shelldon") // the pet's memory stays
+}
