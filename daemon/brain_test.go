@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
@@ -90,48 +89,18 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 		conn.Send(env)
 	}}
 	// Core's account goes to the test's output, shown when a test fails.
-	core, err := New(Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Clock: b.clk,
+	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Clock: b.clk,
 		Log: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- core.Run(ctx, func() { close(ready) }) }()
-	<-ready
-	t.Cleanup(func() { cancel(); <-done })
-	conn, err := bus.Dial(ctx, cfg.Socket, contracts.Hello{Role: contracts.RoleTransport, Name: "test"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	go func() {
-		for {
-			if _, err := conn.Recv(); err != nil {
-				return
+	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(contracts.Envelope) {})
+	listen(t, cfg.Socket, contracts.RolePanel, func(env contracts.Envelope) {
+		var s contracts.Snapshot
+		if env.Decode(&s) == nil {
+			select {
+			case b.snaps <- s:
+			default:
 			}
 		}
-	}()
-	panel, err := bus.Dial(ctx, cfg.Socket, contracts.Hello{Role: contracts.RolePanel, Name: "test"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { panel.Close() })
-	go func() {
-		for {
-			env, err := panel.Recv()
-			if err != nil {
-				return
-			}
-			var s contracts.Snapshot
-			if env.Decode(&s) == nil {
-				select {
-				case b.snaps <- s:
-				default:
-				}
-			}
-		}
-	}()
+	})
 	b.send = func(text string) {
 		env, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: text})
 		if err := conn.Send(env); err != nil {

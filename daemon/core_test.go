@@ -87,7 +87,27 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	core, err := New(Options{Config: cfg, Store: store, Launcher: l, WorkerArgv: []string{"worker"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	serveCore(t, Options{Config: cfg, Store: store, Launcher: l, WorkerArgv: []string{"worker"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h := &coreHarness{cfg: cfg, replies: make(chan contracts.Outbound, 16)}
+	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) {
+		var out contracts.Outbound
+		if env.Kind == contracts.KindOutbound && env.Decode(&out) == nil {
+			h.replies <- out
+		}
+	})
+	h.send = func(text string) {
+		env, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Text: text})
+		if err := conn.Send(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// serveCore runs a core with opts until the test ends.
+func serveCore(t *testing.T, opts Options) {
+	t.Helper()
+	core, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,9 +116,13 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 	go func() { done <- core.Run(ctx, func() { close(ready) }) }()
 	<-ready
 	t.Cleanup(func() { cancel(); <-done })
+}
 
-	h := &coreHarness{cfg: cfg, replies: make(chan contracts.Outbound, 16)}
-	conn, err := bus.Dial(ctx, cfg.Socket, contracts.Hello{Role: contracts.RoleTransport, Name: "test"}, 0)
+// listen joins core's bus in role and hands got every envelope that comes,
+// until the test ends.
+func listen(t *testing.T, socket string, role contracts.Role, got func(contracts.Envelope)) *bus.Conn {
+	t.Helper()
+	conn, err := bus.Dial(context.Background(), socket, contracts.Hello{Role: role, Name: "test"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,19 +133,10 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 			if err != nil {
 				return
 			}
-			var out contracts.Outbound
-			if env.Kind == contracts.KindOutbound && env.Decode(&out) == nil {
-				h.replies <- out
-			}
+			got(env)
 		}
 	}()
-	h.send = func(text string) {
-		env, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Text: text})
-		if err := conn.Send(env); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return h
+	return conn
 }
 
 // joinAsWorker joins the bus as the worker of turn and reads its input.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
@@ -41,31 +40,10 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	core, err := New(Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: []string{"worker"}, Clock: clk,
+	serveCore(t, Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: []string{"worker"}, Clock: clk,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	ready, done := make(chan struct{}), make(chan error, 1)
-	go func() { done <- core.Run(runCtx, func() { close(ready) }) }()
-	<-ready
-	t.Cleanup(func() { cancel(); <-done })
-	conn, err := bus.Dial(ctx, cfg.Socket, contracts.Hello{Role: contracts.RoleTransport, Name: "test"}, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
 	got := make(chan contracts.Envelope, 16)
-	go func() {
-		for {
-			env, err := conn.Recv()
-			if err != nil {
-				return
-			}
-			got <- env
-		}
-	}()
+	listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) { got <- env })
 
 	var closed contracts.ApprovalClosed
 	var told contracts.Outbound
