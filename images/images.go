@@ -12,3 +12,9 @@ var SandboxRecipe []byte
 //
 //go:embed testhost.recipe
 var TestHostRecipe []byte
+
+// TestVMRecipe is the recipe of the root file system tests boot as a
+// whole virtual machine with qemu (testvm.recipe).
+//
+//go:embed testvm.recipe
+var TestVMRecipe []byte

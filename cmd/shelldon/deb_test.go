@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"shelldon/testhost"
+	"shelldon/testhost/vm"
 	"shelldon/testhost/systemdhost"
 )
 
@@ -18,23 +18,9 @@ import (
 // pet starts as installed; removal stops and disables it and keeps the
 // pet's memory.
 func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
-	make := testhost.Tool(t, "make", "make")
-	testhost.Tool(t, "dpkg-deb", "dpkg")
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dist := t.TempDir()
-	build := exec.Command(make, "deb-amd64", "DIST="+dist)
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("make deb-amd64: %v\n%s", err, out)
-	}
-	debs, _ := filepath.Glob(filepath.Join(dist, "shelldon_*_amd64.deb"))
-	if len(debs) != 1 {
-		t.Fatalf("make deb-amd64 made %v, want one .deb", debs)
-	}
-	contents, err := exec.Command("dpkg-deb", "--contents", debs[0]).CombinedOutput()
+	vm.Require(t) // root and the tools: the same as for booting a host
+	deb := vm.BuildDeb(t)
+	contents, err := exec.Command("dpkg-deb", "--contents", deb).CombinedOutput()
 	if err != nil {
 		t.Fatalf("dpkg-deb --contents: %v\n%s", err, contents)
 	}
@@ -47,14 +33,15 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	}
 
 	host := systemdhost.Boot(t)
-	deb := filepath.Join(host.Dir, filepath.Base(debs[0]))
-	data, err := os.ReadFile(debs[0])
+	staged := filepath.Join(host.Dir, filepath.Base(deb))
+	data, err := os.ReadFile(deb)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(deb, data, 0o644); err != nil {
+	if err := os.WriteFile(staged, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	deb = staged
 	if out := host.Must(t, "dpkg", "-i", deb); !strings.Contains(out, "shelldon doctor") {
 		t.Errorf("the first install does not say what to do next:\n%s", out)
 	}

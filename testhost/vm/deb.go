@@ -1,0 +1,53 @@
+package vm
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"shelldon/testhost"
+)
+
+// BuildDeb builds shelldon's amd64 .deb with `make deb-amd64` in the
+// repository's root, as a release does, into a directory removed with
+// the test, and returns its path: what [Options.Debs] boots a guest with.
+func BuildDeb(t testing.TB) string {
+	t.Helper()
+	make := testhost.Tool(t, "make", "make")
+	root, err := repositoryRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dist := t.TempDir()
+	build := exec.Command(make, "deb-amd64", "DIST="+dist)
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("make deb-amd64: %v\n%s", err, out)
+	}
+	debs, err := filepath.Glob(filepath.Join(dist, "shelldon_*_amd64.deb"))
+	if err != nil || len(debs) != 1 {
+		t.Fatalf("make deb-amd64 made %v, want one .deb", debs)
+	}
+	return debs[0]
+}
+
+// repositoryRoot is the nearest directory at or above the working
+// directory (a test's package) that holds go.mod.
+func repositoryRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("find the repository: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("find the repository: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

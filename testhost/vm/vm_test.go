@@ -1,0 +1,158 @@
+package vm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestGuestHasCgroupV2AndOnlyForwardedNetwork boots a guest and checks
+// what the VM is for: systemd as PID 1 on cgroup v2 whose memory limits
+// really OOM-kill, files in and out, and a network that reaches the
+// test's own server through the forward and nothing else.
+func TestGuestHasCgroupV2AndOnlyForwardedNetwork(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello from the host %s", r.URL.Path)
+	}))
+	defer srv.Close()
+	hostPort := srv.Listener.Addr().(*net.TCPAddr).Port
+	v := Boot(t, Options{Forward: map[int]int{8080: hostPort}})
+
+	t.Run("cgroup v2", func(t *testing.T) {
+		if got := strings.TrimSpace(v.Must(t, "stat", "-fc", "%T", "/sys/fs/cgroup")); got != "cgroup2fs" {
+			t.Errorf("/sys/fs/cgroup is %q, want cgroup2fs", got)
+		}
+		controllers := strings.Fields(v.Must(t, "cat", "/sys/fs/cgroup/cgroup.controllers"))
+		if !slices.Contains(controllers, "memory") {
+			t.Errorf("cgroup.controllers = %v, want memory among them", controllers)
+		}
+	})
+
+	t.Run("systemd is PID 1 and running", func(t *testing.T) {
+		if got := strings.TrimSpace(v.Must(t, "readlink", "/proc/1/exe")); got != "/usr/lib/systemd/systemd" {
+			t.Errorf("PID 1 is %q, want /usr/lib/systemd/systemd", got)
+		}
+		out, err := v.Exec(context.Background(), "systemctl", "is-system-running")
+		if got := strings.TrimSpace(string(out)); got != "running" {
+			failed, _ := v.Exec(context.Background(), "systemctl", "--failed", "--no-legend")
+			t.Errorf("systemctl is-system-running = %q (%v), want running; failed units:\n%s", got, err, failed)
+		}
+	})
+
+	t.Run("memory limit OOM-kills", func(t *testing.T) {
+		const allocate64MB = "b = bytearray(64 << 20)"
+		tests := []struct {
+			limit, want string
+		}{
+			{"32M", "oom-kill"},
+			{"256M", "success"}, // the same program fits a larger limit: it is the limit that kills
+		}
+		for _, tt := range tests {
+			unit := "vm-test-alloc-" + tt.limit + ".service"
+			out, err := v.Exec(context.Background(), "systemd-run", "--unit="+unit, "-p", "MemoryMax="+tt.limit, "-p", "MemorySwapMax=0", "--wait", "python3", "-c", allocate64MB)
+			if tt.want == "success" && err != nil {
+				t.Errorf("64 MB under MemoryMax=%s: %v", tt.limit, err)
+			}
+			if tt.want != "success" && err == nil {
+				t.Errorf("64 MB under MemoryMax=%s succeeded:\n%s", tt.limit, out)
+			}
+			if got := strings.TrimSpace(v.Must(t, "systemctl", "show", "-P", "Result", unit)); got != tt.want {
+				t.Errorf("Result of %s (MemoryMax=%s) = %q, want %q\n%s", unit, tt.limit, got, tt.want, out)
+			}
+		}
+	})
+
+	t.Run("files round trip", func(t *testing.T) {
+		ctx := context.Background()
+		const path = "/root/a file's $name"
+		data := []byte("line one\n\x00binary\xff 'quoted' \"double\" $HOME `date`\n")
+		if err := v.WriteFile(ctx, path, data, 0o640); err != nil {
+			t.Fatal(err)
+		}
+		got, err := v.ReadFile(ctx, path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data) {
+			t.Errorf("ReadFile(%q) = %q, want %q", path, got, data)
+		}
+		if mode := strings.TrimSpace(v.Must(t, "stat", "-c", "%a", path)); mode != "640" {
+			t.Errorf("mode of %q = %s, want 640", path, mode)
+		}
+		if _, err := v.ReadFile(ctx, "/no/such/file"); err == nil {
+			t.Error("ReadFile(/no/such/file) = nil error, want one")
+		}
+	})
+
+	t.Run("forward reaches the host's server", func(t *testing.T) {
+		// Twice, because each guest connection must get its own.
+		const fetch = "import sys, urllib.request\nfor url in sys.argv[1:]: print(urllib.request.urlopen(url, timeout=20).read().decode())"
+		base := "http://" + ForwardAddress + ":8080"
+		out := v.Must(t, "python3", "-c", fetch, base+"/one", base+"/two")
+		if want := "hello from the host /one\nhello from the host /two\n"; out != want {
+			t.Errorf("the guest fetched %q through the forward, want %q", out, want)
+		}
+	})
+
+	t.Run("nothing else is reachable", func(t *testing.T) {
+		// Prints how the connection ended and how long it took.
+		const dial = `import socket, sys, time
+start = time.monotonic()
+try:
+    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()
+    result = "connected"
+except OSError as e:
+    result = type(e).__name__
+print(result, round(time.monotonic() - start, 2))`
+		for _, target := range []struct{ host, port string }{
+			{"1.1.1.1", "80"},                    // the internet
+			{"10.0.2.2", strconv.Itoa(hostPort)}, // the host, past the forward
+			{ForwardAddress, "8081"},             // a port nobody forwarded
+		} {
+			out := strings.Fields(v.Must(t, "python3", "-c", dial, target.host, target.port))
+			if len(out) != 2 || out[0] == "connected" {
+				t.Errorf("the guest dialling %s:%s: %v, want a failure", target.host, target.port, out)
+				continue
+			}
+			if seconds, err := strconv.ParseFloat(out[1], 64); err != nil || seconds > 5 {
+				t.Errorf("the guest dialling %s:%s failed only after %s s (%s), want at once", target.host, target.port, out[1], out[0])
+			}
+			t.Logf("dialling %s:%s from the guest: %s after %s s", target.host, target.port, out[0], out[1])
+		}
+	})
+}
+
+// TestGuestBootsWithTheDebInstalled boots a guest with the release .deb
+// installed into its root: the pet is enabled and runs.
+func TestGuestBootsWithTheDebInstalled(t *testing.T) {
+	Require(t) // before the slow build
+	deb := BuildDeb(t)
+	v := Boot(t, Options{Debs: []string{deb}})
+	for _, unit := range []string{"shelldon.service", "shelldon-broker.service"} {
+		if got := strings.TrimSpace(v.Must(t, "systemctl", "is-enabled", unit)); got != "enabled" {
+			t.Errorf("systemctl is-enabled %s = %q, want enabled", unit, got)
+		}
+	}
+	if out := strings.TrimSpace(v.Must(t, "shelldon", "version")); out == "" {
+		t.Error("shelldon version printed nothing")
+	} else {
+		t.Logf("shelldon version in the guest: %s", out)
+	}
+}
+
+func TestExecWithoutCommand(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if _, err := (&VM{}).Exec(ctx); !errors.Is(err, ErrNoCommand) {
+		t.Errorf("Exec() with no command = %v, want %v", err, ErrNoCommand)
+	}
+}
