@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"shelldon/testhost/vm"
 	"shelldon/testhost/systemdhost"
+	"shelldon/testhost/vm"
 )
 
 // TestDebInstallsUpgradesAndRemoves builds the amd64 .deb with `make

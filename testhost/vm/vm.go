@@ -216,19 +216,19 @@ func Boot(t testing.TB, opts Options) *VM {
 
 func (o Options) check() error {
 	if o.MemoryMB != 0 && o.MemoryMB < minMemoryMB {
-		return fmt.Errorf("MemoryMB %d: want 0 (for %d) or at least %d", o.MemoryMB, defaultMemoryMB, minMemoryMB)
+		return fmt.Errorf("options: MemoryMB %d: want 0 (for %d) or at least %d", o.MemoryMB, defaultMemoryMB, minMemoryMB)
 	}
 	for guest, host := range o.Forward {
 		if guest < 1 || guest > 65535 || host < 1 || host > 65535 {
-			return fmt.Errorf("Forward %d → %d: ports run from 1 to 65535", guest, host)
+			return fmt.Errorf("options: Forward %d → %d: ports run from 1 to 65535", guest, host)
 		}
 	}
 	for _, deb := range o.Debs {
 		if !strings.HasSuffix(deb, ".deb") {
-			return fmt.Errorf("Debs: %s is not a .deb file", deb)
+			return fmt.Errorf("options: Debs: %s is not a .deb file", deb)
 		}
 		if _, err := os.Stat(deb); err != nil {
-			return fmt.Errorf("Debs: %w", err)
+			return fmt.Errorf("options: Debs: %w", err)
 		}
 	}
 	return nil
