@@ -303,6 +303,11 @@ func chooseLauncher(ctx context.Context, cfg config.Config, log *slog.Logger, lo
 		log.Info("workers run as child processes", "why", err)
 		return launch.Child{Output: logOut}, func() {}
 	}
+	if stopped, err := sd.StopLeftovers(ctx); err != nil {
+		log.Error("stopping the units an earlier core left running", "stopped", stopped, "err", err)
+	} else if len(stopped) > 0 {
+		log.Warn("stopped the units an earlier core left running", "units", stopped)
+	}
 	return sd, sd.Close
 }
 

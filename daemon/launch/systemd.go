@@ -203,6 +203,37 @@ func (s *Systemd) Close() {
 // Name implements [Launcher].
 func (*Systemd) Name() string { return "systemd" }
 
+// leftoverPatterns match the units a core starts: turn workers and
+// sandboxed commands.
+var leftoverPatterns = []string{unitPrefix + "*" + unitSuffix, "shelldon-run@*.service"}
+
+// StopLeftovers stops the turn and command units an earlier core left
+// running when it died mid-turn: no core can take their results, and
+// they must not hold memory and the workspace beside the new core's
+// turns. It returns the units it stopped.
+func (s *Systemd) StopLeftovers(ctx context.Context) ([]string, error) {
+	units, err := s.conn.ListUnitsByPatternsContext(ctx, []string{"active", "activating", "reloading"}, leftoverPatterns)
+	if err != nil {
+		return nil, fmt.Errorf("list leftover units: %w", err)
+	}
+	var stopped []string
+	var errs []error
+	for _, u := range units {
+		done := make(chan string, 1)
+		if _, err := s.conn.StopUnitContext(ctx, u.Name, "replace", done); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", u.Name, err))
+			continue
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return stopped, ctx.Err()
+		}
+		stopped = append(stopped, u.Name)
+	}
+	return stopped, errors.Join(errs...)
+}
+
 // UnitName is the unit of a turn's worker.
 func UnitName(turn string) string { return unitPrefix + turn + unitSuffix }
 

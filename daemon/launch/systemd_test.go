@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -290,4 +291,37 @@ func hostPid(t *testing.T, leader, pid int) int {
 	}
 	t.Fatalf("no host pid for pid %d of the container", pid)
 	return 0
+}
+
+// TestStopLeftovers: the turn and command units a dead core left running
+// are stopped by the next one, and nothing else is touched.
+func TestStopLeftovers(t *testing.T) {
+	host := systemdhost.Boot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, unit := range []string{UnitName("left"), "shelldon-run@left-1.service", "bystander.service"} {
+		host.Must(t, "systemd-run", "--unit="+unit, "sleep", "300")
+	}
+	s, err := NewSystemd(ctx, func() (*godbus.Conn, error) { return systemdhost.Dial(host.BusAddress) }, SystemdOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	stopped, err := s.StopLeftovers(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(stopped)
+	if want := []string{"shelldon-run@left-1.service", UnitName("left")}; !slices.Equal(stopped, want) {
+		t.Errorf("StopLeftovers stopped %v, want %v", stopped, want)
+	}
+	for unit, want := range map[string]string{UnitName("left"): "inactive", "shelldon-run@left-1.service": "inactive", "bystander.service": "active"} {
+		out, _ := host.Exec(ctx, "systemctl", "is-active", unit)
+		if got := strings.TrimSpace(string(out)); got != want {
+			t.Errorf("%s is %s, want %s", unit, got, want)
+		}
+	}
+	if again, err := s.StopLeftovers(ctx); err != nil || len(again) != 0 {
+		t.Errorf("a second StopLeftovers = %v, %v; want nothing to stop", again, err)
+	}
 }

@@ -52,6 +52,7 @@ type disk struct {
 	work      string // a directory for the root's copy, removed when done
 	publicKey []byte // authorized for the guest's root
 	debs      []string
+	trees     []string // host directories copied to the same path in the root
 	mkfs      string
 	nspawn    string
 }
@@ -75,6 +76,15 @@ func makeDisk(ctx context.Context, d disk) (size diskSize, err error) {
 	}
 	if err := installDebs(ctx, d.nspawn, root, d.debs); err != nil {
 		return diskSize{}, err
+	}
+	for _, tree := range d.trees {
+		to := filepath.Join(root, tree)
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			return diskSize{}, fmt.Errorf("copy %s into the guest: %w", tree, err)
+		}
+		if out, err := exec.CommandContext(ctx, "cp", "-a", tree, to).CombinedOutput(); err != nil {
+			return diskSize{}, fmt.Errorf("copy %s into the guest: %w: %s", tree, err, out)
+		}
 	}
 	used, err := treeSize(root)
 	if err != nil {

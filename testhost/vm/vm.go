@@ -66,6 +66,10 @@ type Options struct {
 	// Forward maps a guest port on [ForwardAddress] to a host loopback
 	// port: how the guest reaches the test's servers, and all it reaches.
 	Forward map[int]int
+	// Trees are host directories copied to the same path in the guest
+	// (the sandbox image's cache, say, which the guest cannot build
+	// without a network).
+	Trees []string
 }
 
 // VM is one booted guest, powered off when its test ends.
@@ -168,7 +172,7 @@ func Boot(t testing.TB, opts Options) *VM {
 	diskCtx, cancelDisk := context.WithTimeout(context.Background(), diskTimeout)
 	defer cancelDisk()
 	started := time.Now()
-	size, err := makeDisk(diskCtx, disk{image: built.Root, path: v.Disk, work: dir, publicKey: publicKey, debs: opts.Debs, mkfs: tools.mkfs, nspawn: tools.nspawn})
+	size, err := makeDisk(diskCtx, disk{image: built.Root, path: v.Disk, work: dir, publicKey: publicKey, debs: opts.Debs, trees: opts.Trees, mkfs: tools.mkfs, nspawn: tools.nspawn})
 	if err != nil {
 		t.Fatalf("make the test VM's disk: %v", err)
 	}
