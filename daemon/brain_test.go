@@ -182,6 +182,23 @@ func (b *brain) schedules() []state.Scheduled {
 	return all
 }
 
+// advanceUntil moves the fake clock a minute at a time, no further than
+// limit, until cond holds: for what the mood's reflex makes true on its
+// own ticks, which a loaded machine's loop may take late.
+func (b *brain) advanceUntil(what string, limit time.Time, cond func() bool) {
+	b.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("waited in vain (fake clock at %v): %s", b.clk.Now(), what)
+		}
+		if b.clk.Now().Before(limit) {
+			b.clk.Advance(time.Minute)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // advanceTo moves the fake clock to at, a minute at a time, waiting after
 // each step until the loop has settled the turns it started.
 func (b *brain) advanceTo(at time.Time) {
@@ -352,8 +369,8 @@ func TestMoodFollowsEventsDriftsAndIsKept(t *testing.T) {
 	}
 	// Hours of silence: the reflex ticks drift the pet to bored, then sad,
 	// and the panel shows it as the at-rest face.
-	b.advanceTo(brainStart.Add(4 * time.Hour))
-	b.eventually("lonely", func() bool { return kept().Mood == "sad" })
+	b.advanceTo(brainStart.Add(3 * time.Hour))
+	b.advanceUntil("lonely", brainStart.Add(5*time.Hour), func() bool { return kept().Mood == "sad" })
 	b.eventually("the panel shows the mood", func() bool {
 		for {
 			select {
@@ -367,8 +384,8 @@ func TestMoodFollowsEventsDriftsAndIsKept(t *testing.T) {
 		}
 	})
 	// Night: the pet sleeps.
-	b.advanceTo(time.Date(2026, 11, 30, 23, 30, 0, 0, time.UTC))
-	b.eventually("asleep at night", func() bool { return kept().Mood == "sleeping" })
+	b.advanceTo(time.Date(2026, 11, 30, 23, 0, 0, 0, time.UTC))
+	b.advanceUntil("asleep at night", time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC), func() bool { return kept().Mood == "sleeping" })
 	if why := kept().Why; !strings.Contains(why, "night") {
 		t.Errorf("why = %q, want it to mention the night", why)
 	}

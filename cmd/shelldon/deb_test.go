@@ -50,23 +50,32 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 			t.Errorf("%s is in %q, want %s among its groups", user, groups, group)
 		}
 	}
-	for path, want := range map[string]string{"/var/lib/shelldon": "750 root shelldon", "/etc/shelldon/telegram": "700 root root", "/etc/shelldon/credentials": "700 root root"} {
+	for path, want := range map[string]string{ "/etc/shelldon/telegram": "700 root root", "/etc/shelldon/credentials": "700 root root"} {
 		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
 			t.Errorf("%s is %q, want %q", path, got, want)
 		}
 	}
 	for _, unit := range []string{"shelldon.service", "shelldon-broker.service", "shelldon-panel.service"} {
-		if got := strings.TrimSpace(host.Must(t, "systemctl", "is-enabled", unit)); got != "enabled" {
-			t.Errorf("%s is %q after install, want enabled", unit, got)
+		// Not before the owner configured it: it would fail at every boot.
+		if out, _ := host.Exec(context.Background(), "systemctl", "is-enabled", unit); strings.TrimSpace(string(out)) != "disabled" {
+			t.Errorf("%s is %q after install, want disabled", unit, out)
 		}
 	}
-	// As installed, core starts (it needs no provider; the broker does).
-	if _, err := host.Exec(context.Background(), "systemctl", "start", "shelldon.service"); err != nil {
+	// As the message says; core starts as installed (it needs no
+	// provider; the broker does).
+	if _, err := host.Exec(context.Background(), "systemctl", "enable", "--now", "shelldon.service"); err != nil {
 		journal, _ := host.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", "shelldon.service")
 		t.Fatalf("systemctl start shelldon: %v\n%s", err, journal)
 	}
 	if got := strings.TrimSpace(host.Must(t, "systemctl", "is-active", "shelldon.service")); got != "active" {
 		t.Errorf("shelldon.service is %q, want active", got)
+	}
+	// The state directory and the bus socket are the group's, so the
+	// broker, the panel and the workers can reach core.
+	for path, want := range map[string]string{"/var/lib/shelldon": "2750 root shelldon", "/var/lib/shelldon/bus.sock": "660 root shelldon"} {
+		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
+			t.Errorf("%s is %q, want %q", path, got, want)
+		}
 	}
 	// An upgrade (the same package again) keeps it running.
 	host.Must(t, "dpkg", "-i", deb)

@@ -90,6 +90,14 @@ func New(t testing.TB, token string) *Server {
 	return NewOn(t, token, nil)
 }
 
+// SetWaitLimit changes how long WaitCall and WaitMessage wait (15 s by
+// default): a pet in an emulated VM answers more slowly.
+func (s *Server) SetWaitLimit(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.waitTimeout = d
+}
+
 // NewOn is New serving on ln, for a server that must be reached inside
 // another network (a booted test host's); nil means a fresh loopback
 // listener.
@@ -311,7 +319,10 @@ func (s *Server) Calls(method string) []Call {
 // await waits until ready reports true or the wait limit passes. ready
 // runs without s.mu held, so it may use the exported methods.
 func (s *Server) await(ready func() bool) bool {
-	timer := time.NewTimer(s.waitTimeout)
+	s.mu.Lock()
+	limit := s.waitTimeout
+	s.mu.Unlock()
+	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	for {
 		s.mu.Lock()
