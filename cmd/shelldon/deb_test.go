@@ -50,7 +50,7 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 			t.Errorf("%s is in %q, want %s among its groups", user, groups, group)
 		}
 	}
-	for path, want := range map[string]string{ "/etc/shelldon/telegram": "700 root root", "/etc/shelldon/credentials": "700 root root"} {
+	for path, want := range map[string]string{"/etc/shelldon/telegram": "700 root root", "/etc/shelldon/credentials": "700 root root"} {
 		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
 			t.Errorf("%s is %q, want %q", path, got, want)
 		}

@@ -156,15 +156,15 @@ display = "png"
 		api.SendText(ownerID, "take your time")
 		var unit string
 		waitFor(t, "the turn's unit", func() bool {
-			out, _ := guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "shelldon-turn@*")
+			out, _ := guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "--state=running", "shelldon-turn@*")
 			fields := strings.Fields(string(out))
 			if len(fields) > 0 {
 				unit = fields[0]
 			}
 			return unit != ""
 		})
-		status := guest.Must(t, "systemctl", "status", "--no-pager", unit)
-		if !strings.Contains(status, "Memory:") || !strings.Contains(status, "max: 256.0M") {
+		out, _ := guest.Exec(ctx, "systemctl", "status", "--no-pager", unit)
+		if status := string(out); !strings.Contains(status, "Memory:") || !strings.Contains(status, "max: 256.0M") {
 			t.Errorf("systemctl status %s shows no MemoryMax:\n%s", unit, status)
 		}
 		api.WaitMessage(t, ownerID, textHas("that took a while"))
@@ -177,6 +177,8 @@ display = "png"
 		}
 	})
 
+	// Step 4 of the scenario, OOM kills in a 512 MB guest, is not
+	// here yet: see the note.
 	t.Run("5 a parked approval survives a restart", func(t *testing.T) {
 		api.SendText(ownerID, "one more file")
 		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {

@@ -132,14 +132,19 @@ print(result, round(time.monotonic() - start, 2))`
 }
 
 // TestGuestBootsWithTheDebInstalled boots a guest with the release .deb
-// installed into its root: the pet is enabled and runs.
+// installed into its root: the package is there, its users made, its
+// units known (and left disabled until the owner configures the pet).
 func TestGuestBootsWithTheDebInstalled(t *testing.T) {
 	Require(t) // before the slow build
 	deb := BuildDeb(t)
 	v := Boot(t, Options{Debs: []string{deb}})
-	for _, unit := range []string{"shelldon.service", "shelldon-broker.service"} {
-		if got := strings.TrimSpace(v.Must(t, "systemctl", "is-enabled", unit)); got != "enabled" {
-			t.Errorf("systemctl is-enabled %s = %q, want enabled", unit, got)
+	if got := v.Must(t, "dpkg-query", "-W", "-f", "${Status}", "shelldon"); got != "install ok installed" {
+		t.Errorf("dpkg says shelldon is %q", got)
+	}
+	v.Must(t, "id", "shelldon-worker")
+	for _, unit := range []string{"shelldon.service", "shelldon-broker.service", "shelldon-panel.service"} {
+		if out, _ := v.Exec(context.Background(), "systemctl", "is-enabled", unit); strings.TrimSpace(string(out)) != "disabled" {
+			t.Errorf("systemctl is-enabled %s = %q, want disabled", unit, out)
 		}
 	}
 	if out := strings.TrimSpace(v.Must(t, "shelldon", "version")); out == "" {
