@@ -48,6 +48,9 @@ type Server struct {
 	// Fallback answers each request that finds the script used up; nil
 	// means [Persona]. Set it before the server takes requests.
 	Fallback Responder
+	// Logf, when set, hears of each request as it arrives: a test outside
+	// the process (the demo model in a test host) counts them in the log.
+	Logf func(format string, args ...any)
 
 	mu       sync.Mutex
 	queue    []Step
@@ -120,6 +123,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	s.hits++
 	number := s.hits
 	s.mu.Unlock()
+	if s.Logf != nil {
+		s.Logf("request %d arrived", number)
+	}
 
 	var body chatRequest
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(&body); err != nil {

@@ -54,5 +54,7 @@ func run() error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return demomodel.New(steps...).Serve(ctx, ln)
+	srv := demomodel.New(steps...)
+	srv.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "shelldon-demo-model: "+format+"\n", args...) }
+	return srv.Serve(ctx, ln)
 }

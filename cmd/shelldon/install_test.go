@@ -147,6 +147,9 @@ func TestInstalledUnderSystemd(t *testing.T) {
 		p.waitTurns(2) // the first turn and the Telegram one
 		p.say("second")
 		unit := waitTurnUnit(t, host)
+		// Killed once its question reached the model, so the step it
+		// took is not left for the next turn.
+		waitModelRequests(t, host, 3)
 		host.Must(t, "systemctl", "kill", "--signal=SIGKILL", unit)
 		if r := p.reply(20 * time.Second); !r.Degraded {
 			t.Fatalf("reply after the worker was killed = %+v, want the degrade answer", r)
@@ -166,7 +169,9 @@ func TestInstalledUnderSystemd(t *testing.T) {
 		p.say("take your time")
 		// A stopped worker cannot give up at W by itself: only the unit's
 		// RuntimeMaxSec (R) ends it.
-		host.Must(t, "systemctl", "kill", "--signal=SIGSTOP", waitTurnUnit(t, host))
+		unit := waitTurnUnit(t, host)
+		waitModelRequests(t, host, 5)
+		host.Must(t, "systemctl", "kill", "--signal=SIGSTOP", unit)
 		if r := p.reply(20 * time.Second); !r.Degraded {
 			t.Fatalf("reply to a turn past R = %+v, want the degrade answer", r)
 		}
@@ -204,6 +209,23 @@ func TestInstalledUnderSystemd(t *testing.T) {
 			t.Fatalf("reply after the watchdog = %+v", r)
 		}
 	})
+}
+
+// waitModelRequests waits until the demo model in the host has taken n
+// requests, as its log says.
+func waitModelRequests(t *testing.T, host *systemdhost.Host, n int) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, _ := host.Exec(context.Background(), "journalctl", "--no-pager", "-o", "cat", "-u", "demo-model.service")
+		if strings.Count(string(out), "arrived") >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo model took fewer than %d requests:\n%s", n, out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // buildForHost builds one of this module's commands, static, for the
