@@ -185,6 +185,19 @@ func Build(ctx context.Context, opts BuildOptions) (img Image, err error) {
 	return img, nil
 }
 
+// BuildRecipe builds the image of a recipe held in memory (an embedded one
+// of images/, named for errors) into cacheDir, as Build does, within 15
+// minutes.
+func BuildRecipe(cacheDir, name string, data []byte) (Image, error) {
+	recipe, err := ParseRecipe(name, data)
+	if err != nil {
+		return Image{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	return Build(ctx, BuildOptions{CacheDir: cacheDir, Recipe: recipe})
+}
+
 func (o BuildOptions) recipe() (Recipe, error) {
 	if o.Recipe.Suite == "" {
 		return DefaultRecipe()

@@ -96,13 +96,7 @@ func Boot(t testing.TB, readOnly ...string) *Host {
 }
 
 func buildImage() (image.Image, error) {
-	recipe, err := image.ParseRecipe("images/testhost.recipe", images.TestHostRecipe)
-	if err != nil {
-		return image.Image{}, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	return image.Build(ctx, image.BuildOptions{CacheDir: CacheDir, Recipe: recipe})
+	return image.BuildRecipe(CacheDir, "images/testhost.recipe", images.TestHostRecipe)
 }
 
 func boot(t testing.TB, nspawn, root string, readOnly []string) (*Host, error) {

@@ -239,13 +239,7 @@ func (o Options) check() error {
 }
 
 func buildImage() (image.Image, error) {
-	recipe, err := image.ParseRecipe("images/testvm.recipe", images.TestVMRecipe)
-	if err != nil {
-		return image.Image{}, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	return image.Build(ctx, image.BuildOptions{CacheDir: CacheDir, Recipe: recipe})
+	return image.BuildRecipe(CacheDir, "images/testvm.recipe", images.TestVMRecipe)
 }
 
 // bootFiles finds the kernel and its initrd in the root's /boot. The
