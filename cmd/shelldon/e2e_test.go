@@ -184,8 +184,10 @@ display = "png"
 		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
 			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "restarted.txt")
 		})
-		guest.Must(t, "systemctl", "restart", "shelldon.service")
+		// Counted before the restart: the new core's bot may register its
+		// commands before systemctl returns.
 		before := len(api.Calls("setMyCommands"))
+		guest.Must(t, "systemctl", "restart", "shelldon.service")
 		waitFor(t, "the bot back", func() bool { return len(api.Calls("setMyCommands")) > before })
 		tap(api, ask, "Approve")
 		api.WaitMessage(t, ownerID, textHas("Saved after the restart."))

@@ -187,7 +187,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 
 	t.Run("a killed core is restarted", func(t *testing.T) {
 		p.t = t
-		host.Must(t, "systemctl", "kill", "--signal=SIGKILL", "shelldon.service")
+		host.Must(t, "systemctl", "kill", "--signal=SIGKILL", "--kill-whom=main", "shelldon.service")
 		waitRestarts(t, host, 1)
 		p.waitJoin(30 * time.Second)
 		p.say("are you back?")
