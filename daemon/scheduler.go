@@ -98,12 +98,11 @@ func (c *Core) runDue(ctx context.Context) {
 			log.Error("counting today's self-driven turns; the schedule waits", "err", err)
 			return
 		}
-		budget := c.budget()
-		if ok, why := budget.Allows(spent, last, now); !ok {
-			if spent < budget.Daily && !last.IsZero() && now.Sub(last) < budget.Cooldown {
+		if ok, wait, why := c.budget().Allows(spent, last, now); !ok {
+			if !wait.IsZero() {
 				// Only cooling down: it runs when the cooldown ends.
 				log.Info("a scheduled turn waits for the cooldown", "decision", "waiting", "why", why)
-				cooling = last.Add(budget.Cooldown)
+				cooling = wait
 				return
 			}
 			log.Warn("a scheduled turn was skipped", "decision", "skipped", "why", why, "text", shorten(sc.Text, 80))

@@ -18,18 +18,20 @@ type Budget struct {
 // Allows says whether a self-driven turn may start at now, given how many
 // started since local midnight (see Midnight) and when the last one
 // started (zero if none ever did). When it may not, why says so in words
-// for the owner, with times in now's location.
-func (b Budget) Allows(spentToday int, last, now time.Time) (ok bool, why string) {
+// for the owner, with times in now's location, and wait is when it may
+// after all if only the cooldown stands in the way (zero when the day's
+// budget does: the turn is not to run today).
+func (b Budget) Allows(spentToday int, last, now time.Time) (ok bool, wait time.Time, why string) {
 	switch {
 	case b.Daily <= 0:
-		return false, "self-driven turns are off: the daily budget is 0"
+		return false, time.Time{}, "self-driven turns are off: the daily budget is 0"
 	case spentToday >= b.Daily:
-		return false, fmt.Sprintf("the daily budget of %d self-driven %s is spent; it resets at midnight", b.Daily, plural(b.Daily, "turn", "turns"))
+		return false, time.Time{}, fmt.Sprintf("the daily budget of %d self-driven %s is spent; it resets at midnight", b.Daily, plural(b.Daily, "turn", "turns"))
 	}
 	if until := last.Add(b.Cooldown); !last.IsZero() && now.Before(until) {
-		return false, "cooling down until " + ceilMinute(until).In(now.Location()).Format("15:04")
+		return false, until, "cooling down until " + ceilMinute(until).In(now.Location()).Format("15:04")
 	}
-	return true, ""
+	return true, time.Time{}, ""
 }
 
 // Midnight is the start of now's local day, in now's location: the

@@ -32,9 +32,17 @@ func TestBudgetAllows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			ok, why := tt.budget.Allows(tt.spent, tt.last, now)
+			ok, wait, why := tt.budget.Allows(tt.spent, tt.last, now)
 			if ok != tt.wantOK || why != tt.wantWhy {
 				t.Errorf("%+v.Allows(%d, %v, %v) = %v, %q, want %v, %q", tt.budget, tt.spent, tt.last, now, ok, why, tt.wantOK, tt.wantWhy)
+			}
+			// Only a cooldown has an end to wait for: the last start plus the cooldown.
+			wantWait := time.Time{}
+			if strings.HasPrefix(tt.wantWhy, "cooling down") {
+				wantWait = tt.last.Add(tt.budget.Cooldown)
+			}
+			if !wait.Equal(wantWait) {
+				t.Errorf("%+v.Allows(%d, %v, %v) waits until %v, want %v", tt.budget, tt.spent, tt.last, now, wait, wantWait)
 			}
 		})
 	}
@@ -44,7 +52,7 @@ func TestBudgetCooldownIsToldInNowsLocation(t *testing.T) {
 	loc := berlin(t)
 	now := time.Date(2026, 3, 10, 14, 0, 0, 0, loc)
 	last := now.Add(-25 * time.Minute).UTC()
-	if ok, why := (Budget{Daily: 3, Cooldown: 30 * time.Minute}).Allows(0, last, now); ok || !strings.HasSuffix(why, "14:05") {
+	if ok, _, why := (Budget{Daily: 3, Cooldown: 30 * time.Minute}).Allows(0, last, now); ok || !strings.HasSuffix(why, "14:05") {
 		t.Errorf("Allows with last in UTC, now in Berlin = %v, %q, want cooling down until 14:05", ok, why)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"time"
 
@@ -250,9 +251,12 @@ func (t *Transport) settleMessages(ctx context.Context, item outItem) error {
 		return fmt.Errorf("read the messages of request %s: %w", item.Approval, err)
 	}
 	for _, m := range msgs {
-		var chat int64
-		fmt.Sscan(m.Chat, &chat)
-		_, err := t.bot.EditMessageText(ctx, &bot.EditMessageTextParams{
+		chat, err := strconv.ParseInt(m.Chat, 10, 64)
+		if err != nil {
+			t.log.Error("telegram: a request's message has an unreadable chat", "turn", item.Approval, "chat", m.Chat)
+			continue
+		}
+		_, err = t.bot.EditMessageText(ctx, &bot.EditMessageTextParams{
 			ChatID: chat, MessageID: int(m.MessageID), ParseMode: models.ParseModeHTML,
 			Text: settled(m.HTML, item.Outcome, item.At, t.loc),
 		})
