@@ -46,14 +46,68 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if cfg.BaseURL != "" {
 		clientCfg.BaseURL = cfg.BaseURL
 	}
+	client := http.Client{}
 	if cfg.HTTPClient != nil {
-		clientCfg.HTTPClient = cfg.HTTPClient
+		client = *cfg.HTTPClient
 	}
+	next := client.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	client.Transport = cappedTransport{next: next, max: maxAnswerBytes}
+	clientCfg.HTTPClient = &client
 	name := cfg.Name
 	if name == "" {
 		name = "openai"
 	}
 	return &OpenAI{name: name, model: cfg.Model, client: openai.NewClientWithConfig(clientCfg)}
+}
+
+// maxAnswerBytes bounds one HTTP answer of a provider. A completion is a
+// few kilobytes; a provider or proxy gone wrong may send without end, and
+// the broker lives for months on a 416 MB board.
+const maxAnswerBytes = 8 << 20
+
+// ErrAnswerTooLarge is the failure of a call whose answer passed
+// maxAnswerBytes; the rest of it is not read.
+var ErrAnswerTooLarge = errors.New("the provider's answer is larger than 8 MiB")
+
+// cappedTransport hands out answer bodies that fail with
+// [ErrAnswerTooLarge] past max bytes.
+type cappedTransport struct {
+	next http.RoundTripper
+	max  int64
+}
+
+func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
+	return resp, nil
+}
+
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// A body of exactly the cap ends here; one byte more is too much.
+		var probe [1]byte
+		if n, err := b.ReadCloser.Read(probe[:]); n == 0 {
+			return 0, err
+		}
+		return 0, ErrAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }
 
 // Name implements [Provider].

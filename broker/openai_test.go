@@ -381,3 +381,43 @@ func TestDoneContextCallsNobody(t *testing.T) {
 		t.Errorf("Complete = %+v with %d hits, want a deadline error and no calls", got, srv.Hits())
 	}
 }
+
+// TestAnswerSizeIsBounded: a provider that sends without end costs the
+// broker 8 MiB at most and becomes a failure that names it, while a large
+// answer under the bound still arrives whole.
+func TestAnswerSizeIsBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		content int // bytes of content; -1 sends without end
+		wantErr bool
+	}{
+		{"7 MiB answer", 7 << 20, false},
+		{"endless answer", -1, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
+				chunk := strings.Repeat("a", 64<<10) // content is a multiple of it
+				for sent := 0; tc.content < 0 || sent < tc.content; sent += len(chunk) {
+					if _, err := io.WriteString(w, chunk); err != nil {
+						return // the broker stopped reading
+					}
+				}
+				io.WriteString(w, `"},"finish_reason":"stop"}]}`)
+			}))
+			t.Cleanup(ts.Close)
+			p := broker.NewOpenAI(broker.OpenAIConfig{BaseURL: ts.URL + "/v1", Model: "m"})
+			got, err := p.CompleteWithTools(context.Background(), greeting, nil)
+			if tc.wantErr {
+				if err == nil || !errors.Is(err, broker.ErrAnswerTooLarge) || !strings.Contains(err.Error(), "larger than 8 MiB") {
+					t.Fatalf("CompleteWithTools = %v, want ErrAnswerTooLarge", err)
+				}
+				return
+			}
+			if err != nil || len(got.Text) != tc.content {
+				t.Fatalf("CompleteWithTools = %d bytes, %v; want %d bytes", len(got.Text), err, tc.content)
+			}
+		})
+	}
+}

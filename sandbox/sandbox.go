@@ -212,7 +212,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	s.log.Info("sandboxed command", contracts.AuditEvent, contracts.EventSandboxRun, "turn", spec.Turn, "run", id,
 		"view", spec.View.String(), "command", quoteArgv(spec.Argv), "network", spec.Network,
 		"exit", res.ExitCode, "took", res.Duration.Round(time.Millisecond), "timed_out", res.TimedOut,
-		"oom", res.OutOfMemory, "output_bytes", int64(len(res.Output))+res.OutputDropped)
+		"oom", res.OutOfMemory, "memory_peak", res.MemoryPeak, "output_bytes", int64(len(res.Output))+res.OutputDropped)
 
 	if spec.View == Captured {
 		if err := view.unmount(); err != nil {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
@@ -189,14 +188,17 @@ func startProcess(t testing.TB, bin string, args ...string) *exec.Cmd {
 
 // smapsRollup reads a process's resident and proportional set sizes, in MB.
 func smapsRollup(b testing.TB, pid int) (rss, pss float64) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
+	return parseSmapsRollup(data)
+}
+
+// parseSmapsRollup takes the Rss and Pss lines of a smaps_rollup file, in MB.
+func parseSmapsRollup(data []byte) (rss, pss float64) {
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
 		if len(fields) < 2 {
 			continue
 		}

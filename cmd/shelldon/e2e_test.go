@@ -6,26 +6,20 @@ import (
 	"fmt"
 	"image"
 	"image/png"
-	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"shelldon/contracts"
+	"shelldon/daemon"
 	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/panel/faces"
 	"shelldon/panel/render"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost/vm"
-)
-
-// Guest ports on vm.ForwardAddress that lead to the test's servers.
-const (
-	e2eBotAPIPort = 8081
-	e2eModelPort  = 8082
 )
 
 // TestWholePetInAVM installs the .deb on a Debian VM with cgroup v2 (qemu),
@@ -36,7 +30,6 @@ func TestWholePetInAVM(t *testing.T) {
 	vm.Require(t)
 	sandboxImage := imagetest.Image(t) // the guest has no network to build one
 	deb := vm.BuildDeb(t)
-
 	model := demomodel.New(
 		// 2. a chat turn; a FREE tool; a RISKY command approved; a git push denied
 		demomodel.Step{Text: "Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited"},
@@ -46,8 +39,16 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{Text: "Done: sandboxed.txt is there."},
 		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "g1", Name: "git", Args: `{"args": "push origin main"}`}}},
 		demomodel.Step{Text: "All right, I won't push."},
+		proposal(t, "I wrote a greeting tool.", "greet", greetModule, greetTest),
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "h1", Name: "greet", Args: `{"name": "owner"}`}}},
+		demomodel.Step{Text: "It says hello."},
 		// 3. a slow turn
 		demomodel.Step{Text: "that took a while\nTHOUGHT: slow and steady\nFACE: cool", Delay: 6 * time.Second},
+		// 4. a worker killed by the kernel asks the model nothing; the turn
+		// after it does; then a sandboxed command that grows without end
+		demomodel.Step{Text: "Fine again."},
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "z1", Name: "run_shell", Args: `{"command": "tail /dev/zero > zeros.txt"}`}}},
+		demomodel.Step{Text: "That was too much for the sandbox."},
 		// 5. a parked approval across a restart
 		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "s2", Name: "run_shell", Args: `{"command": "echo after the restart > restarted.txt"}`}}},
 		demomodel.Step{Text: "Saved after the restart."},
@@ -55,56 +56,8 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{Text: "never heard: core was killed", Delay: 20 * time.Second},
 		demomodel.Step{Text: "back again"},
 	)
-	modelServer := httptest.NewServer(model)
-	t.Cleanup(modelServer.Close)
-	api := telegramtest.New(t, botToken)
-	api.SetWaitLimit(90 * time.Second) // an emulated CPU: turns take seconds
-	guest := vm.Boot(t, vm.Options{
-		Debs:    []string{deb},
-		Trees:   []string{sandboxImage.Dir},
-		Forward: map[int]int{e2eBotAPIPort: urlPort(t, api.URL()), e2eModelPort: urlPort(t, modelServer.URL)},
-	})
-	ctx := context.Background()
-	config := fmt.Sprintf(`[[provider]]
-name = "demo"
-base_url = "http://%[1]s:%[2]d/v1"
-model = %[3]q
-
-[telegram]
-allowed_users = [%[4]d]
-api_url = "http://%[1]s:%[5]d"
-poll_timeout = "5s"
-retry_max = "2s"
-
-[panel]
-display = "png"
-`, vm.ForwardAddress, e2eModelPort, demomodel.ModelName, ownerID, e2eBotAPIPort)
-	if err := guest.WriteFile(ctx, "/etc/shelldon/shelldon.toml", []byte(config), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := guest.WriteFile(ctx, "/etc/shelldon/telegram/token", []byte(botToken+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	journal := func() string {
-		out, _ := guest.Exec(ctx, "journalctl", "--no-pager", "-o", "short-precise", "-u", "shelldon*", "-u", "shelldon-turn@*", "-u", "shelldon-run@*", "-n", "300")
-		return string(out)
-	}
-	if _, err := guest.Exec(ctx, "systemctl", "enable", "--now", "shelldon.service", "shelldon-broker.service", "shelldon-panel.service"); err != nil {
-		t.Fatalf("systemctl enable --now shelldon: %v\n%s", err, journal())
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the guest's journal:\n%s", journal())
-		}
-	})
-	// Nothing below can work without the bot: fail at once, with the story.
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(journal(), "telegram: connected") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the bot never connected; the guest's journal:\n%s", journal())
-		}
-		time.Sleep(time.Second)
-	}
+	pet := bootPet(t, sandboxImage, deb, model, true)
+	guest, api, ctx := pet.guest, pet.api, context.Background()
 	ws := "/var/lib/shelldon/workspace/"
 
 	t.Run("1 the services run and doctor is content", func(t *testing.T) {
@@ -150,6 +103,24 @@ display = "png"
 		})
 		tap(api, push, "Deny")
 		api.WaitMessage(t, ownerID, textHas("All right, I won't push."))
+
+		// A tool of its own: proposed, passed by pytest in the sandbox,
+		// kept by a tap, and called in the next turn.
+		api.SendText(ownerID, "write yourself a greeting tool")
+		api.WaitMessage(t, ownerID, textHas("I wrote a greeting tool."))
+		keep := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "greet") && strings.Contains(m.Text, "1 passed")
+		})
+		tap(api, keep, "Approve")
+		api.WaitMessage(t, ownerID, textHas("Kept: greet"))
+		for _, name := range []string{"greet.py", "test_greet.py", "greet.json"} {
+			guest.Must(t, "test", "-f", ws+"tools/"+name)
+		}
+		api.SendText(ownerID, "greet me")
+		api.WaitMessage(t, ownerID, textHas("It says hello."))
+		if got := toolAnswer(model.Requests(), "h1"); got != "exit 0\nhello, owner" {
+			t.Errorf("greet answered %q", got)
+		}
 	})
 
 	t.Run("3 a slow turn in its unit, and its story in the journal", func(t *testing.T) {
@@ -177,8 +148,35 @@ display = "png"
 		}
 	})
 
-	// Step 4 of the issue's scenario, OOM kills in a 512 MB guest, is not
-	// here yet: see the issue's note.
+	t.Run("4 the kernel's OOM killer ends a turn and a command, and the pet goes on", func(t *testing.T) {
+		api.SendText(ownerID, worker.HogMessage)
+		api.WaitMessage(t, ownerID, textHas(daemon.DegradeText))
+		last := guest.Must(t, "shelldon", "turns", "-n", "1")
+		if !strings.Contains(last, "oom-kill") {
+			t.Errorf("shelldon turns does not record the OOM kill:\n%s", last)
+		}
+		fields := strings.Fields(strings.Split(strings.TrimSpace(last), "\n")[1])
+		unit := "shelldon-turn@" + fields[0] + ".service"
+		if story := guest.Must(t, "journalctl", "--no-pager", "-u", unit); !strings.Contains(story, "oom-kill") {
+			t.Errorf("the journal of %s says no oom-kill:\n%s", unit, story)
+		}
+		api.SendText(ownerID, "are you all right?")
+		api.WaitMessage(t, ownerID, textHas("Fine again."))
+
+		api.SendText(ownerID, "read all the zeros")
+		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "/dev/zero")
+		})
+		tap(api, ask, "Approve")
+		api.WaitMessage(t, ownerID, textHas("That was too much for the sandbox."))
+		if got := toolAnswer(model.Requests(), "z1"); !strings.HasPrefix(got, "killed: out of memory") {
+			t.Errorf("the model heard %q of the command, want it killed for memory", got)
+		}
+		if story := guest.Must(t, "journalctl", "--no-pager", "-u", "shelldon-run@*"); !strings.Contains(story, "oom-kill") {
+			t.Errorf("the journal of the sandboxed runs says no oom-kill:\n%s", story)
+		}
+	})
+
 	t.Run("5 a parked approval survives a restart", func(t *testing.T) {
 		api.SendText(ownerID, "one more file")
 		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
@@ -249,29 +247,4 @@ func sameBelowStrip(got image.Image, want *render.Frame) bool {
 		}
 	}
 	return true
-}
-
-func urlPort(t *testing.T, raw string) int {
-	t.Helper()
-	u, err := url.Parse(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	port, err := strconv.Atoi(u.Port())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return port
-}
-
-// waitFor polls cond, for what the guest does in its own time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited in vain: %s", what)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
 }

@@ -394,6 +394,7 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 	}
 	log := newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
 	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	opts.TestHooks = os.Getenv("SHELLDON_TEST_HOOKS") == "1"
 	return worker.Run(ctx, opts)
 }
 

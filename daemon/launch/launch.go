@@ -25,7 +25,8 @@ type Limits struct {
 	// may map; 0 leaves it alone. It bounds a Go program's heap where
 	// RLIMIT_AS cannot: the Go runtime reserves most of a gigabyte of
 	// address space it never touches, but maps heap arenas writable only
-	// as the heap grows.
+	// as the heap grows. The systemd launcher applies it only when Memory
+	// is 0, since the cgroup's limit is the truer bound.
 	Data int64
 	// CPUSeconds is RLIMIT_CPU; 0 leaves it alone.
 	CPUSeconds int

@@ -430,7 +430,14 @@ func (s *Systemd) properties(spec Spec) []sddbus.Property {
 			props = append(props, prop("Limit"+name, v), prop("Limit"+name+"Soft", v))
 		}
 	}
-	rlimit("DATA", uint64(l.Data))
+	// Where the cgroup bounds memory, RLIMIT_DATA would only get in its
+	// way: it counts the heap arenas the Go runtime maps ahead of use, so
+	// a worker that grows ends in the runtime's "out of memory" (an exit
+	// code) before the kernel's accounting of what is resident sees it,
+	// and the turn would not be recorded as the oom-kill it was.
+	if l.Memory == 0 {
+		rlimit("DATA", uint64(l.Data))
+	}
 	rlimit("CPU", uint64(l.CPUSeconds))
 	rlimit("NOFILE", uint64(l.OpenFiles))
 	return props

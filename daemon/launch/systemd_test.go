@@ -39,6 +39,32 @@ func TestOwnsCgroup(t *testing.T) {
 	}
 }
 
+// TestUnitMemoryBound: with a cgroup limit the unit leaves RLIMIT_DATA
+// out, so a growing worker meets the kernel's OOM killer (and its turn
+// is recorded as oom-kill) rather than the Go runtime's mmap failure.
+func TestUnitMemoryBound(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		limits            Limits
+		wantData, wantMax bool
+	}{
+		{"cgroup and rlimit asked", Limits{Data: 256 << 20, Memory: 256 << 20}, false, true},
+		{"rlimit only", Limits{Data: 256 << 20}, true, false},
+		{"neither", Limits{}, false, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var gotData, gotMax bool
+			for _, p := range (&Systemd{}).properties(Spec{Argv: []string{"/bin/true"}, Limits: tc.limits}) {
+				gotData = gotData || p.Name == "LimitDATA"
+				gotMax = gotMax || p.Name == "MemoryMax"
+			}
+			if gotData != tc.wantData || gotMax != tc.wantMax {
+				t.Errorf("properties(%+v): LimitDATA %v, MemoryMax %v; want %v, %v", tc.limits, gotData, gotMax, tc.wantData, tc.wantMax)
+			}
+		})
+	}
+}
+
 func TestSystemdRefusesBadSpecs(t *testing.T) {
 	s := &Systemd{}
 	for _, tc := range []struct {
