@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/demomodel"
+	"shelldon/sandbox/image/imagetest"
+	"shelldon/testhost/vm"
+)
+
+// footprintTurns is how many turns the pet lives through before it is
+// measured; one in sandboxEvery of them runs a command in the sandbox.
+const (
+	footprintTurns = 100
+	sandboxEvery   = 10
+)
+
+// BenchmarkFootprintInVM installs the .deb on a 512 MB VM with cgroup v2,
+// lives footprintTurns turns over Telegram, and then, idle, reports what
+// the issue's targets are about: the PSS and RSS of core, broker and
+// panel, the largest turn's peak (memory.peak of its unit's cgroup), the
+// largest sandboxed command's, and the memory of shelldon.slice.
+// Run by make bench with -benchtime 1x.
+func BenchmarkFootprintInVM(b *testing.B) {
+	vm.Require(b)
+	sandboxImage := imagetest.Image(b)
+	deb := vm.BuildDeb(b)
+	for range b.N {
+		measureFootprintInVM(b, bootPet(b, sandboxImage, deb, footprintModel(), false))
+	}
+}
+
+// footprintModel answers "message N" with "ok N", first listing the
+// workspace in the sandbox when the message asks for it.
+func footprintModel() *demomodel.Server {
+	number := regexp.MustCompile(`message (\d+)`)
+	model := demomodel.New()
+	model.Fallback = func(req demomodel.Request) demomodel.Step {
+		last := req.Messages[len(req.Messages)-1]
+		for _, m := range slices.Backward(req.Messages) {
+			if m.Role != contracts.ChatUser {
+				continue
+			}
+			if last.Role == contracts.ChatUser && strings.Contains(m.Content, "list the workspace") {
+				return demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "ls", Name: "run_shell", Args: `{"command": "ls -la"}`}}}
+			}
+			if n := number.FindStringSubmatch(m.Content); n != nil {
+				return demomodel.Step{Text: "ok " + n[1]}
+			}
+			break
+		}
+		return demomodel.Step{Text: "ok"}
+	}
+	return model
+}
+
+func measureFootprintInVM(b *testing.B, pet petInAVM) {
+	ctx := context.Background()
+	var latencies []time.Duration
+	for i := range footprintTurns {
+		text := fmt.Sprintf("message %d", i)
+		if i%sandboxEvery == sandboxEvery-1 {
+			text += ": list the workspace"
+		}
+		want := fmt.Sprintf("ok %d", i)
+		start := time.Now()
+		pet.api.SendText(ownerID, text)
+		pet.api.WaitMessage(b, ownerID, func(m telegramtest.Message) bool { return m.Text == want })
+		latencies = append(latencies, time.Since(start))
+	}
+	slices.Sort(latencies)
+	b.ReportMetric(ms(latencies[len(latencies)/2]), "turn-median-ms")
+
+	waitFor(b, "the last turn's unit gone", func() bool {
+		out, _ := pet.guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "--state=running", "shelldon-turn@*", "shelldon-run@*")
+		return strings.TrimSpace(string(out)) == ""
+	})
+	time.Sleep(10 * time.Second) // idle: the runtimes settle, the panel's last frame is drawn
+
+	var total float64
+	for _, svc := range []struct{ unit, name string }{
+		{"shelldon.service", "core"}, {"shelldon-broker.service", "broker"}, {"shelldon-panel.service", "panel"},
+	} {
+		pid := strings.TrimSpace(pet.guest.Must(b, "systemctl", "show", "-P", "MainPID", svc.unit))
+		rss, pss := parseSmapsRollup([]byte(pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps_rollup")))
+		b.ReportMetric(rss, svc.name+"-rss-MB")
+		b.ReportMetric(pss, svc.name+"-pss-MB")
+		total += pss
+	}
+	b.ReportMetric(total, "idle-pss-MB")
+
+	cgroupMB := func(file string) float64 {
+		v, err := strconv.ParseFloat(strings.TrimSpace(pet.guest.Must(b, "cat", "/sys/fs/cgroup/shelldon.slice/"+file)), 64)
+		if err != nil {
+			b.Fatalf("%s: %v", file, err)
+		}
+		return v / (1 << 20)
+	}
+	b.ReportMetric(cgroupMB("memory.current"), "slice-MB")
+	b.ReportMetric(cgroupMB("memory.peak"), "slice-peak-MB")
+	b.ReportMetric(cgroupMB("shelldon-turns.slice/memory.peak"), "turns-slice-peak-MB")
+	b.Logf("systemd-cgtop:\n%s", pet.guest.Must(b, "systemd-cgtop", "-b", "-n", "1", "-m", "--depth=3", "shelldon.slice"))
+
+	peaks := workerPeaks(b, pet.guest.Must(b, "shelldon", "turns", "-n", strconv.Itoa(footprintTurns)))
+	if len(peaks) < footprintTurns {
+		b.Fatalf("shelldon turns shows %d peaks, want %d", len(peaks), footprintTurns)
+	}
+	b.ReportMetric(peaks[len(peaks)/2], "worker-median-peak-MB")
+	b.ReportMetric(peaks[len(peaks)-1], "worker-peak-MB")
+
+	runs := sandboxPeaks(b, pet.guest.Must(b, "journalctl", "-o", "json", "-u", "shelldon.service", "MESSAGE=sandboxed command"))
+	if len(runs) < footprintTurns/sandboxEvery {
+		b.Fatalf("the journal has %d sandboxed commands with a peak, want %d", len(runs), footprintTurns/sandboxEvery)
+	}
+	b.ReportMetric(runs[len(runs)-1], "sandbox-peak-MB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// workerPeaks reads the PEAK column of `shelldon turns`, in MB, sorted.
+func workerPeaks(b *testing.B, table string) []float64 {
+	lines := strings.Split(strings.TrimSpace(table), "\n")
+	column := slices.Index(strings.Fields(lines[0]), "PEAK")
+	var peaks []float64
+	for _, line := range lines[1:] {
+		fields := strings.Fields(line)
+		if column < 0 || len(fields) <= column {
+			b.Fatalf("shelldon turns: no PEAK in %q", line)
+		}
+		if mib, err := strconv.ParseFloat(strings.TrimSuffix(fields[column], "MiB"), 64); err == nil {
+			peaks = append(peaks, mib)
+		}
+	}
+	slices.Sort(peaks)
+	return peaks
+}
+
+// sandboxPeaks reads the memory peaks of sandboxed commands from core's
+// journal entries (journalctl -o json), in MB, sorted.
+func sandboxPeaks(b *testing.B, entries string) []float64 {
+	var peaks []float64
+	for _, line := range strings.Split(strings.TrimSpace(entries), "\n") {
+		var e struct {
+			Peak string `json:"SHELLDON_MEMORY_PEAK"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			b.Fatalf("journal entry %q: %v", line, err)
+		}
+		if bytes, err := strconv.ParseFloat(e.Peak, 64); err == nil && bytes > 0 {
+			peaks = append(peaks, bytes/(1<<20))
+		}
+	}
+	slices.Sort(peaks)
+	return peaks
+}
