@@ -65,15 +65,18 @@ image: build
 	./$(BIN)/shelldon image build
 
 # Figures for BENCHMARKS.md: turn overhead over 200 turns (5 runs), the
-# footprint of daemon and broker after 100 turns (3 runs), every other
-# benchmark, and the stripped linux/arm64 binary.
+# footprint of daemon and broker after 100 turns (3 runs), the installed
+# pet's footprint in a 512 MB VM after 100 turns (3 runs), every other
+# benchmark, the stripped linux/arm64 binary and the .deb sizes.
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkTurnInSystemdUnit$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
+	$(GO) test -run '^$$' -bench '^BenchmarkFootprintInVM$$' -benchtime 1x -count 3 -timeout 60m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 -skip 'BenchmarkTurn|BenchmarkFootprint' -timeout 30m ./...
 	@GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/bench-shelldon-linux-arm64 ./cmd/shelldon
 	@echo "stripped linux/arm64 binary: $$(stat -c %s $(DIST)/bench-shelldon-linux-arm64) bytes"
+	@$(MAKE) --no-print-directory deb >/dev/null && stat -c '%n: %s bytes' $(DIST)/*.deb
 
 release:
 	@mkdir -p $(DIST)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -44,6 +45,12 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 			c := runJob(ctx, env, chain)
 			log.Info("job done", "turn", env.Turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "took", time.Since(started).Round(time.Millisecond), "err", c.Error)
 			answer(conn, env.Turn, c, log)
+			if len(slots) == 1 {
+				// The last job in flight: the broker idles until the next
+				// turn, so the answer's garbage goes back to the kernel now
+				// (about 3.5 MB of the broker's idle PSS; see BENCHMARKS.md).
+				debug.FreeOSMemory()
+			}
 		}()
 	})
 }

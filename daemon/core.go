@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -634,6 +635,13 @@ func (c *Core) maybeFinish(ctx context.Context) {
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.post(event{kind: evShowMood}) })
 	c.release(ctx)
+	if c.turn == nil {
+		// Idle until the next message, perhaps for hours: the garbage of
+		// the turn goes back to the kernel now rather than at the
+		// runtime's own pace, since on a 416 MB board every resident MB
+		// counts.
+		debug.FreeOSMemory()
+	}
 }
 
 // announceActivity tells the turn's transport that it started or ended,

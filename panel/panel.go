@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -216,6 +217,9 @@ func (p *Panel) drawLocked() {
 	if err := p.refresh.show(render.Render(p.sceneLocked())); err != nil {
 		p.log.Error("panel: drawing failed; the next change tries again", "err", err)
 	}
+	// Frames come a few per turn and then none for minutes; what drawing
+	// one left behind goes back to the kernel at once.
+	debug.FreeOSMemory()
 }
 
 func (p *Panel) stop() {

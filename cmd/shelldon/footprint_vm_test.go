@@ -85,14 +85,16 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 		out, _ := pet.guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "--state=running", "shelldon-turn@*", "shelldon-run@*")
 		return strings.TrimSpace(string(out)) == ""
 	})
-	time.Sleep(10 * time.Second) // idle: the runtimes settle, the panel's last frame is drawn
+	time.Sleep(30 * time.Second) // idle: Telegram polls, the runtimes settle, the panel draws its last frame
 
 	var total float64
 	for _, svc := range []struct{ unit, name string }{
 		{"shelldon.service", "core"}, {"shelldon-broker.service", "broker"}, {"shelldon-panel.service", "panel"},
 	} {
 		pid := strings.TrimSpace(pet.guest.Must(b, "systemctl", "show", "-P", "MainPID", svc.unit))
-		rss, pss := parseSmapsRollup([]byte(pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps_rollup")))
+		rollup := pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps_rollup")
+		b.Logf("%s (pid %s) smaps_rollup:\n%s", svc.name, pid, rollup)
+		rss, pss := parseSmapsRollup([]byte(rollup))
 		b.ReportMetric(rss, svc.name+"-rss-MB")
 		b.ReportMetric(pss, svc.name+"-pss-MB")
 		total += pss
@@ -111,7 +113,7 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 	b.ReportMetric(cgroupMB("shelldon-turns.slice/memory.peak"), "turns-slice-peak-MB")
 	b.Logf("systemd-cgtop:\n%s", pet.guest.Must(b, "systemd-cgtop", "-b", "-n", "1", "-m", "--depth=3", "shelldon.slice"))
 
-	peaks := workerPeaks(b, pet.guest.Must(b, "shelldon", "turns", "-n", strconv.Itoa(footprintTurns)))
+	peaks := workerPeaks(pet.guest.Must(b, "shelldon", "turns", "-n", strconv.Itoa(footprintTurns)))
 	if len(peaks) < footprintTurns {
 		b.Fatalf("shelldon turns shows %d peaks, want %d", len(peaks), footprintTurns)
 	}
@@ -126,18 +128,17 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// workerPeaks reads the PEAK column of `shelldon turns`, in MB, sorted.
-func workerPeaks(b *testing.B, table string) []float64 {
-	lines := strings.Split(strings.TrimSpace(table), "\n")
-	column := slices.Index(strings.Fields(lines[0]), "PEAK")
+// workerPeaks reads the PEAK column of `shelldon turns`, in MB, sorted:
+// its only values in MiB.
+func workerPeaks(table string) []float64 {
 	var peaks []float64
-	for _, line := range lines[1:] {
-		fields := strings.Fields(line)
-		if column < 0 || len(fields) <= column {
-			b.Fatalf("shelldon turns: no PEAK in %q", line)
-		}
-		if mib, err := strconv.ParseFloat(strings.TrimSuffix(fields[column], "MiB"), 64); err == nil {
-			peaks = append(peaks, mib)
+	for _, line := range strings.Split(table, "\n") {
+		for _, field := range strings.Fields(line) {
+			if mib, ok := strings.CutSuffix(field, "MiB"); ok {
+				if v, err := strconv.ParseFloat(mib, 64); err == nil {
+					peaks = append(peaks, v)
+				}
+			}
 		}
 	}
 	slices.Sort(peaks)

@@ -112,12 +112,12 @@ func (h *childHandle) watch(cmd *exec.Cmd, started time.Time, reap time.Duration
 	h.killGroup()
 	exit := Exit{Result: ResultSuccess, Duration: time.Since(started)}
 	// Only the main process and the children it waited for are counted:
-	// a process group has no totals of its own.
+	// a process group has no totals of its own. The memory peak is left
+	// to the worker's own report: Go starts a child with vfork, so the
+	// kernel's ru_maxrss carries the parent's resident size from before
+	// the exec, and would put core's memory on every turn.
 	if ps := cmd.ProcessState; ps != nil {
 		exit.CPUTime = ps.UserTime() + ps.SystemTime()
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			exit.MemoryPeak = int64(ru.Maxrss) * 1024 // kilobytes on Linux; int32 on 32-bit ARM
-		}
 	}
 	var ee *exec.ExitError
 	switch {

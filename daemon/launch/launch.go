@@ -60,7 +60,10 @@ type Exit struct {
 	Code     int
 	Duration time.Duration
 	// MemoryPeak is the most memory the worker held, in bytes; 0 when the
-	// launcher could not tell.
+	// launcher could not tell. Where systemd does not report it (before
+	// v255), the systemd launcher samples the cgroup's memory.peak while
+	// the unit runs, which misses at most the last poll interval. The
+	// child launcher cannot tell.
 	MemoryPeak int64
 	// CPUTime is the CPU time the worker used; 0 when the launcher could
 	// not tell.

@@ -15,6 +15,7 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 
+	"shelldon/daemon/procmem"
 	"shelldon/sandbox"
 )
 
@@ -282,6 +283,7 @@ func (s *Systemd) launch(ctx context.Context, unit string, props []sddbus.Proper
 		h.Kill()
 	} else {
 		h.pid = int(asUint(svc["MainPID"]))
+		h.cgroup = asString(svc["ControlGroup"])
 	}
 	go h.watch(started)
 	return h, nil
@@ -506,6 +508,9 @@ type systemdHandle struct {
 	done chan Exit
 	wake chan struct{}
 	once sync.Once
+	// cgroup is the unit's ControlGroup, whose memory.peak the watcher
+	// samples where systemd does not report MemoryPeak (before v255).
+	cgroup string
 }
 
 // watch waits for the unit to end and reports how.
@@ -513,12 +518,20 @@ func (h *systemdHandle) watch(started time.Time) {
 	defer h.s.forget(h.unit)
 	defer h.s.release(h.unit)
 	poll := pollMin
+	var sampled int64
 	for {
+		// memory.peak only grows, so the last sample before the cgroup goes
+		// is the run's peak but for what the last poll interval added.
+		if peak, ok := procmem.Peak(h.cgroup); ok {
+			sampled = max(sampled, peak)
+		}
 		state, err := h.s.activeState(h.unit)
 		if err == nil && (state == "inactive" || state == "failed") {
 			var svc map[string]any
 			if svc, err = h.s.serviceProperties(context.Background(), h.unit); err == nil {
-				h.done <- exitOf(svc, started)
+				e := exitOf(svc, started)
+				e.MemoryPeak = max(e.MemoryPeak, sampled)
+				h.done <- e
 				return
 			}
 		}

@@ -55,6 +55,16 @@ func Cgroup() (current, limit int64, ok bool) {
 	return current, limit, true
 }
 
+// Peak reads the high-water mark of a cgroup's memory (memory.peak, kernel
+// 5.19 and later), the cgroup named by its path in the hierarchy as
+// systemd's ControlGroup property gives it.
+func Peak(cgroup string) (int64, bool) {
+	if cgroup == "" {
+		return 0, false
+	}
+	return number(filepath.Join(cgroupRoot, filepath.Clean("/"+cgroup), "memory.peak"))
+}
+
 func number(path string) (int64, bool) {
 	raw, err := os.ReadFile(path)
 	if err != nil {

@@ -108,3 +108,23 @@ func TestCgroup(t *testing.T) {
 		})
 	}
 }
+
+func TestPeak(t *testing.T) {
+	dir := fakeProc(t)
+	write(t, filepath.Join(dir, "sys", "shelldon.slice/shelldon-turns.slice/shelldon-run@t1-1.service/memory.peak"), "9437184\n")
+	write(t, filepath.Join(dir, "sys", "etc/memory.peak"), "1\n")
+	for _, tt := range []struct {
+		cgroup string
+		want   int64
+		ok     bool
+	}{
+		{"/shelldon.slice/shelldon-turns.slice/shelldon-run@t1-1.service", 9 << 20, true},
+		{"/shelldon.slice/gone.service", 0, false},
+		{"", 0, false},
+		{"/../../etc", 1, true}, // stays under the root
+	} {
+		if got, ok := Peak(tt.cgroup); got != tt.want || ok != tt.ok {
+			t.Errorf("Peak(%q) = %d, %v; want %d, %v", tt.cgroup, got, ok, tt.want, tt.ok)
+		}
+	}
+}
