@@ -13,7 +13,6 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/panel/faces"
@@ -88,9 +87,7 @@ func TestWholePetInAVM(t *testing.T) {
 		api.WaitMessage(t, ownerID, textHas("I looked at the clock."))
 
 		api.SendText(ownerID, "make me a file")
-		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
-			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "sandboxed.txt")
-		})
+		ask := waitAsk(t, api, "sandboxed.txt")
 		tap(api, ask, "Approve")
 		api.WaitMessage(t, ownerID, textHas("Done: sandboxed.txt is there."))
 		if got, err := guest.ReadFile(ctx, ws+"sandboxed.txt"); err != nil || string(got) != "made in the sandbox\n" {
@@ -98,9 +95,7 @@ func TestWholePetInAVM(t *testing.T) {
 		}
 
 		api.SendText(ownerID, "push it")
-		push := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
-			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "push")
-		})
+		push := waitAsk(t, api, "push")
 		tap(api, push, "Deny")
 		api.WaitMessage(t, ownerID, textHas("All right, I won't push."))
 
@@ -108,9 +103,7 @@ func TestWholePetInAVM(t *testing.T) {
 		// kept by a tap, and called in the next turn.
 		api.SendText(ownerID, "write yourself a greeting tool")
 		api.WaitMessage(t, ownerID, textHas("I wrote a greeting tool."))
-		keep := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
-			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "greet") && strings.Contains(m.Text, "1 passed")
-		})
+		keep := waitAsk(t, api, "greet", "1 passed")
 		tap(api, keep, "Approve")
 		api.WaitMessage(t, ownerID, textHas("Kept: greet"))
 		for _, name := range []string{"greet.py", "test_greet.py", "greet.json"} {
@@ -164,9 +157,7 @@ func TestWholePetInAVM(t *testing.T) {
 		api.WaitMessage(t, ownerID, textHas("Fine again."))
 
 		api.SendText(ownerID, "read all the zeros")
-		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
-			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "/dev/zero")
-		})
+		ask := waitAsk(t, api, "/dev/zero")
 		tap(api, ask, "Approve")
 		api.WaitMessage(t, ownerID, textHas("That was too much for the sandbox."))
 		if got := toolAnswer(model.Requests(), "z1"); !strings.HasPrefix(got, "killed: out of memory") {
@@ -179,9 +170,7 @@ func TestWholePetInAVM(t *testing.T) {
 
 	t.Run("5 a parked approval survives a restart", func(t *testing.T) {
 		api.SendText(ownerID, "one more file")
-		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
-			return len(m.Keyboard) == 1 && strings.Contains(m.Text, "restarted.txt")
-		})
+		ask := waitAsk(t, api, "restarted.txt")
 		// Counted before the restart: the new core's bot may register its
 		// commands before systemctl returns.
 		before := len(api.Calls("setMyCommands"))

@@ -120,3 +120,20 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(500 * time.Millisecond)
 	}
 }
+
+// waitAsk waits for the message that asks the owner about something,
+// buttons and all, whose text mentions every one of words.
+func waitAsk(t testing.TB, api *telegramtest.Server, words ...string) telegramtest.Message {
+	t.Helper()
+	return api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+		if len(m.Keyboard) != 1 {
+			return false
+		}
+		for _, w := range words {
+			if !strings.Contains(m.Text, w) {
+				return false
+			}
+		}
+		return true
+	})
+}
