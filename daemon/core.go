@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"shelldon/clock"
@@ -79,7 +80,9 @@ type Core struct {
 	probes  chan chan struct{} // the watchdog's: answered by the loop
 	stopped chan struct{}      // closed when the loop ends; late events are dropped
 	hub     *hub.Hub
-	face    *presence
+	// returning is set while an idle core gives memory back to the kernel.
+	returning atomic.Bool
+	face      *presence
 
 	// Owned by the loop goroutine.
 	faces faces.Registry
@@ -635,12 +638,16 @@ func (c *Core) maybeFinish(ctx context.Context) {
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.post(event{kind: evShowMood}) })
 	c.release(ctx)
-	if c.turn == nil {
+	if c.turn == nil && c.returning.CompareAndSwap(false, true) {
 		// Idle until the next message, perhaps for hours: the garbage of
 		// the turn goes back to the kernel now rather than at the
 		// runtime's own pace, since on a 416 MB board every resident MB
-		// counts.
-		debug.FreeOSMemory()
+		// counts. Off the loop, so that a message arriving meanwhile
+		// does not wait for the collection.
+		go func() {
+			defer c.returning.Store(false)
+			debug.FreeOSMemory()
+		}()
 	}
 }
 
