@@ -31,11 +31,6 @@ const CacheDir = "/var/lib/shelldon/testvm-images"
 // that port is mapped to.
 const ForwardAddress = "10.0.2.100"
 
-// KVMEnv is the variable that lets Boot use KVM when /dev/kvm opens.
-// TCG is the default because KVM hangs at kernel boot on the machines
-// this project's CI runs on.
-const KVMEnv = "SHELLDON_VM_KVM"
-
 const (
 	defaultMemoryMB = 512
 	// minMemoryMB is about what systemd, sshd and a python3 need to boot.
@@ -187,7 +182,8 @@ func Boot(t testing.TB, opts Options) *VM {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	cmd := exec.Command(tools.qemu, qemuArgs(opts, v, kernel, initrd, socat)...)
+	accel := chooseAccelerator(tools.qemu, kernel, initrd)
+	cmd := exec.Command(tools.qemu, qemuArgs(opts, v, accel.name, kernel, initrd, socat)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// qemu must not outlive a test binary that dies without cleaning up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -214,7 +210,7 @@ func Boot(t testing.TB, opts Options) *VM {
 		t.Fatalf("boot the test VM: %v\nqemu: %s\nconsole (%s):\n%s", err, qemuOut, v.Console, v.consoleTail())
 	}
 	v.BootTime, booted = time.Since(started), true
-	t.Logf("test VM booted in %s (%s, ssh on 127.0.0.1:%d)", v.BootTime.Round(time.Millisecond), accelerator(), v.SSHPort)
+	t.Logf("test VM booted in %s (%s, %s; ssh on 127.0.0.1:%d)", v.BootTime.Round(time.Millisecond), accel.name, accel.why, v.SSHPort)
 	return v
 }
 
@@ -272,33 +268,13 @@ func freePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// useKVM is true only when asked for and /dev/kvm opens.
-func useKVM() bool {
-	if os.Getenv(KVMEnv) != "1" {
-		return false
-	}
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-	if err != nil {
-		return false
-	}
-	f.Close()
-	return true
-}
-
-func accelerator() string {
-	if useKVM() {
-		return "kvm"
-	}
-	return "tcg"
-}
-
 // qemuArgs boots the kernel directly (no firmware disk, no boot loader)
 // with the disk on virtio. The network is qemu's user mode with
 // restrict=on, so the guest has no route out: sshd is reached through a
 // host forward on loopback, and each Options.Forward through a guest
 // forward that runs socat for every connection (a guest forward to a tcp
 // character device would carry one connection for the whole boot).
-func qemuArgs(opts Options, v *VM, kernel, initrd, socat string) []string {
+func qemuArgs(opts Options, v *VM, accel, kernel, initrd, socat string) []string {
 	memory := opts.MemoryMB
 	if memory == 0 {
 		memory = defaultMemoryMB
@@ -312,8 +288,8 @@ func qemuArgs(opts Options, v *VM, kernel, initrd, socat string) []string {
 	for _, guest := range guestPorts {
 		netdev += fmt.Sprintf(",guestfwd=tcp:%s:%d-cmd:%s - TCP:127.0.0.1:%d", ForwardAddress, guest, socat, opts.Forward[guest])
 	}
-	args := []string{"-accel", accelerator()}
-	if useKVM() {
+	args := []string{"-accel", accel}
+	if accel == "kvm" {
 		args = append(args, "-cpu", "host")
 	}
 	return append(args,
