@@ -91,11 +91,13 @@ deb: deb-amd64 deb-arm64 deb-armhf
 deb-amd64: GOARCH_FLAGS := GOARCH=amd64
 deb-arm64: GOARCH_FLAGS := GOARCH=arm64
 deb-armhf: GOARCH_FLAGS := GOARCH=arm GOARM=7
+# nfpm takes the binary from one fixed path (dist/package/shelldon), so a
+# build holds dist/.deb.lock from compiling to packaging.
 deb-%:
-	GOOS=linux $(GOARCH_FLAGS) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/package/shelldon ./cmd/shelldon
 	GOBIN=$(abspath $(BIN)) $(GO) install $(NFPM)
-	@mkdir -p $(DIST)
-	DEB_ARCH=$* DEB_VERSION=$(DEB_VERSION) ./$(BIN)/nfpm package --config images/shelldon.nfpm.yaml --packager deb --target $(DIST)/
+	@mkdir -p $(DIST) dist/package
+	flock dist/.deb.lock sh -c "GOOS=linux $(GOARCH_FLAGS) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/package/shelldon ./cmd/shelldon && \
+		DEB_ARCH=$* DEB_VERSION=$(DEB_VERSION) ./$(BIN)/nfpm package --config images/shelldon.nfpm.yaml --packager deb --target $(DIST)/"
 	@ls -l $(DIST)/*$*.deb
 
 install: build

@@ -2,12 +2,16 @@ package main
 
 import (
 	"context"
+	"debug/buildinfo"
+	"debug/elf"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
 	"shelldon/testhost/vm"
 )
@@ -19,14 +23,16 @@ import (
 // pet's memory.
 func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	vm.Require(t) // root and the tools: the same as for booting a host
-	deb := vm.BuildDeb(t)
+	deb := vm.BuildDeb(t, "amd64")
 	contents, err := exec.Command("dpkg-deb", "--contents", deb).CombinedOutput()
 	if err != nil {
 		t.Fatalf("dpkg-deb --contents: %v\n%s", err, contents)
 	}
 	for _, want := range []string{"./usr/bin/shelldon", "./lib/systemd/system/shelldon.service", "./lib/systemd/system/shelldon-broker.service",
 		"./lib/systemd/system/shelldon-panel.service", "./lib/systemd/system/shelldon.slice", "./usr/lib/sysusers.d/shelldon.conf",
-		"./usr/lib/tmpfiles.d/shelldon.conf", "./etc/shelldon/shelldon.toml"} {
+		"./usr/lib/tmpfiles.d/shelldon.conf", "./etc/shelldon/shelldon.toml",
+		// Debian's policy asks for the licence; the slice's Documentation= names the README.
+		"./usr/share/doc/shelldon/copyright", "./usr/share/doc/shelldon/README.md"} {
 		if !strings.Contains(string(contents), want) {
 			t.Errorf("the .deb lacks %s:\n%s", want, contents)
 		}
@@ -90,4 +96,71 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 		t.Error("/usr/bin/shelldon is left after removal")
 	}
 	host.Must(t, "test", "-d", "/var/lib/shelldon") // the pet's memory stays
+}
+
+// TestDebForEveryArch builds the arm64 and armhf packages as `make deb`
+// does and checks each against the board it is for: the control file's
+// architecture, the binary's ELF machine and Go settings, and the same
+// files as the amd64 package, which the other tests install and run.
+func TestDebForEveryArch(t *testing.T) {
+	dpkgDeb := testhost.Tool(t, "dpkg-deb", "dpkg")
+	files := func(t *testing.T, deb string) []string {
+		out, err := exec.Command(dpkgDeb, "--contents", deb).CombinedOutput()
+		if err != nil {
+			t.Fatalf("dpkg-deb --contents %s: %v\n%s", deb, err, out)
+		}
+		var names []string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			fields := strings.Fields(line)
+			names = append(names, fields[len(fields)-1])
+		}
+		slices.Sort(names)
+		return names
+	}
+	want := files(t, vm.BuildDeb(t, "amd64"))
+	for _, tc := range []struct {
+		arch     string
+		machine  elf.Machine
+		class    elf.Class
+		settings map[string]string
+	}{
+		{"arm64", elf.EM_AARCH64, elf.ELFCLASS64, map[string]string{"GOARCH": "arm64", "CGO_ENABLED": "0"}},
+		{"armhf", elf.EM_ARM, elf.ELFCLASS32, map[string]string{"GOARCH": "arm", "GOARM": "7", "CGO_ENABLED": "0"}},
+	} {
+		t.Run(tc.arch, func(t *testing.T) {
+			deb := vm.BuildDeb(t, tc.arch)
+			if out, err := exec.Command(dpkgDeb, "--field", deb, "Architecture").Output(); err != nil || strings.TrimSpace(string(out)) != tc.arch {
+				t.Errorf("%s: Architecture %q, %v; want %s", filepath.Base(deb), out, err, tc.arch)
+			}
+			if got := files(t, deb); !slices.Equal(got, want) {
+				t.Errorf("%s holds\n%q\nwant what the amd64 package holds:\n%q", filepath.Base(deb), got, want)
+			}
+			root := t.TempDir()
+			if out, err := exec.Command(dpkgDeb, "--extract", deb, root).CombinedOutput(); err != nil {
+				t.Fatalf("dpkg-deb --extract: %v\n%s", err, out)
+			}
+			bin := filepath.Join(root, "usr/bin/shelldon")
+			f, err := elf.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Machine != tc.machine || f.Class != tc.class {
+				t.Errorf("usr/bin/shelldon is %v %v, want %v %v", f.Class, f.Machine, tc.class, tc.machine)
+			}
+			info, err := buildinfo.ReadFile(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, s := range info.Settings {
+				got[s.Key] = s.Value
+			}
+			for key, value := range tc.settings {
+				if got[key] != value {
+					t.Errorf("usr/bin/shelldon was built with %s=%q, want %q", key, got[key], value)
+				}
+			}
+		})
+	}
 }

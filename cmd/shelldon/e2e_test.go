@@ -28,7 +28,7 @@ import (
 func TestWholePetInAVM(t *testing.T) {
 	vm.Require(t)
 	sandboxImage := imagetest.Image(t) // the guest has no network to build one
-	deb := vm.BuildDeb(t)
+	deb := vm.BuildDeb(t, "amd64")
 	model := demomodel.New(
 		// 2. a chat turn; a FREE tool; a RISKY command approved; a git push denied
 		demomodel.Step{Text: "Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited"},

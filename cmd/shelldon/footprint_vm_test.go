@@ -34,7 +34,7 @@ const (
 func BenchmarkFootprintInVM(b *testing.B) {
 	vm.Require(b)
 	sandboxImage := imagetest.Image(b)
-	deb := vm.BuildDeb(b)
+	deb := vm.BuildDeb(b, "amd64")
 	for range b.N {
 		measureFootprintInVM(b, bootPet(b, sandboxImage, deb, footprintModel(), false))
 	}

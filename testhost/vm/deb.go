@@ -10,10 +10,11 @@ import (
 	"shelldon/testhost"
 )
 
-// BuildDeb builds shelldon's amd64 .deb with `make deb-amd64` in the
-// repository's root, as a release does, into a directory removed with
-// the test, and returns its path: what [Options.Debs] boots a guest with.
-func BuildDeb(t testing.TB) string {
+// BuildDeb builds shelldon's .deb for arch (amd64, arm64 or armhf) with
+// `make deb-<arch>` in the repository's root, as a release does, into a
+// directory removed with the test, and returns its path. An amd64 one is
+// what [Options.Debs] boots a guest with.
+func BuildDeb(t testing.TB, arch string) string {
 	t.Helper()
 	make := testhost.Tool(t, "make", "make")
 	root, err := repositoryRoot()
@@ -21,14 +22,14 @@ func BuildDeb(t testing.TB) string {
 		t.Fatal(err)
 	}
 	dist := t.TempDir()
-	build := exec.Command(make, "deb-amd64", "DIST="+dist)
+	build := exec.Command(make, "deb-"+arch, "DIST="+dist)
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("make deb-amd64: %v\n%s", err, out)
+		t.Fatalf("make deb-%s: %v\n%s", arch, err, out)
 	}
-	debs, err := filepath.Glob(filepath.Join(dist, "shelldon_*_amd64.deb"))
+	debs, err := filepath.Glob(filepath.Join(dist, "shelldon_*_"+arch+".deb"))
 	if err != nil || len(debs) != 1 {
-		t.Fatalf("make deb-amd64 made %v, want one .deb", debs)
+		t.Fatalf("make deb-%s made %v, want one .deb", arch, debs)
 	}
 	return debs[0]
 }

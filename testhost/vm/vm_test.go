@@ -136,7 +136,7 @@ print(result, round(time.monotonic() - start, 2))`
 // units known (and left disabled until the owner configures the pet).
 func TestGuestBootsWithTheDebInstalled(t *testing.T) {
 	Require(t) // before the slow build
-	deb := BuildDeb(t)
+	deb := BuildDeb(t, "amd64")
 	v := Boot(t, Options{Debs: []string{deb}})
 	if got := v.Must(t, "dpkg-query", "-W", "-f", "${Status}", "shelldon"); got != "install ok installed" {
 		t.Errorf("dpkg says shelldon is %q", got)
