@@ -123,6 +123,10 @@ type Panel struct {
 	// SleepAfter puts the display to sleep once nothing changed for this
 	// long; the next change wakes it.
 	SleepAfter Duration `toml:"sleep_after"`
+	// UpsideDown turns the Waveshare display's frames by 180°, for a HAT
+	// mounted with its connector at the top. The PNG file and the
+	// terminal are drawn the right way up whatever it says.
+	UpsideDown bool `toml:"upside_down"`
 }
 
 // Mood is how the pet's mood drifts between turns.

@@ -138,7 +138,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
 		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX",
-		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER",
+		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER", "SHELLDON_PANEL_UPSIDE_DOWN",
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
 		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN",
 	}
@@ -304,6 +304,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		"SHELLDON_BUS_MAX_FRAME=8MiB",
 		"SHELLDON_TURN_HISTORY_MESSAGES=3",
 		"SHELLDON_WORKER_CPU_SECONDS=", // empty counts as unset
+		"SHELLDON_PANEL_UPSIDE_DOWN=yes",
 	})
 	if err != nil {
 		t.Fatalf("Load error: %v", err)
@@ -318,6 +319,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		{"worker.cpu_seconds", got.Worker.CPUSeconds, 30},
 		{"state_dir", got.StateDir, "/srv/pet"},
 		{"socket", got.Socket, "/srv/pet/bus.sock"},
+		{"panel.upside_down", got.Panel.UpsideDown, true},
 	}
 	for _, c := range checks {
 		if c.got != c.want {
@@ -1009,5 +1011,25 @@ func TestMoodAndScheduleValidation(t *testing.T) {
 	c.Mood.Night, c.Schedule.DailyBudget, c.Mood.Lonely.Duration = "", 0, 0
 	if err := c.Validate(); err != nil {
 		t.Errorf("no night, no budget, never lonely: %v, want valid", err)
+	}
+}
+
+func TestParseBool(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+		ok   bool
+	}{
+		{"true", true, true}, {"TRUE", true, true}, {"1", true, true}, {"yes", true, true},
+		{"false", false, true}, {"0", false, true}, {"no", false, true}, {" false ", false, true},
+		{"upside", false, false}, {"2", false, false},
+	} {
+		got, err := parseBool(tc.in)
+		if got != tc.want || (err == nil) != tc.ok {
+			t.Errorf("parseBool(%q) = %v, %v; want %v, ok %v", tc.in, got, err, tc.want, tc.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "write true or false") {
+			t.Errorf("parseBool(%q) error %q does not say what to write", tc.in, err)
+		}
 	}
 }

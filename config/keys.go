@@ -93,6 +93,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Panel.FullAfter }, parseDuration)},
 	{key: "panel.sleep_after", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Panel.SleepAfter }, parseDuration)},
+	{key: "panel.upside_down", hint: "true or false",
+		set: textSetter(func(c *Config) *bool { return &c.Panel.UpsideDown }, parseBool)},
 
 	{key: "mood", hint: "a table: the section [mood]"},
 	{key: "mood.tick", hint: durationHint,
@@ -128,6 +130,16 @@ func textSetter[T any](field func(*Config) *T, parse func(string) (T, error)) fu
 }
 
 func parseString(s string) (string, error) { return s, nil }
+
+func parseBool(s string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "true", "1", "yes":
+		return true, nil
+	case "false", "0", "no", "":
+		return false, nil
+	}
+	return false, fmt.Errorf("%q is neither true nor false; write true or false", s)
+}
 
 func parseInt(s string) (int, error) {
 	n, err := strconv.Atoi(s)

@@ -50,17 +50,26 @@ func openDisplay(cfg config.Panel, env *environment, log *slog.Logger) (panel.Di
 	case "png":
 		return panel.PNGFile{Path: cfg.PNGPath}, nil
 	case "waveshare":
-		d, err := epd.Open()
+		d, err := openWaveshare(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("panel: %w", err)
 		}
 		return d, nil
 	}
-	d, err := epd.Open()
+	d, err := openWaveshare(cfg)
 	if err != nil {
 		log.Info("panel: no e-ink display; drawing to a PNG file", "path", cfg.PNGPath, "why", err)
 		return panel.PNGFile{Path: cfg.PNGPath}, nil
 	}
+	return d, nil
+}
+
+func openWaveshare(cfg config.Panel) (*epd.Dev, error) {
+	d, err := epd.Open()
+	if err != nil {
+		return nil, err
+	}
+	d.SetUpsideDown(cfg.UpsideDown)
 	return d, nil
 }
 

@@ -72,11 +72,12 @@ type Dev struct {
 	// release powers the HAT down and closes the port when Open made them.
 	release func() error
 
-	mu     sync.Mutex
-	state  state
-	closed bool
-	frame  []byte
-	cmdBuf [1]byte
+	mu         sync.Mutex
+	state      state
+	closed     bool
+	upsideDown bool
+	frame      []byte
+	cmdBuf     [1]byte
 }
 
 // New drives a display on the given SPI port (Mode 0 at 4 MHz) and pins: DC
@@ -120,6 +121,14 @@ func (d *Dev) Bounds() image.Rectangle { return image.Rect(0, 0, frameWidth, fra
 // Sent reports the bytes sent over SPI so far, commands and data.
 func (d *Dev) Sent() int64 { return d.sent.Load() }
 
+// SetUpsideDown turns every later frame by 180° before it is sent, for a
+// HAT mounted with its connector at the top (the screen turned over).
+func (d *Dev) SetUpsideDown(on bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.upsideDown = on
+}
+
 // Show draws img, a landscape 250×122 image as the pet renders it; pixels
 // darker than mid-grey are ink, transparent ones paper. The frame is
 // rotated into the controller's portrait RAM before anything is sent, so a
@@ -141,7 +150,7 @@ func (d *Dev) Show(img image.Image, partial bool) error {
 	if d.closed {
 		return ErrClosed
 	}
-	if err := packFrame(d.frame, img); err != nil {
+	if err := packFrame(d.frame, img, d.upsideDown); err != nil {
 		return err
 	}
 	s := sequence{d: d}

@@ -87,9 +87,23 @@ func show(name string, img image.Image, partial bool) action {
 
 var sleep = action{name: "Sleep", do: (*Dev).Sleep}
 
+var turnOver = action{name: "SetUpsideDown(true)", do: func(d *Dev) error { d.SetUpsideDown(true); return nil }}
+
+// ramOf packs img as the controller holds it, the right way up.
+func ramOf(t *testing.T, img image.Image) []byte {
+	ram := make([]byte, testFrameBytes)
+	if err := packFrame(ram, img, false); err != nil {
+		t.Fatal(err)
+	}
+	return ram
+}
+
 func TestSequences(t *testing.T) {
 	white, dots := landscape(), inked(corners...)
 	whiteRAM, dotsRAM := whiteRAM(), cornersRAM()
+	// A mark near the top right corner, and where a turned-over panel
+	// needs it in RAM: as a mark near the bottom left would be.
+	mark, markTurned := inked(image.Pt(240, 9)), ramOf(t, inked(image.Pt(9, 112)))
 	tests := []struct {
 		name    string
 		busy    busyBehaviour
@@ -135,6 +149,11 @@ func TestSequences(t *testing.T) {
 			name:    "Sleep twice sends once",
 			actions: []action{show("white", white, false), sleep, sleep},
 			want:    concat(initSteps, fullSteps(whiteRAM), sleepSteps),
+		},
+		{
+			name:    "a panel mounted upside down gets every frame turned over",
+			actions: []action{turnOver, show("mark", mark, false), show("white", white, true)},
+			want:    concat(initSteps, fullSteps(markTurned), partialSteps(whiteRAM)),
 		},
 		{
 			name:    "a real BUSY rising and falling changes nothing sent",

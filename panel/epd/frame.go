@@ -22,8 +22,9 @@ var (
 // The landscape image is turned 90° counter-clockwise, as Waveshare's
 // getbuffer does with img.rotate(90, expand=True): landscape pixel (x, y)
 // lands in RAM row 249-x, column y. So the landscape top edge is the RAM's
-// left column and the landscape right edge is RAM row 0.
-func packFrame(dst []byte, img image.Image) error {
+// left column and the landscape right edge is RAM row 0. upsideDown turns
+// the image by 180° first, for a panel mounted the other way up.
+func packFrame(dst []byte, img image.Image, upsideDown bool) error {
 	if img == nil {
 		return fmt.Errorf("%w: nil image", ErrImageSize)
 	}
@@ -40,6 +41,9 @@ func packFrame(dst []byte, img image.Image) error {
 				continue
 			}
 			row, col := frameWidth-1-x, y
+			if upsideDown {
+				row, col = x, frameHeight-1-y
+			}
 			dst[row*rowBytes+col/8] &^= 0x80 >> (col % 8)
 		}
 	}

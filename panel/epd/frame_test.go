@@ -131,7 +131,7 @@ func TestPackFrame(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := make([]byte, testFrameBytes)
-			if err := packFrame(got, tc.img); err != nil {
+			if err := packFrame(got, tc.img, false); err != nil {
 				t.Fatalf("packFrame(%s) = %v", tc.name, err)
 			}
 			want := tc.want()
@@ -169,14 +169,14 @@ func TestPackFrameBadInput(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ram := whiteRAM()
-			if err := packFrame(ram, tc.img); !errors.Is(err, ErrImageSize) {
+			if err := packFrame(ram, tc.img, false); !errors.Is(err, ErrImageSize) {
 				t.Errorf("packFrame(%s) = %v, want ErrImageSize", tc.name, err)
 			}
 		})
 	}
 	t.Run("nil colours are paper", func(t *testing.T) {
 		ram := make([]byte, testFrameBytes)
-		if err := packFrame(ram, brokenImage{image.Rect(0, 0, 250, 122)}); err != nil {
+		if err := packFrame(ram, brokenImage{image.Rect(0, 0, 250, 122)}, false); err != nil {
 			t.Fatalf("packFrame(nil colours) = %v", err)
 		}
 		if i := firstDiff(ram, whiteRAM()); i < testFrameBytes {
@@ -201,8 +201,27 @@ func BenchmarkPackFrame(b *testing.B) {
 	img := inked(corners...)
 	ram := make([]byte, testFrameBytes)
 	for b.Loop() {
-		if err := packFrame(ram, img); err != nil {
+		if err := packFrame(ram, img, false); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestPackFrameUpsideDown: turned over, each landscape pixel lands where
+// the pixel diagonally opposite it would, so the corners swap in pairs
+// and a one-pixel mark moves to the opposite corner.
+func TestPackFrameUpsideDown(t *testing.T) {
+	opposite := func(p image.Point) image.Point { return image.Pt(249-p.X, 121-p.Y) }
+	for _, p := range []image.Point{{0, 0}, {249, 0}, {0, 121}, {249, 121}, {240, 9}, {17, 100}} {
+		got, want := make([]byte, testFrameBytes), make([]byte, testFrameBytes)
+		if err := packFrame(got, inked(p), true); err != nil {
+			t.Fatal(err)
+		}
+		if err := packFrame(want, inked(opposite(p)), false); err != nil {
+			t.Fatal(err)
+		}
+		if i := firstDiff(got, want); i < len(want) {
+			t.Errorf("packFrame(ink at %v, upside down): RAM byte %d = %#02x, want %#02x as for ink at %v", p, i, got[i], want[i], opposite(p))
 		}
 	}
 }
