@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -183,6 +184,41 @@ func TestCLITurns(t *testing.T) {
 	}
 	if lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n"); len(lines) != 2 || !strings.HasPrefix(lines[1], "t-now ") {
 		t.Errorf("shelldon turns -n 1 printed\n%s\nwant the header and the newest turn", out)
+	}
+
+	out, _, err = runCLI(t, "turns", "--state-dir", dir, "--json")
+	if err != nil {
+		t.Fatalf("shelldon turns --json = %v", err)
+	}
+	var got []turnJSON
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		var j turnJSON
+		if err := json.Unmarshal([]byte(line), &j); err != nil {
+			t.Fatalf("shelldon turns --json line %q: %v", line, err)
+		}
+		got = append(got, j)
+	}
+	bad := start.Add(time.Minute + 30*time.Second)
+	want := []turnJSON{
+		{ID: "t-now", Kind: "chat", Started: start.Add(2 * time.Minute), Preview: "still thinking"},
+		{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Ended: &bad, Outcome: "crashed", Error: "worker ended without a result",
+			Preview: `say "hi"`, TotalMS: 30000, SpawnMS: 34, WorkerPeak: 256 << 20, WorkerCPUMS: 1200, WorkerResult: "oom-kill"},
+	}
+	if len(got) != 3 {
+		t.Fatalf("shelldon turns --json printed %d turns, want 3:\n%s", len(got), out)
+	}
+	for i, w := range want {
+		g := got[i]
+		if !g.Started.Equal(w.Started) || (g.Ended == nil) != (w.Ended == nil) || (g.Ended != nil && !g.Ended.Equal(*w.Ended)) {
+			t.Errorf("turn %s: started %v, ended %v; want %v, %v", w.ID, g.Started, g.Ended, w.Started, w.Ended)
+		}
+		g.Started, g.Ended, w.Started, w.Ended = time.Time{}, nil, time.Time{}, nil
+		if g != w {
+			t.Errorf("shelldon turns --json: %+v, want %+v", g, w)
+		}
+	}
+	if out, _, err := runCLI(t, "turns", "--state-dir", dir, "--json", "-n", "0"); err != nil || out != "" {
+		t.Errorf("shelldon turns --json with no turns = %q, %v; want nothing", out, err)
 	}
 }
 

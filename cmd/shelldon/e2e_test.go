@@ -144,12 +144,11 @@ func TestWholePetInAVM(t *testing.T) {
 	t.Run("4 the kernel's OOM killer ends a turn and a command, and the pet goes on", func(t *testing.T) {
 		api.SendText(ownerID, worker.HogMessage)
 		api.WaitMessage(t, ownerID, textHas(daemon.DegradeText))
-		last := guest.Must(t, "shelldon", "turns", "-n", "1")
-		if !strings.Contains(last, "oom-kill") {
-			t.Errorf("shelldon turns does not record the OOM kill:\n%s", last)
+		last := guestTurns(t, guest, 1)
+		if len(last) != 1 || last[0].WorkerResult != "oom-kill" {
+			t.Fatalf("shelldon turns records %+v, want the last turn's worker oom-killed", last)
 		}
-		fields := strings.Fields(strings.Split(strings.TrimSpace(last), "\n")[1])
-		unit := "shelldon-turn@" + fields[0] + ".service"
+		unit := "shelldon-turn@" + last[0].ID + ".service"
 		if story := guest.Must(t, "journalctl", "--no-pager", "-u", unit); !strings.Contains(story, "oom-kill") {
 			t.Errorf("the journal of %s says no oom-kill:\n%s", unit, story)
 		}

@@ -113,10 +113,16 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 	b.ReportMetric(cgroupMB("shelldon-turns.slice/memory.peak"), "turns-slice-peak-MB")
 	b.Logf("systemd-cgtop:\n%s", pet.guest.Must(b, "systemd-cgtop", "-b", "-n", "1", "-m", "--depth=3", "shelldon.slice"))
 
-	peaks := workerPeaks(pet.guest.Must(b, "shelldon", "turns", "-n", strconv.Itoa(footprintTurns)))
-	if len(peaks) < footprintTurns {
-		b.Fatalf("shelldon turns shows %d peaks, want %d", len(peaks), footprintTurns)
+	var peaks []float64
+	for _, turn := range guestTurns(b, pet.guest, footprintTurns) {
+		if turn.WorkerPeak > 0 {
+			peaks = append(peaks, float64(turn.WorkerPeak)/(1<<20))
+		}
 	}
+	if len(peaks) < footprintTurns {
+		b.Fatalf("shelldon turns records %d peaks, want %d", len(peaks), footprintTurns)
+	}
+	slices.Sort(peaks)
 	b.ReportMetric(peaks[len(peaks)/2], "worker-median-peak-MB")
 	b.ReportMetric(peaks[len(peaks)-1], "worker-peak-MB")
 
@@ -126,23 +132,6 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 	}
 	b.ReportMetric(runs[len(runs)-1], "sandbox-peak-MB")
 	b.ReportMetric(0, "ns/op")
-}
-
-// workerPeaks reads the PEAK column of `shelldon turns`, in MB, sorted:
-// its only values in MiB.
-func workerPeaks(table string) []float64 {
-	var peaks []float64
-	for _, line := range strings.Split(table, "\n") {
-		for _, field := range strings.Fields(line) {
-			if mib, ok := strings.CutSuffix(field, "MiB"); ok {
-				if v, err := strconv.ParseFloat(mib, 64); err == nil {
-					peaks = append(peaks, v)
-				}
-			}
-		}
-	}
-	slices.Sort(peaks)
-	return peaks
 }
 
 // sandboxPeaks reads the memory peaks of sandboxed commands from core's

@@ -59,7 +59,11 @@ func TestNoLeaksOverManyTurns(t *testing.T) {
 			ask := waitAsk(t, api, "note"+n+".txt")
 			turns++
 			p.waitTurns(turns)
-			tap(api, ask, map[bool]string{true: "Approve", false: "Deny"}[i%20 == 9])
+			decision := "Deny"
+			if i%20 == 9 {
+				decision = "Approve"
+			}
+			tap(api, ask, decision)
 		case i%3 == 2:
 			api.SendText(ownerID, "message "+n+": look at the clock")
 		default:

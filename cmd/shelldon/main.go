@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -421,8 +422,14 @@ func cmdChat(ctx context.Context, env *environment, args []string) error {
 }
 
 func cmdTurns(ctx context.Context, env *environment, args []string) error {
-	var n int
-	cfg, err := parseConfig("turns", args, func(fs *flag.FlagSet) { fs.IntVar(&n, "n", 20, "how many turns to show") })
+	var (
+		n       int
+		asJSONL bool
+	)
+	cfg, err := parseConfig("turns", args, func(fs *flag.FlagSet) {
+		fs.IntVar(&n, "n", 20, "how many turns to show")
+		fs.BoolVar(&asJSONL, "json", false, "one JSON object per turn and line, newest first, for scripts")
+	})
 	if err != nil {
 		return err
 	}
@@ -434,6 +441,9 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 	turns, err := store.RecentTurns(ctx, n)
 	if err != nil {
 		return err
+	}
+	if asJSONL {
+		return writeTurnsJSONL(env.stdout, turns)
 	}
 	if len(turns) == 0 {
 		fmt.Fprintln(env.stdout, "no turns yet")
@@ -467,6 +477,41 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 			took, spawn, t.ModelTime.Round(time.Millisecond), peak, cpu, worker, outcome, t.Preview)
 	}
 	return tw.Flush()
+}
+
+// turnJSON is a turn as `shelldon turns --json` prints it: times in
+// RFC 3339, durations in milliseconds, memory in bytes, and absent fields
+// left out (a running turn has no end).
+type turnJSON struct {
+	ID           string     `json:"id"`
+	Kind         string     `json:"kind"`
+	Started      time.Time  `json:"started"`
+	Ended        *time.Time `json:"ended,omitempty"`
+	Outcome      string     `json:"outcome,omitempty"`
+	Error        string     `json:"error,omitempty"`
+	Preview      string     `json:"preview"`
+	TotalMS      int64      `json:"total_ms,omitempty"`
+	ModelMS      int64      `json:"model_ms,omitempty"`
+	SpawnMS      int64      `json:"spawn_ms,omitempty"`
+	WorkerPeak   int64      `json:"worker_peak_bytes,omitempty"`
+	WorkerCPUMS  int64      `json:"worker_cpu_ms,omitempty"`
+	WorkerResult string     `json:"worker_result,omitempty"`
+}
+
+func writeTurnsJSONL(w io.Writer, turns []state.TurnRecord) error {
+	enc := json.NewEncoder(w)
+	for _, t := range turns {
+		j := turnJSON{ID: t.ID, Kind: t.Kind, Started: t.Started, Outcome: t.Outcome, Error: t.Error, Preview: t.Preview,
+			TotalMS: t.Total.Milliseconds(), ModelMS: t.ModelTime.Milliseconds(), SpawnMS: t.WorkerJoin.Milliseconds(),
+			WorkerPeak: t.WorkerPeak, WorkerCPUMS: t.WorkerCPU.Milliseconds(), WorkerResult: t.WorkerExit}
+		if !t.Ended.IsZero() {
+			j.Ended = &t.Ended
+		}
+		if err := enc.Encode(j); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func cmdDoctor(ctx context.Context, env *environment, args []string) error {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -136,4 +137,19 @@ func waitAsk(t testing.TB, api *telegramtest.Server, words ...string) telegramte
 		}
 		return true
 	})
+}
+
+// guestTurns reads the newest n turns from the guest's `shelldon turns --json`.
+func guestTurns(t testing.TB, guest *vm.VM, n int) []turnJSON {
+	t.Helper()
+	var turns []turnJSON
+	out := strings.TrimSpace(guest.Must(t, "shelldon", "turns", "--json", "-n", strconv.Itoa(n)))
+	for line := range strings.SplitSeq(out, "\n") {
+		var j turnJSON
+		if err := json.Unmarshal([]byte(line), &j); err != nil {
+			t.Fatalf("shelldon turns --json in the guest: %q: %v", line, err)
+		}
+		turns = append(turns, j)
+	}
+	return turns
 }
