@@ -73,6 +73,26 @@ var rules = []rule{
 		},
 	},
 	{
+		name:    "core does not reach into the worker",
+		applies: func(p string) bool { return p == "shelldon/daemon" },
+		forbidden: func(dep string, _ bool) string {
+			if under("shelldon/daemon/worker")(dep) {
+				return "the checks core shares with the worker live in daemon/tools"
+			}
+			return ""
+		},
+	},
+	{
+		name:    "the shared tool checks belong to no actor",
+		applies: under("shelldon/daemon/tools"),
+		forbidden: func(dep string, _ bool) string {
+			if dep == "shelldon/daemon" || under("shelldon/daemon/worker")(dep) {
+				return "core and the worker import the tools, never the other way"
+			}
+			return ""
+		},
+	},
+	{
 		name:    "policy depends only on the contracts",
 		applies: under("shelldon/policy"),
 		forbidden: func(dep string, _ bool) string {
@@ -149,6 +169,9 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/broker", Deps: []string{"shelldon/daemon/state"}},
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/state"}},
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/daemon/statedir"}},
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/worker/tools"}},
+		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon"}},
+		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon/worker"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}, rules); len(v) != 1 {
@@ -159,6 +182,8 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/broker", Deps: []string{"os/exec"}}, // reached only through the standard library
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/contracts"}},
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/statedir"}},
+		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/tools"}},
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/tools"}},
 	}
 	for _, p := range fine {
 		if v := violations([]pkg{p}, rules); len(v) != 0 {

@@ -13,7 +13,7 @@ import (
 	"shelldon/daemon/mood"
 	"shelldon/daemon/state"
 	"shelldon/daemon/state/atomicfile"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 	"shelldon/policy"
 	"shelldon/sandbox"
 )

@@ -25,7 +25,7 @@ import (
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 	"shelldon/panel/faces"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/mood"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 	"shelldon/sandbox"
 )
 

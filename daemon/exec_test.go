@@ -7,7 +7,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 	"shelldon/sandbox"
 )
 

@@ -14,7 +14,7 @@ import (
 	"shelldon/daemon/selfcode"
 	"shelldon/daemon/state"
 	"shelldon/daemon/state/atomicfile"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 )
 
 // A promotion waits for the owner like a parked call, in the same table

@@ -199,4 +199,3 @@ func listPaths(paths []string) string {
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(paths[:shown], ", "), len(paths)-shown)
 }
-

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"shelldon/clock"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 )

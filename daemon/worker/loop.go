@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 )
 
 // The agent loop's bounds.

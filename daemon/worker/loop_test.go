@@ -12,7 +12,7 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 )
 
 // scripted answers the loop's jobs from a list, recording each job.

@@ -12,7 +12,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/procmem"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/worker/tools"
+	"shelldon/daemon/tools"
 )
 
 // Options say which turn to serve and where.

@@ -1,8 +1,10 @@
-// Package tools defines the built-in tools shelldon's worker offers the
-// model: their definitions (name, a description written for the model, a
-// JSON schema of the arguments, the tier), a strict check of the arguments
-// the model wrote, and, for the FREE tools that need no program, the code
-// that runs them inside the worker.
+// Package tools defines the tools shelldon offers the model, shared by the
+// worker (which offers them and runs the in-process ones) and core (which
+// checks every call again before it parks or runs it): their definitions
+// (name, a description written for the model, a JSON schema of the
+// arguments, the tier), a strict check of the arguments the model wrote,
+// and, for the FREE tools that need no program, the code that runs them
+// inside the worker. It imports neither core nor the worker.
 //
 // Check is where every call is judged: it parses the arguments, refuses
 // what can never run (a path out of the workspace, the vault, a
