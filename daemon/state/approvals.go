@@ -13,10 +13,27 @@ import (
 	"shelldon/contracts"
 )
 
-// MaxParkedApprovalBytes caps the JSON of a parked call and its
-// conversation together, so one runaway conversation cannot bloat the
-// database that every turn reads.
+// MaxParkedApprovalBytes caps what one parked request holds — a call and
+// its conversation, or a payload, with the detail shown — so one runaway
+// conversation cannot bloat the database that every turn reads.
 const MaxParkedApprovalBytes = 4 << 20
+
+// The kinds of parked request.
+const (
+	// KindCall is a RISKY tool call of a parked turn.
+	KindCall = "call"
+	// KindPromotion asks to keep a self-coded tool that passed its gate.
+	KindPromotion = "promotion"
+	// KindChangeSet asks to apply an approved command's change set.
+	KindChangeSet = "changeset"
+)
+
+// Audience is one place a request was shown: a transport and the chat in
+// it.
+type Audience struct {
+	Transport string `json:"transport"`
+	Chat      string `json:"chat"`
+}
 
 var (
 	// ErrNoApproval is wrapped when no call is parked for a turn: it never
@@ -33,23 +50,41 @@ var (
 	ErrCorruptApproval = errors.New("parked approval is corrupt")
 )
 
-// PendingApproval is a RISKY call parked until the owner decides.
+// PendingApproval is a request parked until the owner decides: a RISKY
+// call of a parked turn, or a promotion or change set, each with exactly
+// what the owner was shown and the digest of what will execute. What the
+// fields mean beyond storage is the approval authority's (package
+// daemon/approval).
 type PendingApproval struct {
-	// Turn is the id of the turn that parked the call; at most one call
-	// is parked per turn.
+	// Turn is the request's key: the id of the turn that parked a call
+	// (at most one call per turn), a fresh id for anything else.
 	Turn string
-	Call contracts.ToolCall
-	// Summary is the policy's note on the call's risk.
+	// Kind is KindCall, KindPromotion or KindChangeSet.
+	Kind string
+	// Title, Summary and Detail are exactly what the owner is shown:
+	// what is asked, the one-line risk note, and what will run.
+	Title   string
 	Summary string
-	// Messages is the conversation as parked, ending with the assistant
-	// message that asked for Call.
+	Detail  string
+	// Digest is the hash of exactly what will execute; empty only in a
+	// row parked before digests existed.
+	Digest string
+	// Call and Messages are a call's: the call, and the conversation as
+	// parked, ending with the assistant message that asked for it.
+	Call     contracts.ToolCall
 	Messages []contracts.Message
-	// Transport and Chat say where the owner is asked and where the
+	// Payload is what another kind carries, as JSON.
+	Payload []byte
+	// Transport and Chat say where the owner was asked and where the
 	// resumed turn answers.
 	Transport string
 	Chat      string
-	Created   time.Time
-	// Expires is when the call stops being honoured, to the millisecond.
+	// Shown lists every place the request was shown; a decision is taken
+	// only from one of them.
+	Shown   []Audience
+	Created time.Time
+	// Expires is when the request stops being honoured, to the
+	// millisecond.
 	Expires time.Time
 }
 
@@ -58,19 +93,32 @@ func (a PendingApproval) expired(now time.Time) bool {
 	return a.Expires.UnixMilli() <= now.UnixMilli()
 }
 
-// check holds a to what a worker may propose (contracts.RequestToolApproval),
-// both when it is parked and when it is read back.
+// check holds a to what its kind must carry, both when it is parked and
+// when it is read back: a call what a worker may propose
+// (contracts.RequestToolApproval), another kind a JSON payload and no
+// call.
 func (a PendingApproval) check() error {
-	return contracts.RequestToolApproval{Call: a.Call, Summary: a.Summary, Messages: a.Messages}.Validate()
+	switch a.Kind {
+	case KindCall:
+		return contracts.RequestToolApproval{Call: a.Call, Summary: a.Summary, Messages: a.Messages}.Validate()
+	case KindPromotion, KindChangeSet:
+		if a.Call != (contracts.ToolCall{}) || len(a.Messages) > 0 {
+			return fmt.Errorf("a %s carries no call", a.Kind)
+		}
+		if !json.Valid(a.Payload) {
+			return fmt.Errorf("a %s needs a JSON payload", a.Kind)
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown kind of request %q", a.Kind)
 }
 
-const approvalColumns = `turn, call, summary, messages, transport, chat, created_at, expires_at`
+const approvalColumns = `turn, kind, title, summary, detail, digest, call, messages, payload, transport, chat, shown, created_at, expires_at`
 
-// ParkApproval parks a RISKY call until the owner decides. The call, summary
-// and messages must pass contracts.RequestToolApproval validation, Expires
-// must come after Created, and the call and messages together must encode
-// to at most MaxParkedApprovalBytes of JSON. A turn that already has a
-// parked call gets ErrApprovalExists.
+// ParkApproval parks a request until the owner decides. It must pass the
+// checks of its kind, Expires must come after Created, and what it holds
+// must encode to at most MaxParkedApprovalBytes. A key that already has a
+// parked request gets ErrApprovalExists.
 func (s *Store) ParkApproval(ctx context.Context, a PendingApproval) error {
 	if err := s.writable("park approval"); err != nil {
 		return err
@@ -84,21 +132,13 @@ func (s *Store) ParkApproval(ctx context.Context, a PendingApproval) error {
 	if a.Created.IsZero() || !a.Expires.After(a.Created) {
 		return fmt.Errorf("park approval of turn %q: expiry %v is not after creation %v", a.Turn, a.Expires, a.Created)
 	}
-	call, err := json.Marshal(a.Call)
+	row, err := a.encode()
 	if err != nil {
-		return fmt.Errorf("park approval of turn %q: encode call: %w", a.Turn, err)
-	}
-	messages, err := json.Marshal(a.Messages)
-	if err != nil {
-		return fmt.Errorf("park approval of turn %q: encode messages: %w", a.Turn, err)
-	}
-	if size := len(call) + len(messages); size > MaxParkedApprovalBytes {
-		return fmt.Errorf("park approval of turn %q: call and messages are %d bytes of JSON, more than the %d allowed", a.Turn, size, MaxParkedApprovalBytes)
+		return fmt.Errorf("park approval of turn %q: %w", a.Turn, err)
 	}
 	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO pending_approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-		 ON CONFLICT (turn) DO NOTHING`,
-		a.Turn, string(call), a.Summary, string(messages), a.Transport, a.Chat, a.Created.UnixMilli(), a.Expires.UnixMilli())
+		`INSERT INTO pending_approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		 ON CONFLICT (turn) DO NOTHING`, row...)
 	if err != nil {
 		return fmt.Errorf("park approval of turn %q: %w", a.Turn, err)
 	}
@@ -108,6 +148,57 @@ func (s *Store) ParkApproval(ctx context.Context, a PendingApproval) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("park approval of turn %q: %w", a.Turn, ErrApprovalExists)
+	}
+	return nil
+}
+
+// encode turns a into the columns of its row, in approvalColumns' order,
+// refusing one over MaxParkedApprovalBytes.
+func (a PendingApproval) encode() ([]any, error) {
+	call, err := json.Marshal(a.Call)
+	if err != nil {
+		return nil, fmt.Errorf("encode call: %w", err)
+	}
+	messages, err := json.Marshal(a.Messages)
+	if err != nil {
+		return nil, fmt.Errorf("encode messages: %w", err)
+	}
+	shown, err := json.Marshal(a.Shown)
+	if err != nil {
+		return nil, fmt.Errorf("encode where it was shown: %w", err)
+	}
+	if size := len(call) + len(messages) + len(a.Payload) + len(a.Detail) + len(shown); size > MaxParkedApprovalBytes {
+		return nil, fmt.Errorf("it holds %d bytes, more than the %d allowed", size, MaxParkedApprovalBytes)
+	}
+	return []any{a.Turn, a.Kind, a.Title, a.Summary, a.Detail, a.Digest, string(call), string(messages), string(a.Payload),
+		a.Transport, a.Chat, string(shown), a.Created.UnixMilli(), a.Expires.UnixMilli()}, nil
+}
+
+// UpdateApproval rewrites what a parked request shows and carries — its
+// title, note, detail, digest, payload and where it was shown — keeping
+// its key, kind, call, origin and times; ErrNoApproval when nothing is
+// parked under a.Turn.
+func (s *Store) UpdateApproval(ctx context.Context, a PendingApproval) error {
+	if err := s.writable("update approval"); err != nil {
+		return err
+	}
+	if err := a.check(); err != nil {
+		return fmt.Errorf("update approval of turn %q: %w", a.Turn, err)
+	}
+	row, err := a.encode()
+	if err != nil {
+		return fmt.Errorf("update approval of turn %q: %w", a.Turn, err)
+	}
+	res, err := s.db.ExecContext(ctx,
+		`UPDATE pending_approvals SET title = ?, summary = ?, detail = ?, digest = ?, payload = ?, shown = ? WHERE turn = ?`,
+		a.Title, a.Summary, a.Detail, a.Digest, string(a.Payload), row[11], a.Turn)
+	if err != nil {
+		return fmt.Errorf("update approval of turn %q: %w", a.Turn, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("update approval of turn %q: %w", a.Turn, err)
+	} else if n == 0 {
+		return fmt.Errorf("update approval of turn %q: %w", a.Turn, ErrNoApproval)
 	}
 	return nil
 }
@@ -229,21 +320,28 @@ func scanApprovals(rows *sql.Rows) ([]PendingApproval, error) {
 // and an error that wraps ErrCorruptApproval and names the turn.
 func scanApproval(row interface{ Scan(...any) error }) (PendingApproval, error) {
 	var (
-		a                PendingApproval
-		call, messages   string
-		created, expires int64
+		a                              PendingApproval
+		call, messages, payload, shown string
+		created, expires               int64
 	)
-	if err := row.Scan(&a.Turn, &call, &a.Summary, &messages, &a.Transport, &a.Chat, &created, &expires); err != nil {
+	if err := row.Scan(&a.Turn, &a.Kind, &a.Title, &a.Summary, &a.Detail, &a.Digest, &call, &messages, &payload,
+		&a.Transport, &a.Chat, &shown, &created, &expires); err != nil {
 		return PendingApproval{}, err
 	}
 	a.Created = time.UnixMilli(created)
 	a.Expires = time.UnixMilli(expires)
+	if payload != "" {
+		a.Payload = []byte(payload)
+	}
 	decoded := a
 	if err := json.Unmarshal([]byte(call), &decoded.Call); err != nil {
 		return a, fmt.Errorf("turn %q: %w: call: %w", a.Turn, ErrCorruptApproval, err)
 	}
 	if err := json.Unmarshal([]byte(messages), &decoded.Messages); err != nil {
 		return a, fmt.Errorf("turn %q: %w: messages: %w", a.Turn, ErrCorruptApproval, err)
+	}
+	if err := json.Unmarshal([]byte(shown), &decoded.Shown); err != nil {
+		return a, fmt.Errorf("turn %q: %w: where it was shown: %w", a.Turn, ErrCorruptApproval, err)
 	}
 	if err := decoded.check(); err != nil {
 		return a, fmt.Errorf("turn %q: %w: %w", a.Turn, ErrCorruptApproval, err)

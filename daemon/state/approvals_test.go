@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"reflect"
 	"slices"
@@ -20,6 +21,7 @@ func parkedAt(turn string, created time.Time) PendingApproval {
 	call := contracts.ToolCall{ID: "call-" + turn, Name: "run_shell", Args: `{"command":"rm -rf build"}`}
 	return PendingApproval{
 		Turn:    turn,
+		Kind:    KindCall,
 		Call:    call,
 		Summary: "deletes files in the workspace",
 		Messages: []contracts.Message{
@@ -103,7 +105,12 @@ func TestParkApprovalRefuses(t *testing.T) {
 		{"expiry at creation", with(func(a *PendingApproval) { a.Expires = a.Created }), nil, "expiry"},
 		{"more JSON than allowed", with(func(a *PendingApproval) {
 			a.Messages[1].Content = strings.Repeat("x", MaxParkedApprovalBytes)
-		}), nil, "bytes of JSON"},
+		}), nil, "more than the 4194304 allowed"},
+		{"a promotion carrying a call", with(func(a *PendingApproval) { a.Kind, a.Payload = KindPromotion, []byte(`{}`) }), nil, "carries no call"},
+		{"a change set without a payload", with(func(a *PendingApproval) {
+			a.Kind, a.Call, a.Messages = KindChangeSet, contracts.ToolCall{}, nil
+		}), nil, "JSON payload"},
+		{"an unknown kind", with(func(a *PendingApproval) { a.Kind = "wish" }), nil, "unknown kind"},
 		{"second park of a turn", parkedAt("taken", epoch.Add(time.Minute)), ErrApprovalExists, `"taken"`},
 	}
 	for _, tt := range tests {
@@ -379,5 +386,76 @@ func TestCorruptApprovalRow(t *testing.T) {
 				t.Errorf("PendingApprovals after expiring everything = %v, %v, want none", turnsOf(list), err)
 			}
 		})
+	}
+}
+
+// TestRequestsOfEveryKindRoundTrip: a promotion and a change set park with
+// their payload, title, detail, digest and audiences, read back as parked,
+// and UpdateApproval rewrites what they show but nothing else.
+func TestRequestsOfEveryKindRoundTrip(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	promo := PendingApproval{
+		Turn: "p1", Kind: KindPromotion, Title: "new tool greet", Summary: "Greets.", Detail: "greet.py:\n…",
+		Digest: "abc", Payload: []byte(`{"stem":"greet"}`), Transport: "telegram", Chat: "42",
+		Shown: []Audience{{Transport: "telegram", Chat: "42"}}, Created: epoch, Expires: epoch.Add(time.Hour),
+	}
+	park(t, s, promo)
+	got, err := s.PendingApproval(ctx, "p1")
+	if err != nil || got.Kind != KindPromotion || got.Title != promo.Title || got.Detail != promo.Detail ||
+		got.Digest != "abc" || string(got.Payload) != `{"stem":"greet"}` || !slices.Equal(got.Shown, promo.Shown) {
+		t.Fatalf("PendingApproval(p1) = %+v, %v; want it as parked", got, err)
+	}
+	got.Shown = append(got.Shown, Audience{Transport: "cli", Chat: "cli"})
+	got.Detail, got.Digest, got.Kind, got.Transport = "shown again", "def", KindChangeSet, "elsewhere"
+	if err := s.UpdateApproval(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	again, err := s.PendingApproval(ctx, "p1")
+	if err != nil || again.Detail != "shown again" || again.Digest != "def" || len(again.Shown) != 2 ||
+		again.Kind != KindPromotion || again.Transport != "telegram" {
+		t.Errorf("after UpdateApproval = %+v, %v; want the new detail, digest and audiences, the kind and origin kept", again, err)
+	}
+	if err := s.UpdateApproval(ctx, PendingApproval{Turn: "none", Kind: KindPromotion, Payload: []byte(`{}`)}); !errors.Is(err, ErrNoApproval) {
+		t.Errorf("UpdateApproval(nothing parked) = %v, want ErrNoApproval", err)
+	}
+}
+
+// TestARowFromBeforeDigestsIsMigrated: a call and a promotion parked by
+// schema 7 read back after the migration as a call without a digest (for
+// core to renew) and as a corrupt promotion (its code lived in the
+// workspace), neither lost silently.
+func TestARowFromBeforeDigestsIsMigrated(t *testing.T) {
+	dir := t.TempDir()
+	layout := statedir.Layout{Root: dir}
+	saved := migrations
+	migrations = migrations[:7]
+	old, err := Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	call := parkedAt("0123456789abcdef", epoch)
+	callJSON, _ := json.Marshal(call.Call)
+	msgJSON, _ := json.Marshal(call.Messages)
+	for _, turn := range []string{"0123456789abcdef", "promote-greet"} {
+		if _, err := old.db.ExecContext(ctx, `INSERT INTO pending_approvals (turn, call, summary, messages, transport, chat, created_at, expires_at)
+			VALUES (?, ?, 'note', ?, 'telegram', '42', ?, ?)`, turn, string(callJSON), string(msgJSON), epoch.UnixMilli(), epoch.Add(time.Hour).UnixMilli()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old.Close()
+	migrations = saved
+	s, err := Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	list, err := s.PendingApprovals(ctx)
+	if !errors.Is(err, ErrCorruptApproval) || !strings.Contains(err.Error(), "promote-greet") || len(list) != 2 {
+		t.Fatalf("PendingApprovals after the migration = %+v, %v; want both rows, the promotion corrupt", list, err)
+	}
+	if c := list[0]; c.Turn != "0123456789abcdef" || c.Kind != KindCall || c.Digest != "" || c.Call != call.Call {
+		t.Errorf("the migrated call = %+v, want a call without a digest", c)
 	}
 }

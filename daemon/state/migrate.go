@@ -140,6 +140,19 @@ var migrations = []string{
 		value BLOB NOT NULL
 	);
 	CREATE INDEX turns_by_kind ON turns (kind, started_at);`,
+	// 8: every request the owner decides on is a typed record: what it is
+	// (a call, a promotion, a change set), exactly what the owner is shown
+	// (title, detail), the digest of exactly what will execute, a payload
+	// for what is not a call, and every place it was shown. A row from
+	// before has no digest; core renews it at start. A promotion from
+	// before kept its code in the workspace, which is no longer trusted.
+	`ALTER TABLE pending_approvals ADD COLUMN kind TEXT NOT NULL DEFAULT 'call';
+	ALTER TABLE pending_approvals ADD COLUMN title TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pending_approvals ADD COLUMN detail TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pending_approvals ADD COLUMN digest TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pending_approvals ADD COLUMN payload TEXT NOT NULL DEFAULT '';
+	ALTER TABLE pending_approvals ADD COLUMN shown TEXT NOT NULL DEFAULT '[]';
+	UPDATE pending_approvals SET kind = 'promotion' WHERE turn LIKE 'promote-%';`,
 }
 
 func schemaVersion(ctx context.Context, q interface {
