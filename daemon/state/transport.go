@@ -207,7 +207,7 @@ func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, e
 	var attempts int
 	err := s.db.QueryRowContext(ctx,
 		`UPDATE transport_outbox SET attempts = attempts + 1, not_before = ? WHERE id = ? RETURNING attempts`,
-		until.UnixMilli(), id).Scan(&attempts)
+		ceilMilli(until), id).Scan(&attempts)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, fmt.Errorf("postpone outbox item %d: %w", id, ErrNoOutboxItem)
@@ -215,6 +215,16 @@ func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, e
 		return 0, fmt.Errorf("postpone outbox item %d: %w", id, err)
 	}
 	return attempts, nil
+}
+
+// ceilMilli is t in unix milliseconds, rounded up: a wait a server asked
+// for (a 429's retry_after) is never shortened by the column's precision.
+func ceilMilli(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
 }
 
 // Sent removes an item once delivered or given up on. Removing one
