@@ -237,6 +237,8 @@ const (
 	// ApprovalGone: a decision came for a request core no longer holds
 	// (decided elsewhere, or lost with a state that was reset).
 	ApprovalGone = "gone"
+	// ApprovalReplaced: a newer request of the same tool took its place.
+	ApprovalReplaced = "replaced"
 )
 
 // ApprovalClosed says that the request of Turn is settled.

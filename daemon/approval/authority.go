@@ -1,0 +1,351 @@
+package approval
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+)
+
+// What the owner is told about a decision that is not carried out.
+const (
+	msgHeld     = "Got it. I'm in the middle of something; I'll do that as soon as I finish."
+	msgUnknown  = "Nothing is waiting for that answer (it was decided already, or never asked)."
+	msgExpired  = "That request expired, so I did nothing. Ask me again if you still want it."
+	msgNotShown = "That request was not shown here, so I did nothing. Answer it where I asked."
+	msgDamaged  = "That request was damaged, so I dropped it and did nothing. Ask me again if you still want it."
+)
+
+// Store is what the authority keeps requests in: the state store.
+type Store interface {
+	ParkApproval(ctx context.Context, a state.PendingApproval) error
+	PendingApproval(ctx context.Context, turn string) (state.PendingApproval, error)
+	TakeApproval(ctx context.Context, turn string, now time.Time) (state.PendingApproval, error)
+	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
+	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
+	UpdateApproval(ctx context.Context, a state.PendingApproval) error
+}
+
+// Notifier reaches the owner's transports.
+type Notifier interface {
+	// Ask shows a request, with its buttons, at to.
+	Ask(to Audience, req contracts.ApprovalRequest)
+	// Settled tells every transport that the request of key is settled,
+	// so that no button for it stays to be tapped.
+	Settled(key, outcome string)
+	// Tell says one line to the owner at to.
+	Tell(to Audience, text string)
+}
+
+// Config sets up an authority.
+type Config struct {
+	Store  Store
+	Notify Notifier
+	Clock  clock.Clock
+	// Expiry is how long a request waits for the owner.
+	Expiry time.Duration
+	Log    *slog.Logger
+}
+
+// Authority owns every parked request. Core's loop calls it; it is not
+// safe for concurrent use.
+type Authority struct {
+	cfg Config
+	// held are decisions that came while a turn held the slot, in arrival
+	// order; they live in memory, so after a restart the owner taps again
+	// (/pending shows the request once more).
+	held []heldDecision
+}
+
+type heldDecision struct {
+	decision contracts.Decision
+	from     Audience
+}
+
+// New makes an authority.
+func New(cfg Config) *Authority {
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Authority{cfg: cfg}
+}
+
+// Park keeps r for the owner and asks them where it came from. Created,
+// Expires and Audiences are set here. A promotion of a tool that already
+// waits replaces the waiting one: that one is settled as replaced, so its
+// buttons can never keep the newer code.
+func (a *Authority) Park(ctx context.Context, r Request) error {
+	now := a.cfg.Clock.Now()
+	r.Created, r.Expires = now, now.Add(a.cfg.Expiry)
+	r.Audiences = []Audience{r.Origin}
+	if r.Kind == Promotion {
+		a.replacePromotions(ctx, r.Promotion.Stem)
+	}
+	row, err := r.row()
+	if err != nil {
+		return err
+	}
+	if err := a.cfg.Store.ParkApproval(ctx, row); err != nil {
+		return err
+	}
+	a.cfg.Log.Info("asked the owner", contracts.AuditEvent, contracts.EventApprovalRequested, "turn", r.Key,
+		"kind", string(r.Kind), "tool", r.Shown.Title, "note", r.Shown.Note, "detail", r.Shown.Detail, "digest", r.Digest)
+	a.cfg.Notify.Ask(r.Origin, r.ask(r.Origin))
+	return nil
+}
+
+// replacePromotions settles every waiting promotion of stem as replaced.
+func (a *Authority) replacePromotions(ctx context.Context, stem string) {
+	for _, old := range a.waiting(ctx) {
+		if old.Kind != Promotion || old.Promotion.Stem != stem {
+			continue
+		}
+		if _, err := a.cfg.Store.TakeApproval(ctx, old.Key, a.cfg.Clock.Now()); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
+			continue // taken meanwhile: nothing to replace
+		}
+		a.cfg.Log.Info("a newer proposal replaced a waiting one", contracts.AuditEvent, contracts.EventApprovalDecided,
+			"turn", old.Key, "tool", old.Shown.Title, "decision", contracts.ApprovalReplaced)
+		a.cfg.Notify.Settled(old.Key, contracts.ApprovalReplaced)
+	}
+}
+
+// ShowAgain shows every waiting request at to, with its buttons, and
+// remembers that it was shown there; it returns how many it showed.
+func (a *Authority) ShowAgain(ctx context.Context, to Audience) (int, error) {
+	parked, err := a.cfg.Store.PendingApprovals(ctx)
+	if err != nil && len(parked) == 0 {
+		return 0, err
+	}
+	now := a.cfg.Clock.Now()
+	shown := 0
+	for _, p := range parked {
+		r, err := fromRow(p)
+		if err != nil || r.Digest == "" || !r.Expires.After(now) {
+			continue // damaged, not renewed, or about to be expired and told
+		}
+		if !r.shownTo(to) {
+			r.Audiences = append(r.Audiences, to)
+			row, err := r.row()
+			if err == nil {
+				err = a.cfg.Store.UpdateApproval(ctx, row)
+			}
+			if err != nil {
+				a.cfg.Log.Warn("a request cannot be shown again", "turn", r.Key, "err", err)
+				continue
+			}
+		}
+		a.cfg.Notify.Ask(to, r.ask(to))
+		shown++
+	}
+	return shown, nil
+}
+
+// Verdict says what became of a decision.
+type Verdict int
+
+const (
+	// Refused: nothing is to be done (unknown, expired, not shown there,
+	// damaged); the owner has been told.
+	Refused Verdict = iota
+	// Held: a turn holds the slot; the decision waits for [Authority.Held].
+	Held
+	// Approved and Denied: the request is taken; the caller carries the
+	// decision out.
+	Approved
+	Denied
+)
+
+// Outcome is what a decision came to.
+type Outcome struct {
+	Verdict Verdict
+	// Request is the taken request, for Approved and Denied.
+	Request Request
+	// From is where the owner decided.
+	From Audience
+	// Slot says the decision holds the turn slot (claimed for it): the
+	// caller gives it back once it has carried the decision out, unless
+	// a resumed turn takes it over.
+	Slot bool
+}
+
+// Decide takes the owner's decision d, from the place from. A decision is
+// taken only from a place the request was shown, and only once. One that
+// needs the turn slot claims it through claim; when a turn holds it, the
+// decision is held (the owner is told) and [Authority.Held] returns it
+// when the turn ends.
+func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audience, claim func() bool) Outcome {
+	log := a.cfg.Log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve,
+		"from", from.Transport, "chat", from.Chat)
+	p, err := a.cfg.Store.PendingApproval(ctx, d.Turn)
+	if errors.Is(err, state.ErrNoApproval) {
+		log.Info("decision on nothing parked", "decision", contracts.ApprovalGone)
+		a.cfg.Notify.Tell(from, msgUnknown)
+		a.cfg.Notify.Settled(d.Turn, contracts.ApprovalGone)
+		return Outcome{From: from}
+	}
+	r, rerr := fromRow(p)
+	switch {
+	case err == nil && rerr == nil && !r.shownTo(from):
+		// Another transport, or another chat, than the one it was shown
+		// to: whoever it is, it is not the owner's answer to this.
+		log.Warn("refused a decision from where the request was not shown", "decision", "refused", "shown", r.Audiences)
+		a.cfg.Notify.Tell(from, msgNotShown)
+		return Outcome{From: from}
+	case err == nil && rerr == nil && r.Kind.needsSlot() && !claim():
+		a.held = append(a.held, heldDecision{decision: d, from: from})
+		log.Info("a decision waits for the running turn to end", "decision", "held")
+		a.cfg.Notify.Tell(from, msgHeld)
+		return Outcome{Verdict: Held, From: from}
+	}
+	out := a.take(ctx, d, from, log)
+	out.Slot = err == nil && rerr == nil && r.Kind.needsSlot()
+	return out
+}
+
+// take takes the request of a decision that may be carried out now.
+func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audience, log *slog.Logger) Outcome {
+	out := Outcome{From: from}
+	p, err := a.cfg.Store.TakeApproval(ctx, d.Turn, a.cfg.Clock.Now())
+	switch {
+	case errors.Is(err, state.ErrApprovalExpired):
+		log.Info("decision on an expired request", "decision", contracts.ApprovalExpired)
+		a.cfg.Notify.Tell(from, msgExpired)
+		a.cfg.Notify.Settled(d.Turn, contracts.ApprovalExpired)
+		return out
+	case errors.Is(err, state.ErrNoApproval):
+		log.Info("decision on nothing parked", "decision", contracts.ApprovalGone)
+		a.cfg.Notify.Tell(from, msgUnknown)
+		a.cfg.Notify.Settled(d.Turn, contracts.ApprovalGone)
+		return out
+	case err != nil && !errors.Is(err, state.ErrCorruptApproval):
+		log.Error("taking the parked request failed", "err", err)
+		a.cfg.Notify.Tell(from, msgUnknown)
+		return out
+	}
+	r, rerr := fromRow(p)
+	if err != nil || rerr != nil || r.Digest == "" {
+		log.Error("dropped a damaged request", "decision", contracts.ApprovalGone, "err", errors.Join(err, rerr))
+		a.cfg.Notify.Tell(from, msgDamaged)
+		a.cfg.Notify.Settled(d.Turn, contracts.ApprovalGone)
+		return out
+	}
+	out.Request = r
+	outcome := contracts.ApprovalDenied
+	out.Verdict = Denied
+	if d.Approve {
+		out.Verdict, outcome = Approved, contracts.ApprovalApproved
+	}
+	log.Info("the owner decided", "decision", outcome, "kind", string(r.Kind), "tool", r.Shown.Title, "digest", r.Digest)
+	a.cfg.Notify.Settled(d.Turn, outcome)
+	return out
+}
+
+// Held gives back the oldest decision held during a turn, taken now, for
+// a caller that holds the slot; false when none is waiting that can be
+// carried out. Held decisions whose request is gone meanwhile are told
+// and dropped on the way.
+func (a *Authority) Held(ctx context.Context) (Outcome, bool) {
+	for len(a.held) > 0 {
+		h := a.held[0]
+		a.held = a.held[1:]
+		out := a.Decide(ctx, h.decision, h.from, func() bool { return true })
+		if out.Verdict == Approved || out.Verdict == Denied {
+			return out, true
+		}
+	}
+	return Outcome{}, false
+}
+
+// HeldCount is how many decisions wait for the running turn.
+func (a *Authority) HeldCount() int { return len(a.held) }
+
+// Expire drops every request whose time has come, tells the owner of each
+// where they were asked and settles it everywhere, and returns them (a
+// change set's kept layer is the caller's to discard).
+func (a *Authority) Expire(ctx context.Context) []Request {
+	expired, err := a.cfg.Store.ExpireApprovals(ctx, a.cfg.Clock.Now())
+	if err != nil {
+		a.cfg.Log.Error("expiring parked requests", "err", err)
+	}
+	var out []Request
+	for _, p := range expired {
+		r, _ := fromRow(p)
+		a.cfg.Log.Info("a parked request expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", r.Key,
+			"kind", string(r.Kind), "tool", r.Shown.Title, "decision", contracts.ApprovalExpired)
+		a.cfg.Notify.Settled(r.Key, contracts.ApprovalExpired)
+		a.cfg.Notify.Tell(r.Origin, fmt.Sprintf("Nobody answered my request (%s: %s) within %v, so I dropped it.",
+			r.Shown.Title, r.Shown.Note, a.cfg.Expiry))
+		out = append(out, r)
+	}
+	return out
+}
+
+// Waiting lists the requests that wait for the owner, oldest first;
+// damaged ones are left out (a decision on one drops it and says so).
+func (a *Authority) Waiting(ctx context.Context) ([]Request, error) {
+	parked, err := a.cfg.Store.PendingApprovals(ctx)
+	if err != nil && len(parked) == 0 {
+		return nil, err
+	}
+	return a.waitingOf(parked), nil
+}
+
+func (a *Authority) waiting(ctx context.Context) []Request {
+	parked, _ := a.cfg.Store.PendingApprovals(ctx)
+	return a.waitingOf(parked)
+}
+
+func (a *Authority) waitingOf(parked []state.PendingApproval) []Request {
+	var out []Request
+	for _, p := range parked {
+		if r, err := fromRow(p); err == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Renew brings the requests parked before this authority existed up to
+// its rules, at start: a call without a digest is shown as render says
+// (core checks the call again) and asked again, with its digest from
+// now; a request that cannot be renewed (a promotion whose code lived in
+// the workspace, a call that no longer passes the checks, a damaged
+// row) is dropped and the owner told.
+func (a *Authority) Renew(ctx context.Context, render func(CallPayload) (Shown, string, error)) {
+	parked, _ := a.cfg.Store.PendingApprovals(ctx)
+	for _, p := range parked {
+		r, err := fromRow(p)
+		if err == nil && r.Digest != "" {
+			continue
+		}
+		if err == nil && r.Kind == Call {
+			var shown Shown
+			var digest string
+			if shown, digest, err = render(*r.Call); err == nil {
+				// Before, a request was shown where it was asked.
+				r.Shown, r.Digest, r.Audiences = shown, digest, []Audience{r.Origin}
+				var row state.PendingApproval
+				if row, err = r.row(); err == nil {
+					err = a.cfg.Store.UpdateApproval(ctx, row)
+				}
+			}
+			if err == nil {
+				a.cfg.Log.Info("asked the owner again after an upgrade", contracts.AuditEvent, contracts.EventApprovalRequested,
+					"turn", r.Key, "tool", r.Shown.Title, "digest", r.Digest)
+				a.cfg.Notify.Ask(r.Origin, r.ask(r.Origin))
+				continue
+			}
+		}
+		a.cfg.Store.TakeApproval(ctx, p.Turn, a.cfg.Clock.Now())
+		a.cfg.Log.Warn("dropped a request parked before an upgrade", contracts.AuditEvent, contracts.EventApprovalDecided,
+			"turn", p.Turn, "kind", p.Kind, "decision", contracts.ApprovalGone, "why", err)
+		a.cfg.Notify.Settled(p.Turn, contracts.ApprovalGone)
+		a.cfg.Notify.Tell(Audience{Transport: p.Transport, Chat: p.Chat},
+			"I had to drop a request I made before an upgrade (it could not be shown safely again). Ask me again if you still want it.")
+	}
+}

@@ -1,0 +1,144 @@
+package approval
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io/fs"
+	"strconv"
+	"strings"
+
+	"shelldon/daemon/tools"
+	"shelldon/daemon/visible"
+	"shelldon/sandbox"
+)
+
+// RenderCall is what the owner is shown of a RISKY call, as core's own
+// check made it: the tool, the policy's note, and exactly what will run —
+// the path and the whole content, the replacement, the URL, the shell
+// command, git's arguments quoted one by one. Everything the model chose
+// is made visible first, so nothing in it can move the terminal's cursor,
+// reverse the text or hide a character.
+func RenderCall(tool string, c tools.Checked) Shown {
+	s := Shown{Title: tool, Note: visible.Line(c.Note)}
+	switch tool {
+	case "write_file":
+		s.Detail = fmt.Sprintf("write %s (%s):\n%s", visible.Quote(c.Path), bytesOf(len(c.Content)), visible.Text(c.Content))
+	case "edit_file":
+		s.Detail = fmt.Sprintf("in %s, replace:\n%s\nwith:\n%s", visible.Quote(c.Path), visible.Text(c.Old), visible.Text(c.New))
+	case "http_get":
+		s.Detail = "GET " + visible.Line(c.URL)
+	case "run_shell":
+		// sh -c gets the command as one string: shown as the text it is,
+		// lines and all.
+		s.Detail = visible.Text(c.Argv[len(c.Argv)-1])
+	default:
+		s.Detail = visible.Argv(c.Argv)
+	}
+	return s
+}
+
+// CallDigest is the digest of exactly what an approved call executes:
+// the tool and every field of core's check that reaches the execution.
+func CallDigest(tool string, c tools.Checked) string {
+	h := sha256.New()
+	field(h, "tool", tool)
+	for _, a := range c.Argv {
+		field(h, "arg", a)
+	}
+	field(h, "path", c.Path)
+	field(h, "content", c.Content)
+	field(h, "old", c.Old)
+	field(h, "new", c.New)
+	field(h, "url", c.URL)
+	field(h, "network", strconv.FormatBool(c.Network))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// RenderPromotion is what the owner is shown of a tool to keep: its code
+// and its test as they were gated, what the gate said, and any import it
+// could not verify.
+func RenderPromotion(p PromotionPayload) Shown {
+	note := p.Description
+	if len(p.Unverifiable) > 0 {
+		note += " — note, imports I could not verify: " + strings.Join(p.Unverifiable, "; ")
+	}
+	return Shown{
+		Title: "new tool " + p.Stem,
+		Note:  visible.Line(note),
+		Detail: fmt.Sprintf("%s.py (%s):\n%s\ntest_%s.py (%s):\n%s\ngate: %s", p.Stem, bytesOf(len(p.Module)), visible.Text(p.Module),
+			p.Stem, bytesOf(len(p.Test)), visible.Text(p.Test), visible.Text(p.Gate)),
+	}
+}
+
+// PromotionDigest is the digest of a tool to keep: its name, its code and
+// its test, and what it will be offered as.
+func PromotionDigest(p PromotionPayload) string {
+	h := sha256.New()
+	field(h, "stem", p.Stem)
+	field(h, "module", p.Module)
+	field(h, "test", p.Test)
+	field(h, "description", p.Description)
+	field(h, "live", p.Live)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// RenderChangeSet is what the owner is shown of a change set that waits
+// for their own look: why, and the whole list — what is created,
+// modified, deleted or replaced, with sizes and link targets.
+func RenderChangeSet(cs ChangeSetPayload) Shown {
+	var b strings.Builder
+	b.WriteString("why:\n")
+	for _, r := range cs.Risks {
+		b.WriteString("  " + visible.Line(r) + "\n")
+	}
+	b.WriteString("changes:\n")
+	b.WriteString(ChangeList(cs.Changes))
+	return Shown{
+		Title:  "the changes of " + cs.Tool,
+		Note:   fmt.Sprintf("the command I ran with your approval changed %d path(s), some of which need your own look before I apply them", len(cs.Changes)),
+		Detail: strings.TrimSuffix(b.String(), "\n"),
+	}
+}
+
+// ChangeList is a change set as the owner reads it, one path a line:
+// the kind of change, the path, and its size or link target.
+func ChangeList(changes []sandbox.Change) string {
+	var b strings.Builder
+	for _, c := range changes {
+		fmt.Fprintf(&b, "  %-8s %s", c.Kind, visible.Quote(c.Path))
+		switch {
+		case c.Kind == sandbox.Deleted:
+		case c.Type == fs.ModeSymlink:
+			fmt.Fprintf(&b, " -> %s (symbolic link)", visible.Quote(c.Target))
+		case c.Type == fs.ModeDir:
+			b.WriteString("/")
+		case c.Type == 0:
+			fmt.Fprintf(&b, " (%s)", bytesOf(int(c.Size)))
+		default:
+			fmt.Fprintf(&b, " (%s)", c.Type.Type())
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// field writes one named field of a digest, length first, so that no two
+// different sets of fields hash the same.
+func field(h hash.Hash, name, value string) {
+	fmt.Fprintf(h, "%s %d\n%s\n", name, len(value), value)
+}
+
+// bytesOf says a size for people.
+func bytesOf(n int) string {
+	switch {
+	case n == 1:
+		return "1 byte"
+	case n < 10<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 10<<20:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d MiB", n>>20)
+}

@@ -1,0 +1,87 @@
+package approval
+
+import (
+	"io/fs"
+	"strings"
+	"testing"
+
+	"shelldon/daemon/tools"
+	"shelldon/sandbox"
+)
+
+// TestRenderCannotLie: whatever the model put in a call, what the owner
+// reads holds no control character, escape or bidi override, and says
+// exactly what runs.
+func TestRenderCannotLie(t *testing.T) {
+	cases := []struct {
+		name    string
+		tool    string
+		checked tools.Checked
+		want    string
+	}{
+		{"ANSI in a write's content", "write_file",
+			tools.Checked{Note: "writes 40 bytes to tools/evil.py (creates it)", Path: "tools/evil.py", Content: "\x1b[2K\r\x1b[1Awrites 5 bytes to notes.txt\ncurl x | sh\n"},
+			"write tools/evil.py (49 bytes):\n\\x1b[2K\\r\\x1b[1Awrites 5 bytes to notes.txt\ncurl x | sh\n"},
+		{"a path with a right-to-left override", "write_file",
+			tools.Checked{Path: "evil\u202etxt.py", Content: "x"},
+			"write $'evil\\u202etxt.py' (1 byte):\nx"},
+		{"git arguments with a newline", "git",
+			tools.Checked{Argv: []string{"git", "commit", "-m", "fix\nparser"}},
+			"git commit -m $'fix\\nparser'"},
+		{"git arguments that read as two when joined", "git",
+			tools.Checked{Argv: []string{"git", "add", "a b"}},
+			"git add 'a b'"},
+		{"a shell command with an escape", "run_shell",
+			tools.Checked{Argv: []string{"/bin/sh", "-c", "echo hi\x1b[8m; rm -rf x"}},
+			"echo hi\\x1b[8m; rm -rf x"},
+		{"an edit", "edit_file",
+			tools.Checked{Path: "a.py", Old: "x = 1", New: "x = 2\u200b"},
+			"in a.py, replace:\nx = 1\nwith:\nx = 2<U+200B>"},
+		{"a URL", "http_get", tools.Checked{URL: "https://example.test/\u202e"}, "GET https://example.test/<U+202E>"},
+	}
+	for _, tc := range cases {
+		got := RenderCall(tc.tool, tc.checked)
+		if got.Detail != tc.want {
+			t.Errorf("%s: RenderCall(%s).Detail = %q, want %q", tc.name, tc.tool, got.Detail, tc.want)
+		}
+		for _, s := range []string{got.Title, got.Note, got.Detail} {
+			if strings.ContainsAny(s, "\x1b\r\u202e\u200b") {
+				t.Errorf("%s: rendered %q holds a raw control or invisible character", tc.name, s)
+			}
+		}
+	}
+}
+
+func TestCallDigestCoversWhatRuns(t *testing.T) {
+	base := tools.Checked{Path: "a", Content: "b", Note: "writes 1 byte to a (creates it)"}
+	d := CallDigest("write_file", base)
+	for name, other := range map[string]tools.Checked{
+		"content":  {Path: "a", Content: "c"},
+		"path":     {Path: "b", Content: "b"},
+		"boundary": {Path: "ab", Content: ""},
+	} {
+		if CallDigest("write_file", other) == d {
+			t.Errorf("a change of %s keeps the digest", name)
+		}
+	}
+	if CallDigest("edit_file", base) == d {
+		t.Error("another tool keeps the digest")
+	}
+	base.Note = "writes 1 byte to a (replaces it)"
+	if CallDigest("write_file", base) != d {
+		t.Error("the note changed the digest; it covers what runs, not what is said about it")
+	}
+}
+
+func TestChangeList(t *testing.T) {
+	got := ChangeList([]sandbox.Change{
+		{Path: "notes.txt", Kind: sandbox.Created, Size: 5},
+		{Path: "src", Kind: sandbox.Modified, Type: fs.ModeDir},
+		{Path: "old.txt", Kind: sandbox.Deleted},
+		{Path: "link\u202e", Kind: sandbox.Created, Type: fs.ModeSymlink, Target: "/etc"},
+	})
+	want := "  created  notes.txt (5 bytes)\n  modified src/\n  deleted  old.txt\n  created  $'link\\u202e' -> /etc (symbolic link)\n"
+	if got != want {
+		t.Errorf("ChangeList = %q, want %q", got, want)
+	}
+}

@@ -1,0 +1,201 @@
+package approval
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+	"shelldon/sandbox"
+)
+
+// Kind says what a request asks.
+type Kind string
+
+// The kinds of request.
+const (
+	// Call is a RISKY tool call of a parked turn; deciding it resumes the
+	// turn.
+	Call Kind = state.KindCall
+	// Promotion asks to keep a self-coded tool that passed its gate.
+	Promotion Kind = state.KindPromotion
+	// ChangeSet asks to apply what an approved command changed, when the
+	// change set needs the owner's own look.
+	ChangeSet Kind = state.KindChangeSet
+)
+
+// needsSlot reports whether carrying out a decision of kind k needs the
+// turn slot: a call resumes its turn, and a change set writes the
+// workspace, which an approved command of a turn may be changing.
+func (k Kind) needsSlot() bool { return k == Call || k == ChangeSet }
+
+// Audience is one place a request is shown: a transport and a chat in it.
+type Audience = state.Audience
+
+// Shown is exactly what the owner is shown of a request, already made
+// visible (see [Render]).
+type Shown struct {
+	// Title says what is asked: the tool, "new tool greet".
+	Title string
+	// Note is the one-line risk note.
+	Note string
+	// Detail is exactly what will run.
+	Detail string
+}
+
+// Request is one request parked for the owner.
+type Request struct {
+	// Key is what a decision names: the parked turn's id for a call, a
+	// fresh id (see [NewKey]) for anything else.
+	Key   string
+	Kind  Kind
+	Shown Shown
+	// Digest is the hash of exactly what will execute.
+	Digest string
+	// Origin is where the request came from: the owner is asked there,
+	// and a resumed turn answers there.
+	Origin Audience
+	// Audiences are every place the request was shown.
+	Audiences []Audience
+	Created   time.Time
+	Expires   time.Time
+
+	// One of these, by Kind.
+	Call      *CallPayload
+	Promotion *PromotionPayload
+	ChangeSet *ChangeSetPayload
+}
+
+// CallPayload is a parked turn's call and its conversation.
+type CallPayload struct {
+	Call contracts.ToolCall
+	// Messages is the conversation as parked, ending with the assistant
+	// message that asked for Call.
+	Messages []contracts.Message
+}
+
+// PromotionPayload is a self-coded tool as it passed its gate: exactly
+// the bytes that were tested and shown.
+type PromotionPayload struct {
+	Stem        string         `json:"stem"`
+	Description string         `json:"description"`
+	Schema      map[string]any `json:"schema"`
+	Module      string         `json:"module"`
+	Test        string         `json:"test"`
+	// Unverifiable lists the imports the gate could not verify.
+	Unverifiable []string `json:"unverifiable,omitempty"`
+	// Gate is the end of the gate's report.
+	Gate string `json:"gate"`
+	// Live is the digest of the live version the gate held the update to,
+	// "" for a new tool: keeping it after the live version changed would
+	// skip the check that the live tests stay.
+	Live string `json:"live,omitempty"`
+}
+
+// ChangeSetPayload is an approved command's change set, kept aside until
+// the owner decides.
+type ChangeSetPayload struct {
+	// Dir names the kept upper layer in core's own directory of kept
+	// change sets.
+	Dir string `json:"dir"`
+	// Tool and Turn say what made it: the approved call and its turn.
+	Tool string `json:"tool"`
+	Turn string `json:"turn"`
+	// Changes is the list as scanned, and Risks why it waits.
+	Changes []sandbox.Change `json:"changes"`
+	Risks   []string         `json:"risks"`
+}
+
+// ErrChanged is wrapped by [Request.Verify] when what would run now is
+// not what the owner approved.
+var ErrChanged = errors.New("what would run is not what the owner approved")
+
+// Verify checks that digest, the digest of what is about to be carried
+// out, is the digest the owner approved.
+func (r Request) Verify(digest string) error {
+	if r.Digest == "" || digest != r.Digest {
+		return fmt.Errorf("request %s: %w", r.Key, ErrChanged)
+	}
+	return nil
+}
+
+// ask is the request as a transport shows it, with its buttons.
+func (r Request) ask(to Audience) contracts.ApprovalRequest {
+	return contracts.ApprovalRequest{Turn: r.Key, Chat: to.Chat, Tool: r.Shown.Title, Note: r.Shown.Note,
+		Detail: r.Shown.Detail, Expires: r.Expires}
+}
+
+// shownTo reports whether the request was shown at a.
+func (r Request) shownTo(a Audience) bool {
+	for _, b := range r.Audiences {
+		if b == a {
+			return true
+		}
+	}
+	return false
+}
+
+// NewKey is a fresh key for a request that is not a parked turn's call.
+func NewKey() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// row is the request as the state store keeps it.
+func (r Request) row() (state.PendingApproval, error) {
+	p := state.PendingApproval{
+		Turn: r.Key, Kind: string(r.Kind), Title: r.Shown.Title, Summary: r.Shown.Note, Detail: r.Shown.Detail,
+		Digest: r.Digest, Transport: r.Origin.Transport, Chat: r.Origin.Chat, Shown: r.Audiences,
+		Created: r.Created, Expires: r.Expires,
+	}
+	var payload any
+	switch r.Kind {
+	case Call:
+		if r.Call == nil {
+			return p, fmt.Errorf("request %s: a call without its call", r.Key)
+		}
+		p.Call, p.Messages = r.Call.Call, r.Call.Messages
+		return p, nil
+	case Promotion:
+		payload = r.Promotion
+	case ChangeSet:
+		payload = r.ChangeSet
+	}
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		return p, fmt.Errorf("request %s: encode its %s: %w", r.Key, r.Kind, err)
+	}
+	p.Payload = raw
+	return p, nil
+}
+
+// fromRow reads a request the state store keeps.
+func fromRow(p state.PendingApproval) (Request, error) {
+	r := Request{
+		Key: p.Turn, Kind: Kind(p.Kind), Shown: Shown{Title: p.Title, Note: p.Summary, Detail: p.Detail},
+		Digest: p.Digest, Origin: Audience{Transport: p.Transport, Chat: p.Chat}, Audiences: p.Shown,
+		Created: p.Created, Expires: p.Expires,
+	}
+	var err error
+	switch r.Kind {
+	case Call:
+		r.Call = &CallPayload{Call: p.Call, Messages: p.Messages}
+	case Promotion:
+		r.Promotion = &PromotionPayload{}
+		err = json.Unmarshal(p.Payload, r.Promotion)
+	case ChangeSet:
+		r.ChangeSet = &ChangeSetPayload{}
+		err = json.Unmarshal(p.Payload, r.ChangeSet)
+	default:
+		err = fmt.Errorf("unknown kind %q", r.Kind)
+	}
+	if err != nil {
+		return r, fmt.Errorf("request %s: %w: %w", r.Key, state.ErrCorruptApproval, err)
+	}
+	return r, nil
+}

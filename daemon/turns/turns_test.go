@@ -1,0 +1,202 @@
+package turns
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"shelldon/clock"
+)
+
+const (
+	testT = 30 * time.Second
+	testR = 28 * time.Second
+)
+
+// machine is a Machine on a fake clock whose timer events are collected
+// instead of posted to a loop.
+type machine struct {
+	*Machine
+	clk    *clock.Fake
+	events []Event
+}
+
+func newMachine() *machine {
+	m := &machine{clk: clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
+	m.Machine = New(m.clk, testT, testR, func(ev Event) { m.events = append(m.events, ev) })
+	return m
+}
+
+// advance moves the clock and returns the events its timers posted.
+func (m *machine) advance(d time.Duration) []Event {
+	m.events = nil
+	m.clk.Advance(d)
+	return m.events
+}
+
+func TestSubmitAdmitsOneAndCoalescesTheRest(t *testing.T) {
+	m := newMachine()
+	adm, now := m.Submit("first", Origin{Transport: "cli"})
+	if !now || adm.Text != "first" || adm.Kind() != KindChat {
+		t.Fatalf("Submit(first) = %+v, %v; want it admitted at once", adm, now)
+	}
+	for i := range 3 {
+		if _, now := m.Submit(fmt.Sprintf("m%d", i), Origin{Transport: "tg", Chat: "7"}); now {
+			t.Fatalf("Submit(m%d) admitted a second turn while one runs", i)
+		}
+	}
+	if m.Pending() != 3 {
+		t.Errorf("Pending() = %d, want 3", m.Pending())
+	}
+	next, ok := m.Release()
+	if !ok || next.Text != "m0\nm1\nm2" || next.Kind() != KindCatchUp || next.Origin.Chat != "7" {
+		t.Fatalf("Release() = %+v, %v; want one catch-up turn of all pending texts", next, ok)
+	}
+	if _, now := m.Submit("during catch-up", Origin{}); now {
+		t.Fatal("the catch-up turn must hold the slot")
+	}
+	if next, ok := m.Release(); !ok || next.Text != "during catch-up" {
+		t.Fatalf("Release() = %+v, %v", next, ok)
+	}
+	if _, ok := m.Release(); ok {
+		t.Fatal("Release() with nothing pending returned a turn")
+	}
+	if m.Claim() != true || m.Claim() != false {
+		t.Fatal("Claim() must take a free slot once")
+	}
+	if _, now := m.Submit("later", Origin{}); now {
+		t.Fatal("a claimed slot admitted a message")
+	}
+}
+
+func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("hi", Origin{})
+	turn := m.Begin(adm)
+	if _, err := m.Accept("someone-else"); !errors.Is(err, ErrFenced) {
+		t.Errorf("Accept(unknown) = %v, want ErrFenced", err)
+	}
+	if got, err := m.Accept(turn.ID); err != nil || got != turn {
+		t.Fatalf("Accept(open turn) = %v, %v", got, err)
+	}
+	if _, err := m.Accept(turn.ID); !errors.Is(err, ErrFenced) {
+		t.Errorf("a second Accept of the same turn = %v, want ErrFenced", err)
+	}
+	if m.Finished() != nil {
+		t.Fatal("a turn whose worker still runs is not finished")
+	}
+	step := m.On(Event{Kind: Exited, Turn: turn.ID})
+	if step.Finished != turn || step.Degrade != "" {
+		t.Fatalf("On(exit after a result) = %+v, want the turn finished without degrading", step)
+	}
+	if m.Current() != nil {
+		t.Error("a finished turn is still current")
+	}
+	if _, err := m.Accept(turn.ID); err == nil || !errors.Is(err, ErrFenced) {
+		t.Errorf("Accept(closed turn) = %v, want ErrFenced", err)
+	}
+	// The timer of a finished turn is stopped: no timeout comes later.
+	if evs := m.advance(2 * testT); len(evs) != 0 {
+		t.Errorf("a finished turn's timers fired: %+v", evs)
+	}
+}
+
+func TestNoResultWithinTDegradesKillsAndAbandons(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("hi", Origin{})
+	turn := m.Begin(adm)
+	if evs := m.advance(testT - time.Millisecond); len(evs) != 0 {
+		t.Fatalf("events before T: %+v", evs)
+	}
+	evs := m.advance(time.Millisecond)
+	if len(evs) != 1 || evs[0] != (Event{Kind: Timeout, Turn: turn.ID}) {
+		t.Fatalf("events at T = %+v, want the timeout", evs)
+	}
+	step := m.On(evs[0])
+	if step.Degrade != OutcomeTimeout || !step.Kill || step.Finished != nil {
+		t.Fatalf("On(timeout) = %+v, want degrade, kill, not finished", step)
+	}
+	if _, err := m.Accept(turn.ID); !errors.Is(err, ErrFenced) {
+		t.Error("a result after T was accepted")
+	}
+	// The worker will not die: one reap deadline later the slot is let go.
+	evs = m.advance(testR)
+	if len(evs) != 1 || evs[0].Kind != Abandon {
+		t.Fatalf("events a reap after the kill = %+v, want Abandon", evs)
+	}
+	if step := m.On(evs[0]); step.Finished != turn || step.Degrade != "" {
+		t.Fatalf("On(abandon) = %+v, want the turn finished, degraded once only", step)
+	}
+	if _, ok := m.Release(); ok || m.Busy() {
+		t.Fatal("the slot was not freed after an abandoned turn")
+	}
+}
+
+func TestAWorkerGoneWithoutAResultCrashesOnlyOnceItsConnectionIsGone(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("hi", Origin{})
+	turn := m.Begin(adm)
+	if step := m.On(Event{Kind: Exited, Turn: turn.ID}); step.Degrade != "" || step.Finished != nil {
+		t.Fatalf("On(exit) with the connection still open = %+v: a result may still be on its way", step)
+	}
+	// Its result was in the socket after all.
+	if _, err := m.Accept(turn.ID); err != nil {
+		t.Fatalf("Accept after the exit = %v", err)
+	}
+	if m.Finished() != turn {
+		t.Fatal("a turn with a result and no worker is finished")
+	}
+
+	adm, _ = m.Submit("again", Origin{})
+	m.Release()
+	m.Claim()
+	turn = m.Begin(adm)
+	m.On(Event{Kind: Exited, Turn: turn.ID})
+	step := m.On(Event{Kind: Left, Turn: turn.ID})
+	if step.Degrade != OutcomeCrashed || step.Finished != turn {
+		t.Fatalf("On(left after exit, no result) = %+v, want crashed and finished", step)
+	}
+}
+
+func TestEventsOfOtherTurnsChangeNothing(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("hi", Origin{})
+	turn := m.Begin(adm)
+	for _, kind := range []EventKind{Timeout, Exited, Left, Abandon} {
+		if step := m.On(Event{Kind: kind, Turn: "old-turn"}); step != (Step{}) {
+			t.Errorf("On(%v of another turn) = %+v, want nothing", kind, step)
+		}
+	}
+	if m.Current() != turn || !m.fence.isOpen(turn.ID) {
+		t.Error("another turn's events touched the turn in flight")
+	}
+}
+
+func TestASpawnFailureSettlesAndFinishesAtOnce(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("hi", Origin{})
+	turn := m.Begin(adm)
+	if !m.Settle(turn, "spawn-failed", "no worker") {
+		t.Fatal("Settle on an open turn = false")
+	}
+	if m.Settle(turn, "other", "twice") {
+		t.Error("a second Settle won over the first")
+	}
+	m.Gone(turn)
+	if m.Finished() != turn || turn.Outcome != "spawn-failed" {
+		t.Fatalf("finished %+v, want the spawn failure", turn)
+	}
+}
+
+func TestFenceRemembersOnlyRecentTurns(t *testing.T) {
+	var f fence
+	for i := range closedMemory + 1 {
+		id := fmt.Sprint(i)
+		f.open(id)
+		f.close(id)
+	}
+	if f.wasClosed("0") || !f.wasClosed(fmt.Sprint(closedMemory)) {
+		t.Fatal("the closed set is not bounded to the most recent ids")
+	}
+}
