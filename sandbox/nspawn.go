@@ -51,6 +51,9 @@ func nspawnArgs(image string, spec Spec, view workspaceView) []string {
 	} else {
 		args = append(args, "--bind-ro="+view.source()+":"+containerWorkspace)
 	}
+	for _, b := range spec.Binds {
+		args = append(args, "--bind-ro="+b.Source+":"+b.Target)
+	}
 	args = append(args, "--chdir="+spec.workdir())
 	for _, kv := range append(append([]string{}, baseEnv...), spec.Env...) {
 		args = append(args, "--setenv="+kv)

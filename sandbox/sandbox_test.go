@@ -441,3 +441,51 @@ func TestErrors(t *testing.T) {
 		}
 	})
 }
+
+// TestBindsAreReadOnly: a bound directory is seen at its target, beside
+// the workspace, and nothing in the container can write it.
+func TestBindsAreReadOnly(t *testing.T) {
+	sb := newSandbox(t)
+	for _, o := range owners {
+		t.Run(o.name, func(t *testing.T) {
+			ws := workspace(t, o.uid, map[string]string{"a.txt": "a"})
+			code := t.TempDir()
+			if err := os.WriteFile(filepath.Join(code, "tool.py"), []byte("print('bound')\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Chmod(code, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			res, err := sb.Run(context.Background(), sandbox.Spec{
+				Argv:      []string{"/bin/sh", "-c", "python3 /run/shelldon/tool/tool.py; echo x > /run/shelldon/tool/tool.py; echo exit $?"},
+				Workspace: ws, View: sandbox.ReadOnly, Binds: []sandbox.Bind{{Source: code, Target: "/run/shelldon/tool"}},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out := res.Text(); !strings.Contains(out, "bound") || strings.Contains(out, "exit 0") {
+				t.Errorf("run with a bind printed %q, want the bound code run and the write refused", out)
+			}
+			if b, _ := os.ReadFile(filepath.Join(code, "tool.py")); string(b) != "print('bound')\n" {
+				t.Errorf("the bound file became %q", b)
+			}
+		})
+	}
+}
+
+func TestBindsAreChecked(t *testing.T) {
+	sb := newSandbox(t)
+	ws := workspace(t, 0, nil)
+	for _, b := range []sandbox.Bind{
+		{Source: "relative", Target: "/x"},
+		{Source: "/tmp", Target: "/workspace/x"},
+		{Source: "/tmp", Target: "/"},
+		{Source: "/tmp/a:b", Target: "/x"},
+		{Source: "/tmp", Target: "/x/../y"},
+	} {
+		_, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Binds: []sandbox.Bind{b}})
+		if !errors.Is(err, sandbox.ErrBadSpec) {
+			t.Errorf("Run with bind %+v = %v, want ErrBadSpec", b, err)
+		}
+	}
+}

@@ -91,6 +91,15 @@ type Spec struct {
 	// Turn is the turn the command runs for, if any: it names the run's
 	// unit (shelldon-run@<turn>-<n>) and goes in the audit log.
 	Turn string
+	// Binds are host directories shown read-only inside the container,
+	// besides the workspace: a self-coded tool's verified code, say.
+	Binds []Bind
+}
+
+// Bind shows the host directory Source at Target inside the container,
+// read-only.
+type Bind struct {
+	Source, Target string
 }
 
 // ErrBadSpec means a spec cannot be run as written; the error says which
@@ -164,6 +173,16 @@ func (s Spec) check() error {
 	}
 	if s.View < ReadOnly || s.View > Scratch {
 		return badSpec("unknown view %v", s.View)
+	}
+	for _, b := range s.Binds {
+		switch {
+		case !path.IsAbs(b.Source) || !path.IsAbs(b.Target) || path.Clean(b.Target) != b.Target:
+			return badSpec("bind %q:%q: both must be clean absolute paths", b.Source, b.Target)
+		case strings.ContainsAny(b.Source+b.Target, ":,\x00"):
+			return badSpec("bind %q:%q: a path with ':' or ',' cannot be bound", b.Source, b.Target)
+		case b.Target == "/" || b.Target == containerWorkspace || strings.HasPrefix(b.Target, containerWorkspace+"/"):
+			return badSpec("bind target %q would cover the root or the workspace", b.Target)
+		}
 	}
 	if len(s.Env) > maxEnv {
 		return badSpec("%d environment variables, over the limit of %d", len(s.Env), maxEnv)
