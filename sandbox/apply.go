@@ -76,10 +76,9 @@ func refuse(format string, args ...any) error {
 // last component of a path is never followed: a change to a path where
 // the workspace has a link replaces or removes the link itself, so a link
 // pointing out of the workspace can be deleted or overwritten but never
-// written through. A symbolic link is created with its target as
-// written, even one that is absolute or climbs out of the workspace: the
-// host never follows a link it applies, and the sandbox sees only the
-// workspace.
+// written through. A symbolic link whose target is absolute or climbs out
+// of the workspace is refused: the host never follows a link it applies,
+// but a tool that later resolves paths in the workspace might.
 //
 // Files are written to a temporary name in their directory, synced, given
 // their permission bits (never setuid, setgid or sticky) and renamed into
@@ -249,6 +248,9 @@ func (a *applier) check(c Change) error {
 	case Created, Modified:
 		if c.Type != 0 && c.Type != fs.ModeDir && c.Type != fs.ModeSymlink {
 			return refuse("the sandbox does not carry special files, and %q is a %s", c.Path, typeName(c.Type))
+		}
+		if c.Type == fs.ModeSymlink && policy.LinkEscapes(c.Path, c.Target) {
+			return refuse("%q is a symbolic link to %q, out of the workspace, and the sandbox does not apply such links", c.Path, c.Target)
 		}
 	default:
 		return refuse("unknown kind of change %q", c.Kind)
@@ -435,7 +437,7 @@ func (a *applier) putFile(parent int, name string, c Change) (err error) {
 			unix.Unlinkat(parent, temp, 0)
 		}
 	}()
-	written, err := io.Copy(file, source)
+	written, err := copyContent(file, source, c)
 	if err != nil {
 		return fmt.Errorf("copy the new contents: %w", err)
 	}
@@ -457,6 +459,41 @@ func (a *applier) putFile(parent int, name string, c Change) (err error) {
 		return err
 	}
 	return replaceAt(parent, temp, name)
+}
+
+// copyContent copies the new contents of c from source to file: a
+// sparse file only its data, with its holes left as holes, so that a
+// file the owner let through takes on the card what it took in the
+// upper layer.
+func copyContent(file, source *os.File, c Change) (int64, error) {
+	if !c.Sparse {
+		return io.Copy(file, source)
+	}
+	fd := int(source.Fd())
+	var copied, offset int64
+	for offset < c.Size {
+		data, err := unix.Seek(fd, offset, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			break // only a hole is left
+		}
+		if err != nil {
+			return copied, fmt.Errorf("find data: %w", err)
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return copied, fmt.Errorf("find a hole: %w", err)
+		}
+		n, err := io.Copy(io.NewOffsetWriter(file, data), io.NewSectionReader(source, data, hole-data))
+		copied += n
+		if err != nil {
+			return copied, err
+		}
+		offset = hole
+	}
+	if err := file.Truncate(c.Size); err != nil {
+		return copied, fmt.Errorf("size the file: %w", err)
+	}
+	return c.Size, nil
 }
 
 // replaceAt renames temp over name in dir, first removing a directory in

@@ -185,12 +185,22 @@ func TestApply(t *testing.T) {
 			wantContent(t, filepath.Join(outside, "precious"), "p")
 		},
 	}, {
-		name:        "an absolute link is created as written",
-		changes:     []Change{{Path: "etc", Kind: Created, Type: fs.ModeSymlink, Target: "/etc"}},
-		wantApplied: []string{"etc"},
+		name: "links out of the workspace are refused, links within it made as written",
+		changes: []Change{
+			{Path: "etc", Kind: Created, Type: fs.ModeSymlink, Target: "/etc"},
+			{Path: "tools-staging", Kind: Created, Type: fs.ModeSymlink, Target: "../.."},
+			{Path: "sub", Kind: Created, Type: fs.ModeDir, Perm: 0o755},
+			{Path: "sub/up", Kind: Created, Type: fs.ModeSymlink, Target: "../notes"},
+		},
+		upper:       []upperEntry{{path: "sub", make: layerDir(0o755)}},
+		wantApplied: []string{"sub", "sub/up"},
+		wantRefused: map[string]string{"etc": "out of the workspace", "tools-staging": "out of the workspace"},
 		check: func(t *testing.T, ws, _ string) {
-			if target, err := os.Readlink(filepath.Join(ws, "etc")); err != nil || target != "/etc" {
-				t.Errorf("Readlink(etc) = %q, %v; want /etc", target, err)
+			if target, err := os.Readlink(filepath.Join(ws, "sub/up")); err != nil || target != "../notes" {
+				t.Errorf("Readlink(sub/up) = %q, %v; want ../notes", target, err)
+			}
+			if _, err := os.Lstat(filepath.Join(ws, "etc")); err == nil {
+				t.Error("a link to /etc was made in the workspace")
 			}
 		},
 	}, {

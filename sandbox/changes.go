@@ -123,6 +123,9 @@ func (s *upperScan) entry(rel string, parentInLower bool) error {
 		change := Change{Path: rel, Kind: Created, Type: mode.Type()}
 		if mode.IsRegular() {
 			change.Perm, change.Size = mode.Perm(), info.Size()
+			if change.Sparse, err = hasHoles(upperPath, info.Size()); err != nil {
+				return fmt.Errorf("scan upper layer %q: %w", rel, err)
+			}
 		} else if change.Target, err = os.Readlink(upperPath); err != nil {
 			return fmt.Errorf("scan upper layer: %w", err)
 		}
@@ -227,6 +230,29 @@ func lookupXattr(path, name string) (value string, present bool, err error) {
 		}
 		return string(buf[:n]), true, nil
 	}
+}
+
+// hasHoles reports whether the regular file at path, of size bytes, has
+// a hole: the file system says its first hole starts before its end. A
+// small file kept inline in its inode has none, however few blocks it
+// takes.
+func hasHoles(path string, size int64) (bool, error) {
+	if size == 0 {
+		return false, nil
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	hole, err := unix.Seek(int(f.Fd()), 0, unix.SEEK_HOLE)
+	if errors.Is(err, unix.EINVAL) || errors.Is(err, unix.EOPNOTSUPP) {
+		return false, nil // a file system that cannot tell keeps no holes either
+	}
+	if err != nil {
+		return false, fmt.Errorf("look for holes: %w", err)
+	}
+	return hole < size, nil
 }
 
 // sameContent reports whether two regular files, opened without following

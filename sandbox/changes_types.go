@@ -34,4 +34,7 @@ type Change struct {
 	Size int64 `json:"size,omitempty"`
 	// Target is a symbolic link's target after the change.
 	Target string `json:"target,omitempty"`
+	// Sparse marks a regular file with holes: its size is more than the
+	// upper layer holds of it, and a plain copy would fill them.
+	Sparse bool `json:"sparse,omitempty"`
 }

@@ -489,3 +489,79 @@ func TestBindsAreChecked(t *testing.T) {
 		}
 	}
 }
+
+// TestAKeptChangeSetReadsBackTheSame: a captured run's change set kept for
+// the owner's decision scans back after a restart with the same digest,
+// applies as it would have, and any change to what it would write changes
+// its digest. A sparse file is seen as sparse and applied with its holes.
+func TestAKeptChangeSetReadsBackTheSame(t *testing.T) {
+	sb := newSandbox(t)
+	ws := workspace(t, 0, map[string]string{"old.txt": "old"})
+	res, err := sb.Run(context.Background(), sandbox.Spec{
+		Argv:      []string{"/bin/sh", "-c", "echo new > new.txt && rm old.txt && truncate -s 1G big.img && printf x | dd of=big.img bs=1 seek=4096 conv=notrunc 2>/dev/null"},
+		Workspace: ws, View: sandbox.Captured,
+	})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("captured run = %+v, %v", res, err)
+	}
+	var sparse bool
+	for _, c := range res.Changes.Changes {
+		if c.Path == "big.img" {
+			sparse = c.Sparse
+		}
+		if c.Path == "new.txt" && c.Sparse {
+			t.Error("a plain small file was taken for sparse")
+		}
+	}
+	if !sparse {
+		t.Fatalf("changes = %+v, want big.img sparse", res.Changes.Changes)
+	}
+	before, err := res.Changes.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept := filepath.Join(t.TempDir(), "kept")
+	if err := res.Changes.Keep(kept); err != nil {
+		t.Fatal(err)
+	}
+	again, err := sandbox.OpenKept(kept, ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after, err := again.Digest(); err != nil || after != before {
+		t.Fatalf("digest after keeping = %s, %v; want %s", after, err, before)
+	}
+	// What it would write changes: so does the digest.
+	if err := os.WriteFile(filepath.Join(kept, "new.txt"), []byte("NEW\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, _ := again.Digest(); changed == before {
+		t.Error("the digest did not change with the content it covers")
+	}
+	if err := os.WriteFile(filepath.Join(kept, "new.txt"), []byte("new\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	report, err := again.Apply(policy.Jail{Root: ws})
+	if err != nil || len(report.Refused) != 0 {
+		t.Fatalf("Apply = %+v, %v", report, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(ws, "big.img"), &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Size != 1<<30 || st.Blocks*512 > 1<<20 {
+		t.Errorf("big.img applied as %d bytes taking %d on disk, want 1 GiB taking little", st.Size, st.Blocks*512)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "new.txt")); string(b) != "new\n" {
+		t.Errorf("new.txt = %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "old.txt")); err == nil {
+		t.Error("old.txt was not deleted")
+	}
+	if err := again.Discard(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(kept); err == nil {
+		t.Error("Discard left the kept layer")
+	}
+}
