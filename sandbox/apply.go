@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"shelldon/beneath"
 	"shelldon/policy"
 )
 
@@ -170,14 +171,14 @@ func applyOrder(changes []Change) []Change {
 // opened without following links.
 type applier struct {
 	jail   policy.Jail
-	vault  string   // the vault's real path, or "" when there is none
-	root   int      // the workspace root directory
-	upper  *os.Root // the upper layer
-	asRoot bool     // whether to give created entries to their directory's owner
+	vault  string        // the vault's real path, or "" when there is none
+	root   *beneath.Root // the workspace root directory
+	upper  *os.Root      // the upper layer
+	asRoot bool          // whether to give created entries to their directory's owner
 }
 
 func openApplier(jail policy.Jail, upper string) (_ *applier, err error) {
-	a := &applier{jail: jail, root: -1, asRoot: os.Geteuid() == 0}
+	a := &applier{jail: jail, asRoot: os.Geteuid() == 0}
 	defer func() {
 		if err != nil {
 			a.close()
@@ -192,8 +193,8 @@ func openApplier(jail policy.Jail, upper string) (_ *applier, err error) {
 			return nil, fmt.Errorf("apply changes: vault: %w", err)
 		}
 	}
-	if a.root, err = unix.Open(jail.Root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		return nil, fmt.Errorf("apply changes: open workspace %s: %w", jail.Root, err)
+	if a.root, err = beneath.Open(jail.Root); err != nil {
+		return nil, fmt.Errorf("apply changes: open workspace: %w", err)
 	}
 	if a.upper, err = os.OpenRoot(upper); err != nil {
 		return nil, fmt.Errorf("apply changes: open upper layer: %w", err)
@@ -202,8 +203,8 @@ func openApplier(jail policy.Jail, upper string) (_ *applier, err error) {
 }
 
 func (a *applier) close() {
-	if a.root >= 0 {
-		unix.Close(a.root)
+	if a.root != nil {
+		a.root.Close()
 	}
 	if a.upper != nil {
 		a.upper.Close()
@@ -215,11 +216,12 @@ func (a *applier) apply(c Change) error {
 	if err := a.check(c); err != nil {
 		return err
 	}
-	parent, err := a.openParent(c.Path)
+	dir, err := a.openParent(c.Path)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(parent)
+	defer dir.Close()
+	parent := int(dir.Fd())
 	name := path.Base(c.Path)
 	switch {
 	case c.Kind == Deleted:
@@ -315,35 +317,28 @@ func (a *applier) checkRemovable(rel, dir string) error {
 	})
 }
 
-// openParent opens the directory holding rel, one component at a time
-// from the workspace root, refusing to pass through a symbolic link.
-func (a *applier) openParent(rel string) (fd int, err error) {
-	fd, err = unix.Openat(a.root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return -1, fmt.Errorf("open workspace: %w", err)
+// openParent opens the directory holding rel in the workspace, refusing
+// to pass through a symbolic link.
+func (a *applier) openParent(rel string) (*os.File, error) {
+	dir, err := a.root.OpenDir(path.Dir(rel))
+	if errors.Is(err, beneath.ErrLink) {
+		return nil, refuse("%q goes through %q, a symbolic link in the workspace, and the sandbox does not write through links", rel, a.firstLink(path.Dir(rel)))
 	}
-	dir := path.Dir(rel)
-	if dir == "." {
-		return fd, nil
-	}
+	return dir, err
+}
+
+// firstLink names the first directory on the way to dir that is a
+// symbolic link, for a refusal to say. It looks again, so it names dir
+// when the link is gone by then.
+func (a *applier) firstLink(dir string) string {
 	walked := ""
-	for _, name := range strings.Split(dir, "/") {
+	for name := range strings.SplitSeq(dir, "/") {
 		walked = path.Join(walked, name)
-		next, err := openDirAt(fd, name)
-		if err != nil {
-			var stat unix.Stat_t
-			if unix.Fstatat(fd, name, &stat, unix.AT_SYMLINK_NOFOLLOW) == nil && stat.Mode&unix.S_IFMT == unix.S_IFLNK {
-				err = refuse("%q goes through %q, a symbolic link in the workspace, and the sandbox does not write through links", rel, walked)
-			} else {
-				err = fmt.Errorf("open %q: %w", walked, err)
-			}
-			unix.Close(fd)
-			return -1, err
+		if info, err := a.root.Lstat(walked); err == nil && info.Mode().Type() == fs.ModeSymlink {
+			return walked
 		}
-		unix.Close(fd)
-		fd = next
 	}
-	return fd, nil
+	return dir
 }
 
 // openDirAt opens the directory name in dir, failing if it is a link.

@@ -144,7 +144,7 @@ func TestApply(t *testing.T) {
 		workspace:   []upperEntry{{path: "real/keep", make: layerFile("k")}, {path: "sub", make: layerLink("real")}},
 		upper:       []upperEntry{{path: "sub/file", make: layerFile("f")}},
 		changes:     []Change{fileChange("sub/file", "f")},
-		wantRefused: map[string]string{"sub/file": "symbolic link"},
+		wantRefused: map[string]string{"sub/file": `goes through "sub", a symbolic link`},
 		check: func(t *testing.T, ws, _ string) {
 			wantAbsent(t, filepath.Join(ws, "real/file"))
 		},
