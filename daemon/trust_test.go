@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -40,27 +39,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func copyExecutable(t *testing.T, path string) string {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "sdbin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "client")
-	if err := os.WriteFile(out, raw, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestOnlyTrustedUsersJoin runs a bus client as another user: a member
 // of the state directory's group joins; a user the socket's mode lets in
 // only through root's group is still refused by core.
@@ -68,9 +46,7 @@ func TestOnlyTrustedUsersJoin(t *testing.T) {
 	testhost.Root(t)
 	const nobody, stateGroup = 65534, 4242
 	idle := inProcessLauncher{work: func(context.Context, launch.Spec) {}}
-	// The test binary lives in go's private build directory; the other
-	// user needs a copy it can run.
-	self := copyExecutable(t, os.Args[0])
+	self := testhost.SelfForOthers(t)
 	for _, tc := range []struct {
 		name     string
 		dirGroup uint32
