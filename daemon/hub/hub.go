@@ -48,9 +48,14 @@ type Config struct {
 	// QueueLength bounds each connection's send queue.
 	QueueLength int
 	MaxFrame    int
-	// Authorize decides whether a hello from a peer with cred may join;
-	// its error is sent back to the peer as the reason.
-	Authorize func(hello contracts.Hello, cred Cred) error
+	// Access says which users may join, in which roles. Listen fills in
+	// its Self and Group.
+	Access Access
+	// VerifyWorker checks what only core knows of a worker that Access let
+	// in: that its process is the one core started for the turn it names,
+	// now. Its error is sent back to the worker as the reason; nil admits
+	// every worker.
+	VerifyWorker func(hello contracts.Hello, cred Cred) error
 	// Core receives the envelopes routed to core; a full inbox makes the
 	// sending connection wait, never the hub.
 	Core chan<- contracts.Envelope
@@ -84,7 +89,6 @@ type heldEnvelope struct {
 type Hub struct {
 	cfg Config
 	ln  *net.UnixListener
-	gid int
 
 	mu     sync.Mutex
 	closed bool // set once Serve is ending; late joiners are turned away
@@ -156,7 +160,8 @@ func Listen(path string, cfg Config) (*Hub, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &Hub{cfg: cfg, ln: ln, gid: gid, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
+	cfg.Access.Self, cfg.Access.Group = os.Getuid(), gid
+	return &Hub{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
 }
 
 // shareGroup gives the socket the group of the directory it is in, so
@@ -175,9 +180,6 @@ func shareGroup(path string) (int, error) {
 	}
 	return int(dir.Gid), nil
 }
-
-// Group is the group that owns the socket; its members may connect.
-func (h *Hub) Group() int { return h.gid }
 
 // Serve accepts connections until ctx is done, then closes the listener
 // and every connection and waits for their goroutines.
@@ -308,11 +310,9 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		refuse("a worker must name its turn")
 		return
 	}
-	if h.cfg.Authorize != nil {
-		if err := h.cfg.Authorize(hello, cred); err != nil {
-			refuse(err.Error())
-			return
-		}
+	if err := h.admit(hello, cred); err != nil {
+		refuse(err.Error())
+		return
 	}
 	welcome, _ := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{OK: true})
 	if err := bus.WriteFrame(nc, welcome, h.cfg.MaxFrame); err != nil {
@@ -377,6 +377,22 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 			h.cfg.Logf("bus: %s from %s %q: %v", env.Kind, hello.Role, hello.Name, err)
 		}
 	}
+}
+
+// admit decides, by Access and for a worker VerifyWorker, whether the
+// caller of cred may join as hello says.
+func (h *Hub) admit(hello contracts.Hello, cred Cred) error {
+	caller, err := callerOf(cred)
+	if err != nil {
+		h.cfg.Logf("bus: pid %d counted with its primary group only: %v", cred.PID, err)
+	}
+	if err := h.cfg.Access.Allow(caller, hello.Role); err != nil {
+		return err
+	}
+	if hello.Role == contracts.RoleWorker && h.cfg.VerifyWorker != nil {
+		return h.cfg.VerifyWorker(hello, cred)
+	}
+	return nil
 }
 
 func (h *Hub) writeLoop(p *Peer) {

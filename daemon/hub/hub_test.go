@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -340,42 +342,46 @@ func TestHandshakeRefusals(t *testing.T) {
 	}
 }
 
-func TestAuthorizeRefusalReachesClient(t *testing.T) {
-	f := serve(t, hub.Config{Authorize: func(h contracts.Hello, _ hub.Cred) error {
-		if h.Role == contracts.RoleBroker {
-			return fmt.Errorf("uid %d may not be the broker", 4242)
-		}
-		return nil
+func TestVerifyWorkerRefusalReachesWorker(t *testing.T) {
+	asked := make(chan contracts.Hello, 16)
+	f := serve(t, hub.Config{VerifyWorker: func(h contracts.Hello, c hub.Cred) error {
+		asked <- h
+		return fmt.Errorf("pid %d is not the worker of turn %q", c.PID, h.Turn)
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	conn, err := bus.Dial(ctx, f.path, contracts.Hello{Role: contracts.RoleBroker}, 0)
+	conn, err := bus.Dial(ctx, f.path, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"}, 0)
 	if err == nil {
 		conn.Close()
-		t.Fatal("Dial(broker) = nil error, want a refusal")
+		t.Fatal("Dial(worker) = nil error, want a refusal")
 	}
-	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), "uid 4242 may not be the broker") {
-		t.Errorf("Dial(broker) = %v, want a refusal with Authorize's reason", err)
+	reason := fmt.Sprintf("pid %d is not the worker of turn \"t-1\"", os.Getpid())
+	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), reason) {
+		t.Errorf("Dial(worker) = %v, want a refusal with VerifyWorker's reason", err)
 	}
-	// Authorize lets others in.
+	// Only workers have a turn to prove.
 	f.join(t, contracts.Hello{Role: contracts.RolePanel})
+	f.join(t, contracts.Hello{Role: contracts.RoleBroker})
+	if n := len(asked); n != 1 {
+		t.Errorf("VerifyWorker asked %d times, want once, for the worker", n)
+	}
 }
 
-func TestAuthorizeSeesKernelCredentials(t *testing.T) {
+func TestVerifyWorkerSeesKernelCredentials(t *testing.T) {
 	seen := make(chan hub.Cred, 1)
-	f := serve(t, hub.Config{Authorize: func(_ contracts.Hello, c hub.Cred) error {
+	f := serve(t, hub.Config{VerifyWorker: func(_ contracts.Hello, c hub.Cred) error {
 		seen <- c
 		return nil
 	}})
-	_, p := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"})
+	_, p := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
 	want := hub.Cred{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid()}
 	select {
 	case got := <-seen:
 		if got != want {
-			t.Errorf("Authorize saw %+v, want %+v", got, want)
+			t.Errorf("VerifyWorker saw %+v, want %+v", got, want)
 		}
 	case <-time.After(patience):
-		t.Fatal("Authorize was not called")
+		t.Fatal("VerifyWorker was not called")
 	}
 	if p.Cred != want {
 		t.Errorf("Peer.Cred = %+v, want %+v", p.Cred, want)
@@ -438,43 +444,77 @@ func TestForbiddenKindsAreDropped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s sends %s", tt.role, tt.kind), func(t *testing.T) {
 			f := serve(t, hub.Config{})
-			// Every destination is present, so only the sender check can
-			// stop the frame.
-			transport, _ := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"})
-			panel, _ := f.join(t, contracts.Hello{Role: contracts.RolePanel})
-			broker, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker})
-			worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
-			senders := map[contracts.Role]*bus.Conn{
-				contracts.RoleTransport: transport, contracts.RolePanel: panel,
-				contracts.RoleBroker: broker, contracts.RoleWorker: worker,
-			}
-			send(t, senders[tt.role], envelope(t, tt.kind, "t-1", "forged"))
+			c := f.joinEveryRole(t)
+			send(t, c[tt.role], envelope(t, tt.kind, "t-1", "forged"))
 			f.logs.WaitFor(t, fmt.Sprintf("dropped %s from %s", tt.kind, tt.role))
-
-			// Nothing was delivered: each receiver's next frame is a marker
-			// sent after the drop.
-			send(t, transport, envelope(t, contracts.KindInbound, "", "marker"))
-			if got := f.waitCore(t); got.Kind != contracts.KindInbound || bodyText(t, got) != "marker" {
-				t.Errorf("core got %s %s first, want the marker", got.Kind, got.Body)
-			}
-			markers := []struct {
-				conn *bus.Conn
-				env  contracts.Envelope
-			}{
-				{transport, envelope(t, contracts.KindOutbound, "", "marker")},
-				{panel, envelope(t, contracts.KindSnapshot, "", "marker")},
-				{broker, envelope(t, contracts.KindJob, "t-1", "marker")},
-				{worker, envelope(t, contracts.KindTurnInput, "t-1", "marker")},
-			}
-			for _, m := range markers {
-				if err := f.Route(m.env); err != nil {
-					t.Fatalf("Route(%s marker) = %v", m.env.Kind, err)
-				}
-				if got := recv(t, m.conn); got.Kind != m.env.Kind || bodyText(t, got) != "marker" {
-					t.Errorf("%s receiver got %s %s first, want the marker", m.env.Kind, got.Kind, got.Body)
-				}
-			}
+			f.nothingDelivered(t, c)
 		})
+	}
+}
+
+// TestPanelMaySendNothing: any user that may connect may be a panel, which
+// is safe only because a panel may send nothing at all. A panel's frames
+// of every kind are dropped, and none reaches anyone.
+func TestPanelMaySendNothing(t *testing.T) {
+	kinds := []contracts.Kind{contracts.KindHello, contracts.KindWelcome, "NOT_A_KIND", ""}
+	for _, kind := range slices.Sorted(maps.Keys(contracts.Routes)) {
+		kinds = append(kinds, kind)
+	}
+	for kind, roles := range contracts.Senders {
+		if slices.Contains(roles, contracts.RolePanel) {
+			t.Errorf("contracts.Senders lets a panel send %s", kind)
+		}
+	}
+	f := serve(t, hub.Config{})
+	c := f.joinEveryRole(t)
+	seen := 0
+	for _, kind := range kinds {
+		send(t, c[contracts.RolePanel], envelope(t, kind, "t-1", "forged"))
+		seen = f.logs.WaitAfter(t, seen, fmt.Sprintf("dropped %s from panel", kind))
+	}
+	f.nothingDelivered(t, c)
+}
+
+// joinEveryRole joins one connection of each role but core, so that only
+// the sender check can stop a forged frame.
+func (f *fixture) joinEveryRole(t *testing.T) map[contracts.Role]*bus.Conn {
+	t.Helper()
+	conns := map[contracts.Role]*bus.Conn{}
+	for _, hello := range []contracts.Hello{
+		{Role: contracts.RoleTransport, Name: "cli"},
+		{Role: contracts.RolePanel},
+		{Role: contracts.RoleBroker},
+		{Role: contracts.RoleWorker, Turn: "t-1"},
+	} {
+		conns[hello.Role], _ = f.join(t, hello)
+	}
+	return conns
+}
+
+// nothingDelivered checks that core and every receiver in conns got
+// nothing yet: the next frame each gets is a marker sent now.
+func (f *fixture) nothingDelivered(t *testing.T, conns map[contracts.Role]*bus.Conn) {
+	t.Helper()
+	send(t, conns[contracts.RoleTransport], envelope(t, contracts.KindInbound, "", "marker"))
+	if got := f.waitCore(t); got.Kind != contracts.KindInbound || bodyText(t, got) != "marker" {
+		t.Errorf("core got %s %s first, want the marker", got.Kind, got.Body)
+	}
+	markers := []struct {
+		role contracts.Role
+		env  contracts.Envelope
+	}{
+		{contracts.RoleTransport, envelope(t, contracts.KindOutbound, "", "marker")},
+		{contracts.RolePanel, envelope(t, contracts.KindSnapshot, "", "marker")},
+		{contracts.RoleBroker, envelope(t, contracts.KindJob, "t-1", "marker")},
+		{contracts.RoleWorker, envelope(t, contracts.KindTurnInput, "t-1", "marker")},
+	}
+	for _, m := range markers {
+		if err := f.Route(m.env); err != nil {
+			t.Fatalf("Route(%s marker) = %v", m.env.Kind, err)
+		}
+		if got := recv(t, conns[m.role]); got.Kind != m.env.Kind || bodyText(t, got) != "marker" {
+			t.Errorf("%s got %s %s first, want the marker", m.role, got.Kind, got.Body)
+		}
 	}
 }
 
