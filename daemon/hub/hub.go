@@ -314,28 +314,25 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		refuse(err.Error())
 		return
 	}
+	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), deaf: make(chan struct{})}
+	// Registered before the welcome, so that two brokers saying hello at
+	// once cannot both be welcomed; what is routed to p meanwhile waits
+	// in its queue.
+	if err := h.register(ctx, p); errors.Is(err, errClosing) {
+		return // no refusal: a client dials a restarted core again
+	} else if err != nil {
+		refuse(err.Error())
+		return
+	}
 	welcome, _ := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{OK: true})
 	if err := bus.WriteFrame(nc, welcome, h.cfg.MaxFrame); err != nil {
+		h.unregister(p)
 		return
 	}
 	nc.SetDeadline(time.Time{})
-
-	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), deaf: make(chan struct{})}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return
-	}
-	h.nextID++
-	p.id = h.nextID
-	h.peers[p.id] = p
-	h.mu.Unlock()
 	h.cfg.Logf("bus: %s %q joined (pid %d uid %d) %s", hello.Role, hello.Name, cred.PID, cred.UID, hello.Note)
 	defer func() {
-		h.mu.Lock()
-		delete(h.peers, p.id)
-		h.mu.Unlock()
-		p.close()
+		h.unregister(p)
 		if h.cfg.OnLeave != nil {
 			h.cfg.OnLeave(p)
 		}
@@ -393,6 +390,81 @@ func (h *Hub) admit(hello contracts.Hello, cred Cred) error {
 		return h.cfg.VerifyWorker(hello, cred)
 	}
 	return nil
+}
+
+// errClosing is register's answer once Serve is ending.
+var errClosing = errors.New("the bus is closing")
+
+// brokerGrace is how long a broker's hello waits for the joined broker to
+// leave before it is refused. A broker that restarts says hello as soon as
+// its old process is gone, which may be before the hub has read the end
+// of the old connection; a real second broker is refused a moment later.
+const brokerGrace = time.Second
+
+// register adds p to the joined peers. There is one broker at a time,
+// since the hub routes every job, with the owner's whole prompt, to a
+// broker: a broker's hello while another broker is joined waits up to
+// brokerGrace for it to leave, then is refused. A broker that has gone
+// deaf (writing to it failed: it stopped reading, most often because it
+// is exiting) takes no more jobs and is not waited for: it is closed, and
+// the new one takes its place.
+func (h *Hub) register(ctx context.Context, p *Peer) error {
+	var grace <-chan time.Time
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return errClosing
+		}
+		old := h.joinedBroker()
+		if p.Hello.Role != contracts.RoleBroker || old == nil {
+			h.nextID++
+			p.id = h.nextID
+			h.peers[p.id] = p
+			h.mu.Unlock()
+			return nil
+		}
+		h.mu.Unlock()
+		if grace == nil {
+			timer := time.NewTimer(brokerGrace)
+			defer timer.Stop()
+			grace = timer.C
+		}
+		select {
+		case <-old.gone:
+		case <-old.deaf:
+			h.cfg.Logf("bus: closing the deaf broker %q (pid %d uid %d) for the broker of pid %d", old.Hello.Name, old.Cred.PID, old.Cred.UID, p.Cred.PID)
+			old.close()
+		case <-grace:
+			return fmt.Errorf("a broker is already joined (pid %d, uid %d)", old.Cred.PID, old.Cred.UID)
+		case <-ctx.Done():
+			return errClosing
+		}
+	}
+}
+
+// joinedBroker is the broker whose connection has not ended, if any. The
+// caller holds h.mu.
+func (h *Hub) joinedBroker() *Peer {
+	for _, p := range h.peers {
+		select {
+		case <-p.gone:
+			continue // closed; its goroutine is about to remove it
+		default:
+		}
+		if p.Hello.Role == contracts.RoleBroker {
+			return p
+		}
+	}
+	return nil
+}
+
+// unregister removes p from the joined peers and closes its connection.
+func (h *Hub) unregister(p *Peer) {
+	h.mu.Lock()
+	delete(h.peers, p.id)
+	h.mu.Unlock()
+	p.close()
 }
 
 func (h *Hub) writeLoop(p *Peer) {

@@ -567,23 +567,108 @@ func TestCompletionReachesOnlyItsTurn(t *testing.T) {
 	}
 }
 
-func TestJobGoesToNewestBroker(t *testing.T) {
+// TestSecondBrokerIsRefused is the attack of a second broker, which the
+// hub would route every turn's JOB to (the whole prompt) while the real
+// broker got nothing: a broker hello while a live broker is joined is
+// refused with who holds the place, and logged; the jobs still reach the
+// first broker. Once it has left, a new broker may join.
+func TestSecondBrokerIsRefused(t *testing.T) {
 	f := serve(t, hub.Config{})
-	older, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "old"})
-	newer, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "new"})
+	first, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "real"})
 	worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
 
-	send(t, worker, envelope(t, contracts.KindJob, "", "first"))
-	if got := recv(t, newer); bodyText(t, got) != "first" {
-		t.Errorf("newest broker got %s, want the first job", got.Body)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	thief, err := bus.Dial(ctx, f.path, contracts.Hello{Role: contracts.RoleBroker, Name: "thief"}, 0)
+	if err == nil {
+		thief.Close()
+		t.Fatal("a second broker joined while the first was live")
 	}
-	// Once the newest goes, the older one takes the next job, and it had
-	// not been given the first.
-	newer.Close()
+	reason := fmt.Sprintf("a broker is already joined (pid %d, uid %d)", os.Getpid(), os.Getuid())
+	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), reason) {
+		t.Errorf("Dial(second broker) = %v, want a refusal saying %q", err, reason)
+	}
+	f.logs.WaitFor(t, fmt.Sprintf(`bus: refused pid %d uid %d (broker "thief"): %s`, os.Getpid(), os.Getuid(), reason))
+	select {
+	case p := <-f.joined:
+		t.Fatalf("the refused broker joined: %+v", p.Hello)
+	default:
+	}
+	for _, prompt := range []string{"first", "second"} {
+		send(t, worker, envelope(t, contracts.KindJob, "", prompt))
+		if got := recv(t, first); got.Kind != contracts.KindJob || bodyText(t, got) != prompt {
+			t.Errorf("the first broker got %s %s, want the job %q", got.Kind, got.Body, prompt)
+		}
+	}
+
+	first.Close()
 	f.waitLeave(t)
-	send(t, worker, envelope(t, contracts.KindJob, "", "second"))
-	if got := recv(t, older); bodyText(t, got) != "second" {
-		t.Errorf("older broker's first job = %s, want the second (a job runs once)", got.Body)
+	next, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "restarted"})
+	send(t, worker, envelope(t, contracts.KindJob, "", "third"))
+	if got := recv(t, next); bodyText(t, got) != "third" {
+		t.Errorf("the broker that joined after the first left got %s, want the third job", got.Body)
+	}
+}
+
+// TestQuickBrokerRestart: a broker that restarts says hello again as soon
+// as its old connection is closed, before the hub may have read the old
+// one's end: it is admitted, not locked out by its own past.
+func TestQuickBrokerRestart(t *testing.T) {
+	f := serve(t, hub.Config{})
+	worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
+	for i := range 10 {
+		old, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: fmt.Sprint("run-", i)})
+		old.Close() // no wait for the hub to notice
+		next, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: fmt.Sprint("run-", i+1)})
+		f.waitLeave(t)
+		send(t, worker, envelope(t, contracts.KindJob, "", "after a restart"))
+		if got := recv(t, next); bodyText(t, got) != "after a restart" {
+			t.Fatalf("the restarted broker got %s, want the job", got.Body)
+		}
+		next.Close()
+		f.waitLeave(t)
+	}
+}
+
+// TestDeafBrokerMakesWay: a broker the hub can no longer write to (it shut
+// its reading side, so writing its job failed) takes no more jobs, and
+// must not keep the place from the broker that replaces it: the new one is
+// admitted, the deaf one's connection is closed, and jobs reach the new one.
+func TestDeafBrokerMakesWay(t *testing.T) {
+	f := serve(t, hub.Config{})
+	nc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: f.path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(patience))
+	if err := bus.WriteFrame(nc, envelope(t, contracts.KindHello, "", contracts.Hello{Role: contracts.RoleBroker, Name: "deaf"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := bus.ReadFrame(nc, 0); err != nil || w.Kind != contracts.KindWelcome {
+		t.Fatalf("the deaf broker's welcome = %s, %v", w.Kind, err)
+	}
+	deaf := f.waitJoin(t)
+	if err := nc.CloseRead(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Route(envelope(t, contracts.KindJob, "t-1", "lost")); err != nil {
+		t.Fatalf("Route(job to the broker) = %v", err)
+	}
+	f.logs.WaitFor(t, `writing JOB to broker "deaf"`)
+
+	next, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "next"})
+	if left := f.waitLeave(t); left != deaf {
+		t.Errorf("OnLeave got %s %q, want the deaf broker", left.Hello.Role, left.Hello.Name)
+	}
+	if err := f.Route(envelope(t, contracts.KindJob, "t-1", "heard")); err != nil {
+		t.Fatalf("Route(job to the new broker) = %v", err)
+	}
+	if got := recv(t, next); bodyText(t, got) != "heard" {
+		t.Errorf("the new broker got %s, want the job", got.Body)
+	}
+	if peers := f.Peers(contracts.RoleBroker); len(peers) != 1 || peers[0].Hello.Name != "next" {
+		t.Errorf("Peers(broker) = %d peers, want only the new one", len(peers))
 	}
 }
 
