@@ -27,15 +27,16 @@ type testHub struct {
 	stop   func()
 }
 
-// serveHub starts a hub at path. authorize may be nil. The hub stops at
-// cleanup if the test has not stopped it.
-func serveHub(t *testing.T, path string, authorize func(contracts.Hello, hub.Cred) error) *testHub {
+// serveHub starts a hub at path. verifyWorker, its check of a worker's
+// turn, may be nil. The hub stops at cleanup if the test has not stopped
+// it.
+func serveHub(t *testing.T, path string, verifyWorker func(contracts.Hello, hub.Cred) error) *testHub {
 	t.Helper()
 	th := &testHub{core: make(chan contracts.Envelope, 16), joined: make(chan *hub.Peer, 16)}
 	th.Hub, _, th.stop = hubtest.Serve(t, path, hub.Config{
-		Authorize: authorize,
-		Core:      th.core,
-		OnJoin:    func(p *hub.Peer) { th.joined <- p },
+		VerifyWorker: verifyWorker,
+		Core:         th.core,
+		OnJoin:       func(p *hub.Peer) { th.joined <- p },
 	})
 	return th
 }
@@ -84,9 +85,9 @@ func TestDialWelcomed(t *testing.T) {
 func TestDialRefusedCarriesReason(t *testing.T) {
 	path := hubtest.SocketPath(t)
 	serveHub(t, path, func(contracts.Hello, hub.Cred) error {
-		return errors.New("uid 1234 is not on the list")
+		return errors.New(`turn "t-1" is not running`)
 	})
-	conn, err := bus.Dial(dialCtx(t), path, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"}, 0)
+	conn, err := bus.Dial(dialCtx(t), path, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"}, 0)
 	if err == nil {
 		conn.Close()
 		t.Fatal("Dial = nil error, want a refusal")
@@ -94,7 +95,7 @@ func TestDialRefusedCarriesReason(t *testing.T) {
 	if !errors.Is(err, bus.ErrRefused) {
 		t.Errorf("Dial = %v, want it to wrap ErrRefused", err)
 	}
-	if !strings.Contains(err.Error(), "uid 1234 is not on the list") {
+	if !strings.Contains(err.Error(), `turn "t-1" is not running`) {
 		t.Errorf("Dial = %v, want core's reason in it", err)
 	}
 }
@@ -270,11 +271,11 @@ func TestClientRunReturnsRefusal(t *testing.T) {
 		mu.Lock()
 		asked++
 		mu.Unlock()
-		return errors.New("no panels today")
+		return errors.New(`turn "t-1" is not running`)
 	})
 	c := &bus.Client{
 		Socket:    path,
-		Hello:     contracts.Hello{Role: contracts.RolePanel},
+		Hello:     contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"},
 		OnConnect: func(*bus.Conn) { t.Error("OnConnect ran for a refused client") },
 	}
 	done := make(chan error, 1)
@@ -283,7 +284,7 @@ func TestClientRunReturnsRefusal(t *testing.T) {
 	}()
 	select {
 	case err := <-done:
-		if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), "no panels today") {
+		if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), `turn "t-1" is not running`) {
 			t.Errorf("Run = %v, want a refusal with core's reason", err)
 		}
 	case <-time.After(patience):
@@ -292,7 +293,7 @@ func TestClientRunReturnsRefusal(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if asked != 1 {
-		t.Errorf("Authorize asked %d times, want 1 (no retry after a refusal)", asked)
+		t.Errorf("VerifyWorker asked %d times, want 1 (no retry after a refusal)", asked)
 	}
 }
 

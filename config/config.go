@@ -70,10 +70,17 @@ type Worker struct {
 
 // Bus tunes core's Unix-socket bus.
 type Bus struct {
-	// AllowedUIDs may connect besides root and core's own uid.
+	// AllowedUIDs may connect besides root, core's own uid and the members
+	// of the state directory's group.
 	AllowedUIDs []int `toml:"allowed_uids"`
-	QueueLength int   `toml:"queue_length"` // per-connection send queue, in envelopes
-	MaxFrame    Size  `toml:"max_frame"`    // largest envelope on the wire
+	// BrokerUsers may be the broker, which hears every prompt, and
+	// TransportUsers a transport, which speaks for the owner, besides root
+	// and core's own user: user names, or uids written as numbers. A name
+	// the host does not know is skipped (and logged) at start.
+	BrokerUsers    []string `toml:"broker_users"`
+	TransportUsers []string `toml:"transport_users"`
+	QueueLength    int      `toml:"queue_length"` // per-connection send queue, in envelopes
+	MaxFrame       Size     `toml:"max_frame"`    // largest envelope on the wire
 }
 
 // Provider is one OpenAI-compatible chat-completions endpoint in the chain.
@@ -178,6 +185,7 @@ func Default() Config {
 			User:        "shelldon-worker",
 		},
 		Bus: Bus{
+			BrokerUsers: []string{"shelldon-broker"},
 			QueueLength: 256,
 			MaxFrame:    4 << 20,
 		},

@@ -58,8 +58,8 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 		t.Fatalf("Load(example) error: %v", err)
 	}
 	// `[]` in the file decodes to an empty slice, Default has nil; both mean none.
-	if len(got.Turn.WorkerCommand) == 0 && len(got.Bus.AllowedUIDs) == 0 && len(got.Telegram.AllowedUsers) == 0 {
-		got.Turn.WorkerCommand, got.Bus.AllowedUIDs, got.Telegram.AllowedUsers = nil, nil, nil
+	if len(got.Turn.WorkerCommand) == 0 && len(got.Bus.AllowedUIDs) == 0 && len(got.Bus.TransportUsers) == 0 && len(got.Telegram.AllowedUsers) == 0 {
+		got.Turn.WorkerCommand, got.Bus.AllowedUIDs, got.Bus.TransportUsers, got.Telegram.AllowedUsers = nil, nil, nil, nil
 	}
 	// The one documented difference: Default has no provider, the example one.
 	want := Default()
@@ -179,7 +179,7 @@ func TestLoadUnknownKey(t *testing.T) {
 		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n",
 			[]string{`gpu: unknown key`, `known top-level keys`}, "gpu.cores"},
 		{"nothing close", "[bus]\nzzzzzzzz = 1\n",
-			[]string{`bus.zzzzzzzz: unknown key; known keys in [bus]: allowed_uids, queue_length, max_frame`}, "did you mean"},
+			[]string{`bus.zzzzzzzz: unknown key; known keys in [bus]: allowed_uids, broker_users, transport_users, queue_length, max_frame`}, "did you mean"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,6 +214,10 @@ func TestLoadWrongType(t *testing.T) {
 			[]string{"provider: wrong type: the value is a table", "[[provider]], in double brackets"}},
 		{"list of the wrong things", "[bus]\nallowed_uids = [\"alice\"]\n",
 			[]string{"bus.allowed_uids: wrong type", "an array of whole numbers"}},
+		{"broker uid as a number", "[bus]\nbroker_users = [991]\n",
+			[]string{":2: bus.broker_users: wrong type", `an array of strings, user names or uids, like ["shelldon-broker"]`}},
+		{"one transport user without brackets", "[bus]\ntransport_users = \"alice\"\n",
+			[]string{":2: bus.transport_users: wrong type: the value is a string"}},
 		{"user ids as strings", "[telegram]\nallowed_users = [\"@alice\"]\n",
 			[]string{":2: telegram.allowed_users: wrong type", "an array of whole numbers, like [123456789]"}},
 		{"one user id without brackets", "[telegram]\nallowed_users = 42\n",
@@ -274,6 +278,11 @@ func TestRangeErrors(t *testing.T) {
 		{"too few files", "[worker]\nopen_files = 8\n", []string{"worker.open_files: 8 is out of range; use 16 to 4096 (default 64)"}},
 		{"worker user with a shell in it", "[worker]\nuser = \"root; rm -rf /\"\n", []string{`worker.user: "root; rm -rf /" is not a user name`}},
 		{"negative uid", "[bus]\nallowed_uids = [1000, -1]\n", []string{"bus.allowed_uids: element 1, -1, is not a user id"}},
+		{"broker user with a shell in it", "[bus]\nbroker_users = [\"shelldon-broker\", \"x; rm -rf /\"]\n",
+			[]string{`bus.broker_users: element 1, "x; rm -rf /", is neither a user name nor a user id`, "`id -u USER`"}},
+		{"negative uid as a transport user", "[bus]\ntransport_users = [\"-1\"]\n", []string{`bus.transport_users: element 0, "-1", is neither`}},
+		{"no uid as a transport user", "[bus]\ntransport_users = [\"4294967295\"]\n", []string{`bus.transport_users: element 0, "4294967295", is neither`}},
+		{"empty broker user", "[bus]\nbroker_users = [\"\"]\n", []string{`bus.broker_users: element 0, "", is neither`}},
 		{"queue too short", "[bus]\nqueue_length = 4\n", []string{"bus.queue_length: 4 is out of range; use 8 to 65536 (default 256)"}},
 		{"frame too big", "[bus]\nmax_frame = \"1GiB\"\n", []string{"bus.max_frame: 1GiB is out of range; use 64KiB to 64MiB (default 4MiB)"}},
 		{"empty state_dir", "state_dir = \"\"\n", []string{"state_dir: is empty"}},
@@ -284,6 +293,33 @@ func TestRangeErrors(t *testing.T) {
 			_, err := Load(path, nil)
 			wantError(t, err, append(tt.want, "config "+path+": ")...)
 		})
+	}
+}
+
+// TestBusRoleUsers: the users who may be the broker or a transport are
+// names or uids; a list in the file replaces the default, and an empty
+// one leaves the role to root and core's own user.
+func TestBusRoleUsers(t *testing.T) {
+	if got := Default().Bus; !slices.Equal(got.BrokerUsers, []string{"shelldon-broker"}) || len(got.TransportUsers) != 0 {
+		t.Errorf("default bus roles = brokers %q, transports %q; want the broker's user and no transport user", got.BrokerUsers, got.TransportUsers)
+	}
+	tests := []struct {
+		file                string
+		brokers, transports []string
+	}{
+		{"[bus]\nbroker_users = [\"991\", \"_pet-broker\"]\ntransport_users = [\"alice\", \"0\", \"4294967294\"]\n",
+			[]string{"991", "_pet-broker"}, []string{"alice", "0", "4294967294"}},
+		{"[bus]\nbroker_users = []\n", []string{}, nil},
+	}
+	for _, tt := range tests {
+		got, err := Load(writeConfig(t, tt.file), nil)
+		if err != nil {
+			t.Errorf("Load(%q) = %v", tt.file, err)
+			continue
+		}
+		if !slices.Equal(got.Bus.BrokerUsers, tt.brokers) || !slices.Equal(got.Bus.TransportUsers, tt.transports) {
+			t.Errorf("Load(%q): brokers %q, transports %q; want %q, %q", tt.file, got.Bus.BrokerUsers, got.Bus.TransportUsers, tt.brokers, tt.transports)
+		}
 	}
 }
 

@@ -20,11 +20,11 @@
 // are written as in the file without TOML quotes ("25s", "4MiB", "12"). One
 // list has a variable too: telegram.allowed_users, written comma-separated
 // (SHELLDON_TELEGRAM_ALLOWED_USERS=42,43). An empty value counts as unset.
-// The other lists (turn.worker_command, bus.allowed_uids) and the provider
-// chain have no per-key variable; instead SHELLDON_PROVIDER_URL replaces the
-// whole chain with one provider, named by SHELLDON_PROVIDER_NAME (default
-// "env"), with model SHELLDON_PROVIDER_MODEL (required then) and key
-// SHELLDON_PROVIDER_KEY.
+// The other lists (turn.worker_command, bus.allowed_uids, bus.broker_users,
+// bus.transport_users) and the provider chain have no per-key variable;
+// instead SHELLDON_PROVIDER_URL replaces the whole chain with one provider,
+// named by SHELLDON_PROVIDER_NAME (default "env"), with model
+// SHELLDON_PROVIDER_MODEL (required then) and key SHELLDON_PROVIDER_KEY.
 //
 // Any other SHELLDON_ variable is refused as a probable typo, except these,
 // which the project uses for things other than configuration:

@@ -57,6 +57,8 @@ var settings = []setting{
 
 	{key: "bus", hint: "a table: the section [bus]"},
 	{key: "bus.allowed_uids", hint: "an array of whole numbers, like [1001, 1002]"},
+	{key: "bus.broker_users", hint: `an array of strings, user names or uids, like ["shelldon-broker"]`},
+	{key: "bus.transport_users", hint: `an array of strings, user names or uids, like ["alice", "1001"]`},
 	{key: "bus.queue_length", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Bus.QueueLength }, parseInt)},
 	{key: "bus.max_frame", hint: sizeHint,

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -147,6 +148,8 @@ func (c Config) validate(o origins) error {
 				fmt.Sprintf("use numbers from 0 to %d, as `id -u USER` prints them", maxUID))
 		}
 	}
+	c.Bus.validateUsers("bus.broker_users", c.Bus.BrokerUsers, add)
+	c.Bus.validateUsers("bus.transport_users", c.Bus.TransportUsers, add)
 	inRange(add, "bus.queue_length", c.Bus.QueueLength, minQueueLength, maxQueueLength, def.Bus.QueueLength)
 	inRange(add, "bus.max_frame", c.Bus.MaxFrame, minMaxFrame, maxMaxFrame, def.Bus.MaxFrame)
 
@@ -174,6 +177,23 @@ func (c Config) validate(o origins) error {
 func inRange[T cmp.Ordered](add func(key, what, remedy string, about ...string), key string, got, lo, hi, def T) {
 	if got < lo || got > hi {
 		add(key, fmt.Sprintf("%v is out of range", got), fmt.Sprintf("use %v to %v (default %v)", lo, hi, def))
+	}
+}
+
+// validateUsers checks a list of users who may take a bus role: each a
+// user name or a uid written as a number. Whether a name exists is asked
+// of the host at start, not here, so one configuration serves boards set
+// up differently.
+func (Bus) validateUsers(key string, users []string, add func(key, what, remedy string, about ...string)) {
+	for i, u := range users {
+		if userName.MatchString(u) {
+			continue
+		}
+		if uid, err := strconv.ParseInt(u, 10, 64); err == nil && uid >= 0 && uid <= maxUID {
+			continue
+		}
+		add(key, fmt.Sprintf("element %d, %q, is neither a user name nor a user id", i, u),
+			fmt.Sprintf(`use a user's name, like "shelldon-broker", or its number from 0 to %d, as `+"`id -u USER`"+` prints it`, maxUID))
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"os"
 	"runtime/debug"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -207,14 +206,20 @@ func New(opts Options) (*Core, error) {
 // Run listens on the bus and runs turns until ctx is done. Ready, when
 // not nil, is called once the bus accepts connections.
 func (c *Core) Run(ctx context.Context, ready func()) error {
+	logf := func(format string, args ...any) { c.log.Info(fmt.Sprintf(format, args...)) }
 	h, err := hub.Listen(c.cfg.Socket, hub.Config{
 		QueueLength: c.cfg.Bus.QueueLength,
 		MaxFrame:    int(c.cfg.Bus.MaxFrame),
-		Authorize:   c.authorize,
-		Core:        c.inbox,
-		OnJoin:      c.onJoin,
-		OnLeave:     c.onLeave,
-		Logf:        func(format string, args ...any) { c.log.Info(fmt.Sprintf(format, args...)) },
+		Access: hub.Access{
+			Connect:    c.cfg.Bus.AllowedUIDs,
+			Brokers:    hub.LookupUIDs("bus.broker_users", c.cfg.Bus.BrokerUsers, logf),
+			Transports: hub.LookupUIDs("bus.transport_users", c.cfg.Bus.TransportUsers, logf),
+		},
+		VerifyWorker: c.verifyWorker,
+		Core:         c.inbox,
+		OnJoin:       c.onJoin,
+		OnLeave:      c.onLeave,
+		Logf:         logf,
 		// A worker's job outlives no broker restart longer than the
 		// worker waits for it.
 		HoldFor: c.cfg.Timeouts.Worker.Duration,
@@ -733,17 +738,9 @@ func (c *Core) pushSnapshot(s contracts.Snapshot) {
 	}
 }
 
-// authorize decides who may join the bus. Every peer must run as root,
-// as core's own user, or as a user the configuration allows; a worker
-// must also be a process of the turn it names, and that turn must be the
-// one being started.
-func (c *Core) authorize(hello contracts.Hello, cred hub.Cred) error {
-	if !c.trusted(cred) {
-		return fmt.Errorf("uid %d may not join the bus (add the user to the state directory's group, or list it in bus.allowed_uids)", cred.UID)
-	}
-	if hello.Role != contracts.RoleWorker {
-		return nil
-	}
+// verifyWorker admits a worker the hub's Access let in only if it is a
+// process of the turn it names, and that turn is the one being started.
+func (c *Core) verifyWorker(hello contracts.Hello, cred hub.Cred) error {
 	c.mu.Lock()
 	slot := c.starting[hello.Turn]
 	c.mu.Unlock()
@@ -768,46 +765,6 @@ func (c *Core) authorize(hello contracts.Hello, cred hub.Cred) error {
 	slot.sent = true
 	slot.joinedAfter = c.clock.Now().Sub(slot.launched)
 	return nil
-}
-
-// trusted reports whether a peer's user may join at all: root, core's
-// own user, a user listed in bus.allowed_uids, or a member of the
-// socket's group (which the file mode already demands of anyone but root
-// and the owner). Root's group is not enough: it admits nobody root did
-// not name.
-func (c *Core) trusted(cred hub.Cred) bool {
-	if cred.UID == 0 || cred.UID == os.Getuid() || slices.Contains(c.cfg.Bus.AllowedUIDs, cred.UID) {
-		return true
-	}
-	group := c.hub.Group()
-	if group == 0 {
-		return false
-	}
-	if cred.GID == group {
-		return true
-	}
-	groups, err := supplementaryGroups(cred.PID)
-	return err == nil && slices.Contains(groups, group)
-}
-
-// supplementaryGroups reads a process's supplementary groups from /proc.
-func supplementaryGroups(pid int) ([]int, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return nil, err
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, ok := strings.CutPrefix(line, "Groups:"); ok {
-			var groups []int
-			for _, f := range strings.Fields(rest) {
-				if g, err := strconv.Atoi(f); err == nil {
-					groups = append(groups, g)
-				}
-			}
-			return groups, nil
-		}
-	}
-	return nil, fmt.Errorf("no Groups line in /proc/%d/status", pid)
 }
 
 // onJoin gives a new worker its turn input and a new panel the face.

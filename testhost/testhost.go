@@ -3,6 +3,7 @@ package testhost
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -49,4 +50,29 @@ func ShortDir(t testing.TB) string {
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir
+}
+
+// SelfForOthers copies the running test binary where any user can run it
+// and returns the copy's path, removed at cleanup: a test that re-executes
+// itself as another user needs it, since the binary go test built lives in
+// a directory only its builder may enter.
+func SelfForOthers(t testing.TB) string {
+	t.Helper()
+	raw, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatalf("read the test binary: %v", err)
+	}
+	dir, err := os.MkdirTemp("", "sdbin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, filepath.Base(os.Args[0]))
+	if err := os.WriteFile(out, raw, 0o755); err != nil {
+		t.Fatalf("copy the test binary: %v", err)
+	}
+	return out
 }

@@ -28,8 +28,12 @@ import (
 
 // The test binary doubles as the shelldon binary: core starts workers by
 // running it again with SHELLDON_TEST_MAIN=1, so every turn in these tests
-// runs a real worker in a real child process.
+// runs a real worker in a real child process. With intruderEnv set it
+// plays a hostile bus client instead (see intrude).
 func TestMain(m *testing.M) {
+	if role := os.Getenv(intruderEnv); role != "" {
+		os.Exit(intrude(contracts.Role(role)))
+	}
 	if os.Getenv("SHELLDON_TEST_MAIN") == "1" {
 		main()
 		return

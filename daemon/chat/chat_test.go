@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -68,15 +69,48 @@ type fakeCore struct {
 	joined chan contracts.Hello
 }
 
-func startCore(t *testing.T, authorize func(contracts.Hello, hub.Cred) error) *fakeCore {
+func startCore(t *testing.T) *fakeCore {
 	t.Helper()
 	c := &fakeCore{socket: hubtest.SocketPath(t), inbox: make(chan contracts.Envelope, 16), joined: make(chan contracts.Hello, 16)}
 	c.hub, _, _ = hubtest.Serve(t, c.socket, hub.Config{
-		Core:      c.inbox,
-		Authorize: authorize,
-		OnJoin:    func(p *hub.Peer) { c.joined <- p.Hello },
+		Core:   c.inbox,
+		OnJoin: func(p *hub.Peer) { c.joined <- p.Hello },
 	})
 	return c
+}
+
+// refusingCore stands in for a core whose hub refuses this user, as a real
+// one refuses a user that bus.transport_users does not list (a real hub
+// admits the test's own user, core's): it answers every hello with a
+// refusal for reason, and returns its socket.
+func refusingCore(t *testing.T, reason string) string {
+	t.Helper()
+	socket := hubtest.SocketPath(t)
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	refusal, err := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{Reason: reason})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return // the listener is closed
+			}
+			go func() {
+				defer nc.Close()
+				nc.SetDeadline(time.Now().Add(waitLimit))
+				if _, err := bus.ReadFrame(nc, 0); err == nil {
+					bus.WriteFrame(nc, refusal, 0)
+				}
+			}()
+		}
+	}()
+	return socket
 }
 
 // waitJoined waits for the chat's transport and panel to join.
@@ -174,7 +208,7 @@ func connected(t *testing.T, core *fakeCore, s *session) {
 }
 
 func TestChatSendsWhatTheOwnerTypes(t *testing.T) {
-	core := startCore(t, nil)
+	core := startCore(t)
 	s := startChat(t, core.socket, "")
 	connected(t, core, s)
 
@@ -190,7 +224,7 @@ func TestChatSendsWhatTheOwnerTypes(t *testing.T) {
 }
 
 func TestChatPrintsRepliesAndFaces(t *testing.T) {
-	core := startCore(t, nil)
+	core := startCore(t)
 	s := startChat(t, core.socket, "")
 	connected(t, core, s)
 
@@ -206,7 +240,7 @@ func TestChatPrintsRepliesAndFaces(t *testing.T) {
 }
 
 func TestChatEndsAtTheEndOfInput(t *testing.T) {
-	core := startCore(t, nil)
+	core := startCore(t)
 	s := startChat(t, core.socket, "*** DEMO MODEL ***")
 	connected(t, core, s)
 	s.typing.Close()
@@ -223,7 +257,7 @@ func TestChatEndsAtTheEndOfInput(t *testing.T) {
 }
 
 func TestChatEndsWithTheContext(t *testing.T) {
-	core := startCore(t, nil)
+	core := startCore(t)
 	s := startChat(t, core.socket, "")
 	core.waitJoined(t)
 	s.cancel()
@@ -243,16 +277,15 @@ func TestChatWithoutCore(t *testing.T) {
 }
 
 func TestChatRefused(t *testing.T) {
-	core := startCore(t, func(contracts.Hello, hub.Cred) error { return errors.New("not on the list") })
-	s := startChat(t, core.socket, "")
+	s := startChat(t, refusingCore(t, "uid 1234 may not be a transport"), "")
 	err := s.wait(t)
-	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), "not on the list") {
+	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), "uid 1234 may not be a transport") {
 		t.Errorf("Run when core refuses = %v, want the refusal with its reason", err)
 	}
 }
 
 func TestChatLineTooLong(t *testing.T) {
-	core := startCore(t, nil)
+	core := startCore(t)
 	s := startChat(t, core.socket, "")
 	connected(t, core, s)
 	go func() {
@@ -270,7 +303,7 @@ func TestChatLineTooLong(t *testing.T) {
 }
 
 func TestChatAsksForApprovals(t *testing.T) {
-	core := startCore(t, nil)
+	core := startCore(t)
 	s := startChat(t, core.socket, "")
 	connected(t, core, s)
 	for _, tc := range []struct {

@@ -48,9 +48,14 @@ type Config struct {
 	// QueueLength bounds each connection's send queue.
 	QueueLength int
 	MaxFrame    int
-	// Authorize decides whether a hello from a peer with cred may join;
-	// its error is sent back to the peer as the reason.
-	Authorize func(hello contracts.Hello, cred Cred) error
+	// Access says which users may join, in which roles. Listen fills in
+	// its Self and Group.
+	Access Access
+	// VerifyWorker checks what only core knows of a worker that Access let
+	// in: that its process is the one core started for the turn it names,
+	// now. Its error is sent back to the worker as the reason; nil admits
+	// every worker.
+	VerifyWorker func(hello contracts.Hello, cred Cred) error
 	// Core receives the envelopes routed to core; a full inbox makes the
 	// sending connection wait, never the hub.
 	Core chan<- contracts.Envelope
@@ -84,7 +89,6 @@ type heldEnvelope struct {
 type Hub struct {
 	cfg Config
 	ln  *net.UnixListener
-	gid int
 
 	mu     sync.Mutex
 	closed bool // set once Serve is ending; late joiners are turned away
@@ -156,7 +160,8 @@ func Listen(path string, cfg Config) (*Hub, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &Hub{cfg: cfg, ln: ln, gid: gid, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
+	cfg.Access.Self, cfg.Access.Group = os.Getuid(), gid
+	return &Hub{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
 }
 
 // shareGroup gives the socket the group of the directory it is in, so
@@ -175,9 +180,6 @@ func shareGroup(path string) (int, error) {
 	}
 	return int(dir.Gid), nil
 }
-
-// Group is the group that owns the socket; its members may connect.
-func (h *Hub) Group() int { return h.gid }
 
 // Serve accepts connections until ctx is done, then closes the listener
 // and every connection and waits for their goroutines.
@@ -308,34 +310,29 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		refuse("a worker must name its turn")
 		return
 	}
-	if h.cfg.Authorize != nil {
-		if err := h.cfg.Authorize(hello, cred); err != nil {
-			refuse(err.Error())
-			return
-		}
+	if err := h.admit(hello, cred); err != nil {
+		refuse(err.Error())
+		return
+	}
+	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), deaf: make(chan struct{})}
+	// Registered before the welcome, so that two brokers saying hello at
+	// once cannot both be welcomed; what is routed to p meanwhile waits
+	// in its queue.
+	if err := h.register(ctx, p); errors.Is(err, errClosing) {
+		return // no refusal: a client dials a restarted core again
+	} else if err != nil {
+		refuse(err.Error())
+		return
 	}
 	welcome, _ := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{OK: true})
 	if err := bus.WriteFrame(nc, welcome, h.cfg.MaxFrame); err != nil {
+		h.unregister(p)
 		return
 	}
 	nc.SetDeadline(time.Time{})
-
-	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), deaf: make(chan struct{})}
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
-		return
-	}
-	h.nextID++
-	p.id = h.nextID
-	h.peers[p.id] = p
-	h.mu.Unlock()
 	h.cfg.Logf("bus: %s %q joined (pid %d uid %d) %s", hello.Role, hello.Name, cred.PID, cred.UID, hello.Note)
 	defer func() {
-		h.mu.Lock()
-		delete(h.peers, p.id)
-		h.mu.Unlock()
-		p.close()
+		h.unregister(p)
 		if h.cfg.OnLeave != nil {
 			h.cfg.OnLeave(p)
 		}
@@ -377,6 +374,97 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 			h.cfg.Logf("bus: %s from %s %q: %v", env.Kind, hello.Role, hello.Name, err)
 		}
 	}
+}
+
+// admit decides, by Access and for a worker VerifyWorker, whether the
+// caller of cred may join as hello says.
+func (h *Hub) admit(hello contracts.Hello, cred Cred) error {
+	caller, err := callerOf(cred)
+	if err != nil {
+		h.cfg.Logf("bus: pid %d counted with its primary group only: %v", cred.PID, err)
+	}
+	if err := h.cfg.Access.Allow(caller, hello.Role); err != nil {
+		return err
+	}
+	if hello.Role == contracts.RoleWorker && h.cfg.VerifyWorker != nil {
+		return h.cfg.VerifyWorker(hello, cred)
+	}
+	return nil
+}
+
+// errClosing is register's answer once Serve is ending.
+var errClosing = errors.New("the bus is closing")
+
+// brokerGrace is how long a broker's hello waits for the joined broker to
+// leave before it is refused. A broker that restarts says hello as soon as
+// its old process is gone, which may be before the hub has read the end
+// of the old connection; a real second broker is refused a moment later.
+const brokerGrace = time.Second
+
+// register adds p to the joined peers. There is one broker at a time,
+// since the hub routes every job, with the owner's whole prompt, to a
+// broker: a broker's hello while another broker is joined waits up to
+// brokerGrace for it to leave, then is refused. A broker that has gone
+// deaf (writing to it failed: it stopped reading, most often because it
+// is exiting) takes no more jobs and is not waited for: it is closed, and
+// the new one takes its place.
+func (h *Hub) register(ctx context.Context, p *Peer) error {
+	var grace <-chan time.Time
+	for {
+		h.mu.Lock()
+		if h.closed {
+			h.mu.Unlock()
+			return errClosing
+		}
+		old := h.joinedBroker()
+		if p.Hello.Role != contracts.RoleBroker || old == nil {
+			h.nextID++
+			p.id = h.nextID
+			h.peers[p.id] = p
+			h.mu.Unlock()
+			return nil
+		}
+		h.mu.Unlock()
+		if grace == nil {
+			timer := time.NewTimer(brokerGrace)
+			defer timer.Stop()
+			grace = timer.C
+		}
+		select {
+		case <-old.gone:
+		case <-old.deaf:
+			h.cfg.Logf("bus: closing the deaf broker %q (pid %d uid %d) for the broker of pid %d", old.Hello.Name, old.Cred.PID, old.Cred.UID, p.Cred.PID)
+			old.close()
+		case <-grace:
+			return fmt.Errorf("a broker is already joined (pid %d, uid %d)", old.Cred.PID, old.Cred.UID)
+		case <-ctx.Done():
+			return errClosing
+		}
+	}
+}
+
+// joinedBroker is the broker whose connection has not ended, if any. The
+// caller holds h.mu.
+func (h *Hub) joinedBroker() *Peer {
+	for _, p := range h.peers {
+		select {
+		case <-p.gone:
+			continue // closed; its goroutine is about to remove it
+		default:
+		}
+		if p.Hello.Role == contracts.RoleBroker {
+			return p
+		}
+	}
+	return nil
+}
+
+// unregister removes p from the joined peers and closes its connection.
+func (h *Hub) unregister(p *Peer) {
+	h.mu.Lock()
+	delete(h.peers, p.id)
+	h.mu.Unlock()
+	p.close()
 }
 
 func (h *Hub) writeLoop(p *Peer) {

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -340,42 +342,46 @@ func TestHandshakeRefusals(t *testing.T) {
 	}
 }
 
-func TestAuthorizeRefusalReachesClient(t *testing.T) {
-	f := serve(t, hub.Config{Authorize: func(h contracts.Hello, _ hub.Cred) error {
-		if h.Role == contracts.RoleBroker {
-			return fmt.Errorf("uid %d may not be the broker", 4242)
-		}
-		return nil
+func TestVerifyWorkerRefusalReachesWorker(t *testing.T) {
+	asked := make(chan contracts.Hello, 16)
+	f := serve(t, hub.Config{VerifyWorker: func(h contracts.Hello, c hub.Cred) error {
+		asked <- h
+		return fmt.Errorf("pid %d is not the worker of turn %q", c.PID, h.Turn)
 	}})
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()
-	conn, err := bus.Dial(ctx, f.path, contracts.Hello{Role: contracts.RoleBroker}, 0)
+	conn, err := bus.Dial(ctx, f.path, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"}, 0)
 	if err == nil {
 		conn.Close()
-		t.Fatal("Dial(broker) = nil error, want a refusal")
+		t.Fatal("Dial(worker) = nil error, want a refusal")
 	}
-	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), "uid 4242 may not be the broker") {
-		t.Errorf("Dial(broker) = %v, want a refusal with Authorize's reason", err)
+	reason := fmt.Sprintf("pid %d is not the worker of turn \"t-1\"", os.Getpid())
+	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), reason) {
+		t.Errorf("Dial(worker) = %v, want a refusal with VerifyWorker's reason", err)
 	}
-	// Authorize lets others in.
+	// Only workers have a turn to prove.
 	f.join(t, contracts.Hello{Role: contracts.RolePanel})
+	f.join(t, contracts.Hello{Role: contracts.RoleBroker})
+	if n := len(asked); n != 1 {
+		t.Errorf("VerifyWorker asked %d times, want once, for the worker", n)
+	}
 }
 
-func TestAuthorizeSeesKernelCredentials(t *testing.T) {
+func TestVerifyWorkerSeesKernelCredentials(t *testing.T) {
 	seen := make(chan hub.Cred, 1)
-	f := serve(t, hub.Config{Authorize: func(_ contracts.Hello, c hub.Cred) error {
+	f := serve(t, hub.Config{VerifyWorker: func(_ contracts.Hello, c hub.Cred) error {
 		seen <- c
 		return nil
 	}})
-	_, p := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"})
+	_, p := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
 	want := hub.Cred{PID: os.Getpid(), UID: os.Getuid(), GID: os.Getgid()}
 	select {
 	case got := <-seen:
 		if got != want {
-			t.Errorf("Authorize saw %+v, want %+v", got, want)
+			t.Errorf("VerifyWorker saw %+v, want %+v", got, want)
 		}
 	case <-time.After(patience):
-		t.Fatal("Authorize was not called")
+		t.Fatal("VerifyWorker was not called")
 	}
 	if p.Cred != want {
 		t.Errorf("Peer.Cred = %+v, want %+v", p.Cred, want)
@@ -438,43 +444,77 @@ func TestForbiddenKindsAreDropped(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%s sends %s", tt.role, tt.kind), func(t *testing.T) {
 			f := serve(t, hub.Config{})
-			// Every destination is present, so only the sender check can
-			// stop the frame.
-			transport, _ := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"})
-			panel, _ := f.join(t, contracts.Hello{Role: contracts.RolePanel})
-			broker, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker})
-			worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
-			senders := map[contracts.Role]*bus.Conn{
-				contracts.RoleTransport: transport, contracts.RolePanel: panel,
-				contracts.RoleBroker: broker, contracts.RoleWorker: worker,
-			}
-			send(t, senders[tt.role], envelope(t, tt.kind, "t-1", "forged"))
+			c := f.joinEveryRole(t)
+			send(t, c[tt.role], envelope(t, tt.kind, "t-1", "forged"))
 			f.logs.WaitFor(t, fmt.Sprintf("dropped %s from %s", tt.kind, tt.role))
-
-			// Nothing was delivered: each receiver's next frame is a marker
-			// sent after the drop.
-			send(t, transport, envelope(t, contracts.KindInbound, "", "marker"))
-			if got := f.waitCore(t); got.Kind != contracts.KindInbound || bodyText(t, got) != "marker" {
-				t.Errorf("core got %s %s first, want the marker", got.Kind, got.Body)
-			}
-			markers := []struct {
-				conn *bus.Conn
-				env  contracts.Envelope
-			}{
-				{transport, envelope(t, contracts.KindOutbound, "", "marker")},
-				{panel, envelope(t, contracts.KindSnapshot, "", "marker")},
-				{broker, envelope(t, contracts.KindJob, "t-1", "marker")},
-				{worker, envelope(t, contracts.KindTurnInput, "t-1", "marker")},
-			}
-			for _, m := range markers {
-				if err := f.Route(m.env); err != nil {
-					t.Fatalf("Route(%s marker) = %v", m.env.Kind, err)
-				}
-				if got := recv(t, m.conn); got.Kind != m.env.Kind || bodyText(t, got) != "marker" {
-					t.Errorf("%s receiver got %s %s first, want the marker", m.env.Kind, got.Kind, got.Body)
-				}
-			}
+			f.nothingDelivered(t, c)
 		})
+	}
+}
+
+// TestPanelMaySendNothing: any user that may connect may be a panel, which
+// is safe only because a panel may send nothing at all. A panel's frames
+// of every kind are dropped, and none reaches anyone.
+func TestPanelMaySendNothing(t *testing.T) {
+	kinds := []contracts.Kind{contracts.KindHello, contracts.KindWelcome, "NOT_A_KIND", ""}
+	for _, kind := range slices.Sorted(maps.Keys(contracts.Routes)) {
+		kinds = append(kinds, kind)
+	}
+	for kind, roles := range contracts.Senders {
+		if slices.Contains(roles, contracts.RolePanel) {
+			t.Errorf("contracts.Senders lets a panel send %s", kind)
+		}
+	}
+	f := serve(t, hub.Config{})
+	c := f.joinEveryRole(t)
+	seen := 0
+	for _, kind := range kinds {
+		send(t, c[contracts.RolePanel], envelope(t, kind, "t-1", "forged"))
+		seen = f.logs.WaitAfter(t, seen, fmt.Sprintf("dropped %s from panel", kind))
+	}
+	f.nothingDelivered(t, c)
+}
+
+// joinEveryRole joins one connection of each role but core, so that only
+// the sender check can stop a forged frame.
+func (f *fixture) joinEveryRole(t *testing.T) map[contracts.Role]*bus.Conn {
+	t.Helper()
+	conns := map[contracts.Role]*bus.Conn{}
+	for _, hello := range []contracts.Hello{
+		{Role: contracts.RoleTransport, Name: "cli"},
+		{Role: contracts.RolePanel},
+		{Role: contracts.RoleBroker},
+		{Role: contracts.RoleWorker, Turn: "t-1"},
+	} {
+		conns[hello.Role], _ = f.join(t, hello)
+	}
+	return conns
+}
+
+// nothingDelivered checks that core and every receiver in conns got
+// nothing yet: the next frame each gets is a marker sent now.
+func (f *fixture) nothingDelivered(t *testing.T, conns map[contracts.Role]*bus.Conn) {
+	t.Helper()
+	send(t, conns[contracts.RoleTransport], envelope(t, contracts.KindInbound, "", "marker"))
+	if got := f.waitCore(t); got.Kind != contracts.KindInbound || bodyText(t, got) != "marker" {
+		t.Errorf("core got %s %s first, want the marker", got.Kind, got.Body)
+	}
+	markers := []struct {
+		role contracts.Role
+		env  contracts.Envelope
+	}{
+		{contracts.RoleTransport, envelope(t, contracts.KindOutbound, "", "marker")},
+		{contracts.RolePanel, envelope(t, contracts.KindSnapshot, "", "marker")},
+		{contracts.RoleBroker, envelope(t, contracts.KindJob, "t-1", "marker")},
+		{contracts.RoleWorker, envelope(t, contracts.KindTurnInput, "t-1", "marker")},
+	}
+	for _, m := range markers {
+		if err := f.Route(m.env); err != nil {
+			t.Fatalf("Route(%s marker) = %v", m.env.Kind, err)
+		}
+		if got := recv(t, conns[m.role]); got.Kind != m.env.Kind || bodyText(t, got) != "marker" {
+			t.Errorf("%s got %s %s first, want the marker", m.role, got.Kind, got.Body)
+		}
 	}
 }
 
@@ -527,23 +567,108 @@ func TestCompletionReachesOnlyItsTurn(t *testing.T) {
 	}
 }
 
-func TestJobGoesToNewestBroker(t *testing.T) {
+// TestSecondBrokerIsRefused is the attack of a second broker, which the
+// hub would route every turn's JOB to (the whole prompt) while the real
+// broker got nothing: a broker hello while a live broker is joined is
+// refused with who holds the place, and logged; the jobs still reach the
+// first broker. Once it has left, a new broker may join.
+func TestSecondBrokerIsRefused(t *testing.T) {
 	f := serve(t, hub.Config{})
-	older, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "old"})
-	newer, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "new"})
+	first, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "real"})
 	worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
 
-	send(t, worker, envelope(t, contracts.KindJob, "", "first"))
-	if got := recv(t, newer); bodyText(t, got) != "first" {
-		t.Errorf("newest broker got %s, want the first job", got.Body)
+	ctx, cancel := context.WithTimeout(context.Background(), patience)
+	defer cancel()
+	thief, err := bus.Dial(ctx, f.path, contracts.Hello{Role: contracts.RoleBroker, Name: "thief"}, 0)
+	if err == nil {
+		thief.Close()
+		t.Fatal("a second broker joined while the first was live")
 	}
-	// Once the newest goes, the older one takes the next job, and it had
-	// not been given the first.
-	newer.Close()
+	reason := fmt.Sprintf("a broker is already joined (pid %d, uid %d)", os.Getpid(), os.Getuid())
+	if !errors.Is(err, bus.ErrRefused) || !strings.Contains(err.Error(), reason) {
+		t.Errorf("Dial(second broker) = %v, want a refusal saying %q", err, reason)
+	}
+	f.logs.WaitFor(t, fmt.Sprintf(`bus: refused pid %d uid %d (broker "thief"): %s`, os.Getpid(), os.Getuid(), reason))
+	select {
+	case p := <-f.joined:
+		t.Fatalf("the refused broker joined: %+v", p.Hello)
+	default:
+	}
+	for _, prompt := range []string{"first", "second"} {
+		send(t, worker, envelope(t, contracts.KindJob, "", prompt))
+		if got := recv(t, first); got.Kind != contracts.KindJob || bodyText(t, got) != prompt {
+			t.Errorf("the first broker got %s %s, want the job %q", got.Kind, got.Body, prompt)
+		}
+	}
+
+	first.Close()
 	f.waitLeave(t)
-	send(t, worker, envelope(t, contracts.KindJob, "", "second"))
-	if got := recv(t, older); bodyText(t, got) != "second" {
-		t.Errorf("older broker's first job = %s, want the second (a job runs once)", got.Body)
+	next, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "restarted"})
+	send(t, worker, envelope(t, contracts.KindJob, "", "third"))
+	if got := recv(t, next); bodyText(t, got) != "third" {
+		t.Errorf("the broker that joined after the first left got %s, want the third job", got.Body)
+	}
+}
+
+// TestQuickBrokerRestart: a broker that restarts says hello again as soon
+// as its old connection is closed, before the hub may have read the old
+// one's end: it is admitted, not locked out by its own past.
+func TestQuickBrokerRestart(t *testing.T) {
+	f := serve(t, hub.Config{})
+	worker, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
+	for i := range 10 {
+		old, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: fmt.Sprint("run-", i)})
+		old.Close() // no wait for the hub to notice
+		next, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: fmt.Sprint("run-", i+1)})
+		f.waitLeave(t)
+		send(t, worker, envelope(t, contracts.KindJob, "", "after a restart"))
+		if got := recv(t, next); bodyText(t, got) != "after a restart" {
+			t.Fatalf("the restarted broker got %s, want the job", got.Body)
+		}
+		next.Close()
+		f.waitLeave(t)
+	}
+}
+
+// TestDeafBrokerMakesWay: a broker the hub can no longer write to (it shut
+// its reading side, so writing its job failed) takes no more jobs, and
+// must not keep the place from the broker that replaces it: the new one is
+// admitted, the deaf one's connection is closed, and jobs reach the new one.
+func TestDeafBrokerMakesWay(t *testing.T) {
+	f := serve(t, hub.Config{})
+	nc, err := net.DialUnix("unix", nil, &net.UnixAddr{Name: f.path, Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(patience))
+	if err := bus.WriteFrame(nc, envelope(t, contracts.KindHello, "", contracts.Hello{Role: contracts.RoleBroker, Name: "deaf"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if w, err := bus.ReadFrame(nc, 0); err != nil || w.Kind != contracts.KindWelcome {
+		t.Fatalf("the deaf broker's welcome = %s, %v", w.Kind, err)
+	}
+	deaf := f.waitJoin(t)
+	if err := nc.CloseRead(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Route(envelope(t, contracts.KindJob, "t-1", "lost")); err != nil {
+		t.Fatalf("Route(job to the broker) = %v", err)
+	}
+	f.logs.WaitFor(t, `writing JOB to broker "deaf"`)
+
+	next, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "next"})
+	if left := f.waitLeave(t); left != deaf {
+		t.Errorf("OnLeave got %s %q, want the deaf broker", left.Hello.Role, left.Hello.Name)
+	}
+	if err := f.Route(envelope(t, contracts.KindJob, "t-1", "heard")); err != nil {
+		t.Fatalf("Route(job to the new broker) = %v", err)
+	}
+	if got := recv(t, next); bodyText(t, got) != "heard" {
+		t.Errorf("the new broker got %s, want the job", got.Body)
+	}
+	if peers := f.Peers(contracts.RoleBroker); len(peers) != 1 || peers[0].Hello.Name != "next" {
+		t.Errorf("Peers(broker) = %d peers, want only the new one", len(peers))
 	}
 }
 
