@@ -125,6 +125,10 @@ type TurnInput struct {
 	// Scheduled marks a turn the pet started itself, on a schedule: Text
 	// is what the owner asked for then, not something they just said.
 	Scheduled bool `json:"scheduled,omitempty"`
+	// SelfCoded are the self-coded tools the turn may offer, each one
+	// core found to be what the owner kept. The worker reads no tool
+	// store of its own.
+	SelfCoded []ToolDefinition `json:"self_coded,omitempty"`
 }
 
 // DeniedByOwner is the answer to a parked call the owner turned down.

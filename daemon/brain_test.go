@@ -21,11 +21,11 @@ import (
 	"shelldon/testhost"
 )
 
-// brain is a core on a fake clock whose workers are goroutines of the
+// brainRig is a core on a fake clock whose workers are goroutines of the
 // test: each answers "did: <text>" with the ops the test gives it, so the
 // scheduler, the budget and the mood can be driven through days in
 // milliseconds.
-type brain struct {
+type brainRig struct {
 	t      *testing.T
 	clk    *clock.Fake
 	store  *state.Store
@@ -42,7 +42,7 @@ type brain struct {
 // A Monday morning, in UTC so the test reads the same anywhere.
 var brainStart = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
-func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store)) *brain {
+func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store)) *brainRig {
 	t.Helper()
 	prev := time.Local
 	time.Local = time.UTC
@@ -62,7 +62,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 	if prepare != nil {
 		prepare(store)
 	}
-	b := &brain{t: t, clk: clock.NewFake(brainStart), store: store, cfg: cfg,
+	b := &brainRig{t: t, clk: clock.NewFake(brainStart), store: store, cfg: cfg,
 		inputs: make(chan contracts.TurnInput, 64), snaps: make(chan contracts.Snapshot, 256)}
 	worker := inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
 		conn, in, err := joinAsWorker(ctx, cfg.Socket, turnOf(spec))
@@ -111,7 +111,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 }
 
 // turn waits for the next turn's input.
-func (b *brain) turn(what string) contracts.TurnInput {
+func (b *brainRig) turn(what string) contracts.TurnInput {
 	b.t.Helper()
 	select {
 	case in := <-b.inputs:
@@ -123,7 +123,7 @@ func (b *brain) turn(what string) contracts.TurnInput {
 }
 
 // eventually waits for cond, which core's loop makes true in its own time.
-func (b *brain) eventually(what string, cond func() bool) {
+func (b *brainRig) eventually(what string, cond func() bool) {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -135,7 +135,7 @@ func (b *brain) eventually(what string, cond func() bool) {
 }
 
 // turnsOf counts the finished turns of a kind.
-func (b *brain) turnsOf(kind string) int {
+func (b *brainRig) turnsOf(kind string) int {
 	b.t.Helper()
 	turns, err := b.store.RecentTurns(context.Background(), 1000)
 	if err != nil {
@@ -150,7 +150,7 @@ func (b *brain) turnsOf(kind string) int {
 	return n
 }
 
-func (b *brain) noTurn(what string) {
+func (b *brainRig) noTurn(what string) {
 	b.t.Helper()
 	select {
 	case in := <-b.inputs:
@@ -160,7 +160,7 @@ func (b *brain) noTurn(what string) {
 }
 
 // schedule has the next turn's worker propose op.
-func (b *brain) proposing(op contracts.OpBody) {
+func (b *brainRig) proposing(op contracts.OpBody) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	once := true
@@ -173,7 +173,7 @@ func (b *brain) proposing(op contracts.OpBody) {
 	}
 }
 
-func (b *brain) schedules() []state.Scheduled {
+func (b *brainRig) schedules() []state.Scheduled {
 	b.t.Helper()
 	all, err := b.store.Schedules(context.Background())
 	if err != nil {
@@ -185,7 +185,7 @@ func (b *brain) schedules() []state.Scheduled {
 // advanceUntil moves the fake clock a minute at a time, no further than
 // limit, until cond holds: for what the mood's reflex makes true on its
 // own ticks, which a loaded machine's loop may take late.
-func (b *brain) advanceUntil(what string, limit time.Time, cond func() bool) {
+func (b *brainRig) advanceUntil(what string, limit time.Time, cond func() bool) {
 	b.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -201,7 +201,7 @@ func (b *brain) advanceUntil(what string, limit time.Time, cond func() bool) {
 
 // advanceTo moves the fake clock to at, a minute at a time, waiting after
 // each step until the loop has settled the turns it started.
-func (b *brain) advanceTo(at time.Time) {
+func (b *brainRig) advanceTo(at time.Time) {
 	for b.clk.Now().Before(at) {
 		b.clk.Advance(min(time.Minute, at.Sub(b.clk.Now())))
 	}

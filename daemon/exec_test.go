@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -8,14 +9,19 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/tools"
-	"shelldon/sandbox"
+	"shelldon/daemon/toolstore"
 )
 
 // TestCoreRunsOnlyWhatItsOwnCheckAllows: whatever a worker asks, core
 // runs a command only when its own check finds it read-only, and runs
 // the argv its check made.
 func TestCoreRunsOnlyWhatItsOwnCheckAllows(t *testing.T) {
-	c := &Core{tools: tools.Builtins(tools.Env{Workspace: t.TempDir(), Clock: clock.NewFake(time.Now())})}
+	store, err := toolstore.Open(filepath.Join(t.TempDir(), "tools"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	c := &Core{tools: tools.Builtins(tools.Env{Workspace: t.TempDir(), Clock: clock.NewFake(time.Now())}), store2: store}
 	cases := []struct {
 		name string
 		call contracts.ToolCall
@@ -43,22 +49,5 @@ func TestCoreRunsOnlyWhatItsOwnCheckAllows(t *testing.T) {
 				t.Errorf("checkExec(%s %s) = %q, %v; want %q", tc.call.Name, tc.call.Args, checked.Argv, err, tc.argv)
 			}
 		})
-	}
-}
-
-func TestDescribeRun(t *testing.T) {
-	cases := []struct {
-		res  sandbox.Result
-		want string
-	}{
-		{sandbox.Result{ExitCode: 0, Output: []byte("a\n")}, "exit 0\na\n"},
-		{sandbox.Result{ExitCode: 2}, "exit 2\n(no output)"},
-		{sandbox.Result{TimedOut: true, Duration: 30 * time.Second, Output: []byte("partial")}, "killed: it ran past 30s\npartial"},
-		{sandbox.Result{OutOfMemory: true}, "killed: out of memory\n(no output)"},
-	}
-	for _, tc := range cases {
-		if got := describeRun(tc.res); got != tc.want {
-			t.Errorf("describeRun(%+v) = %q, want %q", tc.res, got, tc.want)
-		}
 	}
 }

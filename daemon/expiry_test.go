@@ -34,7 +34,8 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: `{"path":"a.txt","content":"x"}`}
 	ctx := context.Background()
 	if err := store.ParkApproval(ctx, state.PendingApproval{
-		Turn: "0123456789abcdef", Call: call, Summary: "writes 1 byte to a.txt",
+		Turn: "0123456789abcdef", Kind: state.KindCall, Call: call, Summary: "writes 1 byte to a.txt", Title: "write_file", Digest: "d",
+		Shown: []state.Audience{{Transport: "test", Chat: "owner"}},
 		Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},
 		Transport: "test", Chat: "owner", Created: clk.Now(), Expires: clk.Now().Add(90 * time.Second),
 	}); err != nil {
@@ -69,7 +70,7 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	if closed.Turn != "0123456789abcdef" || closed.Outcome != contracts.ApprovalExpired {
 		t.Errorf("settled %+v, want the request expired", closed)
 	}
-	if !strings.Contains(told.Text, "Nobody answered my request to use write_file") || told.Chat != "owner" {
+	if !strings.Contains(told.Text, "Nobody answered my request (write_file: writes 1 byte to a.txt)") || told.Chat != "owner" {
 		t.Errorf("the owner was told %+v", told)
 	}
 	if parked, err := store.PendingApprovals(ctx); err != nil || len(parked) != 0 {

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -9,63 +8,6 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 )
-
-func TestArbiterAdmitsOneAndCoalescesTheRest(t *testing.T) {
-	var a arbiter
-	adm, now := a.submit("first", Origin{Transport: "cli"})
-	if !now || adm.Text != "first" || adm.CatchUp {
-		t.Fatalf("submit(first) = %+v, %v; want it admitted at once", adm, now)
-	}
-	for i := range 3 {
-		if _, now := a.submit(fmt.Sprintf("m%d", i), Origin{Transport: "tg", Chat: "7"}); now {
-			t.Fatalf("submit(m%d) admitted a second turn while one runs", i)
-		}
-	}
-	next, ok := a.complete()
-	if !ok || next.Text != "m0\nm1\nm2" || !next.CatchUp || next.Origin.Chat != "7" {
-		t.Fatalf("complete() = %+v, %v; want one catch-up turn of all pending texts", next, ok)
-	}
-	if _, now := a.submit("during catch-up", Origin{}); now {
-		t.Fatal("the catch-up turn must hold the slot")
-	}
-	if next, ok := a.complete(); !ok || next.Text != "during catch-up" {
-		t.Fatalf("complete() = %+v, %v", next, ok)
-	}
-	if _, ok := a.complete(); ok {
-		t.Fatal("complete() with nothing pending returned a turn")
-	}
-	if _, now := a.submit("later", Origin{}); !now {
-		t.Fatal("a free arbiter did not admit a message")
-	}
-}
-
-func TestFence(t *testing.T) {
-	var f fence
-	if f.accept("") || f.accept("a") {
-		t.Fatal("a fence with no open turn accepted a result")
-	}
-	f.open("a")
-	if !f.accept("a") || f.accept("b") || f.accept("") {
-		t.Fatal("the fence must accept exactly the open turn")
-	}
-	if !f.close("a") {
-		t.Fatal("close(open turn) = false")
-	}
-	if f.close("a") || f.accept("a") {
-		t.Fatal("closing twice must be a no-op, and a closed turn is refused")
-	}
-	if !f.wasClosed("a") || f.wasClosed("zz") {
-		t.Fatal("wasClosed does not remember the closed turn")
-	}
-	for i := range closedMemory + 1 {
-		id := fmt.Sprint(i)
-		f.open(id)
-		f.close(id)
-	}
-	if f.wasClosed("0") || !f.wasClosed(fmt.Sprint(closedMemory)) {
-		t.Fatal("the closed set is not bounded to the most recent ids")
-	}
-}
 
 func TestPresenceDwellAndDedup(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))

@@ -2,17 +2,17 @@ package daemon
 
 import (
 	"context"
-	"fmt"
 
 	"shelldon/contracts"
+	"shelldon/daemon/turns"
 )
 
 // applyOps applies a turn's proposed ops as the only writer of state. Each
 // op is validated again here (the worker is not trusted to have done it);
 // one bad op is logged and skipped and never stops the others.
-func (c *Core) applyOps(ctx context.Context, turn string, ops []contracts.Op) {
+func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op) {
 	for i, op := range ops {
-		log := c.log.With("turn", turn, "op", i+1)
+		log := c.log.With("turn", t.ID, "op", i+1)
 		if op.Body == nil {
 			log.Warn("skipped an empty op")
 			continue
@@ -22,7 +22,7 @@ func (c *Core) applyOps(ctx context.Context, turn string, ops []contracts.Op) {
 			log.Warn("skipped an invalid op", "err", err)
 			continue
 		}
-		if err := c.applyOp(ctx, turn, op.Body); err != nil {
+		if err := c.applyOp(ctx, t, op.Body); err != nil {
 			log.Warn("skipped an op that could not be applied", "err", err)
 			continue
 		}
@@ -30,7 +30,7 @@ func (c *Core) applyOps(ctx context.Context, turn string, ops []contracts.Op) {
 	}
 }
 
-func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) error {
+func (c *Core) applyOp(ctx context.Context, t *turns.Turn, body contracts.OpBody) error {
 	now := c.clock.Now()
 	switch o := body.(type) {
 	case contracts.Remember:
@@ -38,22 +38,13 @@ func (c *Core) applyOp(ctx context.Context, turn string, body contracts.OpBody) 
 	case contracts.RewriteAbout:
 		return c.store.RewriteAbout(o.Text)
 	case contracts.CaptureLearning:
-		return c.store.AddLearning(ctx, turn, o.Text, o.Tags, now)
+		return c.store.AddLearning(ctx, t.ID, o.Text, o.Tags, now)
 	case contracts.RequestToolApproval:
-		if c.turn == nil || c.turn.id != turn {
-			return fmt.Errorf("turn %s is not running", turn)
-		}
-		return c.park(ctx, c.turn, o)
+		return c.park(ctx, t, o)
 	case contracts.ProposeTool:
-		if c.turn == nil || c.turn.id != turn {
-			return fmt.Errorf("turn %s is not running", turn)
-		}
-		return c.propose(ctx, c.turn, o)
+		return c.propose(ctx, t, o)
 	case contracts.Schedule:
-		if c.turn == nil || c.turn.id != turn {
-			return fmt.Errorf("turn %s is not running", turn)
-		}
-		return c.addSchedule(ctx, c.turn, o)
+		return c.addSchedule(ctx, t, o)
 	case contracts.CancelSchedule:
 		_, err := c.cancelSchedule(ctx, o.ID)
 		return err

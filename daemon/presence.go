@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"errors"
 	"sync"
 	"time"
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/hub"
 )
 
 // presence decides what face and caption core pushes to the panels. A
@@ -83,4 +85,32 @@ func (p *presence) current() contracts.Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
+}
+
+// loadFaces reads the face registry: at start, and after core itself
+// has added a face.
+func (c *Core) loadFaces() {
+	reg, err := c.layout.LoadFaces()
+	if err != nil {
+		c.log.Warn("face registry has bad entries; using the good ones", "err", err)
+	}
+	c.faces = reg
+}
+
+// glyphs resolves a face name to the name shown (the default reply face
+// for an unknown one) and its drawing.
+func (c *Core) glyphs(face string) (string, string) {
+	name, g, _ := c.faces.Resolve(face)
+	return name, g
+}
+
+// pushSnapshot sends the panels what to show.
+func (c *Core) pushSnapshot(s contracts.Snapshot) {
+	env, err := contracts.NewEnvelope(contracts.KindSnapshot, "", s)
+	if err != nil {
+		return
+	}
+	if err := c.hub.Route(env); err != nil && !errors.Is(err, hub.ErrNoRoute) {
+		c.log.Warn("face push failed", "err", err)
+	}
 }

@@ -9,21 +9,23 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/schedule"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
+	"shelldon/daemon/turns"
 )
 
 // KindScheduled is the turns table's kind of a turn the pet started
 // itself; the daily budget counts them.
-const KindScheduled = "scheduled"
+const KindScheduled = turns.KindScheduled
 
 // addSchedule stores a schedule the model proposed, for the turn's owner.
-func (c *Core) addSchedule(ctx context.Context, t *activeTurn, op contracts.Schedule) error {
+func (c *Core) addSchedule(ctx context.Context, t *turns.Turn, op contracts.Schedule) error {
 	now := c.clock.Now()
 	first, every, err := schedule.Plan(op, now, time.Local)
 	if err != nil {
 		return err
 	}
-	origin := t.admission.Origin
+	origin := t.Admission.Origin
 	id, err := c.store.AddSchedule(ctx, state.Scheduled{
 		Text: op.Text, Next: first, Every: every.String(), Transport: origin.Transport, Chat: origin.Chat, Created: now,
 	})
@@ -31,7 +33,7 @@ func (c *Core) addSchedule(ctx context.Context, t *activeTurn, op contracts.Sche
 		return err
 	}
 	c.log.Info("a turn was scheduled", contracts.AuditEvent, contracts.EventSchedule, "decision", "set",
-		"schedule", id, "first", first.Format(time.RFC3339), "every", every.String(), "text", shorten(op.Text, 80))
+		"schedule", id, "first", first.Format(time.RFC3339), "every", every.String(), "text", owner.Shorten(op.Text, 80))
 	c.armScheduler(ctx)
 	return nil
 }
@@ -50,9 +52,9 @@ func (c *Core) cancelSchedule(ctx context.Context, id int64) (state.Scheduled, e
 // armScheduler sets the timer for the earliest due schedule; one already
 // due (core was down at its time) fires at once.
 func (c *Core) armScheduler(ctx context.Context) {
-	if c.dueTimer != nil {
-		c.dueTimer.Stop()
-		c.dueTimer = nil
+	if c.brain.dueTimer != nil {
+		c.brain.dueTimer.Stop()
+		c.brain.dueTimer = nil
 	}
 	next, ok, err := c.store.NextDue(ctx)
 	if err != nil {
@@ -66,10 +68,10 @@ func (c *Core) armScheduler(ctx context.Context) {
 	if wait <= 0 {
 		// Due already (core was down at its time): now, from outside the
 		// loop, which may be the caller.
-		go c.post(event{kind: evDue})
+		go c.onLoop(c.runDue)
 		return
 	}
-	c.dueTimer = c.clock.AfterFunc(wait, func() { c.post(event{kind: evDue}) })
+	c.brain.dueTimer = c.clock.AfterFunc(wait, func() { c.onLoop(c.runDue) })
 }
 
 // runDue starts the turns whose time has come, within the budget. A
@@ -89,7 +91,7 @@ func (c *Core) runDue(ctx context.Context) {
 			c.armScheduler(ctx)
 			return
 		}
-		c.dueTimer = c.clock.AfterFunc(cooling.Sub(now), func() { c.post(event{kind: evDue}) })
+		c.brain.dueTimer = c.clock.AfterFunc(cooling.Sub(now), func() { c.onLoop(c.runDue) })
 	}()
 	for _, sc := range due {
 		log := c.log.With(contracts.AuditEvent, contracts.EventSchedule, "schedule", sc.ID)
@@ -105,19 +107,19 @@ func (c *Core) runDue(ctx context.Context) {
 				cooling = wait
 				return
 			}
-			log.Warn("a scheduled turn was skipped", "decision", "skipped", "why", why, "text", shorten(sc.Text, 80))
-			c.skipped = fmt.Sprintf("at %s I skipped %q: %s", now.Local().Format("15:04"), shorten(sc.Text, 40), why)
+			log.Warn("a scheduled turn was skipped", "decision", "skipped", "why", why, "text", owner.Shorten(sc.Text, 80))
+			c.brain.skipped = fmt.Sprintf("at %s I skipped %q: %s", now.Local().Format("15:04"), owner.Shorten(sc.Text, 40), why)
 			c.advance(ctx, sc, now, false)
 			continue
 		}
-		adm, start := c.arb.submit(sc.Text, Origin{Transport: sc.Transport, Chat: sc.Chat})
+		adm, start := c.turns.Submit(sc.Text, turns.Origin{Transport: sc.Transport, Chat: sc.Chat})
 		c.advance(ctx, sc, now, true)
 		if !start {
 			log.Info("a scheduled turn joined the pending slot", "decision", "coalesced", "turn", c.turnID())
 			continue
 		}
 		adm.Scheduled = true
-		log.Info("starting a scheduled turn", "decision", "started", "text", shorten(sc.Text, 80))
+		log.Info("starting a scheduled turn", "decision", "started", "text", owner.Shorten(sc.Text, 80))
 		c.startTurn(ctx, adm)
 	}
 }
@@ -154,8 +156,8 @@ func (c *Core) budgetReport(ctx context.Context) string {
 		return fmt.Sprintf("Self-driven turns today: unknown (%v).", err)
 	}
 	line := fmt.Sprintf("Self-driven turns today: %d of %d.", spent, c.cfg.Schedule.DailyBudget)
-	if c.skipped != "" {
-		line += " Last skipped: " + c.skipped + "."
+	if c.brain.skipped != "" {
+		line += " Last skipped: " + c.brain.skipped + "."
 	}
 	return line
 }
@@ -181,19 +183,5 @@ func (c *Core) scheduleCommand(ctx context.Context, arg string) string {
 	if err != nil {
 		return fmt.Sprintf("I could not read my schedule: %v", err)
 	}
-	if len(all) == 0 {
-		return "Nothing is scheduled. Ask me for a reminder or a check-in.\n" + c.budgetReport(ctx)
-	}
-	var b strings.Builder
-	b.WriteString("What I will do by myself:")
-	for _, sc := range all {
-		when := sc.Next.Local().Format("Mon 2 Jan 15:04")
-		repeat := "once"
-		if sc.Every != "" {
-			repeat = "every " + sc.Every
-		}
-		fmt.Fprintf(&b, "\n%d. %s (%s): %s", sc.ID, when, repeat, shorten(sc.Text, 80))
-	}
-	b.WriteString("\n/schedule cancel ID drops one.\n" + c.budgetReport(ctx))
-	return b.String()
+	return owner.Schedules(all, c.budgetReport(ctx))
 }

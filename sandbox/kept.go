@@ -80,3 +80,26 @@ func (cs *ChangeSet) Digest() (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// ReadNew returns the new content of the regular file rel as the change
+// set holds it, at most max bytes, never following a link.
+func (cs *ChangeSet) ReadNew(rel string, max int64) ([]byte, error) {
+	upper, err := os.OpenRoot(cs.upper)
+	if err != nil {
+		return nil, fmt.Errorf("read the new %q: %w", rel, err)
+	}
+	defer upper.Close()
+	f, err := upper.OpenFile(rel, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("read the new %q: %w", rel, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read the new %q: %w", rel, err)
+	}
+	if int64(len(data)) > max {
+		return nil, fmt.Errorf("read the new %q: it is over %d bytes", rel, max)
+	}
+	return data, nil
+}

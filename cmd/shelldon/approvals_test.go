@@ -163,6 +163,10 @@ func TestApprovedCommandRunsCaptured(t *testing.T) {
 	}
 	p.waitTurns(1)
 	p.decide(req.Turn, true)
+	// The owner sees exactly what the command changed, then the answer.
+	if r := p.reply(30 * time.Second); r.Text != "Applied to the workspace, from run_shell:\n  created  greeting.txt (6 bytes)" {
+		t.Fatalf("first reply after approve = %q, want the list of what was applied", r.Text)
+	}
 	if r := p.reply(30 * time.Second); r.Text != "Greeting written." {
 		t.Fatalf("reply after approve = %+v", r)
 	}

@@ -28,7 +28,7 @@ import (
 func TestWholePetInAVM(t *testing.T) {
 	vm.Require(t)
 	sandboxImage := imagetest.Image(t) // the guest has no network to build one
-	deb := vm.BuildDeb(t, "amd64")
+	deb := vm.BuildDebWithTestHooks(t, "amd64")
 	model := demomodel.New(
 		// 2. a chat turn; a FREE tool; a RISKY command approved; a git push denied
 		demomodel.Step{Text: "Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited"},
@@ -55,7 +55,7 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{Text: "never heard: core was killed", Delay: 20 * time.Second},
 		demomodel.Step{Text: "back again"},
 	)
-	pet := bootPet(t, sandboxImage, deb, model, true)
+	pet := bootPet(t, sandboxImage, deb, model)
 	guest, api, ctx := pet.guest, pet.api, context.Background()
 	ws := "/var/lib/shelldon/workspace/"
 

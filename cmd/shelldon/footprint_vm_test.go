@@ -36,7 +36,7 @@ func BenchmarkFootprintInVM(b *testing.B) {
 	sandboxImage := imagetest.Image(b)
 	deb := vm.BuildDeb(b, "amd64")
 	for range b.N {
-		measureFootprintInVM(b, bootPet(b, sandboxImage, deb, footprintModel(), false))
+		measureFootprintInVM(b, bootPet(b, sandboxImage, deb, footprintModel()))
 	}
 }
 

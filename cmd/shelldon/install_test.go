@@ -78,7 +78,7 @@ func TestInstalledUnderSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	host.Must(t, "install", "-D", "-m", "0644", configFile, "/etc/shelldon/shelldon.toml")
-	dropIn(t, host, "shelldon.service", "Environment=SHELLDON_STATE_DIR="+state+" SHELLDON_SOCKET="+state+"/bus.sock SHELLDON_TEST_HOOKS=1\nWatchdogSec=3s\nRestartSec=500ms")
+	dropIn(t, host, "shelldon.service", "Environment=SHELLDON_STATE_DIR="+state+" SHELLDON_SOCKET="+state+"/bus.sock\nWatchdogSec=3s\nRestartSec=500ms")
 	dropIn(t, host, "shelldon-broker.service", "Environment=SHELLDON_SOCKET="+state+"/bus.sock")
 	host.Must(t, "systemctl", "daemon-reload")
 
@@ -229,12 +229,12 @@ func waitModelRequests(t *testing.T, host *systemdhost.Host, n int) {
 }
 
 // buildForHost builds one of this module's commands, static, for the
-// test host.
+// test host, with the test hooks (the test wedges core's loop).
 func buildForHost(t *testing.T, command string) string {
 	t.Helper()
 	goTool := testhost.Tool(t, "go", "golang")
 	out := filepath.Join(t.TempDir(), command)
-	build := exec.Command(goTool, "build", "-o", out, "shelldon/cmd/"+command)
+	build := exec.Command(goTool, "build", "-tags", "shelldon_testhooks", "-o", out, "shelldon/cmd/"+command)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if msg, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", command, err, msg)

@@ -218,9 +218,6 @@ func workerArgv(cfg config.Config) ([]string, error) {
 // runCore runs core until ctx is done, starting workers with launcher;
 // ready is called once the bus is up.
 func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, ready func()) error {
-	// Only the tests of an installed service set this: it lets a message
-	// wedge core, to prove that systemd's watchdog restarts it.
-	wedgeHook := os.Getenv("SHELLDON_TEST_HOOKS") == "1"
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -236,7 +233,7 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	}
 	sb, noSandbox := openSandbox(cfg, launcher, log)
 	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify,
-		Sandbox: sb, NoSandbox: noSandbox, WedgeHook: wedgeHook})
+		Sandbox: sb, NoSandbox: noSandbox})
 	if err != nil {
 		return err
 	}
@@ -409,7 +406,6 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 	}
 	log := newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
 	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
-	opts.TestHooks = os.Getenv("SHELLDON_TEST_HOOKS") == "1"
 	return worker.Run(ctx, opts)
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/toolstore"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image/imagetest"
 )
@@ -28,6 +29,20 @@ const greetTest = `from greet import run
 def test_greets():
     assert run(name="owner") == "hello, owner"
 `
+
+// keepTool keeps a tool in the pet's tool store as core does when the
+// owner taps Keep.
+func keepTool(t *testing.T, layout statedir.Layout, m toolstore.Manifest, module, test string) {
+	t.Helper()
+	store, err := toolstore.Open(layout.ToolStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Keep(m, []byte(module), []byte(test)); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // proposal is a reply whose ops block proposes a tool.
 func proposal(t *testing.T, text, name, code, test string) demomodel.Step {
@@ -67,9 +82,10 @@ func TestSelfCodedToolLifecycle(t *testing.T) {
 	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Kept: greet") {
 		t.Fatalf("reply to keeping = %+v", r)
 	}
+	live := filepath.Join(layout.ToolStore(), "live")
 	for _, name := range []string{"greet.py", "test_greet.py", "greet.json"} {
-		if _, err := os.Stat(filepath.Join(layout.Tools(), name)); err != nil {
-			t.Errorf("tools/%s: %v", name, err)
+		if _, err := os.Stat(filepath.Join(live, name)); err != nil {
+			t.Errorf("the tool store's live/%s: %v", name, err)
 		}
 	}
 
@@ -94,8 +110,8 @@ func TestSelfCodedToolLifecycle(t *testing.T) {
 	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "threw shout away") {
 		t.Fatalf("reply to a refusal = %+v", r)
 	}
-	if entries, _ := os.ReadDir(layout.ToolsStaging()); len(entries) != 0 {
-		t.Errorf("tools-staging after a refusal holds %d entries", len(entries))
+	if entries, _ := os.ReadDir(filepath.Join(layout.ToolStore(), "staging")); len(entries) != 0 {
+		t.Errorf("the tool store's staging after a refusal holds %d entries", len(entries))
 	}
 
 	p.waitTurns(3)
@@ -104,7 +120,7 @@ func TestSelfCodedToolLifecycle(t *testing.T) {
 	if r := p.reply(30 * time.Second); !strings.Contains(r.Text, "failed the pytest") {
 		t.Fatalf("report of a failing gate = %+v", r)
 	}
-	if _, err := os.Stat(filepath.Join(layout.Tools(), "broken.json")); err == nil {
+	if _, err := os.Stat(filepath.Join(live, "broken.json")); err == nil {
 		t.Error("a tool that failed the gate went live")
 	}
 }
@@ -119,16 +135,9 @@ func TestFailingToolIsQuarantined(t *testing.T) {
 	model := demomodel.New(boom, demomodel.Step{Text: "It keeps failing."}, demomodel.Step{Text: "ok"})
 	p := newPet(t, model)
 	layout := statedir.Layout{Root: p.cfg.StateDir}
-	files := map[string]string{
-		"boom.py":      "DESCRIPTION = 'fails'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    raise RuntimeError('boom')\n",
-		"test_boom.py": "def test_nothing():\n    pass\n",
-		"boom.json":    `{"name": "boom", "description": "fails", "params_schema": {"type": "object", "properties": {}}}`,
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(layout.Tools(), name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	keepTool(t, layout, toolstore.Manifest{Name: "boom", Description: "fails", Schema: map[string]any{"type": "object", "properties": map[string]any{}}},
+		"DESCRIPTION = 'fails'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    raise RuntimeError('boom')\n",
+		"def test_nothing():\n    pass\n")
 	p.say("try boom")
 	var texts []string
 	for range 2 {
@@ -140,7 +149,7 @@ func TestFailingToolIsQuarantined(t *testing.T) {
 	if got := toolAnswer(p.waitRequests(2), "b1"); !strings.Contains(got, "RuntimeError: boom") {
 		t.Errorf("a failing tool answered %q, want its error", got)
 	}
-	if _, err := os.Stat(filepath.Join(layout.ToolsQuarantine(), "boom.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(layout.ToolStore(), "quarantine", "boom.json")); err != nil {
 		t.Errorf("boom is not in quarantine: %v", err)
 	}
 	p.waitTurns(1)
@@ -158,7 +167,7 @@ func TestFailingToolIsQuarantined(t *testing.T) {
 	if !strings.Contains(out.String(), "boom is back") {
 		t.Errorf("restore printed %q", out.String())
 	}
-	if _, err := os.Stat(filepath.Join(layout.Tools(), "boom.json")); err != nil {
+	if _, err := os.Stat(filepath.Join(layout.ToolStore(), "live", "boom.json")); err != nil {
 		t.Errorf("boom after restore: %v", err)
 	}
 	out.Reset()
@@ -174,10 +183,11 @@ func TestToolsCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"tools", "--state-dir", state}, nil, &out, &strings.Builder{}); err != nil || !strings.Contains(out.String(), "no self-coded tools yet") {
 		t.Fatalf("shelldon tools on an empty pet = %v\n%s", err, out.String())
 	}
+	store := layout.ToolStore()
 	for dir, files := range map[string][]string{
-		layout.Tools():           {"greet.py", "test_greet.py", "greet.json"},
-		layout.ToolsStaging():    {"draft.py", "test_draft.py"},
-		layout.ToolsQuarantine(): {"boom.py", "boom.json"},
+		filepath.Join(store, "live"):          {"greet.py", "test_greet.py", "greet.json"},
+		filepath.Join(store, "staging", "a1"): {"draft.py", "test_draft.py"},
+		filepath.Join(store, "quarantine"):    {"boom.py", "boom.json"},
 	} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			t.Fatal(err)
@@ -192,7 +202,7 @@ func TestToolsCommand(t *testing.T) {
 	if err := run(context.Background(), []string{"tools", "--state-dir", state}, nil, &out, &strings.Builder{}); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"greet  live", "draft  staged", "boom   quarantined"} {
+	for _, want := range []string{"greet  live", "draft  gating", "boom   quarantined"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("shelldon tools printed\n%s\nwant %q", out.String(), want)
 		}

@@ -220,7 +220,7 @@ func TestOwnerCommands(t *testing.T) {
 		{"/start", "Hello! I'm shelldon"},
 		{"/status@shelldon_bot", "Idle, waiting for a message."},
 		{"/status", "Self-driven turns today: 0 of 12."},
-		{"/tools", "Put away after failing: none."},
+		{"/tools", "Put away: none."},
 		{"/pending", "Nothing is waiting for your answer."},
 		{"/schedule", "Nothing is scheduled."},
 		{"/schedule cancel 7", "I could not cancel 7"},

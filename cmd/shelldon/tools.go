@@ -13,12 +13,13 @@ import (
 	"shelldon/daemon"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/toolstore"
 )
 
 const toolsUsage = "usage: shelldon tools [--config FILE] [--state-dir DIR] | shelldon tools restore NAME [--config FILE] [--state-dir DIR]"
 
-// cmdTools lists the pet's self-coded tools: live, waiting in staging,
-// and quarantined, with their strikes. It only reads.
+// cmdTools lists the pet's self-coded tools: live, under their gate, and
+// quarantined, with their strikes. It only reads.
 func cmdTools(ctx context.Context, env *environment, args []string) error {
 	if len(args) > 0 && args[0] == "restore" {
 		return cmdToolsRestore(ctx, env, args[1:])
@@ -38,7 +39,7 @@ func cmdTools(ctx context.Context, env *environment, args []string) error {
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSTATE\tSTRIKES")
-	found := layout.SelfCodedTools()
+	found := toolstore.ListDir(layout.ToolStore())
 	for _, tool := range found {
 		fmt.Fprintf(tw, "%s\t%s\t%d\n", tool.Name, tool.State, strikes[tool.Name])
 	}

@@ -34,8 +34,7 @@ type petInAVM struct {
 // bootPet boots a VM with deb installed and the sandbox image in place,
 // configures the pet to talk to model and to a fresh Bot API server on
 // this machine, enables its services and waits for the bot to connect.
-// testHooks sets SHELLDON_TEST_HOOKS=1 for core and its workers.
-func bootPet(t testing.TB, sandboxImage image.Image, deb string, model http.Handler, testHooks bool) petInAVM {
+func bootPet(t testing.TB, sandboxImage image.Image, deb string, model http.Handler) petInAVM {
 	t.Helper()
 	modelServer := httptest.NewServer(model)
 	t.Cleanup(modelServer.Close)
@@ -66,13 +65,6 @@ display = "png"
 	}
 	if err := guest.WriteFile(ctx, "/etc/shelldon/telegram/token", []byte(botToken+"\n"), 0o600); err != nil {
 		t.Fatal(err)
-	}
-	if testHooks {
-		guest.Must(t, "mkdir", "-p", "/etc/systemd/system/shelldon.service.d")
-		if err := guest.WriteFile(ctx, "/etc/systemd/system/shelldon.service.d/test-hooks.conf", []byte("[Service]\nEnvironment=SHELLDON_TEST_HOOKS=1\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		guest.Must(t, "systemctl", "daemon-reload")
 	}
 	journal := func() string {
 		out, _ := guest.Exec(ctx, "journalctl", "--no-pager", "-o", "short-precise", "-u", "shelldon*", "-u", "shelldon-turn@*", "-u", "shelldon-run@*", "-n", "300")

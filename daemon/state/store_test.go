@@ -60,7 +60,6 @@ func TestOpenPreparesTheDirectory(t *testing.T) {
 		mode os.FileMode
 	}{
 		{l.Root, dirMode}, {l.MemoryDir(), dirMode}, {l.Vault(), vaultMode}, {l.Workspace(), dirMode},
-		{l.Tools(), dirMode}, {l.ToolsStaging(), dirMode}, {l.ToolsQuarantine(), dirMode},
 	}
 	for _, d := range dirs {
 		info, err := os.Stat(d.path)

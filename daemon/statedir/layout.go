@@ -35,14 +35,17 @@ func (l Layout) Vault() string { return filepath.Join(l.Root, "vault") }
 // Workspace is the jail root of the file and shell tools.
 func (l Layout) Workspace() string { return filepath.Join(l.Root, "workspace") }
 
-// Tools holds the promoted self-coded tools.
-func (l Layout) Tools() string { return filepath.Join(l.Workspace(), "tools") }
+// ToolStore holds the self-coded tools, live, under their gate and put
+// away: beside the workspace, never inside it, where no model-driven path
+// writes (package toolstore).
+func (l Layout) ToolStore() string { return filepath.Join(l.Root, "tools") }
 
-// ToolsStaging holds proposed tools while the gate tests them.
-func (l Layout) ToolsStaging() string { return filepath.Join(l.Workspace(), "tools-staging") }
+// Changes holds the change sets of approved commands that wait for the
+// owner's own look before they are applied.
+func (l Layout) Changes() string { return filepath.Join(l.Root, "changes") }
 
-// ToolsQuarantine holds tools that failed too often.
-func (l Layout) ToolsQuarantine() string { return filepath.Join(l.Workspace(), "tools-quarantine") }
+// Runs holds the sandbox's run directories (overlay layers).
+func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 
 // Socket is the bus socket.
 func (l Layout) Socket() string { return filepath.Join(l.Root, "bus.sock") }

@@ -27,9 +27,9 @@ func TestLayoutPaths(t *testing.T) {
 		{"Faces", l.Faces(), "/var/lib/shelldon/faces.json"},
 		{"Vault", l.Vault(), "/var/lib/shelldon/vault"},
 		{"Workspace", l.Workspace(), "/var/lib/shelldon/workspace"},
-		{"Tools", l.Tools(), "/var/lib/shelldon/workspace/tools"},
-		{"ToolsStaging", l.ToolsStaging(), "/var/lib/shelldon/workspace/tools-staging"},
-		{"ToolsQuarantine", l.ToolsQuarantine(), "/var/lib/shelldon/workspace/tools-quarantine"},
+		{"ToolStore", l.ToolStore(), "/var/lib/shelldon/tools"},
+		{"Changes", l.Changes(), "/var/lib/shelldon/changes"},
+		{"Runs", l.Runs(), "/var/lib/shelldon/runs"},
 		{"Socket", l.Socket(), "/var/lib/shelldon/bus.sock"},
 	}
 	for _, tt := range tests {

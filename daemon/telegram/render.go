@@ -224,6 +224,8 @@ func outcomeLine(outcome string, at time.Time, loc *time.Location) string {
 		return "❌ Denied at " + when
 	case contracts.ApprovalExpired:
 		return "⌛ Expired at " + when + ": nothing was done"
+	case contracts.ApprovalReplaced:
+		return "↻ Replaced by a newer request at " + when + ": nothing was done"
 	}
 	return "No longer waiting for an answer"
 }

@@ -247,8 +247,7 @@ func (t writeFile) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("write_file %q: %w", path, err)
 	}
 	note := fmt.Sprintf("writes %d bytes to %s (%s)", len(values["content"]), path, effect)
-	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"],
-		Detail: fmt.Sprintf("write %s:\n%s", path, values["content"])}, nil
+	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"]}, nil
 }
 
 var (
@@ -285,6 +284,5 @@ func (t editFile) Check(args string) (Checked, error) {
 	if !info.Mode().IsRegular() {
 		return Checked{}, fmt.Errorf("edit_file %q: not a regular file", path)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "replaces one piece of " + path, Path: path, Old: values["old"], New: values["new"],
-		Detail: fmt.Sprintf("in %s, replace:\n%s\nwith:\n%s", path, values["old"], values["new"])}, nil
+	return Checked{Tier: contracts.TierRisky, Note: "replaces one piece of " + path, Path: path, Old: values["old"], New: values["new"]}, nil
 }

@@ -3,32 +3,21 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	"shelldon/contracts"
 )
 
-// Manifest describes a promoted self-coded tool; it lies beside the
-// module in the tools directory as <stem>.json.
-type Manifest struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description"`
-	Schema      map[string]any `json:"params_schema"`
-	// SHA256 is the module's hash when it was promoted.
-	SHA256     string `json:"sha256"`
-	PromotedAt string `json:"promoted_at"`
-	PromotedBy string `json:"promoted_by"`
-}
+// SelfCodedMount is where core shows a self-coded tool's verified module
+// inside the sandbox, read-only, for the runner to import.
+const SelfCodedMount = "/run/shelldon/tool"
 
 // runnerScript runs a self-coded tool inside the sandbox: it imports the
-// module from the workspace's tools directory, calls run with the
-// arguments, and insists on a string.
+// module core bound at SelfCodedMount, calls run with the arguments, and
+// insists on a string.
 const runnerScript = `
 import json, sys
-sys.path.insert(0, "/workspace/tools")
+sys.path.insert(0, "` + SelfCodedMount + `")
 stem, args = sys.argv[1], json.loads(sys.argv[2])
 out = __import__(stem).run(**args)
 if not isinstance(out, str):
@@ -37,48 +26,31 @@ if not isinstance(out, str):
 sys.stdout.write(out)
 `
 
-// selfCoded is a promoted tool: FREE, run by core in the sandbox with
-// the workspace read-only and no network.
-type selfCoded struct{ m Manifest }
+// selfCoded is a promoted tool: FREE, run by core in the sandbox with the
+// workspace read-only and no network, from the module core checked.
+type selfCoded struct{ def contracts.ToolDefinition }
 
 func (t selfCoded) Definition() contracts.ToolDefinition {
-	return contracts.ToolDefinition{Name: t.m.Name, Description: t.m.Description + " (a tool the pet wrote itself; it runs sandboxed, without network or writes)",
-		ParamsSchema: t.m.Schema, Tier: contracts.TierFree}
+	d := t.def
+	d.Description += " (a tool the pet wrote itself; it runs sandboxed, without network or writes)"
+	d.Tier = contracts.TierFree
+	if d.ParamsSchema == nil {
+		d.ParamsSchema = map[string]any{"type": "object", "properties": map[string]any{}}
+	}
+	return d
 }
 
 func (t selfCoded) Check(args string) (Checked, error) {
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
-	var fields map[string]any
-	if err := json.Unmarshal([]byte(args), &fields); err != nil {
-		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments: %v", ErrBadArgs, t.m.Name, err)
-	}
 	if len(args) > maxArgsBytes {
 		return Checked{}, fmt.Errorf("%w: the arguments are over %d bytes", ErrBadArgs, maxArgsBytes)
 	}
-	return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"python3", "-c", runnerScript, t.m.Name, args}}, nil
-}
-
-// loadSelfCoded reads the manifests of the promoted tools in dir; a
-// manifest that does not read, or whose name a built-in has, is skipped.
-func loadSelfCoded(dir string, builtin []string) []Tool {
-	paths, _ := filepath.Glob(filepath.Join(dir, "*.json"))
-	var out []Tool
-	for _, p := range paths {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		var m Manifest
-		if json.Unmarshal(data, &m) != nil || m.Name == "" || slices.Contains(builtin, m.Name) ||
-			m.Name+".json" != filepath.Base(p) {
-			continue
-		}
-		if m.Schema == nil {
-			m.Schema = map[string]any{"type": "object", "properties": map[string]any{}}
-		}
-		out = append(out, selfCoded{m: m})
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(args), &fields); err != nil || fields == nil {
+		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
 	}
-	return out
+	return Checked{Tier: contracts.TierFree, Sandboxed: true, SelfCoded: true,
+		Argv: []string{"python3", "-c", runnerScript, t.def.Name, args}}, nil
 }

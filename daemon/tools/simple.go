@@ -3,7 +3,6 @@ package tools
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"shelldon/contracts"
@@ -54,7 +53,7 @@ func (t runShell) Check(args string) (Checked, error) {
 		return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"/bin/sh", "-c", values["command"]}}, nil
 	}
 	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
-		Argv: []string{"/bin/sh", "-c", values["command"]}, Detail: values["command"]}, nil
+		Argv: []string{"/bin/sh", "-c", values["command"]}}, nil
 }
 
 var urlParam = param{name: "url", description: "An absolute http:// or https:// URL, without user name or password.", required: true, maxBytes: 4 << 10}
@@ -76,7 +75,7 @@ func (httpGet) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, fmt.Errorf("http_get %q: %w", values["url"], err)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String(), Detail: u.String()}, nil
+	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String()}, nil
 }
 
 var gitArgsParam = param{name: "args", description: "The git arguments, e.g. \"status --short\" or \"commit -m 'fix parser'\"; a leading \"git\" may be left out. Quoted like a shell, but no shell runs: no pipes, ; or $.", required: true, maxBytes: 4 << 10}
@@ -99,5 +98,5 @@ func (gitTool) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("git %q: %w", values["args"], err)
 	}
 	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
-		Argv: argv, Detail: strings.Join(argv, " ")}, nil
+		Argv: argv}, nil
 }

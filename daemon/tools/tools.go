@@ -56,15 +56,16 @@ type Checked struct {
 	// worker says.
 	Argv []string
 	// Path and Content are an approved write_file's; Path, Old and New an
-	// approved edit_file's.
+	// approved edit_file's. What the owner is shown of them is rendered
+	// by the approval authority, which sees exactly these fields.
 	Path, Content, Old, New string
 	// URL is an approved http_get's.
 	URL string
-	// Detail is exactly what the owner is shown to approve: the command,
-	// the path and the content, the URL, the git command.
-	Detail string
 	// Network means the call reaches the network (git fetch, push, pull).
 	Network bool
+	// SelfCoded marks a call of a self-coded tool: core binds the tool's
+	// verified module at SelfCodedMount for the run.
+	SelfCoded bool
 }
 
 // Local is a FREE tool that runs inside the worker.
@@ -101,11 +102,20 @@ func Builtins(env Env) *Registry {
 	return &Registry{tools: builtin, builtin: names}
 }
 
-// WithSelfCoded adds the promoted self-coded tools whose manifests lie in
-// dir (the workspace's tools directory); built-ins win a name clash.
-func (r *Registry) WithSelfCoded(dir string) *Registry {
-	return &Registry{tools: append(slices.Clip(r.tools), loadSelfCoded(dir, r.builtin)...), builtin: r.builtin}
+// WithSelfCoded adds the self-coded tools core offers, as defined; a
+// definition whose name a built-in has is left out.
+func (r *Registry) WithSelfCoded(defs []contracts.ToolDefinition) *Registry {
+	out := &Registry{tools: slices.Clip(r.tools), builtin: r.builtin}
+	for _, d := range defs {
+		if d.Name != "" && !slices.Contains(r.builtin, d.Name) {
+			out.tools = append(out.tools, selfCoded{def: d})
+		}
+	}
+	return out
 }
+
+// IsBuiltin reports whether name is one of the built-in tools.
+func (r *Registry) IsBuiltin(name string) bool { return slices.Contains(r.builtin, name) }
 
 // BuiltinNames are the names a self-coded tool may not take.
 func (r *Registry) BuiltinNames() []string { return slices.Clone(r.builtin) }

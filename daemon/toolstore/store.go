@@ -15,6 +15,7 @@ import (
 
 	"shelldon/beneath"
 	"shelldon/contracts"
+	"shelldon/daemon/selfcode"
 )
 
 // The store's directories.
@@ -45,6 +46,9 @@ var (
 // stemPattern is what a tool's name looks like: an importable module
 // name, as package selfcode makes them.
 var stemPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
+
+// idPattern is what the name of a staging or run directory looks like.
+var idPattern = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
 
 func checkName(name string) error {
 	if !stemPattern.MatchString(name) || strings.HasPrefix(name, "test_") {
@@ -293,7 +297,7 @@ type Staged struct {
 
 // LiveTestFile is the name, in a staging directory, of the live
 // version's test, which an update must keep.
-const LiveTestFile = "live_test.txt"
+const LiveTestFile = selfcode.LiveTestFile
 
 // Stage writes a proposal into a fresh staging directory: its module and
 // test, and the live version's test when the proposal updates a tool.
@@ -301,7 +305,7 @@ func (s *Store) Stage(id, stem, module, test string) (Staged, error) {
 	if err := checkName(stem); err != nil {
 		return Staged{}, err
 	}
-	if !stemPattern.MatchString(id) {
+	if !idPattern.MatchString(id) {
 		return Staged{}, fmt.Errorf("stage %s: %w: the staging id %q", stem, ErrBadName, id)
 	}
 	st := Staged{Stem: stem, store: s, rel: stagingDir + "/" + id}
@@ -347,7 +351,7 @@ func (s *Store) LiveDigest(name string) string {
 // directory for one run, to be shown read-only to the sandbox: the run
 // imports exactly the bytes that were checked. Done removes it.
 func (s *Store) Prepare(id string, t Tool) (dir string, done func(), err error) {
-	if !stemPattern.MatchString(id) {
+	if !idPattern.MatchString(id) {
 		return "", nil, fmt.Errorf("prepare %s: %w: the run id %q", t.Name, ErrBadName, id)
 	}
 	rel := runDir + "/" + id
@@ -421,4 +425,15 @@ func (s *Store) List() []Listed {
 		out = append(out, Listed{Name: n, State: Quarantined})
 	}
 	return out
+}
+
+// ListDir lists the store in dir without making or changing anything, for
+// a command that only reads; nothing when there is no store.
+func ListDir(dir string) []Listed {
+	root, err := beneath.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	return (&Store{root: root}).List()
 }

@@ -158,7 +158,7 @@ func TestNamesAreChecked(t *testing.T) {
 
 func TestStageAndPrepare(t *testing.T) {
 	s := openStore(t)
-	st, err := s.Stage("a1", "greet", greetModule, greetTest)
+	st, err := s.Stage("92a86a3d6643c6f1", "greet", greetModule, greetTest) // an id as core makes them
 	if err != nil || st.Live != "" {
 		t.Fatalf("Stage of a new tool = %+v, %v", st, err)
 	}

@@ -21,16 +21,9 @@ type Options struct {
 	Socket   string
 	StateDir string
 	MaxFrame int
-	// TestHooks, for the tests of an installed pet only, makes the message
-	// [HogMessage] grow the worker until the kernel kills it, as a leak
-	// would. `shelldon worker` sets it when SHELLDON_TEST_HOOKS=1.
-	TestHooks bool
 	// Logf reports progress; nil discards it.
 	Logf func(format string, args ...any)
 }
-
-// HogMessage makes a worker with [Options.TestHooks] hold ever more memory.
-const HogMessage = "test hook: grow past the memory limit"
 
 // inputTimeout bounds the wait for core's turn input after joining.
 const inputTimeout = 5 * time.Second
@@ -73,10 +66,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
 	}
 
-	if opts.TestHooks && in.Text == HogMessage {
-		logf("turn %s: test hook: growing until the kernel stops this worker", opts.Turn)
-		hog(logf)
-	}
+	testHook(in.Text, logf)
 	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, bridge{
 		complete: func(job contracts.Job) (contracts.Completion, error) {
 			return ask(ctx, conn, frames, opts.Turn, job)
@@ -208,7 +198,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			Scheduled: in.Scheduled,
 		})
 	}
-	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}).WithSelfCoded(layout.Tools())
+	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}).WithSelfCoded(in.SelfCoded)
 	loop := agentLoop{
 		tools:    toolbox,
 		offer:    offered(toolbox, in.Approvals),
@@ -280,21 +270,5 @@ func parked(req contracts.RequestToolApproval) contracts.Result {
 		OK:      true,
 		Payload: fmt.Sprintf("I'd like to use %s: %s. Shall I?", req.Call.Name, req.Summary),
 		Ops:     []contracts.Op{{Body: req}},
-	}
-}
-
-// hog takes memory a mebibyte at a time and writes to every page of it,
-// so that it is resident and counted, until the process is killed.
-func hog(logf func(format string, args ...any)) {
-	var held [][]byte
-	for {
-		b := make([]byte, 1<<20)
-		for i := 0; i < len(b); i += 4096 {
-			b[i] = 1
-		}
-		held = append(held, b)
-		if len(held)%64 == 0 {
-			logf("test hook: holding %d MiB", len(held))
-		}
 	}
 }

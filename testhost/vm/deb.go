@@ -16,6 +16,20 @@ import (
 // what [Options.Debs] boots a guest with.
 func BuildDeb(t testing.TB, arch string) string {
 	t.Helper()
+	return buildDeb(t, arch)
+}
+
+// BuildDebWithTestHooks is BuildDeb of a binary built with the
+// shelldon_testhooks tag, whose core and workers act on the test hooks'
+// messages (a wedged loop, a worker that grows past its memory limit):
+// for the end-to-end tests of faults, never for release.
+func BuildDebWithTestHooks(t testing.TB, arch string) string {
+	t.Helper()
+	return buildDeb(t, arch, "GOFLAGS=-tags=shelldon_testhooks")
+}
+
+func buildDeb(t testing.TB, arch string, env ...string) string {
+	t.Helper()
 	make := testhost.Tool(t, "make", "make")
 	root, err := repositoryRoot()
 	if err != nil {
@@ -24,6 +38,7 @@ func BuildDeb(t testing.TB, arch string) string {
 	dist := t.TempDir()
 	build := exec.Command(make, "deb-"+arch, "DIST="+dist)
 	build.Dir = root
+	build.Env = append(os.Environ(), env...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("make deb-%s: %v\n%s", arch, err, out)
 	}

@@ -1,0 +1,161 @@
+package approved
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"shelldon/daemon/approval"
+	"shelldon/policy"
+	"shelldon/sandbox"
+)
+
+// command runs an approved command in the sandbox over a captured view
+// and then either applies what it changed, or — when policy finds in it
+// what the owner must see first — keeps the change set aside for a
+// request of its own.
+func (r *Runner) command(ctx context.Context, req approval.Request, argv []string, network bool) Result {
+	if r.Sandbox == nil {
+		return Result{Answer: fmt.Sprintf("error: commands cannot run on this pet right now (%v)", r.NoSandbox)}
+	}
+	res, err := r.Sandbox.Run(ctx, sandbox.Spec{Argv: argv, Workspace: r.Workspace, View: sandbox.Captured, Network: network, Turn: req.Key})
+	if err != nil {
+		return Result{Answer: "error: the sandbox could not run it: " + err.Error()}
+	}
+	out := DescribeRun(res)
+	cs := res.Changes
+	if cs == nil || len(cs.Changes) == 0 {
+		cs.Discard()
+		return Result{Answer: out}
+	}
+	risks := policy.ChangeSetRisks(r.fileChanges(cs))
+	if len(risks) == 0 {
+		defer cs.Discard()
+		report := r.apply(cs)
+		return Result{Answer: out + "\n" + report.ForModel(), Applied: &report}
+	}
+	kept, digest, err := r.keep(cs, req, risks)
+	if err != nil {
+		cs.Discard()
+		r.Log.Error("keeping a change set for the owner failed; it was dropped", "turn", req.Key, "err", err)
+		return Result{Answer: out + "\nits changes were dropped: they need the owner's own look, and could not be kept for it: " + err.Error()}
+	}
+	return Result{Kept: kept, KeptDigest: digest, Answer: out + "\nits changes are NOT applied yet: they need the owner's own look (" +
+		strings.Join(risks, "; ") + "), so the owner was asked about them on their own. Tell the owner; do not try another way around."}
+}
+
+// fileChanges is a change set as policy judges it; the new content of
+// the files pytest may read its configuration from is looked at.
+func (r *Runner) fileChanges(cs *sandbox.ChangeSet) []policy.FileChange {
+	out := make([]policy.FileChange, 0, len(cs.Changes))
+	for _, c := range cs.Changes {
+		fc := policy.FileChange{Path: c.Path, Deleted: c.Kind == sandbox.Deleted, Type: c.Type, Size: c.Size, Sparse: c.Sparse, Target: c.Target}
+		switch name := path.Base(c.Path); name {
+		case "pyproject.toml", "tox.ini", "setup.cfg":
+			if !fc.Deleted && c.Type == 0 {
+				content, err := cs.ReadNew(c.Path, 1<<20)
+				// Unreadable, or too big to read: treat it as the
+				// configuration it may be.
+				fc.PytestConfig = err != nil || policy.PytestConfig(name, content)
+			}
+		}
+		out = append(out, fc)
+	}
+	return out
+}
+
+// keep moves a change set that waits for the owner into core's own
+// directory, under a fresh name, and says what to park.
+func (r *Runner) keep(cs *sandbox.ChangeSet, req approval.Request, risks []string) (*approval.ChangeSetPayload, string, error) {
+	name := approval.NewKey()
+	if err := cs.Keep(filepath.Join(r.Kept, name)); err != nil {
+		return nil, "", err
+	}
+	digest, err := cs.Digest()
+	if err != nil {
+		return nil, "", err
+	}
+	return &approval.ChangeSetPayload{Dir: name, Tool: req.Call.Call.Name, Turn: req.Key, Changes: cs.Changes, Risks: risks}, digest, nil
+}
+
+// ApplyKept applies a kept change set the owner let through, if it still
+// is what they were shown: scanned again against the workspace as it is
+// now, it must hash as it did. It is discarded after, applied or not.
+func (r *Runner) ApplyKept(ctx context.Context, req approval.Request) Report {
+	p := req.ChangeSet
+	dir, err := r.keptDir(p.Dir)
+	if err != nil {
+		return Report{Err: err}
+	}
+	cs, err := sandbox.OpenKept(dir, r.Workspace)
+	if err != nil {
+		return Report{Err: fmt.Errorf("the kept changes cannot be read: %w", err)}
+	}
+	defer cs.Discard()
+	digest, err := cs.Digest()
+	if err == nil {
+		err = req.Verify(digest)
+	}
+	if err != nil {
+		return Report{Err: fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)}
+	}
+	g, err := r.openGuard(ctx)
+	if err != nil {
+		return Report{Err: fmt.Errorf("nothing was applied: the workspace's tests could not be read first: %w", err)}
+	}
+	defer g.close()
+	report := r.apply(cs)
+	report.Guard = g.check(ctx)
+	return report
+}
+
+// DiscardKept removes a kept change set the owner turned down, or that
+// expired.
+func (r *Runner) DiscardKept(p *approval.ChangeSetPayload) error {
+	dir, err := r.keptDir(p.Dir)
+	if err != nil {
+		return err
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("discard kept changes: %w", err)
+	}
+	return nil
+}
+
+// keptDir is where a kept change set of the given name lies; the name is
+// one core made, checked as such.
+func (r *Runner) keptDir(name string) (string, error) {
+	if name == "" || strings.ContainsAny(name, "/.\\") {
+		return "", fmt.Errorf("a kept change set named %q is not one of core's", name)
+	}
+	return filepath.Join(r.Kept, name), nil
+}
+
+// apply applies a change set through the jail and reports it.
+func (r *Runner) apply(cs *sandbox.ChangeSet) Report {
+	report, err := cs.Apply(policy.Jail{Root: r.Workspace, Vault: r.Vault})
+	return Report{Applied: report.Applied, Refused: report.Refused, Err: err}
+}
+
+// DescribeRun is a run's answer for the model: how it ended, then its
+// output.
+func DescribeRun(res sandbox.Result) string {
+	var head string
+	switch {
+	case res.TimedOut:
+		head = fmt.Sprintf("killed: it ran past %s", res.Duration.Round(100*time.Millisecond))
+	case res.OutOfMemory:
+		head = "killed: out of memory"
+	default:
+		head = fmt.Sprintf("exit %d", res.ExitCode)
+	}
+	out := res.Text()
+	if strings.TrimSpace(out) == "" {
+		out = "(no output)"
+	}
+	return head + "\n" + out
+}

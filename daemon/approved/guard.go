@@ -1,0 +1,174 @@
+package approved
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+
+	"shelldon/beneath"
+	"shelldon/daemon/selfcode"
+	"shelldon/policy"
+)
+
+// Existing tests are read-only: a change may add tests, but a test
+// function that was there must stay as it was. The comparison is of
+// Python's own syntax trees, read in the sandbox, so that reformatting
+// and comments do not count as changes while a changed assertion does.
+
+// Bounds of the walk for test files: a workspace may be large, and a
+// change must not wait on a walk of all of it.
+const (
+	maxTestFiles   = 500
+	maxWalkEntries = 20000
+	maxTestBytes   = 1 << 20
+)
+
+// skippedDirs are the directories pytest does not look into by default
+// (norecursedirs), besides the hidden ones: a test there is never run, so
+// it holds nothing to guard.
+var skippedDirs = []string{"build", "dist", "node_modules", "venv", "CVS", "_darcs", "{arch}", "__pycache__"}
+
+// guard holds the workspace's tests as they were before a change.
+type guard struct {
+	r     *Runner
+	ws    *beneath.Root
+	files map[string][]byte            // path → content
+	funcs map[string]map[string]string // path → function → tree
+}
+
+// openGuard opens the workspace and reads its tests as they are: their
+// bytes, and their test functions when there is a sandbox to read them in.
+func (r *Runner) openGuard(ctx context.Context) (guard, error) {
+	ws, err := beneath.Open(r.Workspace)
+	if err != nil {
+		return guard{}, fmt.Errorf("open the workspace: %w", err)
+	}
+	g := guard{r: r, ws: ws, files: map[string][]byte{}}
+	for _, rel := range testFiles(ws) {
+		data, err := ws.ReadFile(rel, maxTestBytes)
+		if err != nil {
+			continue // unreadable now: nothing to put back later
+		}
+		g.files[rel] = data
+	}
+	if len(g.files) == 0 || r.Sandbox == nil {
+		return g, nil
+	}
+	g.funcs, err = selfcode.TestTrees(ctx, r.Sandbox, r.Workspace, slices.Sorted(maps.Keys(g.files)))
+	if err != nil {
+		ws.Close()
+		return guard{}, err
+	}
+	return g, nil
+}
+
+func (g guard) close() {
+	if g.ws != nil {
+		g.ws.Close()
+	}
+}
+
+// check compares the test functions after a change with those before,
+// puts back every file whose existing test functions changed or vanished,
+// and says what it put back and why ("" when nothing).
+func (g guard) check(ctx context.Context) string {
+	if len(g.funcs) == 0 {
+		return ""
+	}
+	paths := slices.Sorted(maps.Keys(g.funcs))
+	var present []string
+	for _, p := range paths {
+		if info, err := g.ws.Lstat(p); err == nil && info.Mode().IsRegular() {
+			present = append(present, p)
+		}
+	}
+	after := map[string]map[string]string{}
+	if len(present) > 0 {
+		var err error
+		if after, err = selfcode.TestTrees(ctx, g.r.Sandbox, g.r.Workspace, present); err != nil {
+			g.r.Log.Error("checking the tests after a change", "err", err)
+			return "(the tests could not be checked after the change: " + err.Error() + ")"
+		}
+	}
+	var notes []string
+	for _, p := range paths {
+		if g.funcs[p] == nil {
+			continue // it did not parse before: nothing to hold it to
+		}
+		broken := policy.BrokenTests(g.funcs[p], after[p])
+		if len(broken) == 0 {
+			continue
+		}
+		if err := g.putBack(p); err != nil {
+			notes = append(notes, fmt.Sprintf("could not put %s back (%v); existing tests are read-only", p, err))
+			continue
+		}
+		g.r.Log.Warn("put back rewritten tests", "path", p, "what", strings.Join(broken, ", "))
+		notes = append(notes, fmt.Sprintf("put %s back as it was: existing tests are read-only (%s); you may add new tests", p, strings.Join(broken, ", ")))
+	}
+	return strings.Join(notes, "\n")
+}
+
+// putBack writes a test file as it was, beneath the workspace: a link or
+// a directory put where it was is replaced, never written through.
+func (g guard) putBack(rel string) error {
+	if dir := path.Dir(rel); dir != "." {
+		if err := g.ws.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+	}
+	if info, err := g.ws.Lstat(rel); err == nil && info.IsDir() {
+		if err := g.ws.RemoveAll(rel); err != nil {
+			return err
+		}
+	}
+	return g.ws.WriteFile(rel, g.files[rel], 0o644)
+}
+
+// testFiles lists the workspace's pytest files (test_*.py, *_test.py),
+// relative, walking without following a link and skipping only what
+// pytest skips by default: hidden directories and its norecursedirs.
+func testFiles(ws *beneath.Root) []string {
+	var files []string
+	seen := 0
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		entries, err := ws.ReadDir(dir)
+		if err != nil || depth > 32 {
+			return
+		}
+		for _, e := range entries {
+			seen++
+			if seen > maxWalkEntries || len(files) >= maxTestFiles {
+				return
+			}
+			name := e.Name()
+			rel := path.Join(dir, name)
+			switch {
+			case e.IsDir():
+				if !strings.HasPrefix(name, ".") && !slices.Contains(skippedDirs, name) && !strings.HasSuffix(name, ".egg") {
+					walk(rel, depth+1)
+				}
+			case e.Type().IsRegular() && strings.HasSuffix(name, ".py") && (strings.HasPrefix(name, "test_") || strings.HasSuffix(name, "_test.py")):
+				files = append(files, rel)
+			}
+		}
+	}
+	walk(".", 0)
+	return files
+}
+
+
+// HasTests reports whether the workspace has a test file pytest would
+// run.
+func HasTests(workspace string) bool {
+	ws, err := beneath.Open(workspace)
+	if err != nil {
+		return false
+	}
+	defer ws.Close()
+	return len(testFiles(ws)) > 0
+}

@@ -1,0 +1,174 @@
+package approved
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"shelldon/beneath"
+	"shelldon/contracts"
+	"shelldon/daemon/approval"
+	"shelldon/daemon/fetch"
+	"shelldon/daemon/tools"
+	"shelldon/policy"
+	"shelldon/sandbox"
+)
+
+// Sandbox runs one command in a throwaway container: [sandbox.Sandbox].
+type Sandbox interface {
+	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+}
+
+// Runner carries out approved requests in one workspace.
+type Runner struct {
+	// Workspace is the workspace directory; Vault the secrets directory.
+	Workspace, Vault string
+	// Kept is core's own directory for change sets that wait for the
+	// owner; it must lie on the sandbox's run directory's file system.
+	Kept string
+	// Sandbox runs commands; nil when the host has none, and NoSandbox
+	// says why.
+	Sandbox   Sandbox
+	NoSandbox error
+	// Tools checks an approved call again: the built-in tools.
+	Tools *tools.Registry
+	Log   *slog.Logger
+}
+
+// maxEditBytes caps the file an edit reads.
+const maxEditBytes = 4 << 20
+
+// Result is what carrying out an approved call came to.
+type Result struct {
+	// Answer is what the model is told.
+	Answer string
+	// Applied is what a command changed in the workspace, for the owner
+	// to see; nil when it changed nothing there.
+	Applied *Report
+	// Kept is a change set that needs the owner's own look, with its
+	// digest: the caller parks it as a request of its own.
+	Kept       *approval.ChangeSetPayload
+	KeptDigest string
+	// Changed says nothing ran: what the call would run now is not what
+	// the owner approved.
+	Changed bool
+}
+
+// Call carries out the approved call req: core's own parked copy,
+// checked again now (the workspace may have changed in the hour it
+// waited), and run only if its digest is the one the owner approved.
+func (r *Runner) Call(ctx context.Context, req approval.Request) Result {
+	call := req.Call.Call
+	tool, ok := r.Tools.Lookup(call.Name)
+	if !ok {
+		return Result{Answer: fmt.Sprintf("error: there is no tool %q any more", call.Name)}
+	}
+	checked, err := tool.Check(call.Args)
+	if err == nil && checked.Tier != contracts.TierRisky {
+		err = fmt.Errorf("%s with these arguments no longer needs the owner", call.Name)
+	}
+	if err != nil {
+		return Result{Answer: "error: the approved call no longer passes the checks: " + err.Error()}
+	}
+	if err := req.Verify(approval.CallDigest(call.Name, checked)); err != nil {
+		r.Log.Warn("refused to run an approved call that changed", contracts.AuditEvent, contracts.EventApprovalDecided,
+			"turn", req.Key, "tool", call.Name, "decision", "changed", "err", err)
+		return Result{Changed: true, Answer: "error: nothing ran: what this call would run now is not what the owner approved"}
+	}
+	if call.Name == "http_get" {
+		return Result{Answer: r.fetch(ctx, checked.URL)}
+	}
+	g, err := r.openGuard(ctx)
+	if err != nil {
+		return Result{Answer: "error: could not read the workspace's tests before the change: " + err.Error()}
+	}
+	defer g.close()
+	ws := g.ws
+	var res Result
+	switch call.Name {
+	case "write_file":
+		res.Answer = r.write(ws, checked.Path, func([]byte) ([]byte, error) { return []byte(checked.Content), nil })
+	case "edit_file":
+		res.Answer = r.write(ws, checked.Path, func(old []byte) ([]byte, error) {
+			edited, err := tools.ApplyEdit(string(old), checked.Old, checked.New)
+			return []byte(edited), err
+		})
+	case "run_shell", "git":
+		// Only git's remote verbs get the network; a shell command that
+		// wants it (curl, pip) runs without.
+		network := call.Name == "git" && checked.Network
+		res = r.command(ctx, req, checked.Argv, network)
+	default:
+		return Result{Answer: fmt.Sprintf("error: core does not carry out %s", call.Name)}
+	}
+	if note := g.check(ctx); note != "" {
+		res.Answer += "\n" + note
+		if res.Applied != nil {
+			res.Applied.Guard = note
+		}
+	}
+	return res
+}
+
+// write writes the new content of a workspace file, made from its old
+// content by change, beneath the workspace without following a link.
+func (r *Runner) write(ws *beneath.Root, given string, change func(old []byte) ([]byte, error)) string {
+	rel, err := r.jailed(given)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	old, err := ws.ReadFile(rel, maxEditBytes)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return "error: " + err.Error()
+	}
+	data, err := change(old)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	if dir := path.Dir(rel); dir != "." {
+		if err := ws.MkdirAll(dir, 0o755); err != nil {
+			return "error: " + err.Error()
+		}
+	}
+	if err := ws.WriteFile(rel, data, 0o644); err != nil {
+		return "error: " + err.Error()
+	}
+	return fmt.Sprintf("wrote %d bytes to %s", len(data), given)
+}
+
+// jailed resolves a path the model gave in the jail (the vault, the
+// credential names, the way out are refused) and returns it relative to
+// the workspace, links resolved, for beneath.
+func (r *Runner) jailed(given string) (string, error) {
+	resolved, err := policy.Jail{Root: r.Workspace, Vault: r.Vault}.Resolve(given)
+	if err != nil {
+		return "", err
+	}
+	root, err := filepath.EvalSymlinks(r.Workspace)
+	if err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	}
+	rel, err := filepath.Rel(root, resolved)
+	if err != nil || !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("path %q: %w", given, policy.ErrOutsideWorkspace)
+	}
+	return filepath.ToSlash(rel), nil
+}
+
+// fetch carries out an approved http_get through the guarded client.
+func (r *Runner) fetch(ctx context.Context, url string) string {
+	res, err := fetch.Getter{}.Get(ctx, url)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	body := strings.ToValidUTF8(string(res.Body), "\uFFFD")
+	if res.Truncated {
+		body += "\n[… cut: the body was longer]"
+	}
+	return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, body)
+}

@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"shelldon/contracts"
+	"shelldon/daemon/approval"
+	"shelldon/daemon/approved"
+	"shelldon/daemon/mood"
+	"shelldon/daemon/tools"
+	"shelldon/daemon/turns"
+)
+
+// handleDecision hands the owner's answer to the approval authority,
+// which says what it comes to, and carries that out. A decision comes
+// before the arbiter: one that needs the turn slot while a turn runs is
+// held by the authority and comes back when the turn ends.
+func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
+	d, err := readDecision(env)
+	if err != nil {
+		c.log.Warn("dropped an unreadable decision", "from", env.Sender, "err", err)
+		return
+	}
+	out := c.auth.Decide(ctx, d, approval.Audience{Transport: env.Sender, Chat: d.Chat}, c.turns.Claim)
+	if !c.carryOut(ctx, out) && out.Slot {
+		c.release(ctx)
+	}
+}
+
+// readDecision reads a decision leniently: it needs the turn, and
+// anything but an explicit "approve": true — a missing, misspelt or
+// mistyped answer — counts as a denial.
+func readDecision(env contracts.Envelope) (contracts.Decision, error) {
+	var raw struct {
+		Turn    string          `json:"turn"`
+		Approve json.RawMessage `json:"approve"`
+		Chat    string          `json:"chat"`
+	}
+	if err := json.Unmarshal(env.Body, &raw); err != nil {
+		return contracts.Decision{}, err
+	}
+	if raw.Turn == "" {
+		return contracts.Decision{}, errors.New("a decision without a turn")
+	}
+	return contracts.Decision{Turn: raw.Turn, Chat: raw.Chat, Approve: string(raw.Approve) == "true"}, nil
+}
+
+// carryOut does what a taken decision says, and reports whether it goes
+// on off the loop holding the slot (a call being carried out for its
+// resumed turn, a change set being applied); the caller gives the slot
+// back otherwise, if the decision held it.
+func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
+	if out.Verdict != approval.Approved && out.Verdict != approval.Denied {
+		return false
+	}
+	approve := out.Verdict == approval.Approved
+	req := out.Request
+	switch req.Kind {
+	case approval.Promotion:
+		c.tell(out.From, c.keep(ctx, req, approve, out.From))
+		return false
+	case approval.ChangeSet:
+		if !approve {
+			c.feel(mood.Denied)
+			if err := c.runner.DiscardKept(req.ChangeSet); err != nil {
+				c.log.Error("discarding a change set the owner turned down", "turn", req.Key, "err", err)
+			}
+			c.tell(out.From, fmt.Sprintf("All right, I threw away the changes of %s; the workspace is as it was.", req.ChangeSet.Tool))
+			return false
+		}
+		c.feel(mood.Approved)
+		go func() {
+			report := c.runner.ApplyKept(ctx, req)
+			c.onLoop(func(ctx context.Context) {
+				c.tellEveryChange(req.Origin, fmt.Sprintf("the changes of %s", req.ChangeSet.Tool), &report)
+				c.release(ctx)
+			})
+		}()
+		return true
+	}
+	decision := contracts.ApprovalDenied
+	if approve {
+		decision = contracts.ApprovalApproved
+		c.feel(mood.Approved)
+	} else {
+		c.feel(mood.Denied)
+	}
+	go func() {
+		answer := contracts.DeniedByOwner
+		var res approved.Result
+		if approve {
+			res = c.runner.Call(ctx, req)
+			answer = res.Answer
+		}
+		c.onLoop(func(ctx context.Context) { c.resume(ctx, req, answer, decision, res) })
+	}()
+	return true
+}
+
+// resume tells the owner what the approved call changed (and parks its
+// change set if it needs their own look), then starts the turn that
+// takes the parked conversation up with the answer to its call.
+func (c *Core) resume(ctx context.Context, req approval.Request, answer, decision string, res approved.Result) {
+	call := req.Call.Call
+	if res.Changed {
+		c.tell(req.Origin, fmt.Sprintf("I did not run %s: what it would run now is not what you approved (the workspace changed since?). Ask me again.", call.Name))
+	}
+	if res.Applied != nil {
+		c.tellEveryChange(req.Origin, call.Name, res.Applied)
+	}
+	if res.Kept != nil {
+		c.parkChangeSet(ctx, req, res)
+	}
+	c.startTurn(ctx, turns.Admission{
+		Origin: turns.Origin(req.Origin),
+		Resume: &contracts.Resume{
+			Messages: req.Call.Messages,
+			Answer:   contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: answer},
+		},
+		Preview: fmt.Sprintf("(%s %s)", decision, call.Name),
+	})
+}
+
+// parkChangeSet asks the owner about a change set that needs their own
+// look before it is applied.
+func (c *Core) parkChangeSet(ctx context.Context, call approval.Request, res approved.Result) {
+	r := approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Origin: call.Origin,
+		Shown: approval.RenderChangeSet(*res.Kept), Digest: res.KeptDigest, ChangeSet: res.Kept}
+	if err := c.auth.Park(ctx, r); err != nil {
+		c.log.Error("asking the owner about a change set failed; it was dropped", "turn", call.Key, "err", err)
+		c.runner.DiscardKept(res.Kept)
+		c.tell(call.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
+	}
+}
+
+// checkRisky checks a call as the tools do and accepts only a call that
+// asks.
+func (c *Core) checkRisky(call contracts.ToolCall) (tools.Checked, error) {
+	tool, ok := c.tools.Lookup(call.Name)
+	if !ok {
+		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
+	}
+	checked, err := tool.Check(call.Args)
+	if err != nil {
+		return tools.Checked{}, err
+	}
+	if checked.Tier != contracts.TierRisky {
+		return tools.Checked{}, fmt.Errorf("%s with these arguments does not need the owner", call.Name)
+	}
+	return checked, nil
+}
+
+// park keeps a turn's RISKY call for the owner: core checks the call
+// itself (the worker is not trusted to have), and the authority shows the
+// owner exactly what core's check will run.
+func (c *Core) park(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) error {
+	checked, err := c.checkRisky(req.Call)
+	if err != nil {
+		return err
+	}
+	return c.auth.Park(ctx, approval.Request{
+		Key: t.ID, Kind: approval.Call, Origin: approval.Audience(t.Admission.Origin),
+		Shown: approval.RenderCall(req.Call.Name, checked), Digest: approval.CallDigest(req.Call.Name, checked),
+		Call: &approval.CallPayload{Call: req.Call, Messages: req.Messages},
+	})
+}

@@ -1,0 +1,185 @@
+package owner
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+	"shelldon/daemon/toolstore"
+	"shelldon/daemon/visible"
+)
+
+// Help says what the pet understands.
+func Help(expiry time.Duration) string {
+	var b strings.Builder
+	b.WriteString("I can look at files in my workspace, run harmless commands and write small tools for myself. ")
+	fmt.Fprintf(&b, "Before I change anything I ask you, with Approve and Deny buttons; a request I get no answer to expires after %v.\n\nCommands:\n", expiry)
+	for _, cmd := range contracts.Commands {
+		name := "/" + cmd.Name
+		if cmd.Arg != "" {
+			name += " " + cmd.Arg
+		}
+		fmt.Fprintf(&b, "%s — %s\n", name, cmd.Description)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+// Status is what core knows of itself for /status.
+type Status struct {
+	Now, Started time.Time
+	// Turn is the turn in flight, if any: its id, since when, and what.
+	Turn        string
+	TurnStarted time.Time
+	TurnAbout   string
+	// Pending are the messages waiting for the next turn; Held the
+	// decisions waiting for the turn to end.
+	Pending, Held int
+	Mood, MoodWhy string
+	MoodSince     time.Time
+	// Memory and Budget are lines of their own, already worded.
+	Memory, Budget string
+	// Waiting is how many requests wait for the owner; WaitingErr why
+	// that is unknown.
+	Waiting    int
+	WaitingErr error
+	// Strangers are the ignored senders: how many updates from how many,
+	// and the latest.
+	StrangerUpdates int64
+	StrangerSenders int
+	LatestStranger  *state.Stranger
+	// Turns are the last turns, newest first; TurnsErr why they are
+	// unknown.
+	Turns    []state.TurnRecord
+	TurnsErr error
+}
+
+// StatusReport is the owner's view of the pet now: what it is doing, how
+// it feels, what it uses, what waits for them, and how the last turns
+// went.
+func StatusReport(s Status) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Up %s (since %s).\n", Roughly(s.Now.Sub(s.Started)), s.Started.Local().Format("Jan 2 15:04"))
+	if s.Turn != "" {
+		fmt.Fprintf(&b, "Working on turn %s for %s: %q.\n", s.Turn, Roughly(s.Now.Sub(s.TurnStarted)), visible.Line(Shorten(s.TurnAbout, 60)))
+	} else {
+		b.WriteString("Idle, waiting for a message.\n")
+	}
+	if s.Pending > 0 {
+		fmt.Fprintf(&b, "%d message(s) wait for the next turn.\n", s.Pending)
+	}
+	if s.Held > 0 {
+		fmt.Fprintf(&b, "%d decision(s) wait for the turn to end.\n", s.Held)
+	}
+	fmt.Fprintf(&b, "Mood: %s (%s, since %s).\n", s.Mood, s.MoodWhy, s.MoodSince.Local().Format("15:04"))
+	b.WriteString(s.Memory + "\n")
+	b.WriteString(s.Budget + "\n")
+	switch {
+	case s.WaitingErr != nil:
+		fmt.Fprintf(&b, "Requests waiting for you: unknown (%v).\n", s.WaitingErr)
+	case s.Waiting > 0:
+		fmt.Fprintf(&b, "Requests waiting for you: %d (/pending shows them).\n", s.Waiting)
+	}
+	if s.StrangerUpdates > 0 {
+		fmt.Fprintf(&b, "Ignored %d message(s) from %d stranger(s)", s.StrangerUpdates, s.StrangerSenders)
+		if l := s.LatestStranger; l != nil {
+			fmt.Fprintf(&b, "; the latest from %s user %s at %s", l.Transport, visible.Line(l.Sender), l.Last.Local().Format("Jan 2 15:04"))
+		}
+		b.WriteString(".\n")
+	}
+	switch {
+	case s.TurnsErr != nil:
+		fmt.Fprintf(&b, "Last turns: unknown (%v).", s.TurnsErr)
+		return b.String()
+	case len(s.Turns) == 0:
+		b.WriteString("No turns yet.")
+		return b.String()
+	}
+	b.WriteString("Last turns:")
+	for _, t := range s.Turns {
+		outcome, took := t.Outcome, Roughly(t.Total)
+		if t.Ended.IsZero() {
+			outcome, took = "running", Roughly(s.Now.Sub(t.Started))
+		}
+		fmt.Fprintf(&b, "\n%s %s in %s — %s", t.Started.Local().Format("15:04"), outcome, took, visible.Line(Shorten(t.Preview, 40)))
+	}
+	return b.String()
+}
+
+// Tools lists the tools: built in, self-coded live (with their strikes)
+// and under their gate, waiting for the owner, and put away.
+func Tools(builtin []string, stored []toolstore.Listed, strikes map[string]int, waiting []string) string {
+	byState := map[toolstore.State][]string{}
+	for _, tool := range stored {
+		entry := tool.Name
+		if n := strikes[tool.Name]; n > 0 && tool.State == toolstore.Live {
+			entry += fmt.Sprintf(" (%d strike(s))", n)
+		}
+		byState[tool.State] = append(byState[tool.State], entry)
+	}
+	list := func(names []string) string {
+		if len(names) == 0 {
+			return "none"
+		}
+		return strings.Join(names, ", ")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Built in: %s.\n", list(builtin))
+	fmt.Fprintf(&b, "Written by me, live: %s.\n", list(byState[toolstore.Live]))
+	fmt.Fprintf(&b, "Written by me, being tested: %s.\n", list(byState[toolstore.Gating]))
+	fmt.Fprintf(&b, "Written by me, waiting for your answer: %s.\n", list(waiting))
+	fmt.Fprintf(&b, "Put away: %s.", list(byState[toolstore.Quarantined]))
+	if len(byState[toolstore.Quarantined]) > 0 {
+		b.WriteString(" /restore NAME brings one back.")
+	}
+	return b.String()
+}
+
+// Schedules lists what the pet will do by itself, with the budget line.
+func Schedules(all []state.Scheduled, budget string) string {
+	if len(all) == 0 {
+		return "Nothing is scheduled. Ask me for a reminder or a check-in.\n" + budget
+	}
+	var b strings.Builder
+	b.WriteString("What I will do by myself:")
+	for _, sc := range all {
+		when := sc.Next.Local().Format("Mon 2 Jan 15:04")
+		repeat := "once"
+		if sc.Every != "" {
+			repeat = "every " + sc.Every
+		}
+		fmt.Fprintf(&b, "\n%d. %s (%s): %s", sc.ID, when, repeat, visible.Line(Shorten(sc.Text, 80)))
+	}
+	b.WriteString("\n/schedule cancel ID drops one.\n" + budget)
+	return b.String()
+}
+
+// Roughly rounds a duration for people: seconds under a minute, then
+// minutes, then hours and minutes, then days and hours.
+func Roughly(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	case d < time.Hour:
+		return d.Round(time.Second).String()
+	case d < 24*time.Hour:
+		return d.Round(time.Minute).String()
+	}
+	days := d / (24 * time.Hour)
+	return fmt.Sprintf("%dd%s", days, (d - days*24*time.Hour).Round(time.Hour))
+}
+
+// Shorten cuts s to n characters, with an ellipsis when it cut.
+func Shorten(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n]) + "…"
+}
+
+// MiB says a size in mebibytes.
+func MiB(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

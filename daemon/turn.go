@@ -1,0 +1,352 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/launch"
+	"shelldon/daemon/mood"
+	"shelldon/daemon/owner"
+	"shelldon/daemon/state"
+	"shelldon/daemon/turns"
+	"shelldon/panel/faces"
+)
+
+// DegradeText is the answer of a turn that failed or timed out.
+const DegradeText = "…can't think right now…"
+
+// Turn outcomes core decides, beside the turn machine's own.
+const (
+	OutcomeOK          = "ok"
+	OutcomeFailed      = "failed"       // the worker reported a failure
+	OutcomeTimeout     = turns.OutcomeTimeout
+	OutcomeCrashed     = turns.OutcomeCrashed
+	OutcomeSpawnFailed = "spawn-failed" // no worker could be started
+)
+
+// turnRun is the worker of the turn in flight, and what it reported.
+type turnRun struct {
+	turn   *turns.Turn
+	handle launch.Handle
+	exited chan launch.Exit // the launcher's word that the worker is gone
+	exit   launch.Exit
+	// modelTime and peakRSS are the worker's own figures; joinedAfter is
+	// how long it took from launch to joining the bus.
+	modelTime   time.Duration
+	peakRSS     int64
+	joinedAfter time.Duration
+}
+
+// workerSlot is what the hub needs to admit one turn's worker.
+type workerSlot struct {
+	ready  chan struct{} // closed once handle is set (or the start failed)
+	handle launch.Handle
+	input  contracts.TurnInput
+	sent   bool
+	// launched is when core asked the launcher; joinedAfter is how long
+	// the worker then took to join the bus (a unit's start job included).
+	launched    time.Time
+	joinedAfter time.Duration
+}
+
+// workerTasks bounds a worker's processes and threads where a unit holds
+// it: a Go program needs a handful of threads, a runaway many more.
+const workerTasks = 64
+
+func (c *Core) turnID() string {
+	if t := c.turns.Current(); t != nil {
+		return t.ID
+	}
+	return ""
+}
+
+// startTurn opens a turn in the slot the caller holds: fence, face,
+// worker. Any failure settles the turn and frees the slot, so the next
+// message is never stuck behind a turn that never started.
+func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
+	t := c.turns.Begin(adm)
+	r := &turnRun{turn: t}
+	c.run = r
+	preview := adm.Text
+	if preview == "" {
+		preview = adm.Preview
+	}
+	log := c.log.With("turn", t.ID)
+	log.Info("turn started", contracts.AuditEvent, contracts.EventTurnStart, "kind", adm.Kind(), "chars", len(adm.Text))
+	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", adm.Kind(), t.ID))
+	name, glyphs := c.glyphs(faces.Thinking)
+	c.face.show(name, glyphs, "…")
+	c.announceActivity(t, true)
+	if err := c.store.StartTurn(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview}); err != nil {
+		log.Error("recording the turn's start failed", "err", err)
+	}
+
+	history, err := c.store.RecentHistory(ctx, c.cfg.Turn.HistoryMessages)
+	if err != nil {
+		log.Error("reading history failed; the turn goes on without it", "err", err)
+	}
+	slot := &workerSlot{ready: make(chan struct{}), input: contracts.TurnInput{
+		Turn: t.ID, Text: adm.Text, History: history,
+		Deadline:  t.Started.Add(c.cfg.Timeouts.Worker.Duration),
+		Resume:    adm.Resume,
+		Approvals: true,
+		Mood:      c.brain.mood.Mood,
+		MoodWhy:   c.brain.mood.Why,
+		Scheduled: adm.Scheduled,
+		SelfCoded: c.liveTools(),
+	}}
+	c.mu.Lock()
+	c.starting[t.ID] = slot
+	slot.launched = c.clock.Now()
+	c.mu.Unlock()
+
+	spec := launch.Spec{
+		Turn:        t.ID,
+		Argv:        append(slices.Clone(c.opts.WorkerArgv), "--turn", t.ID, "--socket", c.cfg.Socket, "--state-dir", c.cfg.StateDir),
+		Env:         workerEnv(os.Environ()),
+		Reap:        c.cfg.Timeouts.Reap.Duration,
+		Description: "shelldon turn: " + owner.Shorten(preview, 40),
+		Limits: launch.Limits{
+			Data:       int64(c.cfg.Worker.MemoryLimit),
+			CPUSeconds: c.cfg.Worker.CPUSeconds,
+			OpenFiles:  c.cfg.Worker.OpenFiles,
+			// Where a unit holds the worker, its cgroup bounds it too.
+			Memory:   int64(c.cfg.Worker.MemoryLimit),
+			CPUQuota: time.Second,
+			Tasks:    workerTasks,
+		},
+	}
+	handle, err := c.opts.Launcher.Start(ctx, spec)
+	c.mu.Lock()
+	slot.handle = handle
+	close(slot.ready)
+	if err != nil {
+		delete(c.starting, t.ID)
+	}
+	c.mu.Unlock()
+	if err != nil {
+		log.Error("starting the worker failed", "launcher", c.opts.Launcher.Name(), "err", err)
+		c.turns.Settle(t, OutcomeSpawnFailed, err.Error())
+		c.turns.Gone(t)
+		c.answerDegraded(t)
+		c.finish(ctx, c.turns.Finished())
+		return
+	}
+	r.handle, r.exited = handle, make(chan launch.Exit, 1)
+	if err := c.store.SetTurnWorker(ctx, t.ID, handle.PID()); err != nil {
+		log.Error("recording the worker's pid failed", "err", err)
+	}
+	go func() {
+		exit := <-handle.Done()
+		r.exited <- exit
+		c.onLoop(func(ctx context.Context) { c.workerExited(ctx, r, exit) })
+	}()
+}
+
+// workerExited takes the launcher's word that a turn's worker is gone.
+func (c *Core) workerExited(ctx context.Context, r *turnRun, exit launch.Exit) {
+	r.exit = exit
+	c.log.Info("worker gone", "turn", r.turn.ID, "result", exit.Result, "code", exit.Code, "ran", exit.Duration.Round(time.Millisecond))
+	c.mu.Lock()
+	slot := c.starting[r.turn.ID]
+	delete(c.starting, r.turn.ID)
+	c.mu.Unlock()
+	if slot != nil {
+		r.joinedAfter = slot.joinedAfter
+	}
+	c.turnEvent(ctx, turns.Event{Kind: turns.Exited, Turn: r.turn.ID})
+	if slot != nil && !slot.sent {
+		// It never joined, so no frame of its can be on the way.
+		c.turnEvent(ctx, turns.Event{Kind: turns.Left, Turn: r.turn.ID})
+	}
+}
+
+// turnEvent does what the turn machine says an event calls for.
+func (c *Core) turnEvent(ctx context.Context, ev turns.Event) {
+	step := c.turns.On(ev)
+	if step.Degrade == OutcomeCrashed && c.run != nil {
+		// The machine knows that the worker is gone; core knows how.
+		c.run.turn.Err = fmt.Sprintf("worker ended without a result (%s %d)", c.run.exit.Result, c.run.exit.Code)
+	}
+	if step.Degrade != "" {
+		c.log.Warn("turn ended without a result; degrading", "turn", ev.Turn, "why", c.run.turn.Err)
+		c.answerDegraded(c.run.turn)
+	}
+	if step.Kill && c.run != nil && c.run.handle != nil {
+		c.run.handle.Kill()
+	}
+	if ev.Kind == turns.Abandon && step.Finished != nil {
+		c.log.Error("the worker would not die; freeing the turn slot without it", "turn", ev.Turn, "pid", c.run.handle.PID())
+	}
+	c.finish(ctx, step.Finished)
+}
+
+// handleResult takes a worker's result through the fence.
+func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
+	t, err := c.turns.Accept(env.Turn)
+	if err != nil {
+		c.log.Warn("result fenced out", "turn", env.Turn, "why", err)
+		return
+	}
+	r := c.run
+	var res contracts.Result
+	if err := env.Decode(&res); err != nil {
+		t.Outcome, t.Err = OutcomeFailed, err.Error()
+		c.answerDegraded(t)
+		c.finish(ctx, c.turns.Finished())
+		return
+	}
+	r.modelTime, r.peakRSS = res.ModelTime, res.PeakRSS
+	log := c.log.With("turn", t.ID)
+	for _, n := range res.Notes {
+		log.Warn("worker note", "note", n)
+	}
+	if !res.OK {
+		log.Warn("worker reported failure", "err", res.Error)
+		t.Outcome, t.Err = OutcomeFailed, res.Error
+		c.answerDegraded(t)
+		c.finish(ctx, c.turns.Finished())
+		return
+	}
+	// Reply and react first: the owner never waits on a memory write, and
+	// a failed write never blocks the reply.
+	c.replyTo(t.Admission.Origin, contracts.Outbound{Text: res.Payload, Turn: t.ID})
+	name, glyphs := c.glyphs(res.Face)
+	c.face.react(name, glyphs, res.Thought)
+	c.feel(mood.TurnOK)
+	c.applyOps(ctx, t, res.Ops)
+	c.recordExchange(ctx, t, res.Payload)
+	t.Outcome = OutcomeOK
+	c.finish(ctx, c.turns.Finished())
+}
+
+// answerDegraded answers a turn that failed: the degrade reply and face.
+func (c *Core) answerDegraded(t *turns.Turn) {
+	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
+	c.replyTo(t.Admission.Origin, contracts.Outbound{Text: DegradeText, Turn: t.ID, Degraded: true})
+	name, glyphs := c.glyphs(faces.CantThink)
+	c.face.react(name, glyphs, "can't think")
+	c.feel(mood.TurnFailed)
+	// The owner's words stay in the history, so the next turn knows what
+	// was asked even though this one could not answer.
+	if t.Admission.Text != "" {
+		if err := c.store.AppendHistory(context.Background(), t.ID, contracts.ChatUser, t.Admission.Text, t.Started); err != nil {
+			c.log.Error("recording history failed", "turn", t.ID, "err", err)
+		}
+	}
+}
+
+// finish records a turn that is over and hands the slot on; nil means
+// the turn is not over yet.
+func (c *Core) finish(ctx context.Context, t *turns.Turn) {
+	if t == nil {
+		return
+	}
+	r := c.run
+	c.run = nil
+	c.recordTurn(r, t.Outcome, t.Err)
+	c.face.refresh() // one more turn today
+	c.announceActivity(t, false)
+	// The reaction holds the screen for its dwell; then the mood's face.
+	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.showMood() }) })
+	c.release(ctx)
+	if c.turns.Current() == nil && c.returning.CompareAndSwap(false, true) {
+		// Idle until the next message, perhaps for hours: the garbage of
+		// the turn goes back to the kernel now rather than at the
+		// runtime's own pace, since on a 416 MB board every resident MB
+		// counts. Off the loop, so that a message arriving meanwhile
+		// does not wait for the collection.
+		go func() {
+			defer c.returning.Store(false)
+			debug.FreeOSMemory()
+		}()
+	}
+}
+
+// release hands the slot on: to a decision held during the turn if one
+// is waiting (it came first), else to the catch-up turn of what arrived
+// meanwhile, else it is free for the next message.
+func (c *Core) release(ctx context.Context) {
+	for {
+		out, ok := c.auth.Held(ctx)
+		if !ok {
+			break
+		}
+		if c.carryOut(ctx, out) {
+			return // the decision holds the slot until it is done
+		}
+	}
+	if next, ok := c.turns.Release(); ok {
+		c.startTurn(ctx, next)
+	}
+}
+
+// announceActivity tells the turn's transport that it started or ended,
+// so the owner sees the pet is busy (Telegram's "typing…").
+func (c *Core) announceActivity(t *turns.Turn, busy bool) {
+	from := t.Admission.Origin
+	env, err := contracts.NewEnvelope(contracts.KindActivity, t.ID, contracts.Activity{Chat: from.Chat, Turn: t.ID, Busy: busy})
+	if err != nil || from.Transport == "" {
+		return
+	}
+	env.To = from.Transport
+	// A transport that has gone misses a typing hint, nothing more.
+	_ = c.hub.Route(env)
+}
+
+// recordTurn writes how a turn ended, with its worker's figures.
+func (c *Core) recordTurn(r *turnRun, outcome, reason string) {
+	end := c.clock.Now()
+	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{
+		ID: r.turn.ID, Ended: end, Outcome: outcome, Error: reason, ModelTime: r.modelTime,
+		WorkerPeak: max(r.peakRSS, r.exit.MemoryPeak), WorkerCPU: r.exit.CPUTime, WorkerExit: r.exit.Result,
+		WorkerJoin: r.joinedAfter,
+	}); err != nil {
+		c.log.Error("recording the turn's end failed", "turn", r.turn.ID, "err", err)
+	}
+	c.log.Info("turn finished", contracts.AuditEvent, contracts.EventTurnEnd, "turn", r.turn.ID, "outcome", outcome,
+		"took", end.Sub(r.turn.Started).Round(time.Millisecond), "model", r.modelTime.Round(time.Millisecond))
+	c.opts.Notify.Status(fmt.Sprintf("waiting for a message (turn %s: %s)", r.turn.ID, outcome))
+}
+
+func (c *Core) recordExchange(ctx context.Context, t *turns.Turn, payload string) {
+	for _, m := range []struct{ role, text string }{{contracts.ChatUser, t.Admission.Text}, {contracts.ChatAssistant, payload}} {
+		if m.text == "" {
+			continue // a resumed turn has no words of the owner's
+		}
+		if err := c.store.AppendHistory(ctx, t.ID, m.role, m.text, c.clock.Now()); err != nil {
+			c.log.Error("recording history failed", "turn", t.ID, "err", err)
+		}
+	}
+}
+
+// workerEnvKeep are the variables a worker inherits from core. Everything
+// else stays behind: the worker holds nothing but what core sends it, and
+// core's environment may carry a provider key in development
+// (SHELLDON_PROVIDER_KEY) or a credentials directory.
+var workerEnvKeep = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "GODEBUG", "GOMAXPROCS", "GOMEMLIMIT", "GOGC"}
+
+// workerEnvTestPrefix lets the tests' re-executed test binary know it is
+// to act as shelldon; it carries no secret.
+const workerEnvTestPrefix = "SHELLDON_TEST_"
+
+func workerEnv(environ []string) []string {
+	var out []string
+	for _, kv := range environ {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(workerEnvKeep, name) || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, workerEnvTestPrefix) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// errNoTurn is an op's error when its turn is not the one in flight.
+var errNoTurn = errors.New("the turn is not running")

@@ -1,0 +1,24 @@
+//go:build shelldon_testhooks
+
+package worker
+
+// testHook acts on a test hook's message.
+func testHook(text string, logf func(format string, args ...any)) {
+	if text != HogMessage {
+		return
+	}
+	logf("test hook: growing until the kernel stops this worker")
+	var held [][]byte
+	for {
+		// A mebibyte at a time, every page written, so that it is
+		// resident and counted.
+		b := make([]byte, 1<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		held = append(held, b)
+		if len(held)%64 == 0 {
+			logf("test hook: holding %d MiB", len(held))
+		}
+	}
+}
