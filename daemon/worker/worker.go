@@ -13,6 +13,7 @@ import (
 	"shelldon/daemon/procmem"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/tools"
+	"shelldon/daemon/visible"
 )
 
 // Options say which turn to serve and where.
@@ -268,7 +269,9 @@ func offered(r *tools.Registry, approvals bool) []contracts.ToolDefinition {
 func parked(req contracts.RequestToolApproval) contracts.Result {
 	return contracts.Result{
 		OK:      true,
-		Payload: fmt.Sprintf("I'd like to use %s: %s. Shall I?", req.Call.Name, req.Summary),
+		// The note is the policy's words about what the model chose, a
+		// path among them: shown as the text it is.
+		Payload: fmt.Sprintf("I'd like to use %s: %s. Shall I?", visible.Line(req.Call.Name), visible.Line(req.Summary)),
 		Ops:     []contracts.Op{{Body: req}},
 	}
 }
