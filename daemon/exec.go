@@ -9,8 +9,8 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/mood"
-	"shelldon/daemon/toolstore"
 	"shelldon/daemon/tools"
+	"shelldon/daemon/toolstore"
 	"shelldon/sandbox"
 )
 

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/schedule"
 	"shelldon/daemon/owner"
+	"shelldon/daemon/schedule"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
 )

@@ -25,7 +25,7 @@ const DegradeText = "…can't think right now…"
 // Turn outcomes core decides, beside the turn machine's own.
 const (
 	OutcomeOK          = "ok"
-	OutcomeFailed      = "failed"       // the worker reported a failure
+	OutcomeFailed      = "failed" // the worker reported a failure
 	OutcomeTimeout     = turns.OutcomeTimeout
 	OutcomeCrashed     = turns.OutcomeCrashed
 	OutcomeSpawnFailed = "spawn-failed" // no worker could be started

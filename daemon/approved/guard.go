@@ -161,7 +161,6 @@ func testFiles(ws *beneath.Root) []string {
 	return files
 }
 
-
 // HasTests reports whether the workspace has a test file pytest would
 // run.
 func HasTests(workspace string) bool {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-		"shelldon/sandbox"
+	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 )
 

@@ -268,7 +268,7 @@ func offered(r *tools.Registry, approvals bool) []contracts.ToolDefinition {
 // says what the pet wants to do, and the op that parks the call.
 func parked(req contracts.RequestToolApproval) contracts.Result {
 	return contracts.Result{
-		OK:      true,
+		OK: true,
 		// The note is the policy's words about what the model chose, a
 		// path among them: shown as the text it is.
 		Payload: fmt.Sprintf("I'd like to use %s: %s. Shall I?", visible.Line(req.Call.Name), visible.Line(req.Summary)),
