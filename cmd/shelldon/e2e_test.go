@@ -107,7 +107,7 @@ func TestWholePetInAVM(t *testing.T) {
 		tap(api, keep, "Approve")
 		api.WaitMessage(t, ownerID, textHas("Kept: greet"))
 		for _, name := range []string{"greet.py", "test_greet.py", "greet.json"} {
-			guest.Must(t, "test", "-f", ws+"tools/"+name)
+			guest.Must(t, "test", "-f", "/var/lib/shelldon/tools/live/"+name)
 		}
 		api.SendText(ownerID, "greet me")
 		api.WaitMessage(t, ownerID, textHas("It says hello."))
