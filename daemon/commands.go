@@ -42,17 +42,17 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string)
 	case "pending":
 		answer = c.showPending(ctx, from)
 	case "schedule":
-		answer = c.scheduleCommand(ctx, arg)
+		answer = c.brain.command(ctx, arg)
 	case strings.TrimPrefix(RestoreCommand, "/"):
 		answer = "Which tool? Say /restore NAME; /tools lists the ones I put away."
 		if arg != "" {
-			answer = c.restoreTool(ctx, arg)
+			answer = c.keeper.restore(ctx, arg)
 		}
 	default:
 		answer = fmt.Sprintf("I don't know /%s. /help lists what I understand.", name)
 	}
 	c.log.Info("owner command", "command", name, "from", from.Transport)
-	c.replyTo(from, contracts.Outbound{Text: answer})
+	c.say.reply(from, contracts.Outbound{Text: answer})
 	return true
 }
 
@@ -61,7 +61,7 @@ func (c *Core) statusFacts(ctx context.Context) owner.Status {
 	s := owner.Status{
 		Now: c.clock.Now(), Started: c.started, Pending: c.turns.Pending(), Held: c.auth.HeldCount(),
 		Mood: c.brain.mood.Mood, MoodWhy: c.brain.mood.Why, MoodSince: c.brain.mood.Since,
-		Memory: memoryReport(), Budget: c.budgetReport(ctx),
+		Memory: memoryReport(), Budget: c.brain.budgetReport(ctx),
 	}
 	if t := c.turns.Current(); t != nil {
 		s.Turn, s.TurnStarted, s.TurnAbout = t.ID, t.Started, t.Admission.Text+t.Admission.Preview
@@ -134,7 +134,7 @@ func (c *Core) toolReport(ctx context.Context) string {
 			}
 		}
 	}
-	return owner.Tools(c.tools.BuiltinNames(), c.store2.List(), strikes, waiting)
+	return owner.Tools(c.tools.BuiltinNames(), c.keeper.tools.List(), strikes, waiting)
 }
 
 // showPending shows every waiting request again, with its buttons, where

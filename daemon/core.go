@@ -7,12 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"shelldon/beneath"
 	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
@@ -27,7 +24,6 @@ import (
 	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/turns"
-	"shelldon/panel/faces"
 	"shelldon/sandbox"
 )
 
@@ -57,7 +53,7 @@ type Sandbox interface {
 // Core routes: the bus's envelopes, the turn machine's steps, the owner's
 // decisions and commands, and the brain's ticks each go to the part that
 // owns them. One goroutine, the loop, owns every part, so none needs a
-// lock.
+// lock; the parts hand work done off the loop back to it with onLoop.
 type Core struct {
 	opts   Options
 	cfg    config.Config
@@ -73,23 +69,19 @@ type Core struct {
 	hub     *hub.Hub
 	// returning is set while an idle core gives memory back to the kernel.
 	returning atomic.Bool
-	face      *presence
 	started   time.Time
 
-	// Owned by the loop.
-	faces  faces.Registry
-	tools  *tools.Registry // the built-in tools
-	turns  *turns.Machine
-	run    *turnRun // the worker of the turn in flight
+	// The parts, owned by the loop.
+	say    *messenger     // to the owner's transports and the panels
+	face   *presence      // what the panels show
+	turns  *turns.Machine // one turn at a time
+	run    *turnRun       // the worker of the turn in flight
+	slots  *workerSlots   // shared with the hub: the workers being admitted
 	auth   *approval.Authority
 	runner *approved.Runner
-	store2 *toolstore.Store
-	brain  brain
-
-	// Shared with the hub's goroutines, which admit workers and hand them
-	// their input.
-	mu       sync.Mutex
-	starting map[string]*workerSlot
+	keeper *keeper
+	brain  *brain
+	tools  *tools.Registry // the built-in tools
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -106,27 +98,38 @@ func New(opts Options) (*Core, error) {
 	layout := statedir.Layout{Root: opts.Config.StateDir}
 	c := &Core{
 		opts: opts, cfg: opts.Config, layout: layout, store: opts.Store, log: opts.Log, clock: opts.Clock,
-		inbox:    make(chan contracts.Envelope, 1024),
-		work:     make(chan func(context.Context), 64),
-		probes:   make(chan chan struct{}),
-		stopped:  make(chan struct{}),
-		starting: map[string]*workerSlot{},
+		inbox:   make(chan contracts.Envelope, 1024),
+		work:    make(chan func(context.Context), 64),
+		probes:  make(chan chan struct{}),
+		stopped: make(chan struct{}),
+		slots:   &workerSlots{clock: opts.Clock},
 	}
-	if err := c.brain.init(opts.Config); err != nil {
-		return nil, fmt.Errorf("new core: %w", err)
-	}
-	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.pushSnapshot, status: c.panelStatus}
+	c.say = &messenger{clock: c.clock, log: c.log}
+	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
-	c.auth = approval.New(approval.Config{Store: c.store, Notify: notifier{c}, Clock: c.clock,
+	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
 		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, Log: c.log})
+	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
-		Sandbox: opts.Sandbox, NoSandbox: opts.NoSandbox, Tools: c.tools, Log: c.log}
-	if opts.Sandbox == nil {
-		c.runner.Sandbox = nil // an interface holding a nil pointer is not nil
+		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Log: c.log}
+	c.brain = &brain{store: c.store, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
+		onScreen: func() bool { return c.turns.Current() != nil },
+		start: func(ctx context.Context, text string, from turns.Origin) bool {
+			adm, now := c.turns.Submit(text, from)
+			if now {
+				adm.Scheduled = true
+				c.startTurn(ctx, adm)
+			}
+			return now
+		}}
+	if err := c.brain.init(opts.Config); err != nil {
+		return nil, fmt.Errorf("new core: %w", err)
 	}
+	c.keeper = &keeper{state: c.store, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
+		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop}
 	return c, nil
 }
 
@@ -141,7 +144,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		return fmt.Errorf("start core: %w", err)
 	}
 	defer tools.Close()
-	c.store2 = tools
+	c.keeper.tools = tools
 	logf := func(format string, args ...any) { c.log.Info(fmt.Sprintf(format, args...)) }
 	h, err := hub.Listen(c.cfg.Socket, hub.Config{
 		QueueLength: c.cfg.Bus.QueueLength,
@@ -151,7 +154,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 			Brokers:    hub.LookupUIDs("bus.broker_users", c.cfg.Bus.BrokerUsers, logf),
 			Transports: hub.LookupUIDs("bus.transport_users", c.cfg.Bus.TransportUsers, logf),
 		},
-		VerifyWorker: c.verifyWorker,
+		VerifyWorker: c.slots.verify,
 		Core:         c.inbox,
 		OnJoin:       c.onJoin,
 		OnLeave:      c.onLeave,
@@ -164,7 +167,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("start core: %w", err)
 	}
-	c.hub = h
+	c.hub, c.say.hub = h, h
 	c.started = c.clock.Now()
 	if n := c.store.Recovered(); n > 0 {
 		c.log.Warn("turns left running by an earlier core were marked interrupted", "count", n)
@@ -175,8 +178,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	go func() { served <- h.Serve(ctx) }()
 	c.loadFaces()
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
-	c.loadMood(ctx)
-	c.showMood()
+	c.brain.load(ctx)
 	if ready != nil {
 		ready()
 	}
@@ -186,8 +188,8 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	// After a pause, so that the transports have rejoined a restarted
 	// core before it tells the owner anything.
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.tidyUp) })
-	c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.onLoop(c.moodTick) })
-	c.armScheduler(ctx)
+	c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.onLoop(c.brain.tick) })
+	c.brain.arm(ctx)
 	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(ctx)
 	c.opts.Notify.Stopping()
@@ -208,7 +210,7 @@ func (c *Core) loop(ctx context.Context) {
 		case fn := <-c.work:
 			fn(ctx)
 		case ev := <-c.brain.feelings:
-			c.moodTo(ctx, c.brain.mood.On(ev, c.clock.Now(), c.brain.cfg))
+			c.brain.felt(ctx, ev)
 		case reply := <-c.probes:
 			close(reply)
 		}
@@ -260,7 +262,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		if c.ownerCommand(ctx, from, in.Text) {
 			return
 		}
-		c.feel(mood.OwnerMessage)
+		c.brain.feel(mood.OwnerMessage)
 		if adm, now := c.turns.Submit(in.Text, from); now {
 			c.startTurn(ctx, adm)
 			return
@@ -301,13 +303,11 @@ func (c *Core) onJoin(p *hub.Peer) {
 	var err error
 	switch p.Hello.Role {
 	case contracts.RoleWorker:
-		c.mu.Lock()
-		slot := c.starting[p.Hello.Turn]
-		c.mu.Unlock()
-		if slot == nil {
+		input, ok := c.slots.input(p.Hello.Turn)
+		if !ok {
 			return
 		}
-		env, err = contracts.NewEnvelope(contracts.KindTurnInput, p.Hello.Turn, slot.input)
+		env, err = contracts.NewEnvelope(contracts.KindTurnInput, p.Hello.Turn, input)
 	case contracts.RolePanel:
 		env, err = contracts.NewEnvelope(contracts.KindSnapshot, "", c.face.current())
 	default:
@@ -328,12 +328,9 @@ const expiryCheck = time.Minute
 // tidyUp, a minute after start, deals with what an earlier core or an
 // older shelldon left, then starts the expiry checks.
 func (c *Core) tidyUp(ctx context.Context) {
-	if err := c.store2.Sweep(); err != nil {
-		c.log.Warn("clearing the tool store's leftovers", "err", err)
-	}
-	c.adoptLegacyTools()
+	c.keeper.tidy(c.layout.Workspace())
 	c.auth.Renew(ctx, func(p approval.CallPayload) (approval.Shown, string, error) {
-		checked, err := c.checkRisky(p.Call)
+		checked, err := checkRisky(c.tools, p.Call)
 		if err != nil {
 			return approval.Shown{}, "", err
 		}
@@ -347,7 +344,7 @@ func (c *Core) tidyUp(ctx context.Context) {
 // a minute later.
 func (c *Core) expire(ctx context.Context) {
 	for _, r := range c.auth.Expire(ctx) {
-		c.feel(mood.Expired)
+		c.brain.feel(mood.Expired)
 		if r.Kind == approval.ChangeSet {
 			if err := c.runner.DiscardKept(r.ChangeSet); err != nil {
 				c.log.Error("discarding an expired change set", "turn", r.Key, "err", err)
@@ -356,27 +353,6 @@ func (c *Core) expire(ctx context.Context) {
 	}
 	c.face.refresh() // the status strip's memory figure moves between turns
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
-}
-
-// adoptLegacyTools moves the tools an older shelldon kept in the
-// workspace, where the model's commands could write them, into
-// quarantine, and tells the owner.
-func (c *Core) adoptLegacyTools() {
-	ws, err := beneath.Open(c.layout.Workspace())
-	if err != nil {
-		return
-	}
-	defer ws.Close()
-	adopted, err := c.store2.AdoptLegacy(ws, c.clock.Now())
-	if err != nil {
-		c.log.Warn("adopting the tools of an older shelldon", "err", err)
-	}
-	if len(adopted) == 0 {
-		return
-	}
-	c.log.Warn("put the tools an older shelldon kept in the workspace into quarantine", contracts.AuditEvent, contracts.EventQuarantine, "tools", adopted)
-	c.tellEveryone(fmt.Sprintf("After an upgrade I put my tools %s away: they were kept in my workspace, where commands could change them. "+
-		"Check them (shelldon tools), and /restore NAME brings back the ones you trust.", strings.Join(adopted, ", ")))
 }
 
 // dropOrphanChanges removes kept change sets no request waits for (a
@@ -421,31 +397,12 @@ func (c *Core) shutdown() {
 	}
 }
 
-// verifyWorker admits a worker the hub's Access let in only if it is a
-// process of the turn it names, and that turn is the one being started.
-func (c *Core) verifyWorker(hello contracts.Hello, cred hub.Cred) error {
-	c.mu.Lock()
-	slot := c.starting[hello.Turn]
-	c.mu.Unlock()
-	if slot == nil {
-		return fmt.Errorf("turn %q is not running", hello.Turn)
+// loadFaces reads the face registry for the panels: at start, and after
+// core itself has added a face.
+func (c *Core) loadFaces() {
+	reg, err := c.layout.LoadFaces()
+	if err != nil {
+		c.log.Warn("face registry has bad entries; using the good ones", "err", err)
 	}
-	select {
-	case <-slot.ready:
-	case <-time.After(5 * time.Second):
-		return fmt.Errorf("turn %q did not finish starting", hello.Turn)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch {
-	case slot.handle == nil:
-		return fmt.Errorf("turn %q failed to start", hello.Turn)
-	case !slot.handle.Owns(cred.PID):
-		return fmt.Errorf("pid %d is not the worker of turn %q", cred.PID, hello.Turn)
-	case slot.sent:
-		return fmt.Errorf("turn %q already has its worker", hello.Turn)
-	}
-	slot.sent = true
-	slot.joinedAfter = c.clock.Now().Sub(slot.launched)
-	return nil
+	c.face.setFaces(reg)
 }

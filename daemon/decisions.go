@@ -10,7 +10,6 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/mood"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
 )
 
@@ -60,22 +59,22 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	req := out.Request
 	switch req.Kind {
 	case approval.Promotion:
-		c.tell(out.From, c.keep(ctx, req, approve, out.From))
+		c.say.Tell(out.From, c.keeper.keep(ctx, req, approve, out.From))
 		return false
 	case approval.ChangeSet:
 		if !approve {
-			c.feel(mood.Denied)
+			c.brain.feel(mood.Denied)
 			if err := c.runner.DiscardKept(req.ChangeSet); err != nil {
 				c.log.Error("discarding a change set the owner turned down", "turn", req.Key, "err", err)
 			}
-			c.tell(out.From, fmt.Sprintf("All right, I threw away the changes of %s; the workspace is as it was.", req.ChangeSet.Tool))
+			c.say.Tell(out.From, fmt.Sprintf("All right, I threw away the changes of %s; the workspace is as it was.", req.ChangeSet.Tool))
 			return false
 		}
-		c.feel(mood.Approved)
+		c.brain.feel(mood.Approved)
 		go func() {
 			report := c.runner.ApplyKept(ctx, req)
 			c.onLoop(func(ctx context.Context) {
-				c.tellEveryChange(req.Origin, fmt.Sprintf("the changes of %s", req.ChangeSet.Tool), &report)
+				c.say.changes(req.Origin, fmt.Sprintf("the changes of %s", req.ChangeSet.Tool), &report)
 				c.release(ctx)
 			})
 		}()
@@ -84,9 +83,9 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	decision := contracts.ApprovalDenied
 	if approve {
 		decision = contracts.ApprovalApproved
-		c.feel(mood.Approved)
+		c.brain.feel(mood.Approved)
 	} else {
-		c.feel(mood.Denied)
+		c.brain.feel(mood.Denied)
 	}
 	go func() {
 		answer := contracts.DeniedByOwner
@@ -106,10 +105,10 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 func (c *Core) resume(ctx context.Context, req approval.Request, answer, decision string, res approved.Result) {
 	call := req.Call.Call
 	if res.Changed {
-		c.tell(req.Origin, fmt.Sprintf("I did not run %s: what it would run now is not what you approved (the workspace changed since?). Ask me again.", call.Name))
+		c.say.Tell(req.Origin, fmt.Sprintf("I did not run %s: what it would run now is not what you approved (the workspace changed since?). Ask me again.", call.Name))
 	}
 	if res.Applied != nil {
-		c.tellEveryChange(req.Origin, call.Name, res.Applied)
+		c.say.changes(req.Origin, call.Name, res.Applied)
 	}
 	if res.Kept != nil {
 		c.parkChangeSet(ctx, req, res)
@@ -132,32 +131,15 @@ func (c *Core) parkChangeSet(ctx context.Context, call approval.Request, res app
 	if err := c.auth.Park(ctx, r); err != nil {
 		c.log.Error("asking the owner about a change set failed; it was dropped", "turn", call.Key, "err", err)
 		c.runner.DiscardKept(res.Kept)
-		c.tell(call.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
+		c.say.Tell(call.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
 	}
-}
-
-// checkRisky checks a call as the tools do and accepts only a call that
-// asks.
-func (c *Core) checkRisky(call contracts.ToolCall) (tools.Checked, error) {
-	tool, ok := c.tools.Lookup(call.Name)
-	if !ok {
-		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
-	}
-	checked, err := tool.Check(call.Args)
-	if err != nil {
-		return tools.Checked{}, err
-	}
-	if checked.Tier != contracts.TierRisky {
-		return tools.Checked{}, fmt.Errorf("%s with these arguments does not need the owner", call.Name)
-	}
-	return checked, nil
 }
 
 // park keeps a turn's RISKY call for the owner: core checks the call
 // itself (the worker is not trusted to have), and the authority shows the
 // owner exactly what core's check will run.
 func (c *Core) park(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) error {
-	checked, err := c.checkRisky(req.Call)
+	checked, err := checkRisky(c.tools, req.Call)
 	if err != nil {
 		return err
 	}

@@ -1,17 +1,24 @@
-// Package daemon is shelldon's core: the turn lifecycle and the only
-// writer of the pet's state.
+// Package daemon is shelldon's core: it routes, and it is the only writer
+// of the pet's state.
 //
-// Core hosts the bus (see package hub), admits one turn at a time through
-// the arbiter, opens the fence on a fresh turn id, shows the thinking face
-// and asks a [launch.Launcher] for the turn's worker. The worker answers
-// with a RESULT; core accepts it only through the fence, replies first,
-// shows the reaction face for its dwell, then applies the proposed ops
-// (one bad op is logged and skipped), records the turn, waits for the
-// worker to be gone, and starts the catch-up turn if messages arrived in
-// the meantime.
+// Core hosts the bus (package hub, which decides who may take which role)
+// and owns one loop goroutine through which everything passes: an
+// envelope from the bus, a timer, the end of a worker, the result of work
+// done off the loop. Each goes to the part that owns it:
 //
-// Three timeouts keep a turn from ever hanging: the worker's own budget W,
-// the launcher's reap deadline R, and core's turn timeout T, in the order
-// W < R < T. A turn that fails or times out still answers, with the
-// cant-think face.
+//   - the turn machine (package turns) admits one turn at a time, folds
+//     what arrives meanwhile into one catch-up turn, fences results and
+//     keeps the timeouts W < R < T; core starts each turn's worker through
+//     a [launch.Launcher], answers first, shows the reaction, applies the
+//     ops (one bad op is logged and skipped), and records the turn;
+//   - the approval authority (package approval) owns every request the
+//     owner decides on; core carries a decision out through the executor
+//     (package approved) and resumes the parked turn;
+//   - the keeper looks after the self-coded tools in the tool store
+//     (packages toolstore and selfcode);
+//   - the brain keeps the mood and the scheduled turns and their budget;
+//   - presence decides what the panels show, and the messenger reaches the
+//     owner's transports.
+//
+// A turn that fails or times out still answers, with the cant-think face.
 package daemon

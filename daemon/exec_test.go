@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -9,19 +8,13 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/tools"
-	"shelldon/daemon/toolstore"
 )
 
 // TestCoreRunsOnlyWhatItsOwnCheckAllows: whatever a worker asks, core
 // runs a command only when its own check finds it read-only, and runs
 // the argv its check made.
 func TestCoreRunsOnlyWhatItsOwnCheckAllows(t *testing.T) {
-	store, err := toolstore.Open(filepath.Join(t.TempDir(), "tools"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	c := &Core{tools: tools.Builtins(tools.Env{Workspace: t.TempDir(), Clock: clock.NewFake(time.Now())}), store2: store}
+	reg := tools.Builtins(tools.Env{Workspace: t.TempDir(), Clock: clock.NewFake(time.Now())})
 	cases := []struct {
 		name string
 		call contracts.ToolCall
@@ -38,15 +31,15 @@ func TestCoreRunsOnlyWhatItsOwnCheckAllows(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			checked, err := c.checkExec(tc.call)
+			checked, err := checkFree(reg, tc.call)
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Errorf("checkExec(%s %s) = %v, want an error saying %q", tc.call.Name, tc.call.Args, err, tc.err)
+					t.Errorf("checkFree(%s %s) = %v, want an error saying %q", tc.call.Name, tc.call.Args, err, tc.err)
 				}
 				return
 			}
 			if err != nil || strings.Join(checked.Argv, "\x00") != strings.Join(tc.argv, "\x00") {
-				t.Errorf("checkExec(%s %s) = %q, %v; want %q", tc.call.Name, tc.call.Args, checked.Argv, err, tc.argv)
+				t.Errorf("checkFree(%s %s) = %q, %v; want %q", tc.call.Name, tc.call.Args, checked.Argv, err, tc.argv)
 			}
 		})
 	}

@@ -15,22 +15,22 @@ func TestPresenceDwellAndDedup(t *testing.T) {
 	p := &presence{clock: clk, dwell: 60 * time.Second, push: func(s contracts.Snapshot) {
 		pushed = append(pushed, s.Face+"/"+s.Caption)
 	}}
-	p.show("thinking", "(?)", "…")
-	p.show("thinking", "(?)", "…") // identical: not sent again
-	p.react("happy", "(^_^)", "yay")
-	if p.ambient("bored", "(-_-)", "meh") {
+	p.show("thinking", "…")
+	p.show("thinking", "…") // identical: not sent again
+	p.react("happy", "yay")
+	if p.ambient("bored", "meh") {
 		t.Error("an ambient face replaced a reaction inside its dwell")
 	}
 	clk.Advance(59 * time.Second)
-	if p.ambient("bored", "(-_-)", "meh") {
+	if p.ambient("bored", "meh") {
 		t.Error("an ambient face replaced a reaction 1s before the dwell ended")
 	}
 	clk.Advance(time.Second)
-	if !p.ambient("bored", "(-_-)", "meh") {
+	if !p.ambient("bored", "meh") {
 		t.Error("the ambient face was held after the dwell")
 	}
-	p.react("happy", "(^_^)", "yay")
-	p.show("thinking", "(?)", "…") // a new turn shows at once, dwell or not
+	p.react("happy", "yay")
+	p.show("thinking", "…") // a new turn shows at once, dwell or not
 	want := "thinking/…|happy/yay|bored/meh|happy/yay|thinking/…"
 	if got := strings.Join(pushed, "|"); got != want {
 		t.Errorf("pushes = %s, want %s", got, want)

@@ -1,71 +1,96 @@
 package daemon
 
 import (
+	"errors"
+	"log/slog"
+
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
+	"shelldon/daemon/hub"
 	"shelldon/daemon/turns"
 )
 
-// notifier reaches the owner for the approval authority, through the
-// hub's routes.
-type notifier struct{ c *Core }
+// messenger is how core reaches the owner's transports and the panels,
+// through the hub's routes. It is the approval authority's Notifier.
+type messenger struct {
+	hub   *hub.Hub // set once the bus is up
+	clock clock.Clock
+	log   *slog.Logger
+}
 
 // Ask shows a request, with its buttons, at to.
-func (n notifier) Ask(to approval.Audience, req contracts.ApprovalRequest) {
+func (m *messenger) Ask(to approval.Audience, req contracts.ApprovalRequest) {
 	req.Chat = to.Chat
 	env, err := contracts.NewEnvelope(contracts.KindApprovalRequest, req.Turn, req)
 	if err == nil {
 		env.To = to.Transport
-		err = n.c.hub.Route(env)
+		err = m.hub.Route(env)
 	}
 	if err != nil {
-		n.c.log.Warn("the request reached no transport; it stays parked (/pending shows it again)", "turn", req.Turn, "err", err)
+		m.log.Warn("the request reached no transport; it stays parked (/pending shows it again)", "turn", req.Turn, "err", err)
 	}
 }
 
 // Settled tells every transport that a request is settled, so no button
 // for it stays to be tapped.
-func (n notifier) Settled(key, outcome string) {
-	env, err := contracts.NewEnvelope(contracts.KindApprovalClosed, key, contracts.ApprovalClosed{Turn: key, Outcome: outcome, At: n.c.clock.Now()})
+func (m *messenger) Settled(key, outcome string) {
+	env, err := contracts.NewEnvelope(contracts.KindApprovalClosed, key, contracts.ApprovalClosed{Turn: key, Outcome: outcome, At: m.clock.Now()})
 	if err == nil {
-		err = n.c.hub.Route(env)
+		err = m.hub.Route(env)
 	}
 	if err != nil {
-		n.c.log.Info("no transport heard that a request is settled", "turn", key, "outcome", outcome, "err", err)
+		m.log.Info("no transport heard that a request is settled", "turn", key, "outcome", outcome, "err", err)
 	}
 }
 
-// Tell says a line to the owner at to.
-func (n notifier) Tell(to approval.Audience, text string) { n.c.tell(to, text) }
-
-// tell sends the owner a message where they are.
-func (c *Core) tell(to approval.Audience, text string) {
-	c.replyTo(turns.Origin(to), contracts.Outbound{Text: text})
+// Tell says a line to the owner at to; an empty audience is every
+// transport, for what concerns the owner wherever they are.
+func (m *messenger) Tell(to approval.Audience, text string) {
+	m.reply(turns.Origin(to), contracts.Outbound{Text: text})
 }
 
-// tellEveryone sends a line to every transport, for what concerns the
-// owner wherever they are (no chat asked).
-func (c *Core) tellEveryone(text string) {
-	c.replyTo(turns.Origin{}, contracts.Outbound{Text: text})
+// changes shows the owner the exact list of what an approved command
+// changed in the workspace: nothing it does there goes unseen.
+func (m *messenger) changes(to approval.Audience, what string, report *approved.Report) {
+	m.Tell(to, report.ForOwner(what))
 }
 
-// tellEveryChange shows the owner the exact list of what an approved
-// command changed in the workspace: nothing it does there goes unseen.
-func (c *Core) tellEveryChange(to approval.Audience, what string, report *approved.Report) {
-	c.tell(to, report.ForOwner(what))
-}
-
-// replyTo sends the owner a message where they wrote from.
-func (c *Core) replyTo(to turns.Origin, out contracts.Outbound) {
+// reply sends the owner a message where they wrote from.
+func (m *messenger) reply(to turns.Origin, out contracts.Outbound) {
 	out.Chat = to.Chat
 	env, err := contracts.NewEnvelope(contracts.KindOutbound, out.Turn, out)
 	if err != nil {
-		c.log.Error("encoding the reply failed", "turn", out.Turn, "err", err)
+		m.log.Error("encoding the reply failed", "turn", out.Turn, "err", err)
 		return
 	}
 	env.To = to.Transport
-	if err := c.hub.Route(env); err != nil {
-		c.log.Error("the reply reached no transport", "turn", out.Turn, "err", err)
+	if err := m.hub.Route(env); err != nil {
+		m.log.Error("the reply reached no transport", "turn", out.Turn, "err", err)
+	}
+}
+
+// activity tells the transport a turn came from that it started or
+// ended, so the owner sees the pet is busy (Telegram's "typing…").
+func (m *messenger) activity(t *turns.Turn, busy bool) {
+	from := t.Admission.Origin
+	env, err := contracts.NewEnvelope(contracts.KindActivity, t.ID, contracts.Activity{Chat: from.Chat, Turn: t.ID, Busy: busy})
+	if err != nil || from.Transport == "" {
+		return
+	}
+	env.To = from.Transport
+	// A transport that has gone misses a typing hint, nothing more.
+	_ = m.hub.Route(env)
+}
+
+// snapshot sends the panels what to show.
+func (m *messenger) snapshot(s contracts.Snapshot) {
+	env, err := contracts.NewEnvelope(contracts.KindSnapshot, "", s)
+	if err != nil {
+		return
+	}
+	if err := m.hub.Route(env); err != nil && !errors.Is(err, hub.ErrNoRoute) {
+		m.log.Warn("face push failed", "err", err)
 	}
 }

@@ -42,11 +42,11 @@ func (c *Core) applyOp(ctx context.Context, t *turns.Turn, body contracts.OpBody
 	case contracts.RequestToolApproval:
 		return c.park(ctx, t, o)
 	case contracts.ProposeTool:
-		return c.propose(ctx, t, o)
+		return c.keeper.propose(ctx, t, o)
 	case contracts.Schedule:
-		return c.addSchedule(ctx, t, o)
+		return c.brain.schedule(ctx, t, o)
 	case contracts.CancelSchedule:
-		_, err := c.cancelSchedule(ctx, o.ID)
+		_, err := c.brain.cancel(ctx, o.ID)
 		return err
 	case contracts.AddFace:
 		if err := c.store.AddFace(o.Name, o.Glyphs); err != nil {

@@ -1,13 +1,12 @@
 package daemon
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/hub"
+	"shelldon/panel/faces"
 )
 
 // presence decides what face and caption core pushes to the panels. A
@@ -23,39 +22,50 @@ type presence struct {
 	status func() contracts.PanelStatus
 
 	mu        sync.Mutex
+	faces     faces.Registry
 	last      contracts.Snapshot
 	holdUntil time.Time
 }
 
-// show pushes a turn's face now, whatever is held.
-func (p *presence) show(face, glyphs, caption string) {
+// setFaces takes the face registry: at start, and after core itself has
+// added a face.
+func (p *presence) setFaces(reg faces.Registry) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.faces = reg
+}
+
+// show pushes a turn's face now, whatever is held. A face the registry
+// does not know shows as the default reply face, here and below.
+func (p *presence) show(face, caption string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdUntil = time.Time{}
-	p.pushLocked(face, glyphs, caption, false)
+	p.pushLocked(face, caption, false)
 }
 
 // react pushes a reaction and holds it for the dwell.
-func (p *presence) react(face, glyphs, caption string) {
+func (p *presence) react(face, caption string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdUntil = p.clock.Now().Add(p.dwell)
-	p.pushLocked(face, glyphs, caption, false)
+	p.pushLocked(face, caption, false)
 }
 
 // ambient pushes an at-rest face unless a reaction still holds the
 // screen; it reports whether the face was shown (or already was).
-func (p *presence) ambient(face, glyphs, caption string) bool {
+func (p *presence) ambient(face, caption string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clock.Now().Before(p.holdUntil) {
 		return false
 	}
-	p.pushLocked(face, glyphs, caption, true)
+	p.pushLocked(face, caption, true)
 	return true
 }
 
-func (p *presence) pushLocked(face, glyphs, caption string, ambient bool) {
+func (p *presence) pushLocked(pick, caption string, ambient bool) {
+	face, glyphs, _ := p.faces.Resolve(pick)
 	s := contracts.Snapshot{Face: face, Glyphs: glyphs, Caption: caption, HoldUntil: p.holdUntil, Ambient: ambient}
 	if p.status != nil {
 		s.Status = p.status()
@@ -77,7 +87,7 @@ func (p *presence) refresh() {
 		return
 	}
 	last := p.last
-	p.pushLocked(last.Face, last.Glyphs, last.Caption, last.Ambient)
+	p.pushLocked(last.Face, last.Caption, last.Ambient)
 }
 
 // current is the latest snapshot, for a panel that has just joined.
@@ -85,32 +95,4 @@ func (p *presence) current() contracts.Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
-}
-
-// loadFaces reads the face registry: at start, and after core itself
-// has added a face.
-func (c *Core) loadFaces() {
-	reg, err := c.layout.LoadFaces()
-	if err != nil {
-		c.log.Warn("face registry has bad entries; using the good ones", "err", err)
-	}
-	c.faces = reg
-}
-
-// glyphs resolves a face name to the name shown (the default reply face
-// for an unknown one) and its drawing.
-func (c *Core) glyphs(face string) (string, string) {
-	name, g, _ := c.faces.Resolve(face)
-	return name, g
-}
-
-// pushSnapshot sends the panels what to show.
-func (c *Core) pushSnapshot(s contracts.Snapshot) {
-	env, err := contracts.NewEnvelope(contracts.KindSnapshot, "", s)
-	if err != nil {
-		return
-	}
-	if err := c.hub.Route(env); err != nil && !errors.Is(err, hub.ErrNoRoute) {
-		c.log.Warn("face push failed", "err", err)
-	}
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"runtime/debug"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
+	"shelldon/daemon/approval"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/owner"
@@ -44,18 +44,6 @@ type turnRun struct {
 	joinedAfter time.Duration
 }
 
-// workerSlot is what the hub needs to admit one turn's worker.
-type workerSlot struct {
-	ready  chan struct{} // closed once handle is set (or the start failed)
-	handle launch.Handle
-	input  contracts.TurnInput
-	sent   bool
-	// launched is when core asked the launcher; joinedAfter is how long
-	// the worker then took to join the bus (a unit's start job included).
-	launched    time.Time
-	joinedAfter time.Duration
-}
-
 // workerTasks bounds a worker's processes and threads where a unit holds
 // it: a Go program needs a handful of threads, a runaway many more.
 const workerTasks = 64
@@ -81,9 +69,8 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	log := c.log.With("turn", t.ID)
 	log.Info("turn started", contracts.AuditEvent, contracts.EventTurnStart, "kind", adm.Kind(), "chars", len(adm.Text))
 	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", adm.Kind(), t.ID))
-	name, glyphs := c.glyphs(faces.Thinking)
-	c.face.show(name, glyphs, "…")
-	c.announceActivity(t, true)
+	c.face.show(faces.Thinking, "…")
+	c.say.activity(t, true)
 	if err := c.store.StartTurn(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview}); err != nil {
 		log.Error("recording the turn's start failed", "err", err)
 	}
@@ -92,7 +79,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	if err != nil {
 		log.Error("reading history failed; the turn goes on without it", "err", err)
 	}
-	slot := &workerSlot{ready: make(chan struct{}), input: contracts.TurnInput{
+	slot := c.slots.open(t.ID, contracts.TurnInput{
 		Turn: t.ID, Text: adm.Text, History: history,
 		Deadline:  t.Started.Add(c.cfg.Timeouts.Worker.Duration),
 		Resume:    adm.Resume,
@@ -100,12 +87,8 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		Mood:      c.brain.mood.Mood,
 		MoodWhy:   c.brain.mood.Why,
 		Scheduled: adm.Scheduled,
-		SelfCoded: c.liveTools(),
-	}}
-	c.mu.Lock()
-	c.starting[t.ID] = slot
-	slot.launched = c.clock.Now()
-	c.mu.Unlock()
+		SelfCoded: c.keeper.live(approval.Audience(adm.Origin)),
+	})
 
 	spec := launch.Spec{
 		Turn:        t.ID,
@@ -124,13 +107,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		},
 	}
 	handle, err := c.opts.Launcher.Start(ctx, spec)
-	c.mu.Lock()
-	slot.handle = handle
-	close(slot.ready)
-	if err != nil {
-		delete(c.starting, t.ID)
-	}
-	c.mu.Unlock()
+	c.slots.launched(t.ID, slot, handle, err)
 	if err != nil {
 		log.Error("starting the worker failed", "launcher", c.opts.Launcher.Name(), "err", err)
 		c.turns.Settle(t, OutcomeSpawnFailed, err.Error())
@@ -154,15 +131,10 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 func (c *Core) workerExited(ctx context.Context, r *turnRun, exit launch.Exit) {
 	r.exit = exit
 	c.log.Info("worker gone", "turn", r.turn.ID, "result", exit.Result, "code", exit.Code, "ran", exit.Duration.Round(time.Millisecond))
-	c.mu.Lock()
-	slot := c.starting[r.turn.ID]
-	delete(c.starting, r.turn.ID)
-	c.mu.Unlock()
-	if slot != nil {
-		r.joinedAfter = slot.joinedAfter
-	}
+	joined, after := c.slots.close(r.turn.ID)
+	r.joinedAfter = after
 	c.turnEvent(ctx, turns.Event{Kind: turns.Exited, Turn: r.turn.ID})
-	if slot != nil && !slot.sent {
+	if !joined {
 		// It never joined, so no frame of its can be on the way.
 		c.turnEvent(ctx, turns.Event{Kind: turns.Left, Turn: r.turn.ID})
 	}
@@ -217,10 +189,9 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	}
 	// Reply and react first: the owner never waits on a memory write, and
 	// a failed write never blocks the reply.
-	c.replyTo(t.Admission.Origin, contracts.Outbound{Text: res.Payload, Turn: t.ID})
-	name, glyphs := c.glyphs(res.Face)
-	c.face.react(name, glyphs, res.Thought)
-	c.feel(mood.TurnOK)
+	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: res.Payload, Turn: t.ID})
+	c.face.react(res.Face, res.Thought)
+	c.brain.feel(mood.TurnOK)
 	c.applyOps(ctx, t, res.Ops)
 	c.recordExchange(ctx, t, res.Payload)
 	t.Outcome = OutcomeOK
@@ -230,10 +201,9 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 // answerDegraded answers a turn that failed: the degrade reply and face.
 func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
-	c.replyTo(t.Admission.Origin, contracts.Outbound{Text: DegradeText, Turn: t.ID, Degraded: true})
-	name, glyphs := c.glyphs(faces.CantThink)
-	c.face.react(name, glyphs, "can't think")
-	c.feel(mood.TurnFailed)
+	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: DegradeText, Turn: t.ID, Degraded: true})
+	c.face.react(faces.CantThink, "can't think")
+	c.brain.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what
 	// was asked even though this one could not answer.
 	if t.Admission.Text != "" {
@@ -253,9 +223,9 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 	c.run = nil
 	c.recordTurn(r, t.Outcome, t.Err)
 	c.face.refresh() // one more turn today
-	c.announceActivity(t, false)
+	c.say.activity(t, false)
 	// The reaction holds the screen for its dwell; then the mood's face.
-	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.showMood() }) })
+	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.brain.show() }) })
 	c.release(ctx)
 	if c.turns.Current() == nil && c.returning.CompareAndSwap(false, true) {
 		// Idle until the next message, perhaps for hours: the garbage of
@@ -286,19 +256,6 @@ func (c *Core) release(ctx context.Context) {
 	if next, ok := c.turns.Release(); ok {
 		c.startTurn(ctx, next)
 	}
-}
-
-// announceActivity tells the turn's transport that it started or ended,
-// so the owner sees the pet is busy (Telegram's "typing…").
-func (c *Core) announceActivity(t *turns.Turn, busy bool) {
-	from := t.Admission.Origin
-	env, err := contracts.NewEnvelope(contracts.KindActivity, t.ID, contracts.Activity{Chat: from.Chat, Turn: t.ID, Busy: busy})
-	if err != nil || from.Transport == "" {
-		return
-	}
-	env.To = from.Transport
-	// A transport that has gone misses a typing hint, nothing more.
-	_ = c.hub.Route(env)
 }
 
 // recordTurn writes how a turn ended, with its worker's figures.
@@ -347,6 +304,3 @@ func workerEnv(environ []string) []string {
 	}
 	return out
 }
-
-// errNoTurn is an op's error when its turn is not the one in flight.
-var errNoTurn = errors.New("the turn is not running")

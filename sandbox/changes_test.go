@@ -194,7 +194,7 @@ func TestScanRealOverlay(t *testing.T) {
 	mkdirTest(t, m("newdir/deep"), 0o755)
 	writeTestFile(t, m("newdir/deep/f.txt"), "deep", 0o644)
 	mustDo(t, os.Symlink("new.txt", m("newlink"))) // a link out is refused by Apply; see apply_test.go
-	mkdirTest(t, m("tmpdir"), 0o755) // made and removed: leaves nothing
+	mkdirTest(t, m("tmpdir"), 0o755)               // made and removed: leaves nothing
 	mustDo(t, os.Remove(m("tmpdir")))
 	want := treeSnapshot(t, l.merged)
 	unmount()

@@ -1,0 +1,250 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"shelldon/beneath"
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/daemon/approval"
+	"shelldon/daemon/mood"
+	"shelldon/daemon/selfcode"
+	"shelldon/daemon/state"
+	"shelldon/daemon/tools"
+	"shelldon/daemon/toolstore"
+	"shelldon/daemon/turns"
+	"shelldon/sandbox"
+)
+
+// keeper looks after the tools the pet writes for itself: it stages a
+// proposal and gates it, asks the owner to keep exactly what was gated,
+// keeps it, offers the live tools that pass their check, prepares one for
+// a run, counts strikes, and puts away a tool that failed or changed
+// behind the store. The loop owns it; the gate runs off the loop.
+type keeper struct {
+	tools     *toolstore.Store
+	state     *state.Store
+	builtins  *tools.Registry
+	auth      *approval.Authority
+	sandbox   Sandbox
+	noSandbox error
+	strikes   int // turn.tool_strikes
+	clock     clock.Clock
+	log       *slog.Logger
+	tell      func(approval.Audience, string)
+	feel      func(mood.Event)
+	onLoop    func(func(context.Context))
+}
+
+// propose stages a tool the model wrote and runs the gate on it, away
+// from the turn loop; a pass asks the owner to keep exactly the code that
+// was gated, a failure discards it and says why.
+func (k *keeper) propose(ctx context.Context, t *turns.Turn, p contracts.ProposeTool) error {
+	if k.sandbox == nil {
+		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
+	}
+	stem, err := selfcode.Check(p.Name, p.Code, p.Test, k.builtins.BuiltinNames())
+	if err != nil {
+		return err
+	}
+	staged, err := k.tools.Stage(approval.NewKey(), stem, p.Code, p.Test)
+	if err != nil {
+		return err
+	}
+	origin := approval.Audience(t.Admission.Origin)
+	k.log.Info("testing a proposed tool", contracts.AuditEvent, contracts.EventPromotion, "turn", t.ID, "tool", stem, "decision", "gate")
+	go func() {
+		v, err := selfcode.Gate(ctx, k.sandbox, staged.Dir, stem)
+		staged.Discard()
+		k.onLoop(func(ctx context.Context) { k.gated(ctx, staged, p, v, err, origin) })
+	}()
+	return nil
+}
+
+// gated takes a gate's verdict: a pass parks the tool, as it was gated,
+// for the owner; a failure is reported.
+func (k *keeper) gated(ctx context.Context, staged toolstore.Staged, p contracts.ProposeTool, v selfcode.Verdict, err error, origin approval.Audience) {
+	stem := staged.Stem
+	if err == nil && v.Passed {
+		promo := approval.PromotionPayload{Stem: stem, Description: v.Description, Schema: v.Schema,
+			Module: p.Code, Test: p.Test, Unverifiable: v.Unverifiable, Gate: lastLines(v.Output, 3), Live: staged.Live}
+		if live := k.tools.LiveDigest(stem); live != staged.Live {
+			// Kept or changed while this one was gated: the gate held it
+			// to a version that is no longer the live one.
+			err = fmt.Errorf("the live %s changed while this version was tested; propose it again", stem)
+		} else {
+			err = k.auth.Park(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.Promotion, Origin: origin,
+				Shown: approval.RenderPromotion(promo), Digest: approval.PromotionDigest(promo), Promotion: &promo})
+			if err == nil {
+				k.log.Info("asked the owner to keep a tool", contracts.AuditEvent, contracts.EventPromotion, "tool", stem, "decision", "asked")
+				return
+			}
+		}
+	}
+	why := fmt.Sprintf("the gate could not run: %v", err)
+	if err == nil {
+		why = fmt.Sprintf("it failed the %s: %s", v.Step, v.Why)
+		if v.Output != "" {
+			why += "\n" + v.Output
+		}
+	}
+	k.log.Info("a proposed tool failed the gate", contracts.AuditEvent, contracts.EventPromotion, "tool", stem, "decision", "failed", "why", why)
+	k.tell(origin, fmt.Sprintf("I wrote a tool, %s, but %s", stem, why))
+}
+
+// keep carries out the owner's decision on a tool: Approve makes the
+// exact code and test they were shown live, from the next turn; Deny
+// drops them. The answer is for the owner.
+func (k *keeper) keep(ctx context.Context, req approval.Request, approve bool, by approval.Audience) string {
+	p := req.Promotion
+	if !approve {
+		k.feel(mood.Denied)
+		k.log.Info("the owner turned a tool down", contracts.AuditEvent, contracts.EventPromotion, "tool", p.Stem, "decision", "denied")
+		return fmt.Sprintf("All right, I threw %s away.", p.Stem)
+	}
+	if err := req.Verify(approval.PromotionDigest(*p)); err != nil {
+		return fmt.Sprintf("I did not keep %s: %v", p.Stem, err)
+	}
+	if live := k.tools.LiveDigest(p.Stem); live != p.Live {
+		return fmt.Sprintf("I did not keep %s: the live version changed since it was tested. Ask me to propose it again.", p.Stem)
+	}
+	m := toolstore.Manifest{Name: p.Stem, Description: p.Description, Schema: p.Schema,
+		PromotedAt: k.clock.Now().UTC().Format("2006-01-02T15:04:05Z"), PromotedBy: by.Transport + ":" + by.Chat}
+	if err := k.tools.Keep(m, []byte(p.Module), []byte(p.Test)); err != nil {
+		return fmt.Sprintf("Keeping %s failed: %v", p.Stem, err)
+	}
+	if err := k.state.ClearStrikes(ctx, p.Stem); err != nil {
+		k.log.Error("clearing the strikes of a new version", "tool", p.Stem, "err", err)
+	}
+	k.feel(mood.Promoted)
+	k.log.Info("promoted a tool", contracts.AuditEvent, contracts.EventPromotion, "tool", p.Stem, "decision", "promoted", "digest", req.Digest)
+	return fmt.Sprintf("Kept: %s is one of my tools from now on.", p.Stem)
+}
+
+// toolbox is the tools as a turn sees them now: the built-ins and the
+// live self-coded tools that pass their check. A tool that does not is
+// put away, and the owner told at to.
+func (k *keeper) toolbox(to approval.Audience) *tools.Registry {
+	return k.builtins.WithSelfCoded(k.live(to))
+}
+
+// live are the definitions of the live self-coded tools that pass their
+// check.
+func (k *keeper) live(to approval.Audience) []contracts.ToolDefinition {
+	live, bad := k.tools.Live()
+	for _, p := range bad {
+		k.putAway(p.Name, p.Err, to)
+	}
+	defs := make([]contracts.ToolDefinition, 0, len(live))
+	for _, t := range live {
+		defs = append(defs, t.Definition())
+	}
+	return defs
+}
+
+// prepare readies a call of a self-coded tool: its module as the store
+// verified it, in a directory of its own to bind into the sandbox. A tool
+// whose files changed behind the store is refused and put away.
+func (k *keeper) prepare(name string, to approval.Audience) (sandbox.Bind, func(), error) {
+	tool, err := k.tools.Load(name)
+	if err != nil {
+		k.putAway(name, err, to)
+		return sandbox.Bind{}, nil, err
+	}
+	dir, done, err := k.tools.Prepare(approval.NewKey(), tool)
+	if err != nil {
+		return sandbox.Bind{}, nil, fmt.Errorf("the tool could not be prepared: %w", err)
+	}
+	return sandbox.Bind{Source: dir, Target: tools.SelfCodedMount}, done, nil
+}
+
+// putAway quarantines a live tool whose files changed behind the store,
+// and says so.
+func (k *keeper) putAway(name string, why error, to approval.Audience) {
+	if !errors.Is(why, toolstore.ErrTampered) {
+		return
+	}
+	if err := k.tools.Quarantine(name); err != nil {
+		k.log.Error("putting away a tool that changed behind the store", "tool", name, "err", err)
+		return
+	}
+	k.log.Warn("put away a tool whose files are not what was kept", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "why", why)
+	k.feel(mood.Quarantined)
+	k.tell(to, fmt.Sprintf("My tool %s is not what you kept (%v), so I put it away and will not run it. `shelldon tools` shows it.", name, why))
+}
+
+// strike counts a failure of a self-coded tool and, at turn.tool_strikes,
+// puts the tool away, where no turn is offered it, and tells the owner.
+func (k *keeper) strike(ctx context.Context, name, why string, to approval.Audience) {
+	n, err := k.state.Strike(ctx, name, why, k.clock.Now())
+	if err != nil {
+		k.log.Error("counting a tool's strike", "tool", name, "err", err)
+		return
+	}
+	k.log.Warn("a self-coded tool failed", contracts.AuditEvent, contracts.EventToolCall, "tool", name, "strikes", n)
+	if n < k.strikes {
+		return
+	}
+	if err := k.tools.Quarantine(name); err != nil {
+		k.log.Error("quarantining a tool", "tool", name, "err", err)
+		return
+	}
+	k.log.Warn("quarantined a self-coded tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "strikes", n)
+	k.feel(mood.Quarantined)
+	k.tell(to, fmt.Sprintf("My tool %s failed %d times, so I put it away. `shelldon tools` shows it.", name, n))
+}
+
+// restore brings a quarantined tool back, if its files are still what
+// was kept, and clears its strikes; the answer says what happened.
+func (k *keeper) restore(ctx context.Context, name string) string {
+	switch err := k.tools.Restore(name); {
+	case errors.Is(err, toolstore.ErrBadName):
+		return fmt.Sprintf("%q is not a tool's name.", name)
+	case errors.Is(err, toolstore.ErrNoTool):
+		return fmt.Sprintf("No quarantined tool is called %s (`shelldon tools` lists them).", name)
+	case err != nil:
+		return fmt.Sprintf("I did not bring %s back: %v", name, err)
+	}
+	if err := k.state.ClearStrikes(ctx, name); err != nil {
+		k.log.Error("clearing a restored tool's strikes", "tool", name, "err", err)
+	}
+	k.log.Info("restored a quarantined tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "decision", "restored")
+	return fmt.Sprintf("%s is back, with its strikes cleared.", name)
+}
+
+// tidy clears what a stopped core left in the store, and moves the tools
+// an older shelldon kept in the workspace, where the model's commands
+// could write them, into quarantine, telling the owner.
+func (k *keeper) tidy(workspace string) {
+	if err := k.tools.Sweep(); err != nil {
+		k.log.Warn("clearing the tool store's leftovers", "err", err)
+	}
+	ws, err := beneath.Open(workspace)
+	if err != nil {
+		return
+	}
+	defer ws.Close()
+	adopted, err := k.tools.AdoptLegacy(ws, k.clock.Now())
+	if err != nil {
+		k.log.Warn("adopting the tools of an older shelldon", "err", err)
+	}
+	if len(adopted) == 0 {
+		return
+	}
+	k.log.Warn("put the tools an older shelldon kept in the workspace into quarantine", contracts.AuditEvent, contracts.EventQuarantine, "tools", adopted)
+	k.tell(approval.Audience{}, fmt.Sprintf("After an upgrade I put my tools %s away: they were kept in my workspace, where commands could change them. "+
+		"Check them (shelldon tools), and /restore NAME brings back the ones you trust.", strings.Join(adopted, ", ")))
+}
+
+// lastLines is the end of a text, for a short report.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
