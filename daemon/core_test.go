@@ -114,8 +114,35 @@ func serveCore(t *testing.T, opts Options) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)
 	go func() { done <- core.Run(ctx, func() { close(ready) }) }()
-	<-ready
-	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("core did not start: %v", err)
+	case <-time.After(waitLimit):
+		t.Fatalf("core did not start within %v", waitLimit)
+	}
+	t.Cleanup(func() {
+		cancel()
+		if err := within(t, done, "core to stop"); err != nil {
+			t.Errorf("core stopped with %v", err)
+		}
+	})
+}
+
+// waitLimit bounds every wait of these tests for something core does.
+const waitLimit = 10 * time.Second
+
+// within receives from ch, failing the test with what it waited for when
+// nothing comes within waitLimit.
+func within[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(waitLimit):
+		t.Fatalf("waited %v for %s", waitLimit, what)
+		panic("unreachable")
+	}
 }
 
 // listen joins core's bus in role and hands got every envelope that comes,
@@ -176,11 +203,11 @@ func TestResultAfterTurnTimeoutIsDropped(t *testing.T) {
 		sent <- sendResult(conn, turnOf(spec), "too late")
 	}}, T)
 	h.send("hello")
-	r := <-h.replies
+	r := within(t, h.replies, "the degrade answer at T")
 	if !r.Degraded {
 		t.Fatalf("first reply = %+v, want the degrade answer at T", r)
 	}
-	if err := <-sent; err != nil {
+	if err := within(t, sent, "the late worker's send"); err != nil {
 		t.Fatalf("the late worker could not send: %v", err)
 	}
 	select {
@@ -203,10 +230,10 @@ func TestWorkerCannotClaimAnotherTurn(t *testing.T) {
 		}
 	}}, 5*time.Second)
 	h.send("hello")
-	if err := <-refused; !errors.Is(err, bus.ErrRefused) {
+	if err := within(t, refused, "the claim of another turn"); !errors.Is(err, bus.ErrRefused) {
 		t.Errorf("claiming another turn: err = %v, want refused", err)
 	}
-	if r := <-h.replies; r.Text != "honest" {
+	if r := within(t, h.replies, "the honest worker's reply"); r.Text != "honest" {
 		t.Errorf("reply = %+v, want the honest worker's result", r)
 	}
 }
@@ -244,7 +271,7 @@ func TestAWorkerThatWillNotDieDoesNotWedgeThePet(t *testing.T) {
 		<-ctx.Done()
 	}}}, T)
 	h.send("one")
-	first := <-h.replies
+	first := within(t, h.replies, "the first answer")
 	if first.Degraded {
 		t.Fatalf("first reply = %+v, want the worker's answer", first)
 	}
