@@ -328,7 +328,7 @@ const expiryCheck = time.Minute
 // tidyUp, a minute after start, deals with what an earlier core or an
 // older shelldon left, then starts the expiry checks.
 func (c *Core) tidyUp(ctx context.Context) {
-	c.keeper.tidy(c.layout.Workspace())
+	c.keeper.tidy(ctx, c.layout.Workspace())
 	c.auth.Renew(ctx, func(p approval.CallPayload) (approval.Shown, string, error) {
 		checked, err := checkRisky(c.tools, p.Call)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"shelldon/beneath"
 	"shelldon/clock"
@@ -216,12 +217,26 @@ func (k *keeper) restore(ctx context.Context, name string) string {
 	return fmt.Sprintf("%s is back, with its strikes cleared.", name)
 }
 
-// tidy clears what a stopped core left in the store, and moves the tools
-// an older shelldon kept in the workspace, where the model's commands
-// could write them, into quarantine, telling the owner.
-func (k *keeper) tidy(workspace string) {
+// adoptedKey marks, in the state store, that the tools an older shelldon
+// kept in the workspace were adopted: it is done once, on the first start
+// after the upgrade, so that a tools/ directory the owner makes in the
+// workspace later is never touched.
+const adoptedKey = "toolstore-adopted"
+
+// tidy clears what a stopped core left in the store, and, the first time,
+// moves the tools an older shelldon kept in the workspace, where the
+// model's commands could write them, into quarantine, telling the owner.
+func (k *keeper) tidy(ctx context.Context, workspace string) {
+	k.adoptLegacy(ctx, workspace)
 	if err := k.tools.Sweep(); err != nil {
 		k.log.Warn("clearing the tool store's leftovers", "err", err)
+	}
+}
+
+// adoptLegacy adopts the old tools, the first time only.
+func (k *keeper) adoptLegacy(ctx context.Context, workspace string) {
+	if _, done, err := k.state.Get(ctx, adoptedKey); err != nil || done {
+		return
 	}
 	ws, err := beneath.Open(workspace)
 	if err != nil {
@@ -231,6 +246,9 @@ func (k *keeper) tidy(workspace string) {
 	adopted, err := k.tools.AdoptLegacy(ws, k.clock.Now())
 	if err != nil {
 		k.log.Warn("adopting the tools of an older shelldon", "err", err)
+	}
+	if err := k.state.Put(ctx, adoptedKey, []byte(k.clock.Now().UTC().Format(time.RFC3339))); err != nil {
+		k.log.Error("recording that the old tools were adopted", "err", err)
 	}
 	if len(adopted) == 0 {
 		return

@@ -16,10 +16,13 @@ import (
 var legacyDirs = []string{"tools", "tools-quarantine", "tools-staging"}
 
 // AdoptLegacy moves the tools an older shelldon kept in the workspace into
-// quarantine, and removes the old staging. Anything in those directories
-// may have been written by an approved command rather than kept by the
-// owner, so none goes live: the owner brings back what they trust with
-// /restore. It reads the workspace without following a link, and returns
+// quarantine, and drops its staging. Anything in those directories may
+// have been written by an approved command rather than kept by the owner,
+// so none goes live: the owner brings back what they trust with /restore.
+// It reads the workspace without following a link, removes the files it
+// adopted, and a directory only when that leaves it empty: whatever else
+// is there is the owner's. Core runs it once, on the first start after the
+// upgrade (a tools/ directory made later is the owner's own). It returns
 // the names it moved.
 func (s *Store) AdoptLegacy(workspace *beneath.Root, now time.Time) ([]string, error) {
 	var adopted []string
@@ -43,14 +46,30 @@ func (s *Store) AdoptLegacy(workspace *beneath.Root, now time.Time) ([]string, e
 				continue
 			}
 			adopted = append(adopted, name)
+			for _, f := range files3(name) {
+				if err := workspace.Remove(dir + "/" + f); err != nil {
+					errs = append(errs, fmt.Errorf("remove workspace/%s/%s: %w", dir, f, err))
+				}
+			}
 		}
 	}
-	for _, dir := range legacyDirs {
-		if err := workspace.RemoveAll(dir); err != nil {
-			errs = append(errs, fmt.Errorf("remove workspace/%s: %w", dir, err))
+	if info, err := workspace.Lstat(legacyDirs[2]); err == nil && info.IsDir() {
+		if err := workspace.RemoveAll(legacyDirs[2]); err != nil {
+			errs = append(errs, fmt.Errorf("remove workspace/%s: %w", legacyDirs[2], err))
+		}
+	}
+	for _, dir := range legacyDirs[:2] {
+		if info, err := workspace.Lstat(dir); err == nil && info.IsDir() {
+			workspace.Remove(dir) // only when empty; what is left is the owner's
 		}
 	}
 	return adopted, errors.Join(errs...)
+}
+
+// files3 are the three files of a tool, as a list.
+func files3(name string) []string {
+	mod, tst, man := files(name)
+	return []string{mod, tst, man}
 }
 
 // adopt moves one tool from the workspace directory dir into quarantine,
