@@ -64,4 +64,6 @@ func BenchmarkCallKeptTool(b *testing.B) {
 	}
 }
 
-func toolDefs(t toolstore.Tool) []contracts.ToolDefinition { return []contracts.ToolDefinition{t.Definition()} }
+func toolDefs(t toolstore.Tool) []contracts.ToolDefinition {
+	return []contracts.ToolDefinition{t.Definition()}
+}
