@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"io"
 	"log/slog"
 	"os"
@@ -49,34 +48,12 @@ func TestAnUpgradeAdoptsTheOldToolsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { store.Close() })
 		clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
-		ctx, cancel := context.WithCancel(context.Background())
-		core, err := New(Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: []string{"worker"}, Clock: clk,
+		stop := serveCore(t, Options{Config: cfg, Store: store, Launcher: launch.Child{}, WorkerArgv: []string{"worker"}, Clock: clk,
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ready, done := make(chan struct{}), make(chan error, 1)
-		go func() { done <- core.Run(ctx, func() { close(ready) }) }()
-		select {
-		case <-ready:
-		case err := <-done:
-			t.Fatalf("core did not start: %v", err)
-		case <-time.After(waitLimit):
-			t.Fatal("core did not start")
-		}
 		got := make(chan contracts.Envelope, 16)
 		listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) { got <- env })
-		stopped := false
-		stop := func() {
-			if !stopped {
-				stopped = true
-				cancel()
-				within(t, done, "core to stop")
-				store.Close()
-			}
-		}
-		t.Cleanup(stop)
 		return clk, got, stop
 	}
 	told := func(clk *clock.Fake, got chan contracts.Envelope) string {

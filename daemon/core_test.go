@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,8 +105,9 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 	return h
 }
 
-// serveCore runs a core with opts until the test ends.
-func serveCore(t *testing.T, opts Options) {
+// serveCore runs a core with opts until the test ends, or until the
+// returned stop is called.
+func serveCore(t *testing.T, opts Options) (stop func()) {
 	t.Helper()
 	core, err := New(opts)
 	if err != nil {
@@ -121,12 +123,17 @@ func serveCore(t *testing.T, opts Options) {
 	case <-time.After(waitLimit):
 		t.Fatalf("core did not start within %v", waitLimit)
 	}
-	t.Cleanup(func() {
-		cancel()
-		if err := within(t, done, "core to stop"); err != nil {
-			t.Errorf("core stopped with %v", err)
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := within(t, done, "core to stop"); err != nil {
+				t.Errorf("core stopped with %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // waitLimit bounds every wait of these tests for something core does.

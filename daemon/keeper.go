@@ -166,16 +166,10 @@ func (k *keeper) prepare(name string, to approval.Audience) (sandbox.Bind, func(
 // putAway quarantines a live tool whose files changed behind the store,
 // and says so.
 func (k *keeper) putAway(name string, why error, to approval.Audience) {
-	if !errors.Is(why, toolstore.ErrTampered) {
-		return
+	if errors.Is(why, toolstore.ErrTampered) {
+		k.quarantine(name, to, fmt.Sprintf("My tool %s is not what you kept (%v), so I put it away and will not run it. `shelldon tools` shows it.", name, why),
+			"why", why)
 	}
-	if err := k.tools.Quarantine(name); err != nil {
-		k.log.Error("putting away a tool that changed behind the store", "tool", name, "err", err)
-		return
-	}
-	k.log.Warn("put away a tool whose files are not what was kept", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "why", why)
-	k.feel(mood.Quarantined)
-	k.tell(to, fmt.Sprintf("My tool %s is not what you kept (%v), so I put it away and will not run it. `shelldon tools` shows it.", name, why))
 }
 
 // strike counts a failure of a self-coded tool and, at turn.tool_strikes,
@@ -187,16 +181,20 @@ func (k *keeper) strike(ctx context.Context, name, why string, to approval.Audie
 		return
 	}
 	k.log.Warn("a self-coded tool failed", contracts.AuditEvent, contracts.EventToolCall, "tool", name, "strikes", n)
-	if n < k.strikes {
-		return
+	if n >= k.strikes {
+		k.quarantine(name, to, fmt.Sprintf("My tool %s failed %d times, so I put it away. `shelldon tools` shows it.", name, n), "strikes", n)
 	}
+}
+
+// quarantine puts a live tool away, logs why, and tells the owner.
+func (k *keeper) quarantine(name string, to approval.Audience, told string, why ...any) {
 	if err := k.tools.Quarantine(name); err != nil {
-		k.log.Error("quarantining a tool", "tool", name, "err", err)
+		k.log.Error("putting a tool away", "tool", name, "err", err)
 		return
 	}
-	k.log.Warn("quarantined a self-coded tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "strikes", n)
+	k.log.Warn("put a self-coded tool away", append([]any{contracts.AuditEvent, contracts.EventQuarantine, "tool", name}, why...)...)
 	k.feel(mood.Quarantined)
-	k.tell(to, fmt.Sprintf("My tool %s failed %d times, so I put it away. `shelldon tools` shows it.", name, n))
+	k.tell(to, told)
 }
 
 // restore brings a quarantined tool back, if its files are still what
