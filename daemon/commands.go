@@ -134,7 +134,9 @@ func (c *Core) toolReport(ctx context.Context) string {
 			}
 		}
 	}
-	return owner.Tools(c.tools.BuiltinNames(), c.keeper.tools.List(), strikes, waiting)
+	gating, queued := c.keeper.waitingForGate()
+	return owner.Tools(owner.ToolFacts{Builtin: c.tools.BuiltinNames(), Stored: c.keeper.tools.List(), Strikes: strikes,
+		Gating: gating, Queued: queued, Waiting: waiting})
 }
 
 // showPending shows every waiting request again, with its buttons, where

@@ -39,11 +39,31 @@ type keeper struct {
 	tell      func(approval.Audience, string)
 	feel      func(mood.Event)
 	onLoop    func(func(context.Context))
+
+	// One gate runs at a time: gating is the proposal under its gate,
+	// queue those waiting for it, in the order proposed.
+	gating *proposal
+	queue  []proposal
 }
 
-// propose stages a tool the model wrote and runs the gate on it, away
-// from the turn loop; a pass asks the owner to keep exactly the code that
-// was gated, a failure discards it and says why.
+// proposal is a tool the model proposed, waiting for or under its gate.
+type proposal struct {
+	stem   string
+	tool   contracts.ProposeTool
+	origin approval.Audience
+	turn   string
+}
+
+// maxQueuedGates bounds the proposals waiting for the gate: a reply that
+// proposes a dozen tools gets the first ones tested, the rest refused.
+const maxQueuedGates = 4
+
+// propose takes a tool the model wrote: checked, then gated in the
+// sandbox away from the turn loop, one gate at a time (a gate may use
+// the sandbox's whole memory, task and disk bounds, and several at once
+// would not fit the board); the rest wait in order, and the owner is told
+// which. A pass asks the owner to keep exactly the code that was gated,
+// a failure discards it and says why.
 func (k *keeper) propose(ctx context.Context, t *turns.Turn, p contracts.ProposeTool) error {
 	if k.sandbox == nil {
 		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
@@ -52,18 +72,66 @@ func (k *keeper) propose(ctx context.Context, t *turns.Turn, p contracts.Propose
 	if err != nil {
 		return err
 	}
-	staged, err := k.tools.Stage(approval.NewKey(), stem, p.Code, p.Test)
-	if err != nil {
-		return err
+	next := proposal{stem: stem, tool: p, origin: approval.Audience(t.Admission.Origin), turn: t.ID}
+	if k.gating == nil {
+		k.gate(ctx, next)
+		return nil
 	}
-	origin := approval.Audience(t.Admission.Origin)
-	k.log.Info("testing a proposed tool", contracts.AuditEvent, contracts.EventPromotion, "turn", t.ID, "tool", stem, "decision", "gate")
-	go func() {
-		v, err := selfcode.Gate(ctx, k.sandbox, staged.Dir, stem)
-		staged.Discard()
-		k.onLoop(func(ctx context.Context) { k.gated(ctx, staged, p, v, err, origin) })
-	}()
+	if len(k.queue) >= maxQueuedGates {
+		k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s, but %d of my tools already wait to be tested, so I dropped it. Ask me again later.", stem, len(k.queue)+1))
+		return fmt.Errorf("%w: %d tools already wait to be tested", selfcode.ErrRefused, len(k.queue)+1)
+	}
+	k.queue = append(k.queue, next)
+	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", t.ID, "tool", stem,
+		"decision", "queued", "behind", k.gating.stem)
+	k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.stem))
 	return nil
+}
+
+// gate stages a proposal in the tool store and runs its gate off the
+// loop; when the verdict is in, the next proposal waiting gets the gate.
+// It is staged only now, so that an update is held to the live version
+// of the moment, not of when it was proposed.
+func (k *keeper) gate(ctx context.Context, p proposal) {
+	staged, err := k.tools.Stage(approval.NewKey(), p.stem, p.tool.Code, p.tool.Test)
+	if err != nil {
+		k.tell(p.origin, fmt.Sprintf("I wrote a tool, %s, but could not stage it for its test: %v", p.stem, err))
+		k.gateNext(ctx)
+		return
+	}
+	k.gating = &p
+	k.log.Info("testing a proposed tool", contracts.AuditEvent, contracts.EventPromotion, "turn", p.turn, "tool", p.stem, "decision", "gate")
+	go func() {
+		v, err := selfcode.Gate(ctx, k.sandbox, staged.Dir, p.stem)
+		staged.Discard()
+		k.onLoop(func(ctx context.Context) {
+			k.gating = nil
+			k.gated(ctx, staged, p.tool, v, err, p.origin)
+			k.gateNext(ctx)
+		})
+	}()
+}
+
+// gateNext starts the gate of the oldest proposal waiting, if any.
+func (k *keeper) gateNext(ctx context.Context) {
+	if len(k.queue) == 0 {
+		return
+	}
+	next := k.queue[0]
+	k.queue = k.queue[1:]
+	k.gate(ctx, next)
+}
+
+// waitingForGate names the proposal under its gate and those queued for
+// it, for the owner.
+func (k *keeper) waitingForGate() (gating string, queued []string) {
+	if k.gating != nil {
+		gating = k.gating.stem
+	}
+	for _, p := range k.queue {
+		queued = append(queued, p.stem)
+	}
+	return gating, queued
 }
 
 // gated takes a gate's verdict: a pass parks the tool, as it was gated,

@@ -107,13 +107,26 @@ func StatusReport(s Status) string {
 	return b.String()
 }
 
-// Tools lists the tools: built in, self-coded live (with their strikes)
-// and under their gate, waiting for the owner, and put away.
-func Tools(builtin []string, stored []toolstore.Listed, strikes map[string]int, waiting []string) string {
+// ToolFacts are what /tools says.
+type ToolFacts struct {
+	Builtin []string
+	// Stored is what the tool store holds; Strikes counts the live tools'
+	// failures.
+	Stored  []toolstore.Listed
+	Strikes map[string]int
+	// Gating is the proposal under its gate, Queued those waiting for
+	// it, Waiting the ones that passed and wait for the owner's answer.
+	Gating          string
+	Queued, Waiting []string
+}
+
+// Tools lists the tools: built in, self-coded live (with their strikes),
+// being tested and queued for it, waiting for the owner, and put away.
+func Tools(f ToolFacts) string {
 	byState := map[toolstore.State][]string{}
-	for _, tool := range stored {
+	for _, tool := range f.Stored {
 		entry := tool.Name
-		if n := strikes[tool.Name]; n > 0 && tool.State == toolstore.Live {
+		if n := f.Strikes[tool.Name]; n > 0 && tool.State == toolstore.Live {
 			entry += fmt.Sprintf(" (%d strike(s))", n)
 		}
 		byState[tool.State] = append(byState[tool.State], entry)
@@ -125,10 +138,17 @@ func Tools(builtin []string, stored []toolstore.Listed, strikes map[string]int, 
 		return strings.Join(names, ", ")
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Built in: %s.\n", list(builtin))
+	fmt.Fprintf(&b, "Built in: %s.\n", list(f.Builtin))
 	fmt.Fprintf(&b, "Written by me, live: %s.\n", list(byState[toolstore.Live]))
-	fmt.Fprintf(&b, "Written by me, being tested: %s.\n", list(byState[toolstore.Gating]))
-	fmt.Fprintf(&b, "Written by me, waiting for your answer: %s.\n", list(waiting))
+	testing := "none"
+	if f.Gating != "" {
+		testing = f.Gating
+	}
+	if len(f.Queued) > 0 {
+		testing += "; next: " + strings.Join(f.Queued, ", ")
+	}
+	fmt.Fprintf(&b, "Written by me, being tested: %s.\n", testing)
+	fmt.Fprintf(&b, "Written by me, waiting for your answer: %s.\n", list(f.Waiting))
 	fmt.Fprintf(&b, "Put away: %s.", list(byState[toolstore.Quarantined]))
 	if len(byState[toolstore.Quarantined]) > 0 {
 		b.WriteString(" /restore NAME brings one back.")

@@ -1,0 +1,120 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/config"
+	"shelldon/contracts"
+	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/sandbox"
+	"shelldon/sandbox/image/imagetest"
+	"shelldon/testhost"
+)
+
+// countingSandbox is the real sandbox, counting how many runs are under
+// way at once.
+type countingSandbox struct {
+	sb       *sandbox.Sandbox
+	mu       sync.Mutex
+	now, max int
+}
+
+func (c *countingSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	c.mu.Lock()
+	c.now++
+	c.max = max(c.max, c.now)
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.now--
+		c.mu.Unlock()
+	}()
+	return c.sb.Run(ctx, spec)
+}
+
+// TestGatesRunOneAtATime: a reply that proposes six tools does not run six
+// gates at once — the board could not hold them — but one after another;
+// the owner hears which wait, and the one past the queue is dropped and
+// said so. Every tool that passes is asked about.
+func TestGatesRunOneAtATime(t *testing.T) {
+	img := imagetest.Image(t)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := &countingSandbox{sb: sb}
+	dir := testhost.ShortDir(t)
+	cfg := config.Default()
+	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	var ops []contracts.Op
+	for i := range maxQueuedGates + 2 {
+		name := fmt.Sprintf("tool%c", 'a'+i)
+		ops = append(ops, contracts.Op{Body: contracts.ProposeTool{Name: name,
+			Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
+			Test: "from " + name + " import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}})
+	}
+	worker := inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, in, err := joinAsWorker(ctx, cfg.Socket, turnOf(spec))
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		env, _ := contracts.NewEnvelope(contracts.KindResult, in.Turn, contracts.Result{OK: true, Payload: "I wrote tools.", Ops: ops})
+		conn.Send(env)
+	}}
+	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Sandbox: counted,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	got := make(chan contracts.Envelope, 64)
+	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) { got <- env })
+	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: "write yourself six tools"})
+	if err := conn.Send(in); err != nil {
+		t.Fatal(err)
+	}
+	var asked, told []string
+	deadline := time.After(60 * time.Second)
+	for len(asked) < maxQueuedGates+1 {
+		select {
+		case env := <-got:
+			switch env.Kind {
+			case contracts.KindApprovalRequest:
+				var req contracts.ApprovalRequest
+				env.Decode(&req)
+				asked = append(asked, req.Tool)
+			case contracts.KindOutbound:
+				var out contracts.Outbound
+				env.Decode(&out)
+				told = append(told, out.Text)
+			}
+		case <-deadline:
+			t.Fatalf("asked about %q, told %q, within a minute; want %d tools asked about", asked, told, maxQueuedGates+1)
+		}
+	}
+	counted.mu.Lock()
+	most := counted.max
+	counted.mu.Unlock()
+	if most != 1 {
+		t.Errorf("%d sandbox runs were under way at once, want one gate at a time", most)
+	}
+	joined := strings.Join(told, "\n")
+	if !strings.Contains(joined, "toolb; I will test it once the test of toola is done") {
+		t.Errorf("the owner was told %q, want toolb queued behind toola", told)
+	}
+	if !strings.Contains(joined, "toolf, but 5 of my tools already wait to be tested, so I dropped it") {
+		t.Errorf("the owner was told %q, want the sixth tool dropped and said so", told)
+	}
+}
