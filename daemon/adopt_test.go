@@ -54,7 +54,9 @@ func TestAnUpgradeAdoptsTheOldToolsOnce(t *testing.T) {
 			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		got := make(chan contracts.Envelope, 16)
 		listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) { got <- env })
-		return clk, got, stop
+		// A core's stop is its store's close: the next core takes the
+		// state directory's lock.
+		return clk, got, func() { stop(); store.Close() }
 	}
 	told := func(clk *clock.Fake, got chan contracts.Envelope) string {
 		deadline := time.After(waitLimit)

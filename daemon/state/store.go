@@ -6,10 +6,13 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -46,21 +49,38 @@ var defaultDirective []byte
 type Store struct {
 	layout    statedir.Layout
 	db        *sql.DB
+	lock      *os.File // the state directory's lock, held while open for writing
 	readOnly  bool
 	recovered int
 	// files serialises the read-modify-write of the memory tree's files.
 	files sync.Mutex
 }
 
-// Open prepares the state directory of layout and opens its database for
-// writing: it creates the directories that are missing, writes a default
-// DIRECTIVE.md and an empty about.md when there are none, brings the
-// database schema up to date, and marks turns that a crash left running as
-// interrupted (see Recovered).
+// ErrLocked is wrapped by Open when another process holds the state
+// directory.
+var ErrLocked = errors.New("another shelldon core holds the state directory")
+
+// Open takes the state directory of layout for this process, prepares it
+// and opens its database for writing: it creates the directories that are
+// missing, writes a default DIRECTIVE.md and an empty about.md when there
+// are none, brings the database schema up to date, and marks turns that a
+// crash left running as interrupted (see Recovered). The directory's lock
+// comes first: a second core on a directory another serves is refused
+// with ErrLocked before it reads or writes anything, so it cannot mark the
+// live core's turn interrupted on its way out.
 func Open(layout statedir.Layout) (s *Store, err error) {
 	if layout.Root == "" {
 		return nil, errors.New("open state: no state directory given")
 	}
+	lock, err := lockDir(layout)
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
+	}
+	defer func() {
+		if err != nil {
+			lock.Close()
+		}
+	}()
 	if err := prepareDir(layout); err != nil {
 		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
 	}
@@ -101,7 +121,33 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	return &Store{layout: layout, db: db, recovered: recovered}, nil
+	return &Store{layout: layout, db: db, lock: lock, recovered: recovered}, nil
+}
+
+// lockDir takes the state directory's lock file (state.lock), made with
+// the directory if need be, with an exclusive flock that the kernel drops
+// when the process ends however it ends. The holder's pid is written in
+// it, for the refusal of the next.
+func lockDir(layout statedir.Layout) (*os.File, error) {
+	if err := os.MkdirAll(layout.Root, dirMode); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(layout.Lock(), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, dbMode)
+	if err != nil {
+		return nil, fmt.Errorf("open the lock %s: %w", layout.Lock(), err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		holder, _ := io.ReadAll(io.LimitReader(f, 32))
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (pid %s); stop it first, or give this one another --state-dir", ErrLocked, strings.TrimSpace(string(holder)))
+		}
+		return nil, fmt.Errorf("lock %s: %w", layout.Lock(), err)
+	}
+	if err := f.Truncate(0); err == nil {
+		f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	return f, nil
 }
 
 // OpenReadOnly opens the state database of layout for reading only, as
@@ -229,7 +275,11 @@ func (s *Store) Layout() statedir.Layout { return s.layout }
 
 // Close closes the database.
 func (s *Store) Close() error {
-	if err := s.db.Close(); err != nil {
+	err := s.db.Close()
+	if s.lock != nil {
+		s.lock.Close() // the flock goes with the descriptor
+	}
+	if err != nil {
 		return fmt.Errorf("close state database: %w", err)
 	}
 	return nil

@@ -329,6 +329,7 @@ func TestInterruptedTurnsAreRecovered(t *testing.T) {
 			t.Errorf("turn %s after recovery: outcome %q, ended %v, want %q and an end", turn.ID, turn.Outcome, turn.Ended, wantOutcome)
 		}
 	}
+	again.Close()
 	if third := openStore(t, l); third.Recovered() != 0 {
 		t.Errorf("Recovered() on the next open = %d, want 0", third.Recovered())
 	}
@@ -455,5 +456,36 @@ func TestStateIsSharedWithItsGroup(t *testing.T) {
 	}
 	if fi, err := os.Stat(l.Vault()); err != nil || fi.Mode().Perm()&0o077 != 0 {
 		t.Errorf("vault = %v, %v; want it core's alone", fi.Mode(), err)
+	}
+}
+
+// TestASecondOpenIsRefusedBeforeItTouchesAnything: while one core holds
+// the state directory, another's Open fails with ErrLocked — and leaves
+// the first core's running turn as it was, where it once marked it
+// interrupted on its way out.
+func TestASecondOpenIsRefusedBeforeItTouchesAnything(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	first := openStore(t, l)
+	ctx := context.Background()
+	if err := first.StartTurn(ctx, TurnStart{ID: "live", Kind: "chat", Started: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := Open(l); !errors.Is(err, ErrLocked) {
+		if s != nil {
+			s.Close()
+		}
+		t.Fatalf("a second Open = %v, want ErrLocked", err)
+	} else if !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
+		t.Errorf("the refusal %q does not name the holder", err)
+	}
+	turns, err := first.RecentTurns(ctx, 1)
+	if err != nil || len(turns) != 1 || !turns[0].Ended.IsZero() || turns[0].Outcome != "" {
+		t.Errorf("the live turn after a refused second open = %+v, %v; want it still running", turns, err)
+	}
+	first.Close()
+	if s, err := Open(l); err != nil {
+		t.Errorf("Open after the first closed = %v", err)
+	} else {
+		s.Close()
 	}
 }

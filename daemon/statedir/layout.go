@@ -47,5 +47,8 @@ func (l Layout) Changes() string { return filepath.Join(l.Root, "changes") }
 // Runs holds the sandbox's run directories (overlay layers).
 func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 
+// Lock is the lock file one core holds while it serves the directory.
+func (l Layout) Lock() string { return filepath.Join(l.Root, "state.lock") }
+
 // Socket is the bus socket.
 func (l Layout) Socket() string { return filepath.Join(l.Root, "bus.sock") }
