@@ -172,6 +172,9 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if n := c.store.Recovered(); n > 0 {
 		c.log.Warn("turns left running by an earlier core were marked interrupted", "count", n)
 	}
+	if d := c.store.Damage(); d != nil {
+		c.log.Error("the state database was damaged and moved aside", "why", d.Why, "aside", d.Aside, "restored", d.Restored)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	served := make(chan error, 1)
@@ -337,7 +340,38 @@ func (c *Core) tidyUp(ctx context.Context) {
 		return approval.RenderCall(p.Call.Name, checked), approval.CallDigest(p.Call.Name, checked), nil
 	})
 	c.dropOrphanChanges(ctx)
+	if d := c.store.Damage(); d != nil {
+		c.say.Tell(approval.Audience{}, damageNote(d))
+	}
+	c.backUp(ctx)
 	c.expire(ctx)
+}
+
+// backupEvery is how often core copies the state database for recovery
+// from damage: a power cut on an SD card loses at most this much of the
+// history and the turns' records.
+const backupEvery = 6 * time.Hour
+
+// backUp copies the state database, off the loop (it reads a
+// connection of its own), and again after backupEvery.
+func (c *Core) backUp(ctx context.Context) {
+	go func() {
+		if err := c.store.Backup(ctx); err != nil {
+			c.log.Error("backing up the state database", "err", err)
+		}
+	}()
+	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
+}
+
+// damageNote tells the owner, plainly, what a damaged state database cost.
+func damageNote(d *state.Damage) string {
+	kept := "I kept my memory (memory/, about.md, DIRECTIVE.md), my workspace and my tools."
+	if d.Restored.IsZero() {
+		return fmt.Sprintf("My state database was damaged (%s), so I moved it aside (%s) and started a fresh one. %s "+
+			"I lost our chat history, the record of my turns, my schedules and any request that was waiting for you.", d.Why, d.Aside, kept)
+	}
+	return fmt.Sprintf("My state database was damaged (%s), so I moved it aside (%s) and went back to my backup of %s. %s "+
+		"What happened since that backup (chat history, turns, schedules, requests) is lost.", d.Why, d.Aside, d.Restored.Local().Format("Jan 2 15:04"), kept)
 }
 
 // expire drops the requests nobody decided on in time, and checks again

@@ -17,9 +17,12 @@ import (
 	"time"
 
 	godbus "github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
 
 	"shelldon/config"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/panel/epd"
 	"shelldon/sandbox/image"
 )
@@ -72,6 +75,7 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 		h.sandboxImage(),
 		h.memoryCgroup(),
 		h.stateDir(cfg),
+		h.stateDB(ctx, cfg),
 		h.core(cfg),
 		h.providers(ctx, cfg),
 		h.telegram(ctx, cfg),
@@ -228,6 +232,44 @@ func (h Host) stateDir(cfg config.Config) Check {
 	f.Close()
 	os.Remove(f.Name())
 	c.Status, c.Detail = OK, dir
+	var fs unix.Statfs_t
+	if unix.Statfs(dir, &fs) == nil {
+		if free := int64(fs.Bavail) * fs.Bsize; free < lowDisk {
+			c.Status, c.Detail = Warn, fmt.Sprintf("%s: only %d MiB free on its file system; writes of history, turns and requests will start to fail", dir, free>>20)
+			c.Fix = "free some space on the card (old journals: journalctl --vacuum-size=50M)"
+		}
+	}
+	return c
+}
+
+// lowDisk is the free space under which the state directory is in
+// danger: a turn's writes and a backup need a few MiB.
+const lowDisk = 64 << 20
+
+// stateDB says whether the state database is sound, and whether a
+// damaged one was found and moved aside.
+func (h Host) stateDB(ctx context.Context, cfg config.Config) Check {
+	c := Check{Name: "state database"}
+	layout := statedir.Layout{Root: cfg.StateDir}
+	err := state.CheckFile(ctx, layout)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		c.Status, c.Detail = OK, "none yet: core makes it when it starts"
+		return c
+	case err != nil:
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s is damaged: %v", layout.DB(), err)
+		c.Fix = "restart core (systemctl restart shelldon): it moves the damaged file aside and starts from the last backup, or afresh; the memory tree and the workspace are kept"
+		return c
+	}
+	c.Status, c.Detail = OK, "sound (quick_check)"
+	if info, err := os.Stat(layout.Backup()); err == nil {
+		c.Detail += fmt.Sprintf(", backed up %s", info.ModTime().Format("2006-01-02 15:04"))
+	}
+	if damaged := state.Damaged(layout); len(damaged) > 0 {
+		c.Status = Warn
+		c.Detail = fmt.Sprintf("a damaged database was found and moved aside: %s; the one in use is sound", strings.Join(damaged, ", "))
+		c.Fix = "what the damaged file held (history, turns, waiting requests) is in it; remove it once you do not need it"
+	}
 	return c
 }
 

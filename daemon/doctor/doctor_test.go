@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/sandbox/image"
 	"shelldon/testhost"
@@ -432,7 +434,7 @@ func TestRunOnAHealthyHost(t *testing.T) {
 	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = testBotToken, telegramtest.New(t, testBotToken).URL(), []int64{42}
 
 	checks := host.Run(context.Background(), cfg)
-	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "core", "model provider", "telegram", "SPI (panel)"}
+	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "state database", "core", "model provider", "telegram", "SPI (panel)"}
 	if len(checks) != len(wantNames) {
 		t.Fatalf("Run returned %d checks, want %d: %+v", len(checks), len(wantNames), checks)
 	}
@@ -559,5 +561,45 @@ func TestTelegram(t *testing.T) {
 				t.Errorf("the check shows the token: %q / %q", c.Detail, c.Fix)
 			}
 		})
+	}
+}
+
+// TestStateDB: doctor says whether the state database is sound, fails on
+// a damaged one (which core would otherwise meet at its start) with the
+// fix, and warns of one core found damaged and moved aside.
+func TestStateDB(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.StateDir = dir
+	layout := statedir.Layout{Root: dir}
+	host := testHost(t, nil)
+	if c := host.stateDB(context.Background(), cfg); c.Status != OK || !strings.Contains(c.Detail, "none yet") {
+		t.Errorf("stateDB with no database = %+v", c)
+	}
+	store, err := state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if c := host.stateDB(context.Background(), cfg); c.Status != OK || !strings.Contains(c.Detail, "sound") {
+		t.Errorf("stateDB with a sound database = %+v", c)
+	}
+	// Garbage over the header: what a bad write on an SD card leaves.
+	if err := os.WriteFile(layout.DB(), bytes.Repeat([]byte("garbage!"), 512), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := host.stateDB(context.Background(), cfg)
+	if c.Status != Fail || !strings.Contains(c.Detail, "damaged") || !strings.Contains(c.Fix, "moves the damaged file aside") {
+		t.Errorf("stateDB with a damaged database = %+v, want a failure saying so and the fix", c)
+	}
+	// Core's next start moves it aside; doctor then warns of it.
+	store, err = state.Open(layout)
+	if err != nil {
+		t.Fatalf("Open of the damaged database = %v", err)
+	}
+	store.Close()
+	c = host.stateDB(context.Background(), cfg)
+	if c.Status != Warn || !strings.Contains(c.Detail, layout.DamagedPrefix()) {
+		t.Errorf("stateDB after the damaged file was moved aside = %+v, want a warning naming it", c)
 	}
 }

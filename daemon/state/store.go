@@ -52,6 +52,7 @@ type Store struct {
 	lock      *os.File // the state directory's lock, held while open for writing
 	readOnly  bool
 	recovered int
+	damage    *Damage // what Open found wrong with the database, if anything
 	// files serialises the read-modify-write of the memory tree's files.
 	files sync.Mutex
 }
@@ -95,12 +96,8 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
 	}
 	f.Close()
-	db, err := sql.Open("sqlite", dsn(path, url.Values{
-		"_pragma": {"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(1)", "synchronous(NORMAL)"},
-		// Take the write lock when a transaction begins, so waiting for
-		// another writer goes through busy_timeout instead of failing.
-		"_txlock": {"immediate"},
-	}))
+	ctx := context.Background()
+	db, damage, err := openChecked(ctx, layout, path, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
@@ -109,11 +106,6 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 			db.Close()
 		}
 	}()
-	// One connection: core writes one thing at a time, and SQLite takes
-	// one writer anyway.
-	db.SetMaxOpenConns(1)
-
-	ctx := context.Background()
 	if err := migrate(ctx, db); err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
@@ -121,7 +113,24 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	return &Store{layout: layout, db: db, lock: lock, recovered: recovered}, nil
+	return &Store{layout: layout, db: db, lock: lock, recovered: recovered, damage: damage}, nil
+}
+
+// openDB opens the database at path for core's writing.
+func openDB(path string) (*sql.DB, error) {
+	db, err := sql.Open("sqlite", dsn(path, url.Values{
+		"_pragma": {"journal_mode(WAL)", "busy_timeout(5000)", "foreign_keys(1)", "synchronous(NORMAL)"},
+		// Take the write lock when a transaction begins, so waiting for
+		// another writer goes through busy_timeout instead of failing.
+		"_txlock": {"immediate"},
+	}))
+	if err != nil {
+		return nil, err
+	}
+	// One connection: core writes one thing at a time, and SQLite takes
+	// one writer anyway.
+	db.SetMaxOpenConns(1)
+	return db, nil
 }
 
 // lockDir takes the state directory's lock file (state.lock), made with

@@ -11,6 +11,14 @@ type Layout struct {
 // DB is the SQLite database.
 func (l Layout) DB() string { return filepath.Join(l.Root, "state.db") }
 
+// Backup is the last good copy of the database, which core keeps to
+// recover from damage.
+func (l Layout) Backup() string { return l.DB() + ".backup" }
+
+// DamagedPrefix starts the name of a damaged database core moved aside:
+// state.db.damaged-<UTC time>.
+func (l Layout) DamagedPrefix() string { return l.DB() + ".damaged-" }
+
 // Directive is DIRECTIVE.md, the pet's personality and reply contract.
 func (l Layout) Directive() string { return filepath.Join(l.Root, "DIRECTIVE.md") }
 
