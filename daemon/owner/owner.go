@@ -62,7 +62,7 @@ func StatusReport(s Status) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Up %s (since %s).\n", Roughly(s.Now.Sub(s.Started)), s.Started.Local().Format("Jan 2 15:04"))
 	if s.Turn != "" {
-		fmt.Fprintf(&b, "Working on turn %s for %s: %q.\n", s.Turn, Roughly(s.Now.Sub(s.TurnStarted)), visible.Line(Shorten(s.TurnAbout, 60)))
+		fmt.Fprintf(&b, "Working on turn %s for %s: \"%s\".\n", s.Turn, Roughly(s.Now.Sub(s.TurnStarted)), visible.Line(Shorten(s.TurnAbout, 60)))
 	} else {
 		b.WriteString("Idle, waiting for a message.\n")
 	}
