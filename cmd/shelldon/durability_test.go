@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"shelldon/config"
 	"shelldon/daemon/state"
 	"shelldon/demomodel"
 )
@@ -37,5 +40,41 @@ func TestASecondCoreIsRefusedWithoutSideEffects(t *testing.T) {
 	}
 	if turns := p.waitTurns(1); turns[0].Outcome != "ok" {
 		t.Errorf("the live turn ended %q, want ok", turns[0].Outcome)
+	}
+}
+
+// TestABrokerKilledMidTurnIsNoticedAtOnce: kill -9 of the broker while it
+// holds a turn's job degrades the turn within two seconds, naming the
+// cause in `shelldon turns` — not after the worker's whole budget — and
+// the next broker answers the next message.
+func TestABrokerKilledMidTurnIsNoticedAtOnce(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "never heard", Delay: 8 * time.Second},
+		demomodel.Step{Text: "back"},
+	)
+	// A worker budget far longer than the 2 s the test allows: the turn
+	// must not end by running out of it.
+	p := newPet(t, model, fastTimeouts(20*time.Second, 22*time.Second, 25*time.Second), func(c *config.Config) { c.Worker.CPUSeconds = 22 })
+	p.stopBroker()
+	config := writeConfig(t, p)
+	brokerProcess := startProcess(t, os.Args[0], "broker", "--config", config)
+	p.say("a slow question")
+	p.waitRequests(1) // the broker has the job, and waits on the model
+	killed := time.Now()
+	if err := brokerProcess.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := p.reply(10 * time.Second)
+	if took := time.Since(killed); !r.Degraded || took > 2*time.Second {
+		t.Fatalf("after the broker's kill: %+v after %v, want the degrade answer within 2 s", r, took)
+	}
+	turns := p.waitTurns(1)
+	if !strings.Contains(turns[0].Error, "broker left the bus") {
+		t.Errorf("shelldon turns says the turn failed because %q, want that the broker left", turns[0].Error)
+	}
+	startProcess(t, os.Args[0], "broker", "--config", config)
+	p.say("again?")
+	if r := p.replyWith("back", 20*time.Second); r.Degraded {
+		t.Errorf("the next message answered %+v", r)
 	}
 }

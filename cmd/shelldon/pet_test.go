@@ -54,6 +54,9 @@ type pet struct {
 	launcher   launch.Launcher
 	coreCancel context.CancelFunc
 	coreDone   chan error
+	// stopBroker stops the in-process broker, for a test that runs one
+	// of its own; a second call does nothing.
+	stopBroker func()
 
 	replies   chan contracts.Outbound
 	approvals chan contracts.ApprovalRequest
@@ -134,16 +137,21 @@ func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.S
 	if err != nil {
 		t.Fatal(err)
 	}
+	brokerCtx, stopBroker := context.WithCancel(ctx)
 	brokerDone := make(chan struct{})
 	go func() {
 		defer close(brokerDone)
-		broker.Serve(ctx, p.cfg.Socket, int(p.cfg.Bus.MaxFrame), chain, testLogger(t).With("actor", "broker"))
+		broker.Serve(brokerCtx, p.cfg.Socket, int(p.cfg.Bus.MaxFrame), chain, testLogger(t).With("actor", "broker"))
 	}()
+	p.stopBroker = func() {
+		stopBroker()
+		<-brokerDone
+	}
 	p.joinBus(ctx)
 	t.Cleanup(func() {
 		cancel()
 		p.stopCore()
-		<-brokerDone
+		p.stopBroker()
 	})
 	return p
 }

@@ -98,7 +98,11 @@ type Hub struct {
 	peers  map[uint64]*Peer
 	nextID uint64
 	held   []heldEnvelope
-	wg     sync.WaitGroup
+	// jobs are the turns whose JOB a broker took and has not answered,
+	// by the broker's peer id: when the broker leaves, they are failed at
+	// once instead of waiting out the worker's budget.
+	jobs map[uint64]map[string]bool
+	wg   sync.WaitGroup
 }
 
 // acceptRetry is the pause after a failed accept that may pass.
@@ -333,6 +337,7 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 	h.cfg.Logf("bus: %s %q joined (pid %d uid %d) %s", hello.Role, hello.Name, cred.PID, cred.UID, hello.Note)
 	defer func() {
 		h.unregister(p)
+		h.failJobs(p)
 		if h.cfg.OnLeave != nil {
 			h.cfg.OnLeave(p)
 		}
@@ -369,6 +374,9 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		if !contracts.MaySend(hello.Role, env.Kind) {
 			h.cfg.Logf("bus: dropped %s from %s %q: that role may not send it", env.Kind, hello.Role, hello.Name)
 			continue
+		}
+		if env.Kind == contracts.KindCompletion {
+			h.answeredJob(p, env.Turn)
 		}
 		if err := h.route(ctx, env); err != nil {
 			h.cfg.Logf("bus: %s from %s %q: %v", env.Kind, hello.Role, hello.Name, err)
@@ -542,12 +550,59 @@ func (h *Hub) route(ctx context.Context, env contracts.Envelope) error {
 	for _, p := range targets {
 		if err := h.Send(p, env); err != nil {
 			errs = append(errs, err)
+		} else if env.Kind == contracts.KindJob {
+			h.tookJob(p, env.Turn)
 		}
 	}
 	if len(errs) == len(targets) {
 		return errors.Join(errs...)
 	}
 	return nil
+}
+
+// tookJob records that broker p took the job of turn.
+func (h *Hub) tookJob(p *Peer, turn string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.jobs == nil {
+		h.jobs = map[uint64]map[string]bool{}
+	}
+	if h.jobs[p.id] == nil {
+		h.jobs[p.id] = map[string]bool{}
+	}
+	h.jobs[p.id][turn] = true
+}
+
+// answeredJob records that broker p answered the job of turn.
+func (h *Hub) answeredJob(p *Peer, turn string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.jobs[p.id], turn)
+}
+
+// brokerLeft is the answer to a job whose broker left the bus before it
+// answered.
+const brokerLeft = "the broker left the bus before it answered (it stopped or restarted); the model's answer was lost"
+
+// failJobs answers, for a broker that has left, every job it had not
+// answered: the turn's worker hears at once that no completion is coming,
+// rather than waiting out its budget for one.
+func (h *Hub) failJobs(p *Peer) {
+	h.mu.Lock()
+	turns := h.jobs[p.id]
+	delete(h.jobs, p.id)
+	h.mu.Unlock()
+	for turn := range turns {
+		env, err := contracts.NewEnvelope(contracts.KindCompletion, turn, contracts.Completion{OK: false, Error: brokerLeft})
+		if err != nil {
+			continue
+		}
+		env.From, env.Sender = contracts.RoleBroker, p.Hello.Name
+		h.cfg.Logf("bus: broker %q left holding the job of turn %q; told its worker", p.Hello.Name, turn)
+		if err := h.route(context.Background(), env); err != nil {
+			h.cfg.Logf("bus: telling the worker of turn %q that its broker left: %v", turn, err)
+		}
+	}
 }
 
 // hold keeps env until a peer of its role joins or HoldFor passes.
@@ -584,6 +639,8 @@ func (h *Hub) release(p *Peer) {
 	for _, env := range deliver {
 		if err := h.Send(p, env); err != nil {
 			h.cfg.Logf("bus: delivering a held %s (turn %q): %v", env.Kind, env.Turn, err)
+		} else if env.Kind == contracts.KindJob {
+			h.tookJob(p, env.Turn)
 		}
 	}
 }

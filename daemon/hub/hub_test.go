@@ -914,3 +914,47 @@ func TestServeStopsWithConnectionsOpen(t *testing.T) {
 		t.Errorf("socket after shutdown: Lstat = %v, want it removed", err)
 	}
 }
+
+// TestABrokerThatLeavesFailsItsJobs: a broker that dies holding a job is
+// noticed at once: the job's worker gets a failed completion saying the
+// broker left, instead of waiting out its budget for an answer that will
+// never come; a job it answered is not failed again.
+func TestABrokerThatLeavesFailsItsJobs(t *testing.T) {
+	f := serve(t, hub.Config{})
+	broker, _ := f.join(t, contracts.Hello{Role: contracts.RoleBroker, Name: "real"})
+	answered, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-1"})
+	waiting, _ := f.join(t, contracts.Hello{Role: contracts.RoleWorker, Turn: "t-2"})
+	send(t, answered, envelope(t, contracts.KindJob, "", "one"))
+	send(t, waiting, envelope(t, contracts.KindJob, "", "two"))
+	for range 2 {
+		if got := recv(t, broker); got.Kind != contracts.KindJob {
+			t.Fatalf("the broker got %s, want a job", got.Kind)
+		}
+	}
+	done, _ := contracts.NewEnvelope(contracts.KindCompletion, "t-1", contracts.Completion{OK: true, Text: "hi"})
+	send(t, broker, done)
+	if got := recv(t, answered); got.Kind != contracts.KindCompletion {
+		t.Fatalf("the first worker got %s, want its completion", got.Kind)
+	}
+	started := time.Now()
+	broker.Close() // as kill -9 of the broker would
+	got := recv(t, waiting)
+	var c contracts.Completion
+	if got.Kind != contracts.KindCompletion || got.Decode(&c) != nil || c.OK || !strings.Contains(c.Error, "broker left the bus") {
+		t.Fatalf("the waiting worker got %s %s, want a failed completion saying the broker left", got.Kind, got.Body)
+	}
+	if took := time.Since(started); took > time.Second {
+		t.Errorf("the worker heard after %v, want within a second", took)
+	}
+	extra := make(chan contracts.Envelope, 1)
+	go func() {
+		if env, err := answered.Recv(); err == nil {
+			extra <- env
+		}
+	}()
+	select {
+	case env := <-extra:
+		t.Errorf("the worker whose job was answered got another %s %s", env.Kind, env.Body)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
