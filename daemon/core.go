@@ -265,6 +265,10 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		if c.ownerCommand(ctx, from, in.Text) {
 			return
 		}
+		if text, cut := turns.CutMessage(in.Text); cut {
+			c.say.Tell(approval.Audience(from), fmt.Sprintf("Your message was %d KiB, so I read only its first %d KiB.", len(in.Text)>>10, turns.MaxMessageBytes>>10))
+			in.Text = text
+		}
 		c.brain.feel(mood.OwnerMessage)
 		if adm, now := c.turns.Submit(in.Text, from); now {
 			c.startTurn(ctx, adm)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"shelldon/beneath"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/launch"
@@ -59,6 +60,9 @@ func (c *Core) turnID() string {
 // worker. Any failure settles the turn and frees the slot, so the next
 // message is never stuck behind a turn that never started.
 func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
+	if adm.Overflow != "" {
+		adm.Text += c.keepOverflow(adm.Overflow)
+	}
 	t := c.turns.Begin(adm)
 	r := &turnRun{turn: t}
 	c.run = r
@@ -125,6 +129,29 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		r.exited <- exit
 		c.onLoop(func(ctx context.Context) { c.workerExited(ctx, r, exit) })
 	}()
+}
+
+// keepOverflow keeps what the owner wrote during a turn beyond what one
+// turn takes as a file in the workspace, beneath it without following a
+// link, and says where, for the model.
+func (c *Core) keepOverflow(text string) string {
+	name := fmt.Sprintf("inbox/while-busy-%s.txt", c.clock.Now().UTC().Format("20060102T150405.000Z"))
+	err := func() error {
+		ws, err := beneath.Open(c.layout.Workspace())
+		if err != nil {
+			return err
+		}
+		defer ws.Close()
+		if err := ws.MkdirAll("inbox", 0o755); err != nil {
+			return err
+		}
+		return ws.WriteFile(name, []byte(text), 0o644)
+	}()
+	if err != nil {
+		c.log.Error("keeping what the owner wrote beyond a turn's size", "err", err, "bytes", len(text))
+		return fmt.Sprintf("\n\n[The owner wrote %d KiB more while I was busy, which I could not keep (%v).]", len(text)>>10, err)
+	}
+	return fmt.Sprintf("\n\n[The owner wrote %d KiB more while I was busy: it is in my workspace at %s; read it with read_file.]", len(text)>>10, name)
 }
 
 // workerExited takes the launcher's word that a turn's worker is gone.

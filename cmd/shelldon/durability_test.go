@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -11,6 +13,8 @@ import (
 
 	"shelldon/config"
 	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/daemon/turns"
 	"shelldon/demomodel"
 )
 
@@ -76,5 +80,52 @@ func TestABrokerKilledMidTurnIsNoticedAtOnce(t *testing.T) {
 	p.say("again?")
 	if r := p.replyWith("back", 20*time.Second); r.Degraded {
 		t.Errorf("the next message answered %+v", r)
+	}
+}
+
+// TestABurstOfHugeMessagesFailsNothing: 100 messages of 60 KB during a
+// slow turn make one catch-up turn of at most what a turn takes — the rest
+// kept in the workspace, the model told where — and the turns after it
+// are normal; nothing oversized follows them in the history.
+func TestABurstOfHugeMessagesFailsNothing(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "slow answer", Delay: 1500 * time.Millisecond},
+		demomodel.Step{Text: "caught up"},
+		demomodel.Step{Text: "normal again"},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	p.say("first")
+	p.waitRequests(1)
+	chunk := strings.Repeat("0123456789", 6<<10) // 60 KiB
+	for i := range 100 {
+		p.say(fmt.Sprintf("%03d %s", i, chunk))
+	}
+	for _, want := range []string{"slow answer", "caught up"} {
+		if r := p.reply(30 * time.Second); r.Text != want || r.Degraded {
+			t.Fatalf("reply = %.100q (degraded %v), want %q", r.Text, r.Degraded, want)
+		}
+	}
+	reqs := p.waitRequests(2)
+	asked := lastUser(reqs[1])
+	if len(asked) > turns.MaxCatchUpBytes+1024 || !strings.Contains(asked, "in my workspace at inbox/") {
+		t.Errorf("the catch-up turn asked the model %d bytes ending %q, want at most %d and where the rest is", len(asked), asked[max(0, len(asked)-200):], turns.MaxCatchUpBytes)
+	}
+	kept, _ := filepath.Glob(filepath.Join(ws, "inbox", "while-busy-*.txt"))
+	if len(kept) != 1 {
+		t.Fatalf("the workspace's inbox holds %q, want the rest of the burst", kept)
+	}
+	if b, _ := os.ReadFile(kept[0]); !strings.Contains(string(b), "099 0123456789") {
+		t.Errorf("the kept rest does not end with the last message")
+	}
+	p.waitTurns(2)
+	p.say("and now?")
+	if r := p.reply(15 * time.Second); r.Text != "normal again" || r.Degraded {
+		t.Fatalf("the turn after the burst answered %+v", r)
+	}
+	for _, m := range p.waitRequests(3)[2].Messages {
+		if len(m.Content) > 64<<10 {
+			t.Errorf("the next turn's prompt carries a message of %d bytes", len(m.Content))
+		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unicode/utf8"
 
 	"shelldon/contracts"
 )
@@ -19,14 +20,38 @@ func (s *Store) AppendHistory(ctx context.Context, turn, role, text string, at t
 	}
 	_, err := s.db.ExecContext(ctx,
 		`INSERT INTO history (turn, role, text, at) VALUES (?, ?, ?, ?)`,
-		turn, role, text, at.UnixMilli())
+		turn, role, capEntry(text), at.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("append history of turn %q: %w", turn, err)
 	}
 	return nil
 }
 
-// RecentHistory returns the last n messages of the conversation, oldest first.
+// MaxHistoryEntryBytes caps one message of the history as it is kept: an
+// oversized message or answer has its turn, but it does not follow every
+// later turn into its prompt.
+const MaxHistoryEntryBytes = 16 << 10
+
+// MaxHistoryBytes caps the history a turn is given, newest first: however
+// the messages are sized, the turn's input stays far below the bus's
+// frame limit.
+const MaxHistoryBytes = 96 << 10
+
+// capEntry cuts text to MaxHistoryEntryBytes at a character boundary,
+// saying so.
+func capEntry(text string) string {
+	if len(text) <= MaxHistoryEntryBytes {
+		return text
+	}
+	cut := MaxHistoryEntryBytes
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return text[:cut] + fmt.Sprintf("\n[… cut: the message was %d KiB; only its first %d KiB are kept in the history]", len(text)>>10, MaxHistoryEntryBytes>>10)
+}
+
+// RecentHistory returns the last n messages of the conversation, oldest
+// first, as many of the newest as fit in MaxHistoryBytes.
 func (s *Store) RecentHistory(ctx context.Context, n int) ([]contracts.HistoryEntry, error) {
 	if n <= 0 {
 		return nil, nil
@@ -51,6 +76,13 @@ func (s *Store) RecentHistory(ctx context.Context, n int) ([]contracts.HistoryEn
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read recent history: %w", err)
+	}
+	size := 0
+	for i := len(entries) - 1; i >= 0; i-- {
+		size += len(entries[i].Text)
+		if size > MaxHistoryBytes {
+			return entries[i+1:], nil
+		}
 	}
 	return entries, nil
 }

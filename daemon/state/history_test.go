@@ -6,6 +6,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"shelldon/contracts"
 )
 
 func TestHistoryOrderAndLimit(t *testing.T) {
@@ -98,5 +101,40 @@ func TestAddLearning(t *testing.T) {
 	}
 	if want := "t1|ask before assuming|time,habits|42"; len(got) != 1 || got[0] != want {
 		t.Errorf("learnings = %v, want [%s]", got, want)
+	}
+}
+
+// TestHistoryIsBounded: a huge message or answer is kept cut, with a note,
+// and the history given to a turn fits its byte budget, newest first, so
+// that no single large exchange follows every later turn to its failure.
+func TestHistoryIsBounded(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	huge := strings.Repeat("é", 2<<20) // 4 MiB of two-byte characters
+	if err := s.AppendHistory(ctx, "t1", contracts.ChatAssistant, huge, epoch); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.RecentHistory(ctx, 10)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("RecentHistory = %d entries, %v", len(got), err)
+	}
+	if n := len(got[0].Text); n > MaxHistoryEntryBytes+200 || !strings.Contains(got[0].Text, "only its first 16 KiB are kept") || !utf8.ValidString(got[0].Text) {
+		t.Errorf("the kept entry is %d bytes, valid UTF-8 %v, ending %q; want it cut with a note", n, utf8.ValidString(got[0].Text), got[0].Text[len(got[0].Text)-80:])
+	}
+	for i := range 20 {
+		if err := s.AppendHistory(ctx, fmt.Sprintf("t%d", i+2), contracts.ChatUser, strings.Repeat("x", 10<<10), epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err = s.RecentHistory(ctx, 30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := 0
+	for _, e := range got {
+		size += len(e.Text)
+	}
+	if size > MaxHistoryBytes || len(got) != MaxHistoryBytes/(10<<10) {
+		t.Errorf("RecentHistory gave %d entries of %d bytes in all, want the newest that fit in %d", len(got), size, MaxHistoryBytes)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"shelldon/clock"
 	"shelldon/contracts"
@@ -32,7 +33,22 @@ type Admission struct {
 	Preview string
 	// Scheduled marks a turn the pet starts itself, from a schedule.
 	Scheduled bool
+	// Overflow is what arrived during the last turn beyond what one turn
+	// takes (MaxCatchUpBytes): core keeps it as a file and tells the
+	// model where.
+	Overflow string
 }
+
+// Bounds of what one turn takes from the owner, so that no message and no
+// burst can fail more than its own turn: the turn's input stays far below
+// the bus's frame limit.
+const (
+	// MaxMessageBytes caps one message; core cuts a longer one and says
+	// so.
+	MaxMessageBytes = 64 << 10
+	// MaxCatchUpBytes caps the joined text of a catch-up turn.
+	MaxCatchUpBytes = 256 << 10
+)
 
 // The kinds of turn, as the turns table records them.
 const (
@@ -279,8 +295,31 @@ func (m *Machine) Release() (Admission, bool) {
 		return Admission{}, false
 	}
 	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true}
+	if len(next.Text) > MaxCatchUpBytes {
+		cut := cutAt(next.Text, MaxCatchUpBytes)
+		next.Text, next.Overflow = next.Text[:cut], next.Text[cut:]
+	}
 	m.pending, m.pendingOrigin = nil, Origin{}
 	return next, true
+}
+
+// cutAt is the largest index no greater than n at which s can be cut
+// without splitting a character.
+func cutAt(s string, n int) int {
+	if n >= len(s) {
+		return len(s)
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// CutMessage bounds one message to MaxMessageBytes, at a character
+// boundary, and reports whether it had to.
+func CutMessage(text string) (string, bool) {
+	cut := cutAt(text, MaxMessageBytes)
+	return text[:cut], cut < len(text)
 }
 
 func newID() string {

@@ -3,8 +3,10 @@ package turns
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"shelldon/clock"
 )
@@ -198,5 +200,33 @@ func TestFenceRemembersOnlyRecentTurns(t *testing.T) {
 	}
 	if f.wasClosed("0") || !f.wasClosed(fmt.Sprint(closedMemory)) {
 		t.Fatal("the closed set is not bounded to the most recent ids")
+	}
+}
+
+// TestWhatArrivesDuringATurnIsBounded: a burst during a turn becomes one
+// catch-up turn of at most MaxCatchUpBytes, the rest handed over as
+// overflow (never split inside a character); one message is cut to
+// MaxMessageBytes.
+func TestWhatArrivesDuringATurnIsBounded(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("first", Origin{})
+	m.Begin(adm)
+	msg := strings.Repeat("é", 30<<10) // 60 KiB
+	for range 100 {
+		m.Submit(msg, Origin{Chat: "7"})
+	}
+	next, ok := m.Release()
+	if !ok || len(next.Text) > MaxCatchUpBytes || !utf8.ValidString(next.Text) || !utf8.ValidString(next.Overflow) {
+		t.Fatalf("Release = %d bytes (valid %v) and %d over, want at most %d bytes, valid, the rest as overflow", len(next.Text), utf8.ValidString(next.Text), len(next.Overflow), MaxCatchUpBytes)
+	}
+	if got := len(next.Text) + len(next.Overflow); got != 100*len(msg)+99 {
+		t.Errorf("catch-up and overflow hold %d bytes, want all %d of the burst", got, 100*len(msg)+99)
+	}
+	cut, was := CutMessage(strings.Repeat("é", MaxMessageBytes))
+	if !was || len(cut) > MaxMessageBytes || !utf8.ValidString(cut) {
+		t.Errorf("CutMessage of %d bytes = %d bytes (cut %v, valid %v)", 2*MaxMessageBytes, len(cut), was, utf8.ValidString(cut))
+	}
+	if same, was := CutMessage("short"); was || same != "short" {
+		t.Errorf("CutMessage(short) = %q, %v", same, was)
 	}
 }
