@@ -92,6 +92,21 @@ type Completion struct {
 	Provider string `json:"provider,omitempty"`
 	// Tries counts the provider calls made, retries included.
 	Tries int `json:"tries,omitempty"`
+	// Usage is what the answering call cost, as its provider counted it;
+	// zero where the provider does not say.
+	Usage Usage `json:"usage,omitzero"`
+}
+
+// Usage counts the tokens of model calls: the prompts sent and the
+// completions received.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens,omitempty"`
+}
+
+// Add is the usage of both u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens}
 }
 
 // HistoryEntry is one earlier message of the conversation with the owner.
