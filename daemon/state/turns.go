@@ -40,7 +40,8 @@ type TurnEnd struct {
 	ID      string
 	Ended   time.Time
 	Outcome string
-	// Error says why the turn failed, if it did; kept to MaxErrorRunes.
+	// Error says why the turn failed, or which bound cut it short, if
+	// one did; kept to MaxErrorRunes.
 	Error string
 	// ModelTime is how long the worker waited on the broker.
 	ModelTime time.Duration
