@@ -89,10 +89,10 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 	// own.
 	own := len(messages)
 	// called lists the tools the model asked for, in order, for the owner
-	// if the cap cuts the loop short; failures holds each call that
-	// failed, with its error, to catch the same failure a second time.
+	// if the cap cuts the loop short; failures holds each call that failed,
+	// with its error, and the model call whose answer asked for it first.
 	var called []string
-	failures := map[string]bool{}
+	failures := map[string]int{}
 	for {
 		// The model is always asked once. After that, tool calls or the
 		// tests' verdict want it asked again, which the bounds may not
@@ -167,13 +167,18 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 				if errors.Is(err, errOutOfExecutions) {
 					continue
 				}
-				// The same call failing the same way again will not
-				// start working: the model is going round in circles.
+				// A model that saw a call fail and asks for it again, to
+				// fail the same way, is going round in circles. Calls of
+				// one answer are asked for before any of them is seen, so
+				// only a failure of an earlier answer counts.
 				key := call.Name + "\x00" + call.Args + "\x00" + err.Error()
-				if failures[key] {
+				first, seen := failures[key]
+				if seen && first < end.ModelCalls {
 					return end.cut(contracts.StopRepeatedFailure, repeatReply(call, err.Error()))
 				}
-				failures[key] = true
+				if !seen {
+					failures[key] = end.ModelCalls
+				}
 			}
 		}
 		messages = append(append(messages, asked), answers...)

@@ -239,10 +239,10 @@ func TestLoopParksOnTheLastModelCall(t *testing.T) {
 	}
 }
 
-// TestLoopStopsOnARepeatedFailure: the same call failing the same way a
-// second time ends the loop at once, with the call and its error named;
-// the same call failing differently, or another call failing the same
-// way, does not.
+// TestLoopStopsOnARepeatedFailure: the same call failing the same way
+// again, after the model saw it fail, ends the loop at once, with the call
+// and its error named; another call failing, or the same call asked for
+// twice in one answer (before the model saw either fail), does not.
 func TestLoopStopsOnARepeatedFailure(t *testing.T) {
 	missing := call("", "read_file", `{"path":"missing.txt"}`)
 	with := func(id string, c contracts.ToolCall) contracts.ToolCall { c.ID = id; return c }
@@ -265,10 +265,10 @@ func TestLoopStopsOnARepeatedFailure(t *testing.T) {
 			t.Errorf("reply = %q, taken from the history", end.Text)
 		}
 	})
-	t.Run("different calls", func(t *testing.T) {
+	t.Run("different calls, or one answer's", func(t *testing.T) {
 		s := &scripted{answers: []contracts.Completion{
-			calls(with("1", missing), call("2", "read_file", `{"path":"gone.txt"}`), call("3", "read_file", `{"path": 7}`)),
-			calls(call("4", "read_file", `{"path":"missing.txt" }`)),
+			calls(with("1", missing), call("2", "read_file", `{"path":"gone.txt"}`), call("3", "read_file", `{"path": 7}`), with("4", missing)),
+			calls(call("5", "read_file", `{"path":"missing.txt" }`)),
 			text("I cannot find it."),
 		}}
 		end := newLoop(t, s).run(context.Background(), start())
