@@ -137,6 +137,8 @@ func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Mes
 		Text:      answer.Content,
 		ToolCalls: fromOpenAIToolCalls(answer.ToolCalls, countToolCalls(messages)),
 		Provider:  p.name,
+		// A provider that sends no usage leaves it zero: unknown, not free.
+		Usage: contracts.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens},
 	}, nil
 }
 

@@ -81,13 +81,33 @@ func chainOf(providers ...broker.Provider) *broker.Chain {
 func TestTextCompletion(t *testing.T) {
 	srv, p, _ := demo(t, "demo", demomodel.Step{Text: "hi owner"})
 	got := chainOf(p).Complete(context.Background(), greeting, nil)
-	want := contracts.Completion{OK: true, Text: "hi owner", Provider: "demo", Tries: 1}
+	// The demo model counts a token per four bytes, plus one: 35 bytes of
+	// roles and contents in, 8 out.
+	want := contracts.Completion{OK: true, Text: "hi owner", Provider: "demo", Tries: 1, Usage: contracts.Usage{PromptTokens: 9, CompletionTokens: 3}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Complete = %+v, want %+v", got, want)
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 1 || reqs[0].Model != demomodel.ModelName || !reflect.DeepEqual(reqs[0].Messages, greeting) {
 		t.Errorf("server saw %+v, want one request for %s with %+v", reqs, demomodel.ModelName, greeting)
+	}
+}
+
+// TestUsageReachesTheCompletion: the tokens a provider says a call cost
+// come through the go-openai client into the completion, for text and for
+// tool calls; a provider that says nothing costs nothing that is known.
+func TestUsageReachesTheCompletion(t *testing.T) {
+	const (
+		text  = `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1234,"completion_tokens":56,"total_tokens":1290}}`
+		calls = `{"id":"c2","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"get_time","arguments":"{}"}}]},"finish_reason":"tool_calls"}],"usage":{"prompt_tokens":2000,"completion_tokens":7,"total_tokens":2007}}`
+		none  = `{"id":"c3","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`
+	)
+	_, p, _ := demo(t, "demo", demomodel.Step{Raw: text}, demomodel.Step{Raw: calls}, demomodel.Step{Raw: none})
+	chain := chainOf(p)
+	for _, want := range []contracts.Usage{{PromptTokens: 1234, CompletionTokens: 56}, {PromptTokens: 2000, CompletionTokens: 7}, {}} {
+		if got := chain.Complete(context.Background(), greeting, nil); !got.OK || got.Usage != want {
+			t.Errorf("Complete = %+v, want usage %+v", got, want)
+		}
 	}
 }
 
@@ -235,7 +255,7 @@ func TestRetryPolicyByStatus(t *testing.T) {
 func TestRetrySucceeds(t *testing.T) {
 	srv, p, _ := demo(t, "flaky", demomodel.Step{Status: 503}, demomodel.Step{Text: "second time lucky"})
 	got := chainOf(p).Complete(context.Background(), greeting, nil)
-	want := contracts.Completion{OK: true, Text: "second time lucky", Provider: "flaky", Tries: 2}
+	want := contracts.Completion{OK: true, Text: "second time lucky", Provider: "flaky", Tries: 2, Usage: contracts.Usage{PromptTokens: 9, CompletionTokens: 5}}
 	if !reflect.DeepEqual(got, want) || srv.Hits() != 2 {
 		t.Errorf("Complete = %+v after %d hits, want %+v after 2", got, srv.Hits(), want)
 	}
@@ -246,7 +266,7 @@ func TestFallbackToSecondProvider(t *testing.T) {
 	second, backup, _ := demo(t, "backup", demomodel.Step{Text: "backup here"})
 	chain := chainOf(primary, backup)
 	got := chain.Complete(context.Background(), greeting, nil)
-	want := contracts.Completion{OK: true, Text: "backup here", Provider: "backup", Tries: 3}
+	want := contracts.Completion{OK: true, Text: "backup here", Provider: "backup", Tries: 3, Usage: contracts.Usage{PromptTokens: 9, CompletionTokens: 3}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Complete = %+v, want %+v", got, want)
 	}

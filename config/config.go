@@ -52,6 +52,9 @@ type Turn struct {
 	// ToolStrikes is how many failures put a self-coded tool in
 	// quarantine.
 	ToolStrikes int `toml:"tool_strikes"`
+	// MaxModelCalls caps the model calls of one turn: a model that keeps
+	// calling tools is stopped there, and the owner told so.
+	MaxModelCalls int `toml:"max_model_calls"`
 	// WorkerCommand runs a worker; empty means this binary's own "worker"
 	// subcommand.
 	WorkerCommand []string `toml:"worker_command"`
@@ -177,6 +180,7 @@ func Default() Config {
 			ReactionDwell:   Duration{60 * time.Second},
 			ApprovalExpiry:  Duration{time.Hour},
 			ToolStrikes:     3,
+			MaxModelCalls:   8,
 		},
 		Worker: Worker{
 			MemoryLimit: 256 << 20,

@@ -133,7 +133,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 	want := []string{
 		"SHELLDON_STATE_DIR", "SHELLDON_SOCKET",
 		"SHELLDON_TIMEOUTS_WORKER", "SHELLDON_TIMEOUTS_REAP", "SHELLDON_TIMEOUTS_TURN",
-		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL", "SHELLDON_TURN_APPROVAL_EXPIRY", "SHELLDON_TURN_TOOL_STRIKES",
+		"SHELLDON_TURN_HISTORY_MESSAGES", "SHELLDON_TURN_REACTION_DWELL", "SHELLDON_TURN_APPROVAL_EXPIRY", "SHELLDON_TURN_TOOL_STRIKES", "SHELLDON_TURN_MAX_MODEL_CALLS",
 		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES", "SHELLDON_WORKER_USER",
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
@@ -173,7 +173,7 @@ func TestLoadUnknownKey(t *testing.T) {
 		{"wrong case", "[Timeouts]\nWorker = \"1s\"\n",
 			[]string{`Timeouts: unknown key`, `did you mean "timeouts"?`}, "Timeouts.Worker"},
 		{"key in the wrong table", "[turn]\ncpu_seconds = 30\n",
-			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, approval_expiry, tool_strikes, worker_command`}, ""},
+			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, approval_expiry, tool_strikes, max_model_calls, worker_command`}, ""},
 		{"typo in a provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nnmae = \"b\"\n",
 			[]string{`provider.nmae: unknown key`, `did you mean "provider.name"?`, `known keys in [[provider]]: name, base_url`}, ""},
 		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n",
@@ -271,6 +271,8 @@ func TestRangeErrors(t *testing.T) {
 		{"negative history", "[turn]\nhistory_messages = -1\n", []string{"turn.history_messages: -1 is out of range"}},
 		{"dwell too long", "[turn]\nreaction_dwell = \"2h\"\n", []string{"turn.reaction_dwell: 2h0m0s is out of range; use 0s to 1h0m0s"}},
 		{"approvals that never wait", "[turn]\napproval_expiry = \"1s\"\n", []string{"turn.approval_expiry: 1s is out of range; use 1m0s to 168h0m0s"}},
+		{"no model calls", "[turn]\nmax_model_calls = 0\n", []string{"turn.max_model_calls: 0 is out of range; use 1 to 64 (default 8)"}},
+		{"a thousand model calls", "[turn]\nmax_model_calls = 1000\n", []string{"turn.max_model_calls: 1000 is out of range; use 1 to 64 (default 8)"}},
 		{"empty worker program", "[turn]\nworker_command = [\"\", \"worker\"]\n", []string{"turn.worker_command: its first element"}},
 		{"memory too small", "[worker]\nmemory_limit = \"32MiB\"\n", []string{"worker.memory_limit: 32MiB is too small; use at least 128MiB"}},
 		{"cpu below reap", "[worker]\ncpu_seconds = 27\n", []string{"worker.cpu_seconds: 27 is less than timeouts.reap (28s); use at least 28"}},
@@ -339,6 +341,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		"SHELLDON_TIMEOUTS_WORKER=10s", // the last entry wins, as in exec.Cmd.Env
 		"SHELLDON_BUS_MAX_FRAME=8MiB",
 		"SHELLDON_TURN_HISTORY_MESSAGES=3",
+		"SHELLDON_TURN_MAX_MODEL_CALLS=5",
 		"SHELLDON_WORKER_CPU_SECONDS=", // empty counts as unset
 		"SHELLDON_PANEL_UPSIDE_DOWN=yes",
 	})
@@ -352,6 +355,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		{"timeouts.worker", got.Timeouts.Worker.Duration, 10 * time.Second},
 		{"bus.max_frame", got.Bus.MaxFrame, Size(8 << 20)},
 		{"turn.history_messages", got.Turn.HistoryMessages, 3},
+		{"turn.max_model_calls", got.Turn.MaxModelCalls, 5},
 		{"worker.cpu_seconds", got.Worker.CPUSeconds, 30},
 		{"state_dir", got.StateDir, "/srv/pet"},
 		{"socket", got.Socket, "/srv/pet/bus.sock"},

@@ -43,6 +43,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Turn.ApprovalExpiry }, parseDuration)},
 	{key: "turn.tool_strikes", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Turn.ToolStrikes }, parseInt)},
+	{key: "turn.max_model_calls", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Turn.MaxModelCalls }, parseInt)},
 	{key: "turn.worker_command", hint: `an array of strings, like ["/usr/bin/shelldon", "worker"]`},
 
 	{key: "worker", hint: "a table: the section [worker]"},

@@ -41,6 +41,11 @@ const (
 	maxUID             int64 = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
 )
 
+// maxModelCalls bounds turn.max_model_calls: each call resends the whole
+// conversation inside the turn's 25 s, and past a few dozen calls a turn
+// is stuck, not working.
+const maxModelCalls = 64
+
 var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
 
 // botToken is the shape of the tokens @BotFather hands out: the bot's id, a
@@ -121,6 +126,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "turn.reaction_dwell", c.Turn.ReactionDwell.Duration, 0, maxReactionDwell, def.Turn.ReactionDwell.Duration)
 	inRange(add, "turn.approval_expiry", c.Turn.ApprovalExpiry.Duration, minApprovalExpiry, maxApprovalExpiry, def.Turn.ApprovalExpiry.Duration)
 	inRange(add, "turn.tool_strikes", c.Turn.ToolStrikes, 1, 100, def.Turn.ToolStrikes)
+	inRange(add, "turn.max_model_calls", c.Turn.MaxModelCalls, 1, maxModelCalls, def.Turn.MaxModelCalls)
 	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
 		add("turn.worker_command", "its first element, the program, is empty",
 			"name the program to run, or leave worker_command empty to run this binary's own worker subcommand")

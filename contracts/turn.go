@@ -92,6 +92,21 @@ type Completion struct {
 	Provider string `json:"provider,omitempty"`
 	// Tries counts the provider calls made, retries included.
 	Tries int `json:"tries,omitempty"`
+	// Usage is what the answering call cost, as its provider counted it;
+	// zero where the provider does not say.
+	Usage Usage `json:"usage,omitzero"`
+}
+
+// Usage counts the tokens of model calls: the prompts sent and the
+// completions received.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens,omitempty"`
+}
+
+// Add is the usage of both u and v.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens}
 }
 
 // HistoryEntry is one earlier message of the conversation with the owner.
@@ -129,6 +144,9 @@ type TurnInput struct {
 	// core found to be what the owner kept. The worker reads no tool
 	// store of its own.
 	SelfCoded []ToolDefinition `json:"self_coded,omitempty"`
+	// MaxModelCalls caps the model calls of the turn (turn.max_model_calls);
+	// under 1 it counts as 1, since the model is always asked once.
+	MaxModelCalls int `json:"max_model_calls,omitempty"`
 }
 
 // DeniedByOwner is the answer to a parked call the owner turned down.
@@ -163,7 +181,27 @@ type Result struct {
 	// PeakRSS is the worker's resident-memory high-water mark in bytes,
 	// read just before it reported; 0 where the kernel does not say.
 	PeakRSS int64 `json:"peak_rss,omitempty"`
+	// Stop says how the agent loop ended, one of the Stop… values; empty
+	// when the turn failed before or inside the loop.
+	Stop string `json:"stop,omitempty"`
+	// Tokens is the usage of every model call of the turn, summed.
+	Tokens Usage `json:"tokens,omitzero"`
 }
+
+// How an agent loop ends, as [Result.Stop] says. Only an answer or a
+// parked call is the model's own ending; the others are the loop's
+// bounds cutting it short, and the reply then says so.
+const (
+	StopAnswer = "answer" // the model answered with text
+	StopParked = "parked" // a RISKY call waits for the owner
+	// StopModelCallCap: the turn used its model calls without an answer.
+	StopModelCallCap = "model-call-cap"
+	// StopRepeatedFailure: the same call failed with the same error twice.
+	StopRepeatedFailure = "repeated-failure"
+	// StopDeadline: too little of the worker's budget was left to ask
+	// the model again.
+	StopDeadline = "deadline"
+)
 
 // Snapshot is the face and caption core wants shown, for any panel.
 type Snapshot struct {

@@ -30,6 +30,9 @@ const (
 	OutcomeTimeout     = turns.OutcomeTimeout
 	OutcomeCrashed     = turns.OutcomeCrashed
 	OutcomeSpawnFailed = "spawn-failed" // no worker could be started
+	// OutcomeCapped: a bound of the agent loop, not the model, ended the
+	// turn, and the owner was told so; why says which.
+	OutcomeCapped = "capped"
 )
 
 // turnRun is the worker of the turn in flight, and what it reported.
@@ -38,10 +41,11 @@ type turnRun struct {
 	handle launch.Handle
 	exited chan launch.Exit // the launcher's word that the worker is gone
 	exit   launch.Exit
-	// modelTime and peakRSS are the worker's own figures; joinedAfter is
-	// how long it took from launch to joining the bus.
+	// modelTime, peakRSS and tokens are the worker's own figures;
+	// joinedAfter is how long it took from launch to joining the bus.
 	modelTime   time.Duration
 	peakRSS     int64
+	tokens      contracts.Usage
 	joinedAfter time.Duration
 }
 
@@ -84,7 +88,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		log.Error("reading history failed; the turn goes on without it", "err", err)
 	}
 	slot := c.slots.open(t.ID, contracts.TurnInput{
-		Turn: t.ID, Text: adm.Text, History: history,
+		Turn: t.ID, Text: adm.Text, History: history, MaxModelCalls: c.cfg.Turn.MaxModelCalls,
 		Deadline:  t.Started.Add(c.cfg.Timeouts.Worker.Duration),
 		Resume:    adm.Resume,
 		Approvals: true,
@@ -202,7 +206,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		c.finish(ctx, c.turns.Finished())
 		return
 	}
-	r.modelTime, r.peakRSS = res.ModelTime, res.PeakRSS
+	r.modelTime, r.peakRSS, r.tokens = res.ModelTime, res.PeakRSS, res.Tokens
 	log := c.log.With("turn", t.ID)
 	for _, n := range res.Notes {
 		log.Warn("worker note", "note", n)
@@ -221,8 +225,18 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	c.brain.feel(mood.TurnOK)
 	c.applyOps(ctx, t, res.Ops)
 	c.recordExchange(ctx, t, res.Payload)
-	t.Outcome = OutcomeOK
+	t.Outcome, t.Err = outcomeOf(res)
 	c.finish(ctx, c.turns.Finished())
+}
+
+// outcomeOf is the outcome of a turn that answered: ok when the model
+// ended it, capped when a bound of the loop did (with which one).
+func outcomeOf(res contracts.Result) (outcome, why string) {
+	switch res.Stop {
+	case contracts.StopModelCallCap, contracts.StopRepeatedFailure, contracts.StopDeadline:
+		return OutcomeCapped, res.Stop
+	}
+	return OutcomeOK, ""
 }
 
 // answerDegraded answers a turn that failed: the degrade reply and face.
@@ -291,12 +305,13 @@ func (c *Core) recordTurn(r *turnRun, outcome, reason string) {
 	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{
 		ID: r.turn.ID, Ended: end, Outcome: outcome, Error: reason, ModelTime: r.modelTime,
 		WorkerPeak: max(r.peakRSS, r.exit.MemoryPeak), WorkerCPU: r.exit.CPUTime, WorkerExit: r.exit.Result,
-		WorkerJoin: r.joinedAfter,
+		WorkerJoin: r.joinedAfter, PromptTokens: r.tokens.PromptTokens, CompletionTokens: r.tokens.CompletionTokens,
 	}); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", r.turn.ID, "err", err)
 	}
 	c.log.Info("turn finished", contracts.AuditEvent, contracts.EventTurnEnd, "turn", r.turn.ID, "outcome", outcome,
-		"took", end.Sub(r.turn.Started).Round(time.Millisecond), "model", r.modelTime.Round(time.Millisecond))
+		"took", end.Sub(r.turn.Started).Round(time.Millisecond), "model", r.modelTime.Round(time.Millisecond),
+		"prompt_tokens", r.tokens.PromptTokens, "completion_tokens", r.tokens.CompletionTokens)
 	c.opts.Notify.Status(fmt.Sprintf("waiting for a message (turn %s: %s)", r.turn.ID, outcome))
 }
 

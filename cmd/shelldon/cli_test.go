@@ -140,7 +140,8 @@ func TestCLITurns(t *testing.T) {
 		}
 	}
 	must(store.StartTurn(ctx, state.TurnStart{ID: "t-ok", Kind: "chat", Started: start, Preview: "hello there"}))
-	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond}))
+	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond,
+		PromptTokens: 1234, CompletionTokens: 56}))
 	must(store.StartTurn(ctx, state.TurnStart{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Preview: `say "hi"`}))
 	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-bad", Ended: start.Add(time.Minute + 30*time.Second), Outcome: "crashed", Error: "worker ended without a result",
 		WorkerPeak: 256 << 20, WorkerCPU: 1200 * time.Millisecond, WorkerExit: "oom-kill", WorkerJoin: 34 * time.Millisecond}))
@@ -155,7 +156,7 @@ func TestCLITurns(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("shelldon turns printed %d lines, want a header and 3 turns:\n%s", len(lines), out)
 	}
-	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK SPAWN MODEL PEAK CPU WORKER OUTCOME MESSAGE" {
+	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK SPAWN MODEL TOKENS PEAK CPU WORKER OUTCOME MESSAGE" {
 		t.Errorf("header = %q", lines[0])
 	}
 	rows := []struct {
@@ -164,7 +165,7 @@ func TestCLITurns(t *testing.T) {
 	}{
 		{"t-now", []string{"running", `"still thinking"`}},
 		{"t-bad", []string{"30s", "34ms", "256.0MiB", "1.2s", "oom-kill", "crashed: worker ended without a result", `"say \"hi\""`}},
-		{"t-ok", []string{"1.5s", "800ms", " ok ", `"hello there"`}},
+		{"t-ok", []string{"1.5s", "800ms", "1234+56", " ok ", `"hello there"`}},
 	}
 	for i, row := range rows {
 		line := lines[i+1]
@@ -198,11 +199,13 @@ func TestCLITurns(t *testing.T) {
 		}
 		got = append(got, j)
 	}
-	bad := start.Add(time.Minute + 30*time.Second)
+	bad, ok := start.Add(time.Minute+30*time.Second), start.Add(1500*time.Millisecond)
 	want := []turnJSON{
 		{ID: "t-now", Kind: "chat", Started: start.Add(2 * time.Minute), Preview: "still thinking"},
 		{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Ended: &bad, Outcome: "crashed", Error: "worker ended without a result",
 			Preview: `say "hi"`, TotalMS: 30000, SpawnMS: 34, WorkerPeak: 256 << 20, WorkerCPUMS: 1200, WorkerResult: "oom-kill"},
+		{ID: "t-ok", Kind: "chat", Started: start, Ended: &ok, Outcome: "ok", Preview: "hello there", TotalMS: 1500, ModelMS: 800,
+			PromptTokens: 1234, CompletionTokens: 56},
 	}
 	if len(got) != 3 {
 		t.Fatalf("shelldon turns --json printed %d turns, want 3:\n%s", len(got), out)

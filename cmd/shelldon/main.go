@@ -446,7 +446,7 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tSPAWN\tMODEL\tPEAK\tCPU\tWORKER\tOUTCOME\tMESSAGE")
+	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tSPAWN\tMODEL\tTOKENS\tPEAK\tCPU\tWORKER\tOUTCOME\tMESSAGE")
 	for _, t := range turns {
 		took, outcome := "running", t.Outcome
 		if !t.Ended.IsZero() {
@@ -459,9 +459,12 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		if t.WorkerPeak > 0 {
 			peak = fmt.Sprintf("%.1fMiB", float64(t.WorkerPeak)/(1<<20))
 		}
-		spawn, cpu, worker := "-", "-", "-"
+		spawn, tokens, cpu, worker := "-", "-", "-", "-"
 		if t.WorkerJoin > 0 {
 			spawn = t.WorkerJoin.String()
+		}
+		if t.PromptTokens > 0 || t.CompletionTokens > 0 {
+			tokens = fmt.Sprintf("%d+%d", t.PromptTokens, t.CompletionTokens) // in + out
 		}
 		if t.WorkerCPU > 0 {
 			cpu = t.WorkerCPU.Round(time.Millisecond).String()
@@ -469,8 +472,8 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		if t.WorkerExit != "" {
 			worker = t.WorkerExit
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
-			took, spawn, t.ModelTime.Round(time.Millisecond), peak, cpu, worker, outcome, t.Preview)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
+			took, spawn, t.ModelTime.Round(time.Millisecond), tokens, peak, cpu, worker, outcome, t.Preview)
 	}
 	return tw.Flush()
 }
@@ -492,6 +495,9 @@ type turnJSON struct {
 	WorkerPeak   int64      `json:"worker_peak_bytes,omitempty"`
 	WorkerCPUMS  int64      `json:"worker_cpu_ms,omitempty"`
 	WorkerResult string     `json:"worker_result,omitempty"`
+	// The tokens of the turn's model calls, as the providers counted them.
+	PromptTokens     int `json:"prompt_tokens,omitempty"`
+	CompletionTokens int `json:"completion_tokens,omitempty"`
 }
 
 func writeTurnsJSONL(w io.Writer, turns []state.TurnRecord) error {
@@ -499,7 +505,8 @@ func writeTurnsJSONL(w io.Writer, turns []state.TurnRecord) error {
 	for _, t := range turns {
 		j := turnJSON{ID: t.ID, Kind: t.Kind, Started: t.Started, Outcome: t.Outcome, Error: t.Error, Preview: t.Preview,
 			TotalMS: t.Total.Milliseconds(), ModelMS: t.ModelTime.Milliseconds(), SpawnMS: t.WorkerJoin.Milliseconds(),
-			WorkerPeak: t.WorkerPeak, WorkerCPUMS: t.WorkerCPU.Milliseconds(), WorkerResult: t.WorkerExit}
+			WorkerPeak: t.WorkerPeak, WorkerCPUMS: t.WorkerCPU.Milliseconds(), WorkerResult: t.WorkerExit,
+			PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens}
 		if !t.Ended.IsZero() {
 			j.Ended = &t.Ended
 		}

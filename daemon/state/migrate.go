@@ -153,6 +153,10 @@ var migrations = []string{
 	ALTER TABLE pending_approvals ADD COLUMN payload TEXT NOT NULL DEFAULT '';
 	ALTER TABLE pending_approvals ADD COLUMN shown TEXT NOT NULL DEFAULT '[]';
 	UPDATE pending_approvals SET kind = 'promotion' WHERE turn LIKE 'promote-%';`,
+	// 9: what each turn's model calls cost in tokens, as the providers
+	// counted them; 0 for the turns before, and where none said.
+	`ALTER TABLE turns ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE turns ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -209,7 +209,7 @@ func TestAppendedMigrationRunsOnce(t *testing.T) {
 
 // TestUpgradeFromFirstSchema opens a database made by the first release
 // (schema version 1) with today's code: its turns survive and take the
-// launcher's figures from then on.
+// launcher's figures and the tokens from then on.
 func TestUpgradeFromFirstSchema(t *testing.T) {
 	l := statedir.Layout{Root: t.TempDir()}
 	ctx := context.Background()
@@ -230,17 +230,18 @@ func TestUpgradeFromFirstSchema(t *testing.T) {
 	if err := s.StartTurn(ctx, TurnStart{ID: "new", Kind: "chat", Started: start.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishTurn(ctx, TurnEnd{ID: "new", Ended: start.Add(61 * time.Second), Outcome: "ok", WorkerCPU: 20 * time.Millisecond, WorkerExit: "success"}); err != nil {
+	if err := s.FinishTurn(ctx, TurnEnd{ID: "new", Ended: start.Add(61 * time.Second), Outcome: "ok", WorkerCPU: 20 * time.Millisecond, WorkerExit: "success",
+		PromptTokens: 900, CompletionTokens: 30}); err != nil {
 		t.Fatalf("FinishTurn after the upgrade = %v", err)
 	}
 	turns, err := s.RecentTurns(ctx, 2)
 	if err != nil || len(turns) != 2 {
 		t.Fatalf("RecentTurns after the upgrade = %+v, %v", turns, err)
 	}
-	if n := turns[0]; n.ID != "new" || n.WorkerExit != "success" || n.WorkerCPU != 20*time.Millisecond {
-		t.Errorf("new turn = %+v, want the launcher's figures", n)
+	if n := turns[0]; n.ID != "new" || n.WorkerExit != "success" || n.WorkerCPU != 20*time.Millisecond || n.PromptTokens != 900 || n.CompletionTokens != 30 {
+		t.Errorf("new turn = %+v, want the launcher's figures and the tokens", n)
 	}
-	if o := turns[1]; o.ID != "old" || o.Outcome != "ok" || o.WorkerPeak != 8<<20 || o.WorkerExit != "" || o.WorkerCPU != 0 {
+	if o := turns[1]; o.ID != "old" || o.Outcome != "ok" || o.WorkerPeak != 8<<20 || o.WorkerExit != "" || o.WorkerCPU != 0 || o.PromptTokens != 0 || o.CompletionTokens != 0 {
 		t.Errorf("old turn after the upgrade = %+v, want it as it was, with empty new figures", o)
 	}
 }

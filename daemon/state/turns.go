@@ -40,7 +40,8 @@ type TurnEnd struct {
 	ID      string
 	Ended   time.Time
 	Outcome string
-	// Error says why the turn failed, if it did; kept to MaxErrorRunes.
+	// Error says why the turn failed, or which bound cut it short, if
+	// one did; kept to MaxErrorRunes.
 	Error string
 	// ModelTime is how long the worker waited on the broker.
 	ModelTime time.Duration
@@ -57,6 +58,9 @@ type TurnEnd struct {
 	// WorkerJoin is how long the worker took from launch to joining the
 	// bus: a process's start, or a unit's start job and then the process's.
 	WorkerJoin time.Duration
+	// PromptTokens and CompletionTokens are what the turn's model calls
+	// cost, summed as the providers counted them; 0 where none said.
+	PromptTokens, CompletionTokens int
 }
 
 // TurnRecord is a recorded turn.
@@ -77,6 +81,8 @@ type TurnRecord struct {
 	WorkerCPU  time.Duration
 	WorkerExit string
 	WorkerJoin time.Duration
+	// The tokens of the turn's model calls.
+	PromptTokens, CompletionTokens int
 }
 
 // StartTurn records that a turn began.
@@ -126,10 +132,10 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	ended := t.Ended.UnixMilli()
 	res, err := s.db.ExecContext(ctx,
 		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
-		 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?
+		 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?, prompt_tokens = ?, completion_tokens = ?
 		 WHERE id = ? AND ended_at IS NULL`,
 		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10,
-		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), t.ID)
+		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), t.PromptTokens, t.CompletionTokens, t.ID)
 	if err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
@@ -167,7 +173,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	}
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid, worker_peak_kb,
-		 worker_cpu_ms, worker_exit, worker_join_ms
+		 worker_cpu_ms, worker_exit, worker_join_ms, prompt_tokens, completion_tokens
 		 FROM turns ORDER BY started_at DESC, rowid DESC LIMIT ?`, n)
 	if err != nil {
 		return nil, fmt.Errorf("read recent turns: %w", err)
@@ -181,7 +187,8 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 			ended                                            sql.NullInt64
 			outcome                                          sql.NullString
 		)
-		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB, &cpuMS, &t.WorkerExit, &joinMS); err != nil {
+		if err := rows.Scan(&t.ID, &t.Kind, &started, &ended, &outcome, &t.Error, &t.Preview, &modelMS, &totalMS, &t.WorkerPID, &peakKB, &cpuMS, &t.WorkerExit, &joinMS,
+			&t.PromptTokens, &t.CompletionTokens); err != nil {
 			return nil, fmt.Errorf("read recent turns: %w", err)
 		}
 		t.Started = time.UnixMilli(started)

@@ -38,7 +38,8 @@ func TestTurnLifecycle(t *testing.T) {
 	}
 
 	end := TurnEnd{ID: "t1", Ended: start.Add(3500 * time.Millisecond), Outcome: "ok", Error: "", ModelTime: 2100 * time.Millisecond,
-		WorkerPeak: 9 << 20, WorkerCPU: 340 * time.Millisecond, WorkerExit: "success", WorkerJoin: 12 * time.Millisecond}
+		WorkerPeak: 9 << 20, WorkerCPU: 340 * time.Millisecond, WorkerExit: "success", WorkerJoin: 12 * time.Millisecond,
+		PromptTokens: 4321, CompletionTokens: 87}
 	if err := s.FinishTurn(ctx, end); err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +50,8 @@ func TestTurnLifecycle(t *testing.T) {
 	turns, _ = s.RecentTurns(ctx, 5)
 	got := turns[0]
 	if got.Outcome != "ok" || got.Error != "" || !got.Ended.Equal(end.Ended) || got.Total != 3500*time.Millisecond || got.ModelTime != 2100*time.Millisecond ||
-		got.WorkerPeak != 9<<20 || got.WorkerCPU != 340*time.Millisecond || got.WorkerExit != "success" || got.WorkerJoin != 12*time.Millisecond {
+		got.WorkerPeak != 9<<20 || got.WorkerCPU != 340*time.Millisecond || got.WorkerExit != "success" || got.WorkerJoin != 12*time.Millisecond ||
+		got.PromptTokens != 4321 || got.CompletionTokens != 87 {
 		t.Errorf("finished turn = %+v, want the first finish kept", got)
 	}
 }

@@ -2,12 +2,14 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"shelldon/contracts"
 	"shelldon/daemon/tools"
+	"shelldon/daemon/visible"
 )
 
 // The agent loop's bounds.
@@ -22,8 +24,9 @@ const (
 
 // agentLoop converses with the model for one turn: it offers the tools,
 // runs the FREE calls that run in the worker, and feeds every result back,
-// until the model answers with text, a RISKY call parks the turn, or the
-// budget runs out.
+// until the model answers with text, a RISKY call parks the turn, or a
+// bound cuts it short: the model calls used up, the same call failing the
+// same way twice, the time nearly gone.
 type agentLoop struct {
 	tools *tools.Registry
 	// offer lists the tools the model is told of; nil offers them all.
@@ -41,34 +44,72 @@ type agentLoop struct {
 	// against the workspace's tests first, through runTests.
 	changed  bool
 	runTests func() (passed bool, report string, err error)
+	// maxCalls caps the model calls (turn.max_model_calls); under 1 it
+	// counts as 1.
+	maxCalls int
 }
 
 // loopEnd is how a loop ended: with the model's text, or parked on a
-// RISKY call waiting for the owner, or failed.
+// RISKY call waiting for the owner, or cut short by a bound with a reply
+// that says so, or failed.
 type loopEnd struct {
-	Text      string
-	Park      *contracts.RequestToolApproval
-	Err       error
+	Text string
+	Park *contracts.RequestToolApproval
+	Err  error
+	// Stop says how the loop ended, one of contracts.Stop…; empty with Err.
+	Stop      string
 	ModelTime time.Duration
+	// ModelCalls counts the completions asked for, Usage their tokens.
+	ModelCalls int
+	Usage      contracts.Usage
 	// Executions counts the tool calls that ran.
 	Executions int
 }
+
+// cut ends the loop on one of its bounds, with the reply for the owner.
+func (e loopEnd) cut(stop, text string) loopEnd {
+	e.Stop, e.Text = stop, text
+	return e
+}
+
+// errOutOfExecutions refuses a call past maxExecutions. It is the turn's
+// budget that fails, not the call, so it never counts as the call's
+// failure; the cap on model calls bounds a model that keeps calling.
+var errOutOfExecutions = fmt.Errorf("this turn has used its %d tool calls; answer the owner with what you have", maxExecutions)
 
 func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end loopEnd) {
 	defs := l.offer
 	if defs == nil {
 		defs = l.tools.Definitions()
 	}
-	for asked := false; ; asked = true {
-		// The model is always asked once; after tool calls, a request
-		// that could not come back in time is not made.
-		if asked && l.deadline.Sub(l.now()) < bailWithin {
-			end.Text = bestEffort(messages)
-			return end
+	limit := max(l.maxCalls, 1) // the model is always asked once
+	// This turn's own words start here. Before them are the prompt and
+	// the history, or the parked conversation a resumed turn takes up:
+	// an earlier turn's, which no reply of this one may pass off as its
+	// own.
+	own := len(messages)
+	// called lists the tools the model asked for, in order, for the owner
+	// if the cap cuts the loop short; failures holds each call that failed,
+	// with its error, and the model call whose answer asked for it first.
+	var called []string
+	failures := map[string]int{}
+	for {
+		// The model is always asked once. After that, tool calls or the
+		// tests' verdict want it asked again, which the bounds may not
+		// allow: the calls of the last answer have run (a RISKY one among
+		// them parked the turn instead), but no model call reads them.
+		if end.ModelCalls >= limit {
+			return end.cut(contracts.StopModelCallCap, capReply(end.ModelCalls, called))
+		}
+		// A request that could not come back in time is not made.
+		if end.ModelCalls > 0 && l.deadline.Sub(l.now()) < bailWithin {
+			return end.cut(contracts.StopDeadline, bestEffort(messages[own:]))
 		}
 		started := l.now()
 		c, err := l.complete(contracts.Job{Messages: messages, Tools: defs, Deadline: l.deadline})
 		end.ModelTime += l.now().Sub(started)
+		end.ModelCalls++
+		end.Usage = end.Usage.Add(c.Usage)
 		switch {
 		case err != nil:
 			end.Err = fmt.Errorf("no completion: %w", err)
@@ -77,6 +118,7 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 			end.Err = fmt.Errorf("the model failed: %s", c.Error)
 			return end
 		case len(c.ToolCalls) == 0:
+			end.Stop = contracts.StopAnswer
 			if l.changed && l.runTests != nil {
 				// Done means the tests pass: a failure goes back to the
 				// model, inside the same budget.
@@ -100,56 +142,79 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 			end.Text = c.Text
 			return end
 		}
+		for _, call := range c.ToolCalls {
+			called = append(called, call.Name)
+		}
 		asked := contracts.Message{Role: contracts.ChatAssistant, Content: c.Text, ToolCalls: c.ToolCalls}
 		var answers []contracts.Message
 		for i, call := range c.ToolCalls {
-			tool, ok := l.tools.Lookup(call.Name)
-			if !ok {
-				answers = append(answers, failed(call, fmt.Sprintf("there is no tool named %q; the tools are listed with this request", call.Name)))
-				continue
-			}
-			checked, err := tool.Check(call.Args)
-			if err != nil {
-				answers = append(answers, failed(call, err.Error()))
-				continue
-			}
-			if checked.Tier == contracts.TierRisky && !l.canPark {
-				answers = append(answers, failed(call, "this needs the owner's approval, which this pet cannot ask for yet; do without it, or use a read-only command"))
-				continue
-			}
-			if checked.Tier == contracts.TierRisky {
+			out, checked, err := l.try(ctx, call, &end)
+			switch {
+			case err == nil && checked.Tier == contracts.TierRisky:
 				// The first RISKY call parks the turn. The assistant
 				// message keeps the calls answered so far and this one;
 				// the rest are dropped, and the model asks again after
 				// the owner decides.
 				asked.ToolCalls = c.ToolCalls[:i+1]
 				parked := append(append(messages, asked), answers...)
+				end.Stop = contracts.StopParked
 				end.Park = &contracts.RequestToolApproval{Call: call, Summary: checked.Note, Messages: parked}
 				return end
-			}
-			if end.Executions >= maxExecutions {
-				answers = append(answers, failed(call, fmt.Sprintf("this turn has used its %d tool calls; answer the owner with what you have", maxExecutions)))
-				continue
-			}
-			var run func() (string, error)
-			if local, ok := tool.(tools.Local); ok && !checked.Sandboxed {
-				run = func() (string, error) { return local.Run(ctx, call.Args) }
-			} else if checked.Sandboxed && l.exec != nil {
-				run = func() (string, error) { return l.exec(call) }
-			} else {
-				answers = append(answers, failed(call, "this call cannot run in this turn"))
-				continue
-			}
-			end.Executions++
-			out, err := run()
-			if err != nil {
+			case err == nil:
+				answers = append(answers, contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: out})
+			default:
 				answers = append(answers, failed(call, err.Error()))
-				continue
+				if errors.Is(err, errOutOfExecutions) {
+					continue
+				}
+				// A model that saw a call fail and asks for it again, to
+				// fail the same way, is going round in circles. Calls of
+				// one answer are asked for before any of them is seen, so
+				// only a failure of an earlier answer counts.
+				key := call.Name + "\x00" + call.Args + "\x00" + err.Error()
+				first, seen := failures[key]
+				if seen && first < end.ModelCalls {
+					return end.cut(contracts.StopRepeatedFailure, repeatReply(call, err.Error()))
+				}
+				if !seen {
+					failures[key] = end.ModelCalls
+				}
 			}
-			answers = append(answers, contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: out})
 		}
 		messages = append(append(messages, asked), answers...)
 	}
+}
+
+// try runs one call of the model's, or says why it did not run. A RISKY
+// call that can park the turn is neither: try returns it checked, with
+// no output and no error, for the loop to park.
+func (l *agentLoop) try(ctx context.Context, call contracts.ToolCall, end *loopEnd) (string, tools.Checked, error) {
+	tool, ok := l.tools.Lookup(call.Name)
+	if !ok {
+		return "", tools.Checked{}, fmt.Errorf("there is no tool named %q; the tools are listed with this request", call.Name)
+	}
+	checked, err := tool.Check(call.Args)
+	switch {
+	case err != nil:
+		return "", checked, err
+	case checked.Tier == contracts.TierRisky && !l.canPark:
+		return "", checked, errors.New("this needs the owner's approval, which this pet cannot ask for yet; do without it, or use a read-only command")
+	case checked.Tier == contracts.TierRisky:
+		return "", checked, nil
+	case end.Executions >= maxExecutions:
+		return "", checked, errOutOfExecutions
+	}
+	var run func() (string, error)
+	if local, ok := tool.(tools.Local); ok && !checked.Sandboxed {
+		run = func() (string, error) { return local.Run(ctx, call.Args) }
+	} else if checked.Sandboxed && l.exec != nil {
+		run = func() (string, error) { return l.exec(call) }
+	} else {
+		return "", checked, errors.New("this call cannot run in this turn")
+	}
+	end.Executions++
+	out, err := run()
+	return out, checked, err
 }
 
 // lastLine is the last non-empty line of a report: pytest's summary.
@@ -163,13 +228,70 @@ func failed(call contracts.ToolCall, why string) contracts.Message {
 	return contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: "error: " + why}
 }
 
-// bestEffort is the reply of a loop that ran out of time: whatever the
-// model last said, or a plain admission.
-func bestEffort(messages []contracts.Message) string {
-	for i := len(messages) - 1; i >= 0; i-- {
-		if m := messages[i]; m.Role == contracts.ChatAssistant && m.Content != "" {
+// bestEffort is the reply of a loop that ran out of time: what the model
+// last said in this turn's own messages, or a plain admission. Words the
+// tests' verdict came after are not taken: the work they claim is not
+// done.
+func bestEffort(own []contracts.Message) string {
+	for i := len(own) - 1; i >= 0 && own[i].Role != contracts.ChatUser; i-- {
+		if m := own[i]; m.Role == contracts.ChatAssistant && m.Content != "" {
 			return m.Content
 		}
 	}
 	return "I ran out of time before I could finish that. Ask me again and I'll pick it up."
+}
+
+// capReply tells the owner that the turn used its model calls without an
+// answer, and which tools the model kept calling instead.
+func capReply(calls int, called []string) string {
+	var b strings.Builder
+	plural := "s"
+	if calls == 1 {
+		plural = ""
+	}
+	fmt.Fprintf(&b, "I stopped after %d model call%s without an answer", calls, plural)
+	if len(called) > 0 {
+		b.WriteString(": I kept calling tools (" + tally(called) + ")")
+	}
+	b.WriteString(". Ask me again, perhaps in smaller steps.")
+	return b.String()
+}
+
+// repeatReply tells the owner which call failed twice and how.
+func repeatReply(call contracts.ToolCall, why string) string {
+	// The name, the arguments and the error are the model's and the
+	// tool's words, shown as the text they are, on one line.
+	why = strings.TrimRight(why, ". \n") // the reply puts its own full stop
+	return fmt.Sprintf("I stopped: %s %s failed twice in the same way: %s. Ask me again, or tell me what to do differently.",
+		visible.Line(cutEnd(call.Name, maxShownName)), visible.Line(cutEnd(call.Args, maxShownArgs)), visible.Line(cutEnd(why, maxShownError)))
+}
+
+// How much of a call the owner is shown when a bound cuts the loop short.
+const (
+	maxShownName  = 40
+	maxShownArgs  = 120
+	maxShownError = 200
+	maxShownTools = 5
+)
+
+// tally counts names, "get_time ×7, read_file ×1", in the order each was
+// first asked for; past maxShownTools names it says how many more.
+func tally(names []string) string {
+	var order []string
+	counts := map[string]int{}
+	for _, n := range names {
+		if counts[n] == 0 {
+			order = append(order, n)
+		}
+		counts[n]++
+	}
+	var parts []string
+	for i, n := range order {
+		if i == maxShownTools {
+			parts = append(parts, fmt.Sprintf("%d more", len(order)-i))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%s ×%d", visible.Line(cutEnd(n, maxShownName)), counts[n]))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,6 +55,7 @@ func newLoop(t *testing.T, s *scripted) *agentLoop {
 		now:      fake.Now,
 		deadline: fake.Now().Add(25 * time.Second),
 		canPark:  true,
+		maxCalls: 8,
 	}
 }
 
@@ -97,8 +99,8 @@ func TestLoopRunsFreeCallsAndEndsInText(t *testing.T) {
 		text("You wanted to buy milk."),
 	}}
 	end := newLoop(t, s).run(context.Background(), start())
-	if end.Err != nil || end.Text != "You wanted to buy milk." || end.Executions != 2 {
-		t.Fatalf("run = %+v, want the final text after 2 executions", end)
+	if end.Err != nil || end.Text != "You wanted to buy milk." || end.Executions != 2 || end.Stop != contracts.StopAnswer || end.ModelCalls != 2 {
+		t.Fatalf("run = %+v, want the final text, the model's answer, after 2 executions and 2 model calls", end)
 	}
 	if len(s.jobs) != 2 || len(s.jobs[0].Tools) == 0 {
 		t.Fatalf("jobs = %d, tools offered %d; want 2 jobs with tools", len(s.jobs), len(s.jobs[0].Tools))
@@ -171,8 +173,136 @@ func TestLoopBailsNearTheDeadline(t *testing.T) {
 		return s.complete(job)
 	}
 	end := l.run(context.Background(), start())
-	if end.Err != nil || end.Text != "Let me look." || len(s.jobs) != 1 {
-		t.Fatalf("run = %+v after %d jobs, want the model's last words and no second request", end, len(s.jobs))
+	if end.Err != nil || end.Text != "Let me look." || len(s.jobs) != 1 || end.Stop != contracts.StopDeadline {
+		t.Fatalf("run = %+v after %d jobs, want the model's last words, no second request, stopped by the deadline", end, len(s.jobs))
+	}
+}
+
+// withHistory is a prompt whose history holds an earlier turn's answer,
+// which no reply of this turn may repeat.
+func withHistory() []contracts.Message {
+	return []contracts.Message{
+		{Role: contracts.ChatSystem, Content: "be a pet"},
+		{Role: contracts.ChatUser, Content: "how was the weather?"},
+		{Role: contracts.ChatAssistant, Content: "It was sunny yesterday."},
+		{Role: contracts.ChatUser, Content: "what time is it?"},
+	}
+}
+
+// forever answers every job with one more get_time call and its usage,
+// as the model of issue 17 did; past a hundred jobs it fails, so that a
+// loop without a cap ends the test rather than hangs it.
+type forever struct{ jobs int }
+
+func (f *forever) complete(contracts.Job) (contracts.Completion, error) {
+	f.jobs++
+	if f.jobs > 100 {
+		return contracts.Completion{}, errors.New("asked more than a hundred times")
+	}
+	c := calls(call(fmt.Sprint("t", f.jobs), "get_time", `{}`))
+	c.Usage = contracts.Usage{PromptTokens: 100, CompletionTokens: 5}
+	return c, nil
+}
+
+// TestLoopStopsAtTheModelCallCap: a model that only ever calls a tool is
+// asked exactly the cap's number of times, and the reply says what
+// happened in this turn, never an earlier answer from the history.
+func TestLoopStopsAtTheModelCallCap(t *testing.T) {
+	model := &forever{}
+	l := newLoop(t, &scripted{})
+	l.complete = model.complete
+	l.maxCalls = 4
+	end := l.run(context.Background(), withHistory())
+	if end.Err != nil || model.jobs != 4 || end.ModelCalls != 4 || end.Stop != contracts.StopModelCallCap {
+		t.Fatalf("run = %+v after %d jobs, want 4 model calls and the cap's stop", end, model.jobs)
+	}
+	want := "I stopped after 4 model calls without an answer: I kept calling tools (get_time ×4). Ask me again, perhaps in smaller steps."
+	if end.Text != want {
+		t.Errorf("reply = %q, want %q", end.Text, want)
+	}
+	if end.Usage != (contracts.Usage{PromptTokens: 400, CompletionTokens: 20}) {
+		t.Errorf("usage = %+v, want the four calls' summed", end.Usage)
+	}
+}
+
+// TestLoopParksOnTheLastModelCall: the cap does not drop the last
+// answer's RISKY call; parking needs no further model call of this turn.
+func TestLoopParksOnTheLastModelCall(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "get_time", `{}`)),
+		calls(call("2", "write_file", `{"path":"todo.txt","content":"milk"}`)),
+	}}
+	l := newLoop(t, s)
+	l.maxCalls = 2
+	if end := l.run(context.Background(), start()); end.Park == nil || end.Stop != contracts.StopParked || len(s.jobs) != 2 {
+		t.Fatalf("run = %+v after %d jobs, want the write parked on the second and last call", end, len(s.jobs))
+	}
+}
+
+// TestLoopStopsOnARepeatedFailure: the same call failing the same way
+// again, after the model saw it fail, ends the loop at once, with the call
+// and its error named; another call failing, or the same call asked for
+// twice in one answer (before the model saw either fail), does not.
+func TestLoopStopsOnARepeatedFailure(t *testing.T) {
+	missing := call("", "read_file", `{"path":"missing.txt"}`)
+	with := func(id string, c contracts.ToolCall) contracts.ToolCall { c.ID = id; return c }
+	t.Run("the same call, the same error", func(t *testing.T) {
+		s := &scripted{answers: []contracts.Completion{
+			calls(with("1", missing)),
+			calls(call("2", "get_time", `{}`), with("3", missing), call("4", "get_time", `{}`)),
+			text("unused"),
+		}}
+		end := newLoop(t, s).run(context.Background(), withHistory())
+		if end.Err != nil || len(s.jobs) != 2 || end.Stop != contracts.StopRepeatedFailure || end.Executions != 3 {
+			t.Fatalf("run = %+v after %d jobs, want the loop stopped at the second failure, before the last get_time", end, len(s.jobs))
+		}
+		for _, want := range []string{"I stopped: read_file {\"path\":\"missing.txt\"} failed twice in the same way", "no such file"} {
+			if !strings.Contains(end.Text, want) {
+				t.Errorf("reply = %q, want it to say %q", end.Text, want)
+			}
+		}
+		if strings.Contains(end.Text, "sunny") {
+			t.Errorf("reply = %q, taken from the history", end.Text)
+		}
+	})
+	t.Run("different calls, or one answer's", func(t *testing.T) {
+		s := &scripted{answers: []contracts.Completion{
+			calls(with("1", missing), call("2", "read_file", `{"path":"gone.txt"}`), call("3", "read_file", `{"path": 7}`), with("4", missing)),
+			calls(call("5", "read_file", `{"path":"missing.txt" }`)),
+			text("I cannot find it."),
+		}}
+		end := newLoop(t, s).run(context.Background(), start())
+		if end.Text != "I cannot find it." || end.Stop != contracts.StopAnswer {
+			t.Fatalf("run = %+v, want the model's answer", end)
+		}
+	})
+}
+
+// TestLoopDeadlineBestEffortIsThisTurnsOnly: out of time, the reply is
+// what the model said in this turn, or else an admission; never the
+// history's words, nor those of the conversation a resumed turn takes up.
+func TestLoopDeadlineBestEffortIsThisTurnsOnly(t *testing.T) {
+	parked := []contracts.Message{
+		{Role: contracts.ChatSystem, Content: "be a pet"},
+		{Role: contracts.ChatUser, Content: "note milk"},
+		{Role: contracts.ChatAssistant, Content: "I'll write it down.", ToolCalls: []contracts.ToolCall{call("w1", "write_file", `{"path":"todo.txt","content":"milk"}`)}},
+		{Role: contracts.ChatTool, ToolCallID: "w1", Content: "wrote 4 bytes to todo.txt"},
+	}
+	for name, messages := range map[string][]contracts.Message{"history": withHistory(), "resumed": parked} {
+		t.Run(name, func(t *testing.T) {
+			s := &scripted{answers: []contracts.Completion{calls(call("1", "get_time", `{}`))}}
+			l := newLoop(t, s)
+			fake := clock.NewFake(l.now())
+			l.now = fake.Now
+			l.complete = func(job contracts.Job) (contracts.Completion, error) {
+				fake.Advance(24 * time.Second)
+				return s.complete(job)
+			}
+			end := l.run(context.Background(), messages)
+			if end.Stop != contracts.StopDeadline || !strings.HasPrefix(end.Text, "I ran out of time") {
+				t.Fatalf("run = %+v, want the admission: this turn said nothing", end)
+			}
+		})
 	}
 }
 
@@ -181,7 +311,7 @@ func TestLoopParksTheFirstRiskyCall(t *testing.T) {
 		calls(call("1", "get_time", `{}`), call("2", "write_file", `{"path":"todo.txt","content":"milk"}`), call("3", "read_file", `{"path":"notes.txt"}`)),
 	}}
 	end := newLoop(t, s).run(context.Background(), start())
-	if end.Park == nil {
+	if end.Park == nil || end.Stop != contracts.StopParked {
 		t.Fatalf("run = %+v, want the write parked", end)
 	}
 	p := end.Park
@@ -262,9 +392,11 @@ func TestServeParksAndResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(25 * time.Second)
-	s := &scripted{answers: []contracts.Completion{calls(call("w1", "write_file", `{"path":"todo.txt","content":"milk"}`))}}
-	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "note milk", Deadline: deadline, Approvals: true}, bridge{complete: s.complete})
-	if !res.OK || len(res.Ops) != 1 {
+	write := calls(call("w1", "write_file", `{"path":"todo.txt","content":"milk"}`))
+	write.Usage = contracts.Usage{PromptTokens: 300, CompletionTokens: 12}
+	s := &scripted{answers: []contracts.Completion{write}}
+	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "note milk", Deadline: deadline, Approvals: true, MaxModelCalls: 8}, bridge{complete: s.complete})
+	if !res.OK || len(res.Ops) != 1 || res.Stop != contracts.StopParked || res.Tokens != write.Usage {
 		t.Fatalf("serve = %+v, want one op parking the write", res)
 	}
 	park, ok := res.Ops[0].Body.(contracts.RequestToolApproval)
@@ -276,7 +408,7 @@ func TestServeParksAndResumes(t *testing.T) {
 	answer := contracts.Message{Role: contracts.ChatTool, ToolCallID: "w1", Content: "wrote 4 bytes to todo.txt"}
 	res = serve(context.Background(), layout, contracts.TurnInput{Turn: "t2", Deadline: deadline, Approvals: true,
 		Resume: &contracts.Resume{Messages: park.Messages, Answer: answer}}, bridge{complete: s2.complete})
-	if !res.OK || res.Payload != "Noted: milk." {
+	if !res.OK || res.Payload != "Noted: milk." || res.Stop != contracts.StopAnswer {
 		t.Fatalf("resumed serve = %+v", res)
 	}
 	sent := s2.jobs[0].Messages

@@ -85,7 +85,8 @@ func Run(ctx context.Context, opts Options) error {
 		},
 	})
 	res.PeakRSS, _ = procmem.Self("VmHWM")
-	logf("turn %s: ok=%v model=%v peak=%dKiB err=%q", opts.Turn, res.OK, res.ModelTime, res.PeakRSS>>10, res.Error)
+	logf("turn %s: ok=%v stop=%s model=%v tokens=%d+%d peak=%dKiB err=%q", opts.Turn, res.OK, res.Stop, res.ModelTime,
+		res.Tokens.PromptTokens, res.Tokens.CompletionTokens, res.PeakRSS>>10, res.Error)
 	env, err := contracts.NewEnvelope(contracts.KindResult, opts.Turn, res)
 	if err != nil {
 		return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
@@ -210,6 +211,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		runTests: b.runTests,
 		now:      time.Now,
 		deadline: in.Deadline,
+		maxCalls: in.MaxModelCalls,
 	}
 	end := loop.run(ctx, messages)
 	var res contracts.Result
@@ -221,7 +223,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	default:
 		res = ParseReply(end.Text, registry)
 	}
-	res.ModelTime = end.ModelTime
+	res.ModelTime, res.Stop, res.Tokens = end.ModelTime, end.Stop, end.Usage
 	res.Notes = append(notes, res.Notes...)
 	return res
 }
