@@ -72,8 +72,9 @@ func (c *Chain) Complete(ctx context.Context, messages []contracts.Message, tool
 	tries := 0
 	for _, l := range c.links {
 		var reason string
+		var wait time.Duration
 		for attempt := 1; attempt <= attemptsPerProvider; attempt++ {
-			if attempt > 1 && !c.pause(ctx) {
+			if attempt > 1 && !c.pause(ctx, wait) {
 				return gaveUp(ctx, reasons, tries)
 			}
 			if ctx.Err() != nil {
@@ -97,18 +98,40 @@ func (c *Chain) Complete(ctx context.Context, messages []contracts.Message, tool
 			if !isTransient(err) {
 				break
 			}
+			// A provider that said when to come back is asked again then,
+			// if that is within the turn's budget; if not, the next one
+			// is asked now rather than the turn spent waiting.
+			wait = retryAfterOf(err)
+			if deadline, ok := ctx.Deadline(); ok && wait > 0 && time.Now().Add(wait).After(deadline) {
+				reason += fmt.Sprintf(" (it asked to wait %v, more than the turn has left)", wait.Round(time.Second))
+				break
+			}
 		}
 		reasons = append(reasons, l.name+": "+reason)
 	}
 	return contracts.Completion{Error: "all providers failed: " + strings.Join(reasons, "; "), Tries: tries}
 }
 
-// pause waits RetryDelay and reports whether ctx is still live.
-func (c *Chain) pause(ctx context.Context) bool {
-	if c.RetryDelay <= 0 {
+// retryAfterOf is the wait a provider's failure asked for.
+func retryAfterOf(err error) time.Duration {
+	var ce *CallError
+	if errors.As(err, &ce) {
+		return ce.RetryAfter
+	}
+	return 0
+}
+
+// pause waits before a retry — what the provider asked for, else
+// RetryDelay — and reports whether ctx is still live.
+func (c *Chain) pause(ctx context.Context, asked time.Duration) bool {
+	wait := c.RetryDelay
+	if asked > 0 {
+		wait = asked
+	}
+	if wait <= 0 {
 		return ctx.Err() == nil
 	}
-	timer := time.NewTimer(c.RetryDelay)
+	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	select {
 	case <-timer.C:

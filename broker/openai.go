@@ -8,7 +8,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -84,8 +86,35 @@ func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	if slot, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
+		*slot = retryAfter(resp, time.Now())
+	}
 	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
 	return resp, nil
+}
+
+// retryAfterKey carries, in a call's context, where the transport puts
+// the wait a provider's 429 or 503 asked for: go-openai's errors do not
+// keep the answer's headers.
+type retryAfterKey struct{}
+
+// retryAfter is the wait a 429 or 503 answer's Retry-After asks for, in
+// seconds or as a date; zero when it asks none.
+func retryAfter(resp *http.Response, now time.Time) time.Duration {
+	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
+		return 0
+	}
+	h := strings.TrimSpace(resp.Header.Get("Retry-After"))
+	if h == "" {
+		return 0
+	}
+	if secs, err := strconv.Atoi(h); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	if at, err := http.ParseTime(h); err == nil && at.After(now) {
+		return at.Sub(now)
+	}
+	return 0
 }
 
 type cappedBody struct {
@@ -120,18 +149,25 @@ func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Mes
 	if err != nil {
 		return contracts.Completion{}, &CallError{Provider: p.name, Reason: err.Error(), Err: err}
 	}
-	resp, err := p.client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+	var wait time.Duration
+	resp, err := p.client.CreateChatCompletion(context.WithValue(ctx, retryAfterKey{}, &wait), openai.ChatCompletionRequest{
 		Model:    p.model,
 		Messages: wireMessages,
 		Tools:    toOpenAITools(tools),
 	})
 	if err != nil {
-		return contracts.Completion{}, p.callError(ctx, err)
+		e := p.callError(ctx, err)
+		e.RetryAfter = wait
+		return contracts.Completion{}, e
 	}
 	if len(resp.Choices) == 0 {
 		return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Reason: "answer has no choices"}
 	}
 	answer := resp.Choices[0].Message
+	if size := answerSize(answer); size > MaxReplyBytes {
+		return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK,
+			Reason: fmt.Sprintf("the answer is %d KiB, more than the %d KiB one turn takes", size>>10, MaxReplyBytes>>10)}
+	}
 	return contracts.Completion{
 		OK:        true,
 		Text:      answer.Content,
@@ -140,6 +176,21 @@ func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Mes
 		// A provider that sends no usage leaves it zero: unknown, not free.
 		Usage: contracts.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens},
 	}, nil
+}
+
+// MaxReplyBytes bounds what one answer of a model may hold — its text and
+// its tool calls' arguments — well below the bus's frame limit: a larger
+// one fails its own turn at once, with this reason, rather than stalling
+// the turn or poisoning the history of the next.
+const MaxReplyBytes = 256 << 10
+
+// answerSize is the size of what an answer carries to the worker.
+func answerSize(m openai.ChatCompletionMessage) int {
+	n := len(m.Content)
+	for _, c := range m.ToolCalls {
+		n += len(c.Function.Name) + len(c.Function.Arguments)
+	}
+	return n
 }
 
 // callError classifies an error of the go-openai client.

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -403,22 +404,26 @@ func TestDoneContextCallsNobody(t *testing.T) {
 }
 
 // TestAnswerSizeIsBounded: a provider that sends without end costs the
-// broker 8 MiB at most and becomes a failure that names it, while a large
-// answer under the bound still arrives whole.
+// broker 8 MiB at most and becomes a failure that names it; an answer
+// larger than one turn takes (2.5 MB, or 7 MiB — past the bus's frame
+// limit, under the transport's cap) fails at once, saying so; one under
+// the bound arrives whole.
 func TestAnswerSizeIsBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		content int // bytes of content; -1 sends without end
-		wantErr bool
+		wantErr string
 	}{
-		{"7 MiB answer", 7 << 20, false},
-		{"endless answer", -1, true},
+		{"a large answer a turn takes", broker.MaxReplyBytes, ""},
+		{"2.5 MB answer", 2500 << 10, "more than the 256 KiB one turn takes"},
+		{"7 MiB answer", 7 << 20, "more than the 256 KiB one turn takes"},
+		{"endless answer", -1, "larger than 8 MiB"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "application/json")
 				io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"`)
-				chunk := strings.Repeat("a", 64<<10) // content is a multiple of it
+				chunk := strings.Repeat("a", 4<<10) // content is a multiple of it
 				for sent := 0; tc.content < 0 || sent < tc.content; sent += len(chunk) {
 					if _, err := io.WriteString(w, chunk); err != nil {
 						return // the broker stopped reading
@@ -429,9 +434,12 @@ func TestAnswerSizeIsBounded(t *testing.T) {
 			t.Cleanup(ts.Close)
 			p := broker.NewOpenAI(broker.OpenAIConfig{BaseURL: ts.URL + "/v1", Model: "m"})
 			got, err := p.CompleteWithTools(context.Background(), greeting, nil)
-			if tc.wantErr {
-				if err == nil || !errors.Is(err, broker.ErrAnswerTooLarge) || !strings.Contains(err.Error(), "larger than 8 MiB") {
-					t.Fatalf("CompleteWithTools = %v, want ErrAnswerTooLarge", err)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("CompleteWithTools = %v, want a failure saying %q", err, tc.wantErr)
+				}
+				if tc.content < 0 && !errors.Is(err, broker.ErrAnswerTooLarge) {
+					t.Errorf("an endless answer = %v, want ErrAnswerTooLarge", err)
 				}
 				return
 			}
@@ -439,5 +447,63 @@ func TestAnswerSizeIsBounded(t *testing.T) {
 				t.Fatalf("CompleteWithTools = %d bytes, %v; want %d bytes", len(got.Text), err, tc.content)
 			}
 		})
+	}
+}
+
+// rateLimited is a provider that answers its first call 429 with a
+// Retry-After and every later one with a completion, recording when each
+// call came.
+func rateLimited(t *testing.T, retryAfter string) (*broker.OpenAI, func() []time.Time) {
+	t.Helper()
+	var mu sync.Mutex
+	var calls []time.Time
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls = append(calls, time.Now())
+		first := len(calls) == 1
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if first {
+			w.Header().Set("Retry-After", retryAfter)
+			w.WriteHeader(http.StatusTooManyRequests)
+			io.WriteString(w, `{"error":{"message":"slow down","type":"rate_limit"}}`)
+			return
+		}
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"after the wait"},"finish_reason":"stop"}]}`)
+	}))
+	t.Cleanup(ts.Close)
+	return broker.NewOpenAI(broker.OpenAIConfig{Name: "limited", BaseURL: ts.URL + "/v1", Model: "m"}), func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(calls)
+	}
+}
+
+// TestRetryAfterIsHonoured: a provider's 429 with Retry-After is asked
+// again after the wait it asked for, not the chain's own short pause; a
+// wait longer than the turn has left is not waited for at all, and the
+// reason says why.
+func TestRetryAfterIsHonoured(t *testing.T) {
+	p, calls := rateLimited(t, "1")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	got := chainOf(p).Complete(ctx, greeting, nil)
+	if !got.OK || got.Text != "after the wait" {
+		t.Fatalf("Complete = %+v, want the answer after the wait", got)
+	}
+	if c := calls(); len(c) != 2 || c[1].Sub(c[0]) < time.Second {
+		t.Errorf("calls at %v, want the retry a second after the 429 asked for it", c)
+	}
+
+	p, calls = rateLimited(t, "3600")
+	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	started := time.Now()
+	got = chainOf(p).Complete(ctx, greeting, nil)
+	if got.OK || !strings.Contains(got.Error, "it asked to wait 1h0m0s, more than the turn has left") {
+		t.Errorf("Complete = %+v, want a failure saying the wait is past the turn's budget", got)
+	}
+	if took := time.Since(started); took > 2*time.Second || len(calls()) != 1 {
+		t.Errorf("gave up after %v and %d calls, want at once after one", took, len(calls()))
 	}
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"shelldon/contracts"
 )
@@ -26,7 +27,10 @@ type CallError struct {
 	// Transient is set for failures a retry may cure: a transport error,
 	// 408, 429 or a 5xx.
 	Transient bool
-	Err       error
+	// RetryAfter is the wait a 429 or 503 asked for (Retry-After); zero
+	// when none.
+	RetryAfter time.Duration
+	Err        error
 }
 
 func (e *CallError) Error() string { return e.Provider + ": " + e.Reason }

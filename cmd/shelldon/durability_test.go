@@ -129,3 +129,41 @@ func TestABurstOfHugeMessagesFailsNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestAHugeAnswerFailsOnlyItsTurn: an answer of 2.5 MB, and one of 7 MiB
+// (past the bus's frame limit, under the broker's read cap), each fail
+// their own turn at once, saying why in `shelldon turns`; the next turn
+// is normal, with nothing of them in its history.
+func TestAHugeAnswerFailsOnlyItsTurn(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: strings.Repeat("a", 2500<<10)},
+		demomodel.Step{Text: "normal"},
+		demomodel.Step{Text: strings.Repeat("b", 7<<20)},
+		demomodel.Step{Text: "normal again"},
+	)
+	p := newPet(t, model)
+	for i, want := range []string{"normal", "normal again"} {
+		p.say("answer at length")
+		started := time.Now()
+		if r := p.reply(20 * time.Second); !r.Degraded {
+			t.Fatalf("a huge answer was delivered (%d bytes)", len(r.Text))
+		}
+		if took := time.Since(started); took > 5*time.Second {
+			t.Errorf("the huge answer's turn took %v to fail, want it at once, not the worker's budget", took)
+		}
+		turns := p.waitTurns(2*i + 1)
+		if got := turns[0]; !strings.Contains(got.Error, "more than the 256 KiB one turn takes") {
+			t.Errorf("shelldon turns says %q of the huge answer's turn, want why", got.Error)
+		}
+		p.say("and now?")
+		if r := p.reply(15 * time.Second); r.Text != want || r.Degraded {
+			t.Fatalf("the turn after a huge answer answered %.80q", r.Text)
+		}
+		p.waitTurns(2*i + 2)
+	}
+	for _, m := range p.waitRequests(4)[3].Messages {
+		if len(m.Content) > 64<<10 {
+			t.Errorf("a later prompt carries a message of %d bytes", len(m.Content))
+		}
+	}
+}
