@@ -41,6 +41,11 @@ type Timeouts struct {
 	Worker Duration `toml:"worker"` // the worker's own completion budget
 	Reap   Duration `toml:"reap"`   // RuntimeMaxSec of the turn unit; the kill
 	Turn   Duration `toml:"turn"`   // core closes the fence and degrades
+	// StopGrace is how long a stopping core lets the turn in flight go
+	// on, so that one almost done still answers; what it leaves, the next
+	// start takes up. Bounded so that it and the reap of the worker stay
+	// inside the unit's TimeoutStopSec.
+	StopGrace Duration `toml:"stop_grace"`
 }
 
 // Turn shapes what one turn sees and shows.
@@ -171,9 +176,10 @@ func Default() Config {
 		StateDir: stateDir,
 		Socket:   defaultSocket(stateDir),
 		Timeouts: Timeouts{
-			Worker: Duration{25 * time.Second},
-			Reap:   Duration{28 * time.Second},
-			Turn:   Duration{30 * time.Second},
+			Worker:    Duration{25 * time.Second},
+			Reap:      Duration{28 * time.Second},
+			Turn:      Duration{30 * time.Second},
+			StopGrace: Duration{10 * time.Second},
 		},
 		Turn: Turn{
 			HistoryMessages: 12,

@@ -33,6 +33,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Timeouts.Reap }, parseDuration)},
 	{key: "timeouts.turn", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Timeouts.Turn }, parseDuration)},
+	{key: "timeouts.stop_grace", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Timeouts.StopGrace }, parseDuration)},
 
 	{key: "turn", hint: "a table: the section [turn]"},
 	{key: "turn.history_messages", hint: integerHint,

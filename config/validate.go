@@ -27,18 +27,21 @@ const maxSocketPath = 107
 var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
 
 const (
-	maxHistoryMessages       = 200
-	maxReactionDwell         = time.Hour
-	minApprovalExpiry        = time.Minute
-	maxApprovalExpiry        = 7 * 24 * time.Hour
-	minMemoryLimit           = 128 << 20
-	minOpenFiles             = 16
-	maxOpenFiles             = 4096
-	minQueueLength           = 8
-	maxQueueLength           = 65536
-	minMaxFrame              = 64 << 10
-	maxMaxFrame              = 64 << 20
-	maxUID             int64 = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
+	maxHistoryMessages = 200
+	maxReactionDwell   = time.Hour
+	// maxStopGrace keeps a stopping core's grace, and then the reap of
+	// its worker, inside the unit's TimeoutStopSec (30 s).
+	maxStopGrace            = 15 * time.Second
+	minApprovalExpiry       = time.Minute
+	maxApprovalExpiry       = 7 * 24 * time.Hour
+	minMemoryLimit          = 128 << 20
+	minOpenFiles            = 16
+	maxOpenFiles            = 4096
+	minQueueLength          = 8
+	maxQueueLength          = 65536
+	minMaxFrame             = 64 << 10
+	maxMaxFrame             = 64 << 20
+	maxUID            int64 = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
 )
 
 // maxModelCalls bounds turn.max_model_calls: each call resends the whole
@@ -121,6 +124,8 @@ func (c Config) validate(o origins) error {
 			fmt.Sprintf("the worker must give up on its own before systemd (or the launcher) kills it at reap, and that must happen before core gives up on the turn and degrades; try worker = %q, reap = %q, turn = %q", w, r, tt),
 			"timeouts.worker", "timeouts.reap", "timeouts.turn")
 	}
+
+	inRange(add, "timeouts.stop_grace", t.StopGrace.Duration, 0, maxStopGrace, def.Timeouts.StopGrace.Duration)
 
 	inRange(add, "turn.history_messages", c.Turn.HistoryMessages, 0, maxHistoryMessages, def.Turn.HistoryMessages)
 	inRange(add, "turn.reaction_dwell", c.Turn.ReactionDwell.Duration, 0, maxReactionDwell, def.Turn.ReactionDwell.Duration)

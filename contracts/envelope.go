@@ -66,6 +66,10 @@ const (
 	// KindActivity tells a transport that a turn for one of its chats
 	// started or ended, so it can show that the pet is busy.
 	KindActivity Kind = "ACTIVITY"
+	// KindInboundAck tells a transport that core has made one of its
+	// messages durable (see [Inbound.Ref]): it is core's to answer now,
+	// across any restart, and the transport may forget it.
+	KindInboundAck Kind = "INBOUND_ACK"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -103,6 +107,7 @@ var Routes = map[Kind]Route{
 	KindDecision:        {To: RoleCore, Delivery: ToOne},
 	KindApprovalClosed:  {To: RoleTransport, Delivery: ToAll},
 	KindActivity:        {To: RoleTransport, Delivery: ToAll},
+	KindInboundAck:      {To: RoleTransport, Delivery: ToAll},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -122,6 +127,7 @@ var Senders = map[Kind][]Role{
 	KindDecision:        {RoleTransport},
 	KindApprovalClosed:  {RoleCore},
 	KindActivity:        {RoleCore},
+	KindInboundAck:      {RoleCore},
 }
 
 // MaySend reports whether role may send kind.

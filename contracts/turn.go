@@ -9,6 +9,17 @@ type Inbound struct {
 	// Chat identifies the conversation within the transport (a Telegram chat id).
 	Chat string `json:"chat,omitempty"`
 	Text string `json:"text"`
+	// Ref is the transport's own id of the message (a Telegram update
+	// id), when it keeps the message until core has made it durable:
+	// core answers with an InboundAck of it, and recognises the message
+	// if it is delivered again.
+	Ref string `json:"ref,omitempty"`
+}
+
+// InboundAck tells a transport that the message Ref is durable in core.
+type InboundAck struct {
+	Ref  string `json:"ref"`
+	Chat string `json:"chat,omitempty"`
 }
 
 // Outbound is a reply for the owner.

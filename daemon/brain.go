@@ -43,10 +43,11 @@ type brain struct {
 	dueTimer clock.Timer
 	skipped  string
 
-	store *state.Store
-	clock clock.Clock
-	log   *slog.Logger
-	face  *presence
+	store  *state.Store
+	writes *failedWrites
+	clock  clock.Clock
+	log    *slog.Logger
+	face   *presence
 	// onScreen reports whether a turn owns the screen; start hands a due
 	// turn to the arbiter and reports whether it started now.
 	onScreen func() bool
@@ -132,7 +133,7 @@ func (b *brain) tick(ctx context.Context) {
 func (b *brain) keep(ctx context.Context) {
 	raw, err := json.Marshal(b.mood)
 	if err == nil {
-		err = b.store.Put(ctx, moodKey, raw)
+		err = b.writes.note("keep the mood", b.store.Put(ctx, moodKey, raw))
 	}
 	if err != nil {
 		b.log.Error("keeping the mood", "err", err)

@@ -75,6 +75,8 @@ func (c *Core) statusFacts(ctx context.Context) owner.Status {
 		}
 	}
 	s.Turns, s.TurnsErr = c.store.RecentTurns(ctx, statusTurns)
+	s.Writes = c.writes.report()
+	s.Free, s.FreeErr = c.layout.Free()
 	return s
 }
 

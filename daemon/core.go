@@ -77,11 +77,16 @@ type Core struct {
 	turns  *turns.Machine // one turn at a time
 	run    *turnRun       // the worker of the turn in flight
 	slots  *workerSlots   // shared with the hub: the workers being admitted
+	writes *failedWrites  // the writes to the state that failed, for /status
 	auth   *approval.Authority
 	runner *approved.Runner
 	keeper *keeper
 	brain  *brain
 	tools  *tools.Registry // the built-in tools
+	// left is what an earlier core left unanswered, for transports not
+	// joined yet; draining is set once core stops: no turn starts.
+	left     leftBehind
+	draining bool
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -103,6 +108,7 @@ func New(opts Options) (*Core, error) {
 		probes:  make(chan chan struct{}),
 		stopped: make(chan struct{}),
 		slots:   &workerSlots{clock: opts.Clock},
+		writes:  &failedWrites{clock: opts.Clock},
 	}
 	c.say = &messenger{clock: c.clock, log: c.log}
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
@@ -115,10 +121,13 @@ func New(opts Options) (*Core, error) {
 	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Log: c.log}
-	c.brain = &brain{store: c.store, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
+	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
 		start: func(ctx context.Context, text string, from turns.Origin) bool {
-			adm, now := c.turns.Submit(text, from)
+			if c.draining {
+				return false
+			}
+			adm, now := c.turns.Submit(text, from, 0)
 			if now {
 				adm.Scheduled = true
 				c.startTurn(ctx, adm)
@@ -128,7 +137,7 @@ func New(opts Options) (*Core, error) {
 	if err := c.brain.init(opts.Config); err != nil {
 		return nil, fmt.Errorf("new core: %w", err)
 	}
-	c.keeper = &keeper{state: c.store, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
+	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop}
 	return c, nil
 }
@@ -175,10 +184,13 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if d := c.store.Damage(); d != nil {
 		c.log.Error("the state database was damaged and moved aside", "why", d.Why, "aside", d.Aside, "restored", d.Restored)
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	c.loadLeftBehind(ctx)
+	// The bus outlives ctx: a stopping core still hears the turn in
+	// flight, its broker and the owner while it drains.
+	busCtx, stopBus := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopBus()
 	served := make(chan error, 1)
-	go func() { served <- h.Serve(ctx) }()
+	go func() { served <- h.Serve(busCtx) }()
 	c.loadFaces()
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
 	c.brain.load(ctx)
@@ -193,20 +205,25 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.tidyUp) })
 	c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.onLoop(c.brain.tick) })
 	c.brain.arm(ctx)
+	c.pruneAnswered(busCtx)
 	go c.opts.Notify.Watchdog(ctx, c.alive)
-	c.loop(ctx)
+	c.loop(busCtx, ctx.Done(), func() bool { return true })
 	c.opts.Notify.Stopping()
+	c.drain(busCtx)
 	c.shutdown()
+	c.reportLeft(busCtx)
+	stopBus()
 	close(c.stopped)
 	return <-served
 }
 
 // loop is the one goroutine that owns the turn machine, the approval
-// authority and the brain.
-func (c *Core) loop(ctx context.Context) {
-	for {
+// authority and the brain: it runs until stop is closed or more says
+// there is no more to do.
+func (c *Core) loop(ctx context.Context, stop <-chan struct{}, more func() bool) {
+	for more() {
 		select {
-		case <-ctx.Done():
+		case <-stop:
 			return
 		case env := <-c.inbox:
 			c.route(ctx, env)
@@ -261,20 +278,22 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		}
 		from := turns.Origin{Transport: env.Sender, Chat: in.Chat}
 		// An owner's command is not a message for the model: it needs
-		// no turn and does not wait for one.
+		// no turn and does not wait for one, nor keeping.
 		if c.ownerCommand(ctx, from, in.Text) {
+			c.confirm(from, in.Ref)
 			return
 		}
 		if text, cut := turns.CutMessage(in.Text); cut {
 			c.say.Tell(approval.Audience(from), fmt.Sprintf("Your message was %d KiB, so I read only its first %d KiB.", len(in.Text)>>10, turns.MaxMessageBytes>>10))
 			in.Text = text
 		}
-		c.brain.feel(mood.OwnerMessage)
-		if adm, now := c.turns.Submit(in.Text, from); now {
-			c.startTurn(ctx, adm)
+		id, again := c.admit(ctx, from, in)
+		if again {
+			c.log.Info("a transport delivered a message again that is kept already", "transport", from.Transport, "ref", in.Ref)
 			return
 		}
-		c.log.Info("message joined the pending slot", "turn", c.turnID(), "pending", c.turns.Pending())
+		c.brain.feel(mood.OwnerMessage)
+		c.submit(ctx, in.Text, from, id)
 	case contracts.KindResult:
 		c.handleResult(ctx, env)
 	case contracts.KindExec:
@@ -317,6 +336,10 @@ func (c *Core) onJoin(p *hub.Peer) {
 		env, err = contracts.NewEnvelope(contracts.KindTurnInput, p.Hello.Turn, input)
 	case contracts.RolePanel:
 		env, err = contracts.NewEnvelope(contracts.KindSnapshot, "", c.face.current())
+	case contracts.RoleTransport:
+		name := p.Hello.Name
+		c.onLoop(func(ctx context.Context) { c.takeUpLeftBehind(ctx, name) })
+		return
 	default:
 		return
 	}
@@ -360,7 +383,7 @@ const backupEvery = 6 * time.Hour
 // connection of its own), and again after backupEvery.
 func (c *Core) backUp(ctx context.Context) {
 	go func() {
-		if err := c.store.Backup(ctx); err != nil {
+		if err := c.writes.note("back up the state database", c.store.Backup(ctx)); err != nil {
 			c.log.Error("backing up the state database", "err", err)
 		}
 	}()

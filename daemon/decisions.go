@@ -135,17 +135,19 @@ func (c *Core) parkChangeSet(ctx context.Context, call approval.Request, res app
 	}
 }
 
-// park keeps a turn's RISKY call for the owner: core checks the call
-// itself (the worker is not trusted to have), and the authority shows the
-// owner exactly what core's check will run.
-func (c *Core) park(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) error {
+// keep keeps a turn's RISKY call for the owner, to be asked once the
+// turn's reply has said why: core checks the call itself (the worker is
+// not trusted to have), and the authority shows the owner exactly what
+// core's check will run.
+func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) (approval.Request, error) {
 	checked, err := checkRisky(c.tools, req.Call)
 	if err != nil {
-		return err
+		return approval.Request{}, err
 	}
-	return c.auth.Park(ctx, approval.Request{
+	kept, err := c.auth.Keep(ctx, approval.Request{
 		Key: t.ID, Kind: approval.Call, Origin: approval.Audience(t.Admission.Origin),
 		Shown: approval.RenderCall(req.Call.Name, checked), Digest: approval.CallDigest(req.Call.Name, checked),
 		Call: &approval.CallPayload{Call: req.Call, Messages: req.Messages},
 	})
+	return kept, c.writes.note("keep a request for the owner", err)
 }

@@ -29,6 +29,7 @@ import (
 type keeper struct {
 	tools     *toolstore.Store
 	state     *state.Store
+	writes    *failedWrites
 	builtins  *tools.Registry
 	auth      *approval.Authority
 	sandbox   Sandbox
@@ -244,7 +245,7 @@ func (k *keeper) putAway(name string, why error, to approval.Audience) {
 // puts the tool away, where no turn is offered it, and tells the owner.
 func (k *keeper) strike(ctx context.Context, name, why string, to approval.Audience) {
 	n, err := k.state.Strike(ctx, name, why, k.clock.Now())
-	if err != nil {
+	if err := k.writes.note("count a tool's strike", err); err != nil {
 		k.log.Error("counting a tool's strike", "tool", name, "err", err)
 		return
 	}

@@ -2,10 +2,38 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 
 	"shelldon/contracts"
+	"shelldon/daemon/approval"
 	"shelldon/daemon/turns"
+	"shelldon/daemon/visible"
 )
+
+// keepRequests keeps the turn's requests for the owner before its reply
+// asks them, and returns the reply to send, the requests to ask once it
+// is sent, and the other ops: a "Shall I?" for a request that could not
+// be kept would ask for a tap that nothing waits for, so the reply then
+// says that instead.
+func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, ops []contracts.Op) (reply string, asks []approval.Request, rest []contracts.Op) {
+	reply = payload
+	for _, op := range ops {
+		req, ok := op.Body.(contracts.RequestToolApproval)
+		if !ok {
+			rest = append(rest, op)
+			continue
+		}
+		kept, err := c.keep(ctx, t, req)
+		if err != nil {
+			c.log.Error("could not keep a request for the owner; not asking", "turn", t.ID, "tool", req.Call.Name, "err", err)
+			reply = fmt.Sprintf("I wanted to ask you before using %s, but I could not keep the request (%v), so I am not asking, and nothing ran. Ask me again later.",
+				visible.Line(req.Call.Name), err)
+			continue
+		}
+		asks = append(asks, kept)
+	}
+	return reply, asks, rest
+}
 
 // applyOps applies a turn's proposed ops as the only writer of state. Each
 // op is validated again here (the worker is not trusted to have done it);
@@ -34,13 +62,11 @@ func (c *Core) applyOp(ctx context.Context, t *turns.Turn, body contracts.OpBody
 	now := c.clock.Now()
 	switch o := body.(type) {
 	case contracts.Remember:
-		return c.store.Remember(o.Topic, o.Text, now)
+		return c.writes.note("remember", c.store.Remember(o.Topic, o.Text, now))
 	case contracts.RewriteAbout:
-		return c.store.RewriteAbout(o.Text)
+		return c.writes.note("rewrite about.md", c.store.RewriteAbout(o.Text))
 	case contracts.CaptureLearning:
-		return c.store.AddLearning(ctx, t.ID, o.Text, o.Tags, now)
-	case contracts.RequestToolApproval:
-		return c.park(ctx, t, o)
+		return c.writes.note("capture a learning", c.store.AddLearning(ctx, t.ID, o.Text, o.Tags, now))
 	case contracts.ProposeTool:
 		return c.keeper.propose(ctx, t, o)
 	case contracts.Schedule:
@@ -49,7 +75,7 @@ func (c *Core) applyOp(ctx context.Context, t *turns.Turn, body contracts.OpBody
 		_, err := c.brain.cancel(ctx, o.ID)
 		return err
 	case contracts.AddFace:
-		if err := c.store.AddFace(o.Name, o.Glyphs); err != nil {
+		if err := c.writes.note("add a face", c.store.AddFace(o.Name, o.Glyphs)); err != nil {
 			return err
 		}
 		c.loadFaces()

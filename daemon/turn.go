@@ -79,8 +79,11 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", adm.Kind(), t.ID))
 	c.face.show(faces.Thinking, "…")
 	c.say.activity(t, true)
-	if err := c.store.StartTurn(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview}); err != nil {
+	if err := c.writes.note("record a turn's start", c.store.StartTurn(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview})); err != nil {
 		log.Error("recording the turn's start failed", "err", err)
+	}
+	if err := c.writes.note("record the messages a turn takes up", c.store.TakeUp(ctx, t.ID, adm.Messages)); err != nil {
+		log.Error("recording the messages the turn takes up failed", "err", err)
 	}
 
 	history, err := c.store.RecentHistory(ctx, c.cfg.Turn.HistoryMessages)
@@ -125,7 +128,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		return
 	}
 	r.handle, r.exited = handle, make(chan launch.Exit, 1)
-	if err := c.store.SetTurnWorker(ctx, t.ID, handle.PID()); err != nil {
+	if err := c.writes.note("record a turn's worker", c.store.SetTurnWorker(ctx, t.ID, handle.PID())); err != nil {
 		log.Error("recording the worker's pid failed", "err", err)
 	}
 	go func() {
@@ -219,12 +222,18 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		return
 	}
 	// Reply and react first: the owner never waits on a memory write, and
-	// a failed write never blocks the reply.
-	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: res.Payload, Turn: t.ID})
+	// a failed write never blocks the reply. A request for the owner is
+	// the exception: kept before the reply that asks for it.
+	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
+	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: reply, Turn: t.ID})
+	c.answered(ctx, t)
+	for _, r := range asks {
+		c.auth.Ask(r)
+	}
 	c.face.react(res.Face, res.Thought)
 	c.brain.feel(mood.TurnOK)
-	c.applyOps(ctx, t, res.Ops)
-	c.recordExchange(ctx, t, res.Payload)
+	c.applyOps(ctx, t, ops)
+	c.recordExchange(ctx, t, reply)
 	t.Outcome, t.Err = outcomeOf(res)
 	c.finish(ctx, c.turns.Finished())
 }
@@ -243,12 +252,13 @@ func outcomeOf(res contracts.Result) (outcome, why string) {
 func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
 	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: DegradeText, Turn: t.ID, Degraded: true})
+	c.answered(context.Background(), t)
 	c.face.react(faces.CantThink, "can't think")
 	c.brain.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what
 	// was asked even though this one could not answer.
 	if t.Admission.Text != "" {
-		if err := c.store.AppendHistory(context.Background(), t.ID, contracts.ChatUser, t.Admission.Text, t.Started); err != nil {
+		if err := c.writes.note("record history", c.store.AppendHistory(context.Background(), t.ID, contracts.ChatUser, t.Admission.Text, t.Started)); err != nil {
 			c.log.Error("recording history failed", "turn", t.ID, "err", err)
 		}
 	}
@@ -263,7 +273,7 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 	r := c.run
 	c.run = nil
 	c.recordTurn(r, t.Outcome, t.Err)
-	c.face.refresh() // one more turn today
+	c.face.refresh()   // one more turn today
 	c.say.activity(t, false)
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.brain.show() }) })
@@ -285,6 +295,12 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 // is waiting (it came first), else to the catch-up turn of what arrived
 // meanwhile, else it is free for the next message.
 func (c *Core) release(ctx context.Context) {
+	if c.draining {
+		// What waits is kept: the owner's messages in the state database,
+		// their decisions with their requests; the next start has them.
+		c.log.Info("stopping: no turn starts", "pending", c.turns.Pending(), "held decisions", c.auth.HeldCount())
+		return
+	}
 	for {
 		out, ok := c.auth.Held(ctx)
 		if !ok {
@@ -302,11 +318,11 @@ func (c *Core) release(ctx context.Context) {
 // recordTurn writes how a turn ended, with its worker's figures.
 func (c *Core) recordTurn(r *turnRun, outcome, reason string) {
 	end := c.clock.Now()
-	if err := c.store.FinishTurn(context.Background(), state.TurnEnd{
+	if err := c.writes.note("record a turn's end", c.store.FinishTurn(context.Background(), state.TurnEnd{
 		ID: r.turn.ID, Ended: end, Outcome: outcome, Error: reason, ModelTime: r.modelTime,
 		WorkerPeak: max(r.peakRSS, r.exit.MemoryPeak), WorkerCPU: r.exit.CPUTime, WorkerExit: r.exit.Result,
 		WorkerJoin: r.joinedAfter, PromptTokens: r.tokens.PromptTokens, CompletionTokens: r.tokens.CompletionTokens,
-	}); err != nil {
+	})); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", r.turn.ID, "err", err)
 	}
 	c.log.Info("turn finished", contracts.AuditEvent, contracts.EventTurnEnd, "turn", r.turn.ID, "outcome", outcome,
@@ -320,7 +336,7 @@ func (c *Core) recordExchange(ctx context.Context, t *turns.Turn, payload string
 		if m.text == "" {
 			continue // a resumed turn has no words of the owner's
 		}
-		if err := c.store.AppendHistory(ctx, t.ID, m.role, m.text, c.clock.Now()); err != nil {
+		if err := c.writes.note("record history", c.store.AppendHistory(ctx, t.ID, m.role, m.text, c.clock.Now())); err != nil {
 			c.log.Error("recording history failed", "turn", t.ID, "err", err)
 		}
 	}

@@ -6,16 +6,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"shelldon/config"
+	"shelldon/contracts"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/turns"
 	"shelldon/demomodel"
+	"shelldon/testhost"
 )
 
 // TestASecondCoreIsRefusedWithoutSideEffects: `shelldon daemon` on a
@@ -164,6 +169,172 @@ func TestAHugeAnswerFailsOnlyItsTurn(t *testing.T) {
 	for _, m := range p.waitRequests(4)[3].Messages {
 		if len(m.Content) > 64<<10 {
 			t.Errorf("a later prompt carries a message of %d bytes", len(m.Content))
+		}
+	}
+}
+
+// TestAStopLosesNoMessage: with a slow turn running and three messages
+// waiting behind it, core is stopped — by kill -9, as a crash or a power
+// cut; by SIGTERM, as systemctl restart, with a grace the turn fits in and
+// with one it does not — and started again. Every message is answered, and
+// the owner is told plainly which ones the restart held up, where once all
+// four were lost without a word.
+func TestAStopLosesNoMessage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		signal syscall.Signal
+		grace  time.Duration
+		// firstAnswered: the turn in flight finishes within the grace.
+		firstAnswered bool
+	}{
+		{"kill -9", syscall.SIGKILL, 10 * time.Second, false},
+		{"SIGTERM within the grace", syscall.SIGTERM, 10 * time.Second, true},
+		{"SIGTERM past the grace", syscall.SIGTERM, 300 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			model := demomodel.New(demomodel.Step{Text: "the slow answer to A", Delay: 3 * time.Second})
+			p := newPet(t, model, func(c *config.Config) { c.Timeouts.StopGrace.Duration = tc.grace })
+			p.stopCore() // core in a process of its own, to be signalled
+			first := startDaemon(t, p)
+			asked := []string{"A: why is the sky blue?", "B: and the sea?", "C: and grass green?", "D: one more thing"}
+			p.sayKept(asked[0])
+			p.waitRequests(1)
+			for _, m := range asked[1:] {
+				p.sayKept(m)
+			}
+			if err := first.Process.Signal(tc.signal); err != nil {
+				t.Fatal(err)
+			}
+			first.Wait()
+			if tc.firstAnswered {
+				p.replyWith("the slow answer to A", 5*time.Second)
+			}
+			left := asked
+			if tc.firstAnswered {
+				left = asked[1:]
+			}
+
+			startDaemon(t, p)
+			note := p.replyWith("I was restarted before I could answer", 20*time.Second)
+			for _, m := range left {
+				if !strings.Contains(note.Text, m) {
+					t.Errorf("the owner was told %q, which does not name %q", note.Text, m)
+				}
+			}
+			if tc.firstAnswered && strings.Contains(note.Text, asked[0]) {
+				t.Errorf("the owner was told %q, naming the message answered before the stop", note.Text)
+			}
+			p.waitAnswered(asked, 30*time.Second)
+		})
+	}
+}
+
+// waitAnswered waits until the history holds each of the owner's messages
+// and, after the last, an answer.
+func (p *pet) waitAnswered(asked []string, within time.Duration) {
+	p.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		h := p.history()
+		missing := slices.DeleteFunc(slices.Clone(asked), func(m string) bool {
+			return slices.ContainsFunc(h, func(e contracts.HistoryEntry) bool {
+				return e.Role == contracts.ChatUser && strings.Contains(e.Text, m)
+			})
+		})
+		if len(missing) == 0 && len(h) > 0 && h[len(h)-1].Role == contracts.ChatAssistant {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Fatalf("after %v the history lacks %q (or the last answer): %+v", within, missing, h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// history is the chat history in the state database.
+func (p *pet) history() []contracts.HistoryEntry {
+	p.t.Helper()
+	store, err := state.OpenReadOnly(statedir.Layout{Root: p.cfg.StateDir})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer store.Close()
+	h, err := store.RecentHistory(context.Background(), 1000)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return h
+}
+
+// TestAFullDiskLosesNothingSilently fills the state directory's disk (a
+// small tmpfs) under a running pet. The pet goes on answering, but what
+// it cannot write it does not pretend: a request it cannot keep is not
+// asked — the reply says so, and no buttons come — where once it asked
+// "Shall I?" for a request that was never parked; /status counts the
+// failed writes and warns of the disk; and once space is back, all is
+// as before.
+func TestAFullDiskLosesNothingSilently(t *testing.T) {
+	testhost.Root(t)
+	dir := testhost.ShortDir(t)
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0750"); err != nil {
+		t.Fatalf("mount a small tmpfs for the state: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	model := demomodel.New(demomodel.Step{Text: "all fine"}, writeCall("w1", "notes.txt", "milk"))
+	p := newPet(t, model, func(c *config.Config) {
+		c.StateDir, c.Socket = dir, filepath.Join(dir, "bus.sock")
+	})
+	p.say("how are you?")
+	if r := p.reply(15 * time.Second); r.Text != "all fine" {
+		t.Fatalf("before the disk filled: %+v", r)
+	}
+	p.waitTurns(1)
+
+	filler := filepath.Join(dir, "filler")
+	fill(t, filler)
+	p.say("write milk into notes.txt")
+	r := p.reply(15 * time.Second)
+	if strings.Contains(r.Text, "Shall I?") || !strings.Contains(r.Text, "could not keep the request") {
+		t.Errorf("on a full disk the pet answered %q, want it to say it could not keep the request, and not ask", r.Text)
+	}
+	select {
+	case req := <-p.approvals:
+		t.Errorf("on a full disk the owner was asked %+v for a request that is not kept", req)
+	case <-time.After(time.Second):
+	}
+	p.say("/status")
+	status := p.replyWith("Up ", 10*time.Second)
+	for _, want := range []string{"write(s) to my state failed", "free on my state's disk"} {
+		if !strings.Contains(status.Text, want) {
+			t.Errorf("/status on a full disk does not say %q:\n%s", want, status.Text)
+		}
+	}
+
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	p.say("better now?")
+	if r := p.reply(15 * time.Second); r.Degraded || r.Text == "" {
+		t.Errorf("with space back the pet answered %+v", r)
+	}
+}
+
+// fill writes to path until its file system is full.
+func fill(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	block := make([]byte, 64<<10)
+	for {
+		if _, err := f.Write(block); err != nil {
+			if !errors.Is(err, syscall.ENOSPC) {
+				t.Fatalf("filling the disk: %v", err)
+			}
+			return
 		}
 	}
 }

@@ -127,6 +127,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal stops gracefully (core lets a turn in flight
+	// finish); a second one, once that has begun, ends the process now.
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
 	return cmd(ctx, &environment{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
 }
 

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -65,6 +66,8 @@ type pet struct {
 	snapshots []contracts.Snapshot
 	transport *bus.Client
 	joins     chan struct{} // one per join of the transport
+	acks      chan contracts.InboundAck
+	refs      int // the last ref sayKept gave a message
 }
 
 // petOption adjusts a pet's configuration before it starts.
@@ -172,6 +175,7 @@ func (p *pet) joinBus(ctx context.Context) {
 	if p.approvals == nil {
 		p.approvals = make(chan contracts.ApprovalRequest, 16)
 		p.closed = make(chan contracts.ApprovalClosed, 64)
+		p.acks = make(chan contracts.InboundAck, 64)
 	}
 	go p.transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
 		switch env.Kind {
@@ -191,6 +195,14 @@ func (p *pet) joinBus(ctx context.Context) {
 				select {
 				case p.closed <- c:
 				default: // a test that does not read them must not stall the transport
+				}
+			}
+		case contracts.KindInboundAck:
+			var a contracts.InboundAck
+			if env.Decode(&a) == nil {
+				select {
+				case p.acks <- a:
+				default:
 				}
 			}
 		}
@@ -247,7 +259,33 @@ func (p *pet) stopCore() {
 // say sends the owner's message, waiting for the transport to be joined.
 func (p *pet) say(text string) {
 	p.t.Helper()
-	env, err := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: text})
+	p.send(contracts.Inbound{Chat: "owner", Text: text})
+}
+
+// sayKept sends the owner's message as a transport that keeps it until
+// core confirms it durable (Telegram), and waits for that confirmation.
+func (p *pet) sayKept(text string) {
+	p.t.Helper()
+	p.refs++
+	ref := strconv.Itoa(p.refs)
+	p.send(contracts.Inbound{Chat: "owner", Text: text, Ref: ref})
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case a := <-p.acks:
+			if a.Ref == ref {
+				return
+			}
+		case <-deadline:
+			p.t.Fatalf("core did not confirm message %s (%q) kept", ref, text)
+		}
+	}
+}
+
+func (p *pet) send(in contracts.Inbound) {
+	p.t.Helper()
+	text := in.Text
+	env, err := contracts.NewEnvelope(contracts.KindInbound, "", in)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -50,12 +50,13 @@ func writeConfig(t testing.TB, p *pet) string {
 
 // TestCoreRestartWhileAWorkerRuns kills core mid-turn, as a crash would,
 // and starts a new one on the same state: the old turn's result must never
-// reach the owner, the old turn is recorded as interrupted, and the new
-// core serves the next message. The broker and the transport rejoin by
-// themselves.
+// reach the owner, the old turn is recorded as interrupted, the new core
+// tells the owner and answers the old turn's message itself, then serves
+// the next. The broker and the transport rejoin by themselves.
 func TestCoreRestartWhileAWorkerRuns(t *testing.T) {
 	model := demomodel.New(
 		demomodel.Step{Text: "the old turn's answer", Delay: 2 * time.Second},
+		demomodel.Step{Text: "the slow question, answered again"},
 		demomodel.Step{Text: "the new core's answer"},
 	)
 	p := newPet(t, model)
@@ -85,12 +86,18 @@ func TestCoreRestartWhileAWorkerRuns(t *testing.T) {
 		t.Fatalf("joining as the old turn's worker: err = %v, want refused", err)
 	}
 
+	if r := p.reply(15 * time.Second); !strings.Contains(r.Text, "I was restarted before I could answer “a slow question”") {
+		t.Fatalf("first word of the new core = %+v, want that it was restarted before it could answer", r)
+	}
+	if r := p.reply(15 * time.Second); r.Text != "the slow question, answered again" {
+		t.Fatalf("reply = %+v, want the new core's answer to the old turn's message", r)
+	}
 	p.say("are you back?")
 	if r := p.reply(15 * time.Second); r.Text != "the new core's answer" {
 		t.Fatalf("reply = %+v, want the new core's answer", r)
 	}
 	p.noReply(2500 * time.Millisecond) // past the old turn's model delay
-	turns := p.waitTurns(2)
+	turns := p.waitTurns(3)
 	var old string
 	for _, tr := range turns {
 		if tr.ID == oldTurn {

@@ -75,11 +75,24 @@ func New(cfg Config) *Authority {
 	return &Authority{cfg: cfg}
 }
 
-// Park keeps r for the owner and asks them where it came from. Created,
-// Expires and Audiences are set here. A promotion of a tool that already
-// waits replaces the waiting one: that one is settled as replaced, so its
-// buttons can never keep the newer code.
+// Park keeps r for the owner and asks them where it came from: Keep,
+// then Ask.
 func (a *Authority) Park(ctx context.Context, r Request) error {
+	kept, err := a.Keep(ctx, r)
+	if err != nil {
+		return err
+	}
+	a.Ask(kept)
+	return nil
+}
+
+// Keep keeps r for the owner, without asking yet, and returns it as kept:
+// for a caller that must say something first, and must not ask at all
+// when r could not be kept. Created, Expires and Audiences are set here. A
+// promotion of a tool that already waits replaces the waiting one: that
+// one is settled as replaced, so its buttons can never keep the newer
+// code.
+func (a *Authority) Keep(ctx context.Context, r Request) (Request, error) {
 	now := a.cfg.Clock.Now()
 	r.Created, r.Expires = now, now.Add(a.cfg.Expiry)
 	r.Audiences = []Audience{r.Origin}
@@ -88,15 +101,20 @@ func (a *Authority) Park(ctx context.Context, r Request) error {
 	}
 	row, err := r.row()
 	if err != nil {
-		return err
+		return Request{}, err
 	}
 	if err := a.cfg.Store.ParkApproval(ctx, row); err != nil {
-		return err
+		return Request{}, err
 	}
 	a.cfg.Log.Info("asked the owner", contracts.AuditEvent, contracts.EventApprovalRequested, "turn", r.Key,
 		"kind", string(r.Kind), "tool", r.Shown.Title, "note", r.Shown.Note, "detail", r.Shown.Detail, "digest", r.Digest)
+	return r, nil
+}
+
+// Ask shows a kept request to the owner where it came from, with its
+// buttons.
+func (a *Authority) Ask(r Request) {
 	a.cfg.Notify.Ask(r.Origin, r.ask(r.Origin))
-	return nil
 }
 
 // replacePromotions settles every waiting promotion of stem as replaced.

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	godbus "github.com/godbus/dbus/v5"
-	"golang.org/x/sys/unix"
 
 	"shelldon/config"
 	"shelldon/daemon/launch"
@@ -232,19 +231,12 @@ func (h Host) stateDir(cfg config.Config) Check {
 	f.Close()
 	os.Remove(f.Name())
 	c.Status, c.Detail = OK, dir
-	var fs unix.Statfs_t
-	if unix.Statfs(dir, &fs) == nil {
-		if free := int64(fs.Bavail) * fs.Bsize; free < lowDisk {
-			c.Status, c.Detail = Warn, fmt.Sprintf("%s: only %d MiB free on its file system; writes of history, turns and requests will start to fail", dir, free>>20)
-			c.Fix = "free some space on the card (old journals: journalctl --vacuum-size=50M)"
-		}
+	if free, err := (statedir.Layout{Root: dir}).Free(); err == nil && free < statedir.LowFree {
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s: only %d MiB free on its file system; writes of history, turns and requests will start to fail", dir, free>>20)
+		c.Fix = "free some space on the card (old journals: journalctl --vacuum-size=50M)"
 	}
 	return c
 }
-
-// lowDisk is the free space under which the state directory is in
-// danger: a turn's writes and a backup need a few MiB.
-const lowDisk = 64 << 20
 
 // stateDB says whether the state database is sound, and whether a
 // damaged one was found and moved aside.

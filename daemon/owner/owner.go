@@ -7,6 +7,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/visible"
 )
@@ -53,6 +54,19 @@ type Status struct {
 	// unknown.
 	Turns    []state.TurnRecord
 	TurnsErr error
+	// Writes are core's failed writes to its state; Free the state
+	// directory's free space, FreeErr why it is unknown.
+	Writes  WriteFailures
+	Free    int64
+	FreeErr error
+}
+
+// WriteFailures count core's writes to its state that failed: how many,
+// since when, and the last.
+type WriteFailures struct {
+	Count             int
+	First, Last       time.Time
+	LastWhat, LastErr string
 }
 
 // StatusReport is the owner's view of the pet now: what it is doing, how
@@ -71,6 +85,13 @@ func StatusReport(s Status) string {
 	}
 	if s.Held > 0 {
 		fmt.Fprintf(&b, "%d decision(s) wait for the turn to end.\n", s.Held)
+	}
+	if w := s.Writes; w.Count > 0 {
+		fmt.Fprintf(&b, "⚠ %d write(s) to my state failed since %s, the last at %s (%s: %s): what they were to keep (turns, history, mood, memories) is missing.\n",
+			w.Count, w.First.Local().Format("Jan 2 15:04"), w.Last.Local().Format("15:04"), w.LastWhat, visible.Line(Shorten(w.LastErr, 120)))
+	}
+	if s.FreeErr == nil && s.Free < statedir.LowFree {
+		fmt.Fprintf(&b, "⚠ Only %s free on my state's disk: writes will start to fail. Free some space (old journals: journalctl --vacuum-size=50M).\n", MiB(s.Free))
 	}
 	fmt.Fprintf(&b, "Mood: %s (%s, since %s).\n", s.Mood, s.MoodWhy, s.MoodSince.Local().Format("15:04"))
 	b.WriteString(s.Memory + "\n")

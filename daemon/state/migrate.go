@@ -157,6 +157,24 @@ var migrations = []string{
 	// counted them; 0 for the turns before, and where none said.
 	`ALTER TABLE turns ADD COLUMN prompt_tokens INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE turns ADD COLUMN completion_tokens INTEGER NOT NULL DEFAULT 0;`,
+	// 10: the owner's messages core admitted, kept until their turn has
+	// answered, so that a stop, a crash or a power cut mid-turn loses
+	// none; a transport's own reference (a Telegram update id) is kept
+	// after the answer a while, so a message the transport delivers again
+	// is recognised.
+	`CREATE TABLE admitted (
+		id          INTEGER PRIMARY KEY AUTOINCREMENT,
+		transport   TEXT NOT NULL,
+		chat        TEXT NOT NULL DEFAULT '',
+		ref         TEXT NOT NULL DEFAULT '', -- the transport's id of the message; '' when it has none
+		text        TEXT NOT NULL,
+		at          INTEGER NOT NULL, -- unix ms
+		turn        TEXT NOT NULL DEFAULT '', -- the turn taking it up; '' while it waits
+		tries       INTEGER NOT NULL DEFAULT 0, -- how many turns took it up
+		answered_at INTEGER                   -- unix ms; NULL until a turn answered it
+	);
+	CREATE UNIQUE INDEX admitted_by_ref ON admitted (transport, ref) WHERE ref != '';
+	CREATE INDEX admitted_unanswered ON admitted (answered_at, id);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

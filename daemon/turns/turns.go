@@ -37,6 +37,9 @@ type Admission struct {
 	// takes (MaxCatchUpBytes): core keeps it as a file and tells the
 	// model where.
 	Overflow string
+	// Messages are the ids of the owner's admitted messages the turn
+	// answers (none for a resumed or scheduled turn).
+	Messages []int64
 }
 
 // Bounds of what one turn takes from the owner, so that no message and no
@@ -144,6 +147,7 @@ type Machine struct {
 
 	busy          bool
 	pending       []string
+	pendingIDs    []int64
 	pendingOrigin Origin
 	fence         fence
 	cur           *Turn
@@ -155,16 +159,24 @@ func New(clk clock.Clock, turnTimeout, reap time.Duration, post func(Event)) *Ma
 	return &Machine{clock: clk, turnTimeout: turnTimeout, reap: reap, post: post}
 }
 
-// Submit offers a message. It returns the admission to start now, or
-// false when the slot is taken and the text joined the pending slot.
-func (m *Machine) Submit(text string, from Origin) (Admission, bool) {
+// Submit offers a message, with the id it was admitted under (0 for
+// none). It returns the admission to start now, or false when the slot is
+// taken and the text joined the pending slot.
+func (m *Machine) Submit(text string, from Origin, id int64) (Admission, bool) {
 	if m.busy {
 		m.pending = append(m.pending, text)
+		if id != 0 {
+			m.pendingIDs = append(m.pendingIDs, id)
+		}
 		m.pendingOrigin = from
 		return Admission{}, false
 	}
 	m.busy = true
-	return Admission{Text: text, Origin: from}, true
+	adm := Admission{Text: text, Origin: from}
+	if id != 0 {
+		adm.Messages = []int64{id}
+	}
+	return adm, true
 }
 
 // Claim takes the slot for something that is not a message (an owner's
@@ -294,12 +306,12 @@ func (m *Machine) Release() (Admission, bool) {
 		m.busy = false
 		return Admission{}, false
 	}
-	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true}
+	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true, Messages: m.pendingIDs}
 	if len(next.Text) > MaxCatchUpBytes {
 		cut := cutAt(next.Text, MaxCatchUpBytes)
 		next.Text, next.Overflow = next.Text[:cut], next.Text[cut:]
 	}
-	m.pending, m.pendingOrigin = nil, Origin{}
+	m.pending, m.pendingIDs, m.pendingOrigin = nil, nil, Origin{}
 	return next, true
 }
 
