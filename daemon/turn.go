@@ -273,7 +273,7 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 	r := c.run
 	c.run = nil
 	c.recordTurn(r, t.Outcome, t.Err)
-	c.face.refresh()   // one more turn today
+	c.face.refresh() // one more turn today
 	c.say.activity(t, false)
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.brain.show() }) })
