@@ -18,5 +18,5 @@ func (l Layout) Free() (int64, error) {
 	if err := unix.Statfs(l.Root, &fs); err != nil {
 		return 0, fmt.Errorf("free space of %s: %w", l.Root, err)
 	}
-	return int64(fs.Bavail) * fs.Bsize, nil
+	return int64(fs.Bavail) * int64(fs.Bsize), nil
 }

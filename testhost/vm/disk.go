@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"shelldon/sandbox/image"
@@ -82,7 +83,12 @@ func makeDisk(ctx context.Context, d disk) (size diskSize, err error) {
 		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
 			return diskSize{}, fmt.Errorf("copy %s into the guest: %w", tree, err)
 		}
-		if out, err := exec.CommandContext(ctx, "cp", "-a", tree, to).CombinedOutput(); err != nil {
+		// Without the lock files systemd-nspawn keeps beside a root it
+		// runs: a sandbox another test runs meanwhile makes and removes
+		// them, and a copy that met one vanishing would fail.
+		copyTree := fmt.Sprintf("tar -C %s --exclude='.#*.lck' -cf - %s | tar -C %s -xpf -",
+			shellQuote(filepath.Dir(tree)), shellQuote(filepath.Base(tree)), shellQuote(filepath.Dir(to)))
+		if out, err := exec.CommandContext(ctx, "sh", "-c", copyTree).CombinedOutput(); err != nil {
 			return diskSize{}, fmt.Errorf("copy %s into the guest: %w: %s", tree, err, out)
 		}
 	}
@@ -228,4 +234,9 @@ func makeSparseFile(path string, size int64) error {
 		return fmt.Errorf("disk image: %w", err)
 	}
 	return nil
+}
+
+// shellQuote quotes s for sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
