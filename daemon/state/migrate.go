@@ -153,6 +153,20 @@ var migrations = []string{
 	ALTER TABLE pending_approvals ADD COLUMN payload TEXT NOT NULL DEFAULT '';
 	ALTER TABLE pending_approvals ADD COLUMN shown TEXT NOT NULL DEFAULT '[]';
 	UPDATE pending_approvals SET kind = 'promotion' WHERE turn LIKE 'promote-%';`,
+	// 9: a transport's outbox is in lanes (a chat's replies, its edits, the
+	// command menu), each sent in order and none waiting for another; an
+	// item from before is in the lane '', which goes in order as the whole
+	// queue did. The replies given up on are counted per lane until the
+	// owner is told.
+	`ALTER TABLE transport_outbox ADD COLUMN lane TEXT NOT NULL DEFAULT '';
+	DROP INDEX outbox_by_transport;
+	CREATE INDEX outbox_by_lane ON transport_outbox (transport, lane, id);
+	CREATE TABLE transport_undelivered (
+		transport TEXT NOT NULL,
+		lane      TEXT NOT NULL,
+		count     INTEGER NOT NULL, -- replies given up on, not yet told
+		PRIMARY KEY (transport, lane)
+	);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

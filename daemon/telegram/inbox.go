@@ -206,7 +206,7 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 		return
 	case prev.State == state.ApprovalClosed:
 		t.answerTap(ctx, cq.ID, fmt.Sprintf(tapSettledFmt, prev.Outcome))
-		t.enqueue(ctx, outSettle, outItem{Approval: turn, Outcome: prev.Outcome, At: prev.At})
+		t.settle(ctx, turn, prev.Outcome, prev.At)
 		return
 	}
 	answer := tapDenying

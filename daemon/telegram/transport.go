@@ -37,6 +37,12 @@ const (
 	defaultPollTimeout = 30 * time.Second
 	defaultRetryMin    = time.Second
 	defaultRetryMax    = time.Minute
+	// An item Telegram keeps failing is given up on after this many
+	// failed attempts Telegram answered (some ten minutes with the default
+	// backoff), or once it has failed for a day, whichever comes first: by
+	// then a reply is stale, and it holds up its chat.
+	defaultGiveUpAttempts = 20
+	defaultGiveUpAge      = 24 * time.Hour
 	// typingEvery renews the typing indicator, which Telegram shows for
 	// five seconds.
 	typingEvery = 4 * time.Second
@@ -63,12 +69,27 @@ type Config struct {
 	PollTimeout time.Duration
 	// Backoff bounds the waits after network errors.
 	Backoff Backoff
+	// GiveUp bounds how long an item of the outbox is tried; zero values
+	// mean the defaults.
+	GiveUp GiveUp
 	// Clock and Location say when things happen and how times are shown;
 	// nil means the real clock and the local time zone.
 	Clock    clock.Clock
 	Location *time.Location
 	// Log receives the transport's notes; nil discards them.
 	Log *slog.Logger
+}
+
+// GiveUp bounds how long an item of the outbox is tried: past either
+// bound, an item still failing is dropped, and for a reply the owner is
+// told once Telegram takes messages for the chat again.
+type GiveUp struct {
+	// Attempts counts the failed attempts that Telegram answered; an
+	// outage, or a 429 asking for a wait, counts none, so replies ride
+	// out an outage shorter than Age.
+	Attempts int
+	// Age is counted from when the item was queued.
+	Age time.Duration
 }
 
 // Transport joins Telegram to core's bus. It runs inside core's process:
@@ -80,6 +101,7 @@ type Transport struct {
 	clock      clock.Clock
 	loc        *time.Location
 	backoff    Backoff
+	giveUp     GiveUp
 	log        *slog.Logger
 	client     *bus.Client
 	bot        *bot.Bot
@@ -104,7 +126,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t := &Transport{
 		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
-		backoff: cfg.Backoff, log: cfg.Log,
+		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log,
 		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
 	if t.clock == nil {
@@ -124,6 +146,12 @@ func New(cfg Config) (*Transport, error) {
 	}
 	if t.backoff.Max < t.backoff.Min {
 		t.backoff.Max = max(defaultRetryMax, t.backoff.Min)
+	}
+	if t.giveUp.Attempts <= 0 {
+		t.giveUp.Attempts = defaultGiveUpAttempts
+	}
+	if t.giveUp.Age <= 0 {
+		t.giveUp.Age = defaultGiveUpAge
 	}
 	t.client = &bus.Client{
 		Socket: cfg.Socket, MaxFrame: cfg.MaxFrame,
@@ -232,7 +260,11 @@ func (t *Transport) greet(ctx context.Context) error {
 		switch {
 		case err == nil:
 			t.log.Info("telegram: connected", "bot", me.Username, "allowed_users", len(t.allowedIDs))
-			t.enqueue(ctx, outCommands, outItem{})
+			// Registered anew at every start; one still queued from a
+			// start before will do.
+			if _, queued, err := t.store.NextOutbox(ctx, TransportName, laneCommands); err != nil || !queued {
+				t.enqueue(ctx, outCommands, outItem{})
+			}
 			return nil
 		case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
 			// Telegram answers 404 to a token it does not know at all.
@@ -298,7 +330,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		if err := t.store.CloseApproval(ctx, TransportName, c.Turn, c.Outcome, c.At); err != nil {
 			t.log.Error("telegram: recording a settled request", "turn", c.Turn, "err", err)
 		}
-		t.enqueue(ctx, outSettle, outItem{Approval: c.Turn, Outcome: c.Outcome, At: c.At})
+		t.settle(ctx, c.Turn, c.Outcome, c.At)
 	case contracts.KindActivity:
 		var a contracts.Activity
 		if err := env.Decode(&a); err != nil {
