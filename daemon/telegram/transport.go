@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +30,9 @@ var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids; message @userinf
 // ErrTokenRefused is returned by [Transport.Run] when Telegram says the
 // bot token is not valid: retrying would not help.
 var ErrTokenRefused = errors.New("the bot token was refused by Telegram; check it with @BotFather")
+
+// telegramAPI is Telegram's own Bot API server.
+const telegramAPI = "https://api.telegram.org"
 
 // Defaults for the zero values of [Config].
 const (
@@ -92,12 +94,21 @@ type GiveUp struct {
 	Age time.Duration
 }
 
+// updateStore keeps the updates taken from Telegram. It is the state
+// store; it is an interface so that tests can make storing fail, or stop
+// the transport right after it, and see that no update is lost.
+type updateStore interface {
+	Offset(ctx context.Context, transport string) (int64, error)
+	Receive(ctx context.Context, transport string, items []state.InboxItem) error
+}
+
 // Transport joins Telegram to core's bus. It runs inside core's process:
 // it holds the bot token core holds, and keeps its state in core's store.
 type Transport struct {
 	cfg        Config
 	allowedIDs []int64
 	store      *state.Store
+	updates    updateStore
 	clock      clock.Clock
 	loc        *time.Location
 	backoff    Backoff
@@ -105,8 +116,10 @@ type Transport struct {
 	log        *slog.Logger
 	client     *bus.Client
 	bot        *bot.Bot
+	// apiURL is the Bot API server's base URL, without a trailing slash.
+	apiURL string
 
-	inWake   chan struct{} // an update was kept
+	inWake   chan struct{} // an update was stored
 	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
 	typing   typing
@@ -125,8 +138,8 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("telegram: no state store")
 	}
 	t := &Transport{
-		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
-		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log,
+		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, updates: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
+		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log, apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
 		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
 	if t.clock == nil {
@@ -153,6 +166,9 @@ func New(cfg Config) (*Transport, error) {
 	if t.giveUp.Age <= 0 {
 		t.giveUp.Age = defaultGiveUpAge
 	}
+	if t.apiURL == "" {
+		t.apiURL = telegramAPI
+	}
 	t.client = &bus.Client{
 		Socket: cfg.Socket, MaxFrame: cfg.MaxFrame,
 		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
@@ -173,33 +189,17 @@ func New(cfg Config) (*Transport, error) {
 // Telegram being out of reach is not one: the transport waits, keeps what
 // it must send, and carries on when Telegram is back.
 func (t *Transport) Run(ctx context.Context) error {
-	offset, err := t.store.Offset(ctx, TransportName)
+	offset, err := t.updates.Offset(ctx, TransportName)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
-	keeper := &updateKeeper{
-		next: &http.Client{Timeout: t.cfg.PollTimeout + sendTimeout},
-		keep: func(ctx context.Context, items []state.InboxItem) error {
-			return t.store.Receive(ctx, TransportName, items)
-		},
-		wake:  func() { poke(t.inWake) },
-		limit: maxUpdatesBody,
-	}
-	opts := []bot.Option{
-		// Updates are handled from the inbox; the client's own handler
-		// has nothing left to do.
-		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
-		bot.WithNotAsyncHandlers(),
-		bot.WithInitialOffset(offset),
+	// The client sends; updates are taken by the transport's own poller,
+	// which stores them before Telegram is told they arrived.
+	b, err := bot.New(t.cfg.Token,
 		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(t.cfg.PollTimeout, keeper),
-		bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
-		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram: polling", "err", err) }),
-	}
-	if t.cfg.APIURL != "" {
-		opts = append(opts, bot.WithServerURL(strings.TrimSuffix(t.cfg.APIURL, "/")))
-	}
-	b, err := bot.New(t.cfg.Token, opts...)
+		bot.WithServerURL(t.apiURL),
+		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram: Bot API client", "err", err) }),
+	)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
@@ -234,7 +234,7 @@ func (t *Transport) Run(ctx context.Context) error {
 		return nil
 	}
 	wg.Go(func() { t.inboxLoop(ctx) })
-	wg.Go(func() { b.Start(ctx) })
+	wg.Go(func() { t.poll(ctx, offset) })
 	select {
 	case err = <-busDone:
 		return busError(err)

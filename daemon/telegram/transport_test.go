@@ -42,8 +42,13 @@ type rig struct {
 	giveUp  GiveUp
 	clock   clock.Clock
 	log     *slog.Logger
+	// updates, when set, wraps the store the transport keeps its updates
+	// in.
+	updates func(updateStore) updateStore
 
-	stop func()
+	// cancel ends the running transport at once; stop ends it and waits.
+	cancel context.CancelFunc
+	stop   func()
 }
 
 // rigOption changes a rig before its transport first starts.
@@ -81,7 +86,11 @@ func (r *rig) start(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.updates != nil {
+		tr.updates = r.updates(tr.updates)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
 	done := make(chan error, 1)
 	go func() { done <- tr.Run(ctx) }()
 	stopped := false
