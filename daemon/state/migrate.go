@@ -175,6 +175,20 @@ var migrations = []string{
 	);
 	CREATE UNIQUE INDEX admitted_by_ref ON admitted (transport, ref) WHERE ref != '';
 	CREATE INDEX admitted_unanswered ON admitted (answered_at, id);`,
+	// 11: a transport's outbox is in lanes (a chat's replies, its edits, the
+	// command menu), each sent in order and none waiting for another; an
+	// item from before is in the lane '', which goes in order as the whole
+	// queue did. The replies given up on are counted per lane until the
+	// owner is told.
+	`ALTER TABLE transport_outbox ADD COLUMN lane TEXT NOT NULL DEFAULT '';
+	DROP INDEX outbox_by_transport;
+	CREATE INDEX outbox_by_lane ON transport_outbox (transport, lane, id);
+	CREATE TABLE transport_undelivered (
+		transport TEXT NOT NULL,
+		lane      TEXT NOT NULL,
+		count     INTEGER NOT NULL, -- replies given up on, not yet told
+		PRIMARY KEY (transport, lane)
+	);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -10,10 +10,11 @@ import (
 
 // What a transport — the Telegram bot inside core, or another — keeps
 // across restarts, keyed by its name: the updates taken from its server
-// (so none is handled twice or lost), the replies it must still send (so
-// none is lost while the server is unreachable), where it showed approval
-// requests (so those messages can be updated once the owner decides), and
-// the senders it ignored.
+// (so none is handled twice or lost), the replies it must still send, in
+// lanes (so none is lost while the server is unreachable, and one chat's
+// trouble holds up no other), how many it gave up on (so the owner is
+// told), where it showed approval requests (so those messages can be
+// updated once the owner decides), and the senders it ignored.
 
 // MaxOutboxBytes caps the body of one outbox item. A reply is at most a
 // few hundred KB; anything bigger is a bug, and would sit at the head of
@@ -28,8 +29,8 @@ var (
 	// ErrOutboxItemTooBig is wrapped by Enqueue when a body is longer than
 	// MaxOutboxBytes.
 	ErrOutboxItemTooBig = errors.New("outbox item too big")
-	// ErrNoOutboxItem is wrapped by Postpone when no outbox item has the
-	// id: it was sent, or never enqueued.
+	// ErrNoOutboxItem is wrapped by Postpone and Hold when no outbox item
+	// has the id: it was sent or given up on, or never enqueued.
 	ErrNoOutboxItem = errors.New("no such outbox item")
 	// ErrNoApprovalStatus is wrapped by RecordApprovalMessage when the
 	// request was never opened or closed, or has been pruned.
@@ -140,24 +141,29 @@ func (s *Store) Handled(ctx context.Context, transport string, id int64) error {
 
 // OutboxItem is something a transport must still send.
 type OutboxItem struct {
-	// ID gives the sending order: lower first.
+	// ID gives the sending order within a lane: lower first.
 	ID        int64
 	Transport string
+	// Lane is the queue the item waits in, in the transport's terms (one
+	// chat's replies, say): items of a lane go in order, and a lane never
+	// waits for another.
+	Lane string
 	// Kind says what Body is, in the transport's terms.
-	Kind     string
-	Body     []byte
+	Kind string
+	Body []byte
+	// Attempts counts the failed attempts Postpone was told of.
 	Attempts int
 	// NotBefore is when the next attempt may be made, to the millisecond.
 	NotBefore time.Time
 	Created   time.Time
 }
 
-const outboxColumns = `id, transport, kind, body, attempts, not_before, created_at`
+const outboxColumns = `id, transport, lane, kind, body, attempts, not_before, created_at`
 
-// Enqueue adds an item at the end of transport's outbox, to be sent from
-// now on, and returns its id. A body longer than MaxOutboxBytes is
-// refused with ErrOutboxItemTooBig.
-func (s *Store) Enqueue(ctx context.Context, transport, kind string, body []byte, now time.Time) (int64, error) {
+// Enqueue adds an item at the end of one lane of transport's outbox, to
+// be sent from now on, and returns its id. A body longer than
+// MaxOutboxBytes is refused with ErrOutboxItemTooBig.
+func (s *Store) Enqueue(ctx context.Context, transport, lane, kind string, body []byte, now time.Time) (int64, error) {
 	if err := s.writable("enqueue"); err != nil {
 		return 0, err
 	}
@@ -171,26 +177,51 @@ func (s *Store) Enqueue(ctx context.Context, transport, kind string, body []byte
 	}
 	var id int64
 	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO transport_outbox (transport, kind, body, not_before, created_at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		transport, kind, blob(body), now.UnixMilli(), now.UnixMilli()).Scan(&id)
+		`INSERT INTO transport_outbox (transport, lane, kind, body, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+		transport, lane, kind, blob(body), now.UnixMilli(), now.UnixMilli()).Scan(&id)
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s for %s: %w", kind, transport, err)
 	}
 	return id, nil
 }
 
-// NextOutbox returns transport's oldest item, whatever its NotBefore;
-// ok is false when the outbox is empty. Items go strictly in order, so
-// the caller waits for NotBefore itself rather than sending a later one.
-func (s *Store) NextOutbox(ctx context.Context, transport string) (item OutboxItem, ok bool, err error) {
+// OutboxLanes names transport's lanes that have something to do: items
+// queued, or replies given up on that the owner was not yet told of.
+func (s *Store) OutboxLanes(ctx context.Context, transport string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT DISTINCT lane FROM transport_outbox WHERE transport = ?
+		 UNION SELECT lane FROM transport_undelivered WHERE transport = ? ORDER BY lane`, transport, transport)
+	if err != nil {
+		return nil, fmt.Errorf("read outbox lanes of %s: %w", transport, err)
+	}
+	defer rows.Close()
+	var lanes []string
+	for rows.Next() {
+		var lane string
+		if err := rows.Scan(&lane); err != nil {
+			return nil, fmt.Errorf("read outbox lanes of %s: %w", transport, err)
+		}
+		lanes = append(lanes, lane)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read outbox lanes of %s: %w", transport, err)
+	}
+	return lanes, nil
+}
+
+// NextOutbox returns the oldest item of one of transport's lanes,
+// whatever its NotBefore; ok is false when the lane is empty. A lane goes
+// strictly in order, so the caller waits for NotBefore itself rather
+// than sending a later item of the lane.
+func (s *Store) NextOutbox(ctx context.Context, transport, lane string) (item OutboxItem, ok bool, err error) {
 	var notBefore, created int64
-	err = s.db.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM transport_outbox WHERE transport = ? ORDER BY id LIMIT 1`, transport).
-		Scan(&item.ID, &item.Transport, &item.Kind, &item.Body, &item.Attempts, &notBefore, &created)
+	err = s.db.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM transport_outbox WHERE transport = ? AND lane = ? ORDER BY id LIMIT 1`, transport, lane).
+		Scan(&item.ID, &item.Transport, &item.Lane, &item.Kind, &item.Body, &item.Attempts, &notBefore, &created)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return OutboxItem{}, false, nil
 	case err != nil:
-		return OutboxItem{}, false, fmt.Errorf("read outbox of %s: %w", transport, err)
+		return OutboxItem{}, false, fmt.Errorf("read outbox lane %q of %s: %w", lane, transport, err)
 	}
 	item.NotBefore = time.UnixMilli(notBefore)
 	item.Created = time.UnixMilli(created)
@@ -217,6 +248,28 @@ func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, e
 	return attempts, nil
 }
 
+// Hold sets when the next attempt at item id may be made without counting
+// a failed one: the server asked for a wait, or could not be reached,
+// which says nothing against the item. An id that names no item gets
+// ErrNoOutboxItem.
+func (s *Store) Hold(ctx context.Context, id int64, until time.Time) error {
+	if err := s.writable("hold outbox item"); err != nil {
+		return err
+	}
+	res, err := s.db.ExecContext(ctx, `UPDATE transport_outbox SET not_before = ? WHERE id = ?`, ceilMilli(until), id)
+	if err != nil {
+		return fmt.Errorf("hold outbox item %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	switch {
+	case err != nil:
+		return fmt.Errorf("hold outbox item %d: %w", id, err)
+	case n == 0:
+		return fmt.Errorf("hold outbox item %d: %w", id, ErrNoOutboxItem)
+	}
+	return nil
+}
+
 // ceilMilli is t in unix milliseconds, rounded up: a wait a server asked
 // for (a 429's retry_after) is never shortened by the column's precision.
 func ceilMilli(t time.Time) int64 {
@@ -227,14 +280,79 @@ func ceilMilli(t time.Time) int64 {
 	return ms
 }
 
-// Sent removes an item once delivered or given up on. Removing one
-// already gone does nothing.
+// Sent removes an item once delivered. Removing one already gone does
+// nothing.
 func (s *Store) Sent(ctx context.Context, id int64) error {
 	if err := s.writable("remove sent outbox item"); err != nil {
 		return err
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM transport_outbox WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("remove sent outbox item %d: %w", id, err)
+	}
+	return nil
+}
+
+// GiveUp removes an item that will not be delivered and, when tell names
+// a lane, counts it there as undelivered, in one transaction: the owner
+// is to be told of every reply lost, and of none twice. Giving up on an
+// item already gone does nothing.
+func (s *Store) GiveUp(ctx context.Context, id int64, tell string) error {
+	if err := s.writable("give up on outbox item"); err != nil {
+		return err
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var transport string
+		err := tx.QueryRowContext(ctx, `DELETE FROM transport_outbox WHERE id = ? RETURNING transport`, id).Scan(&transport)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		case tell == "":
+			return nil
+		}
+		_, err = tx.ExecContext(ctx,
+			`INSERT INTO transport_undelivered (transport, lane, count) VALUES (?, ?, 1)
+			 ON CONFLICT (transport, lane) DO UPDATE SET count = count + 1`, transport, tell)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("give up on outbox item %d: %w", id, err)
+	}
+	return nil
+}
+
+// Undelivered is how many replies of transport's lane were given up on
+// and not yet told of.
+func (s *Store) Undelivered(ctx context.Context, transport, lane string) (int, error) {
+	var n int
+	err := s.db.QueryRowContext(ctx, `SELECT count FROM transport_undelivered WHERE transport = ? AND lane = ?`, transport, lane).Scan(&n)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return 0, nil
+	case err != nil:
+		return 0, fmt.Errorf("count undelivered replies of %s lane %q: %w", transport, lane, err)
+	}
+	return n, nil
+}
+
+// ToldUndelivered takes n off the replies of transport's lane not yet
+// told of, once the owner was told of n; any given up on meanwhile stay
+// counted.
+func (s *Store) ToldUndelivered(ctx context.Context, transport, lane string, n int) error {
+	if err := s.writable("forget undelivered replies"); err != nil {
+		return err
+	}
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `UPDATE transport_undelivered SET count = count - ? WHERE transport = ? AND lane = ?`,
+			n, transport, lane); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM transport_undelivered WHERE transport = ? AND lane = ? AND count <= 0`, transport, lane)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("forget %d undelivered replies of %s lane %q: %w", n, transport, lane, err)
 	}
 	return nil
 }

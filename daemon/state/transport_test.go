@@ -144,6 +144,23 @@ func TestReceiveRefusesABadBatchWhole(t *testing.T) {
 	}
 }
 
+// TestReceiveIsOneTransaction: when the offset cannot be raised, the batch
+// is not kept either, so the transport asks for it again rather than
+// holding updates its server will send anew.
+func TestReceiveIsOneTransaction(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	if _, err := s.db.Exec(`CREATE TRIGGER offsets_fail BEFORE INSERT ON transport_offsets BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Receive(ctx, "telegram", []InboxItem{update(1), update(2)}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("Receive with the offset failing = %v, want the failure", err)
+	}
+	if items, err := s.Unhandled(ctx, "telegram", 10); err != nil || len(items) != 0 {
+		t.Errorf("Unhandled after a failed Receive = %v, %v, want none kept", inboxIDs(items), err)
+	}
+}
+
 func TestUnhandledLimit(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
@@ -180,7 +197,7 @@ func TestOutboxInOrder(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for i, transport := range []string{"telegram", "other", "telegram", "telegram"} {
-		id, err := s.Enqueue(ctx, transport, "reply", fmt.Appendf(nil, "body %d", i), epoch.Add(time.Duration(i)*time.Second))
+		id, err := s.Enqueue(ctx, transport, "chat:1", "reply", fmt.Appendf(nil, "body %d", i), epoch.Add(time.Duration(i)*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,8 +207,8 @@ func TestOutboxInOrder(t *testing.T) {
 		t.Errorf("OutboxLen(telegram) = %d, %v, want 3", n, err)
 	}
 
-	head, ok, err := s.NextOutbox(ctx, "telegram")
-	if err != nil || !ok || head.ID != ids[0] || string(head.Body) != "body 0" || head.Kind != "reply" || head.Transport != "telegram" ||
+	head, ok, err := s.NextOutbox(ctx, "telegram", "chat:1")
+	if err != nil || !ok || head.ID != ids[0] || string(head.Body) != "body 0" || head.Kind != "reply" || head.Transport != "telegram" || head.Lane != "chat:1" ||
 		head.Attempts != 0 || !head.Created.Equal(epoch) || !head.NotBefore.Equal(epoch) {
 		t.Fatalf("NextOutbox = %+v, %v, %v, want body 0 created and due at %v", head, ok, err, epoch)
 	}
@@ -204,14 +221,14 @@ func TestOutboxInOrder(t *testing.T) {
 			t.Errorf("Postpone #%d = %d, %v, want %d", want, attempts, err, want)
 		}
 	}
-	again, ok, err := s.NextOutbox(ctx, "telegram")
+	again, ok, err := s.NextOutbox(ctx, "telegram", "chat:1")
 	if err != nil || !ok || again.ID != head.ID || again.Attempts != 2 || !again.NotBefore.Equal(later) {
 		t.Errorf("NextOutbox after two Postpones = %+v, %v, %v, want the same item, 2 attempts, due at %v", again, ok, err, later)
 	}
 
 	var sent []string
 	for {
-		item, ok, err := s.NextOutbox(ctx, "telegram")
+		item, ok, err := s.NextOutbox(ctx, "telegram", "chat:1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -229,12 +246,12 @@ func TestOutboxInOrder(t *testing.T) {
 	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 0 {
 		t.Errorf("OutboxLen(telegram) after sending all = %d, %v, want 0", n, err)
 	}
-	if other, ok, err := s.NextOutbox(ctx, "other"); err != nil || !ok || string(other.Body) != "body 1" {
+	if other, ok, err := s.NextOutbox(ctx, "other", "chat:1"); err != nil || !ok || string(other.Body) != "body 1" {
 		t.Errorf("NextOutbox(other) = %+v, %v, %v, want body 1 untouched", other, ok, err)
 	}
 
 	// A new item never takes the id of one sent, so a stale id names nothing.
-	id, err := s.Enqueue(ctx, "telegram", "reply", []byte("late"), epoch)
+	id, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("late"), epoch)
 	if err != nil || id <= ids[3] {
 		t.Errorf("Enqueue after sending = %d, %v, want an id above %d", id, err, ids[3])
 	}
@@ -254,15 +271,158 @@ func TestOutboxSurvivesReopen(t *testing.T) {
 	ctx := context.Background()
 	first := openStore(t, l)
 	for _, body := range []string{"one", "two"} {
-		if _, err := first.Enqueue(ctx, "telegram", "reply", []byte(body), epoch); err != nil {
+		if _, err := first.Enqueue(ctx, "telegram", "chat:1", "reply", []byte(body), epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first.Close()
 	again := openStore(t, l)
-	item, ok, err := again.NextOutbox(ctx, "telegram")
+	item, ok, err := again.NextOutbox(ctx, "telegram", "chat:1")
 	if err != nil || !ok || string(item.Body) != "one" {
 		t.Errorf("NextOutbox after reopening = %+v, %v, %v, want one", item, ok, err)
+	}
+}
+
+// TestOutboxLanes: each lane goes in order, and none waits for another's
+// head, however far off its next attempt.
+func TestOutboxLanes(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, it := range []struct{ lane, body string }{{"chat:1", "a1"}, {"chat:2", "b1"}, {"chat:1", "a2"}, {"edit:1", "e1"}, {"chat:2", "b2"}} {
+		if _, err := s.Enqueue(ctx, "telegram", it.lane, "reply", []byte(it.body), epoch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Enqueue(ctx, "other", "chat:9", "reply", []byte("x"), epoch); err != nil {
+		t.Fatal(err)
+	}
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:1", "chat:2", "edit:1"}) {
+		t.Errorf("OutboxLanes = %q, %v, want chat:1, chat:2 and edit:1", lanes, err)
+	}
+	stuck, _, err := s.NextOutbox(ctx, "telegram", "chat:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Postpone(ctx, stuck.ID, epoch.Add(24*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	var sent []string
+	for _, lane := range []string{"chat:1", "edit:1"} {
+		for {
+			item, ok, err := s.NextOutbox(ctx, "telegram", lane)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok {
+				break
+			}
+			sent = append(sent, string(item.Body))
+			if err := s.Sent(ctx, item.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if want := []string{"a1", "a2", "e1"}; !slices.Equal(sent, want) {
+		t.Errorf("sent %q past the stuck lane, want %q", sent, want)
+	}
+	if head, ok, err := s.NextOutbox(ctx, "telegram", "chat:2"); err != nil || !ok || head.ID != stuck.ID || head.Attempts != 1 {
+		t.Errorf("NextOutbox(chat:2) = %+v, %v, %v, want b1 still its head", head, ok, err)
+	}
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:2"}) {
+		t.Errorf("OutboxLanes after sending = %q, %v, want only chat:2", lanes, err)
+	}
+}
+
+// TestHoldCountsNoAttempt: a wait the server asked for, or an outage,
+// moves the next attempt without counting a failed one.
+func TestHoldCountsNoAttempt(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	id, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := epoch.Add(7*time.Second + 500*time.Microsecond)
+	if err := s.Hold(ctx, id, later); err != nil {
+		t.Fatal(err)
+	}
+	item, _, err := s.NextOutbox(ctx, "telegram", "chat:1")
+	if err != nil || item.Attempts != 0 || !item.NotBefore.Equal(epoch.Add(7*time.Second+time.Millisecond)) {
+		t.Errorf("after Hold: %+v, %v; want no attempt counted and the wait rounded up to the millisecond", item, err)
+	}
+	if err := s.Sent(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Hold(ctx, id, later); !errors.Is(err, ErrNoOutboxItem) {
+		t.Errorf("Hold of an item sent = %v, want ErrNoOutboxItem", err)
+	}
+}
+
+// TestGiveUpCountsUndelivered: every reply given up on is counted in the
+// lane named, until the owner is told of it; one given up on while the
+// owner was being told stays counted.
+func TestGiveUpCountsUndelivered(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	var ids []int64
+	for _, lane := range []string{"chat:1", "chat:1", "", "edit:1"} {
+		id, err := s.Enqueue(ctx, "telegram", lane, "reply", []byte("x"), epoch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	for i, tell := range []string{"chat:1", "chat:1", "chat:1", ""} {
+		if err := s.GiveUp(ctx, ids[i], tell); err != nil {
+			t.Fatalf("GiveUp(%d, %q) = %v", ids[i], tell, err)
+		}
+	}
+	// Given up on already: nothing more is counted.
+	if err := s.GiveUp(ctx, ids[0], "chat:1"); err != nil {
+		t.Errorf("GiveUp of an item gone = %v, want nil", err)
+	}
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 0 {
+		t.Errorf("OutboxLen after giving up on all = %d, %v, want 0", n, err)
+	}
+	if n, err := s.Undelivered(ctx, "telegram", "chat:1"); err != nil || n != 3 {
+		t.Errorf("Undelivered(chat:1) = %d, %v, want 3", n, err)
+	}
+	if n, err := s.Undelivered(ctx, "other", "chat:1"); err != nil || n != 0 {
+		t.Errorf("Undelivered(other) = %d, %v, want 0", n, err)
+	}
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:1"}) {
+		t.Errorf("OutboxLanes with only a count = %q, %v, want chat:1: the owner must still be told", lanes, err)
+	}
+	if err := s.ToldUndelivered(ctx, "telegram", "chat:1", 2); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Undelivered(ctx, "telegram", "chat:1"); err != nil || n != 1 {
+		t.Errorf("Undelivered after telling of 2 = %d, %v, want 1", n, err)
+	}
+	if err := s.ToldUndelivered(ctx, "telegram", "chat:1", 1); err != nil {
+		t.Fatal(err)
+	}
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || len(lanes) != 0 {
+		t.Errorf("OutboxLanes once told of all = %q, %v, want none", lanes, err)
+	}
+}
+
+// TestGiveUpIsOneTransaction: an item is never gone without being counted.
+func TestGiveUpIsOneTransaction(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	id, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("x"), epoch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`CREATE TRIGGER undelivered_fail BEFORE INSERT ON transport_undelivered BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.GiveUp(ctx, id, "chat:1"); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Fatalf("GiveUp with the count failing = %v, want the failure", err)
+	}
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 1 {
+		t.Errorf("OutboxLen after a failed GiveUp = %d, %v, want the item kept", n, err)
 	}
 }
 
@@ -281,7 +441,7 @@ func TestEnqueueRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Enqueue(ctx, tt.transport, tt.kind, tt.body, epoch)
+			_, err := s.Enqueue(ctx, tt.transport, "chat:1", tt.kind, tt.body, epoch)
 			if err == nil || (tt.wantIs != nil && !errors.Is(err, tt.wantIs)) || !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("Enqueue(%q, %q, %d bytes) = %v, want an error wrapping %v mentioning %q", tt.transport, tt.kind, len(tt.body), err, tt.wantIs, tt.wantText)
 			}
@@ -291,7 +451,7 @@ func TestEnqueueRefuses(t *testing.T) {
 		t.Fatalf("OutboxLen after refusals = %d, want 0", n)
 	}
 	for _, body := range [][]byte{make([]byte, MaxOutboxBytes), nil} {
-		if _, err := s.Enqueue(ctx, "telegram", "reply", body, epoch); err != nil {
+		if _, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", body, epoch); err != nil {
 			t.Errorf("Enqueue of %d bytes = %v, want it taken", len(body), err)
 		}
 	}
@@ -622,7 +782,7 @@ func TestReadOnlyTransport(t *testing.T) {
 	if err := writer.Receive(ctx, "telegram", []InboxItem{update(4)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := writer.Enqueue(ctx, "telegram", "reply", []byte("hi"), epoch); err != nil {
+	if _, err := writer.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch); err != nil {
 		t.Fatal(err)
 	}
 	if err := writer.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
@@ -650,7 +810,7 @@ func TestReadOnlyTransport(t *testing.T) {
 		t.Errorf("read-only StrangerTotal = %d, %v, want 1", updates, err)
 	}
 
-	_, enqueueErr := reader.Enqueue(ctx, "telegram", "reply", []byte("x"), epoch)
+	_, enqueueErr := reader.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("x"), epoch)
 	_, postponeErr := reader.Postpone(ctx, 1, epoch)
 	_, _, tapErr := reader.TapApproval(ctx, "telegram", "t1", epoch)
 	_, pruneErr := reader.PruneApprovals(ctx, epoch.Add(time.Hour))
@@ -659,7 +819,10 @@ func TestReadOnlyTransport(t *testing.T) {
 		"Handled":               reader.Handled(ctx, "telegram", 4),
 		"Enqueue":               enqueueErr,
 		"Postpone":              postponeErr,
+		"Hold":                  reader.Hold(ctx, 1, epoch),
 		"Sent":                  reader.Sent(ctx, 1),
+		"GiveUp":                reader.GiveUp(ctx, 1, "chat:1"),
+		"ToldUndelivered":       reader.ToldUndelivered(ctx, "telegram", "chat:1", 1),
 		"OpenApproval":          reader.OpenApproval(ctx, "telegram", "t2", epoch),
 		"TapApproval":           tapErr,
 		"CloseApproval":         reader.CloseApproval(ctx, "telegram", "t1", "denied", epoch),
@@ -705,7 +868,7 @@ func TestUpgradeToTransportTables(t *testing.T) {
 	if err := s.Receive(ctx, "telegram", []InboxItem{update(1)}); err != nil {
 		t.Errorf("Receive after the upgrade = %v", err)
 	}
-	if _, err := s.Enqueue(ctx, "telegram", "reply", []byte("hi"), epoch); err != nil {
+	if _, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch); err != nil {
 		t.Errorf("Enqueue after the upgrade = %v", err)
 	}
 	if err := s.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
@@ -716,5 +879,35 @@ func TestUpgradeToTransportTables(t *testing.T) {
 	}
 	if err := s.CountStranger(ctx, "telegram", "bob", epoch); err != nil {
 		t.Errorf("CountStranger after the upgrade = %v", err)
+	}
+}
+
+// TestUpgradeToOutboxLanes opens a database at schema version 8, whose
+// outbox was one queue, with today's code: the items queued then are in
+// one lane, named by the empty string, in their order.
+func TestUpgradeToOutboxLanes(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	ctx := context.Background()
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = migrations[:8]
+	before := openStore(t, l)
+	for _, body := range []string{"first", "second"} {
+		if _, err := before.db.Exec(`INSERT INTO transport_outbox (transport, kind, body, not_before, created_at) VALUES ('telegram', 'message', ?, 0, 0)`, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before.Close()
+	migrations = saved
+
+	s := openStore(t, l)
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{""}) {
+		t.Fatalf("OutboxLanes after the upgrade = %q, %v, want the one lane ''", lanes, err)
+	}
+	if head, ok, err := s.NextOutbox(ctx, "telegram", ""); err != nil || !ok || string(head.Body) != "first" {
+		t.Errorf("NextOutbox('') after the upgrade = %+v, %v, %v, want the first item queued", head, ok, err)
+	}
+	if _, err := s.Enqueue(ctx, "telegram", "chat:1", "message", []byte("new"), epoch); err != nil {
+		t.Errorf("Enqueue after the upgrade = %v", err)
 	}
 }

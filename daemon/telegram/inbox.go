@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -40,57 +41,113 @@ const (
 // updates of generous size).
 const maxUpdatesBody = 16 << 20
 
-// updateKeeper is the Bot API client's HTTP client: it writes every batch
-// of updates into the inbox before the client sees it. The client confirms
-// a batch to Telegram with its next poll, so an update not yet kept would
-// be lost for good if the pet died in between; kept first, it is handled
-// after a restart instead.
-type updateKeeper struct {
-	next  bot.HttpClient
-	keep  func(context.Context, []state.InboxItem) error
-	wake  func()
-	limit int64
+// allowedUpdates are the kinds of update asked of Telegram.
+var allowedUpdates = []string{"message", "callback_query"}
+
+// poll takes updates from Telegram until ctx is done, from offset, the
+// highest update id stored. The rule that keeps an update from being lost
+// to a crash: getUpdates with an offset tells Telegram to forget every
+// update below it, so the offset moves past a batch only once the batch
+// is stored, together with its highest id, in one transaction. A batch
+// that could not be stored is asked for again with the same offset, and
+// Telegram keeps it; after a restart the stored id says where to go on,
+// so what was stored is not taken again.
+func (t *Transport) poll(ctx context.Context, offset int64) {
+	client := &http.Client{Timeout: t.cfg.PollTimeout + sendTimeout}
+	for fails := 0; ctx.Err() == nil; {
+		items, err := t.getUpdates(ctx, client, offset+1)
+		if err == nil && len(items) > 0 {
+			if err = t.updates.Receive(ctx, TransportName, items); err != nil {
+				err = fmt.Errorf("store updates before confirming them: %w", err)
+			}
+		}
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			fails++
+			_, retryIn := classify(err)
+			if retryIn == 0 {
+				retryIn = t.backoff.delay(fails)
+			}
+			t.log.Warn("telegram: taking updates failed; Telegram keeps them until they are stored", "in", retryIn.Round(time.Millisecond), "err", err)
+			t.wait(ctx, nil, retryIn)
+			continue
+		}
+		fails = 0
+		for _, it := range items {
+			offset = max(offset, it.ID)
+		}
+		if len(items) > 0 {
+			poke(t.inWake)
+		}
+	}
 }
 
-func (k *updateKeeper) Do(req *http.Request) (*http.Response, error) {
-	resp, err := k.next.Do(req)
-	if err != nil || !strings.HasSuffix(req.URL.Path, "/getUpdates") {
-		return resp, err
+// getUpdates asks Telegram for the updates from offset on, waiting up to
+// the poll timeout for one to come.
+func (t *Transport) getUpdates(ctx context.Context, client *http.Client, offset int64) ([]state.InboxItem, error) {
+	params, err := json.Marshal(struct {
+		Offset         int64    `json:"offset"`
+		Timeout        int      `json:"timeout"`
+		AllowedUpdates []string `json:"allowed_updates"`
+	}{offset, max(1, int(t.cfg.PollTimeout/time.Second)), allowedUpdates})
+	if err != nil {
+		return nil, fmt.Errorf("getUpdates: %w", err)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.apiURL+"/bot"+t.cfg.Token+"/getUpdates", bytes.NewReader(params))
+	if err != nil {
+		return nil, fmt.Errorf("getUpdates: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		// The error would name the URL, and with it the token.
+		var urlErr *url.Error
+		if errors.As(err, &urlErr) {
+			err = urlErr.Err
+		}
+		return nil, fmt.Errorf("getUpdates: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, k.limit))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpdatesBody))
 	if err != nil {
-		return nil, fmt.Errorf("read updates: %w", err)
+		return nil, fmt.Errorf("getUpdates: read the answer: %w", err)
 	}
 	var answer struct {
-		OK     bool              `json:"ok"`
-		Result []json.RawMessage `json:"result"`
+		OK          bool              `json:"ok"`
+		Result      []json.RawMessage `json:"result"`
+		ErrorCode   int               `json:"error_code"`
+		Description string            `json:"description"`
+		Parameters  struct {
+			RetryAfter int `json:"retry_after"`
+		} `json:"parameters"`
 	}
-	if json.Unmarshal(body, &answer) == nil && answer.OK && len(answer.Result) > 0 {
-		items := make([]state.InboxItem, 0, len(answer.Result))
-		for _, raw := range answer.Result {
-			var head struct {
-				ID int64 `json:"update_id"`
-			}
-			if err := json.Unmarshal(raw, &head); err != nil || head.ID <= 0 {
-				return nil, fmt.Errorf("an update without an id in %.200s", raw)
-			}
-			items = append(items, state.InboxItem{ID: head.ID, Body: raw})
-		}
-		// Refusing the batch makes the client ask again with the same
-		// offset, so Telegram keeps it until it is kept here.
-		if err := k.keep(req.Context(), items); err != nil {
-			return nil, fmt.Errorf("keep updates before confirming them: %w", err)
-		}
-		k.wake()
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return nil, fmt.Errorf("getUpdates: HTTP %d and not the Bot API's answer: %w", resp.StatusCode, err)
 	}
-	resp.Body = io.NopCloser(bytes.NewReader(body))
-	return resp, nil
+	switch {
+	case answer.ErrorCode == http.StatusTooManyRequests:
+		return nil, &bot.TooManyRequestsError{Message: "getUpdates: " + answer.Description, RetryAfter: answer.Parameters.RetryAfter}
+	case !answer.OK:
+		return nil, fmt.Errorf("getUpdates: %d %s", answer.ErrorCode, answer.Description)
+	}
+	items := make([]state.InboxItem, 0, len(answer.Result))
+	for _, raw := range answer.Result {
+		var head struct {
+			ID int64 `json:"update_id"`
+		}
+		if err := json.Unmarshal(raw, &head); err != nil || head.ID <= 0 {
+			return nil, fmt.Errorf("getUpdates: an update without an id in %.200s", raw)
+		}
+		items = append(items, state.InboxItem{ID: head.ID, Body: raw})
+	}
+	return items, nil
 }
 
-// inboxLoop handles the kept updates in order, each once, until ctx is
-// done. An update is forgotten only after it was handled; one that could
-// not reach core stays, and is tried again once core is back.
+// inboxLoop handles the stored updates in order, each once, until ctx is
+// done. An update stays stored until it was handled; one that could not
+// reach core stays, and is tried again once core is back.
 func (t *Transport) inboxLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		items, err := t.store.Unhandled(ctx, TransportName, 32)
@@ -110,12 +167,23 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 				t.wait(ctx, t.coreBack, t.backoff.Max)
 				break
 			}
-			// Recorded even when the pet is stopping: the update has been
-			// handled, and must not be handled again after the restart.
-			if err := t.store.Handled(context.WithoutCancel(ctx), TransportName, it.ID); err != nil {
-				t.log.Error("telegram: an update may be handled again after a restart", "update", it.ID, "err", err)
-			}
+			t.handled(ctx, it.ID)
 		}
+	}
+}
+
+// handled lets the inbox forget an update, so that it is never handled
+// again. It is the one place that decides when an update may go: today,
+// once it needed nothing of core, or was written to core's bus
+// connection. That is not yet durable: core does not keep what it admits,
+// so an update written just before core dies is lost with core. When core
+// acknowledges what it has kept, that acknowledgement is what must call
+// this, and an update not acknowledged is handed to core again.
+func (t *Transport) handled(ctx context.Context, id int64) {
+	// Recorded even when the pet is stopping: the update has been
+	// handled, and must not be handled again after the restart.
+	if err := t.store.Handled(context.WithoutCancel(ctx), TransportName, id); err != nil {
+		t.log.Error("telegram: an update may be handled again after a restart", "update", id, "err", err)
 	}
 }
 
@@ -206,7 +274,7 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 		return
 	case prev.State == state.ApprovalClosed:
 		t.answerTap(ctx, cq.ID, fmt.Sprintf(tapSettledFmt, prev.Outcome))
-		t.enqueue(ctx, outSettle, outItem{Approval: turn, Outcome: prev.Outcome, At: prev.At})
+		t.settle(ctx, turn, prev.Outcome, prev.At)
 		return
 	}
 	answer := tapDenying

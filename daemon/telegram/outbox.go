@@ -7,8 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"net/url"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -22,7 +26,7 @@ import (
 const (
 	outMessage  = "message"  // a message; with Approval set, an approval request with its buttons
 	outDocument = "document" // a file
-	outSettle   = "settle"   // edit every message of a settled request to say its outcome
+	outSettle   = "settle"   // edit every message of a settled request in a chat to say its outcome
 	outUnbutton = "unbutton" // take the buttons off one message
 	outCommands = "commands" // register the owner's commands
 )
@@ -43,88 +47,292 @@ type outItem struct {
 }
 
 // sendTimeout bounds one Bot API call of the outbox, so a hung connection
-// holds the queue no longer than this before the call is retried.
+// holds its lane no longer than this before the call is retried.
 const sendTimeout = 30 * time.Second
 
 // stopGrace is how long a call in flight may finish once the pet stops.
 const stopGrace = 3 * time.Second
 
-// maxRetryAfter caps how long a 429 answer may hold the queue.
+// maxRetryAfter caps how long a 429 answer may hold a lane.
 const maxRetryAfter = 10 * time.Minute
 
-// enqueue queues one item; the sender delivers items strictly in order.
+// undeliveredFmt tells the owner how many replies to their chat were
+// given up on.
+const undeliveredFmt = "I could not deliver %d message(s) to you: Telegram would not take them, so I gave up on them."
+
+// The outbox is in lanes. Each lane goes strictly in order, and none
+// waits for another: a chat's replies and files are one lane, so they
+// arrive in order and a chat Telegram keeps failing holds up no other
+// chat; the edits of a chat's messages are another, so that settling a
+// request neither waits for a reply nor holds one up; the command menu is
+// a third, as it is optional. (A typing hint is never queued: one lost is
+// harmless, and a late one is wrong.)
+const laneCommands = "commands"
+
+func chatLane(chat int64) string { return "chat:" + strconv.FormatInt(chat, 10) }
+
+func editLane(chat int64) string { return "edit:" + strconv.FormatInt(chat, 10) }
+
+// laneOf is the lane an item of kind waits in.
+func laneOf(kind string, item outItem) string {
+	switch kind {
+	case outCommands:
+		return laneCommands
+	case outSettle, outUnbutton:
+		return editLane(item.Chat)
+	}
+	return chatLane(item.Chat)
+}
+
+// laneChat is the chat of a chat's lane; 0, which names no chat, for
+// another lane.
+func laneChat(lane string) int64 {
+	id, _ := strings.CutPrefix(lane, "chat:")
+	chat, _ := strconv.ParseInt(id, 10, 64) // a lane of another kind does not parse
+	return chat
+}
+
+// enqueue queues one item at the end of its lane.
 func (t *Transport) enqueue(ctx context.Context, kind string, item outItem) {
 	body, err := json.Marshal(item)
 	if err == nil {
-		_, err = t.store.Enqueue(ctx, TransportName, kind, body, t.clock.Now())
+		_, err = t.store.Enqueue(ctx, TransportName, laneOf(kind, item), kind, body, t.clock.Now())
 	}
 	if err != nil {
 		t.log.Error("telegram: could not queue a message; it is lost", "kind", kind, "chat", item.Chat, "err", err)
 		return
 	}
-	select {
-	case t.outWake <- struct{}{}:
-	default:
+	poke(t.outWake)
+}
+
+// settle queues the edits that show a request's outcome on every message
+// that shows it, in the edit lane of each chat it was shown in.
+func (t *Transport) settle(ctx context.Context, turn, outcome string, at time.Time) {
+	msgs, err := t.store.ApprovalMessages(ctx, TransportName, turn)
+	if err != nil {
+		t.log.Error("telegram: a settled request keeps its buttons", "turn", turn, "err", err)
+		return
+	}
+	var chats []int64
+	for _, m := range msgs {
+		chat, err := strconv.ParseInt(m.Chat, 10, 64)
+		if err != nil {
+			t.log.Error("telegram: a request's message has an unreadable chat", "turn", turn, "chat", m.Chat)
+			continue
+		}
+		if !slices.Contains(chats, chat) {
+			chats = append(chats, chat)
+			t.enqueue(ctx, outSettle, outItem{Chat: chat, Approval: turn, Outcome: outcome, At: at})
+		}
 	}
 }
 
-// sendLoop delivers the outbox in order until ctx is done. An item that
-// fails for a reason that may pass (no network, a 429, Telegram down) is
-// tried again after a wait, and holds the items behind it; one that
-// Telegram refuses for good is logged and dropped.
+// sendLoop runs a sender for each lane that has something to do, until
+// ctx is done; a sender ends when its lane has nothing left.
 func (t *Transport) sendLoop(ctx context.Context) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	running := map[string]chan struct{}{} // lane → what wakes its sender
+	ended := make(chan string)
 	for {
-		item, ok, err := t.store.NextOutbox(ctx, TransportName)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case err != nil:
+		lanes, err := t.store.OutboxLanes(ctx, TransportName)
+		var retry <-chan struct{}
+		stopRetry := func() {}
+		if err != nil && ctx.Err() == nil {
 			t.log.Error("telegram: reading the outbox", "err", err)
-			t.wait(ctx, t.outWake, t.backoff.Max)
-			continue
-		case !ok:
-			t.wait(ctx, t.outWake, 0)
+			retry, stopRetry = t.after(t.backoff.Max)
+		}
+		for _, lane := range lanes {
+			if _, ok := running[lane]; ok {
+				continue
+			}
+			wake := make(chan struct{}, 1)
+			running[lane] = wake
+			wg.Go(func() {
+				t.runLane(ctx, lane, wake)
+				select {
+				case ended <- lane:
+				case <-ctx.Done():
+				}
+			})
+		}
+		// A lane whose sender ended is looked at again: an item may have
+		// come just as it found the lane empty.
+		select {
+		case <-ctx.Done():
+		case <-t.outWake:
+			for _, wake := range running {
+				poke(wake)
+			}
+		case lane := <-ended:
+			delete(running, lane)
+		case <-retry:
+		}
+		stopRetry()
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// runLane sends one lane's items in order until it has nothing left to do
+// or ctx is done. An item that fails for a reason that may pass is tried
+// again after a wait, and holds the items of its lane behind it; one that
+// Telegram refuses for good, or that keeps failing past the bounds of
+// GiveUp, is dropped. Once nothing is queued, the owner is told of the
+// replies dropped.
+func (t *Transport) runLane(ctx context.Context, lane string, wake <-chan struct{}) {
+	fails := 0 // failures in a row, whatever their kind: they set the backoff
+	var tellAfter time.Time
+	for ctx.Err() == nil {
+		it, queued, err := t.store.NextOutbox(ctx, TransportName, lane)
+		if err != nil {
+			if ctx.Err() == nil {
+				t.log.Error("telegram: reading the outbox", "lane", lane, "err", err)
+			}
+			t.wait(ctx, wake, t.backoff.Max)
 			continue
 		}
-		if d := item.NotBefore.Sub(t.clock.Now()); d > 0 {
-			t.wait(ctx, nil, d)
+		if !queued {
+			owed, err := t.store.Undelivered(ctx, TransportName, lane)
+			switch {
+			case err != nil:
+				t.log.Error("telegram: counting the replies given up on", "lane", lane, "err", err)
+				t.wait(ctx, wake, t.backoff.Max)
+				continue
+			case owed == 0:
+				return
+			}
+			if d := tellAfter.Sub(t.clock.Now()); d > 0 {
+				t.wait(ctx, wake, d)
+				continue
+			}
+			if retryIn, told := t.tellUndelivered(ctx, lane, owed, fails+1); told {
+				fails = 0
+			} else {
+				fails++
+				tellAfter = t.clock.Now().Add(retryIn)
+			}
 			continue
 		}
-		err = t.deliver(ctx, item)
+		if d := it.NotBefore.Sub(t.clock.Now()); d > 0 {
+			t.wait(ctx, wake, d)
+			continue
+		}
+		var item outItem
+		if err = json.Unmarshal(it.Body, &item); err == nil {
+			err = t.deliver(ctx, it.Kind, item)
+		} else {
+			err = fmt.Errorf("%w: %w", errUnsendable, err)
+		}
 		if err == nil {
+			fails = 0
 			// Recorded even when the pet is stopping, so the item is
 			// not sent again after the restart.
-			if err := t.store.Sent(context.WithoutCancel(ctx), item.ID); err != nil {
-				t.log.Error("telegram: a sent item stays queued and may be sent twice", "item", item.ID, "err", err)
+			if err := t.store.Sent(context.WithoutCancel(ctx), it.ID); err != nil {
+				t.log.Error("telegram: a sent item stays queued and may be sent twice", "item", it.ID, "err", err)
 			}
 			continue
 		}
 		if ctx.Err() != nil {
 			return
 		}
-		retry, after := t.retryable(err, item.Attempts+1)
-		if !retry {
-			t.log.Error("telegram: Telegram refused a message for good; dropped", "kind", item.Kind, "item", item.ID, "err", err)
-			if err := t.store.Sent(ctx, item.ID); err != nil {
-				t.log.Error("telegram: dropping a refused item", "item", item.ID, "err", err)
-			}
-			continue
-		}
-		attempts, perr := t.store.Postpone(ctx, item.ID, t.clock.Now().Add(after))
-		if perr != nil {
-			t.log.Error("telegram: postponing an item", "item", item.ID, "err", perr)
-		}
-		t.log.Warn("telegram: sending failed; will retry", "kind", item.Kind, "attempt", attempts, "in", after.Round(time.Millisecond), "err", err)
+		fails++
+		t.failed(ctx, it, item, err, fails)
 	}
+}
+
+// failed decides what becomes of an item Telegram did not take: it is
+// tried again later, or given up on.
+func (t *Transport) failed(ctx context.Context, it state.OutboxItem, item outItem, err error, fails int) {
+	how, retryIn := classify(err)
+	if retryIn == 0 {
+		retryIn = t.backoff.delay(fails)
+	}
+	attempts := it.Attempts
+	if how == failAnswered {
+		attempts++
+	}
+	age := t.clock.Now().Sub(it.Created)
+	switch {
+	case how == failRefused:
+		t.drop(ctx, it, item, "refused", err)
+		return
+	case attempts >= t.giveUp.Attempts:
+		t.drop(ctx, it, item, fmt.Sprintf("failed %d times", attempts), err)
+		return
+	case age >= t.giveUp.Age:
+		t.drop(ctx, it, item, fmt.Sprintf("still failing %v after it was queued", age.Round(time.Second)), err)
+		return
+	}
+	until := t.clock.Now().Add(retryIn)
+	var perr error
+	if how == failAnswered {
+		_, perr = t.store.Postpone(ctx, it.ID, until)
+	} else {
+		perr = t.store.Hold(ctx, it.ID, until)
+	}
+	if perr != nil {
+		t.log.Error("telegram: postponing an item", "item", it.ID, "err", perr)
+	}
+	t.log.Warn("telegram: sending failed; will retry", "kind", it.Kind, "lane", it.Lane, "failed_attempts", attempts,
+		"in", retryIn.Round(time.Millisecond), "err", err)
+}
+
+// drop gives up on an item, with a log line; a reply or a file is counted
+// so that the owner of its chat is told.
+func (t *Transport) drop(ctx context.Context, it state.OutboxItem, item outItem, why string, err error) {
+	tell := ""
+	if (it.Kind == outMessage || it.Kind == outDocument) && item.Chat != 0 {
+		tell = chatLane(item.Chat)
+	}
+	if it.Kind == outCommands && lacksMethod(err) {
+		t.log.Info("telegram: the Bot API server has no setMyCommands; the command menu is left as it is", "err", err)
+	} else {
+		t.log.Error("telegram: gave up sending; dropped", "kind", it.Kind, "lane", it.Lane, "item", it.ID, "why", why, "err", err)
+	}
+	if err := t.store.GiveUp(ctx, it.ID, tell); err != nil {
+		t.log.Error("telegram: dropping an item", "item", it.ID, "err", err)
+	}
+}
+
+// tellUndelivered tells the owner of a chat's lane how many replies were
+// given up on. It returns false when it must be tried again, and after
+// how long.
+func (t *Transport) tellUndelivered(ctx context.Context, lane string, owed, fails int) (time.Duration, bool) {
+	chat := laneChat(lane) // only a chat's lane counts replies
+	err := t.call(ctx, func(ctx context.Context) error {
+		_, err := t.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: fmt.Sprintf(undeliveredFmt, owed)})
+		return err
+	})
+	switch how, retryIn := classify(err); {
+	case err == nil:
+		t.log.Info("telegram: told the owner of the replies given up on", "chat", chat, "count", owed)
+	case ctx.Err() != nil:
+		return 0, false
+	case how == failRefused:
+		// The chat blocked the bot, or is gone: nobody to tell.
+		t.log.Warn("telegram: could not tell the owner of the replies given up on; forgotten", "chat", chat, "count", owed, "err", err)
+	default:
+		if retryIn == 0 {
+			retryIn = t.backoff.delay(fails)
+		}
+		t.log.Warn("telegram: telling the owner of the replies given up on failed; will retry", "chat", chat,
+			"in", retryIn.Round(time.Millisecond), "err", err)
+		return retryIn, false
+	}
+	if err := t.store.ToldUndelivered(context.WithoutCancel(ctx), TransportName, lane, owed); err != nil {
+		t.log.Error("telegram: the owner may be told twice of replies given up on", "chat", chat, "err", err)
+	}
+	return 0, true
 }
 
 // wait returns when wake fires, after d (0: no timeout), or when ctx is done.
 func (t *Transport) wait(ctx context.Context, wake <-chan struct{}, d time.Duration) {
 	var timeout <-chan struct{}
 	if d > 0 {
-		fired := make(chan struct{})
-		timer := t.clock.AfterFunc(d, func() { close(fired) })
-		defer timer.Stop()
+		fired, stop := t.after(d)
+		defer stop()
 		timeout = fired
 	}
 	select {
@@ -134,20 +342,63 @@ func (t *Transport) wait(ctx context.Context, wake <-chan struct{}, d time.Durat
 	}
 }
 
-// retryable says whether a failed call may succeed later, and when to try.
-func (t *Transport) retryable(err error, attempt int) (bool, time.Duration) {
-	var tooMany *bot.TooManyRequestsError
+// after is closed after d on the transport's clock; stop releases it.
+func (t *Transport) after(d time.Duration) (<-chan struct{}, func()) {
+	fired := make(chan struct{})
+	timer := t.clock.AfterFunc(d, func() { close(fired) })
+	return fired, func() { timer.Stop() }
+}
+
+// errUnsendable marks an item the transport cannot make into a call: an
+// unreadable body, an unknown kind. Trying again would not help.
+var errUnsendable = errors.New("not an item the transport can send")
+
+// failure is how a Bot API call failed, which says what to do next.
+type failure int
+
+const (
+	// failAnswered: Telegram answered with an error that may pass (a 5xx,
+	// a token refused until the owner fixes it): retried, and counted
+	// against GiveUp.Attempts.
+	failAnswered failure = iota
+	// failRefused: Telegram refused the call for good (bad HTML, a chat
+	// that blocked the bot, a message gone): the same call would be
+	// refused again.
+	failRefused
+	// failWait: Telegram asked for a wait (429).
+	failWait
+	// failAway: no answer from Telegram (the network, a timeout, a proxy's
+	// page instead of the Bot API's): retried, and counted only by age.
+	failAway
+)
+
+// classify says how err failed, and how long Telegram asked to wait (0
+// when it did not say).
+func classify(err error) (failure, time.Duration) {
+	var (
+		tooMany *bot.TooManyRequestsError
+		migrate *bot.MigrateError
+		urlErr  *url.Error
+		netErr  net.Error
+		syntax  *json.SyntaxError
+	)
 	switch {
 	case errors.As(err, &tooMany):
-		return true, min(time.Duration(tooMany.RetryAfter)*time.Second, maxRetryAfter)
-	case errors.Is(err, bot.ErrorBadRequest), errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorNotFound):
-		// Bad HTML, a chat that blocked the bot, a message gone: the
-		// same request will be refused again.
-		return false, 0
+		return failWait, min(time.Duration(tooMany.RetryAfter)*time.Second, maxRetryAfter)
+	case errors.Is(err, bot.ErrorBadRequest), errors.Is(err, bot.ErrorForbidden), errors.Is(err, bot.ErrorNotFound),
+		errors.As(err, &migrate), errors.Is(err, errUnsendable):
+		return failRefused, 0
+	case errors.As(err, &urlErr), errors.As(err, &netErr), errors.Is(err, context.DeadlineExceeded), errors.As(err, &syntax):
+		return failAway, 0
 	}
-	// The network, Telegram's own trouble, or a token refused until the
-	// owner fixes it: keep the queue and try again.
-	return true, t.backoff.delay(attempt)
+	return failAnswered, 0
+}
+
+// lacksMethod tells whether the Bot API server does not offer the method
+// called: Telegram answers 404, some servers 400 "method not found".
+func lacksMethod(err error) bool {
+	return errors.Is(err, bot.ErrorNotFound) ||
+		errors.Is(err, bot.ErrorBadRequest) && strings.Contains(strings.ToLower(err.Error()), "method not found")
 }
 
 // Backoff bounds the waits between retries after network errors: the
@@ -170,46 +421,47 @@ func (b Backoff) delay(attempt int) time.Duration {
 }
 
 // deliver makes the Bot API calls of one item.
-func (t *Transport) deliver(parent context.Context, it state.OutboxItem) error {
-	var item outItem
-	if err := json.Unmarshal(it.Body, &item); err != nil {
-		t.log.Error("telegram: an unreadable outbox item; dropped", "item", it.ID, "err", err)
-		return nil
-	}
-	// A call in flight when the pet stops is let finish, for a moment:
-	// cut off, Telegram may have shown the message without the pet
-	// knowing, and it would be sent again after the restart.
+func (t *Transport) deliver(ctx context.Context, kind string, item outItem) error {
+	return t.call(ctx, func(ctx context.Context) error {
+		switch kind {
+		case outMessage:
+			return t.sendMessage(ctx, item)
+		case outDocument:
+			_, err := t.bot.SendDocument(ctx, &bot.SendDocumentParams{
+				ChatID:   item.Chat,
+				Document: &models.InputFileUpload{Filename: item.FileName, Data: bytes.NewReader(item.File)},
+			})
+			return err
+		case outSettle:
+			return t.settleMessages(ctx, item)
+		case outUnbutton:
+			_, err := t.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: item.Chat, MessageID: item.MessageID})
+			if notModified(err) {
+				return nil
+			}
+			return err
+		case outCommands:
+			cmds := make([]models.BotCommand, 0, len(contracts.Commands))
+			for _, c := range contracts.Commands {
+				cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
+			}
+			_, err := t.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
+			return err
+		}
+		return fmt.Errorf("%w: kind %q", errUnsendable, kind)
+	})
+}
+
+// call makes the Bot API calls of do, bounded by sendTimeout. A call in
+// flight when the pet stops is let finish, for a moment: cut off,
+// Telegram may have shown the message without the pet knowing, and it
+// would be sent again after the restart.
+func (t *Transport) call(parent context.Context, do func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), sendTimeout)
 	defer cancel()
 	stopping := context.AfterFunc(parent, func() { t.clock.AfterFunc(stopGrace, cancel) })
 	defer stopping()
-	switch it.Kind {
-	case outMessage:
-		return t.sendMessage(ctx, item)
-	case outDocument:
-		_, err := t.bot.SendDocument(ctx, &bot.SendDocumentParams{
-			ChatID:   item.Chat,
-			Document: &models.InputFileUpload{Filename: item.FileName, Data: bytes.NewReader(item.File)},
-		})
-		return err
-	case outSettle:
-		return t.settleMessages(ctx, item)
-	case outUnbutton:
-		_, err := t.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: item.Chat, MessageID: item.MessageID})
-		if notModified(err) {
-			return nil
-		}
-		return err
-	case outCommands:
-		cmds := make([]models.BotCommand, 0, len(contracts.Commands))
-		for _, c := range contracts.Commands {
-			cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
-		}
-		_, err := t.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
-		return err
-	}
-	t.log.Error("telegram: an outbox item of an unknown kind; dropped", "item", it.ID, "kind", it.Kind)
-	return nil
+	return do(ctx)
 }
 
 // sendMessage sends a message; an approval request gets its buttons, or,
@@ -239,12 +491,21 @@ func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
 		}); err != nil {
 			t.log.Error("telegram: the request's message will keep its buttons after a decision", "turn", item.Approval, "err", err)
 		}
+		// Settled while this was being sent: the edits that settle it,
+		// in a lane of their own, may have looked for its messages before
+		// this one was recorded. A second edit of the same message changes
+		// nothing.
+		if status, found, err := t.store.ApprovalStatusOf(ctx, TransportName, item.Approval); err == nil && found && status.State == state.ApprovalClosed {
+			t.enqueue(ctx, outSettle, outItem{Chat: item.Chat, Approval: item.Approval, Outcome: status.Outcome, At: status.At})
+		}
 	}
 	return nil
 }
 
-// settleMessages edits every message showing a settled request: the
-// same text, with the outcome, and no buttons.
+// settleMessages edits every message showing a settled request in the
+// item's chat: the same text, with the outcome, and no buttons. An item
+// queued before the outbox had lanes names no chat, and settles the
+// messages of every chat.
 func (t *Transport) settleMessages(ctx context.Context, item outItem) error {
 	msgs, err := t.store.ApprovalMessages(ctx, TransportName, item.Approval)
 	if err != nil {
@@ -254,6 +515,9 @@ func (t *Transport) settleMessages(ctx context.Context, item outItem) error {
 		chat, err := strconv.ParseInt(m.Chat, 10, 64)
 		if err != nil {
 			t.log.Error("telegram: a request's message has an unreadable chat", "turn", item.Approval, "chat", m.Chat)
+			continue
+		}
+		if item.Chat != 0 && chat != item.Chat {
 			continue
 		}
 		_, err = t.bot.EditMessageText(ctx, &bot.EditMessageTextParams{

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,11 +31,20 @@ var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids; message @userinf
 // bot token is not valid: retrying would not help.
 var ErrTokenRefused = errors.New("the bot token was refused by Telegram; check it with @BotFather")
 
+// telegramAPI is Telegram's own Bot API server.
+const telegramAPI = "https://api.telegram.org"
+
 // Defaults for the zero values of [Config].
 const (
 	defaultPollTimeout = 30 * time.Second
 	defaultRetryMin    = time.Second
 	defaultRetryMax    = time.Minute
+	// An item Telegram keeps failing is given up on after this many
+	// failed attempts Telegram answered (some ten minutes with the default
+	// backoff), or once it has failed for a day, whichever comes first: by
+	// then a reply is stale, and it holds up its chat.
+	defaultGiveUpAttempts = 20
+	defaultGiveUpAge      = 24 * time.Hour
 	// typingEvery renews the typing indicator, which Telegram shows for
 	// five seconds.
 	typingEvery = 4 * time.Second
@@ -63,6 +71,9 @@ type Config struct {
 	PollTimeout time.Duration
 	// Backoff bounds the waits after network errors.
 	Backoff Backoff
+	// GiveUp bounds how long an item of the outbox is tried; zero values
+	// mean the defaults.
+	GiveUp GiveUp
 	// Clock and Location say when things happen and how times are shown;
 	// nil means the real clock and the local time zone.
 	Clock    clock.Clock
@@ -71,20 +82,44 @@ type Config struct {
 	Log *slog.Logger
 }
 
+// GiveUp bounds how long an item of the outbox is tried: past either
+// bound, an item still failing is dropped, and for a reply the owner is
+// told once Telegram takes messages for the chat again.
+type GiveUp struct {
+	// Attempts counts the failed attempts that Telegram answered; an
+	// outage, or a 429 asking for a wait, counts none, so replies ride
+	// out an outage shorter than Age.
+	Attempts int
+	// Age is counted from when the item was queued.
+	Age time.Duration
+}
+
+// updateStore keeps the updates taken from Telegram. It is the state
+// store; it is an interface so that tests can make storing fail, or stop
+// the transport right after it, and see that no update is lost.
+type updateStore interface {
+	Offset(ctx context.Context, transport string) (int64, error)
+	Receive(ctx context.Context, transport string, items []state.InboxItem) error
+}
+
 // Transport joins Telegram to core's bus. It runs inside core's process:
 // it holds the bot token core holds, and keeps its state in core's store.
 type Transport struct {
 	cfg        Config
 	allowedIDs []int64
 	store      *state.Store
+	updates    updateStore
 	clock      clock.Clock
 	loc        *time.Location
 	backoff    Backoff
+	giveUp     GiveUp
 	log        *slog.Logger
 	client     *bus.Client
 	bot        *bot.Bot
+	// apiURL is the Bot API server's base URL, without a trailing slash.
+	apiURL string
 
-	inWake   chan struct{} // an update was kept
+	inWake   chan struct{} // an update was stored
 	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
 	typing   typing
@@ -103,8 +138,8 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("telegram: no state store")
 	}
 	t := &Transport{
-		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
-		backoff: cfg.Backoff, log: cfg.Log,
+		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, updates: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
+		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log, apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
 		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
 	if t.clock == nil {
@@ -124,6 +159,15 @@ func New(cfg Config) (*Transport, error) {
 	}
 	if t.backoff.Max < t.backoff.Min {
 		t.backoff.Max = max(defaultRetryMax, t.backoff.Min)
+	}
+	if t.giveUp.Attempts <= 0 {
+		t.giveUp.Attempts = defaultGiveUpAttempts
+	}
+	if t.giveUp.Age <= 0 {
+		t.giveUp.Age = defaultGiveUpAge
+	}
+	if t.apiURL == "" {
+		t.apiURL = telegramAPI
 	}
 	t.client = &bus.Client{
 		Socket: cfg.Socket, MaxFrame: cfg.MaxFrame,
@@ -145,33 +189,17 @@ func New(cfg Config) (*Transport, error) {
 // Telegram being out of reach is not one: the transport waits, keeps what
 // it must send, and carries on when Telegram is back.
 func (t *Transport) Run(ctx context.Context) error {
-	offset, err := t.store.Offset(ctx, TransportName)
+	offset, err := t.updates.Offset(ctx, TransportName)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
-	keeper := &updateKeeper{
-		next: &http.Client{Timeout: t.cfg.PollTimeout + sendTimeout},
-		keep: func(ctx context.Context, items []state.InboxItem) error {
-			return t.store.Receive(ctx, TransportName, items)
-		},
-		wake:  func() { poke(t.inWake) },
-		limit: maxUpdatesBody,
-	}
-	opts := []bot.Option{
-		// Updates are handled from the inbox; the client's own handler
-		// has nothing left to do.
-		bot.WithDefaultHandler(func(context.Context, *bot.Bot, *models.Update) {}),
-		bot.WithNotAsyncHandlers(),
-		bot.WithInitialOffset(offset),
+	// The client sends; updates are taken by the transport's own poller,
+	// which stores them before Telegram is told they arrived.
+	b, err := bot.New(t.cfg.Token,
 		bot.WithSkipGetMe(),
-		bot.WithHTTPClient(t.cfg.PollTimeout, keeper),
-		bot.WithAllowedUpdates(bot.AllowedUpdates{"message", "callback_query"}),
-		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram: polling", "err", err) }),
-	}
-	if t.cfg.APIURL != "" {
-		opts = append(opts, bot.WithServerURL(strings.TrimSuffix(t.cfg.APIURL, "/")))
-	}
-	b, err := bot.New(t.cfg.Token, opts...)
+		bot.WithServerURL(t.apiURL),
+		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram: Bot API client", "err", err) }),
+	)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
@@ -206,7 +234,7 @@ func (t *Transport) Run(ctx context.Context) error {
 		return nil
 	}
 	wg.Go(func() { t.inboxLoop(ctx) })
-	wg.Go(func() { b.Start(ctx) })
+	wg.Go(func() { t.poll(ctx, offset) })
 	select {
 	case err = <-busDone:
 		return busError(err)
@@ -232,7 +260,11 @@ func (t *Transport) greet(ctx context.Context) error {
 		switch {
 		case err == nil:
 			t.log.Info("telegram: connected", "bot", me.Username, "allowed_users", len(t.allowedIDs))
-			t.enqueue(ctx, outCommands, outItem{})
+			// Registered anew at every start; one still queued from a
+			// start before will do.
+			if _, queued, err := t.store.NextOutbox(ctx, TransportName, laneCommands); err != nil || !queued {
+				t.enqueue(ctx, outCommands, outItem{})
+			}
 			return nil
 		case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
 			// Telegram answers 404 to a token it does not know at all.
@@ -298,7 +330,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		if err := t.store.CloseApproval(ctx, TransportName, c.Turn, c.Outcome, c.At); err != nil {
 			t.log.Error("telegram: recording a settled request", "turn", c.Turn, "err", err)
 		}
-		t.enqueue(ctx, outSettle, outItem{Approval: c.Turn, Outcome: c.Outcome, At: c.At})
+		t.settle(ctx, c.Turn, c.Outcome, c.At)
 	case contracts.KindActivity:
 		var a contracts.Activity
 		if err := env.Decode(&a); err != nil {

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
@@ -33,12 +36,27 @@ type rig struct {
 	joined chan struct{}
 	socket string
 	store  *state.Store
+
+	// What the next start gives the transport; rig options set them.
+	allowed []int64
+	giveUp  GiveUp
+	clock   clock.Clock
+	log     *slog.Logger
+	// updates, when set, wraps the store the transport keeps its updates
+	// in.
+	updates func(updateStore) updateStore
+
+	// cancel ends the running transport at once; stop ends it and waits.
+	cancel context.CancelFunc
 	stop   func()
 }
 
-func newRig(t *testing.T) *rig {
+// rigOption changes a rig before its transport first starts.
+type rigOption func(*rig)
+
+func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
-	r := &rig{api: telegramtest.New(t, token), inbox: make(chan contracts.Envelope, 64), joined: make(chan struct{}, 8)}
+	r := &rig{api: telegramtest.New(t, token), inbox: make(chan contracts.Envelope, 64), joined: make(chan struct{}, 8), allowed: []int64{owner}}
 	r.core, r.socket, _ = hubtest.Serve(t, "", hub.Config{Core: r.inbox, OnJoin: func(*hub.Peer) { r.joined <- struct{}{} }})
 	store, err := state.Open(statedir.Layout{Root: t.TempDir()})
 	if err != nil {
@@ -46,9 +64,14 @@ func newRig(t *testing.T) *rig {
 	}
 	t.Cleanup(func() { store.Close() })
 	r.store = store
+	for _, opt := range opts {
+		opt(r)
+	}
 	r.start(t)
 	// Telegram lets a bot write only to users who wrote to it first.
-	r.say(t, owner, "/start")
+	for _, id := range r.allowed {
+		r.say(t, id, "/start")
+	}
 	return r
 }
 
@@ -56,14 +79,18 @@ func newRig(t *testing.T) *rig {
 func (r *rig) start(t *testing.T) {
 	t.Helper()
 	tr, err := New(Config{
-		Token: token, APIURL: r.api.URL(), AllowedIDs: []int64{owner}, Socket: r.socket, MaxFrame: 1 << 20,
+		Token: token, APIURL: r.api.URL(), AllowedIDs: r.allowed, Socket: r.socket, MaxFrame: 1 << 20,
 		Store: r.store, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-		Location: time.UTC,
+		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if r.updates != nil {
+		tr.updates = r.updates(tr.updates)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
+	r.cancel = cancel
 	done := make(chan error, 1)
 	go func() { done <- tr.Run(ctx) }()
 	stopped := false
@@ -147,6 +174,74 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		case <-tick.C:
 		case <-deadline:
 			t.Fatalf("waited %v in vain: %s", waitLimit, what)
+		}
+	}
+}
+
+// logBook keeps the transport's log lines, for a test to wait for one.
+type logBook struct {
+	mu      sync.Mutex
+	lines   []string // "LEVEL message key=value ..."
+	changed chan struct{}
+}
+
+func newLogBook() *logBook { return &logBook{changed: make(chan struct{})} }
+
+func (b *logBook) Enabled(context.Context, slog.Level) bool { return true }
+
+func (b *logBook) Handle(_ context.Context, rec slog.Record) error {
+	line := rec.Level.String() + " " + rec.Message
+	rec.Attrs(func(a slog.Attr) bool {
+		line += " " + a.String()
+		return true
+	})
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.lines = append(b.lines, line)
+	close(b.changed)
+	b.changed = make(chan struct{})
+	return nil
+}
+
+// The transport logs with neither attributes bound nor groups.
+func (b *logBook) WithAttrs([]slog.Attr) slog.Handler { return b }
+func (b *logBook) WithGroup(string) slog.Handler      { return b }
+
+// matching returns the lines that hold every one of parts.
+func (b *logBook) matching(parts ...string) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var found []string
+	for _, line := range b.lines {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			found = append(found, line)
+		}
+	}
+	return found
+}
+
+// wait returns the first line holding every one of parts, waiting for it.
+func (b *logBook) wait(t *testing.T, parts ...string) string {
+	t.Helper()
+	deadline := time.After(waitLimit)
+	for {
+		b.mu.Lock()
+		changed := b.changed // taken before looking, so no line is missed
+		b.mu.Unlock()
+		if found := b.matching(parts...); len(found) > 0 {
+			return found[0]
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			t.Fatalf("no log line holding %q within %v; the log:\n%s", parts, waitLimit, strings.Join(b.lines, "\n"))
+			return ""
 		}
 	}
 }
@@ -398,12 +493,14 @@ func TestOutageQueuesReplies(t *testing.T) {
 	for i := range 3 {
 		r.route(t, contracts.KindOutbound, contracts.Outbound{Text: fmt.Sprintf("queued %d", i)})
 	}
-	eventually(t, "a send failed for the outage", func() bool {
-		head, ok, err := r.store.NextOutbox(context.Background(), TransportName)
-		return err == nil && ok && head.Attempts >= 2
-	})
+	eventually(t, "sends failed for the outage", func() bool { return len(r.api.Calls("sendMessage")) >= 2 })
 	if n, err := r.store.OutboxLen(context.Background(), TransportName); err != nil || n != 3 {
 		t.Errorf("outbox holds %d items (%v) while Telegram is down, want 3", n, err)
+	}
+	// An outage says nothing against the reply: it is not counted towards
+	// giving up.
+	if head, ok, err := r.store.NextOutbox(context.Background(), TransportName, chatLane(owner)); err != nil || !ok || head.Attempts != 0 {
+		t.Errorf("head of the owner's lane during the outage = %+v, %v, %v, want no failed attempt counted", head, ok, err)
 	}
 	r.api.SetDown(false)
 	r.api.WaitMessage(t, owner, hasText("queued 2"))

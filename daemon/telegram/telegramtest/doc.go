@@ -2,7 +2,7 @@
 // real go-telegram/bot client talks to it over loopback HTTP, and a test
 // plays the owner's side (SendText, SendSticker, Tap), inspects what the
 // bot did (Calls, Messages, Commands, Delivered, Confirmed) and injects
-// faults (RateLimit, SetDown).
+// faults (RateLimit, SetDown, Fail).
 //
 // It is strict on purpose, so that a wrong call by the code under test
 // fails as it would against Telegram: answers have the Bot API's JSON

@@ -45,6 +45,7 @@ type Server struct {
 	down       bool
 	limited    int
 	retryAfter int
+	faults     map[faultKey]Fault
 	calls      []*Call
 
 	nextUpdate int64
@@ -121,6 +122,7 @@ func NewOn(t testing.TB, token string, ln net.Listener) *Server {
 		delivered:   map[int64]int{},
 		chats:       map[int64]*chat{},
 		queries:     map[string]bool{},
+		faults:      map[faultKey]Fault{},
 	}
 	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	if ln != nil {
@@ -209,7 +211,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case readErr != nil:
 		err = badRequest("can't parse request: %v", readErr)
 	default:
-		if err = s.takeRateLimit(name); err == nil {
+		if err = s.fault(name, req); err == nil {
+			err = s.takeRateLimit(name)
+		}
+		if err == nil {
 			result, err = m.handle(s, r.Context(), req)
 		}
 	}
@@ -281,6 +286,64 @@ func (s *Server) takeRateLimit(name string) error {
 		description: fmt.Sprintf("Too Many Requests: retry after %d", s.retryAfter),
 		retryAfter:  s.retryAfter,
 	}
+}
+
+// Fault makes calls of one method fail, as a Bot API server in trouble
+// (500), one without the method (404), or one in trouble with a single
+// chat does.
+type Fault struct {
+	Method string // as Telegram names it: "sendMessage"
+	// Chat, when not 0, limits the fault to the calls whose chat_id is Chat.
+	Chat int64
+	// Status is the HTTP status and error_code answered.
+	Status int
+	// Description is the answer's description; "" means the status's text.
+	Description string
+	// RetryAfter is the answer's parameters.retry_after, for a 429.
+	RetryAfter int
+}
+
+type faultKey struct {
+	method string // lower case, as Telegram's method names are case insensitive
+	chat   int64
+}
+
+// Fail makes every call that f matches answer with f's error from now on,
+// until Heal; it replaces an earlier fault of the same method and chat. A
+// chat's fault is tried before the method's.
+func (s *Server) Fail(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Description == "" {
+		f.Description = http.StatusText(f.Status)
+	}
+	s.faults[faultKey{strings.ToLower(f.Method), f.Chat}] = f
+	s.notify()
+}
+
+// Heal lifts the fault Fail set for method and chat.
+func (s *Server) Heal(method string, chat int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.faults, faultKey{strings.ToLower(method), chat})
+	s.notify()
+}
+
+// fault is the error a Fault gives the call, or nil.
+func (s *Server) fault(name string, req request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	method := strings.ToLower(name)
+	keys := []faultKey{{method, 0}}
+	if chat, err := req.int("chat_id", 0); err == nil && chat != 0 {
+		keys = []faultKey{{method, chat}, {method, 0}}
+	}
+	for _, k := range keys {
+		if f, ok := s.faults[k]; ok {
+			return &apiError{code: f.Status, description: f.Description, retryAfter: f.RetryAfter}
+		}
+	}
+	return nil
 }
 
 // RateLimit makes the next n calls of any method except getUpdates answer

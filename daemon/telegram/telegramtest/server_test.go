@@ -296,6 +296,51 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
+func TestFail(t *testing.T) {
+	s := New(t, testToken)
+	s.SendText(owner, "hi")
+	s.SendText(stranger, "hi too")
+	b := newBot(t, s)
+	ctx := context.Background()
+	s.Fail(Fault{Method: "sendMessage", Chat: owner, Status: http.StatusInternalServerError})
+	s.Fail(Fault{Method: "setMyCommands", Status: http.StatusNotFound})
+	s.Fail(Fault{Method: "sendChatAction", Status: http.StatusBadRequest, Description: "Bad Request: method not found"})
+	s.Fail(Fault{Method: "sendDocument", Chat: stranger, Status: http.StatusTooManyRequests, Description: "Too Many Requests: retry after 9", RetryAfter: 9})
+
+	if _, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: owner, Text: "lost"}); err == nil || !strings.Contains(err.Error(), "500 Internal Server Error") {
+		t.Errorf("SendMessage to the failing chat: error = %v, want the 500 answered", err)
+	}
+	if _, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: stranger, Text: "through"}); err != nil {
+		t.Errorf("SendMessage to another chat: %v, want it sent", err)
+	}
+	if _, err := b.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: []models.BotCommand{{Command: "help", Description: "help"}}}); !errors.Is(err, bot.ErrorNotFound) {
+		t.Errorf("SetMyCommands: error = %v, want bot.ErrorNotFound", err)
+	}
+	if _, err := b.SendChatAction(ctx, &bot.SendChatActionParams{ChatID: stranger, Action: models.ChatActionTyping}); !errors.Is(err, bot.ErrorBadRequest) || !strings.Contains(err.Error(), "method not found") {
+		t.Errorf("SendChatAction: error = %v, want the description given", err)
+	}
+	_, err := b.SendDocument(ctx, &bot.SendDocumentParams{ChatID: stranger, Document: &models.InputFileUpload{Filename: "a.txt", Data: strings.NewReader("a")}})
+	var tooMany *bot.TooManyRequestsError
+	if !errors.As(err, &tooMany) || tooMany.RetryAfter != 9 {
+		t.Errorf("SendDocument: error = %v, want *bot.TooManyRequestsError with RetryAfter 9", err)
+	}
+	if got := s.Messages(owner); len(got) != 0 {
+		t.Errorf("Messages(owner) = %+v, want none: a failed call must not send", got)
+	}
+	if len(s.Commands()) != 0 {
+		t.Errorf("Commands() = %+v, want none set", s.Commands())
+	}
+
+	s.Heal("sendMessage", owner)
+	if _, err := b.SendMessage(ctx, &bot.SendMessageParams{ChatID: owner, Text: "healed"}); err != nil {
+		t.Errorf("SendMessage after Heal: %v", err)
+	}
+	calls := s.Calls("sendMessage")
+	if len(calls) != 3 || calls[0].Status != 500 || calls[0].Error != "Internal Server Error" || calls[1].Status != 200 || calls[2].Status != 200 {
+		t.Errorf("sendMessage calls = %+v, want a 500 and two 200s", calls)
+	}
+}
+
 func TestSetDown(t *testing.T) {
 	s := New(t, testToken)
 	s.SendText(owner, "hi")

@@ -1,0 +1,149 @@
+package telegram
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+	"shelldon/daemon/telegram/telegramtest"
+)
+
+// errDiskFull stands for any failure to store a batch of updates.
+var errDiskFull = errors.New("disk full")
+
+// holds tells whether a batch holds an update whose body has marker.
+func holds(items []state.InboxItem, marker string) bool {
+	return slices.ContainsFunc(items, func(it state.InboxItem) bool { return bytes.Contains(it.Body, []byte(marker)) })
+}
+
+// failingUpdates refuses, fail times, to store a batch holding marker.
+type failingUpdates struct {
+	updateStore
+	marker string
+	mu     sync.Mutex
+	fail   int
+}
+
+func (f *failingUpdates) Receive(ctx context.Context, transport string, items []state.InboxItem) error {
+	f.mu.Lock()
+	refuse := f.fail > 0 && holds(items, f.marker)
+	if refuse {
+		f.fail--
+	}
+	f.mu.Unlock()
+	if refuse {
+		return errDiskFull
+	}
+	return f.updateStore.Receive(ctx, transport, items)
+}
+
+// dyingUpdates stops the transport while it stores the batch holding
+// marker: before the batch is stored (a crash before the commit), or
+// right after it (a crash before the next getUpdates tells Telegram).
+type dyingUpdates struct {
+	updateStore
+	marker string
+	stored bool
+	kill   func()
+	api    *telegramtest.Server
+	// dead gets what Telegram had confirmed when the batch came to be
+	// stored, once the transport is stopping.
+	dead chan int64
+}
+
+func (d *dyingUpdates) Receive(ctx context.Context, transport string, items []state.InboxItem) error {
+	if !holds(items, d.marker) {
+		return d.updateStore.Receive(ctx, transport, items)
+	}
+	confirmed := d.api.Confirmed()
+	err := errDiskFull
+	if d.stored {
+		err = d.updateStore.Receive(ctx, transport, items)
+	}
+	d.kill()
+	d.dead <- confirmed
+	return err
+}
+
+// expectOnce checks that core gets the owner's text once: it comes, and
+// the next thing core gets is what the owner says next.
+func (r *rig) expectOnce(t *testing.T, text string) {
+	t.Helper()
+	var in contracts.Inbound
+	r.nextCore(t, contracts.KindInbound, &in)
+	if in.Text != text {
+		t.Fatalf("core got %q, want %q", in.Text, text)
+	}
+	if next := r.say(t, owner, "and then"); next.Text != "and then" {
+		t.Errorf("core got %q after %q, want it once and then the next message", next.Text, text)
+	}
+}
+
+// TestStoreFailureRedeliversUpdate: a batch of updates the store refuses
+// is not confirmed to Telegram, which hands it over again; once stored,
+// it is handled once.
+func TestStoreFailureRedeliversUpdate(t *testing.T) {
+	const text = "kept at last"
+	r := newRig(t, func(r *rig) {
+		r.updates = func(u updateStore) updateStore { return &failingUpdates{updateStore: u, marker: text, fail: 2} }
+	})
+	id := r.api.SendText(owner, text)
+	r.expectOnce(t, text)
+	if n := r.api.Delivered(id); n != 3 {
+		t.Errorf("the update was delivered %d times, want 3: twice while the store failed, then once stored", n)
+	}
+}
+
+// TestStopBetweenStoreAndConfirm: the transport is stopped while it stores
+// a batch, before or after the store, and always before the next
+// getUpdates; a new transport on the same store handles the update once.
+func TestStopBetweenStoreAndConfirm(t *testing.T) {
+	const text = "across the crash"
+	for _, tc := range []struct {
+		name          string
+		stored        bool
+		wantDelivered int
+	}{
+		// Not stored: Telegram was not told either, and hands it over again.
+		{"before the store", false, 2},
+		// Stored: the stored offset says not to take it again.
+		{"after the store", true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var dying *dyingUpdates
+			r := newRig(t, func(r *rig) {
+				dying = &dyingUpdates{marker: text, stored: tc.stored, kill: func() { r.cancel() }, api: r.api, dead: make(chan int64, 1)}
+				r.updates = func(u updateStore) updateStore {
+					dying.updateStore = u
+					return dying
+				}
+			})
+			id := r.api.SendText(owner, text)
+			select {
+			case confirmed := <-dying.dead:
+				if confirmed >= id {
+					t.Errorf("Telegram had confirmed up to %d when update %d came to be stored, want it told only after", confirmed, id)
+				}
+			case <-time.After(waitLimit):
+				t.Fatalf("update %d never came to be stored", id)
+			}
+			r.stop()
+			if confirmed := r.api.Confirmed(); confirmed >= id {
+				t.Errorf("Telegram had confirmed up to %d when the transport died, want update %d unconfirmed", confirmed, id)
+			}
+
+			r.updates = nil
+			r.start(t)
+			r.expectOnce(t, text)
+			if n := r.api.Delivered(id); n != tc.wantDelivered {
+				t.Errorf("the update was delivered %d times, want %d", n, tc.wantDelivered)
+			}
+		})
+	}
+}
