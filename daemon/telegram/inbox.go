@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/go-telegram/bot"
@@ -150,7 +151,9 @@ func (t *Transport) getUpdates(ctx context.Context, client *http.Client, offset 
 // reach core stays, and is tried again once core is back.
 func (t *Transport) inboxLoop(ctx context.Context) {
 	for ctx.Err() == nil {
-		items, err := t.store.Unhandled(ctx, TransportName, 32)
+		// Past the ones passed to core and not yet confirmed, which stay
+		// stored but are not handed over again on this connection.
+		items, err := t.store.Unhandled(ctx, TransportName, inboxBatch+t.passed.count())
 		if err != nil {
 			if ctx.Err() == nil {
 				t.log.Error("telegram: reading the inbox", "err", err)
@@ -158,27 +161,102 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 			t.wait(ctx, t.inWake, t.backoff.Max)
 			continue
 		}
-		if len(items) == 0 {
-			t.wait(ctx, t.inWake, 0)
-			continue
-		}
+		handledAny := false
+	items:
 		for _, it := range items {
-			if !t.handleUpdate(ctx, it) {
-				t.wait(ctx, t.coreBack, t.backoff.Max)
-				break
+			if t.passed.has(it.ID) {
+				continue
 			}
-			t.handled(ctx, it.ID)
+			handledAny = true
+			switch t.handleUpdate(ctx, it) {
+			case updateDone:
+				t.handled(ctx, it.ID)
+			case updatePassed:
+				// Core confirms it kept (fromCore), and then it goes.
+			case updateNotPassed:
+				t.wait(ctx, t.coreBack, t.backoff.Max)
+				break items
+			}
+		}
+		if !handledAny {
+			t.wait(ctx, t.inWake, 0)
 		}
 	}
 }
 
+// inboxBatch is how many updates the inbox reads at a time.
+const inboxBatch = 32
+
+// updateFate is what became of an update the inbox handled.
+type updateFate int
+
+const (
+	updateDone      updateFate = iota // it needed nothing more of core
+	updatePassed                      // core has it, and confirms it once kept
+	updateNotPassed                   // core could not be told; try again
+)
+
+// passed are the owner's messages handed to core that core has not yet
+// confirmed kept. They stay stored, and are not handed over again while
+// the bus connection they went by lasts; a new connection (core
+// restarted, say) gets them all again, and core recognises those it kept
+// already by their update id.
+type passed struct {
+	mu  sync.Mutex
+	ids map[int64]bool
+}
+
+func (p *passed) add(id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ids == nil {
+		p.ids = map[int64]bool{}
+	}
+	p.ids[id] = true
+}
+
+func (p *passed) remove(id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.ids, id)
+}
+
+func (p *passed) has(id int64) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ids[id]
+}
+
+func (p *passed) count() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.ids)
+}
+
+// reset forgets them all, for a new connection to hand them over again.
+func (p *passed) reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.ids)
+}
+
+// confirmed takes core's word that it kept the message of update ref:
+// the inbox may forget it.
+func (t *Transport) confirmed(ctx context.Context, ref string) {
+	id, err := strconv.ParseInt(ref, 10, 64)
+	if err != nil {
+		t.log.Warn("telegram: core confirmed a message that is not an update of ours", "ref", ref)
+		return
+	}
+	t.handled(ctx, id)
+	t.passed.remove(id)
+}
+
 // handled lets the inbox forget an update, so that it is never handled
-// again. It is the one place that decides when an update may go: today,
-// once it needed nothing of core, or was written to core's bus
-// connection. That is not yet durable: core does not keep what it admits,
-// so an update written just before core dies is lost with core. When core
-// acknowledges what it has kept, that acknowledgement is what must call
-// this, and an update not acknowledged is handed to core again.
+// again. It is the one place that decides when an update may go: once
+// it needed nothing of core, or core confirmed it kept the message in its
+// own state (so a core that dies just after it was written to the bus
+// gets it again from here).
 func (t *Transport) handled(ctx context.Context, id int64) {
 	// Recorded even when the pet is stopping: the update has been
 	// handled, and must not be handled again after the restart.
@@ -187,21 +265,20 @@ func (t *Transport) handled(ctx context.Context, id int64) {
 	}
 }
 
-// handleUpdate handles one update; false means core could not be told,
-// and the update is to be tried again.
-func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) bool {
+// handleUpdate handles one update.
+func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) updateFate {
 	var upd models.Update
 	if err := json.Unmarshal(it.Body, &upd); err != nil {
 		t.log.Error("telegram: an unreadable update; skipped", "update", it.ID, "err", err)
-		return true
+		return updateDone
 	}
 	switch {
 	case upd.Message != nil:
-		return t.handleMessage(ctx, upd.Message)
+		return t.handleMessage(ctx, it.ID, upd.Message)
 	case upd.CallbackQuery != nil:
 		t.handleTap(ctx, upd.CallbackQuery)
 	}
-	return true
+	return updateDone
 }
 
 func (t *Transport) allowed(id int64) bool { return slices.Contains(t.allowedIDs, id) }
@@ -219,21 +296,27 @@ func (t *Transport) ignore(ctx context.Context, what string, from *models.User) 
 	}
 }
 
-func (t *Transport) handleMessage(ctx context.Context, msg *models.Message) bool {
+// handleMessage passes the owner's message of update id to core, which
+// confirms it by the update's id once kept.
+func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Message) updateFate {
 	if msg.From == nil || !t.allowed(msg.From.ID) {
 		t.ignore(ctx, "message", msg.From)
-		return true
+		return updateDone
 	}
 	if msg.Text == "" {
 		t.reply(ctx, msg.Chat.ID, textOnlyReply)
-		return true
+		return updateDone
 	}
 	chat := strconv.FormatInt(msg.Chat.ID, 10)
-	if err := t.toCore(contracts.KindInbound, contracts.Inbound{Chat: chat, Text: msg.Text}); err != nil {
+	// Counted as passed before it is sent: core's confirmation may come
+	// back before the send returns.
+	t.passed.add(id)
+	if err := t.toCore(contracts.KindInbound, contracts.Inbound{Chat: chat, Text: msg.Text, Ref: strconv.FormatInt(id, 10)}); err != nil {
+		t.passed.remove(id)
 		t.log.Warn("telegram: core is out of reach; the message waits", "err", err)
-		return false
+		return updateNotPassed
 	}
-	return true
+	return updatePassed
 }
 
 // handleTap takes a tap on an approval button. The tap is answered before

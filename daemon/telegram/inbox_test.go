@@ -147,3 +147,47 @@ func TestStopBetweenStoreAndConfirm(t *testing.T) {
 		})
 	}
 }
+
+// TestAMessageIsKeptUntilCoreConfirmsIt: the owner's message stays in the
+// transport's inbox after it was written to core, until core confirms it
+// kept it. A core that got it and died before confirming (its successor
+// has a new connection), and a transport stopped meanwhile, both get it
+// passed again; once confirmed, it is never passed again.
+func TestAMessageIsKeptUntilCoreConfirmsIt(t *testing.T) {
+	const text = "do not lose me"
+	r := newRig(t)
+	r.unconfirmed = true
+	r.api.SendText(owner, text)
+	var in contracts.Inbound
+	r.nextCore(t, contracts.KindInbound, &in)
+	select {
+	case env := <-r.inbox:
+		t.Fatalf("while core has it, unconfirmed, on the same connection, it was passed again: %s %s", env.Kind, env.Body)
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// Core dies without confirming; the next one gets it again.
+	r.stopCore()
+	r.startCore(t, r.socket)
+	var again contracts.Inbound
+	r.nextCore(t, contracts.KindInbound, &again)
+	if again.Text != text || again.Ref != in.Ref {
+		t.Fatalf("after a core restart core got %+v, want %+v passed again", again, in)
+	}
+
+	// So does a transport that restarts before core confirmed.
+	r.stop()
+	r.start(t)
+	r.nextCore(t, contracts.KindInbound, &again)
+	if again.Text != text || again.Ref != in.Ref {
+		t.Fatalf("after a transport restart core got %+v, want %+v passed again", again, in)
+	}
+
+	r.unconfirmed = false
+	r.confirm(t, again)
+	r.stop()
+	r.start(t)
+	if next := r.say(t, owner, "and then"); next.Text != "and then" {
+		t.Errorf("after core confirmed %q, core got %q, want the next message", text, next.Text)
+	}
+}

@@ -122,6 +122,7 @@ type Transport struct {
 	inWake   chan struct{} // an update was stored
 	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
+	passed   passed        // messages core has not yet confirmed kept
 	typing   typing
 }
 
@@ -174,6 +175,10 @@ func New(cfg Config) (*Transport, error) {
 		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
 		Logf:  func(format string, args ...any) { t.log.Info(fmt.Sprintf(format, args...)) },
 		OnConnect: func(*bus.Conn) {
+			// What the last connection passed and core did not confirm
+			// goes to the new one.
+			t.passed.reset()
+			poke(t.inWake)
 			select {
 			case t.coreBack <- struct{}{}:
 			default:
@@ -331,6 +336,13 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			t.log.Error("telegram: recording a settled request", "turn", c.Turn, "err", err)
 		}
 		t.settle(ctx, c.Turn, c.Outcome, c.At)
+	case contracts.KindInboundAck:
+		var a contracts.InboundAck
+		if err := env.Decode(&a); err != nil {
+			t.log.Warn("telegram: bad confirmation from core", "err", err)
+			return
+		}
+		t.confirmed(ctx, a.Ref)
 	case contracts.KindActivity:
 		var a contracts.Activity
 		if err := env.Decode(&a); err != nil {

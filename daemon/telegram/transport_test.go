@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,10 @@ type rig struct {
 	joined chan struct{}
 	socket string
 	store  *state.Store
+	// stopCore ends the rig's core; unconfirmed, when set, makes the
+	// rig's core not confirm the owner's messages kept, as core does.
+	stopCore    func()
+	unconfirmed bool
 
 	// What the next start gives the transport; rig options set them.
 	allowed []int64
@@ -57,7 +62,7 @@ type rigOption func(*rig)
 func newRig(t *testing.T, opts ...rigOption) *rig {
 	t.Helper()
 	r := &rig{api: telegramtest.New(t, token), inbox: make(chan contracts.Envelope, 64), joined: make(chan struct{}, 8), allowed: []int64{owner}}
-	r.core, r.socket, _ = hubtest.Serve(t, "", hub.Config{Core: r.inbox, OnJoin: func(*hub.Peer) { r.joined <- struct{}{} }})
+	r.startCore(t, "")
 	store, err := state.Open(statedir.Layout{Root: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +78,13 @@ func newRig(t *testing.T, opts ...rigOption) *rig {
 		r.say(t, id, "/start")
 	}
 	return r
+}
+
+// startCore serves the rig's core, the test, on socket (a fresh one when
+// empty).
+func (r *rig) startCore(t *testing.T, socket string) {
+	t.Helper()
+	r.core, r.socket, r.stopCore = hubtest.Serve(t, socket, hub.Config{Core: r.inbox, OnJoin: func(*hub.Peer) { r.joined <- struct{}{} }})
 }
 
 // start runs a transport over the rig's store until stop or the test's end.
@@ -117,7 +129,9 @@ func (r *rig) start(t *testing.T) {
 	}
 }
 
-// nextCore is the next envelope core gets, which must be of kind.
+// nextCore is the next envelope core gets, which must be of kind. An
+// owner's message is confirmed kept, as core does, unless the rig says
+// not to, and the transport is waited for to let go of it.
 func (r *rig) nextCore(t *testing.T, kind contracts.Kind, body any) {
 	t.Helper()
 	select {
@@ -128,8 +142,35 @@ func (r *rig) nextCore(t *testing.T, kind contracts.Kind, body any) {
 		if err := env.Decode(body); err != nil {
 			t.Fatal(err)
 		}
+		if in, ok := body.(*contracts.Inbound); ok && !r.unconfirmed {
+			r.confirm(t, *in)
+		}
 	case <-time.After(waitLimit):
 		t.Fatalf("core got no %s", kind)
+	}
+}
+
+// confirm tells the transport that core kept in, and waits for the
+// transport to have let go of its update.
+func (r *rig) confirm(t *testing.T, in contracts.Inbound) {
+	t.Helper()
+	if in.Ref == "" {
+		t.Fatalf("core got %q without the update's id, so it cannot confirm it", in.Text)
+	}
+	r.route(t, contracts.KindInboundAck, contracts.InboundAck{Ref: in.Ref, Chat: in.Chat})
+	deadline := time.Now().Add(waitLimit)
+	for {
+		items, err := r.store.Unhandled(context.Background(), TransportName, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.ContainsFunc(items, func(it state.InboxItem) bool { return strconv.FormatInt(it.ID, 10) == in.Ref }) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the transport kept update %s after core confirmed it", in.Ref)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
