@@ -14,6 +14,8 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
@@ -26,7 +28,9 @@ import (
 // unit with its limits and leaves its story in the journal, a killed
 // worker leaves a failed unit that the next turn does not trip over, a
 // turn past R is ended by systemd and degraded by core, and a core killed
-// or wedged is restarted by systemd and serves the next message.
+// or wedged is restarted by systemd and serves the next message; and a
+// core killed or restarted while a turn runs and three messages wait over
+// Telegram loses none of them.
 func TestInstalledUnderSystemd(t *testing.T) {
 	host := systemdhost.Boot(t)
 	host.Install(t, buildForHost(t, "shelldon"), buildForHost(t, "shelldon-demo-model"))
@@ -41,6 +45,11 @@ func TestInstalledUnderSystemd(t *testing.T) {
 		{Text: "after the timeout"},
 		{Text: "after the restart"},
 		{Text: "after the watchdog"},
+		{Text: "never heard: core is killed", Delay: 20 * time.Second},
+		{Text: "A answered after the kill"},
+		{Text: "B to D answered after the kill"},
+		{Text: "A answered within the grace", Delay: 2 * time.Second},
+		{Text: "B to D answered after the restart"},
 	}
 	scriptFile := filepath.Join(host.Dir, "model.json")
 	writeJSON(t, scriptFile, script)
@@ -209,6 +218,61 @@ func TestInstalledUnderSystemd(t *testing.T) {
 			t.Fatalf("reply after the watchdog = %+v", r)
 		}
 	})
+
+	asked := []string{"B: the second question", "C: the third", "D: the fourth"}
+	t.Run("a core killed mid-turn loses no message", func(t *testing.T) {
+		p.t = t
+		p.waitTurns(8)
+		first := "A: a long question"
+		api.SendText(ownerID, first)
+		waitModelRequests(t, host, 9)
+		for _, m := range asked {
+			api.SendText(ownerID, m)
+		}
+		p.waitKept(4)
+		host.Must(t, "systemctl", "kill", "--signal=SIGKILL", "--kill-whom=main", "shelldon.service")
+		waitRestarts(t, host, 3)
+		note := api.WaitMessage(t, ownerID, textHas("I was restarted before I could answer “A:"))
+		for _, m := range append([]string{first}, asked...) {
+			if !strings.Contains(note.Text, m) {
+				t.Errorf("the owner was told %q, which does not name %q", note.Text, m)
+			}
+		}
+		api.WaitMessage(t, ownerID, textHas("A answered after the kill"))
+		api.WaitMessage(t, ownerID, textHas("B to D answered after the kill"))
+	})
+
+	t.Run("a restart mid-turn lets the turn finish and loses no message", func(t *testing.T) {
+		p.t = t
+		p.waitTurns(11)
+		api.SendText(ownerID, "A: one more long one")
+		waitModelRequests(t, host, 12)
+		for _, m := range asked {
+			api.SendText(ownerID, m+", again")
+		}
+		p.waitKept(4)
+		host.Must(t, "systemctl", "restart", "shelldon.service")
+		api.WaitMessage(t, ownerID, textHas("A answered within the grace"))
+		note := api.WaitMessage(t, ownerID, textHas("I was restarted before I could answer “B: the second question, again"))
+		if strings.Contains(note.Text, "A: one more") {
+			t.Errorf("the owner was told %q, naming the message answered within the grace", note.Text)
+		}
+		api.WaitMessage(t, ownerID, textHas("B to D answered after the restart"))
+	})
+}
+
+// waitKept waits until core keeps n of the owner's messages unanswered.
+func (p *pet) waitKept(n int) {
+	p.t.Helper()
+	poll(p.t, fmt.Sprintf("%d messages kept unanswered", n), func() (string, bool) {
+		store, err := state.OpenReadOnly(statedir.Layout{Root: p.cfg.StateDir})
+		if err != nil {
+			return "", false
+		}
+		defer store.Close()
+		left, err := store.Unanswered(context.Background())
+		return "", err == nil && len(left) >= n
+	})
 }
 
 // waitModelRequests waits until the demo model in the host has taken n
@@ -297,7 +361,7 @@ func waitRestarts(t *testing.T, host *systemdhost.Host, n int) {
 }
 
 // poll asks done until it says yes, for up to 30 s.
-func poll(t *testing.T, what string, done func() (string, bool)) string {
+func poll(t testing.TB, what string, done func() (string, bool)) string {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {

@@ -243,15 +243,18 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// The transport outlives ctx until core has stopped: a turn that
+	// finishes while core stops still has its answer taken to Telegram's
+	// outbox.
+	tgCtx, stopTelegram := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopTelegram()
 	var transports sync.WaitGroup
 	defer transports.Wait() // the store closes only after the transport is done with it
-	defer cancel()
+	defer stopTelegram()
 	return core.Run(ctx, func() {
 		if tg != nil {
 			transports.Go(func() {
-				if err := tg.Run(ctx); err != nil {
+				if err := tg.Run(tgCtx); err != nil {
 					log.Error("the Telegram transport stopped; the pet goes on without it", "err", err)
 				}
 			})

@@ -41,6 +41,10 @@ type Peer struct {
 	// sent, but what it wrote before is still read to the end.
 	deaf     chan struct{}
 	deafOnce sync.Once
+	// draining asks the writer, as the hub stops, to write what is
+	// queued and end; flushed is closed when the writer has ended.
+	draining chan struct{}
+	flushed  chan struct{}
 }
 
 // Config sets up a hub.
@@ -234,10 +238,36 @@ func (h *Hub) untrack(nc net.Conn) {
 	delete(h.conns, nc)
 }
 
+// flushFor bounds how long a stopping hub writes what it still holds for
+// its peers: core's last words (the answer of a turn that finished as
+// core stopped) reach the transport, and a peer that does not read holds
+// the stop no longer than this.
+const flushFor = time.Second
+
 func (h *Hub) closeAll() {
 	h.mu.Lock()
+	h.closed = true // no peer joins from now on
+	peers := make([]*Peer, 0, len(h.peers))
+	for _, p := range h.peers {
+		peers = append(peers, p)
+	}
+	h.mu.Unlock()
+	deadline := time.Now().Add(flushFor)
+	for _, p := range peers {
+		p.nc.SetWriteDeadline(deadline)
+		close(p.draining)
+	}
+	timeout := time.NewTimer(flushFor)
+	defer timeout.Stop()
+	for _, p := range peers {
+		select {
+		case <-p.flushed:
+		case <-p.gone:
+		case <-timeout.C:
+		}
+	}
+	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.closed = true
 	for _, p := range h.peers {
 		p.close()
 	}
@@ -318,7 +348,8 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		refuse(err.Error())
 		return
 	}
-	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength), gone: make(chan struct{}), deaf: make(chan struct{})}
+	p := &Peer{Hello: hello, Cred: cred, nc: nc, out: make(chan contracts.Envelope, h.cfg.QueueLength),
+		gone: make(chan struct{}), deaf: make(chan struct{}), draining: make(chan struct{}), flushed: make(chan struct{})}
 	// Registered before the welcome, so that two brokers saying hello at
 	// once cannot both be welcomed; what is routed to p meanwhile waits
 	// in its queue.
@@ -476,24 +507,44 @@ func (h *Hub) unregister(p *Peer) {
 }
 
 func (h *Hub) writeLoop(p *Peer) {
+	defer close(p.flushed)
 	for {
 		select {
 		case <-p.gone:
 			return
-		case env := <-p.out:
-			if err := bus.WriteFrame(p.nc, env, h.cfg.MaxFrame); err != nil {
-				// The peer closed its end, most often a worker that
-				// sent its result and exited: the result may still be
-				// unread in the socket, so reading goes on to the end.
-				h.cfg.Logf("bus: writing %s to %s %q: %v", env.Kind, p.Hello.Role, p.Hello.Name, err)
-				p.deafOnce.Do(func() { close(p.deaf) })
-				if uc, ok := p.nc.(*net.UnixConn); ok {
-					uc.CloseWrite()
+		case <-p.draining:
+			for {
+				select {
+				case env := <-p.out:
+					if !h.write(p, env) {
+						return
+					}
+				default:
+					return
 				}
+			}
+		case env := <-p.out:
+			if !h.write(p, env) {
 				return
 			}
 		}
 	}
+}
+
+// write writes one envelope to p; false means p is deaf now.
+func (h *Hub) write(p *Peer, env contracts.Envelope) bool {
+	if err := bus.WriteFrame(p.nc, env, h.cfg.MaxFrame); err != nil {
+		// The peer closed its end, most often a worker that sent its
+		// result and exited: the result may still be unread in the
+		// socket, so reading goes on to the end.
+		h.cfg.Logf("bus: writing %s to %s %q: %v", env.Kind, p.Hello.Role, p.Hello.Name, err)
+		p.deafOnce.Do(func() { close(p.deaf) })
+		if uc, ok := p.nc.(*net.UnixConn); ok {
+			uc.CloseWrite()
+		}
+		return false
+	}
+	return true
 }
 
 // Send queues env for p without waiting. A full queue means the reader

@@ -958,3 +958,36 @@ func TestABrokerThatLeavesFailsItsJobs(t *testing.T) {
 	case <-time.After(200 * time.Millisecond):
 	}
 }
+
+// TestAStoppingHubDeliversWhatItHolds: what core routes just before the
+// hub stops — the answer of a turn that finished as core stopped — reaches
+// its peer before the connection closes, where it was dropped from the
+// peer's queue; a peer that does not read holds the stop about a second.
+func TestAStoppingHubDeliversWhatItHolds(t *testing.T) {
+	f := serve(t, hub.Config{QueueLength: 64})
+	transport, _ := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"})
+	f.join(t, contracts.Hello{Role: contracts.RolePanel}) // joined, never reads
+	const n = 50
+	for i := range n {
+		if err := f.Route(envelope(t, contracts.KindOutbound, "", fmt.Sprint("last words ", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 200 { // the panel's queue and socket fill up
+		f.Route(envelope(t, contracts.KindSnapshot, "", strings.Repeat("x", 4000)))
+	}
+	began := time.Now()
+	f.stop()
+	if took := time.Since(began); took > 3*time.Second {
+		t.Errorf("the stop took %v with a peer that does not read", took)
+	}
+	for i := range n {
+		env, err := transport.Recv()
+		if err != nil {
+			t.Fatalf("after the stop the transport read %d of the %d envelopes routed before it: %v", i, n, err)
+		}
+		if got, want := bodyText(t, env), fmt.Sprint("last words ", i); got != want {
+			t.Fatalf("envelope %d = %q, want %q", i, got, want)
+		}
+	}
+}

@@ -274,7 +274,17 @@ func (s *Systemd) launch(ctx context.Context, unit string, props []sddbus.Proper
 			err = s.startUnit(ctx, unit, props)
 		}
 	}
+	var failed jobFailed
+	if errors.As(err, &failed) && s.ranAndEnded(ctx, unit) {
+		// The worker ran and ended before systemd finished the start
+		// job (its exit is seen before its exec): the unit started, and
+		// the watcher reports how it ended.
+		err = nil
+	}
 	if err != nil {
+		if errors.As(err, &failed) {
+			s.release(unit)
+		}
 		s.forget(unit)
 		return nil, fmt.Errorf("unit %s: %w", unit, err)
 	}
@@ -338,6 +348,30 @@ func (s *Systemd) RunUnit(ctx context.Context, run sandbox.UnitRun) (sandbox.Uni
 	return sandbox.UnitExit{Result: e.Result, Code: e.Code, MemoryPeak: e.MemoryPeak}, nil
 }
 
+// jobFailed is a start job's result other than done.
+type jobFailed string
+
+func (r jobFailed) Error() string { return fmt.Sprintf("start job ended %q", string(r)) }
+
+// ranAndEnded reports whether a unit whose start job failed did run its
+// command, which then ended: a main process that exited, other than with
+// one of systemd's own codes for a unit it could not set up or execute
+// (200 to 243), or that a signal ended.
+func (s *Systemd) ranAndEnded(ctx context.Context, unit string) bool {
+	svc, err := s.serviceProperties(ctx, unit)
+	if err != nil || asUint(svc["ExecMainStartTimestampMonotonic"]) == 0 {
+		return false
+	}
+	const cldExited, cldKilled, cldDumped = 1, 2, 3
+	switch code, status := asUint(svc["ExecMainCode"]), asUint(svc["ExecMainStatus"]); code {
+	case cldExited:
+		return status < 200 || status > 243
+	case cldKilled, cldDumped:
+		return true
+	}
+	return false
+}
+
 // startUnit starts a transient unit and waits for its start job.
 func (s *Systemd) startUnit(ctx context.Context, unit string, props []sddbus.Property) error {
 	result := make(chan string, 1)
@@ -349,8 +383,7 @@ func (s *Systemd) startUnit(ctx context.Context, unit string, props []sddbus.Pro
 	select {
 	case r := <-result:
 		if r != "done" {
-			s.release(unit)
-			return fmt.Errorf("start job ended %q", r)
+			return jobFailed(r)
 		}
 		return nil
 	case <-timer.C:
