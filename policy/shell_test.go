@@ -11,8 +11,9 @@ import (
 	"unicode/utf8"
 )
 
-// shellCasesDir holds the shared case files, beside the repository.
-const shellCasesDir = "../../shared/cases"
+// shellCasesDir holds the case files: shell-seed.tsv, copied from the
+// seed's shared cases, and this package's own.
+const shellCasesDir = "testdata"
 
 // shellWorkspace is the working directory the tests classify in.
 const shellWorkspace = "/workspace"
@@ -32,7 +33,7 @@ func shellCases(tb testing.TB) []shellCase {
 	tb.Helper()
 	seed := filepath.Join(shellCasesDir, "shell-seed.tsv")
 	if _, err := os.Stat(seed); err != nil {
-		tb.Fatalf("the shell case file is missing: %v (the tests expect the shared directory beside the repository)", err)
+		tb.Fatalf("the shell case file is missing: %v", err)
 	}
 	files, err := filepath.Glob(filepath.Join(shellCasesDir, "*.tsv"))
 	if err != nil {
