@@ -35,8 +35,11 @@ var shellSafeCommands = []shellCommand{
 		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom)},
 	{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
 		check: shellFindCheck},
-	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; options that delete the base temp directory, write reports, load code by name, read arguments from a file or reach the network ask",
+	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions), and not those that import by name, load other configuration, write, delete or reach the network",
 		check: shellPytestCheck},
+	{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck},
+	{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck},
+	{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck},
 	{name: "echo", reason: "prints its arguments"},
 	{name: "pwd", reason: "prints the working directory"},
 	{name: "true", reason: "does nothing"},
@@ -310,82 +313,6 @@ func shellJoinText(words []shellWord) string {
 		texts[i] = w.text
 	}
 	return strings.Join(texts, " ")
-}
-
-// shellPytestRules are pytest's options that do more than run the tests.
-// pytest turns off argparse's abbreviations, so names match exactly.
-var shellPytestRules = map[string]shellOptionRule{
-	"basetemp":     {risk: shellDeletes, what: "empties that directory and writes test files there"},
-	"junitxml":     {risk: shellWrites, what: "writes a JUnit report"},
-	"junit-xml":    {risk: shellWrites, what: "writes a JUnit report"},
-	"resultlog":    {risk: shellWrites, what: "writes a result log"},
-	"result-log":   {risk: shellWrites, what: "writes a result log"},
-	"report-log":   {risk: shellWrites, what: "writes a report log"},
-	"html":         {risk: shellWrites, what: "writes an HTML report"},
-	"log-file":     {risk: shellWrites, what: "writes a log file"},
-	"debug":        {risk: shellWrites, what: "writes a debug log"},
-	"cov-report":   {risk: shellWrites, what: "writes a coverage report"},
-	"pastebin":     {risk: shellNetwork, what: "uploads test results to a paste service"},
-	"tx":           {risk: shellNetwork, what: "starts test workers on other hosts"},
-	"rsyncdir":     {risk: shellNetwork, what: "copies directories to remote test workers"},
-	"override-ini": {risk: shellOther, what: "overrides ini settings, which can move the cache, logs and reports anywhere"},
-	"pdbcls":       {risk: shellRunsCode, what: "loads a debugger class by name"},
-}
-
-// shellPytestCheck refuses pytest's options that write, delete, reach the
-// network or load code by name, and "@file" anywhere, from which pytest's
-// argument parser reads more arguments before it parses any.
-func shellPytestCheck(c *shellCall) {
-	refuse := func(name, text string, r shellOptionRule) {
-		c.refuse(fmt.Sprintf("pytest %s %s", name, r.what), r.risk, r.what, "pytest "+text)
-	}
-	for _, w := range c.args {
-		if strings.HasPrefix(w.value, "@") {
-			refuse(w.value, w.show(), shellOptionRule{risk: shellOther, what: "reads more arguments from a file"})
-		}
-	}
-	for i := 0; i < len(c.args); i++ {
-		w := c.args[i]
-		v := w.value
-		switch {
-		case v == "--":
-			return
-		case strings.HasPrefix(v, "--"):
-			name, _, _ := strings.Cut(v[2:], "=")
-			if r, ok := shellPytestRules[name]; ok {
-				refuse("--"+name, w.show(), r)
-			}
-		case len(v) > 1 && v[0] == '-':
-			i = shellPytestCluster(c, i, refuse)
-		}
-	}
-}
-
-// shellPytestCluster checks the short options in c.args[i] and returns the
-// index of the last word they use. -o overrides ini settings; -p loads a
-// plugin by name, which is fine only as -p no:NAME, which turns one off.
-// The other letters in the list take a value, which is skipped.
-func shellPytestCluster(c *shellCall, i int, refuse func(name, text string, r shellOptionRule)) int {
-	v := c.args[i].value
-	for j := 1; j < len(v); j++ {
-		letter := v[j]
-		if strings.IndexByte("kmcpoWrn", letter) < 0 {
-			continue
-		}
-		value, text := v[j+1:], c.args[i].show()
-		if value == "" && i+1 < len(c.args) {
-			i++
-			value, text = c.args[i].value, text+" "+c.args[i].show()
-		}
-		switch {
-		case letter == 'o':
-			refuse("-o", text, shellPytestRules["override-ini"])
-		case letter == 'p' && !strings.HasPrefix(value, "no:"):
-			refuse("-p", text, shellOptionRule{risk: shellRunsCode, what: "loads a plugin module by name"})
-		}
-		return i
-	}
-	return i
 }
 
 // shellUniqShort are uniq's short options: flags, then letters that take

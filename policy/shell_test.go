@@ -23,12 +23,14 @@ type shellCase struct {
 	file, command string
 	line          int
 	safe          bool
+	why           string // the comment line above it, which says why
 }
 
 // shellCases reads every case file in shellCasesDir written as
 // verdict<TAB>command, with "safe" or "ask" as the verdict, "\n" in a
-// command standing for a line break and "#" starting a comment line.
-// Files in another format are skipped; shell-seed.tsv must be there.
+// command standing for a line break and "#" starting a comment line; the
+// last comment above a case says why it gets its verdict. Files in
+// another format are skipped; shell-seed.tsv must be there.
 func shellCases(tb testing.TB) []shellCase {
 	tb.Helper()
 	seed := filepath.Join(shellCasesDir, "shell-seed.tsv")
@@ -61,15 +63,20 @@ func shellCases(tb testing.TB) []shellCase {
 // not a case or a comment.
 func shellParseCases(name, data string) ([]shellCase, bool) {
 	var cases []shellCase
+	why := ""
 	for i, line := range strings.Split(data, "\n") {
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+		if comment, ok := strings.CutPrefix(line, "#"); ok {
+			why = strings.TrimSpace(comment)
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		verdict, command, ok := strings.Cut(line, "\t")
 		if !ok || verdict != "safe" && verdict != "ask" {
 			return nil, false
 		}
-		cases = append(cases, shellCase{file: name, line: i + 1, safe: verdict == "safe",
+		cases = append(cases, shellCase{file: name, line: i + 1, safe: verdict == "safe", why: why,
 			command: strings.ReplaceAll(command, `\n`, "\n")})
 	}
 	return cases, true
@@ -81,9 +88,10 @@ func TestShellParseCases(t *testing.T) {
 		want []shellCase
 		ok   bool
 	}{
-		{"# c\nsafe\tls\n\nask\tls\\nrm x\n", []shellCase{
-			{file: "f", line: 2, safe: true, command: "ls"},
-			{file: "f", line: 4, safe: false, command: "ls\nrm x"},
+		{"# c\nsafe\tls\n\nask\tls\\nrm x\n# d\nask\trm x\n", []shellCase{
+			{file: "f", line: 2, safe: true, command: "ls", why: "c"},
+			{file: "f", line: 4, safe: false, command: "ls\nrm x", why: "c"},
+			{file: "f", line: 6, safe: false, command: "rm x", why: "d"},
 		}, true},
 		{"safe\tls\nmaybe\tls\n", nil, false},
 		{"name,value\n", nil, false},
@@ -105,7 +113,7 @@ func TestClassifyCaseFiles(t *testing.T) {
 		t.Run(fmt.Sprintf("%s:%d", tc.file, tc.line), func(t *testing.T) {
 			got := Classify(tc.command, shellWorkspace)
 			if got.Safe != tc.safe {
-				t.Errorf("Classify(%q) safe=%v, want %v (reasons %q)", tc.command, got.Safe, tc.safe, got.Reasons)
+				t.Error(shellMismatch(tc.command, got, tc.safe, tc.why))
 			}
 			if !got.Safe && got.Note == "" {
 				t.Errorf("Classify(%q) asks without a note", tc.command)
@@ -123,9 +131,24 @@ func shellVerdicts(t *testing.T, tests []struct {
 	t.Helper()
 	for _, tt := range tests {
 		if got := Classify(tt.command, shellWorkspace); got.Safe != tt.safe {
-			t.Errorf("Classify(%q) safe=%v, want %v (reasons %q, note %q)", tt.command, got.Safe, tt.safe, got.Reasons, got.Note)
+			t.Error(shellMismatch(tt.command, got, tt.safe, ""))
 		}
 	}
+}
+
+// shellMismatch says how a verdict differs from the one wanted: the
+// command, the verdict got and wanted, and why (the case's own reason,
+// then what made it ask, if it did).
+func shellMismatch(command string, got Verdict, safe bool, why string) string {
+	verdict := map[bool]string{true: "safe", false: "ask"}
+	msg := fmt.Sprintf("Classify(%q) = %s, want %s", command, verdict[got.Safe], verdict[safe])
+	if why != "" {
+		msg += ": " + why
+	}
+	if !got.Safe {
+		msg += fmt.Sprintf(" (it asks because %q; note %q)", got.Reasons, got.Note)
+	}
+	return msg
 }
 
 func TestClassifyQuotingAndOperators(t *testing.T) {
