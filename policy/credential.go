@@ -379,6 +379,9 @@ var credentialGlobs = func() []credentialGlobRule {
 	return globs
 }()
 
+// credentialNameMax is the longest file name, in bytes (NAME_MAX).
+const credentialNameMax = 255
+
 // credentialGlob reports whether the glob pattern, read as one name,
 // could match a credential-shaped name, with the shape of the rule it
 // meets. dots says whether a leading "." may be matched by a glob
@@ -389,6 +392,11 @@ var credentialGlobs = func() []credentialGlobRule {
 // counts unless every name the glob matches ends in one (*.py).
 func credentialGlob(pattern string, dots bool) (shape string, matches bool) {
 	tokens := globTokens(pattern)
+	if len(tokens)-strings.Count(pattern, "*") > credentialNameMax {
+		// Every token but a * takes a byte of the name, and no name is
+		// that long.
+		return "", false
+	}
 	tail := pattern[strings.LastIndexAny(pattern, "*?[]")+1:]
 	code := credentialCodeExtensions[path.Ext(strings.ToLower(tail))]
 	for _, g := range credentialGlobs {

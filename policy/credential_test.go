@@ -45,6 +45,8 @@ func TestCredentialGlob(t *testing.T) {
 		{"??", false, false, "two characters are too short for every rule"},
 		{"??????", false, true, "apikey and id_abc are six characters"},
 		{"x[", false, false, "an unclosed [ is one character"},
+		{strings.Repeat("?", 256), false, false, "no name is longer than 255 bytes"},
+		{strings.Repeat("?", 255), false, true, "id_ and 252 more characters"},
 		{"[[:alpha:]]d_rsa", false, true, "a class matches i"},
 		{"*.\u212aey", false, true, "the Kelvin sign lowercases to k: *.key"},
 	}

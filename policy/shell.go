@@ -85,7 +85,14 @@ var shellParsers = sync.Pool{New: func() any { return syntax.NewParser() }}
 //   - no argument, and no piece of one after "=" (--basetemp=/x) or glued
 //     to a short option (-f/etc/x), is absolute (except /dev/null), starts
 //     with ~, or contains "..", and none is named like a credential (see
-//     [Denied]);
+//     [Denied]), except the words a listed command reads as code or an
+//     expression and never opens (a sed script, pytest -k);
+//   - a glob given to a command that shows what it reads (cat, grep,
+//     head, base64, sha256sum; not ls or wc, which show names and sizes)
+//     cannot match a credential-shaped name: each of its path components
+//     is read as a pattern and met with the deny list's rules read as
+//     patterns, so "cat i?_map.txt", "cat *oken" and "cat *" ask while
+//     "cat *.py" does not;
 //   - globs stay inside the workspace: they expand in the working
 //     directory and cannot produce an absolute path, but one whose path
 //     component starts with "." can match ".." (dash does), so it asks.
@@ -397,7 +404,7 @@ func (a *shellAnalysis) simple(words []shellWord) {
 		c.describe()
 		return
 	}
-	c.base, c.args = entry.name, args
+	c.base, c.args, c.contents = entry.name, args, entry.contents
 	if entry.check != nil {
 		for _, w := range c.args {
 			if w.glob && (w.globAtStart || strings.HasPrefix(w.value, "-")) {
@@ -421,8 +428,10 @@ type shellWord struct {
 	globAtStart bool // starts with an unquoted *, ? or [
 	dotGlob     bool // a glob in a path component that starts with "." (see shellDotGlob)
 	brace       bool // holds an unquoted brace expansion
-	// code marks a word a listed command reads as code, not as a path (a
-	// sed script, whose commands that name files all ask).
+	// code marks a word a listed command reads as code or an expression,
+	// not as a path (a sed script, whose commands that name files all
+	// ask; pytest -k's expression), so the path and credential rules pass
+	// it by.
 	code bool
 }
 
@@ -659,6 +668,9 @@ type shellCall struct {
 	name shellWord   // the command word as written
 	base string      // the program it names, for notes: "rm", "pytest"
 	args []shellWord // its arguments
+	// contents means the program shows what it reads of the files it is
+	// given (see shellCommand.contents).
+	contents bool
 }
 
 // refuse records why the command asks and, when what is set, a clause of
@@ -686,16 +698,34 @@ func (c *shellCall) show(words ...shellWord) string {
 // checkArgs applies the argument rules every command obeys.
 func (c *shellCall) checkArgs() {
 	for _, w := range c.args {
-		if w.literal && !w.code {
+		if w.literal {
 			c.checkArg(w)
 		}
 	}
 }
 
 // checkArg refuses an argument that leaves the workspace, names a
-// credential, or expands in ways the check cannot follow.
+// credential, or expands in ways the check cannot follow. A word read as
+// code or a pattern is no path, but it is still expanded by the shell.
 func (c *shellCall) checkArg(w shellWord) {
 	how := c.show(w)
+	if !w.code {
+		c.checkPath(w, how)
+	}
+	if w.dotGlob {
+		c.a.refuse("the glob " + w.show() + " can match ..")
+		c.note(shellLeaves, "may leave the workspace through a glob matching ..", how)
+	}
+	if w.brace {
+		c.a.refuse("uses brace expansion (" + w.show() + ")")
+		c.note(shellOther, "expands braces into several words", how)
+	}
+}
+
+// checkPath refuses a word, taken as a path or a list of pieces that may
+// be paths, that leaves the workspace or names a credential, or a glob
+// that could match one in a command that shows what it reads.
+func (c *shellCall) checkPath(w shellWord, how string) {
 	leaves := false
 	shellEachPiece(w.value, func(piece string) {
 		switch {
@@ -719,6 +749,9 @@ func (c *shellCall) checkArg(w shellWord) {
 			c.a.refuse("an argument names a credential-shaped file: " + reason)
 			c.note(shellSecrets, "touches a credential-shaped file", how)
 		}
+		if w.glob && c.contents {
+			c.checkGlob(w, piece, how)
+		}
 	})
 	if strings.Contains(w.value, "..") {
 		c.a.refuse("an argument contains .. (" + how + ")")
@@ -726,13 +759,29 @@ func (c *shellCall) checkArg(w shellWord) {
 			c.note(shellOther, "uses .. in a path", how)
 		}
 	}
-	if w.dotGlob {
-		c.a.refuse("the glob " + w.show() + " can match ..")
-		c.note(shellLeaves, "may leave the workspace through a glob matching ..", how)
+}
+
+// shellGlobLimit is the longest glob this check reads, in bytes: PATH_MAX,
+// beyond which no path the glob matches could be opened.
+const shellGlobLimit = 4096
+
+// checkGlob refuses a piece of a globbing word whose path components,
+// read as the shell's patterns, could match a credential-shaped name.
+func (c *shellCall) checkGlob(w shellWord, piece, how string) {
+	if len(piece) > shellGlobLimit {
+		c.a.refuse(fmt.Sprintf("the glob %s is longer than this check reads (%d bytes)", w.show(), shellGlobLimit))
+		c.note(shellUnclear, "holds a glob too long to read", how)
+		return
 	}
-	if w.brace {
-		c.a.refuse("uses brace expansion (" + w.show() + ")")
-		c.note(shellOther, "expands braces into several words", how)
+	for component := range strings.SplitSeq(piece, "/") {
+		if !strings.ContainsAny(component, "*?[") {
+			continue
+		}
+		if shape, ok := credentialGlob(component, strings.HasPrefix(component, ".")); ok {
+			c.a.refuse(fmt.Sprintf("the glob %s could match a credential-shaped name (%s), and %s shows what it reads", w.show(), shape, shellShow(c.base)))
+			c.note(shellSecrets, "may read a credential-shaped file through a glob", how)
+			return
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +16,12 @@ type shellCommand struct {
 	// do more than read or run the tests; nil when no use does. A command
 	// with a check also refuses a glob that could expand to an option.
 	check func(c *shellCall)
+	// contents means the command shows what it reads of the files it is
+	// given, their text or something made of it (cat, grep, base64,
+	// sha256sum: a checksum gives a short password away), so a glob among
+	// its arguments that could match a credential-shaped name asks; ls,
+	// stat and wc show names, metadata and counts.
+	contents bool
 }
 
 // shellSafeCommands are the commands that run without asking: the seed's
@@ -26,20 +33,20 @@ type shellCommand struct {
 // git grep (-O opens a pager program).
 var shellSafeCommands = []shellCommand{
 	{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
-	{name: "cat", reason: "prints files"},
-	{name: "head", reason: "prints the first lines of files; no option writes or waits"},
+	{name: "cat", reason: "prints files", contents: true},
+	{name: "head", reason: "prints the first lines of files; no option writes or waits", contents: true},
 	{name: "tail", reason: "prints the last lines of files; following a file never ends, so -f, -F and --follow ask",
-		check: shellTailCheck},
-	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program"},
+		check: shellTailCheck, contents: true},
+	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program", contents: true},
 	{name: "wc", reason: "counts lines, words and bytes; --files0-from asks, since it takes the file names from a file this check cannot see",
 		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom)},
 	{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
 		check: shellFindCheck},
 	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions), and not those that import by name, load other configuration, write, delete or reach the network",
-		check: shellPytestCheck},
-	{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck},
-	{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck},
-	{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck},
+		check: shellPytestCheck, contents: true},
+	{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck, contents: true},
+	{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+	{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
 	{name: "echo", reason: "prints its arguments"},
 	{name: "pwd", reason: "prints the working directory"},
 	{name: "true", reason: "does nothing"},
@@ -47,31 +54,28 @@ var shellSafeCommands = []shellCommand{
 	{name: "test", reason: "tests strings and file attributes; prints and writes nothing"},
 	{name: "[", reason: "is test"},
 	{name: "sed", reason: "prints an edited stream; only scripts this check reads as GNU sed does and that only select, print and substitute pass: -i, -f, and the w, W, r, R and e commands and s///w and s///e ask",
-		check: shellSedCheck},
+		check: shellSedCheck, contents: true},
 	{name: "stat", reason: "prints file metadata"},
 	{name: "sort", reason: "sorts lines; -o writes a file, -T writes temporary files elsewhere, --compress-program runs a program, --files0-from reads names from a file: those ask",
 		check: shellRefuseOptions(shellGetopt{value: "kotST"},
 			shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
 			shellOptionRule{short: 'T', long: "temporary-directory", risk: shellWrites, what: "writes temporary files in another directory"},
 			shellOptionRule{long: "compress-program", risk: shellRunsCode, what: "runs a program to compress temporary files"},
-			shellFilesFrom)},
+			shellFilesFrom), contents: true},
 	{name: "uniq", reason: "drops repeated lines; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
-		check: shellUniqCheck},
-	{name: "cut", reason: "prints selected fields of each line; it has no option that writes"},
+		check: shellUniqCheck, contents: true},
+	{name: "cut", reason: "prints selected fields of each line; it has no option that writes", contents: true},
 	{name: "tr", reason: "translates its input; it opens no file at all"},
-	{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)"},
-	{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask",
-		check: shellRefuseOptions(shellGetopt{value: "eFfmP"},
-			shellOptionRule{short: 'C', long: "compile", risk: shellWrites, what: "writes a compiled magic file"},
-			shellOptionRule{short: 'z', long: "uncompress", risk: shellRunsCode, what: "may run decompression programs"},
-			shellOptionRule{short: 'Z', long: "uncompress-noreport", risk: shellRunsCode, what: "may run decompression programs"},
-			shellOptionRule{short: 'f', long: "files-from", risk: shellOther, what: "reads the names of the files to examine from a file"})},
+	{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)",
+		contents: true},
+	{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask; every file of an -m list is checked as a path",
+		check: shellFileCheck, contents: true},
 	{name: "rg", reason: "searches text like grep; --pre and --pre-glob run a program on every file, -z runs decompressors, --hostname-bin runs a program: those ask",
 		check: shellRefuseOptions(shellGetopt{value: "ABCdefgjmMrtTE"},
 			shellOptionRule{long: "pre", risk: shellRunsCode, what: "runs a program on every file it searches"},
 			shellOptionRule{long: "pre-glob", risk: shellRunsCode, what: "runs a program on every file it searches"},
 			shellOptionRule{short: 'z', long: "search-zip", risk: shellRunsCode, what: "runs decompression programs"},
-			shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"})},
+			shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"}), contents: true},
 	// tree reads an option's value from the next word and goes on with
 	// the cluster, so every letter of a cluster is checked.
 	{name: "tree", reason: "draws the directory tree; -o writes it to a file and -R writes 00Tree.html in every directory, so they ask",
@@ -89,9 +93,11 @@ var shellSafeCommands = []shellCommand{
 	// (core.fsmonitor on status, diff.external on diff, textconv drivers
 	// on diff, log -p, show) that git runs as it reads; they change only
 	// through an approved write and run inside the sandbox, like the test
-	// code pytest runs. ls-files and blame ask because the git tool's own
-	// allowlist, which this check reuses, does not hold them.
-	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, branch listing), and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask",
+	// code pytest runs. Nor can it see what history holds: git log -p and
+	// git show print a credential file someone committed. ls-files and
+	// blame ask because the git tool's own allowlist, which this check
+	// reuses, does not hold them.
+	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, branch listing), and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
 		check: shellGitCheck},
 }
 
@@ -129,14 +135,25 @@ type shellGetopt struct {
 	// long are the long names that take the next word as their value
 	// when written without "=".
 	long []string
+	// known are all the long names, when the check must tell an unknown
+	// option from a known one; getopt_long takes any unambiguous prefix
+	// of one, so a prefix is resolved among known, or among long without
+	// it.
+	known []string
+	// flags, when set, are the short letters that take no value: a letter
+	// in neither flags, value nor optional is then unknown.
+	flags string
 }
 
 // shellOption is one option found in a command's arguments.
 type shellOption struct {
-	name  string // "-o" or "--output"
+	name  string // "-o" or "--output", a long name resolved from its prefix
 	value string // the value given with it, if the option takes one
 	text  string // the word or words as written
 	at    int    // the index in the arguments of the word holding the value
+	// unknown means the spec lists the command's options (known, flags)
+	// and this is none of them, or an ambiguous prefix.
+	unknown bool
 }
 
 func (o shellOption) long() bool { return strings.HasPrefix(o.name, "--") }
@@ -159,8 +176,9 @@ func (c *shellCall) scan(spec shellGetopt, visit func(shellOption)) []int {
 			return operands
 		case strings.HasPrefix(v, "--"):
 			name, value, hasValue := strings.Cut(v[2:], "=")
-			o := shellOption{name: "--" + name, value: value, text: w.show(), at: i}
-			if !hasValue && slices.Contains(spec.long, name) && i+1 < len(c.args) {
+			name, known := spec.resolve(name)
+			o := shellOption{name: "--" + name, value: value, text: w.show(), at: i, unknown: !known && spec.known != nil}
+			if !hasValue && known && slices.Contains(spec.long, name) && i+1 < len(c.args) {
 				i++
 				o.value, o.text, o.at = c.args[i].value, o.text+" "+c.args[i].show(), i
 			}
@@ -174,12 +192,35 @@ func (c *shellCall) scan(spec shellGetopt, visit func(shellOption)) []int {
 	return operands
 }
 
+// resolve returns the long option name stands for, as getopt_long reads
+// it: an exact name, or the one name it is a prefix of.
+func (spec shellGetopt) resolve(name string) (string, bool) {
+	names := spec.known
+	if names == nil {
+		names = spec.long
+	}
+	if name == "" || slices.Contains(names, name) {
+		return name, name != ""
+	}
+	found := ""
+	for _, n := range names {
+		if strings.HasPrefix(n, name) {
+			if found != "" {
+				return name, false
+			}
+			found = n
+		}
+	}
+	return cmp.Or(found, name), found != ""
+}
+
 // cluster visits the short options in c.args[i] and returns the index of
 // the last word they use.
 func (c *shellCall) cluster(spec shellGetopt, i int, visit func(shellOption)) int {
 	v, text := c.args[i].value, c.args[i].show()
 	for j := 1; j < len(v); j++ {
-		o := shellOption{name: "-" + v[j:j+1], text: text, at: i}
+		o := shellOption{name: "-" + v[j:j+1], text: text, at: i,
+			unknown: spec.flags != "" && strings.IndexByte(spec.flags+spec.value+spec.optional, v[j]) < 0}
 		switch {
 		case strings.IndexByte(spec.optional, v[j]) >= 0:
 			o.value = v[j+1:]
@@ -315,8 +356,8 @@ func shellJoinText(words []shellWord) string {
 	return strings.Join(texts, " ")
 }
 
-// shellUniqShort are uniq's short options: flags, then letters that take
-// a value (digits are the obsolete -N).
+// shellUniqFlags are uniq's short options that take no value (digits are
+// the obsolete -N), shellUniqValue those that do.
 const (
 	shellUniqFlags = "cdDiuz0123456789"
 	shellUniqValue = "fsw"
@@ -330,13 +371,9 @@ var shellUniqLong = []string{"count", "repeated", "all-repeated", "group", "igno
 // operand. A glob operand could expand to two, and an unknown option
 // could hide a word from the count, so both ask.
 func shellUniqCheck(c *shellCall) {
-	spec := shellGetopt{value: shellUniqValue, long: []string{"skip-fields", "skip-chars", "check-chars"}}
+	spec := shellGetopt{value: shellUniqValue, flags: shellUniqFlags, long: []string{"skip-fields", "skip-chars", "check-chars"}, known: shellUniqLong}
 	operands := c.words(c.scan(spec, func(o shellOption) {
-		known := slices.Contains(shellUniqLong, strings.TrimPrefix(o.name, "--"))
-		if !o.long() {
-			known = strings.Contains(shellUniqFlags+shellUniqValue, o.name[1:])
-		}
-		if !known {
+		if o.unknown {
 			c.refuse("uniq "+o.name+" is an option this check does not know", shellOther,
 				"uses an option this check does not know", c.base+" "+o.text)
 		}
@@ -436,6 +473,35 @@ func shellGitCheck(c *shellCall) {
 			read.refuse("git "+sub+" with a %G format runs gpg to check signatures", shellRunsCode,
 				"runs gpg to check signatures", read.show(w))
 		}
+		if !strings.HasPrefix(w.value, "-") {
+			read.gitPath(sub, w)
+		}
+	}
+}
+
+// gitPath refuses a word of a read verb that may reach a credential-shaped
+// file through git rather than the shell: a path in a revision (HEAD:id_rsa,
+// :id_rsa for the index, :0:.env for a stage) or in a pathspec's magic
+// (:(icase)ID_RSA), and, for the verbs that take pathspecs, a glob, which
+// git matches against every path in any directory (its * crosses "/" and
+// matches dot files), where the deny list cannot follow it.
+func (c *shellCall) gitPath(sub string, w shellWord) {
+	if sub != "branch" && sub != "rev-parse" && strings.ContainsAny(w.value, "*?[") {
+		c.refuse("git "+sub+" matches the pathspec "+w.show()+" against every path, and it could reach a credential-shaped file",
+			shellSecrets, "may read a credential-shaped file through a pathspec", c.show(w))
+	}
+	_, after, ok := strings.Cut(w.value, ":")
+	if !ok {
+		return
+	}
+	for piece := range strings.SplitSeq(after, ":") {
+		if strings.HasPrefix(piece, "(") {
+			_, piece, _ = strings.Cut(piece, ")")
+		}
+		if reason, denied := Denied(piece); denied {
+			c.refuse("git "+sub+" "+w.show()+" reads a credential-shaped file: "+reason,
+				shellSecrets, "touches a credential-shaped file", c.show(w))
+		}
 	}
 }
 
@@ -469,7 +535,7 @@ var (
 func shellGitBranchLists(args []shellWord) bool {
 	lists, names, other := false, false, false
 	probe := &shellCall{args: args}
-	operands := probe.scan(shellGetopt{long: shellGitBranchValued}, func(o shellOption) {
+	operands := probe.scan(shellGetopt{long: shellGitBranchValued, known: shellGitBranchLong}, func(o shellOption) {
 		switch {
 		case o.name == "-l" || o.name == "--list":
 			lists = true
@@ -481,4 +547,37 @@ func shellGitBranchLists(args []shellWord) bool {
 	})
 	names = len(operands) > 0
 	return !other && (lists || !names)
+}
+
+// shellFileLong are file's long options (file 5.44); shellFileValued
+// those that take the next word.
+var (
+	shellFileLong = []string{"apple", "brief", "checking-printout", "compile", "dereference", "exclude",
+		"exclude-quiet", "extension", "files-from", "help", "keep-going", "list", "magic-file", "mime",
+		"mime-encoding", "mime-type", "no-buffer", "no-dereference", "no-pad", "no-sandbox", "parameter",
+		"preserve-date", "print0", "raw", "separator", "special-files", "uncompress", "uncompress-noreport",
+		"version"}
+	shellFileValued = []string{"exclude", "exclude-quiet", "files-from", "magic-file", "parameter", "separator"}
+)
+
+// shellFileCheck refuses file's options that write, run or read names
+// from a file, and checks every file of an -m list (magic:files, colon
+// separated) as a path: -m a:/etc/passwd reads /etc/passwd.
+func shellFileCheck(c *shellCall) {
+	rules := []shellOptionRule{
+		{short: 'C', long: "compile", risk: shellWrites, what: "writes a compiled magic file"},
+		{short: 'z', long: "uncompress", risk: shellRunsCode, what: "may run decompression programs"},
+		{short: 'Z', long: "uncompress-noreport", risk: shellRunsCode, what: "may run decompression programs"},
+		{short: 'f', long: "files-from", risk: shellOther, what: "reads the names of the files to examine from a file"},
+	}
+	spec := shellGetopt{value: "eFfmP", long: shellFileValued, known: shellFileLong}
+	c.scan(spec, func(o shellOption) {
+		c.refuseOption(o, rules)
+		if o.name != "-m" && o.name != "--magic-file" {
+			return
+		}
+		for piece := range strings.SplitSeq(o.value, ":") {
+			c.checkPath(shellWord{value: piece, text: piece, literal: true}, c.base+" "+o.text)
+		}
+	})
 }
