@@ -85,8 +85,8 @@ var shellParsers = sync.Pool{New: func() any { return syntax.NewParser() }}
 //   - no argument, and no piece of one after "=" (--basetemp=/x) or glued
 //     to a short option (-f/etc/x), is absolute (except /dev/null), starts
 //     with ~, or contains "..", and none is named like a credential (see
-//     [Denied]), except the words a listed command reads as code or an
-//     expression and never opens (a sed script, pytest -k);
+//     [Denied]), except the words a listed command reads as code or a
+//     pattern and never opens (a sed script, a grep pattern, pytest -k);
 //   - a glob given to a command that shows what it reads (cat, grep,
 //     head, base64, sha256sum; not ls or wc, which show names and sizes)
 //     cannot match a credential-shaped name: each of its path components
@@ -407,7 +407,7 @@ func (a *shellAnalysis) simple(words []shellWord) {
 	c.base, c.args, c.contents = entry.name, args, entry.contents
 	if entry.check != nil {
 		for _, w := range c.args {
-			if w.glob && (w.globAtStart || strings.HasPrefix(w.value, "-")) {
+			if w.glob && (w.globAtStart || strings.HasPrefix(w.value, "-")) && !entry.optionGlobsHarmless {
 				c.refuse(fmt.Sprintf("the glob %s could expand to an option of %s", w.show(), c.base),
 					shellOther, "expands a glob that could turn into an option", c.show(w))
 			}
@@ -428,10 +428,10 @@ type shellWord struct {
 	globAtStart bool // starts with an unquoted *, ? or [
 	dotGlob     bool // a glob in a path component that starts with "." (see shellDotGlob)
 	brace       bool // holds an unquoted brace expansion
-	// code marks a word a listed command reads as code or an expression,
-	// not as a path (a sed script, whose commands that name files all
-	// ask; pytest -k's expression), so the path and credential rules pass
-	// it by.
+	// code marks a word a listed command reads as code or a pattern, not
+	// as a path (a sed script, whose commands that name files all ask; a
+	// grep pattern; pytest -k's expression), so the path and credential
+	// rules pass it by.
 	code bool
 }
 

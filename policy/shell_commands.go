@@ -14,7 +14,8 @@ type shellCommand struct {
 	reason string
 	// check refuses, through shellCall.refuse, the uses of the command that
 	// do more than read or run the tests; nil when no use does. A command
-	// with a check also refuses a glob that could expand to an option.
+	// with a check also refuses a glob that could expand to an option,
+	// unless optionGlobsHarmless.
 	check func(c *shellCall)
 	// contents means the command shows what it reads of the files it is
 	// given, their text or something made of it (cat, grep, base64,
@@ -22,24 +23,38 @@ type shellCommand struct {
 	// its arguments that could match a credential-shaped name asks; ls,
 	// stat and wc show names, metadata and counts.
 	contents bool
+	// optionGlobsHarmless means every option only changes what is read
+	// or how it is printed, and the check does not rely on which words
+	// are options, so a glob that expands to one may pass.
+	optionGlobsHarmless bool
 }
 
 // shellSafeCommands are the commands that run without asking: the seed's
 // eleven (ls cat head tail grep wc find pytest echo pwd true) and what a
-// careful reviewer adds. Left out on purpose: cd (CDPATH, "cd" alone and
-// "cd -" leave the workspace, and it is what models use to leave it), awk
-// (system() and print > file), xargs and env (they run other commands),
-// less and more (pagers wait for a terminal), tee, printf -v, and
-// git grep (-O opens a pager program).
+// careful reviewer adds, read and print commands each with the uses that
+// still ask. The sandbox image (Debian bookworm) lacks some of them (rg,
+// tree, file, jq, xxd, hexdump, column, strings, look, cal); they are
+// listed for images that have them, and not found where they are not.
+// Left out on purpose: cd (CDPATH, "cd" alone and "cd -" leave the
+// workspace, and it is what models use to leave it), xargs (it runs
+// other commands), less and more (pagers wait for a terminal), tee, yes
+// (it never ends on its own), yq (one yq writes files with -i and
+// --split-exp), sleep, and git grep (-O opens a pager program).
 var shellSafeCommands = []shellCommand{
 	{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
 	{name: "cat", reason: "prints files", contents: true},
 	{name: "head", reason: "prints the first lines of files; no option writes or waits", contents: true},
 	{name: "tail", reason: "prints the last lines of files; following a file never ends, so -f, -F and --follow ask",
 		check: shellTailCheck, contents: true},
-	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program", contents: true},
+	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program; its pattern is matched, never opened, so it may look like a path or a credential's name",
+		check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+	{name: "egrep", reason: "is grep -E", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+	{name: "fgrep", reason: "is grep -F", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+	// A glob could expand to --files0-from only through a file so named,
+	// and then wc would print names and counts, never text: wc and du
+	// let such globs pass (wc -l *.py).
 	{name: "wc", reason: "counts lines, words and bytes; --files0-from asks, since it takes the file names from a file this check cannot see",
-		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom)},
+		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom), optionGlobsHarmless: true},
 	{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
 		check: shellFindCheck},
 	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions), and not those that import by name, load other configuration, write, delete or reach the network",
@@ -47,14 +62,26 @@ var shellSafeCommands = []shellCommand{
 	{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck, contents: true},
 	{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
 	{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+	{name: "python", reason: "only as python -m pytest, which is pytest, or python --version, which prints the version; anything else runs Python code",
+		check: shellPythonCheck},
+	{name: "python3", reason: "only as python3 -m pytest or python3 --version, as python", check: shellPythonCheck},
 	{name: "echo", reason: "prints its arguments"},
+	{name: "printf", reason: "prints its arguments by a format; -v, which sets a shell variable instead, asks; options come only before the format, so a glob after it is never one",
+		check: shellPrintfCheck, optionGlobsHarmless: true},
 	{name: "pwd", reason: "prints the working directory"},
 	{name: "true", reason: "does nothing"},
 	{name: "false", reason: "does nothing and fails"},
 	{name: "test", reason: "tests strings and file attributes; prints and writes nothing"},
 	{name: "[", reason: "is test"},
+	{name: "expr", reason: "computes with its arguments and prints the result"},
+	{name: "seq", reason: "prints numbers"},
+	{name: "factor", reason: "prints the prime factors of numbers"},
 	{name: "sed", reason: "prints an edited stream; only scripts this check reads as GNU sed does and that only select, print and substitute pass: -i, -f, and the w, W, r, R and e commands and s///w and s///e ask",
 		check: shellSedCheck, contents: true},
+	{name: "awk", reason: "runs an awk program over its input; only a program given on the command line with -F and -v at most, that calls no system, getline, close or fflush, pipes nothing (|), touches no ARGV, ARGC or @-extension and, if it prints, holds no >, passes: those run commands, write files or read other files",
+		check: shellAwkCheck, contents: true},
+	{name: "mawk", reason: "is awk, as Debian's default", check: shellAwkCheck, contents: true},
+	{name: "gawk", reason: "is awk; its own options (-f, -i, -l, --load, --profile, --dump-variables) ask", check: shellAwkCheck, contents: true},
 	{name: "stat", reason: "prints file metadata"},
 	{name: "sort", reason: "sorts lines; -o writes a file, -T writes temporary files elsewhere, --compress-program runs a program, --files0-from reads names from a file: those ask",
 		check: shellRefuseOptions(shellGetopt{value: "kotST"},
@@ -68,6 +95,44 @@ var shellSafeCommands = []shellCommand{
 	{name: "tr", reason: "translates its input; it opens no file at all"},
 	{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)",
 		contents: true},
+	{name: "cmp", reason: "compares files; -l and -b print the bytes that differ, and nothing writes", contents: true},
+	{name: "comm", reason: "prints the lines two sorted files share or do not", contents: true},
+	{name: "join", reason: "prints the lines of two files joined on a field", contents: true},
+	{name: "paste", reason: "prints files side by side", contents: true},
+	{name: "nl", reason: "prints files with line numbers", contents: true},
+	{name: "tac", reason: "prints files last line first", contents: true},
+	{name: "rev", reason: "prints each line reversed", contents: true},
+	{name: "fold", reason: "prints lines wrapped", contents: true},
+	{name: "fmt", reason: "prints paragraphs refilled", contents: true},
+	{name: "pr", reason: "prints files paginated", contents: true},
+	{name: "column", reason: "prints its input in columns", contents: true},
+	{name: "expand", reason: "prints files with tabs made spaces", contents: true},
+	{name: "unexpand", reason: "prints files with spaces made tabs", contents: true},
+	{name: "numfmt", reason: "prints numbers in other units"},
+	{name: "tsort", reason: "prints a topological order of the pairs it reads", contents: true},
+	{name: "look", reason: "prints the lines of a sorted file that start with a string", contents: true},
+	{name: "shuf", reason: "prints lines in random order; -o writes a file, so it asks",
+		check: shellRefuseOptions(shellGetopt{value: "ino", long: []string{"input-range", "head-count", "output", "random-source"}},
+			shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}), contents: true},
+	{name: "base64", reason: "prints files encoded, or decoded with -d, to its output; no option writes", contents: true},
+	{name: "base32", reason: "is base64 in base 32", contents: true},
+	{name: "basenc", reason: "is base64 in other bases", contents: true},
+	{name: "od", reason: "prints files as octal, hex or characters", contents: true},
+	{name: "hexdump", reason: "prints files in hex", contents: true},
+	{name: "xxd", reason: "prints files in hex, or turns hex back with -r; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
+		check: shellXxdCheck, contents: true},
+	{name: "strings", reason: "prints the text in binary files; @FILE reads more arguments from a file, so it asks", check: shellStringsCheck, contents: true},
+	{name: "cksum", reason: "prints checksums (of a secret too, which for a short password gives it away: a glob that could match one asks)", contents: true},
+	{name: "md5sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha1sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha224sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha256sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha384sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha512sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "b2sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "jq", reason: "prints JSON filtered; no option or builtin writes a file or runs a program, and what it reads beside its input (--rawfile, --slurpfile, -f) is named on the command line, but for modules and data that import and include load by a name inside the filter, so those ask",
+		check: shellJqCheck, contents: true, optionGlobsHarmless: true},
 	{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask; every file of an -m list is checked as a path",
 		check: shellFileCheck, contents: true},
 	{name: "rg", reason: "searches text like grep; --pre and --pre-glob run a program on every file, -z runs decompressors, --hostname-bin runs a program: those ask",
@@ -78,14 +143,47 @@ var shellSafeCommands = []shellCommand{
 			shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"}), contents: true},
 	// tree reads an option's value from the next word and goes on with
 	// the cluster, so every letter of a cluster is checked.
-	{name: "tree", reason: "draws the directory tree; -o writes it to a file and -R writes 00Tree.html in every directory, so they ask",
+	{name: "tree", reason: "draws the directory tree; -o writes it to a file, -R writes 00Tree.html in every directory and --fromfile draws the lines of a file, so they ask",
 		check: shellRefuseOptions(shellGetopt{},
 			shellOptionRule{short: 'o', risk: shellDeletes, what: "writes its listing to a file, replacing it"},
-			shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"})},
+			shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"},
+			shellOptionRule{long: "fromfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"},
+			shellOptionRule{long: "fromtabfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"})},
 	{name: "du", reason: "sums disk usage; --files0-from asks",
-		check: shellRefuseOptions(shellGetopt{value: "BdXt"}, shellFilesFrom)},
+		check: shellRefuseOptions(shellGetopt{value: "BdXt"}, shellFilesFrom), optionGlobsHarmless: true},
+	{name: "df", reason: "prints the free space of file systems; no option writes"},
 	{name: "basename", reason: "prints a name without its directory"},
 	{name: "dirname", reason: "prints the directory of a name"},
+	{name: "realpath", reason: "prints where a path leads"},
+	{name: "readlink", reason: "prints a link's target"},
+	{name: "which", reason: "prints where a command is found on PATH"},
+	{name: "type", reason: "prints what the shell would run for a name"},
+	{name: "command", reason: "only as command -v or -V, which print what a name is; otherwise it runs the command",
+		check: shellCommandCheck},
+	{name: "date", reason: "prints the date; -s, --set and an operand not starting with + set the clock, so they ask (and -f reads a file, whose lines it prints in errors)",
+		check: shellDateCheck, contents: true},
+	{name: "cal", reason: "prints a calendar"},
+	{name: "uname", reason: "prints the kernel and machine"},
+	{name: "whoami", reason: "prints the user"},
+	{name: "id", reason: "prints the user's and groups' ids"},
+	{name: "groups", reason: "prints the user's groups"},
+	{name: "nproc", reason: "prints the number of processors"},
+	{name: "lscpu", reason: "prints the processors' details"},
+	{name: "uptime", reason: "prints how long the system has run and its load"},
+	{name: "free", reason: "prints memory use; -s repeats it and never ends, so it asks",
+		check: shellRefuseOptions(shellGetopt{value: "sc", long: []string{"seconds", "count"}},
+			shellOptionRule{short: 's', long: "seconds", risk: shellOther, what: "repeats and never ends"})},
+	{name: "locale", reason: "prints the locale settings"},
+	// The sandbox runs every command in a process namespace of its own.
+	{name: "ps", reason: "lists processes, which in the sandbox are the command's own; no option writes"},
+	{name: "hostname", reason: "only alone or with -s, which print the host name; an operand or -F sets it, and -i, -f and the others look names up on the network",
+		check: shellHostnameCheck},
+	// The sandbox starts every command with a fixed environment (PATH,
+	// HOME=/tmp, LANG and two settings for Python), nothing of
+	// shelldon's, so printing it gives nothing away.
+	{name: "printenv", reason: "prints the environment, which the sandbox fixes"},
+	{name: "env", reason: "alone, prints the environment, as printenv; with a command or a variable it runs or changes something, so it asks",
+		check: shellEnvCheck},
 	// Output is captured, never a terminal, so git starts no pager and
 	// --no-pager is not needed. status and diff may refresh .git/index, a
 	// write git makes on its own. What a word check cannot see: the
@@ -549,6 +647,172 @@ func shellGitBranchLists(args []shellWord) bool {
 	return !other && (lists || !names)
 }
 
+// shellGrepLong are GNU grep's long options (3.8); shellGrepValued those
+// that take a value, from the next word when written without "=".
+var (
+	shellGrepLong = []string{"basic-regexp", "extended-regexp", "fixed-regexp", "fixed-strings", "perl-regexp",
+		"after-context", "before-context", "binary-files", "byte-offset", "context", "color", "colour", "count",
+		"devices", "directories", "dereference-recursive", "exclude", "exclude-from", "exclude-dir", "file",
+		"files-with-matches", "files-without-match", "group-separator", "help", "include", "ignore-case",
+		"no-ignore-case", "initial-tab", "label", "line-buffered", "line-number", "line-regexp", "max-count",
+		"no-filename", "no-group-separator", "no-messages", "null", "null-data", "only-matching", "quiet",
+		"recursive", "regexp", "invert-match", "silent", "text", "binary", "unix-byte-offsets", "version",
+		"with-filename", "word-regexp"}
+	shellGrepValued = []string{"after-context", "before-context", "binary-files", "context", "devices",
+		"directories", "exclude", "exclude-from", "exclude-dir", "file", "group-separator", "include", "label",
+		"max-count", "regexp"}
+)
+
+// shellGrepCheck finds grep's pattern, which grep matches and never
+// opens, so that it may look like a path or a credential's name (grep -rn
+// token src): the values of -e, or else the first operand. It is sure of
+// the pattern only when it knows every option (grep 3.8's getopt string
+// and long options, abbreviations resolved), and a glob is never taken
+// for it, since it would expand into the pattern and files to read.
+func shellGrepCheck(c *shellCall) {
+	sure, given := true, false
+	spec := shellGetopt{value: "ABCDXdefm", flags: "0123456789EFGHIPTUVabchiLlnoqRrsuvwxyZz",
+		long: shellGrepValued, known: shellGrepLong}
+	operands := c.scan(spec, func(o shellOption) {
+		switch {
+		case o.unknown:
+			sure = false
+		case o.name == "-e" || o.name == "--regexp":
+			given = true
+			if !c.args[o.at].glob {
+				c.args[o.at].code = true
+			}
+		case o.name == "-f" || o.name == "--file":
+			given = true
+		}
+	})
+	if sure && !given && len(operands) > 0 && !c.args[operands[0]].glob {
+		c.args[operands[0]].code = true
+	}
+}
+
+// shellPythonVersions are the ways to ask Python for its version only.
+var shellPythonVersions = []string{"--version", "-V", "-VV"}
+
+// shellPythonCheck lets python run only to print its version; python -m
+// pytest never reaches it (shellLookup makes it pytest).
+func shellPythonCheck(c *shellCall) {
+	if len(c.args) == 1 && slices.Contains(shellPythonVersions, c.args[0].value) {
+		return
+	}
+	c.a.refuse(c.base + " runs Python code; only " + c.base + " -m pytest and " + c.base + " --version run without asking")
+	c.python()
+}
+
+// shellPrintfCheck refuses -v, bash's printf into a variable; options are
+// read only before the format.
+func shellPrintfCheck(c *shellCall) {
+	if len(c.args) > 0 && strings.HasPrefix(c.args[0].value, "-v") {
+		c.refuse("printf -v sets a shell variable", shellOther, "sets a shell variable", c.show(c.args[0]))
+	}
+}
+
+// shellCommandCheck lets command run only to say what a name is (-v,
+// -V); otherwise it runs the command, judged as a command of its own.
+func shellCommandCheck(c *shellCall) {
+	if len(c.args) > 1 && (c.args[0].value == "-v" || c.args[0].value == "-V") &&
+		!slices.ContainsFunc(c.args[1:], func(w shellWord) bool { return strings.HasPrefix(w.value, "-") }) {
+		return
+	}
+	c.a.refuse("command runs the command it names; only command -v and -V run without asking")
+	c.wrapped(c.leading(""))
+}
+
+// shellEnvCheck lets env run only to print the environment.
+func shellEnvCheck(c *shellCall) {
+	if !slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value != "-0" && w.value != "--null" }) {
+		return
+	}
+	c.a.refuse("env with a command, a variable or an option other than -0 runs or changes something")
+	c.env()
+}
+
+// shellHostnameCheck lets hostname run only to print the name.
+func shellHostnameCheck(c *shellCall) {
+	if !slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value != "-s" && w.value != "--short" }) {
+		return
+	}
+	c.refuse("hostname with an operand or an option other than -s sets the host name, reads it from a file or looks names up on the network",
+		shellPrivilege, "may set the host name", c.show(c.args...))
+}
+
+// shellDateLong are date's long options (GNU coreutils 9.1).
+var shellDateLong = []string{"date", "debug", "file", "iso-8601", "resolution", "rfc-email", "rfc-3339",
+	"reference", "set", "utc", "universal", "help", "version"}
+
+// shellDateCheck refuses setting the clock: -s, --set, and an operand not
+// starting with + (MMDDhhmm…), which GNU date takes as the time to set.
+func shellDateCheck(c *shellCall) {
+	set := shellOptionRule{short: 's', long: "set", risk: shellPrivilege, what: "sets the system clock"}
+	spec := shellGetopt{value: "dfrs", optional: "I", long: []string{"date", "file", "reference", "set", "rfc-3339"}, known: shellDateLong}
+	operands := c.scan(spec, func(o shellOption) { c.refuseOption(o, []shellOptionRule{set}) })
+	for _, w := range c.words(operands) {
+		if !strings.HasPrefix(w.value, "+") {
+			c.refuse("date "+w.show()+" sets the system clock", shellPrivilege, "sets the system clock", c.show(w))
+		}
+	}
+}
+
+// shellXxdValued are xxd's options that take a value, with the rest of
+// the long spelling xxd also accepts (-c or -cols): written alone or so
+// spelled, the value is the next word, else the rest of the word.
+var shellXxdValued = map[byte]string{'c': "ols", 'g': "roupsize", 'l': "en", 'n': "ame", 'o': "ffset", 's': "eek", 'R': ""}
+
+// shellXxdCheck allows one input operand at most, as for uniq: xxd writes
+// its second. xxd reads each option by its first letter, so -r is
+// -revert; a letter it does not know asks.
+func shellXxdCheck(c *shellCall) {
+	var operands []shellWord
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		v := w.value
+		if v == "--" {
+			operands = append(operands, c.args[i+1:]...)
+			break
+		}
+		if len(v) < 2 || v[0] != '-' {
+			operands = append(operands, w)
+			continue
+		}
+		if rest, valued := shellXxdValued[v[1]]; valued {
+			if len(v) == 2 || rest != "" && strings.HasPrefix(v[2:], rest) {
+				i++
+			}
+			continue
+		}
+		if strings.IndexByte("abCdEehipruv", v[1]) < 0 {
+			c.refuse("xxd "+w.show()+" is an option this check does not know", shellOther,
+				"uses an option this check does not know", c.show(w))
+		}
+	}
+	for _, w := range operands {
+		if w.glob {
+			c.refuse("xxd "+w.show()+" could expand to a second file, which xxd overwrites", shellDeletes,
+				"may overwrite the second file "+w.show()+" expands to", c.show(w))
+		}
+	}
+	if len(operands) > 1 {
+		c.refuse("xxd writes its second operand ("+operands[1].show()+")", shellDeletes,
+			"overwrites "+operands[1].show(), c.show(operands...))
+	}
+}
+
+// shellStringsCheck refuses @FILE, from which binutils read more
+// arguments, files to read among them, that this check cannot see.
+func shellStringsCheck(c *shellCall) {
+	for _, w := range c.args {
+		if strings.HasPrefix(w.value, "@") {
+			c.refuse("strings "+w.show()+" reads more arguments from a file", shellOther,
+				"reads more arguments from a file", c.show(w))
+		}
+	}
+}
+
 // shellFileLong are file's long options (file 5.44); shellFileValued
 // those that take the next word.
 var (
@@ -580,4 +844,84 @@ func shellFileCheck(c *shellCall) {
 			c.checkPath(shellWord{value: piece, text: piece, literal: true}, c.base+" "+o.text)
 		}
 	})
+}
+
+// shellAwkCheck lets awk run a program given on the command line that
+// only reads its input and prints (see shellAwkProgram); the only
+// options are -F and -v. -f runs a program from a file this check cannot
+// read, and the rest load libraries (gawk -l, -i), write files (gawk
+// --profile, --dump-variables) or are mawk's -W.
+func shellAwkCheck(c *shellCall) {
+	program := -1
+scan:
+	for i := 0; i < len(c.args); i++ {
+		switch v := c.args[i].value; {
+		case v == "--":
+			program = i + 1
+			break scan
+		case v == "-F" || v == "-v":
+			i++
+		case strings.HasPrefix(v, "-F") || strings.HasPrefix(v, "-v"):
+		case len(v) > 1 && v[0] == '-':
+			c.refuse(c.base+" "+c.args[i].show()+" is an option this check does not read; only -F and -v are",
+				shellRunsCode, "runs an awk program with options that may load or write files", c.show(c.args[i]))
+			return
+		default:
+			program = i
+			break scan
+		}
+	}
+	if program < 0 || program >= len(c.args) {
+		c.refuse(c.base+" has no program", shellOther, "runs awk without a program", c.base)
+		return
+	}
+	w := &c.args[program]
+	if w.glob {
+		c.refuse("the awk program "+w.show()+" is a glob", shellOther, "expands a glob into an awk program", c.show(*w))
+		return
+	}
+	w.code = true
+	if what := shellAwkProgram(w.value); what != "" {
+		c.refuse("the awk program "+what, shellRunsCode, "runs an awk program that can run commands or write files", c.base)
+	}
+}
+
+// shellAwkProgram says what in an awk program could run a command, write
+// a file or read one not named on the command line, or "". It reads no
+// grammar, only words, so strings and regular expressions count too,
+// which only makes it refuse more: system, getline and close (commands
+// and files), fflush, ARGV and ARGC (which name the files read), @ (gawk's
+// extensions and indirect calls), | other than || (pipes to and from
+// commands, gawk's |&), and, in a program that prints, a > that may
+// follow a print (print > file). Only print and printf redirect, and
+// they stand only in actions, so a > before the program's first {, " and
+// / is a comparison in its first pattern (NR>1 {print $2}); without
+// print or printf, every > is.
+func shellAwkProgram(program string) string {
+	for _, word := range []string{"system", "getline", "close", "fflush", "ARGV", "ARGC", "@"} {
+		if strings.Contains(program, word) {
+			return "uses " + word
+		}
+	}
+	if strings.Contains(strings.ReplaceAll(program, "||", ""), "|") {
+		return "pipes to or from a command (|)"
+	}
+	pattern := strings.IndexAny(program, "{\"/")
+	if pattern >= 0 && strings.Contains(program[pattern:], ">") && strings.Contains(program, "print") {
+		return "prints and holds a > that may send the output to a file"
+	}
+	return ""
+}
+
+// shellJqCheck refuses a jq filter that imports or includes a module or a
+// data file: jq finds it by name along a search path, where this check
+// cannot follow it. The words are read without jq's grammar, so a string
+// holding either word asks too.
+func shellJqCheck(c *shellCall) {
+	for _, w := range c.args {
+		if strings.Contains(w.value, "import") || strings.Contains(w.value, "include") {
+			c.refuse("jq "+w.show()+" may load a module or data file by name", shellOther,
+				"loads a jq module or data file by name", c.show(w))
+		}
+	}
 }

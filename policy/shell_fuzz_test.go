@@ -96,9 +96,14 @@ func shellFuzzUnsafe(file *syntax.File) string {
 	return why
 }
 
-// shellFuzzListed reports whether name with args runs a listed command.
+// shellFuzzListed reports whether name with args runs a listed command:
+// python only as python -m pytest or python --version.
 func shellFuzzListed(name string, args []*syntax.Word) bool {
 	if name == "python" || name == "python3" {
+		if len(args) == 1 {
+			flag, ok := shellFuzzLiteral(args[0])
+			return ok && (flag == "--version" || flag == "-V" || flag == "-VV")
+		}
 		if len(args) < 2 {
 			return false
 		}
@@ -184,6 +189,8 @@ func TestShellFuzzOracle(t *testing.T) {
 		{"ls -la | wc -l && echo ok; true", false},
 		{`l\s 2>&1 >/dev/null`, false},
 		{"python -m pytest -q", false},
+		{"python3 --version", false},
+		{"python3 --version x.py", true},
 		{"rm x", true},
 		{"python x.py", true},
 		{"ls > out", true},

@@ -340,7 +340,7 @@ func TestClassifyPathsAndGlobs(t *testing.T) {
 		{"grep --include=/x y", false},
 		{"grep -f/etc/passwd x", false},
 		{"grep -f~/x y", false},
-		{"grep -rn '/api/' .", false},
+		{"grep -rn '/api/' .", true}, // the pattern is matched, never opened
 		{"diff a /dev/null", true},
 		{"cat /dev/null", true},
 		{"cat /dev/zero", false},
@@ -438,11 +438,12 @@ func TestClassifyCommandWords(t *testing.T) {
 		{"du -sh .", true},
 		{"basename src/main.py", true},
 		{"dirname src/main.py", true},
-		{"awk '{print $1}' x", false},
+		{"awk '{print $1}' x", true},
 		{"cd tools", false},
 		{"cd tools && ls", false},
 		{"less notes.txt", false},
-		{"printf hi", false},
+		{"printf hi", true},
+		{"printf -v x hi", false},
 	})
 }
 
@@ -505,7 +506,8 @@ func TestClassifyListedCommandChecks(t *testing.T) {
 		{"uniq names*.txt", false},
 		{"uniq --bogus names.txt", false},
 		// wc, du, file, rg, tree
-		{"wc -l *.py", false},
+		{"wc -l *.py", true}, // a glob that becomes --files0-from makes wc print names and counts
+		{"wc -l -- *.py", true},
 		{"wc -l src/*.py", true},
 		{"wc --files0-from=list", false},
 		{"du --files0-from=list", false},
@@ -694,7 +696,7 @@ func TestClassifyNotes(t *testing.T) {
 		{"ls & rm -rf todo.py", RiskLookClosely, false, []string{"deletes todo.py (rm -rf)", "runs in the background (&)"}, nil},
 		{"kill -9 1", RiskLookClosely, false, []string{"stops processes (kill -9 1)"}, nil},
 		{"crontab -r", RiskLookClosely, false, []string{"schedules commands"}, nil},
-		{"awk '{print $1}' x", RiskRoutine, false, []string{"runs an awk program (awk)"}, nil},
+		{"awk -f prog.awk x", RiskLookClosely, false, []string{"runs an awk program with options that may load or write files (awk -f)"}, nil},
 		{"awk 'BEGIN{system(\"rm x\")}'", RiskLookClosely, false, []string{"can run commands or write files"}, nil},
 		{"node -e 'x()'", RiskLookClosely, false, []string{"runs inline code (node -e)"}, nil},
 		{"perl -ne 'print'", RiskLookClosely, false, []string{"runs inline code (perl -ne)"}, nil},
