@@ -433,6 +433,10 @@ type shellWord struct {
 	// grep pattern; pytest -k's expression), so the path and credential
 	// rules pass it by.
 	code bool
+	// revision marks a word git reads as a revision or a path: ".." in it
+	// asks only as a whole path component, since HEAD~3..HEAD and
+	// main...topic are ranges.
+	revision bool
 }
 
 // show returns the word as written, made safe to print on one line.
@@ -753,7 +757,7 @@ func (c *shellCall) checkPath(w shellWord, how string) {
 			c.checkGlob(w, piece, how)
 		}
 	})
-	if strings.Contains(w.value, "..") {
+	if strings.Contains(w.value, "..") && (!w.revision || shellClimbs(w.value)) {
 		c.a.refuse("an argument contains .. (" + how + ")")
 		if !leaves {
 			c.note(shellOther, "uses .. in a path", how)
@@ -807,6 +811,11 @@ func shellAlnum(s string) bool {
 		}
 	}
 	return true
+}
+
+// shellClimbs reports whether a path has ".." as a component.
+func shellClimbs(p string) bool {
+	return slices.Contains(strings.Split(p, "/"), "..")
 }
 
 // shellEscapes reports whether a relative path climbs out of the

@@ -192,10 +192,9 @@ var shellSafeCommands = []shellCommand{
 	// on diff, log -p, show) that git runs as it reads; they change only
 	// through an approved write and run inside the sandbox, like the test
 	// code pytest runs. Nor can it see what history holds: git log -p and
-	// git show print a credential file someone committed. ls-files and
-	// blame ask because the git tool's own allowlist, which this check
-	// reuses, does not hold them.
-	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, branch listing), and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
+	// git show print a credential file someone committed, and git remote
+	// -v a token written into a remote's URL (as cat .git/config would).
+	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
 		check: shellGitCheck},
 }
 
@@ -527,20 +526,25 @@ func shellSedCheck(c *shellCall) {
 	}
 }
 
-// shellGitReadVerbs are the git verbs that only read. branch is read-only
-// only when listing, which shellGitBranch checks.
-var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "branch"}
+// shellGitReadVerbs are the git verbs that only read. branch, tag, remote
+// and stash only read when they list or show, which shellGitLists checks.
+var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "cat-file",
+	"blame", "describe", "shortlog", "branch", "tag", "remote", "stash"}
 
 // shellGitReadRules are options of the read verbs that write or run.
 var shellGitReadRules = []shellOptionRule{
 	{long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
 	{long: "textconv", risk: shellRunsCode, what: "runs the conversion programs the configuration names"},
 	{long: "show-signature", risk: shellRunsCode, what: "runs gpg to check signatures"},
+	{long: "filters", risk: shellRunsCode, what: "runs the filter programs the configuration names"},
 }
 
 // shellGitCheck lets git run without asking only when the git tool's own
 // rules ([CheckGit]) allow the command and its verb only reads.
 func shellGitCheck(c *shellCall) {
+	if len(c.args) == 1 && c.args[0].value == "--version" {
+		return
+	}
 	argv := make([]string, 0, len(c.args)+1)
 	argv = append(argv, "git")
 	for _, w := range c.args {
@@ -560,13 +564,16 @@ func shellGitCheck(c *shellCall) {
 	rest := c.args[verb+1:]
 	sub := verdict.Subcommand
 	how := "git " + sub
-	if !slices.Contains(shellGitReadVerbs, sub) || sub == "branch" && !shellGitBranchLists(rest) {
+	if !slices.Contains(shellGitReadVerbs, sub) || !shellGitLists(sub, rest) {
 		c.refuse("git "+sub+" with these arguments does more than read", shellGitRisk(verdict), verdict.Note, how)
 		return
 	}
 	read := &shellCall{a: c.a, base: how, args: rest}
 	read.scan(shellGetopt{}, func(o shellOption) { read.refuseOption(o, shellGitReadRules) })
-	for _, w := range rest {
+	for i, w := range rest {
+		if !strings.HasPrefix(w.value, "-") {
+			rest[i].revision = true
+		}
 		if strings.Contains(w.value, "%G") {
 			read.refuse("git "+sub+" with a %G format runs gpg to check signatures", shellRunsCode,
 				"runs gpg to check signatures", read.show(w))
@@ -584,7 +591,7 @@ func shellGitCheck(c *shellCall) {
 // git matches against every path in any directory (its * crosses "/" and
 // matches dot files), where the deny list cannot follow it.
 func (c *shellCall) gitPath(sub string, w shellWord) {
-	if sub != "branch" && sub != "rev-parse" && strings.ContainsAny(w.value, "*?[") {
+	if sub != "branch" && sub != "tag" && sub != "rev-parse" && strings.ContainsAny(w.value, "*?[") {
 		c.refuse("git "+sub+" matches the pathspec "+w.show()+" against every path, and it could reach a credential-shaped file",
 			shellSecrets, "may read a credential-shaped file through a pathspec", c.show(w))
 	}
@@ -613,6 +620,27 @@ func shellGitRisk(v GitVerdict) shellRisk {
 		return shellDeletes
 	}
 	return shellWrites
+}
+
+// shellGitLists reports whether a read verb with args only reads: the
+// verbs that also change things (branch, tag, remote, stash) only when
+// they list or show.
+func shellGitLists(sub string, args []shellWord) bool {
+	switch sub {
+	case "branch":
+		return shellGitBranchLists(args)
+	case "tag":
+		return shellGitTagLists(args)
+	case "remote":
+		// "git remote" and "git remote -v" list; its verbs change the
+		// configuration or ask the remote, so they ask.
+		return !slices.ContainsFunc(args, func(w shellWord) bool { return w.value != "-v" && w.value != "--verbose" })
+	case "stash":
+		// git stash alone pushes; list and show read, and take the
+		// options of git log and git diff, which the read rules check.
+		return len(args) > 0 && (args[0].value == "list" || args[0].value == "show")
+	}
+	return true
 }
 
 // shellGitBranchFlags are git branch's short options that only list.
@@ -911,6 +939,36 @@ func shellAwkProgram(program string) string {
 		return "prints and holds a > that may send the output to a file"
 	}
 	return ""
+}
+
+// shellGitTagFlags are git tag's short options that only list (-n takes
+// its count glued, -n5); shellGitTagLong its long ones, and
+// shellGitTagValued those that take the next word.
+const shellGitTagFlags = "lni"
+
+var (
+	shellGitTagLong = []string{"list", "sort", "contains", "no-contains", "merged", "no-merged", "points-at",
+		"column", "no-column", "format", "color", "ignore-case", "omit-empty"}
+	shellGitTagValued = []string{"sort", "contains", "no-contains", "merged", "no-merged", "points-at", "format"}
+)
+
+// shellGitTagLists reports whether git tag with args only lists: only
+// listing options, and names only as patterns after --list or -l
+// (elsewhere a name creates a tag).
+func shellGitTagLists(args []shellWord) bool {
+	lists, other := false, false
+	probe := &shellCall{args: args}
+	operands := probe.scan(shellGetopt{optional: "n", long: shellGitTagValued, known: shellGitTagLong}, func(o shellOption) {
+		switch {
+		case o.name == "-l" || o.name == "--list":
+			lists = true
+		case o.long():
+			other = other || o.unknown
+		default:
+			other = other || !strings.Contains(shellGitTagFlags, o.name[1:])
+		}
+	})
+	return !other && (lists || len(operands) == 0)
 }
 
 // shellJqCheck refuses a jq filter that imports or includes a module or a

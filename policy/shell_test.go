@@ -617,7 +617,9 @@ func TestClassifyListedCommandChecks(t *testing.T) {
 		{"git config core.fsmonitor x", false},
 		{"git clean -fdx", false},
 		{"git", false},
-		{"git --version", false},
+		{"git --version", true},
+		{"git --version status", false},
+		{"git --exec-path", false},
 	})
 }
 
