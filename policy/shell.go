@@ -75,8 +75,10 @@ var shellParsers = sync.Pool{New: func() any { return syntax.NewParser() }}
 //     break in a quoted word or after a backslash is part of a word);
 //   - the only redirects send stdout or stderr to /dev/null or to each
 //     other (2>&1, 2>/dev/null, >/dev/null, 1>&2): they discard or merge
-//     output and write nothing. &> asks: POSIX sh reads "ls &>x" as "ls &"
-//     and ">x";
+//     output and write nothing, or read standard input from a file named
+//     plainly (sort < names.txt), which the path rules judge as they
+//     judge an argument. &> asks: POSIX sh reads "ls &>x" as "ls &" and
+//     ">x";
 //   - nothing is expanded but file name globs: no $(…), backticks, <(…),
 //     >(…), $x, ${x}, $((…)), $'…', no brace expansion ({a,b} builds words
 //     this check would have to expand to see), no assignments (X=1 cmd),
@@ -639,7 +641,13 @@ func (a *shellAnalysis) redirect(r *syntax.Redirect) {
 			a.note(shellDeletes, "overwrites "+target.show(), how)
 		}
 	case syntax.RdrIn:
-		a.refuse("reads input from a file (" + how + ")")
+		if fd == "" && target.literal && !target.glob && !target.brace {
+			// Reading a file as input is reading it as an argument:
+			// the path rules decide, as for a command that shows it.
+			(&shellCall{a: a, base: "<", contents: true}).checkArg(target)
+			return
+		}
+		a.refuse("reads input from a file other than a plain path (" + how + ")")
 		a.note(shellOther, "reads "+target.show(), how)
 	case syntax.RdrInOut:
 		a.refuse("opens a file for writing (" + how + ")")

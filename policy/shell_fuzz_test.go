@@ -135,8 +135,19 @@ func shellFuzzRedirect(r *syntax.Redirect) string {
 		return ""
 	case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut || r.Op == syntax.RdrClob) && target == "/dev/null":
 		return ""
+	case r.Op == syntax.RdrIn && fd == "" && shellFuzzPlainPath(target):
+		return ""
 	}
 	return "it redirects with " + r.Op.String() + " " + target
+}
+
+// shellFuzzPlainPath reports whether a redirect may read from target: a
+// path inside the workspace, with no glob, named like no credential.
+func shellFuzzPlainPath(target string) bool {
+	if _, denied := Denied(target); denied || strings.ContainsAny(target, "*?[{") || strings.Contains(target, "..") {
+		return false
+	}
+	return target == "/dev/null" || target != "" && target[0] != '/' && target[0] != '~'
 }
 
 // shellFuzzLiteral resolves a word the shell would pass unchanged but for
@@ -194,6 +205,9 @@ func TestShellFuzzOracle(t *testing.T) {
 		{"rm x", true},
 		{"python x.py", true},
 		{"ls > out", true},
+		{"sort < names.txt", false},
+		{"sort < /etc/passwd", true},
+		{"sort < .env", true},
 		{"ls 2>&3", true},
 		{"echo $x", true},
 		{"echo $'x'", true},
