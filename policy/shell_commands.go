@@ -793,7 +793,9 @@ var shellXxdValued = map[byte]string{'c': "ols", 'g': "roupsize", 'l': "en", 'n'
 
 // shellXxdCheck allows one input operand at most, as for uniq: xxd writes
 // its second. xxd reads each option by its first letter, so -r is
-// -revert; a letter it does not know asks.
+// -revert, and stops at the first word that is none, after which every
+// word is an operand (xxd in -r writes a file named -r); a letter it
+// does not know asks.
 func shellXxdCheck(c *shellCall) {
 	var operands []shellWord
 	for i := 0; i < len(c.args); i++ {
@@ -804,8 +806,8 @@ func shellXxdCheck(c *shellCall) {
 			break
 		}
 		if len(v) < 2 || v[0] != '-' {
-			operands = append(operands, w)
-			continue
+			operands = append(operands, c.args[i:]...)
+			break
 		}
 		if rest, valued := shellXxdValued[v[1]]; valued {
 			if len(v) == 2 || rest != "" && strings.HasPrefix(v[2:], rest) {
