@@ -641,9 +641,11 @@ func (a *shellAnalysis) redirect(r *syntax.Redirect) {
 			a.note(shellDeletes, "overwrites "+target.show(), how)
 		}
 	case syntax.RdrIn:
-		if fd == "" && target.literal && !target.glob && !target.brace {
+		if fd == "" && target.literal && target.value != "" && !strings.ContainsAny(target.value, "*?[{") {
 			// Reading a file as input is reading it as an argument:
 			// the path rules decide, as for a command that shows it.
+			// A target with glob or brace characters asks, even quoted:
+			// bash globs an unquoted one, and nobody needs one.
 			(&shellCall{a: a, base: "<", contents: true}).checkArg(target)
 			return
 		}
