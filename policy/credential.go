@@ -181,6 +181,32 @@ func Denied(path string) (reason string, denied bool) {
 	return "", false
 }
 
+// credentialIndex finds the rules that may hold for a name without trying
+// each: a whole name and an extension are looked up, and a word rule is
+// tried only where a word ends. Every lookup returns the rule's index in
+// credentialRules, so that the first rule that holds gives the reason.
+var credentialIndex = func() (ix struct {
+	exact, ext   map[string]int
+	other, words []int
+}) {
+	ix.exact, ix.ext = make(map[string]int), make(map[string]int)
+	for i, r := range credentialRules {
+		switch {
+		case r.match == credentialExact:
+			ix.exact[r.text] = i
+		case r.match == credentialSuffix && path.Ext(r.text) == r.text:
+			if _, ok := ix.ext[r.text]; !ok {
+				ix.ext[r.text] = i
+			}
+		case r.match == credentialWord:
+			ix.words = append(ix.words, i)
+		default:
+			ix.other = append(ix.other, i)
+		}
+	}
+	return ix
+}()
+
 // credentialReason says why name looks like a credential, or "".
 func credentialReason(name string) string {
 	if name == "" {
@@ -188,38 +214,42 @@ func credentialReason(name string) string {
 	}
 	lower := strings.ToLower(name)
 	code := credentialCodeExtensions[path.Ext(lower)]
-	for _, r := range credentialRules {
-		if r.code && code {
-			continue
-		}
-		if r.matches(lower) {
-			return fmt.Sprintf(r.reason, name)
+	first := len(credentialRules)
+	holds := func(i int, ok bool) {
+		if ok && i < first && !(credentialRules[i].code && code) {
+			first = i
 		}
 	}
-	return ""
+	i, ok := credentialIndex.exact[lower]
+	holds(i, ok)
+	i, ok = credentialIndex.ext[path.Ext(lower)]
+	holds(i, ok)
+	for _, i := range credentialIndex.other {
+		holds(i, credentialRules[i].matches(lower))
+	}
+	if !code {
+		for end := 0; end <= len(lower); end++ {
+			if end < len(lower) && strings.IndexByte(credentialWordEnds, lower[end]) < 0 {
+				continue
+			}
+			for _, i := range credentialIndex.words {
+				holds(i, strings.HasSuffix(lower[:end], credentialRules[i].text))
+			}
+		}
+	}
+	if first == len(credentialRules) {
+		return ""
+	}
+	return fmt.Sprintf(credentialRules[first].reason, name)
 }
 
-// matches reports whether the rule holds for a lowercased name.
+// matches reports whether a prefix or suffix rule holds for a lowercased
+// name; exact names, extensions and words are found by credentialIndex.
 func (r credentialRule) matches(lower string) bool {
-	switch r.match {
-	case credentialExact:
-		return lower == r.text
-	case credentialPrefix:
+	if r.match == credentialPrefix {
 		return strings.HasPrefix(lower, r.text)
-	case credentialSuffix:
-		return strings.HasSuffix(lower, r.text)
 	}
-	for at := 0; ; {
-		i := strings.Index(lower[at:], r.text)
-		if i < 0 {
-			return false
-		}
-		end := at + i + len(r.text)
-		if end == len(lower) || strings.IndexByte(credentialWordEnds, lower[end]) >= 0 {
-			return true
-		}
-		at += i + 1
-	}
+	return strings.HasSuffix(lower, r.text)
 }
 
 // A glob may expand to a credential-shaped name even when its own text is
