@@ -268,7 +268,6 @@ type globSet [3]uint64
 const globOther = 128
 
 func (s *globSet) add(unit int)                { s[unit>>6] |= 1 << (unit & 63) }
-func (s globSet) has(unit int) bool            { return s[unit>>6]&(1<<(unit&63)) != 0 }
 func (s globSet) meets(t globSet) bool         { return s[0]&t[0]|s[1]&t[1]|s[2]&t[2] != 0 }
 func (s globSet) without(unit int) (t globSet) { t = s; t[unit>>6] &^= 1 << (unit & 63); return t }
 
