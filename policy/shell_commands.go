@@ -23,9 +23,10 @@ type shellCommand struct {
 	// its arguments that could match a credential-shaped name asks; ls,
 	// stat and wc show names, metadata and counts.
 	contents bool
-	// optionGlobsHarmless means every option only changes what is read
-	// or how it is printed, and the check does not rely on which words
-	// are options, so a glob that expands to one may pass.
+	// optionGlobsHarmless means a glob that expands to an option does no
+	// harm, so it may pass: every option only changes what is read or how
+	// it is printed, and the check relies on no word a glob could turn
+	// into (grep looks for its pattern only among words that are no glob).
 	optionGlobsHarmless bool
 }
 
