@@ -135,6 +135,12 @@ func TestCheckGitAllows(t *testing.T) {
 		{[]string{"git", "rm", "--cached", "a"}, "rm", false},
 		{[]string{"git", "branch", "--contains", "HEAD"}, "branch", false},
 		{[]string{"git", "diff", "--", "--weird-file-name"}, "diff", false},
+		{[]string{"git", "ls-files", "-z"}, "ls-files", false},
+		{[]string{"git", "ls-tree", "-r", "HEAD"}, "ls-tree", false},
+		{[]string{"git", "cat-file", "-p", "HEAD"}, "cat-file", false},
+		{[]string{"git", "blame", "x.go"}, "blame", false},
+		{[]string{"git", "describe", "--tags"}, "describe", false},
+		{[]string{"git", "shortlog", "-sn"}, "shortlog", false},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {

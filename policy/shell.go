@@ -75,8 +75,10 @@ var shellParsers = sync.Pool{New: func() any { return syntax.NewParser() }}
 //     break in a quoted word or after a backslash is part of a word);
 //   - the only redirects send stdout or stderr to /dev/null or to each
 //     other (2>&1, 2>/dev/null, >/dev/null, 1>&2): they discard or merge
-//     output and write nothing. &> asks: POSIX sh reads "ls &>x" as "ls &"
-//     and ">x";
+//     output and write nothing, or read standard input from a file named
+//     plainly (sort < names.txt), which the path rules judge as they
+//     judge an argument. &> asks: POSIX sh reads "ls &>x" as "ls &" and
+//     ">x";
 //   - nothing is expanded but file name globs: no $(…), backticks, <(…),
 //     >(…), $x, ${x}, $((…)), $'…', no brace expansion ({a,b} builds words
 //     this check would have to expand to see), no assignments (X=1 cmd),
@@ -85,7 +87,14 @@ var shellParsers = sync.Pool{New: func() any { return syntax.NewParser() }}
 //   - no argument, and no piece of one after "=" (--basetemp=/x) or glued
 //     to a short option (-f/etc/x), is absolute (except /dev/null), starts
 //     with ~, or contains "..", and none is named like a credential (see
-//     [Denied]);
+//     [Denied]), except the words a listed command reads as code or a
+//     pattern and never opens (a sed script, a grep pattern, pytest -k);
+//   - a glob given to a command that shows what it reads (cat, grep,
+//     head, base64, sha256sum; not ls or wc, which show names and sizes)
+//     cannot match a credential-shaped name: each of its path components
+//     is read as a pattern and met with the deny list's rules read as
+//     patterns, so "cat i?_map.txt", "cat *oken" and "cat *" ask while
+//     "cat *.py" does not;
 //   - globs stay inside the workspace: they expand in the working
 //     directory and cannot produce an absolute path, but one whose path
 //     component starts with "." can match ".." (dash does), so it asks.
@@ -397,10 +406,10 @@ func (a *shellAnalysis) simple(words []shellWord) {
 		c.describe()
 		return
 	}
-	c.base, c.args = entry.name, args
+	c.base, c.args, c.contents = entry.name, args, entry.contents
 	if entry.check != nil {
 		for _, w := range c.args {
-			if w.glob && (w.globAtStart || strings.HasPrefix(w.value, "-")) {
+			if w.glob && (w.globAtStart || strings.HasPrefix(w.value, "-")) && !entry.optionGlobsHarmless {
 				c.refuse(fmt.Sprintf("the glob %s could expand to an option of %s", w.show(), c.base),
 					shellOther, "expands a glob that could turn into an option", c.show(w))
 			}
@@ -421,9 +430,15 @@ type shellWord struct {
 	globAtStart bool // starts with an unquoted *, ? or [
 	dotGlob     bool // a glob in a path component that starts with "." (see shellDotGlob)
 	brace       bool // holds an unquoted brace expansion
-	// code marks a word a listed command reads as code, not as a path (a
-	// sed script, whose commands that name files all ask).
+	// code marks a word a listed command reads as code or a pattern, not
+	// as a path (a sed script, whose commands that name files all ask; a
+	// grep pattern; pytest -k's expression), so the path and credential
+	// rules pass it by.
 	code bool
+	// revision marks a word git reads as a revision or a path: ".." in it
+	// asks only as a whole path component, since HEAD~3..HEAD and
+	// main...topic are ranges.
+	revision bool
 }
 
 // show returns the word as written, made safe to print on one line.
@@ -626,7 +641,15 @@ func (a *shellAnalysis) redirect(r *syntax.Redirect) {
 			a.note(shellDeletes, "overwrites "+target.show(), how)
 		}
 	case syntax.RdrIn:
-		a.refuse("reads input from a file (" + how + ")")
+		if fd == "" && target.literal && target.value != "" && !strings.ContainsAny(target.value, "*?[{") {
+			// Reading a file as input is reading it as an argument:
+			// the path rules decide, as for a command that shows it.
+			// A target with glob or brace characters asks, even quoted:
+			// bash globs an unquoted one, and nobody needs one.
+			(&shellCall{a: a, base: "<", contents: true}).checkArg(target)
+			return
+		}
+		a.refuse("reads input from a file other than a plain path (" + how + ")")
 		a.note(shellOther, "reads "+target.show(), how)
 	case syntax.RdrInOut:
 		a.refuse("opens a file for writing (" + how + ")")
@@ -659,6 +682,9 @@ type shellCall struct {
 	name shellWord   // the command word as written
 	base string      // the program it names, for notes: "rm", "pytest"
 	args []shellWord // its arguments
+	// contents means the program shows what it reads of the files it is
+	// given (see shellCommand.contents).
+	contents bool
 }
 
 // refuse records why the command asks and, when what is set, a clause of
@@ -686,16 +712,34 @@ func (c *shellCall) show(words ...shellWord) string {
 // checkArgs applies the argument rules every command obeys.
 func (c *shellCall) checkArgs() {
 	for _, w := range c.args {
-		if w.literal && !w.code {
+		if w.literal {
 			c.checkArg(w)
 		}
 	}
 }
 
 // checkArg refuses an argument that leaves the workspace, names a
-// credential, or expands in ways the check cannot follow.
+// credential, or expands in ways the check cannot follow. A word read as
+// code or a pattern is no path, but it is still expanded by the shell.
 func (c *shellCall) checkArg(w shellWord) {
 	how := c.show(w)
+	if !w.code {
+		c.checkPath(w, how)
+	}
+	if w.dotGlob {
+		c.a.refuse("the glob " + w.show() + " can match ..")
+		c.note(shellLeaves, "may leave the workspace through a glob matching ..", how)
+	}
+	if w.brace {
+		c.a.refuse("uses brace expansion (" + w.show() + ")")
+		c.note(shellOther, "expands braces into several words", how)
+	}
+}
+
+// checkPath refuses a word, taken as a path or a list of pieces that may
+// be paths, that leaves the workspace or names a credential, or a glob
+// that could match one in a command that shows what it reads.
+func (c *shellCall) checkPath(w shellWord, how string) {
 	leaves := false
 	shellEachPiece(w.value, func(piece string) {
 		switch {
@@ -719,20 +763,39 @@ func (c *shellCall) checkArg(w shellWord) {
 			c.a.refuse("an argument names a credential-shaped file: " + reason)
 			c.note(shellSecrets, "touches a credential-shaped file", how)
 		}
+		if w.glob && c.contents {
+			c.checkGlob(w, piece, how)
+		}
 	})
-	if strings.Contains(w.value, "..") {
+	if strings.Contains(w.value, "..") && (!w.revision || shellClimbs(w.value)) {
 		c.a.refuse("an argument contains .. (" + how + ")")
 		if !leaves {
 			c.note(shellOther, "uses .. in a path", how)
 		}
 	}
-	if w.dotGlob {
-		c.a.refuse("the glob " + w.show() + " can match ..")
-		c.note(shellLeaves, "may leave the workspace through a glob matching ..", how)
+}
+
+// shellGlobLimit is the longest glob this check reads, in bytes: PATH_MAX,
+// beyond which no path the glob matches could be opened.
+const shellGlobLimit = 4096
+
+// checkGlob refuses a piece of a globbing word whose path components,
+// read as the shell's patterns, could match a credential-shaped name.
+func (c *shellCall) checkGlob(w shellWord, piece, how string) {
+	if len(piece) > shellGlobLimit {
+		c.a.refuse(fmt.Sprintf("the glob %s is longer than this check reads (%d bytes)", w.show(), shellGlobLimit))
+		c.note(shellUnclear, "holds a glob too long to read", how)
+		return
 	}
-	if w.brace {
-		c.a.refuse("uses brace expansion (" + w.show() + ")")
-		c.note(shellOther, "expands braces into several words", how)
+	for component := range strings.SplitSeq(piece, "/") {
+		if !strings.ContainsAny(component, "*?[") {
+			continue
+		}
+		if shape, ok := credentialGlob(component, strings.HasPrefix(component, ".")); ok {
+			c.a.refuse(fmt.Sprintf("the glob %s could match a credential-shaped name (%s), and %s shows what it reads", w.show(), shape, shellShow(c.base)))
+			c.note(shellSecrets, "may read a credential-shaped file through a glob", how)
+			return
+		}
 	}
 }
 
@@ -758,6 +821,11 @@ func shellAlnum(s string) bool {
 		}
 	}
 	return true
+}
+
+// shellClimbs reports whether a path has ".." as a component.
+func shellClimbs(p string) bool {
+	return slices.Contains(strings.Split(p, "/"), "..")
 }
 
 // shellEscapes reports whether a relative path climbs out of the

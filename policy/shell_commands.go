@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,72 +14,177 @@ type shellCommand struct {
 	reason string
 	// check refuses, through shellCall.refuse, the uses of the command that
 	// do more than read or run the tests; nil when no use does. A command
-	// with a check also refuses a glob that could expand to an option.
+	// with a check also refuses a glob that could expand to an option,
+	// unless optionGlobsHarmless.
 	check func(c *shellCall)
+	// contents means the command shows what it reads of the files it is
+	// given, their text or something made of it (cat, grep, base64,
+	// sha256sum: a checksum gives a short password away), so a glob among
+	// its arguments that could match a credential-shaped name asks; ls,
+	// stat and wc show names, metadata and counts.
+	contents bool
+	// optionGlobsHarmless means a glob that expands to an option does no
+	// harm, so it may pass: every option only changes what is read or how
+	// it is printed, and the check relies on no word a glob could turn
+	// into (grep looks for its pattern only among words that are no glob).
+	optionGlobsHarmless bool
 }
 
 // shellSafeCommands are the commands that run without asking: the seed's
 // eleven (ls cat head tail grep wc find pytest echo pwd true) and what a
-// careful reviewer adds. Left out on purpose: cd (CDPATH, "cd" alone and
-// "cd -" leave the workspace, and it is what models use to leave it), awk
-// (system() and print > file), xargs and env (they run other commands),
-// less and more (pagers wait for a terminal), tee, printf -v, and
-// git grep (-O opens a pager program).
+// careful reviewer adds, read and print commands each with the uses that
+// still ask. The sandbox image (Debian bookworm) lacks some of them (rg,
+// tree, file, jq, xxd, hexdump, column, strings, look, cal); they are
+// listed for images that have them, and not found where they are not.
+// Left out on purpose: cd (CDPATH, "cd" alone and "cd -" leave the
+// workspace, and it is what models use to leave it), xargs (it runs
+// other commands), less and more (pagers wait for a terminal), tee, yes
+// (it never ends on its own), yq (one yq writes files with -i and
+// --split-exp), sleep, and git grep (-O opens a pager program).
 var shellSafeCommands = []shellCommand{
 	{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
-	{name: "cat", reason: "prints files"},
-	{name: "head", reason: "prints the first lines of files; no option writes or waits"},
+	{name: "cat", reason: "prints files", contents: true},
+	{name: "head", reason: "prints the first lines of files; no option writes or waits", contents: true},
 	{name: "tail", reason: "prints the last lines of files; following a file never ends, so -f, -F and --follow ask",
-		check: shellTailCheck},
-	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program"},
+		check: shellTailCheck, contents: true},
+	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program; its pattern is matched, never opened, so it may look like a path or a credential's name",
+		check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+	{name: "egrep", reason: "is grep -E", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+	{name: "fgrep", reason: "is grep -F", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+	// A glob could expand to --files0-from only through a file so named,
+	// and then wc would print names and counts, never text: wc and du
+	// let such globs pass (wc -l *.py).
 	{name: "wc", reason: "counts lines, words and bytes; --files0-from asks, since it takes the file names from a file this check cannot see",
-		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom)},
+		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom), optionGlobsHarmless: true},
 	{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
 		check: shellFindCheck},
-	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; options that delete the base temp directory, write reports, load code by name, read arguments from a file or reach the network ask",
-		check: shellPytestCheck},
+	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions), and not those that import by name, load other configuration, write, delete or reach the network",
+		check: shellPytestCheck, contents: true},
+	{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck, contents: true},
+	{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+	{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+	{name: "python", reason: "only as python -m pytest, which is pytest, or python --version, which prints the version; anything else runs Python code",
+		check: shellPythonCheck},
+	{name: "python3", reason: "only as python3 -m pytest or python3 --version, as python", check: shellPythonCheck},
 	{name: "echo", reason: "prints its arguments"},
+	{name: "printf", reason: "prints its arguments by a format; -v, which sets a shell variable instead, asks; options come only before the format, so a glob after it is never one",
+		check: shellPrintfCheck, optionGlobsHarmless: true},
 	{name: "pwd", reason: "prints the working directory"},
 	{name: "true", reason: "does nothing"},
 	{name: "false", reason: "does nothing and fails"},
 	{name: "test", reason: "tests strings and file attributes; prints and writes nothing"},
 	{name: "[", reason: "is test"},
+	{name: "expr", reason: "computes with its arguments and prints the result"},
+	{name: "seq", reason: "prints numbers"},
+	{name: "factor", reason: "prints the prime factors of numbers"},
 	{name: "sed", reason: "prints an edited stream; only scripts this check reads as GNU sed does and that only select, print and substitute pass: -i, -f, and the w, W, r, R and e commands and s///w and s///e ask",
-		check: shellSedCheck},
+		check: shellSedCheck, contents: true},
+	{name: "awk", reason: "runs an awk program over its input; only a program given on the command line with -F and -v at most, that calls no system, getline, close or fflush, pipes nothing (|), touches no ARGV, ARGC or @-extension and, if it prints, holds no >, passes: those run commands, write files or read other files",
+		check: shellAwkCheck, contents: true},
+	{name: "mawk", reason: "is awk, as Debian's default", check: shellAwkCheck, contents: true},
+	{name: "gawk", reason: "is awk; its own options (-f, -i, -l, --load, --profile, --dump-variables) ask", check: shellAwkCheck, contents: true},
 	{name: "stat", reason: "prints file metadata"},
 	{name: "sort", reason: "sorts lines; -o writes a file, -T writes temporary files elsewhere, --compress-program runs a program, --files0-from reads names from a file: those ask",
 		check: shellRefuseOptions(shellGetopt{value: "kotST"},
 			shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
 			shellOptionRule{short: 'T', long: "temporary-directory", risk: shellWrites, what: "writes temporary files in another directory"},
 			shellOptionRule{long: "compress-program", risk: shellRunsCode, what: "runs a program to compress temporary files"},
-			shellFilesFrom)},
+			shellFilesFrom), contents: true},
 	{name: "uniq", reason: "drops repeated lines; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
-		check: shellUniqCheck},
-	{name: "cut", reason: "prints selected fields of each line; it has no option that writes"},
+		check: shellUniqCheck, contents: true},
+	{name: "cut", reason: "prints selected fields of each line; it has no option that writes", contents: true},
 	{name: "tr", reason: "translates its input; it opens no file at all"},
-	{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)"},
-	{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask",
-		check: shellRefuseOptions(shellGetopt{value: "eFfmP"},
-			shellOptionRule{short: 'C', long: "compile", risk: shellWrites, what: "writes a compiled magic file"},
-			shellOptionRule{short: 'z', long: "uncompress", risk: shellRunsCode, what: "may run decompression programs"},
-			shellOptionRule{short: 'Z', long: "uncompress-noreport", risk: shellRunsCode, what: "may run decompression programs"},
-			shellOptionRule{short: 'f', long: "files-from", risk: shellOther, what: "reads the names of the files to examine from a file"})},
+	{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)",
+		contents: true},
+	{name: "cmp", reason: "compares files; -l and -b print the bytes that differ, and nothing writes", contents: true},
+	{name: "comm", reason: "prints the lines two sorted files share or do not", contents: true},
+	{name: "join", reason: "prints the lines of two files joined on a field", contents: true},
+	{name: "paste", reason: "prints files side by side", contents: true},
+	{name: "nl", reason: "prints files with line numbers", contents: true},
+	{name: "tac", reason: "prints files last line first", contents: true},
+	{name: "rev", reason: "prints each line reversed", contents: true},
+	{name: "fold", reason: "prints lines wrapped", contents: true},
+	{name: "fmt", reason: "prints paragraphs refilled", contents: true},
+	{name: "pr", reason: "prints files paginated", contents: true},
+	{name: "column", reason: "prints its input in columns", contents: true},
+	{name: "expand", reason: "prints files with tabs made spaces", contents: true},
+	{name: "unexpand", reason: "prints files with spaces made tabs", contents: true},
+	{name: "numfmt", reason: "prints numbers in other units"},
+	{name: "tsort", reason: "prints a topological order of the pairs it reads", contents: true},
+	{name: "look", reason: "prints the lines of a sorted file that start with a string", contents: true},
+	{name: "shuf", reason: "prints lines in random order; -o writes a file, so it asks",
+		check: shellRefuseOptions(shellGetopt{value: "ino", long: []string{"input-range", "head-count", "output", "random-source"}},
+			shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}), contents: true},
+	{name: "base64", reason: "prints files encoded, or decoded with -d, to its output; no option writes", contents: true},
+	{name: "base32", reason: "is base64 in base 32", contents: true},
+	{name: "basenc", reason: "is base64 in other bases", contents: true},
+	{name: "od", reason: "prints files as octal, hex or characters", contents: true},
+	{name: "hexdump", reason: "prints files in hex", contents: true},
+	{name: "xxd", reason: "prints files in hex, or turns hex back with -r; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
+		check: shellXxdCheck, contents: true},
+	{name: "strings", reason: "prints the text in binary files; @FILE reads more arguments from a file, so it asks", check: shellStringsCheck, contents: true},
+	{name: "cksum", reason: "prints checksums (of a secret too, which for a short password gives it away: a glob that could match one asks)", contents: true},
+	{name: "md5sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha1sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha224sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha256sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha384sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sha512sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "b2sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "sum", reason: "prints checksums, as cksum", contents: true},
+	{name: "jq", reason: "prints JSON filtered; no option or builtin writes a file or runs a program, and what it reads beside its input (--rawfile, --slurpfile, -f) is named on the command line, but for modules and data that import and include load by a name inside the filter, so those ask",
+		check: shellJqCheck, contents: true, optionGlobsHarmless: true},
+	{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask; every file of an -m list is checked as a path",
+		check: shellFileCheck, contents: true},
 	{name: "rg", reason: "searches text like grep; --pre and --pre-glob run a program on every file, -z runs decompressors, --hostname-bin runs a program: those ask",
 		check: shellRefuseOptions(shellGetopt{value: "ABCdefgjmMrtTE"},
 			shellOptionRule{long: "pre", risk: shellRunsCode, what: "runs a program on every file it searches"},
 			shellOptionRule{long: "pre-glob", risk: shellRunsCode, what: "runs a program on every file it searches"},
 			shellOptionRule{short: 'z', long: "search-zip", risk: shellRunsCode, what: "runs decompression programs"},
-			shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"})},
+			shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"}), contents: true},
 	// tree reads an option's value from the next word and goes on with
 	// the cluster, so every letter of a cluster is checked.
-	{name: "tree", reason: "draws the directory tree; -o writes it to a file and -R writes 00Tree.html in every directory, so they ask",
+	{name: "tree", reason: "draws the directory tree; -o writes it to a file, -R writes 00Tree.html in every directory and --fromfile draws the lines of a file, so they ask",
 		check: shellRefuseOptions(shellGetopt{},
 			shellOptionRule{short: 'o', risk: shellDeletes, what: "writes its listing to a file, replacing it"},
-			shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"})},
+			shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"},
+			shellOptionRule{long: "fromfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"},
+			shellOptionRule{long: "fromtabfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"})},
 	{name: "du", reason: "sums disk usage; --files0-from asks",
-		check: shellRefuseOptions(shellGetopt{value: "BdXt"}, shellFilesFrom)},
+		check: shellRefuseOptions(shellGetopt{value: "BdXt"}, shellFilesFrom), optionGlobsHarmless: true},
+	{name: "df", reason: "prints the free space of file systems; no option writes"},
 	{name: "basename", reason: "prints a name without its directory"},
 	{name: "dirname", reason: "prints the directory of a name"},
+	{name: "realpath", reason: "prints where a path leads"},
+	{name: "readlink", reason: "prints a link's target"},
+	{name: "which", reason: "prints where a command is found on PATH"},
+	{name: "type", reason: "prints what the shell would run for a name"},
+	{name: "command", reason: "only as command -v or -V, which print what a name is; otherwise it runs the command",
+		check: shellCommandCheck},
+	{name: "date", reason: "prints the date; -s, --set and an operand not starting with + set the clock, so they ask (and -f reads a file, whose lines it prints in errors)",
+		check: shellDateCheck, contents: true},
+	{name: "cal", reason: "prints a calendar"},
+	{name: "uname", reason: "prints the kernel and machine"},
+	{name: "whoami", reason: "prints the user"},
+	{name: "id", reason: "prints the user's and groups' ids"},
+	{name: "groups", reason: "prints the user's groups"},
+	{name: "nproc", reason: "prints the number of processors"},
+	{name: "lscpu", reason: "prints the processors' details"},
+	{name: "uptime", reason: "prints how long the system has run and its load"},
+	{name: "free", reason: "prints memory use; -s repeats it and never ends, so it asks",
+		check: shellRefuseOptions(shellGetopt{value: "sc", long: []string{"seconds", "count"}},
+			shellOptionRule{short: 's', long: "seconds", risk: shellOther, what: "repeats and never ends"})},
+	{name: "locale", reason: "prints the locale settings"},
+	// The sandbox runs every command in a process namespace of its own.
+	{name: "ps", reason: "lists processes, which in the sandbox are the command's own; no option writes"},
+	{name: "hostname", reason: "only alone or with -s, which print the host name; an operand or -F sets it, and -i, -f and the others look names up on the network",
+		check: shellHostnameCheck},
+	// The sandbox starts every command with a fixed environment (PATH,
+	// HOME=/tmp, LANG and two settings for Python), nothing of
+	// shelldon's, so printing it gives nothing away.
+	{name: "printenv", reason: "prints the environment, which the sandbox fixes"},
+	{name: "env", reason: "alone, prints the environment, as printenv; with a command or a variable it runs or changes something, so it asks",
+		check: shellEnvCheck},
 	// Output is captured, never a terminal, so git starts no pager and
 	// --no-pager is not needed. status and diff may refresh .git/index, a
 	// write git makes on its own. What a word check cannot see: the
@@ -86,9 +192,10 @@ var shellSafeCommands = []shellCommand{
 	// (core.fsmonitor on status, diff.external on diff, textconv drivers
 	// on diff, log -p, show) that git runs as it reads; they change only
 	// through an approved write and run inside the sandbox, like the test
-	// code pytest runs. ls-files and blame ask because the git tool's own
-	// allowlist, which this check reuses, does not hold them.
-	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, branch listing), and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask",
+	// code pytest runs. Nor can it see what history holds: git log -p and
+	// git show print a credential file someone committed, and git remote
+	// -v a token written into a remote's URL (as cat .git/config would).
+	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
 		check: shellGitCheck},
 }
 
@@ -126,14 +233,25 @@ type shellGetopt struct {
 	// long are the long names that take the next word as their value
 	// when written without "=".
 	long []string
+	// known are all the long names, when the check must tell an unknown
+	// option from a known one; getopt_long takes any unambiguous prefix
+	// of one, so a prefix is resolved among known, or among long without
+	// it.
+	known []string
+	// flags, when set, are the short letters that take no value: a letter
+	// in neither flags, value nor optional is then unknown.
+	flags string
 }
 
 // shellOption is one option found in a command's arguments.
 type shellOption struct {
-	name  string // "-o" or "--output"
+	name  string // "-o" or "--output", a long name resolved from its prefix
 	value string // the value given with it, if the option takes one
 	text  string // the word or words as written
 	at    int    // the index in the arguments of the word holding the value
+	// unknown means the spec lists the command's options (known, flags)
+	// and this is none of them, or an ambiguous prefix.
+	unknown bool
 }
 
 func (o shellOption) long() bool { return strings.HasPrefix(o.name, "--") }
@@ -156,8 +274,9 @@ func (c *shellCall) scan(spec shellGetopt, visit func(shellOption)) []int {
 			return operands
 		case strings.HasPrefix(v, "--"):
 			name, value, hasValue := strings.Cut(v[2:], "=")
-			o := shellOption{name: "--" + name, value: value, text: w.show(), at: i}
-			if !hasValue && slices.Contains(spec.long, name) && i+1 < len(c.args) {
+			name, known := spec.resolve(name)
+			o := shellOption{name: "--" + name, value: value, text: w.show(), at: i, unknown: !known && spec.known != nil}
+			if !hasValue && known && slices.Contains(spec.long, name) && i+1 < len(c.args) {
 				i++
 				o.value, o.text, o.at = c.args[i].value, o.text+" "+c.args[i].show(), i
 			}
@@ -171,12 +290,35 @@ func (c *shellCall) scan(spec shellGetopt, visit func(shellOption)) []int {
 	return operands
 }
 
+// resolve returns the long option name stands for, as getopt_long reads
+// it: an exact name, or the one name it is a prefix of.
+func (spec shellGetopt) resolve(name string) (string, bool) {
+	names := spec.known
+	if names == nil {
+		names = spec.long
+	}
+	if name == "" || slices.Contains(names, name) {
+		return name, name != ""
+	}
+	found := ""
+	for _, n := range names {
+		if strings.HasPrefix(n, name) {
+			if found != "" {
+				return name, false
+			}
+			found = n
+		}
+	}
+	return cmp.Or(found, name), found != ""
+}
+
 // cluster visits the short options in c.args[i] and returns the index of
 // the last word they use.
 func (c *shellCall) cluster(spec shellGetopt, i int, visit func(shellOption)) int {
 	v, text := c.args[i].value, c.args[i].show()
 	for j := 1; j < len(v); j++ {
-		o := shellOption{name: "-" + v[j:j+1], text: text, at: i}
+		o := shellOption{name: "-" + v[j:j+1], text: text, at: i,
+			unknown: spec.flags != "" && strings.IndexByte(spec.flags+spec.value+spec.optional, v[j]) < 0}
 		switch {
 		case strings.IndexByte(spec.optional, v[j]) >= 0:
 			o.value = v[j+1:]
@@ -312,84 +454,8 @@ func shellJoinText(words []shellWord) string {
 	return strings.Join(texts, " ")
 }
 
-// shellPytestRules are pytest's options that do more than run the tests.
-// pytest turns off argparse's abbreviations, so names match exactly.
-var shellPytestRules = map[string]shellOptionRule{
-	"basetemp":     {risk: shellDeletes, what: "empties that directory and writes test files there"},
-	"junitxml":     {risk: shellWrites, what: "writes a JUnit report"},
-	"junit-xml":    {risk: shellWrites, what: "writes a JUnit report"},
-	"resultlog":    {risk: shellWrites, what: "writes a result log"},
-	"result-log":   {risk: shellWrites, what: "writes a result log"},
-	"report-log":   {risk: shellWrites, what: "writes a report log"},
-	"html":         {risk: shellWrites, what: "writes an HTML report"},
-	"log-file":     {risk: shellWrites, what: "writes a log file"},
-	"debug":        {risk: shellWrites, what: "writes a debug log"},
-	"cov-report":   {risk: shellWrites, what: "writes a coverage report"},
-	"pastebin":     {risk: shellNetwork, what: "uploads test results to a paste service"},
-	"tx":           {risk: shellNetwork, what: "starts test workers on other hosts"},
-	"rsyncdir":     {risk: shellNetwork, what: "copies directories to remote test workers"},
-	"override-ini": {risk: shellOther, what: "overrides ini settings, which can move the cache, logs and reports anywhere"},
-	"pdbcls":       {risk: shellRunsCode, what: "loads a debugger class by name"},
-}
-
-// shellPytestCheck refuses pytest's options that write, delete, reach the
-// network or load code by name, and "@file" anywhere, from which pytest's
-// argument parser reads more arguments before it parses any.
-func shellPytestCheck(c *shellCall) {
-	refuse := func(name, text string, r shellOptionRule) {
-		c.refuse(fmt.Sprintf("pytest %s %s", name, r.what), r.risk, r.what, "pytest "+text)
-	}
-	for _, w := range c.args {
-		if strings.HasPrefix(w.value, "@") {
-			refuse(w.value, w.show(), shellOptionRule{risk: shellOther, what: "reads more arguments from a file"})
-		}
-	}
-	for i := 0; i < len(c.args); i++ {
-		w := c.args[i]
-		v := w.value
-		switch {
-		case v == "--":
-			return
-		case strings.HasPrefix(v, "--"):
-			name, _, _ := strings.Cut(v[2:], "=")
-			if r, ok := shellPytestRules[name]; ok {
-				refuse("--"+name, w.show(), r)
-			}
-		case len(v) > 1 && v[0] == '-':
-			i = shellPytestCluster(c, i, refuse)
-		}
-	}
-}
-
-// shellPytestCluster checks the short options in c.args[i] and returns the
-// index of the last word they use. -o overrides ini settings; -p loads a
-// plugin by name, which is fine only as -p no:NAME, which turns one off.
-// The other letters in the list take a value, which is skipped.
-func shellPytestCluster(c *shellCall, i int, refuse func(name, text string, r shellOptionRule)) int {
-	v := c.args[i].value
-	for j := 1; j < len(v); j++ {
-		letter := v[j]
-		if strings.IndexByte("kmcpoWrn", letter) < 0 {
-			continue
-		}
-		value, text := v[j+1:], c.args[i].show()
-		if value == "" && i+1 < len(c.args) {
-			i++
-			value, text = c.args[i].value, text+" "+c.args[i].show()
-		}
-		switch {
-		case letter == 'o':
-			refuse("-o", text, shellPytestRules["override-ini"])
-		case letter == 'p' && !strings.HasPrefix(value, "no:"):
-			refuse("-p", text, shellOptionRule{risk: shellRunsCode, what: "loads a plugin module by name"})
-		}
-		return i
-	}
-	return i
-}
-
-// shellUniqShort are uniq's short options: flags, then letters that take
-// a value (digits are the obsolete -N).
+// shellUniqFlags are uniq's short options that take no value (digits are
+// the obsolete -N), shellUniqValue those that do.
 const (
 	shellUniqFlags = "cdDiuz0123456789"
 	shellUniqValue = "fsw"
@@ -403,13 +469,9 @@ var shellUniqLong = []string{"count", "repeated", "all-repeated", "group", "igno
 // operand. A glob operand could expand to two, and an unknown option
 // could hide a word from the count, so both ask.
 func shellUniqCheck(c *shellCall) {
-	spec := shellGetopt{value: shellUniqValue, long: []string{"skip-fields", "skip-chars", "check-chars"}}
+	spec := shellGetopt{value: shellUniqValue, flags: shellUniqFlags, long: []string{"skip-fields", "skip-chars", "check-chars"}, known: shellUniqLong}
 	operands := c.words(c.scan(spec, func(o shellOption) {
-		known := slices.Contains(shellUniqLong, strings.TrimPrefix(o.name, "--"))
-		if !o.long() {
-			known = strings.Contains(shellUniqFlags+shellUniqValue, o.name[1:])
-		}
-		if !known {
+		if o.unknown {
 			c.refuse("uniq "+o.name+" is an option this check does not know", shellOther,
 				"uses an option this check does not know", c.base+" "+o.text)
 		}
@@ -465,20 +527,25 @@ func shellSedCheck(c *shellCall) {
 	}
 }
 
-// shellGitReadVerbs are the git verbs that only read. branch is read-only
-// only when listing, which shellGitBranch checks.
-var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "branch"}
+// shellGitReadVerbs are the git verbs that only read. branch, tag, remote
+// and stash only read when they list or show, which shellGitLists checks.
+var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "cat-file",
+	"blame", "describe", "shortlog", "branch", "tag", "remote", "stash"}
 
 // shellGitReadRules are options of the read verbs that write or run.
 var shellGitReadRules = []shellOptionRule{
 	{long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
 	{long: "textconv", risk: shellRunsCode, what: "runs the conversion programs the configuration names"},
 	{long: "show-signature", risk: shellRunsCode, what: "runs gpg to check signatures"},
+	{long: "filters", risk: shellRunsCode, what: "runs the filter programs the configuration names"},
 }
 
 // shellGitCheck lets git run without asking only when the git tool's own
 // rules ([CheckGit]) allow the command and its verb only reads.
 func shellGitCheck(c *shellCall) {
+	if len(c.args) == 1 && c.args[0].value == "--version" {
+		return
+	}
 	argv := make([]string, 0, len(c.args)+1)
 	argv = append(argv, "git")
 	for _, w := range c.args {
@@ -498,16 +565,48 @@ func shellGitCheck(c *shellCall) {
 	rest := c.args[verb+1:]
 	sub := verdict.Subcommand
 	how := "git " + sub
-	if !slices.Contains(shellGitReadVerbs, sub) || sub == "branch" && !shellGitBranchLists(rest) {
+	if !slices.Contains(shellGitReadVerbs, sub) || !shellGitLists(sub, rest) {
 		c.refuse("git "+sub+" with these arguments does more than read", shellGitRisk(verdict), verdict.Note, how)
 		return
 	}
 	read := &shellCall{a: c.a, base: how, args: rest}
 	read.scan(shellGetopt{}, func(o shellOption) { read.refuseOption(o, shellGitReadRules) })
-	for _, w := range rest {
+	for i, w := range rest {
+		if !strings.HasPrefix(w.value, "-") {
+			rest[i].revision = true
+		}
 		if strings.Contains(w.value, "%G") {
 			read.refuse("git "+sub+" with a %G format runs gpg to check signatures", shellRunsCode,
 				"runs gpg to check signatures", read.show(w))
+		}
+		if !strings.HasPrefix(w.value, "-") {
+			read.gitPath(sub, w)
+		}
+	}
+}
+
+// gitPath refuses a word of a read verb that may reach a credential-shaped
+// file through git rather than the shell: a path in a revision (HEAD:id_rsa,
+// :id_rsa for the index, :0:.env for a stage) or in a pathspec's magic
+// (:(icase)ID_RSA), and, for the verbs that take pathspecs, a glob, which
+// git matches against every path in any directory (its * crosses "/" and
+// matches dot files), where the deny list cannot follow it.
+func (c *shellCall) gitPath(sub string, w shellWord) {
+	if sub != "branch" && sub != "tag" && sub != "rev-parse" && strings.ContainsAny(w.value, "*?[") {
+		c.refuse("git "+sub+" matches the pathspec "+w.show()+" against every path, and it could reach a credential-shaped file",
+			shellSecrets, "may read a credential-shaped file through a pathspec", c.show(w))
+	}
+	_, after, ok := strings.Cut(w.value, ":")
+	if !ok {
+		return
+	}
+	for piece := range strings.SplitSeq(after, ":") {
+		if strings.HasPrefix(piece, "(") {
+			_, piece, _ = strings.Cut(piece, ")")
+		}
+		if reason, denied := Denied(piece); denied {
+			c.refuse("git "+sub+" "+w.show()+" reads a credential-shaped file: "+reason,
+				shellSecrets, "touches a credential-shaped file", c.show(w))
 		}
 	}
 }
@@ -522,6 +621,27 @@ func shellGitRisk(v GitVerdict) shellRisk {
 		return shellDeletes
 	}
 	return shellWrites
+}
+
+// shellGitLists reports whether a read verb with args only reads: the
+// verbs that also change things (branch, tag, remote, stash) only when
+// they list or show.
+func shellGitLists(sub string, args []shellWord) bool {
+	switch sub {
+	case "branch":
+		return shellGitBranchLists(args)
+	case "tag":
+		return shellGitTagLists(args)
+	case "remote":
+		// "git remote" and "git remote -v" list; its verbs change the
+		// configuration or ask the remote, so they ask.
+		return !slices.ContainsFunc(args, func(w shellWord) bool { return w.value != "-v" && w.value != "--verbose" })
+	case "stash":
+		// git stash alone pushes; list and show read, and take the
+		// options of git log and git diff, which the read rules check.
+		return len(args) > 0 && (args[0].value == "list" || args[0].value == "show")
+	}
+	return true
 }
 
 // shellGitBranchFlags are git branch's short options that only list.
@@ -542,7 +662,7 @@ var (
 func shellGitBranchLists(args []shellWord) bool {
 	lists, names, other := false, false, false
 	probe := &shellCall{args: args}
-	operands := probe.scan(shellGetopt{long: shellGitBranchValued}, func(o shellOption) {
+	operands := probe.scan(shellGetopt{long: shellGitBranchValued, known: shellGitBranchLong}, func(o shellOption) {
 		switch {
 		case o.name == "-l" || o.name == "--list":
 			lists = true
@@ -554,4 +674,315 @@ func shellGitBranchLists(args []shellWord) bool {
 	})
 	names = len(operands) > 0
 	return !other && (lists || !names)
+}
+
+// shellGrepLong are GNU grep's long options (3.8); shellGrepValued those
+// that take a value, from the next word when written without "=".
+var (
+	shellGrepLong = []string{"basic-regexp", "extended-regexp", "fixed-regexp", "fixed-strings", "perl-regexp",
+		"after-context", "before-context", "binary-files", "byte-offset", "context", "color", "colour", "count",
+		"devices", "directories", "dereference-recursive", "exclude", "exclude-from", "exclude-dir", "file",
+		"files-with-matches", "files-without-match", "group-separator", "help", "include", "ignore-case",
+		"no-ignore-case", "initial-tab", "label", "line-buffered", "line-number", "line-regexp", "max-count",
+		"no-filename", "no-group-separator", "no-messages", "null", "null-data", "only-matching", "quiet",
+		"recursive", "regexp", "invert-match", "silent", "text", "binary", "unix-byte-offsets", "version",
+		"with-filename", "word-regexp"}
+	shellGrepValued = []string{"after-context", "before-context", "binary-files", "context", "devices",
+		"directories", "exclude", "exclude-from", "exclude-dir", "file", "group-separator", "include", "label",
+		"max-count", "regexp"}
+)
+
+// shellGrepCheck finds grep's pattern, which grep matches and never
+// opens, so that it may look like a path or a credential's name (grep -rn
+// token src): the values of -e, or else the first operand. It is sure of
+// the pattern only when it knows every option (grep 3.8's getopt string
+// and long options, abbreviations resolved), and a glob is never taken
+// for it, since it would expand into the pattern and files to read.
+func shellGrepCheck(c *shellCall) {
+	sure, given := true, false
+	spec := shellGetopt{value: "ABCDXdefm", flags: "0123456789EFGHIPTUVabchiLlnoqRrsuvwxyZz",
+		long: shellGrepValued, known: shellGrepLong}
+	operands := c.scan(spec, func(o shellOption) {
+		switch {
+		case o.unknown:
+			sure = false
+		case o.name == "-e" || o.name == "--regexp":
+			given = true
+			if !c.args[o.at].glob {
+				c.args[o.at].code = true
+			}
+		case o.name == "-f" || o.name == "--file":
+			given = true
+		}
+	})
+	if sure && !given && len(operands) > 0 && !c.args[operands[0]].glob {
+		c.args[operands[0]].code = true
+	}
+}
+
+// shellPythonVersions are the ways to ask Python for its version only.
+var shellPythonVersions = []string{"--version", "-V", "-VV"}
+
+// shellPythonCheck lets python run only to print its version; python -m
+// pytest never reaches it (shellLookup makes it pytest).
+func shellPythonCheck(c *shellCall) {
+	if len(c.args) == 1 && slices.Contains(shellPythonVersions, c.args[0].value) {
+		return
+	}
+	c.a.refuse(c.base + " runs Python code; only " + c.base + " -m pytest and " + c.base + " --version run without asking")
+	c.python()
+}
+
+// shellPrintfCheck refuses -v, bash's printf into a variable; options are
+// read only before the format.
+func shellPrintfCheck(c *shellCall) {
+	if len(c.args) > 0 && strings.HasPrefix(c.args[0].value, "-v") {
+		c.refuse("printf -v sets a shell variable", shellOther, "sets a shell variable", c.show(c.args[0]))
+	}
+}
+
+// shellCommandCheck lets command run only to say what a name is (-v,
+// -V); otherwise it runs the command, judged as a command of its own.
+func shellCommandCheck(c *shellCall) {
+	if len(c.args) > 1 && (c.args[0].value == "-v" || c.args[0].value == "-V") &&
+		!slices.ContainsFunc(c.args[1:], func(w shellWord) bool { return strings.HasPrefix(w.value, "-") }) {
+		return
+	}
+	c.a.refuse("command runs the command it names; only command -v and -V run without asking")
+	c.wrapped(c.leading(""))
+}
+
+// shellEnvCheck lets env run only to print the environment.
+func shellEnvCheck(c *shellCall) {
+	if !slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value != "-0" && w.value != "--null" }) {
+		return
+	}
+	c.a.refuse("env with a command, a variable or an option other than -0 runs or changes something")
+	c.env()
+}
+
+// shellHostnameCheck lets hostname run only to print the name.
+func shellHostnameCheck(c *shellCall) {
+	if !slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value != "-s" && w.value != "--short" }) {
+		return
+	}
+	c.refuse("hostname with an operand or an option other than -s sets the host name, reads it from a file or looks names up on the network",
+		shellPrivilege, "may set the host name", c.show(c.args...))
+}
+
+// shellDateLong are date's long options (GNU coreutils 9.1).
+var shellDateLong = []string{"date", "debug", "file", "iso-8601", "resolution", "rfc-email", "rfc-3339",
+	"reference", "set", "utc", "universal", "help", "version"}
+
+// shellDateCheck refuses setting the clock: -s, --set, and an operand not
+// starting with + (MMDDhhmm…), which GNU date takes as the time to set.
+func shellDateCheck(c *shellCall) {
+	set := shellOptionRule{short: 's', long: "set", risk: shellPrivilege, what: "sets the system clock"}
+	spec := shellGetopt{value: "dfrs", optional: "I", long: []string{"date", "file", "reference", "set", "rfc-3339"}, known: shellDateLong}
+	operands := c.scan(spec, func(o shellOption) { c.refuseOption(o, []shellOptionRule{set}) })
+	for _, w := range c.words(operands) {
+		if !strings.HasPrefix(w.value, "+") {
+			c.refuse("date "+w.show()+" sets the system clock", shellPrivilege, "sets the system clock", c.show(w))
+		}
+	}
+}
+
+// shellXxdValued are xxd's options that take a value, with the rest of
+// the long spelling xxd also accepts (-c or -cols): written alone or so
+// spelled, the value is the next word, else the rest of the word.
+var shellXxdValued = map[byte]string{'c': "ols", 'g': "roupsize", 'l': "en", 'n': "ame", 'o': "ffset", 's': "eek", 'R': ""}
+
+// shellXxdCheck allows one input operand at most, as for uniq: xxd writes
+// its second. xxd reads each option by its first letter, so -r is
+// -revert, and stops at the first word that is none, after which every
+// word is an operand (xxd in -r writes a file named -r); a letter it
+// does not know asks.
+func shellXxdCheck(c *shellCall) {
+	var operands []shellWord
+	for i := 0; i < len(c.args); i++ {
+		w := c.args[i]
+		v := w.value
+		if v == "--" {
+			operands = append(operands, c.args[i+1:]...)
+			break
+		}
+		if len(v) < 2 || v[0] != '-' {
+			operands = append(operands, c.args[i:]...)
+			break
+		}
+		if rest, valued := shellXxdValued[v[1]]; valued {
+			if len(v) == 2 || rest != "" && strings.HasPrefix(v[2:], rest) {
+				i++
+			}
+			continue
+		}
+		if strings.IndexByte("abCdEehipruv", v[1]) < 0 {
+			c.refuse("xxd "+w.show()+" is an option this check does not know", shellOther,
+				"uses an option this check does not know", c.show(w))
+		}
+	}
+	for _, w := range operands {
+		if w.glob {
+			c.refuse("xxd "+w.show()+" could expand to a second file, which xxd overwrites", shellDeletes,
+				"may overwrite the second file "+w.show()+" expands to", c.show(w))
+		}
+	}
+	if len(operands) > 1 {
+		c.refuse("xxd writes its second operand ("+operands[1].show()+")", shellDeletes,
+			"overwrites "+operands[1].show(), c.show(operands...))
+	}
+}
+
+// shellStringsCheck refuses @FILE, from which binutils read more
+// arguments, files to read among them, that this check cannot see.
+func shellStringsCheck(c *shellCall) {
+	for _, w := range c.args {
+		if strings.HasPrefix(w.value, "@") {
+			c.refuse("strings "+w.show()+" reads more arguments from a file", shellOther,
+				"reads more arguments from a file", c.show(w))
+		}
+	}
+}
+
+// shellFileLong are file's long options (file 5.44); shellFileValued
+// those that take the next word.
+var (
+	shellFileLong = []string{"apple", "brief", "checking-printout", "compile", "dereference", "exclude",
+		"exclude-quiet", "extension", "files-from", "help", "keep-going", "list", "magic-file", "mime",
+		"mime-encoding", "mime-type", "no-buffer", "no-dereference", "no-pad", "no-sandbox", "parameter",
+		"preserve-date", "print0", "raw", "separator", "special-files", "uncompress", "uncompress-noreport",
+		"version"}
+	shellFileValued = []string{"exclude", "exclude-quiet", "files-from", "magic-file", "parameter", "separator"}
+)
+
+// shellFileCheck refuses file's options that write, run or read names
+// from a file, and checks every file of an -m list (magic:files, colon
+// separated) as a path: -m a:/etc/passwd reads /etc/passwd.
+func shellFileCheck(c *shellCall) {
+	rules := []shellOptionRule{
+		{short: 'C', long: "compile", risk: shellWrites, what: "writes a compiled magic file"},
+		{short: 'z', long: "uncompress", risk: shellRunsCode, what: "may run decompression programs"},
+		{short: 'Z', long: "uncompress-noreport", risk: shellRunsCode, what: "may run decompression programs"},
+		{short: 'f', long: "files-from", risk: shellOther, what: "reads the names of the files to examine from a file"},
+	}
+	spec := shellGetopt{value: "eFfmP", long: shellFileValued, known: shellFileLong}
+	c.scan(spec, func(o shellOption) {
+		c.refuseOption(o, rules)
+		if o.name != "-m" && o.name != "--magic-file" {
+			return
+		}
+		for piece := range strings.SplitSeq(o.value, ":") {
+			c.checkPath(shellWord{value: piece, text: piece, literal: true}, c.base+" "+o.text)
+		}
+	})
+}
+
+// shellAwkCheck lets awk run a program given on the command line that
+// only reads its input and prints (see shellAwkProgram); the only
+// options are -F and -v. -f runs a program from a file this check cannot
+// read, and the rest load libraries (gawk -l, -i), write files (gawk
+// --profile, --dump-variables) or are mawk's -W.
+func shellAwkCheck(c *shellCall) {
+	program := -1
+scan:
+	for i := 0; i < len(c.args); i++ {
+		switch v := c.args[i].value; {
+		case v == "--":
+			program = i + 1
+			break scan
+		case v == "-F" || v == "-v":
+			i++
+		case strings.HasPrefix(v, "-F") || strings.HasPrefix(v, "-v"):
+		case len(v) > 1 && v[0] == '-':
+			c.refuse(c.base+" "+c.args[i].show()+" is an option this check does not read; only -F and -v are",
+				shellRunsCode, "runs an awk program with options that may load or write files", c.show(c.args[i]))
+			return
+		default:
+			program = i
+			break scan
+		}
+	}
+	if program < 0 || program >= len(c.args) {
+		c.refuse(c.base+" has no program", shellOther, "runs awk without a program", c.base)
+		return
+	}
+	w := &c.args[program]
+	if w.glob {
+		c.refuse("the awk program "+w.show()+" is a glob", shellOther, "expands a glob into an awk program", c.show(*w))
+		return
+	}
+	w.code = true
+	if what := shellAwkProgram(w.value); what != "" {
+		c.refuse("the awk program "+what, shellRunsCode, "runs an awk program that can run commands or write files", c.base)
+	}
+}
+
+// shellAwkProgram says what in an awk program could run a command, write
+// a file or read one not named on the command line, or "". It reads no
+// grammar, only words, so strings and regular expressions count too,
+// which only makes it refuse more: system, getline and close (commands
+// and files), fflush, ARGV and ARGC (which name the files read), @ (gawk's
+// extensions and indirect calls), | other than || (pipes to and from
+// commands, gawk's |&), and, in a program that prints, a > that may
+// follow a print (print > file). Only print and printf redirect, and
+// they stand only in actions, so a > before the program's first {, " and
+// / is a comparison in its first pattern (NR>1 {print $2}); without
+// print or printf, every > is.
+func shellAwkProgram(program string) string {
+	for _, word := range []string{"system", "getline", "close", "fflush", "ARGV", "ARGC", "@"} {
+		if strings.Contains(program, word) {
+			return "uses " + word
+		}
+	}
+	if strings.Contains(strings.ReplaceAll(program, "||", ""), "|") {
+		return "pipes to or from a command (|)"
+	}
+	pattern := strings.IndexAny(program, "{\"/")
+	if pattern >= 0 && strings.Contains(program[pattern:], ">") && strings.Contains(program, "print") {
+		return "prints and holds a > that may send the output to a file"
+	}
+	return ""
+}
+
+// shellGitTagFlags are git tag's short options that only list (-n takes
+// its count glued, -n5); shellGitTagLong its long ones, and
+// shellGitTagValued those that take the next word.
+const shellGitTagFlags = "lni"
+
+var (
+	shellGitTagLong = []string{"list", "sort", "contains", "no-contains", "merged", "no-merged", "points-at",
+		"column", "no-column", "format", "color", "ignore-case", "omit-empty"}
+	shellGitTagValued = []string{"sort", "contains", "no-contains", "merged", "no-merged", "points-at", "format"}
+)
+
+// shellGitTagLists reports whether git tag with args only lists: only
+// listing options, and names only as patterns after --list or -l
+// (elsewhere a name creates a tag).
+func shellGitTagLists(args []shellWord) bool {
+	lists, other := false, false
+	probe := &shellCall{args: args}
+	operands := probe.scan(shellGetopt{optional: "n", long: shellGitTagValued, known: shellGitTagLong}, func(o shellOption) {
+		switch {
+		case o.name == "-l" || o.name == "--list":
+			lists = true
+		case o.long():
+			other = other || o.unknown
+		default:
+			other = other || !strings.Contains(shellGitTagFlags, o.name[1:])
+		}
+	})
+	return !other && (lists || len(operands) == 0)
+}
+
+// shellJqCheck refuses a jq filter that imports or includes a module or a
+// data file: jq finds it by name along a search path, where this check
+// cannot follow it. The words are read without jq's grammar, so a string
+// holding either word asks too.
+func shellJqCheck(c *shellCall) {
+	for _, w := range c.args {
+		if strings.Contains(w.value, "import") || strings.Contains(w.value, "include") {
+			c.refuse("jq "+w.show()+" may load a module or data file by name", shellOther,
+				"loads a jq module or data file by name", c.show(w))
+		}
+	}
 }

@@ -96,9 +96,14 @@ func shellFuzzUnsafe(file *syntax.File) string {
 	return why
 }
 
-// shellFuzzListed reports whether name with args runs a listed command.
+// shellFuzzListed reports whether name with args runs a listed command:
+// python only as python -m pytest or python --version.
 func shellFuzzListed(name string, args []*syntax.Word) bool {
 	if name == "python" || name == "python3" {
+		if len(args) == 1 {
+			flag, ok := shellFuzzLiteral(args[0])
+			return ok && (flag == "--version" || flag == "-V" || flag == "-VV")
+		}
 		if len(args) < 2 {
 			return false
 		}
@@ -130,8 +135,19 @@ func shellFuzzRedirect(r *syntax.Redirect) string {
 		return ""
 	case (r.Op == syntax.RdrOut || r.Op == syntax.AppOut || r.Op == syntax.RdrClob) && target == "/dev/null":
 		return ""
+	case r.Op == syntax.RdrIn && fd == "" && shellFuzzPlainPath(target):
+		return ""
 	}
 	return "it redirects with " + r.Op.String() + " " + target
+}
+
+// shellFuzzPlainPath reports whether a redirect may read from target: a
+// path inside the workspace, with no glob, named like no credential.
+func shellFuzzPlainPath(target string) bool {
+	if _, denied := Denied(target); denied || strings.ContainsAny(target, "*?[{") || strings.Contains(target, "..") {
+		return false
+	}
+	return target == "/dev/null" || target != "" && target[0] != '/' && target[0] != '~'
 }
 
 // shellFuzzLiteral resolves a word the shell would pass unchanged but for
@@ -184,9 +200,14 @@ func TestShellFuzzOracle(t *testing.T) {
 		{"ls -la | wc -l && echo ok; true", false},
 		{`l\s 2>&1 >/dev/null`, false},
 		{"python -m pytest -q", false},
+		{"python3 --version", false},
+		{"python3 --version x.py", true},
 		{"rm x", true},
 		{"python x.py", true},
 		{"ls > out", true},
+		{"sort < names.txt", false},
+		{"sort < /etc/passwd", true},
+		{"sort < .env", true},
 		{"ls 2>&3", true},
 		{"echo $x", true},
 		{"echo $'x'", true},

@@ -11,8 +11,9 @@ import (
 	"unicode/utf8"
 )
 
-// shellCasesDir holds the shared case files, beside the repository.
-const shellCasesDir = "../../shared/cases"
+// shellCasesDir holds the case files: shell-seed.tsv, copied from the
+// seed's shared cases, and this package's own.
+const shellCasesDir = "testdata"
 
 // shellWorkspace is the working directory the tests classify in.
 const shellWorkspace = "/workspace"
@@ -22,17 +23,19 @@ type shellCase struct {
 	file, command string
 	line          int
 	safe          bool
+	why           string // the comment line above it, which says why
 }
 
 // shellCases reads every case file in shellCasesDir written as
 // verdict<TAB>command, with "safe" or "ask" as the verdict, "\n" in a
-// command standing for a line break and "#" starting a comment line.
-// Files in another format are skipped; shell-seed.tsv must be there.
+// command standing for a line break and "#" starting a comment line; the
+// last comment above a case says why it gets its verdict. Files in
+// another format are skipped; shell-seed.tsv must be there.
 func shellCases(tb testing.TB) []shellCase {
 	tb.Helper()
 	seed := filepath.Join(shellCasesDir, "shell-seed.tsv")
 	if _, err := os.Stat(seed); err != nil {
-		tb.Fatalf("the shell case file is missing: %v (the tests expect the shared directory beside the repository)", err)
+		tb.Fatalf("the shell case file is missing: %v", err)
 	}
 	files, err := filepath.Glob(filepath.Join(shellCasesDir, "*.tsv"))
 	if err != nil {
@@ -60,15 +63,20 @@ func shellCases(tb testing.TB) []shellCase {
 // not a case or a comment.
 func shellParseCases(name, data string) ([]shellCase, bool) {
 	var cases []shellCase
+	why := ""
 	for i, line := range strings.Split(data, "\n") {
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+		if comment, ok := strings.CutPrefix(line, "#"); ok {
+			why = strings.TrimSpace(comment)
+			continue
+		}
+		if strings.TrimSpace(line) == "" {
 			continue
 		}
 		verdict, command, ok := strings.Cut(line, "\t")
 		if !ok || verdict != "safe" && verdict != "ask" {
 			return nil, false
 		}
-		cases = append(cases, shellCase{file: name, line: i + 1, safe: verdict == "safe",
+		cases = append(cases, shellCase{file: name, line: i + 1, safe: verdict == "safe", why: why,
 			command: strings.ReplaceAll(command, `\n`, "\n")})
 	}
 	return cases, true
@@ -80,9 +88,10 @@ func TestShellParseCases(t *testing.T) {
 		want []shellCase
 		ok   bool
 	}{
-		{"# c\nsafe\tls\n\nask\tls\\nrm x\n", []shellCase{
-			{file: "f", line: 2, safe: true, command: "ls"},
-			{file: "f", line: 4, safe: false, command: "ls\nrm x"},
+		{"# c\nsafe\tls\n\nask\tls\\nrm x\n# d\nask\trm x\n", []shellCase{
+			{file: "f", line: 2, safe: true, command: "ls", why: "c"},
+			{file: "f", line: 4, safe: false, command: "ls\nrm x", why: "c"},
+			{file: "f", line: 6, safe: false, command: "rm x", why: "d"},
 		}, true},
 		{"safe\tls\nmaybe\tls\n", nil, false},
 		{"name,value\n", nil, false},
@@ -104,7 +113,7 @@ func TestClassifyCaseFiles(t *testing.T) {
 		t.Run(fmt.Sprintf("%s:%d", tc.file, tc.line), func(t *testing.T) {
 			got := Classify(tc.command, shellWorkspace)
 			if got.Safe != tc.safe {
-				t.Errorf("Classify(%q) safe=%v, want %v (reasons %q)", tc.command, got.Safe, tc.safe, got.Reasons)
+				t.Error(shellMismatch(tc.command, got, tc.safe, tc.why))
 			}
 			if !got.Safe && got.Note == "" {
 				t.Errorf("Classify(%q) asks without a note", tc.command)
@@ -122,9 +131,24 @@ func shellVerdicts(t *testing.T, tests []struct {
 	t.Helper()
 	for _, tt := range tests {
 		if got := Classify(tt.command, shellWorkspace); got.Safe != tt.safe {
-			t.Errorf("Classify(%q) safe=%v, want %v (reasons %q, note %q)", tt.command, got.Safe, tt.safe, got.Reasons, got.Note)
+			t.Error(shellMismatch(tt.command, got, tt.safe, ""))
 		}
 	}
+}
+
+// shellMismatch says how a verdict differs from the one wanted: the
+// command, the verdict got and wanted, and why (the case's own reason,
+// then what made it ask, if it did).
+func shellMismatch(command string, got Verdict, safe bool, why string) string {
+	verdict := map[bool]string{true: "safe", false: "ask"}
+	msg := fmt.Sprintf("Classify(%q) = %s, want %s", command, verdict[got.Safe], verdict[safe])
+	if why != "" {
+		msg += ": " + why
+	}
+	if !got.Safe {
+		msg += fmt.Sprintf(" (it asks because %q; note %q)", got.Reasons, got.Note)
+	}
+	return msg
 }
 
 func TestClassifyQuotingAndOperators(t *testing.T) {
@@ -243,7 +267,20 @@ func TestClassifyRedirects(t *testing.T) {
 		{"ls 2>&3", false},
 		{"ls 3>/dev/null", false},
 		{"ls 2>&-", false},
-		{"ls < notes.txt", false},
+		{"ls < notes.txt", true},
+		{"sort < notes.txt | uniq -c", true},
+		{"wc -l < /dev/null", true},
+		{"ls < .env", false},
+		{"ls < /etc/passwd", false},
+		{"ls < ../notes.txt", false},
+		{"ls < i?_rsa", false},
+		{"ls < no*.txt", false},
+		{"ls < {a,b}", false},
+		{"ls 0< notes.txt", false},
+		{"ls < $HOME/x", false},
+		{"ls < ''", false},
+		{`ls < \*x`, false},
+		{`ls < '{a}'`, false},
 		{"ls <> notes.txt", false},
 		{"ls <&0", false},
 		{"ls >/dev/nul?", false},
@@ -316,7 +353,7 @@ func TestClassifyPathsAndGlobs(t *testing.T) {
 		{"grep --include=/x y", false},
 		{"grep -f/etc/passwd x", false},
 		{"grep -f~/x y", false},
-		{"grep -rn '/api/' .", false},
+		{"grep -rn '/api/' .", true}, // the pattern is matched, never opened
 		{"diff a /dev/null", true},
 		{"cat /dev/null", true},
 		{"cat /dev/zero", false},
@@ -334,7 +371,7 @@ func TestClassifyPathsAndGlobs(t *testing.T) {
 		{"find . -name *.py", false},
 		{`find . -name "*.py"`, true},
 		{"sort *.txt", false},
-		{"sort data/*.txt", true},
+		{"sort data/*.md", true}, // (*.txt could match data/token.txt, which sort would print)
 		{"sort -*", false},
 		{"cat .env", false},
 		{"cat config/.env.local", false},
@@ -414,11 +451,12 @@ func TestClassifyCommandWords(t *testing.T) {
 		{"du -sh .", true},
 		{"basename src/main.py", true},
 		{"dirname src/main.py", true},
-		{"awk '{print $1}' x", false},
+		{"awk '{print $1}' x", true},
 		{"cd tools", false},
 		{"cd tools && ls", false},
 		{"less notes.txt", false},
-		{"printf hi", false},
+		{"printf hi", true},
+		{"printf -v x hi", false},
 	})
 }
 
@@ -481,7 +519,8 @@ func TestClassifyListedCommandChecks(t *testing.T) {
 		{"uniq names*.txt", false},
 		{"uniq --bogus names.txt", false},
 		// wc, du, file, rg, tree
-		{"wc -l *.py", false},
+		{"wc -l *.py", true}, // a glob that becomes --files0-from makes wc print names and counts
+		{"wc -l -- *.py", true},
 		{"wc -l src/*.py", true},
 		{"wc --files0-from=list", false},
 		{"du --files0-from=list", false},
@@ -591,7 +630,9 @@ func TestClassifyListedCommandChecks(t *testing.T) {
 		{"git config core.fsmonitor x", false},
 		{"git clean -fdx", false},
 		{"git", false},
-		{"git --version", false},
+		{"git --version", true},
+		{"git --version status", false},
+		{"git --exec-path", false},
 	})
 }
 
@@ -670,7 +711,7 @@ func TestClassifyNotes(t *testing.T) {
 		{"ls & rm -rf todo.py", RiskLookClosely, false, []string{"deletes todo.py (rm -rf)", "runs in the background (&)"}, nil},
 		{"kill -9 1", RiskLookClosely, false, []string{"stops processes (kill -9 1)"}, nil},
 		{"crontab -r", RiskLookClosely, false, []string{"schedules commands"}, nil},
-		{"awk '{print $1}' x", RiskRoutine, false, []string{"runs an awk program (awk)"}, nil},
+		{"awk -f prog.awk x", RiskLookClosely, false, []string{"runs an awk program with options that may load or write files (awk -f)"}, nil},
 		{"awk 'BEGIN{system(\"rm x\")}'", RiskLookClosely, false, []string{"can run commands or write files"}, nil},
 		{"node -e 'x()'", RiskLookClosely, false, []string{"runs inline code (node -e)"}, nil},
 		{"perl -ne 'print'", RiskLookClosely, false, []string{"runs inline code (perl -ne)"}, nil},
@@ -965,6 +1006,9 @@ func TestClassifyBadInputDoesNotPanic(t *testing.T) {
 		strings.Repeat("ls; ", 10000),
 		"ls " + strings.Repeat("*", 100000),
 		"ls " + strings.Repeat(".*/", 30000),
+		"cat " + strings.Repeat("?", 100000),
+		"cat " + strings.Repeat("?/", 50000),
+		"cat " + strings.Repeat("[a-z]*", 600),
 		shellManyCommands(5000),
 	}
 	for _, input := range inputs {

@@ -1,0 +1,516 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// credentialMatch is how a rule reads a lowercased name.
+type credentialMatch int
+
+const (
+	credentialExact  credentialMatch = iota // the whole name: ".netrc"
+	credentialPrefix                        // how the name starts: "id_"
+	credentialSuffix                        // how the name ends: ".pem"
+	// credentialWord: the text ends a word of the name, that is it is
+	// followed by the end or by ".", "_" or "-", with anything before it:
+	// "token" in "token", ".token", "api_token.txt", "apiToken.txt", but
+	// not in "tokenizer.py" or "tokens.json".
+	credentialWord
+)
+
+// credentialWordEnds are the bytes that end a word of a file name.
+const credentialWordEnds = "._-"
+
+// credentialRule is one shape of credential-shaped name.
+type credentialRule struct {
+	match credentialMatch
+	text  string // lowercase
+	// code means a name that ends in a source-code extension (see
+	// credentialCodeExtensions) escapes the rule.
+	code bool
+	// reason is what DeniedName's caller is told, with %q for the name.
+	reason string
+}
+
+// credentialRules are the credential-shaped names, in the order their
+// reasons are preferred: a tool's own file is named before the word it
+// holds (".vault-token" is Vault's, before it is a token).
+var credentialRules = slices.Concat(
+	credentialExacts("%q is the file where %s",
+		".netrc", "curl, ftp and git keep passwords",
+		"_netrc", "curl, ftp and git keep passwords",
+		".git-credentials", "git's credential store keeps passwords",
+		".npmrc", "npm keeps registry tokens",
+		".pypirc", "PyPI uploads keep passwords and tokens",
+		".pgpass", "PostgreSQL clients keep passwords",
+		".my.cnf", "MySQL clients keep passwords",
+		".boto", "boto and gsutil keep cloud keys",
+		".s3cfg", "s3cmd keeps cloud keys",
+		".vault-token", "HashiCorp Vault keeps its token",
+		".dockercfg", "old Docker clients keep registry passwords"),
+	credentialExacts("%q is a directory where %s",
+		".ssh", "SSH keeps keys",
+		".gnupg", "GnuPG keeps private keys",
+		".aws", "AWS tools keep access keys",
+		".azure", "Azure tools keep tokens",
+		".kube", "Kubernetes tools keep cluster credentials",
+		".docker", "Docker keeps registry credentials",
+		"gcloud", "the Google Cloud SDK keeps tokens",
+		".password-store", "pass keeps passwords"),
+	[]credentialRule{
+		{match: credentialPrefix, text: ".env", reason: "%q is named like an environment file, which holds secrets"},
+		{match: credentialSuffix, text: ".env", reason: "%q is named like an environment file, which holds secrets"},
+		{match: credentialPrefix, text: "id_", code: true, reason: "%q is named like an SSH key (id_*)"},
+	},
+	credentialSuffixes("like an SSH key", "_rsa", "_rsa.pub", "_dsa", "_dsa.pub", "_ecdsa", "_ecdsa.pub", "_ed25519", "_ed25519.pub"),
+	credentialSuffixes("like a key, certificate or password file",
+		".pem", ".key", ".crt", ".cer", ".p12", ".pfx", ".p8", ".jks", ".keystore", ".ppk", ".htpasswd"),
+	credentialSuffixes("like a PGP key or a file encrypted for one", ".asc", ".gpg"),
+	credentialSuffixes("like a KeePass password database", ".kdbx", ".kdb"),
+	credentialWords("a token", "token"),
+	credentialWords("a secret", "secret", "secrets"),
+	credentialWords("a password", "password", "passwords"),
+	credentialWords("credentials", "credential", "credentials"),
+	credentialWords("an API key", "apikey", "api_key", "api-key"),
+	credentialWords("a private key", "privatekey", "private_key", "private-key"),
+)
+
+// credentialExacts makes rules for whole names, given as name, what
+// pairs.
+func credentialExacts(format string, pairs ...string) []credentialRule {
+	rules := make([]credentialRule, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		rules = append(rules, credentialRule{match: credentialExact, text: pairs[i],
+			reason: strings.Replace(format, "%s", pairs[i+1], 1)})
+	}
+	return rules
+}
+
+// credentialSuffixes makes rules for name endings.
+func credentialSuffixes(like string, suffixes ...string) []credentialRule {
+	rules := make([]credentialRule, len(suffixes))
+	for i, suffix := range suffixes {
+		rules[i] = credentialRule{match: credentialSuffix, text: suffix, reason: "%q ends in " + suffix + ", " + like}
+	}
+	return rules
+}
+
+// credentialWords makes rules for words that name a secret; code escapes
+// them.
+func credentialWords(what string, words ...string) []credentialRule {
+	rules := make([]credentialRule, len(words))
+	for i, word := range words {
+		rules[i] = credentialRule{match: credentialWord, text: word, code: true, reason: "%q is named like " + what + " (" + word + ")"}
+	}
+	return rules
+}
+
+// credentialCodeExtensions are the extensions of program source and of
+// documentation: such a file holds text a person or the tests read, so
+// its name describes its subject (tokenizer code, a test of passwords),
+// and the sandbox must show it to the tests that import it.
+var credentialCodeExtensions = map[string]bool{
+	".py": true, ".pyi": true, ".go": true, ".rs": true, ".js": true, ".mjs": true, ".cjs": true,
+	".ts": true, ".tsx": true, ".jsx": true, ".java": true, ".kt": true, ".c": true, ".h": true,
+	".cc": true, ".cpp": true, ".hpp": true, ".rb": true, ".php": true, ".cs": true, ".swift": true,
+	".lua": true, ".pl": true, ".sh": true, ".html": true, ".css": true, ".md": true, ".rst": true,
+}
+
+// DeniedName reports whether a single file name is shaped like a
+// credential, ignoring case. The groups, and why each is there:
+//   - an environment file: a name starting with ".env" (".env",
+//     ".env.local", ".envrc") or ending in ".env" ("prod.env"), which
+//     is where applications keep their secrets; "notes.env.txt" is
+//     neither;
+//   - a tool's credential file, by its exact name: .netrc and _netrc
+//     (curl, ftp, git), .git-credentials, .npmrc, .pypirc, .pgpass,
+//     .my.cnf, .boto, .s3cfg, .vault-token, .dockercfg;
+//   - a directory where tools keep keys and tokens, so that everything
+//     below it is denied: .ssh, .gnupg, .aws (credentials and config),
+//     .azure, .kube (config), .docker (config.json), gcloud (under
+//     .config) and .password-store;
+//   - a key, certificate or password file, by its ending: .pem, .key,
+//     .crt, .cer, .p12, .pfx, .p8, .jks, .keystore, .ppk, .htpasswd;
+//     .asc and .gpg (PGP keys and what is encrypted for them); .kdbx and
+//     .kdb (KeePass);
+//   - an SSH key: a name starting with "id_" ("id_rsa", "id_ed25519.pub")
+//     or ending in _rsa, _dsa, _ecdsa or _ed25519, with or without
+//     ".pub" ("deploy_rsa"): public keys too, since a key pair's halves
+//     lie side by side;
+//   - named like a secret: a name in which token, secret(s),
+//     password(s), credential(s), an API key (apikey, api_key, api-key)
+//     or a private key (privatekey, private_key, private-key) ends a
+//     word, that is stands at the end or before ".", "_" or "-", with
+//     anything before it: "token", "token.txt", ".token", "api_token",
+//     "apiToken.txt", "client_secret.json", "credentials",
+//     "credentials-prod.json". A longer word is another word:
+//     "tokenizer.json", "tokens.json" (vocabularies, not credentials),
+//     "secretary.txt" are allowed.
+//
+// A name that ends in a source-code or documentation extension (.py,
+// .go, .js, .ts, .rs, .java, .c, .h, .rb, .sh, .md, .rst, .html, … see
+// credentialCodeExtensions) escapes the last two groups' id_* and word
+// rules: "tokenizer.py", "test_token.py", "id_map.py" and
+// "password_reset.html" are code to read and to import, and refusing
+// them would break the tests of any project that handles tokens. The
+// cost is a known gap: a secret written into code ("secrets.py" with an
+// API key in it) has no name to be caught by, here or by any rule of
+// names. The other groups hold whatever the extension: ".env.py" is
+// denied.
+//
+// A tool that lists a directory uses it to leave such entries out.
+func DeniedName(name string) bool {
+	return credentialReason(name) != ""
+}
+
+// Denied reports whether any component of a slash-separated path is shaped
+// like a credential (see [DeniedName]), with a reason for the owner and the
+// model. It looks at the path as written; [Jail.Resolve] also applies it to
+// where the path leads.
+func Denied(path string) (reason string, denied bool) {
+	for name := range strings.SplitSeq(path, "/") {
+		if reason := credentialReason(name); reason != "" {
+			return reason, true
+		}
+	}
+	return "", false
+}
+
+// credentialIndex finds the rules that may hold for a name without trying
+// each: a whole name and an extension are looked up, and a word rule is
+// tried only where a word ends. Every lookup returns the rule's index in
+// credentialRules, so that the first rule that holds gives the reason.
+var credentialIndex = func() (ix struct {
+	exact, ext   map[string]int
+	other, words []int
+}) {
+	ix.exact, ix.ext = make(map[string]int), make(map[string]int)
+	for i, r := range credentialRules {
+		switch {
+		case r.match == credentialExact:
+			ix.exact[r.text] = i
+		case r.match == credentialSuffix && path.Ext(r.text) == r.text:
+			if _, ok := ix.ext[r.text]; !ok {
+				ix.ext[r.text] = i
+			}
+		case r.match == credentialWord:
+			ix.words = append(ix.words, i)
+		default:
+			ix.other = append(ix.other, i)
+		}
+	}
+	return ix
+}()
+
+// credentialReason says why name looks like a credential, or "".
+func credentialReason(name string) string {
+	if name == "" {
+		return ""
+	}
+	lower := strings.ToLower(name)
+	code := credentialCodeExtensions[path.Ext(lower)]
+	first := len(credentialRules)
+	holds := func(i int, ok bool) {
+		if ok && i < first && !(credentialRules[i].code && code) {
+			first = i
+		}
+	}
+	i, ok := credentialIndex.exact[lower]
+	holds(i, ok)
+	i, ok = credentialIndex.ext[path.Ext(lower)]
+	holds(i, ok)
+	for _, i := range credentialIndex.other {
+		holds(i, credentialRules[i].matches(lower))
+	}
+	if !code {
+		for end := 0; end <= len(lower); end++ {
+			if end < len(lower) && strings.IndexByte(credentialWordEnds, lower[end]) < 0 {
+				continue
+			}
+			for _, i := range credentialIndex.words {
+				holds(i, strings.HasSuffix(lower[:end], credentialRules[i].text))
+			}
+		}
+	}
+	if first == len(credentialRules) {
+		return ""
+	}
+	return fmt.Sprintf(credentialRules[first].reason, name)
+}
+
+// matches reports whether a prefix or suffix rule holds for a lowercased
+// name; exact names, extensions and words are found by credentialIndex.
+func (r credentialRule) matches(lower string) bool {
+	if r.match == credentialPrefix {
+		return strings.HasPrefix(lower, r.text)
+	}
+	return strings.HasSuffix(lower, r.text)
+}
+
+// A glob may expand to a credential-shaped name even when its own text is
+// not one (cat i?_map.txt, cat *oken). Rather than list the directory,
+// which a check on words must not depend on, credentialGlob asks whether
+// any name the glob can match is one a rule denies: both are patterns over
+// the characters of one name, and two patterns meet when some name
+// matches both.
+
+// globSet is a set of the units a name is made of, after lowercasing:
+// the ASCII bytes, and one unit (bit 128) that stands for any other
+// character. The rules are ASCII, so they can tell other characters
+// apart only by letting a * pass over them.
+type globSet [3]uint64
+
+const globOther = 128
+
+func (s *globSet) add(unit int)                { s[unit>>6] |= 1 << (unit & 63) }
+func (s globSet) meets(t globSet) bool         { return s[0]&t[0]|s[1]&t[1]|s[2]&t[2] != 0 }
+func (s globSet) without(unit int) (t globSet) { t = s; t[unit>>6] &^= 1 << (unit & 63); return t }
+
+// globAny is what ?, a negated bracket expression or one this reader does
+// not follow may match; globDot is a written ".", the one token that may
+// match a leading dot in a shell glob.
+var (
+	globAny = globSet{^uint64(0), ^uint64(0), 1}
+	globDot = globSet{1 << '.'}
+)
+
+// globToken is a * or one character from a set.
+type globToken struct {
+	star bool
+	set  globSet
+}
+
+// globUnit is the unit a character stands for once lowercased, as
+// strings.ToLower lowercases it (the Kelvin sign is a k).
+func globUnit(r rune) int {
+	if l := unicode.ToLower(r); l < utf8.RuneSelf {
+		return int(l)
+	}
+	return globOther
+}
+
+// globTokens reads a shell glob over one name as tokens. Every *, ? and [
+// counts as a glob character, quoted or not, which only lets the pattern
+// match more. A bracket expression is read as POSIX reads it ("!" or "^"
+// negates, "]" first is a member, ranges, [:class:]); what this reader
+// does not follow, and any negated set, matches any character.
+func globTokens(pattern string) []globToken {
+	var tokens []globToken
+	for i := 0; i < len(pattern); {
+		switch c := pattern[i]; c {
+		case '*':
+			if len(tokens) == 0 || !tokens[len(tokens)-1].star {
+				tokens = append(tokens, globToken{star: true})
+			}
+			i++
+		case '?':
+			tokens = append(tokens, globToken{set: globAny})
+			i++
+		case '[':
+			set, next := globBracket(pattern, i)
+			tokens = append(tokens, globToken{set: set})
+			i = next
+		default:
+			r, size := utf8.DecodeRuneInString(pattern[i:])
+			var set globSet
+			set.add(globUnit(r))
+			tokens = append(tokens, globToken{set: set})
+			i += size
+		}
+	}
+	return tokens
+}
+
+// globBracket reads the bracket expression at pattern[at] and returns the
+// set it matches and the index after it. An unclosed "[" is read as any
+// character, and only it is consumed.
+func globBracket(pattern string, at int) (globSet, int) {
+	i := at + 1
+	negated := i < len(pattern) && (pattern[i] == '!' || pattern[i] == '^')
+	if negated {
+		i++
+	}
+	var set globSet
+	for first := true; i < len(pattern); first = false {
+		c := pattern[i]
+		switch {
+		case c == ']' && !first:
+			if negated {
+				return globAny, i + 1
+			}
+			return set, i + 1
+		case c == '[' && i+1 < len(pattern) && strings.IndexByte(":.=", pattern[i+1]) >= 0:
+			// A character class, equivalence class or collating symbol.
+			end := strings.Index(pattern[i+2:], string(pattern[i+1])+"]")
+			if end < 0 {
+				return globAny, at + 1
+			}
+			set = globAny
+			i += 2 + end + 2
+		case c >= utf8.RuneSelf:
+			set = globAny
+			i++
+		case i+2 < len(pattern) && pattern[i+1] == '-' && pattern[i+2] != ']':
+			if hi := pattern[i+2]; hi >= utf8.RuneSelf || hi < c {
+				set = globAny
+			} else {
+				for b := int(c); b <= int(hi); b++ {
+					set.add(globUnit(rune(b)))
+				}
+			}
+			i += 3
+		default:
+			set.add(globUnit(rune(c)))
+			i++
+		}
+	}
+	return globAny, at + 1
+}
+
+// credentialGlobRule is a rule read as glob tokens.
+type credentialGlobRule struct {
+	rule   *credentialRule
+	shape  string // the rule as a glob, for reasons: "id_*", "*token*"
+	tokens []globToken
+}
+
+// credentialGlobs are the rules as glob patterns: an exact name is
+// itself, a prefix P is P*, a suffix S is *S, and a word W is *W or
+// *W[._-]*.
+var credentialGlobs = func() []credentialGlobRule {
+	var globs []credentialGlobRule
+	for i := range credentialRules {
+		r := &credentialRules[i]
+		var patterns []string
+		shape := r.text
+		switch r.match {
+		case credentialExact:
+			patterns = []string{r.text}
+		case credentialPrefix:
+			shape = r.text + "*"
+			patterns = []string{shape}
+		case credentialSuffix:
+			shape = "*" + r.text
+			patterns = []string{shape}
+		case credentialWord:
+			shape = "*" + r.text + "*"
+			patterns = []string{"*" + r.text, "*" + r.text + "[" + credentialWordEnds + "]*"}
+		}
+		for _, p := range patterns {
+			globs = append(globs, credentialGlobRule{rule: r, shape: shape, tokens: globTokens(p)})
+		}
+	}
+	return globs
+}()
+
+// credentialNameMax is the longest file name, in bytes (NAME_MAX).
+const credentialNameMax = 255
+
+// credentialGlob reports whether the glob pattern, read as one name,
+// could match a credential-shaped name, with the shape of the rule it
+// meets. dots says whether a leading "." may be matched by a glob
+// character: the shell's globs never do (a pattern must start with "."
+// to match a dot file), fnmatch's and git's do.
+//
+// It errs towards a match: a rule a name escapes by its code extension
+// counts unless every name the glob matches ends in one (*.py).
+func credentialGlob(pattern string, dots bool) (shape string, matches bool) {
+	tokens := globTokens(pattern)
+	if len(tokens)-strings.Count(pattern, "*") > credentialNameMax {
+		// Every token but a * takes a byte of the name, and no name is
+		// that long.
+		return "", false
+	}
+	tail := pattern[strings.LastIndexAny(pattern, "*?[]")+1:]
+	code := credentialCodeExtensions[path.Ext(strings.ToLower(tail))]
+	for _, g := range credentialGlobs {
+		if g.rule.code && code {
+			continue
+		}
+		if globEndsMeet(tokens, g.tokens) && globMeet(tokens, g.tokens, dots) {
+			return g.shape, true
+		}
+	}
+	return "", false
+}
+
+// globEndsMeet is a quick test that most rules fail: the characters the
+// two patterns end in, up to the last * of either, must meet one by one.
+func globEndsMeet(glob, rule []globToken) bool {
+	for i, j := len(glob)-1, len(rule)-1; i >= 0 && j >= 0 && !glob[i].star && !rule[j].star; i, j = i-1, j-1 {
+		if !glob[i].set.meets(rule[j].set) {
+			return false
+		}
+	}
+	return true
+}
+
+// globMeet reports whether some non-empty name matches both token
+// patterns: a walk over pairs of positions, one in each pattern, that
+// consumes one unit of the name at a time. Unless dots is set, the first
+// unit may be "." only where the glob itself writes one.
+func globMeet(glob, rule []globToken, dots bool) bool {
+	width := len(rule) + 1
+	seen := make([]bool, 2*(len(glob)+1)*width)
+	type state struct {
+		g, r    int
+		started bool
+	}
+	stack := []state{{}}
+	for len(stack) > 0 {
+		s := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		at := (s.g*width + s.r) * 2
+		if s.started {
+			at++
+		}
+		if seen[at] {
+			continue
+		}
+		seen[at] = true
+		if s.g == len(glob) && s.r == len(rule) {
+			if s.started {
+				return true
+			}
+			continue
+		}
+		// A * may match nothing.
+		if s.g < len(glob) && glob[s.g].star {
+			stack = append(stack, state{s.g + 1, s.r, s.started})
+		}
+		if s.r < len(rule) && rule[s.r].star {
+			stack = append(stack, state{s.g, s.r + 1, s.started})
+		}
+		if s.g == len(glob) || s.r == len(rule) {
+			continue
+		}
+		gt, rt := glob[s.g], rule[s.r]
+		gset, rset := gt.set, rt.set
+		if gt.star {
+			gset = globAny
+		}
+		if rt.star {
+			rset = globAny
+		}
+		if !s.started && !dots && (gt.star || gset != globDot) {
+			gset = gset.without('.')
+		}
+		if !gset.meets(rset) {
+			continue
+		}
+		next := state{s.g, s.r, true}
+		if !gt.star {
+			next.g++
+		}
+		if !rt.star {
+			next.r++
+		}
+		stack = append(stack, next)
+	}
+	return false
+}
