@@ -84,7 +84,7 @@ type readFile struct{ env Env }
 
 func (readFile) Definition() contracts.ToolDefinition {
 	return definition("read_file",
-		"Reads a text file in the workspace and returns its content. The path is relative to the workspace root; absolute paths, .. above the root, links leading out, the vault and credential-like names (.env, *.pem, *.key, id_*) are refused. Only the first 64 KB are returned (the reply says when it was cut and the full size); a binary (non-UTF-8) file is reported by size only.",
+		"Reads a text file in the workspace and returns its content. The path is relative to the workspace root; absolute paths, .. above the root, links leading out, the vault and credential-like names (.env files, keys and certificates, SSH keys and .ssh/, names with token, secret or password) are refused. Only the first 64 KB are returned (the reply says when it was cut and the full size); a binary (non-UTF-8) file is reported by size only.",
 		contracts.TierFree, readPathParam)
 }
 
@@ -161,7 +161,7 @@ type listDir struct{ env Env }
 
 func (listDir) Definition() contracts.ToolDefinition {
 	return definition("list_dir",
-		"Lists a directory in the workspace: one entry per line, sorted, directories ending in \"/\". The path is relative to the workspace root (empty for the root). Credential-like names (.env, *.pem, *.key, id_*) are left out and only counted; at most 500 entries are shown.",
+		"Lists a directory in the workspace: one entry per line, sorted, directories ending in \"/\". The path is relative to the workspace root (empty for the root). Credential-like names (.env files, keys and certificates, SSH keys, names with token, secret or password) are left out and only counted; at most 500 entries are shown.",
 		contracts.TierFree, listPathParam)
 }
 

@@ -34,14 +34,14 @@ func testEnv(t *testing.T) Env {
 		filepath.Join(ws, "bin.dat"):         "\xff\xfe\x00\x01",
 		filepath.Join(ws, "big.txt"):         strings.Repeat("a", maxReadBytes+100),
 		filepath.Join(vault, "token"):        "secret",
-		filepath.Join(outside, "secret.txt"): "outside",
+		filepath.Join(outside, "diary.txt"): "outside",
 	}
 	for path, content := range files {
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(ws, "escape.txt")); err != nil {
+	if err := os.Symlink(filepath.Join(outside, "diary.txt"), filepath.Join(ws, "escape.txt")); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 3, 14, 9, 26, 53, 0, time.Local)
@@ -74,7 +74,7 @@ func TestLocalTools(t *testing.T) {
 		{"read binary", "read_file", `{"path":"bin.dat"}`, "binary file (4 bytes)", nil},
 		{"read dir", "read_file", `{"path":"sub"}`, "", os.ErrInvalid},
 		{"read missing", "read_file", `{"path":"nope.txt"}`, "", os.ErrNotExist},
-		{"read outside", "read_file", `{"path":"../outside/secret.txt"}`, "", policy.ErrOutsideWorkspace},
+		{"read outside", "read_file", `{"path":"../outside/diary.txt"}`, "", policy.ErrOutsideWorkspace},
 		{"read absolute", "read_file", `{"path":"/etc/passwd"}`, "", policy.ErrOutsideWorkspace},
 		{"read symlink escape", "read_file", `{"path":"escape.txt"}`, "", policy.ErrOutsideWorkspace},
 		{"read vault", "read_file", `{"path":"vault/token"}`, "", policy.ErrDenied},
