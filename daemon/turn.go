@@ -226,11 +226,11 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// the exception: kept before the reply that asks for it.
 	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
 	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: reply, Turn: t.ID})
-	c.answered(ctx, t)
+	c.face.react(res.Face, res.Thought)
 	for _, r := range asks {
 		c.auth.Ask(r)
 	}
-	c.face.react(res.Face, res.Thought)
+	c.answered(ctx, t)
 	c.brain.feel(mood.TurnOK)
 	c.applyOps(ctx, t, ops)
 	c.recordExchange(ctx, t, reply)

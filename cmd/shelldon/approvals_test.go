@@ -42,7 +42,7 @@ func toolAnswer(reqs []demomodel.Request, id string) string {
 func TestApprovals(t *testing.T) {
 	model := demomodel.New(
 		writeCall("w1", "todo.txt", "milk"), demomodel.Step{Text: "Saved your list."},
-		writeCall("w2", "secret.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
+		writeCall("w2", "diary.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
 		writeCall("w3", "later.txt", "eggs"), demomodel.Step{Text: "busy turn done", Delay: 1500 * time.Millisecond},
 		demomodel.Step{Text: "Saved the eggs."},
 		writeCall("w4", "restart.txt", "ham"), demomodel.Step{Text: "Saved after the restart."},
@@ -94,8 +94,8 @@ func TestApprovals(t *testing.T) {
 	if got := toolAnswer(p.waitRequests(4), "w2"); got != "denied by owner" {
 		t.Errorf("the model was told %q about the denied write", got)
 	}
-	if _, err := os.Stat(filepath.Join(ws, "secret.txt")); err == nil {
-		t.Error("secret.txt was written although the owner said no")
+	if _, err := os.Stat(filepath.Join(ws, "diary.txt")); err == nil {
+		t.Error("diary.txt was written although the owner said no")
 	}
 
 	// A tap while a turn runs is held, and carried out when the turn

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -211,4 +213,58 @@ func parseSmapsRollup(data []byte) (rss, pss float64) {
 		}
 	}
 	return rss, pss
+}
+
+// BenchmarkRecoveryAfterKill kills `shelldon daemon` (the built binary, a
+// process of its own) with kill -9 while a turn runs, starts a new one on
+// the same state, and measures from the kill to the owner's note that the
+// message is being taken up again, and to its answer: a new core's start,
+// the transport's rejoin and the turn run again. Run with -benchtime=10x.
+func BenchmarkRecoveryAfterKill(b *testing.B) {
+	bin := builtBinary(b)
+	var mu sync.Mutex
+	asked := map[string]int{}
+	model := demomodel.New()
+	model.Fallback = func(r demomodel.Request) demomodel.Step {
+		mu.Lock()
+		defer mu.Unlock()
+		said := lastUser(r)
+		asked[said]++
+		if asked[said] == 1 {
+			return demomodel.Step{Text: "never heard", Delay: time.Minute} // the turn the kill cuts short
+		}
+		return demomodel.Step{Text: "answered after the kill"}
+	}
+	p := newPet(b, model, useBuiltBinary(b))
+	p.stopCore()
+	config := writeConfig(b, p)
+	core := startProcess(b, bin, "daemon", "--config", config)
+	var toNote, toAnswer []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		msg := fmt.Sprintf("slow question %d", i)
+		p.sayKept(msg)
+		for {
+			mu.Lock()
+			n := asked[msg]
+			mu.Unlock()
+			if n > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		killed := time.Now()
+		core.Process.Signal(syscall.SIGKILL)
+		core.Wait()
+		core = startProcess(b, bin, "daemon", "--config", config)
+		p.replyWith("I was restarted before I could answer", 30*time.Second)
+		toNote = append(toNote, time.Since(killed))
+		p.replyWith("answered after the kill", 30*time.Second)
+		toAnswer = append(toAnswer, time.Since(killed))
+	}
+	b.StopTimer()
+	slices.Sort(toNote)
+	slices.Sort(toAnswer)
+	b.ReportMetric(ms(toNote[len(toNote)/2]), "note-ms")
+	b.ReportMetric(ms(toAnswer[len(toAnswer)/2]), "answer-ms")
 }

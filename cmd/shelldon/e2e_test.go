@@ -53,6 +53,7 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{Text: "Saved after the restart."},
 		// 6. a turn core dies in, then a turn after
 		demomodel.Step{Text: "never heard: core was killed", Delay: 20 * time.Second},
+		demomodel.Step{Text: "answered after all"},
 		demomodel.Step{Text: "back again"},
 	)
 	pet := bootPet(t, sandboxImage, deb, model)
@@ -182,7 +183,7 @@ func TestWholePetInAVM(t *testing.T) {
 		}
 	})
 
-	t.Run("6 core killed mid-turn is restarted and leaves no turn behind", func(t *testing.T) {
+	t.Run("6 core killed mid-turn is restarted, leaves no turn behind and answers the message", func(t *testing.T) {
 		restarts := func() int {
 			n, _ := strconv.Atoi(strings.TrimSpace(guest.Must(t, "systemctl", "show", "-P", "NRestarts", "shelldon.service")))
 			return n
@@ -199,6 +200,10 @@ func TestWholePetInAVM(t *testing.T) {
 			out, _ := guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "--state=running", "shelldon-turn@*")
 			return strings.TrimSpace(string(out)) == ""
 		})
+		// The message the kill cut short is the owner's still: the new
+		// core says so, and answers it.
+		api.WaitMessage(t, ownerID, textHas("I was restarted before I could answer “this one will be cut short”"))
+		api.WaitMessage(t, ownerID, textHas("answered after all"))
 		api.SendText(ownerID, "are you back?")
 		api.WaitMessage(t, ownerID, textHas("back again"))
 	})

@@ -98,9 +98,7 @@ func TestRepliesAreParsedAndOpsApplied(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(memory, "notes.md")); err == nil {
 		t.Error("the op inside <think> was applied")
 	}
-	if faces := p.faces(); faces[len(faces)-1] != "curious" {
-		t.Errorf("faces = %v, want curious shown last", faces)
-	}
+	p.waitFace("curious", 5*time.Second)
 
 	// The face added by the last turn is there for this one; the
 	// malformed ops block is rejected whole and left visible.
@@ -110,16 +108,12 @@ func TestRepliesAreParsedAndOpsApplied(t *testing.T) {
 		t.Errorf("reply = %q, want the malformed ops block left visible", r.Text)
 	}
 	p.waitTurns(2)
-	if faces := p.faces(); faces[len(faces)-1] != "smug" {
-		t.Errorf("faces = %v, want the added face smug shown last", faces)
-	}
+	p.waitFace("smug", 5*time.Second)
 
 	p.say("ok")
 	p.reply(15 * time.Second)
 	p.waitTurns(3)
-	if faces := p.faces(); faces[len(faces)-1] != "happy" {
-		t.Errorf("faces = %v, want the default reply face for an unknown pick", faces)
-	}
+	p.waitFace("happy", 5*time.Second)
 }
 
 func TestProviderFallbackAndRetry(t *testing.T) {

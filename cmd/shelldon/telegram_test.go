@@ -56,7 +56,7 @@ func TestTelegramOwnerChatsAndDecides(t *testing.T) {
 	model := demomodel.New(
 		demomodel.Step{Text: "Hello <b>owner</b> & friends"},
 		writeCall("w1", "todo.txt", "milk"), demomodel.Step{Text: "Saved your list."},
-		writeCall("w2", "secret.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
+		writeCall("w2", "diary.txt", "nope"), demomodel.Step{Text: "All right, I won't."},
 	)
 	api := telegramtest.New(t, botToken)
 	p := newPet(t, model, withTelegram(api))
@@ -102,8 +102,8 @@ func TestTelegramOwnerChatsAndDecides(t *testing.T) {
 	p.waitTurns(4)
 	tap(api, ask2, "Deny")
 	api.WaitMessage(t, ownerID, textHas("All right, I won't."))
-	if _, err := os.Stat(filepath.Join(ws, "secret.txt")); err == nil {
-		t.Error("secret.txt was written although the owner said no")
+	if _, err := os.Stat(filepath.Join(ws, "diary.txt")); err == nil {
+		t.Error("diary.txt was written although the owner said no")
 	}
 	api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
 		return m.ID == ask2.ID && m.Keyboard == nil && strings.Contains(m.Text, "❌ Denied at")

@@ -32,7 +32,9 @@ func TestBootRunsATransientService(t *testing.T) {
 	const unit = "systemdhost-sleep.service"
 	done := make(chan string, 1)
 	started := time.Now()
-	props := []sddbus.Property{sddbus.PropDescription("sleep for the test"), sddbus.PropExecStart([]string{"/bin/sleep", "600"}, true)}
+	// Type=exec: the start job is done once sleep runs, not once systemd
+	// has forked the process that will exec it.
+	props := []sddbus.Property{sddbus.PropDescription("sleep for the test"), sddbus.PropType("exec"), sddbus.PropExecStart([]string{"/bin/sleep", "600"}, true)}
 	if _, err := conn.StartTransientUnitContext(ctx, unit, "fail", props, done); err != nil {
 		t.Fatalf("StartTransientUnit(%s): %v", unit, err)
 	}
