@@ -41,6 +41,19 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 		}
 		go func() {
 			defer func() { <-slots }()
+			// The job lasts no longer than the connection it came by: a
+			// core that is gone (killed, restarted) never reads the
+			// answer, and its jobs must not hold the slots its
+			// successor's turns need.
+			ctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-conn.Done():
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
 			started := time.Now()
 			c := runJob(ctx, env, chain)
 			log.Info("job done", "turn", env.Turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "took", time.Since(started).Round(time.Millisecond), "err", c.Error)

@@ -22,9 +22,11 @@ var ErrNotConnected = errors.New("not connected to core")
 // Conn is one accepted connection to core's bus. Send is safe for
 // concurrent use; Recv must be called from one goroutine.
 type Conn struct {
-	nc       net.Conn
-	maxFrame int
-	wmu      sync.Mutex
+	nc        net.Conn
+	maxFrame  int
+	wmu       sync.Mutex
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 // Dial connects to the bus at socket, says hello and waits for core's
@@ -35,7 +37,7 @@ func Dial(ctx context.Context, socket string, hello contracts.Hello, maxFrame in
 	if err != nil {
 		return nil, fmt.Errorf("dial bus %s: %w", socket, err)
 	}
-	c := &Conn{nc: nc, maxFrame: maxFrame}
+	c := &Conn{nc: nc, maxFrame: maxFrame, done: make(chan struct{})}
 	// The deadline below only bounds a silent core; a cancel must also
 	// end the handshake at once.
 	abandon := context.AfterFunc(ctx, func() { nc.Close() })
@@ -89,7 +91,15 @@ func (c *Conn) Recv() (contracts.Envelope, error) {
 }
 
 // Close closes the connection; a blocked Recv returns.
-func (c *Conn) Close() error { return c.nc.Close() }
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() { close(c.done) })
+	return c.nc.Close()
+}
+
+// Done is closed once the connection is closed: whatever was being done
+// for it (a broker's job for a core that is gone) can stop, since its
+// answer has nowhere to go.
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Client keeps a long-lived actor joined to the bus: it redials with
 // backoff whenever the connection drops, so the actor survives a core
