@@ -98,6 +98,11 @@ func (t pythonEval) Run(ctx context.Context, args string) (string, error) {
 	return out, nil
 }
 
+// unavailable is a builtin that python_eval leaves out.
+func unavailable(_ *starlark.Thread, b *starlark.Builtin, _ starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	return nil, fmt.Errorf("%s is not available: the value of the expression is the answer", b.Name())
+}
+
 // predeclared is the environment of every evaluation: Starlark's universe
 // with its builtins guarded, sum, and the math module.
 var predeclared = func() starlark.StringDict {
@@ -106,6 +111,8 @@ var predeclared = func() starlark.StringDict {
 		if name == "print" || name == "fail" {
 			// Output goes nowhere, and fail's message would be an
 			// unbounded string; a failing expression needs neither.
+			// Left out, the resolver would find Starlark's own.
+			env[name] = starlark.NewBuiltin(name, unavailable)
 			continue
 		}
 		env[name] = guardValue(value)

@@ -46,6 +46,8 @@ func TestPythonEval(t *testing.T) {
 		{`"{0}{0}{0}{0}".format("x" * 1000000)`, "", "more than the limit"},
 		{`(lambda f: f(f))(lambda f: f(f))`, "", "called recursively"},
 		{`undefined_name`, "", "undefined"},
+		{`print("x")`, "", "print is not available"},
+		{`fail("x" * 1000)`, "", "fail is not available"},
 		{`1 // 0`, "", "division by zero"},
 	}
 	for _, tt := range tests {
