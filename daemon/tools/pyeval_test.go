@@ -158,7 +158,8 @@ func TestPythonEvalAttacksEndWithinTheLimits(t *testing.T) {
 }
 
 // Others that Starlark counts as a step or a few but that build or walk a
-// lot: stopped by the guards or by the step limit.
+// lot: stopped by the guards, by the step limit, or by the evaluator's
+// bounds (the ones the guards let through on purpose).
 func TestPythonEvalEndsWithinTheLimits(t *testing.T) {
 	env := testEnv(t)
 	tests := []limitCase{
@@ -184,8 +185,29 @@ func TestPythonEvalEndsWithinTheLimits(t *testing.T) {
 		{`(lambda d: d.get(tuple([tuple([0] * 1024)] * 1024)))({})`, "more than 1048576 items", false},
 		{`(lambda f: f(f, 0))(lambda f, n: f(f, n + 1))`, "called recursively", false},
 		{`json.encode([1])`, "undefined: json", false},
+		// Each builtin call is short; the evaluation stops itself
+		// between two of them.
+		{`(lambda l: [max(l) for i in range(100000)])(list(range(262144)))`, "took longer than 2 seconds", true},
+		// A dict key is hashed in one step with no guard: a tuple of a
+		// thousand references to a tuple of ... is 10^12 items to hash.
+		{`(lambda t: {t: 1})((lambda a: tuple([a] * 1000))((lambda b: tuple([b] * 1000))((lambda c: tuple([c] * 1000))(tuple([0] * 1000)))))`, "stopped after 2 s", false},
+		// zip's pairs are charged 16 bytes each but hold about 70.
+		{`(lambda l: len([zip(l, l) for i in range(14)]))(list(range(262144)))`, "ran out of memory (", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.expr, func(t *testing.T) { endsWithin(t, env, tt) })
+	}
+}
+
+// Starlark has no I/O: no builtin opens a file, starts a process or
+// reaches the network, which is what lets the evaluator run with no
+// descriptor to spare.
+func TestPythonEvalHasNoIO(t *testing.T) {
+	env := testEnv(t)
+	for _, name := range []string{"open", "exec", "eval", "compile", "input", "load", "__import__", "os", "sys", "subprocess", "socket", "json", "time"} {
+		got, err := runLocal(t, env, "python_eval", evalArgs(name))
+		if err == nil || !strings.Contains(err.Error(), "undefined: "+name) && !strings.Contains(err.Error(), "not a Starlark expression") {
+			t.Errorf("python_eval(%q) = %q, %v; want it undefined", name, got, err)
+		}
 	}
 }

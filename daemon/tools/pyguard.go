@@ -3,7 +3,8 @@ package tools
 // Starlark bounds computation by steps but not memory: "x" * 1000000000
 // is one step that builds a gigabyte, and sorted(l) one step that may
 // compare for minutes. The guard closes the common cases in four ways, so
-// that they end at once with an error that says which limit they met.
+// that they end at once with an error that says which limit they met,
+// rather than in the evaluator's kill (pyproc.go), which bounds the rest.
 //
 //  1. guardExpr rewrites the parsed expression so that the operators that
 //     can build a large value (+, *, %, <<) or walk one (==, <, in ...),
