@@ -34,6 +34,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram"
+	"shelldon/daemon/tools"
 	"shelldon/daemon/worker"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image"
@@ -91,6 +92,7 @@ var commands = map[string]commandFunc{
 	"sandbox": cmdSandbox,
 	"tools":   cmdTools,
 	"panel":   cmdPanel,
+	"eval":    cmdEval,
 	"version": func(_ context.Context, env *environment, _ []string) error {
 		fmt.Fprintln(env.stdout, "shelldon", version)
 		return nil
@@ -413,9 +415,24 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 	if opts.Turn == "" || opts.Socket == "" || opts.StateDir == "" {
 		return errors.New("worker: --turn, --socket and --state-dir are required (core starts workers; see `shelldon up`)")
 	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("worker: find this binary to evaluate python_eval in: %w", err)
+	}
+	opts.Evaluator = []string{self, "eval"}
 	log := newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
 	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
 	return worker.Run(ctx, opts)
+}
+
+// cmdEval is the process a worker starts for one python_eval: it reads
+// the expression on stdin and writes the answer on stdout, under bounds
+// it sets before it reads. Not in the usage: only workers run it.
+func cmdEval(_ context.Context, env *environment, args []string) error {
+	if err := parse(flag.NewFlagSet("eval", flag.ContinueOnError), args); err != nil {
+		return err
+	}
+	return tools.ServeEval(env.stdin, env.stdout)
 }
 
 func cmdChat(ctx context.Context, env *environment, args []string) error {

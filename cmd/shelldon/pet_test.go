@@ -557,13 +557,17 @@ func TestSilentBrokerDegradesAndRecovers(t *testing.T) {
 }
 
 // TestToolCallsThroughTheWholePet: the model's tool calls travel through
-// the real broker and go-openai client, run in the worker, and their
-// results reach the model's next request, each answering its call.
+// the real broker and go-openai client, run in the worker (python_eval in
+// its own `shelldon eval`, killed at its 2 s), and their results reach
+// the model's next request, each answering its call.
 func TestToolCallsThroughTheWholePet(t *testing.T) {
+	// A dict key is hashed in one step: 10^12 items, until the kill.
+	const forever = `(lambda t: {t: 1})((lambda a: tuple([a] * 1000))((lambda b: tuple([b] * 1000))((lambda c: tuple([c] * 1000))(tuple([0] * 1000)))))`
 	model := demomodel.New(
 		demomodel.Step{ToolCalls: []contracts.ToolCall{
 			{ID: "c1", Name: "python_eval", Args: `{"expression": "6 * 7"}`},
 			{ID: "c2", Name: "read_file", Args: `{"path": "../state.db"}`},
+			{ID: "c3", Name: "python_eval", Args: `{"expression": "` + strings.ReplaceAll(forever, `"`, `\"`) + `"}`},
 		}},
 		demomodel.Step{Text: "It is 42."},
 	)
@@ -587,6 +591,9 @@ func TestToolCallsThroughTheWholePet(t *testing.T) {
 	}
 	if !strings.HasPrefix(answers["c2"], "error: ") {
 		t.Errorf("reading outside the workspace answered %q, want a refusal", answers["c2"])
+	}
+	if want := "error: python_eval: stopped after 2 s"; !strings.HasPrefix(answers["c3"], want) {
+		t.Errorf("python_eval of a hash that never ends answered %q, want %q...", answers["c3"], want)
 	}
 }
 

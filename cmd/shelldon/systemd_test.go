@@ -12,6 +12,7 @@ import (
 	godbus "github.com/godbus/dbus/v5"
 
 	"shelldon/config"
+	"shelldon/contracts"
 	"shelldon/daemon/launch"
 	"shelldon/demomodel"
 	"shelldon/testhost/systemdhost"
@@ -61,6 +62,45 @@ func TestTurnInASystemdUnit(t *testing.T) {
 		if !strings.Contains(journal, want) {
 			t.Errorf("journal entries for the turn lack %q:\n%s", want, journal)
 		}
+	}
+}
+
+// TestToolCallsInASystemdUnit: python_eval's evaluator starts, bounds
+// itself and is killed inside a turn's unit, under its system call
+// filter, task limit and the rest of its sandboxing.
+func TestToolCallsInASystemdUnit(t *testing.T) {
+	host := systemdhost.Boot(t)
+	// A dict key is hashed in one step: 10^12 items, until the kill.
+	const forever = `(lambda t: {t: 1})((lambda a: tuple([a] * 1000))((lambda b: tuple([b] * 1000))((lambda c: tuple([c] * 1000))(tuple([0] * 1000)))))`
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{
+			{ID: "c1", Name: "python_eval", Args: `{"expression": "6 * 7"}`},
+			{ID: "c2", Name: "python_eval", Args: `{"expression": "` + strings.ReplaceAll(forever, `"`, `\"`) + `"}`},
+			{ID: "c3", Name: "python_eval", Args: `{"expression": "(lambda l: len([zip(l, l) for i in range(14)]))(list(range(262144)))"}`},
+		}},
+		demomodel.Step{Text: "It is 42."},
+	)
+	p := newPetInUnits(t, host, model, os.Args[0])
+	p.say("what is six times seven?")
+	if r := p.reply(30 * time.Second); r.Text != "It is 42." {
+		t.Fatalf("reply = %+v", r)
+	}
+	answers := map[string]string{}
+	for _, m := range p.waitRequests(2)[1].Messages {
+		if m.Role == contracts.ChatTool {
+			answers[m.ToolCallID] = m.Content
+		}
+	}
+	if answers["c1"] != "42" {
+		t.Errorf("python_eval(6 * 7) answered %q in a unit, want 42", answers["c1"])
+	}
+	if want := "error: python_eval: stopped after 2 s"; !strings.HasPrefix(answers["c2"], want) {
+		t.Errorf("python_eval of a hash that never ends answered %q in a unit, want %q...", answers["c2"], want)
+	}
+	// The unit's CPU quota on a busy machine may bring the time limit
+	// first: as clear an answer.
+	if c3 := answers["c3"]; !strings.Contains(c3, "ran out of memory (128 MiB)") && !strings.Contains(c3, "took longer than 2 seconds") && !strings.Contains(c3, "stopped after 2 s") {
+		t.Errorf("python_eval that holds too much answered %q in a unit, want it out of memory", c3)
 	}
 }
 

@@ -16,8 +16,13 @@
 // read_file, list_dir and python_eval.
 //
 // python_eval evaluates one Starlark expression. Starlark bounds CPU only
-// through its step counter and has no allocation limit, so the evaluator
-// routes every operator and built-in that can build a large value through
-// a guard that refuses an oversized result before it is built and charges
-// each result to a per-call budget (see pyguard.go).
+// through its step counter, which does not see the work done inside a
+// builtin, and has no allocation limit. So each expression runs in a
+// process of its own, `shelldon eval` ([ServeEval]), which the worker
+// starts and kills at 2 s, and which bounds its own memory, CPU time and
+// descriptors before it reads the expression (see pyproc.go); and inside
+// it, every operator and builtin that can build or walk a large value goes
+// through a guard that refuses it before it is built or walked, with an
+// error that says which limit it met, and charges each result to a
+// per-call budget (see pyguard.go).
 package tools

@@ -1,11 +1,15 @@
 package tools
 
 // Starlark bounds computation by steps but not memory: "x" * 1000000000
-// is one step that builds a gigabyte. The guard closes that in three ways.
+// is one step that builds a gigabyte, and sorted(l) one step that may
+// compare for minutes. The guard closes the common cases in four ways, so
+// that they end at once with an error that says which limit they met,
+// rather than in the evaluator's kill (pyproc.go), which bounds the rest.
 //
 //  1. guardExpr rewrites the parsed expression so that the operators that
-//     can build a large value (+, *, %, <<) and every attribute access
-//     (x.join, x.replace, l.extend ...) call guard builtins instead.
+//     can build a large value (+, *, %, <<) or walk one (==, <, in ...),
+//     every slice and every attribute access (x.join, x.replace,
+//     l.extend ...) call guard builtins instead.
 //  2. The guard builtins and the wrapped universe builtins refuse, before
 //     building it, a value over the caps (a string over maxStringBytes, a
 //     sequence over maxElements items, an int over maxIntBits) whenever the
@@ -15,12 +19,20 @@ package tools
 //     itself within the caps.
 //  3. Every result is charged to a per-call budget (maxAllocBytes), so a
 //     comprehension cannot pile up many values that are each within the caps.
+//  4. What compares or hashes a whole value in one step (the comparison
+//     operators, in, sorted, min, max, set, dict, list.index, the dict and
+//     set methods) first counts the items it would walk, nested ones each
+//     time they appear, and refuses more than maxWalked; int() refuses a
+//     string of more digits than an int within maxIntBits has, since
+//     converting them costs more than linear time.
 //
 // What stays uncharged is what the step limit bounds: the items a
 // comprehension appends (one step each) and literals written in the source.
 
 import (
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 
 	"go.starlark.net/starlark"
@@ -32,6 +44,13 @@ const (
 	maxElements    = 1 << 18
 	maxIntBits     = 1 << 16
 	maxAllocBytes  = 64 << 20
+	// maxWalked bounds the items one comparison, hash or sort may walk:
+	// [[0] * 262144] * 1000 is a thousand references to one list, small
+	// to hold but a quarter of a billion items to compare.
+	maxWalked = 1 << 20
+	// maxWalkDepth bounds the nesting such a walk follows; nothing
+	// sensible is nested deeper, and the count stays a plain recursion.
+	maxWalkDepth = 64
 	// slotBytes is the cost charged per item of a list, tuple, dict or set.
 	slotBytes = 16
 )
@@ -138,6 +157,9 @@ func guardExpr(e syntax.Expr) syntax.Expr {
 				*p = guardExpr(*p)
 			}
 		}
+		// A slice is a copy (s[::-1] of a megabyte is another one), so
+		// it is charged like any other result.
+		return &syntax.CallExpr{Fn: &syntax.Ident{NamePos: e.Lbrack, Name: "_charged"}, Lparen: e.Lbrack, Args: []syntax.Expr{e}, Rparen: e.Rbrack}
 	case *syntax.CondExpr:
 		e.Cond, e.True, e.False = guardExpr(e.Cond), guardExpr(e.True), guardExpr(e.False)
 	case *syntax.ListExpr:
@@ -176,17 +198,138 @@ var guardedOps = map[syntax.Token]string{
 	syntax.STAR:    "_mul",
 	syntax.PERCENT: "_mod",
 	syntax.LTLT:    "_lsh",
+	syntax.EQL:     "_eq",
+	syntax.NEQ:     "_ne",
+	syntax.LT:      "_lt",
+	syntax.LE:      "_le",
+	syntax.GT:      "_gt",
+	syntax.GE:      "_ge",
+	syntax.IN:      "_in",
+	syntax.NOT_IN:  "_not_in",
 }
 
 type builtinFunc = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error)
 
 // guardBuiltins are the targets of guardExpr's rewriting.
 var guardBuiltins = map[string]builtinFunc{
-	"_add":  binaryGuard(syntax.PLUS),
-	"_mul":  binaryGuard(syntax.STAR),
-	"_mod":  binaryGuard(syntax.PERCENT),
-	"_lsh":  binaryGuard(syntax.LTLT),
-	"_attr": getattr,
+	"_add":     binaryGuard(syntax.PLUS),
+	"_mul":     binaryGuard(syntax.STAR),
+	"_mod":     binaryGuard(syntax.PERCENT),
+	"_lsh":     binaryGuard(syntax.LTLT),
+	"_eq":      compareGuard(syntax.EQL),
+	"_ne":      compareGuard(syntax.NEQ),
+	"_lt":      compareGuard(syntax.LT),
+	"_le":      compareGuard(syntax.LE),
+	"_gt":      compareGuard(syntax.GT),
+	"_ge":      compareGuard(syntax.GE),
+	"_in":      compareGuard(syntax.IN),
+	"_not_in":  compareGuard(syntax.NOT_IN),
+	"_charged": charged,
+	"_attr":    getattr,
+}
+
+// charged is the identity, charging its argument: the target of every slice.
+func charged(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+	if len(args) != 1 {
+		return nil, fmt.Errorf("a slice is one value, got %d", len(args))
+	}
+	return charge(thread, args[0])
+}
+
+// compareGuard is a comparison or membership operator that first counts
+// what it would walk.
+func compareGuard(op syntax.Token) builtinFunc {
+	return func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		if len(args) != 2 {
+			return nil, fmt.Errorf("operator %s needs two operands", op)
+		}
+		x, y := args[0], args[1]
+		if err := checkWalk(compared(op, x, y)...); err != nil {
+			return nil, fmt.Errorf("operator %s: %w", op, err)
+		}
+		if op == syntax.IN || op == syntax.NOT_IN {
+			return starlark.Binary(op, x, y)
+		}
+		ok, err := starlark.Compare(op, x, y)
+		return starlark.Bool(ok), err
+	}
+}
+
+// compared are the operands that x op y walks item by item. Values of
+// different types, and of different lengths under == and !=, are told
+// apart at once; in hashes x to look it up in a dict or set, compares it
+// with every item of a list or tuple, and is at most a substring search
+// or an arithmetic test otherwise.
+func compared(op syntax.Token, x, y starlark.Value) []starlark.Value {
+	switch op {
+	case syntax.IN, syntax.NOT_IN:
+		switch y.(type) {
+		case *starlark.Dict, *starlark.Set:
+			return []starlark.Value{x}
+		case *starlark.List, starlark.Tuple:
+			return []starlark.Value{x, y}
+		}
+		return nil
+	case syntax.EQL, syntax.NEQ:
+		if starlark.Len(x) != starlark.Len(y) {
+			return nil
+		}
+	}
+	if x.Type() != y.Type() {
+		return nil
+	}
+	return []starlark.Value{x, y}
+}
+
+// checkWalk refuses values that hold more than maxWalked items to walk.
+func checkWalk(vs ...starlark.Value) error {
+	if walkLen(maxWalked, vs...) > maxWalked {
+		return errTooMuchToWalk
+	}
+	return nil
+}
+
+var errTooMuchToWalk = fmt.Errorf("the values hold more than %d items to compare or hash (a list inside another counts each time it appears), or are nested more than %d deep", maxWalked, maxWalkDepth)
+
+// walkLen counts the items a comparison or hash of vs may visit: every
+// item of every list, tuple, dict and set among them, a nested one each
+// time it appears, stopping once past limit. A value nested deeper than
+// maxWalkDepth counts as past the limit, as does one that holds itself.
+func walkLen(limit int, vs ...starlark.Value) int {
+	w := walker{limit: limit}
+	for _, v := range vs {
+		w.walk(v, 0)
+	}
+	return w.n
+}
+
+type walker struct{ n, limit int }
+
+func (w *walker) walk(v starlark.Value, depth int) {
+	w.n++
+	if depth > maxWalkDepth {
+		w.n = w.limit + 1
+	}
+	if w.n > w.limit {
+		return
+	}
+	switch v := v.(type) {
+	case *starlark.Dict:
+		for key, value := range v.Entries() {
+			if w.walk(key, depth+1); w.n > w.limit {
+				return
+			}
+			if w.walk(value, depth+1); w.n > w.limit {
+				return
+			}
+		}
+	case *starlark.List, starlark.Tuple, *starlark.Set:
+		for item := range starlark.Elements(v.(starlark.Iterable)) {
+			if w.walk(item, depth+1); w.n > w.limit {
+				return
+			}
+		}
+	}
 }
 
 func binaryGuard(op syntax.Token) builtinFunc {
@@ -375,8 +518,24 @@ func getattr(thread *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 }
 
 // precheckMethod refuses a string method call whose result would be over
-// the caps: the methods whose output can be far larger than their inputs.
+// the caps (the methods whose output can be far larger than their inputs),
+// and a list, dict or set method call that would walk too much.
 func precheckMethod(receiver starlark.Value, name string, args starlark.Tuple, kwargs []starlark.Tuple) error {
+	switch receiver.(type) {
+	case *starlark.List:
+		if name == "index" || name == "remove" {
+			// Each compares its argument with the list's items.
+			return checkWalk(append(slices.Clone(args), receiver)...)
+		}
+		return nil
+	case *starlark.Dict, *starlark.Set:
+		// Their methods hash their arguments (d.get(k), s.union(l)).
+		walked := slices.Clone(args)
+		for _, kv := range kwargs {
+			walked = append(walked, kv[1])
+		}
+		return checkWalk(walked...)
+	}
 	s, ok := receiver.(starlark.String)
 	if !ok {
 		return nil
@@ -425,9 +584,14 @@ var iterating = map[string]bool{
 	"min": true, "reversed": true, "set": true, "sorted": true, "tuple": true, "zip": true,
 }
 
+// comparing are the builtins that compare or hash the items of their
+// arguments; sorted, min and max also compare what their key returns.
+var comparing = map[string]bool{"dict": true, "max": true, "min": true, "set": true, "sorted": true}
+
 // guardValue wraps a universe builtin so that it refuses to walk an
-// argument with more than maxElements items, refuses repr and str of a
-// value whose text would be over the caps, and charges its result.
+// argument with more than maxElements items, to compare or hash more than
+// maxWalked, repr and str of a value whose text would be over the caps,
+// and int of too many digits, and charges its result.
 func guardValue(v starlark.Value) starlark.Value {
 	builtin, ok := v.(*starlark.Builtin)
 	if !ok {
@@ -445,6 +609,19 @@ func guardValue(v starlark.Value) starlark.Value {
 				return nil, fmt.Errorf("%s: the text would be more than %d bytes", name, maxStringBytes)
 			}
 		}
+		if comparing[name] {
+			if err := checkWalk(args...); err != nil {
+				return nil, fmt.Errorf("%s: %w", name, err)
+			}
+			if name != "dict" { // dict(key=1) is an entry, not a key function
+				kwargs = boundedKeys(name, kwargs)
+			}
+		}
+		if name == "int" {
+			if err := checkDigits(args, kwargs); err != nil {
+				return nil, err
+			}
+		}
 		result, err := starlark.Call(thread, builtin, args, kwargs)
 		if err != nil || name == "range" {
 			// A range is lazy: it takes no memory for its items.
@@ -452,6 +629,63 @@ func guardValue(v starlark.Value) starlark.Value {
 		}
 		return charge(thread, result)
 	})
+}
+
+// boundedKeys wraps the key function among the arguments of sorted, min
+// or max so that the keys it returns, which the builtin compares in the
+// same step, hold at most maxWalked items between them.
+func boundedKeys(name string, kwargs []starlark.Tuple) []starlark.Tuple {
+	out := slices.Clone(kwargs)
+	for i, kv := range out {
+		key, ok := kv[1].(starlark.Callable)
+		if kv[0] != starlark.String("key") || !ok {
+			continue
+		}
+		walked := 0
+		out[i] = starlark.Tuple{kv[0], starlark.NewBuiltin(key.Name(), func(thread *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
+			k, err := starlark.Call(thread, key, args, kwargs)
+			if err != nil {
+				return nil, err
+			}
+			if walked += walkLen(maxWalked-walked, k); walked > maxWalked {
+				return nil, fmt.Errorf("%s: the keys: %w", name, errTooMuchToWalk)
+			}
+			return k, nil
+		})}
+	}
+	return out
+}
+
+// checkDigits refuses int(s, base) of a string with more digits than an
+// int of maxIntBits has: the conversion is one step whose time grows
+// faster than the digits do (a megabyte of them took seconds).
+func checkDigits(args starlark.Tuple, kwargs []starlark.Tuple) error {
+	var x, baseArg starlark.Value
+	if starlark.UnpackArgs("int", args, kwargs, "x", &x, "base?", &baseArg) != nil {
+		return nil // int says what is wrong with its arguments
+	}
+	s, ok := starlark.AsString(x)
+	if !ok {
+		return nil
+	}
+	base := 10
+	if baseArg != nil {
+		base, _ = starlark.AsInt32(baseArg)
+	}
+	s = strings.TrimLeft(s, "+-")
+	if len(s) > 2 && s[0] == '0' {
+		if prefixed, ok := map[byte]int{'x': 16, 'o': 8, 'b': 2}[s[1]|0x20]; ok && (base == 0 || base == prefixed) {
+			base, s = prefixed, s[2:]
+		}
+	}
+	if base < 2 || base > 36 {
+		base = 10 // int refuses the base, or reads the string as decimal
+	}
+	digits := len(strings.TrimLeft(s, "0"))
+	if float64(digits-1)*math.Log2(float64(base)) > maxIntBits {
+		return fmt.Errorf("int: %d digits are more than an int of at most %d bits has", digits, maxIntBits)
+	}
+	return nil
 }
 
 // sum is Python's sum(iterable, start=0), which Starlark lacks, adding

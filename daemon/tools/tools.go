@@ -26,8 +26,12 @@ type Env struct {
 	Workspace string
 	// Vault is the secrets directory, refused always.
 	Vault string
-	// Clock tells get_time the time and bounds python_eval.
+	// Clock tells get_time the time.
 	Clock clock.Clock
+	// Evaluator is the command python_eval starts for each expression:
+	// this binary's `shelldon eval`, which runs [ServeEval]. Without it
+	// python_eval cannot run (core only checks its calls).
+	Evaluator []string
 }
 
 // Tool is one tool the model may call.

@@ -45,7 +45,7 @@ func testEnv(t *testing.T) Env {
 		t.Fatal(err)
 	}
 	start := time.Date(2026, 3, 14, 9, 26, 53, 0, time.Local)
-	return Env{Workspace: ws, Vault: vault, Clock: clock.NewFake(start)}
+	return Env{Workspace: ws, Vault: vault, Clock: clock.NewFake(start), Evaluator: testEvaluator}
 }
 
 func runLocal(t *testing.T, env Env, name, args string) (string, error) {

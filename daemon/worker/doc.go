@@ -8,4 +8,10 @@
 // — the payload for the owner, the proposed ops, the THOUGHT: caption and
 // the FACE: pick — which it sends to core stamped with its turn id. Then it
 // exits, and everything it held goes with it.
+//
+// The tools that run in the worker run in its process, but for
+// python_eval: each expression is evaluated in a child of its own,
+// `shelldon eval`, under bounds of its own and killed at its 2 s, since
+// the work done inside a Starlark builtin escapes every bound the worker
+// could set from inside.
 package worker

@@ -459,3 +459,43 @@ func TestLoopDoneMeansTheTestsPass(t *testing.T) {
 		})
 	}
 }
+
+// TestServeEvaluatesInAChildProcess: the turn's python_eval calls run in
+// the evaluator the worker was given, one process each, and what stops
+// one is an answer to the model like any other failure.
+func TestServeEvaluatesInAChildProcess(t *testing.T) {
+	layout := statedir.Layout{Root: t.TempDir()}
+	if err := os.MkdirAll(layout.Workspace(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(layout.Directive(), []byte("be a pet"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A dict key is hashed in one step: 10^12 items, until the kill.
+	const forever = `(lambda t: {t: 1})((lambda a: tuple([a] * 1000))((lambda b: tuple([b] * 1000))((lambda c: tuple([c] * 1000))(tuple([0] * 1000)))))`
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("e1", "python_eval", `{"expression": "6 * 7"}`), call("e2", "python_eval", `{"expression": "`+strings.ReplaceAll(forever, `"`, `\"`)+`"}`)),
+		text("42, and the other one was too much."),
+	}}
+	deadline := time.Now().Add(25 * time.Second)
+	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "compute", Deadline: deadline}, bridge{complete: s.complete, evaluator: []string{self}})
+	if !res.OK || len(s.jobs) != 2 {
+		t.Fatalf("serve = %+v after %d jobs, want the final text after 2", res, len(s.jobs))
+	}
+	answers := map[string]string{}
+	for _, m := range s.jobs[1].Messages {
+		if m.Role == contracts.ChatTool {
+			answers[m.ToolCallID] = m.Content
+		}
+	}
+	if answers["e1"] != "42" {
+		t.Errorf("python_eval(6 * 7) answered %q, want 42", answers["e1"])
+	}
+	if want := "error: python_eval: stopped after 2 s"; !strings.HasPrefix(answers["e2"], want) {
+		t.Errorf("python_eval of a hash that never ends answered %q, want %q...", answers["e2"], want)
+	}
+}

@@ -22,6 +22,9 @@ type Options struct {
 	Socket   string
 	StateDir string
 	MaxFrame int
+	// Evaluator is the command python_eval starts for each expression:
+	// this binary's `shelldon eval`.
+	Evaluator []string
 	// Logf reports progress; nil discards it.
 	Logf func(format string, args ...any)
 }
@@ -83,6 +86,7 @@ func Run(ctx context.Context, opts Options) error {
 			r, err := exchange(ctx, conn, frames, opts.Turn, contracts.ExecRequest{Tests: true}, "", in.Deadline)
 			return r.OK, r.Content, err
 		},
+		evaluator: opts.Evaluator,
 	})
 	res.PeakRSS, _ = procmem.Self("VmHWM")
 	logf("turn %s: ok=%v stop=%s model=%v tokens=%d+%d peak=%dKiB err=%q", opts.Turn, res.OK, res.Stop, res.ModelTime,
@@ -200,7 +204,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			Scheduled: in.Scheduled,
 		})
 	}
-	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}}).WithSelfCoded(in.SelfCoded)
+	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}, Evaluator: b.evaluator}).WithSelfCoded(in.SelfCoded)
 	loop := agentLoop{
 		tools:    toolbox,
 		offer:    offered(toolbox, in.Approvals),
@@ -240,11 +244,13 @@ func changedWorkspace(r *contracts.Resume) bool {
 }
 
 // bridge is how a turn reaches beyond the worker: the broker for
-// completions, core for sandboxed commands.
+// completions, core for sandboxed commands, a child process of its own
+// for each python_eval.
 type bridge struct {
-	complete func(contracts.Job) (contracts.Completion, error)
-	exec     func(contracts.ToolCall) (string, error)
-	runTests func() (passed bool, report string, err error)
+	complete  func(contracts.Job) (contracts.Completion, error)
+	exec      func(contracts.ToolCall) (string, error)
+	runTests  func() (passed bool, report string, err error)
+	evaluator []string
 }
 
 // offered lists the tools a turn can use: all of them where core can ask
