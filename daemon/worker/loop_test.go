@@ -482,7 +482,7 @@ func TestServeEvaluatesInAChildProcess(t *testing.T) {
 		text("42, and the other one was too much."),
 	}}
 	deadline := time.Now().Add(25 * time.Second)
-	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "compute", Deadline: deadline}, bridge{complete: s.complete, evaluator: []string{self}})
+	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "compute", Deadline: deadline, MaxModelCalls: 8}, bridge{complete: s.complete, evaluator: []string{self}})
 	if !res.OK || len(s.jobs) != 2 {
 		t.Fatalf("serve = %+v after %d jobs, want the final text after 2", res, len(s.jobs))
 	}
