@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -69,6 +70,7 @@ type Core struct {
 	hub     *hub.Hub
 	// returning is set while an idle core gives memory back to the kernel.
 	returning atomic.Bool
+	backups   sync.WaitGroup // the backup running off the loop, if any
 	started   time.Time
 
 	// The parts, owned by the loop.
@@ -214,6 +216,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.reportLeft(busCtx)
 	stopBus()
 	close(c.stopped)
+	c.backups.Wait()
 	return <-served
 }
 
@@ -380,13 +383,20 @@ func (c *Core) tidyUp(ctx context.Context) {
 const backupEvery = 6 * time.Hour
 
 // backUp copies the state database, off the loop (it reads a
-// connection of its own), and again after backupEvery.
+// connection of its own), and again after backupEvery. A stop cuts a
+// backup short, and Run returns only once it has ended: the store closes
+// after Run.
 func (c *Core) backUp(ctx context.Context) {
-	go func() {
-		if err := c.writes.note("back up the state database", c.store.Backup(ctx)); err != nil {
+	c.backups.Go(func() {
+		err := c.store.Backup(ctx)
+		if ctx.Err() != nil {
+			c.log.Info("a backup of the state database was cut short by the stop; the last one stays")
+			return
+		}
+		if err := c.writes.note("back up the state database", err); err != nil {
 			c.log.Error("backing up the state database", "err", err)
 		}
-	}()
+	})
 	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
 }
 
