@@ -406,6 +406,8 @@ func TestErrors(t *testing.T) {
 		{"relative workspace", sandbox.Spec{Argv: []string{"true"}, Workspace: "ws"}, sandbox.ErrBadSpec, "not an absolute path"},
 		{"dir leaves", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Dir: "../.."}, sandbox.ErrBadSpec, "leaves the workspace"},
 		{"dir missing", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Dir: "nope"}, sandbox.ErrBadSpec, "not a directory inside"},
+		{"dir masked", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Dir: "proj/.env.d"}, sandbox.ErrBadSpec, "hidden from every run"},
+		{"disk too small", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Limits: sandbox.Limits{Disk: 4096}}, sandbox.ErrBadSpec, "disk limit"},
 		{"command too long", sandbox.Spec{Argv: []string{"echo", strings.Repeat("a", 200_000)}, Workspace: ws}, sandbox.ErrBadSpec, "put long input in a file"},
 		{"NUL in argument", sandbox.Spec{Argv: []string{"echo", "a\x00b"}, Workspace: ws}, sandbox.ErrBadSpec, "NUL"},
 		{"tiny memory", sandbox.Spec{Argv: []string{"true"}, Workspace: ws, Limits: sandbox.Limits{Memory: 1 << 20}}, sandbox.ErrBadSpec, "memory limit"},
