@@ -5,8 +5,9 @@
 // shell command the policy calls safe, an approved run_shell or git call,
 // the pytest gate, a promoted self-coded tool. The container's root is
 // the sandbox image (package [shelldon/sandbox/image]), read-only; no
-// capabilities; no network but loopback unless the spec allows it; and no
-// host path but the
+// capabilities; no network but loopback, or with [Spec.Network] a way out
+// through core's own proxy that dials public addresses only, by
+// http_get's rules ([shelldon/policy.Dialer]); and no host path but the
 // workspace, seen one of three ways ([View]): read-only; captured, through
 // an overlay whose upper layer is the exact record of what the command
 // changed, returned as a [ChangeSet] that the caller shows the owner and

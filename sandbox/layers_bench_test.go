@@ -2,10 +2,12 @@ package sandbox
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"shelldon/policy"
 	"shelldon/testhost"
 )
 
@@ -88,3 +90,16 @@ func benchView(b *testing.B, view View) {
 
 func BenchmarkViewReadOnly(b *testing.B) { benchView(b, ReadOnly) }
 func BenchmarkViewCaptured(b *testing.B) { benchView(b, Captured) }
+
+// BenchmarkEgress is what a networked run adds: the namespace, its
+// loopback and the proxy, up and down.
+func BenchmarkEgress(b *testing.B) {
+	testhost.Root(b)
+	for b.Loop() {
+		e, err := startEgress(policy.Dialer{}.DialContext, slog.New(slog.DiscardHandler))
+		if err != nil {
+			b.Fatal(err)
+		}
+		e.close()
+	}
+}

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"slices"
 )
 
@@ -25,11 +26,18 @@ type container struct {
 	tmp       string // seen at /tmp
 	varTmp    string // seen at /var/tmp
 	binds     []Bind // the spec's, each Source an overlay of the spec's
+	// netns is the egress's network namespace, which nspawn is started
+	// in and the container shares; nil, the container has one of
+	// nspawn's own with loopback only. (nspawn's --network-namespace-path
+	// joins from inside the container's user namespace, which the kernel
+	// refuses for a namespace the host's owns.)
+	netns *os.File
+	env   []string // after baseEnv, before the spec's
 }
 
 // nspawnArgs is the systemd-nspawn command line for one run: the image as
-// a read-only root, no capabilities, no network unless asked, /tmp,
-// /var/tmp and the workspace view bound from the run's
+// a read-only root, no capabilities, no network but loopback or the
+// egress's, /tmp, /var/tmp and the workspace view bound from the run's
 // file system, the kernel's command line hidden, and the command as PID 2
 // under nspawn's minimal init, whose end ends the container.
 func nspawnArgs(image string, spec Spec, c container) []string {
@@ -46,7 +54,7 @@ func nspawnArgs(image string, spec Spec, c container) []string {
 		// (--inaccessible= needs /run/systemd/inaccessible, which only a
 		// host booted with systemd has).
 		"--bind-ro=/dev/null:/proc/cmdline",
-		"--timezone=off",
+		"--timezone=off", "--resolv-conf=off",
 		"--drop-capability=all", "--no-new-privileges=yes",
 		"--kill-signal=SIGKILL",
 		// No RLIMIT_NPROC: it counts every process of the uid on the
@@ -54,10 +62,8 @@ func nspawnArgs(image string, spec Spec, c container) []string {
 		// control group's.
 		"--rlimit=RLIMIT_CORE=0",
 	}
-	if spec.Network {
-		args = append(args, "--resolv-conf=bind-host")
-	} else {
-		args = append(args, "--private-network", "--resolv-conf=off")
+	if c.netns == nil {
+		args = append(args, "--private-network")
 	}
 	if c.owner.uid != 0 {
 		// The container's root is the workspace's owner and nobody
@@ -74,7 +80,7 @@ func nspawnArgs(image string, spec Spec, c container) []string {
 		args = append(args, "--bind-ro="+b.Source+":"+b.Target)
 	}
 	args = append(args, "--chdir="+spec.workdir())
-	for _, kv := range slices.Concat(baseEnv, spec.Env) {
+	for _, kv := range slices.Concat(baseEnv, c.env, spec.Env) {
 		args = append(args, "--setenv="+kv)
 	}
 	args = append(args, "--as-pid2", "--")

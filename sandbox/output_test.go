@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -72,9 +73,10 @@ func TestSpecWorkdir(t *testing.T) {
 func TestNspawnArgs(t *testing.T) {
 	spec := Spec{Argv: []string{"python3", "-c", "print(1)"}, Env: []string{"A=b"}}
 	base := container{workspace: "/r/merged", tmp: "/r/tmp", varTmp: "/r/var-tmp"}
-	unprivileged, writable := base, base
+	unprivileged, writable, networked := base, base, base
 	unprivileged.owner = owner{uid: 1000, gid: 1000}
 	writable.writable = true
+	networked.netns, networked.env = os.Stdin, []string{"ALL_PROXY=socks5h://127.0.0.1:1080"}
 	cases := []struct {
 		name    string
 		spec    Spec
@@ -92,9 +94,9 @@ func TestNspawnArgs(t *testing.T) {
 		{"writable", spec, writable,
 			[]string{"--bind=/r/merged:/workspace"},
 			[]string{"--bind-ro=/r/merged:/workspace"}},
-		{"network", Spec{Argv: []string{"git", "fetch"}, Network: true}, base,
-			[]string{"--resolv-conf=bind-host"},
-			[]string{"--private-network"}},
+		{"network", Spec{Argv: []string{"git", "fetch"}, Network: true}, networked,
+			[]string{"--setenv=ALL_PROXY=socks5h://127.0.0.1:1080", "--resolv-conf=off"},
+			[]string{"--private-network", "--resolv-conf=bind-host"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/contracts"
+	"shelldon/policy"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
@@ -85,6 +86,10 @@ type UnitRun struct {
 	// Output receives the command's stdout and stderr; its stdin is
 	// /dev/null.
 	Output *os.File
+	// NetworkNamespace, when not empty, is a network namespace to start
+	// the command in (the unit's NetworkNamespacePath); the unit must
+	// fail rather than start without it.
+	NetworkNamespace string
 }
 
 // UnitExit is how a unit ended, in systemd's words.
@@ -222,6 +227,14 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
+	if spec.Network {
+		e, err := startEgress(policy.Dialer{}.DialContext, s.log.With("turn", spec.Turn, "run", id))
+		if err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+		}
+		defer e.close()
+		c.netns, c.env = e.ns, e.env()
+	}
 
 	res, err = s.execute(ctx, id, spec, lim, c)
 	if err != nil {
@@ -315,9 +328,9 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 	started := time.Now()
 	var err error
 	if s.units != nil {
-		err = s.executeInUnit(ctx, id, spec, argv, lim, out, &res)
+		err = s.executeInUnit(ctx, id, spec, argv, lim, c.netns, out, &res)
 	} else {
-		err = s.executeInGroup(ctx, id, argv, lim, out, &res)
+		err = s.executeInGroup(ctx, id, argv, lim, c.netns, out, &res)
 	}
 	if err != nil {
 		return Result{}, err
@@ -336,7 +349,7 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 // executeInUnit runs argv as shelldon-run@<id>.service: systemd holds
 // every limit, the wall time included, and the output comes back through
 // a pipe whose write end systemd is handed.
-func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, netns *os.File, out io.Writer, res *Result) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("output pipe: %w", err)
@@ -347,7 +360,11 @@ func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv 
 		io.Copy(out, r)
 		r.Close()
 	}()
-	exit, err := s.units.RunUnit(ctx, UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w})
+	run := UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w}
+	if netns != nil {
+		run.NetworkNamespace = namespacePath(netns)
+	}
+	exit, err := s.units.RunUnit(ctx, run)
 	w.Close() // with systemd's copy gone too, the copy ends
 	<-copied
 	if err != nil {
@@ -398,7 +415,7 @@ var turnRuns struct {
 // executeInGroup runs argv directly, in a control group of the run's own
 // that holds the limits the host can enforce, and keeps the wall time
 // itself.
-func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, netns *os.File, out io.Writer, res *Result) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	group, err := cgroup.New("run-"+id, cgroup.Limits{MemoryMax: lim.Memory, TasksMax: int64(lim.Tasks), CPUQuota: lim.CPU})
 	if err != nil {
@@ -417,10 +434,14 @@ func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, 
 	// wait for it forever.
 	cmd.WaitDelay = 5 * time.Second
 
+	start := cmd.Start
 	if group != nil {
-		err = group.Start(cmd)
+		start = func() error { return group.Start(cmd) }
+	}
+	if netns != nil {
+		err = startIn(netns, start)
 	} else {
-		err = cmd.Start()
+		err = start()
 	}
 	if err != nil {
 		return fmt.Errorf("start systemd-nspawn: %w", err)
