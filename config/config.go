@@ -31,6 +31,7 @@ type Config struct {
 	Panel     Panel      `toml:"panel"`
 	Mood      Mood       `toml:"mood"`
 	Schedule  Schedule   `toml:"schedule"`
+	Sandbox   Sandbox    `toml:"sandbox"`
 }
 
 // Timeouts bound one turn. They must keep 0 < Worker < Reap < Turn: the
@@ -165,6 +166,15 @@ type Schedule struct {
 	Cooldown Duration `toml:"cooldown"`
 }
 
+// Sandbox bounds the commands the pet runs, each in a container of its
+// own.
+type Sandbox struct {
+	// Disk is what one command may write in all: the workspace's
+	// changes, /tmp and /var/tmp. It is held in memory while the command
+	// runs and counts against the command's memory limit too.
+	Disk Size `toml:"disk"`
+}
+
 // The displays a panel can drive.
 var PanelDisplays = []string{"auto", "waveshare", "png", "terminal"}
 
@@ -219,6 +229,9 @@ func Default() Config {
 		Schedule: Schedule{
 			DailyBudget: 12,
 			Cooldown:    Duration{5 * time.Minute},
+		},
+		Sandbox: Sandbox{
+			Disk: 128 << 20,
 		},
 	}
 }

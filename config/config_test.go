@@ -88,7 +88,7 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 	for _, s := range settings {
 		pattern := `(?m)^(# )?` + regexp.QuoteMeta(leafKey(s.key)) + ` = `
 		switch s.key {
-		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule":
+		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule", "sandbox":
 			pattern = `(?m)^\[` + s.key + `\]$`
 		case "provider":
 			pattern = `(?m)^\[\[provider\]\]$`
@@ -141,6 +141,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER", "SHELLDON_PANEL_UPSIDE_DOWN",
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
 		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN",
+		"SHELLDON_SANDBOX_DISK",
 	}
 	var got []string
 	for _, s := range overridable() {
@@ -288,6 +289,7 @@ func TestRangeErrors(t *testing.T) {
 		{"queue too short", "[bus]\nqueue_length = 4\n", []string{"bus.queue_length: 4 is out of range; use 8 to 65536 (default 256)"}},
 		{"frame too big", "[bus]\nmax_frame = \"1GiB\"\n", []string{"bus.max_frame: 1GiB is out of range; use 64KiB to 64MiB (default 4MiB)"}},
 		{"empty state_dir", "state_dir = \"\"\n", []string{"state_dir: is empty"}},
+		{"sandbox disk too small", "[sandbox]\ndisk = \"1MiB\"\n", []string{"sandbox.disk: 1MiB is out of range; use 16MiB to 16GiB (default 128MiB)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -344,6 +346,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		"SHELLDON_TURN_MAX_MODEL_CALLS=5",
 		"SHELLDON_WORKER_CPU_SECONDS=", // empty counts as unset
 		"SHELLDON_PANEL_UPSIDE_DOWN=yes",
+		"SHELLDON_SANDBOX_DISK=64MiB",
 	})
 	if err != nil {
 		t.Fatalf("Load error: %v", err)
@@ -360,6 +363,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		{"state_dir", got.StateDir, "/srv/pet"},
 		{"socket", got.Socket, "/srv/pet/bus.sock"},
 		{"panel.upside_down", got.Panel.UpsideDown, true},
+		{"sandbox.disk", got.Sandbox.Disk, Size(64 << 20)},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

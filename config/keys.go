@@ -115,6 +115,10 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *int { return &c.Schedule.DailyBudget }, parseInt)},
 	{key: "schedule.cooldown", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Schedule.Cooldown }, parseDuration)},
+
+	{key: "sandbox", hint: "a table: the section [sandbox]"},
+	{key: "sandbox.disk", hint: sizeHint,
+		set: textSetter(func(c *Config) *Size { return &c.Sandbox.Disk }, parseSize)},
 }
 
 const (

@@ -66,6 +66,13 @@ const (
 	maxCooldown    = 6 * time.Hour
 )
 
+// The bounds of what one sandboxed command may write: below, not even a
+// small git fetch fits; above, the limit stops limiting (it is memory).
+const (
+	minSandboxDisk = 16 << 20
+	maxSandboxDisk = 16 << 30
+)
+
 // The bounds of the panel's refresh policy: a full refresh takes the
 // panel about two seconds of flashing, a partial one leaves a little ghost.
 const (
@@ -176,6 +183,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "mood.lonely", c.Mood.Lonely.Duration, 0, maxLonely, def.Mood.Lonely.Duration)
 	inRange(add, "schedule.daily_budget", c.Schedule.DailyBudget, 0, maxDailyBudget, def.Schedule.DailyBudget)
 	inRange(add, "schedule.cooldown", c.Schedule.Cooldown.Duration, 0, maxCooldown, def.Schedule.Cooldown.Duration)
+	inRange(add, "sandbox.disk", c.Sandbox.Disk, minSandboxDisk, maxSandboxDisk, def.Sandbox.Disk)
 
 	errs := make([]error, len(found))
 	for i, f := range found {

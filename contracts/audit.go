@@ -18,6 +18,9 @@ const (
 	EventSandboxRun        = "sandbox-run"
 	EventPromotion         = "promotion"
 	EventQuarantine        = "quarantine"
+	// EventSandboxEgress: a networked run's connection out, allowed or
+	// refused (to, decision, why).
+	EventSandboxEgress = "sandbox-egress"
 	// EventMood: the mood changed (mood, why).
 	EventMood = "mood"
 	// EventSchedule: a scheduled turn was set, cancelled, started,

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -319,5 +321,59 @@ func assertNextAcceptIsProbe(t *testing.T, ln net.Listener) {
 	defer accepted.Close()
 	if got, want := accepted.RemoteAddr().String(), probe.LocalAddr().String(); got != want {
 		t.Errorf("listener accepted a connection from %s before the probe from %s: a refused dial connected", got, want)
+	}
+}
+
+// TestDialer dials through the resolver and the rules as http_get and the
+// sandbox's way out do: a refused address is never connected, whatever
+// the rule for the first hop, and Route leads a judged address elsewhere
+// without changing what is judged.
+func TestDialer(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	server := netip.MustParseAddrPort(ln.Addr().String())
+	toServer := func(netip.AddrPort) netip.AddrPort { return server }
+	ctx := context.Background()
+
+	tests := []struct {
+		dialer  Dialer
+		address string
+		want    string // part of the refusal, or "" for a connection
+	}{
+		{Dialer{}, server.String(), "loopback"},
+		{Dialer{FirstHop: true}, server.String(), "loopback"},
+		{Dialer{}, "localhost:" + strconv.Itoa(int(server.Port())), "loopback"},
+		{Dialer{Route: toServer}, "10.0.0.1:80", "private"},
+		{Dialer{Route: toServer}, "[::ffff:169.254.169.254]:80", "link-local"},
+		{Dialer{Route: toServer}, "93.184.216.34:80", ""},
+		{Dialer{FirstHop: true, Route: toServer}, "10.0.0.1:80", ""},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s first hop %v", tt.address, tt.dialer.FirstHop), func(t *testing.T) {
+			conn, err := tt.dialer.DialContext(ctx, "tcp", tt.address)
+			if tt.want == "" {
+				if err != nil {
+					t.Fatalf("DialContext(%s) = %v, want a connection", tt.address, err)
+				}
+				conn.Close()
+				accepted, err := ln.Accept()
+				if err != nil {
+					t.Fatal(err)
+				}
+				accepted.Close()
+				return
+			}
+			if err == nil {
+				conn.Close()
+				t.Fatalf("DialContext(%s) connected, want a refusal", tt.address)
+			}
+			if !errors.Is(err, ErrForbiddenAddress) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("DialContext(%s) = %v, want ErrForbiddenAddress naming %q", tt.address, err, tt.want)
+			}
+			assertNextAcceptIsProbe(t, ln)
+		})
 	}
 }

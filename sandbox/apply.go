@@ -25,19 +25,23 @@ type ChangeSet struct {
 	Changes   []Change
 	upper     string // the upper layer, read by Apply
 	workspace string // the lower layer the changes were scanned against
-	dir       string // what Discard removes: the run directory around upper, or upper itself
+	// layer is the run's file system, which the upper layer lies in,
+	// detached from every path: closing it frees it. Nil for a kept set.
+	layer *os.File
+	dir   string // a kept set's directory, which Discard removes
 }
 
-// newChangeSet wraps the changes scanned from upper against workspace.
-// runDir is the run's own directory (holding upper and the overlay's work
-// directory) for Discard to remove whole; empty means Discard removes
-// only upper. The overlay must be unmounted before Apply or Discard.
-func newChangeSet(runDir, upper, workspace string, changes []Change) *ChangeSet {
-	dir := runDir
-	if dir == "" {
-		dir = upper
-	}
-	return &ChangeSet{Changes: changes, upper: upper, workspace: workspace, dir: dir}
+// newKeptChangeSet wraps the changes scanned from the upper layer kept in
+// dir, which Discard removes.
+func newKeptChangeSet(dir, workspace string, changes []Change) *ChangeSet {
+	return &ChangeSet{Changes: changes, upper: dir, workspace: workspace, dir: dir}
+}
+
+// newLayerChangeSet wraps the changes scanned from the upper layer of a
+// run whose file system is layer.
+func newLayerChangeSet(layer *os.File, workspace string, changes []Change) *ChangeSet {
+	upper := fmt.Sprintf("/proc/self/fd/%d/%s", layer.Fd(), upperName)
+	return &ChangeSet{Changes: changes, upper: upper, workspace: workspace, layer: layer}
 }
 
 // ApplyReport says what [ChangeSet.Apply] did. A change that is in
@@ -119,14 +123,27 @@ func (cs *ChangeSet) Apply(jail policy.Jail) (report ApplyReport, err error) {
 	return report, nil
 }
 
-// Discard removes the upper layer, and the run directory around it when
-// there is one. Removing what is already gone is not an error.
+// Discard frees the run's file system, or removes the kept directory.
+// Discarding what is already gone is not an error; the set is empty
+// after.
 func (cs *ChangeSet) Discard() error {
-	if cs == nil || cs.dir == "" {
+	if cs == nil {
 		return nil
 	}
-	if err := os.RemoveAll(cs.dir); err != nil {
-		return fmt.Errorf("discard changes: %w", err)
+	cs.upper = ""
+	if cs.layer != nil {
+		err := cs.layer.Close()
+		cs.layer = nil
+		if err != nil {
+			return fmt.Errorf("discard changes: %w", err)
+		}
+	}
+	if cs.dir != "" {
+		dir := cs.dir
+		cs.dir = ""
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("discard changes: %w", err)
+		}
 	}
 	return nil
 }
@@ -554,17 +571,9 @@ func removeAllAt(dir int, name string) error {
 
 // clearDir removes everything in the open directory dir.
 func clearDir(dir int) error {
-	var names []string
-	buf := make([]byte, 8<<10)
-	for {
-		n, err := unix.ReadDirent(dir, buf)
-		if err != nil {
-			return fmt.Errorf("list directory: %w", err)
-		}
-		if n <= 0 {
-			break
-		}
-		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	names, err := dirNames(dir)
+	if err != nil {
+		return err
 	}
 	for _, name := range names {
 		if err := removeAllAt(dir, name); err != nil {
@@ -572,6 +581,22 @@ func clearDir(dir int) error {
 		}
 	}
 	return nil
+}
+
+// dirNames lists the names in the open directory dir.
+func dirNames(dir int) ([]string, error) {
+	var names []string
+	buf := make([]byte, 8<<10)
+	for {
+		n, err := unix.ReadDirent(dir, buf)
+		if err != nil {
+			return nil, fmt.Errorf("list directory: %w", err)
+		}
+		if n <= 0 {
+			return names, nil
+		}
+		_, _, names = unix.ParseDirent(buf[:n], -1, names)
+	}
 }
 
 // tempName is a fresh name for a file on its way into place.

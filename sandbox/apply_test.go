@@ -261,7 +261,7 @@ func TestApply(t *testing.T) {
 			if tt.vault != "" {
 				jail.Vault = filepath.Join(ws, tt.vault)
 			}
-			report, err := newChangeSet("", upper, ws, tt.changes).Apply(jail)
+			report, err := newKeptChangeSet(upper, ws, tt.changes).Apply(jail)
 			if err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
@@ -301,7 +301,7 @@ func TestApplyWorkspaceChangedAfterScan(t *testing.T) {
 
 	mustDo(t, os.Remove(filepath.Join(ws, "sub")))
 	mustDo(t, os.Symlink(outside, filepath.Join(ws, "sub")))
-	report, err := newChangeSet("", upper, ws, changes).Apply(policy.Jail{Root: ws})
+	report, err := newKeptChangeSet(upper, ws, changes).Apply(policy.Jail{Root: ws})
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -322,7 +322,7 @@ func TestApplyFailureMidway(t *testing.T) {
 		{Path: "b", Kind: Created, Perm: 0o644, Size: 1},
 		{Path: "c", Kind: Created, Perm: 0o644, Size: 1},
 	}
-	report, err := newChangeSet("", upper, ws, changes).Apply(policy.Jail{Root: ws})
+	report, err := newKeptChangeSet(upper, ws, changes).Apply(policy.Jail{Root: ws})
 	if err == nil || !strings.Contains(err.Error(), `"b"`) {
 		t.Fatalf("Apply error = %v, want one naming \"b\"", err)
 	}
@@ -341,7 +341,7 @@ func TestApplyFailureMidway(t *testing.T) {
 func TestApplyBadSets(t *testing.T) {
 	ws := t.TempDir()
 	runDir := t.TempDir()
-	gone := newChangeSet(runDir, filepath.Join(runDir, "upper"), ws, []Change{{Path: "a", Kind: Deleted}})
+	gone := newKeptChangeSet(filepath.Join(runDir, "upper"), ws, []Change{{Path: "a", Kind: Deleted}})
 	mustDo(t, gone.Discard())
 	tests := []struct {
 		name string
@@ -351,10 +351,10 @@ func TestApplyBadSets(t *testing.T) {
 		{"nil set", nil, policy.Jail{Root: ws}},
 		{"zero set", &ChangeSet{}, policy.Jail{Root: ws}},
 		{"discarded set", gone, policy.Jail{Root: ws}},
-		{"no workspace", newChangeSet("", ws, ws, nil), policy.Jail{}},
-		{"missing workspace", newChangeSet("", ws, ws, nil), policy.Jail{Root: filepath.Join(ws, "missing")}},
-		{"another workspace", newChangeSet("", ws, ws, nil), policy.Jail{Root: t.TempDir()}},
-		{"scanned workspace gone", newChangeSet("", ws, filepath.Join(ws, "missing"), nil), policy.Jail{Root: ws}},
+		{"no workspace", newKeptChangeSet(ws, ws, nil), policy.Jail{}},
+		{"missing workspace", newKeptChangeSet(ws, ws, nil), policy.Jail{Root: filepath.Join(ws, "missing")}},
+		{"another workspace", newKeptChangeSet(ws, ws, nil), policy.Jail{Root: t.TempDir()}},
+		{"scanned workspace gone", newKeptChangeSet(ws, filepath.Join(ws, "missing"), nil), policy.Jail{Root: ws}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -373,9 +373,9 @@ func TestDiscardUpperOnly(t *testing.T) {
 	runDir := t.TempDir()
 	upper := filepath.Join(runDir, "upper")
 	writeTestFile(t, filepath.Join(upper, "d/f"), "f", 0o644)
-	mustDo(t, newChangeSet("", upper, runDir, nil).Discard())
+	mustDo(t, newKeptChangeSet(upper, runDir, nil).Discard())
 	wantAbsent(t, upper)
 	if _, err := os.Stat(runDir); err != nil {
-		t.Errorf("Discard without a run layerDir removed more than the upper layer: %v", err)
+		t.Errorf("Discard removed more than the upper layer: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +18,17 @@ import (
 const oneTest = "def test_one():\n    assert 1 + 1 == 2\n"
 
 func benchSandbox(b *testing.B, view sandbox.View, argv ...string) {
+	ws := b.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "test_one.py"), []byte(oneTest), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	benchSandboxIn(b, ws, view, argv...)
+}
+
+func benchSandboxIn(b *testing.B, ws string, view sandbox.View, argv ...string) {
 	img := imagetest.Image(b)
 	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
 	if err != nil {
-		b.Fatal(err)
-	}
-	ws := b.TempDir()
-	if err := os.WriteFile(filepath.Join(ws, "test_one.py"), []byte(oneTest), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	for b.Loop() {
@@ -52,8 +57,31 @@ func benchHost(b *testing.B, argv ...string) {
 	}
 }
 
-func BenchmarkSandboxTrue(b *testing.B)         { benchSandbox(b, sandbox.ReadOnly, "true") }
-func BenchmarkHostTrue(b *testing.B)            { benchHost(b, "true") }
+func BenchmarkSandboxTrue(b *testing.B) { benchSandbox(b, sandbox.ReadOnly, "true") }
+func BenchmarkHostTrue(b *testing.B)    { benchHost(b, "true") }
+
+// BenchmarkSandboxTrue1000Files runs over a workspace of a project's
+// size: 1000 files in 50 directories, five of them named like
+// credentials, which every run has to find.
+func BenchmarkSandboxTrue1000Files(b *testing.B) {
+	ws := b.TempDir()
+	for d := range 50 {
+		dir := filepath.Join(ws, fmt.Sprintf("pkg%02d", d))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		for f := range 20 {
+			name := fmt.Sprintf("mod%02d.py", f)
+			if d%10 == 0 && f == 0 {
+				name = ".env"
+			}
+			if err := os.WriteFile(filepath.Join(dir, name), []byte("x = 1\n"), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	benchSandboxIn(b, ws, sandbox.ReadOnly, "true")
+}
 func BenchmarkSandboxTrueCaptured(b *testing.B) { benchSandbox(b, sandbox.Captured, "true") }
 func BenchmarkSandboxPytest(b *testing.B) {
 	benchSandbox(b, sandbox.Scratch, "python3", "-m", "pytest", "-q")

@@ -226,7 +226,7 @@ func TestScanRealOverlay(t *testing.T) {
 		t.Fatalf("scanUpper = \n%+v\nwant\n%+v", changes, wantChanges)
 	}
 
-	set := newChangeSet(l.runDir, l.upper, lower, changes)
+	set := newKeptChangeSet(l.upper, lower, changes)
 	jail := policy.Jail{Root: lower}
 	for round := 1; round <= 2; round++ { // the second round proves Apply idempotent
 		report, err := set.Apply(jail)
@@ -247,8 +247,8 @@ func TestScanRealOverlay(t *testing.T) {
 	}
 
 	mustDo(t, set.Discard())
-	if _, err := os.Lstat(l.runDir); !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("after Discard, Lstat(run dir) = %v, want it gone", err)
+	if _, err := os.Lstat(l.upper); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("after Discard, Lstat(upper) = %v, want it gone", err)
 	}
 	mustDo(t, set.Discard()) // already gone: not an error
 }

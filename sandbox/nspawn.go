@@ -2,6 +2,8 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
+	"slices"
 )
 
 // baseEnv is the environment every command starts with. Bytecode and
@@ -15,19 +17,44 @@ var baseEnv = []string{
 	"PYTEST_ADDOPTS=-p no:cacheprovider",
 }
 
+// container is what one run's container is given of the host, every
+// directory from the run's own file system.
+type container struct {
+	owner     owner
+	workspace string // seen at /workspace: an overlay of the workspace
+	writable  bool   // whether the workspace's overlay has a writable layer
+	tmp       string // seen at /tmp
+	varTmp    string // seen at /var/tmp
+	binds     []Bind // the spec's, each Source an overlay of the spec's
+	// netns is the egress's network namespace, which nspawn is started
+	// in and the container shares; nil, the container has one of
+	// nspawn's own with loopback only. (nspawn's --network-namespace-path
+	// joins from inside the container's user namespace, which the kernel
+	// refuses for a namespace the host's owns.)
+	netns *os.File
+	env   []string // after baseEnv, before the spec's
+}
+
 // nspawnArgs is the systemd-nspawn command line for one run: the image as
-// a read-only root with a private /tmp, no capabilities, no network
-// unless asked, the workspace view bound at /workspace, and the command
-// as PID 2 under nspawn's minimal init, whose end ends the container.
-func nspawnArgs(image string, spec Spec, view workspaceView) []string {
+// a read-only root, no capabilities, no network but loopback or the
+// egress's, /tmp, /var/tmp and the workspace view bound from the run's
+// file system, the kernel's command line hidden, and the command as PID 2
+// under nspawn's minimal init, whose end ends the container.
+func nspawnArgs(image string, spec Spec, c container) []string {
 	args := []string{
 		// Neither machined nor a scope of nspawn's own: the run's unit or
 		// control group is the one nspawn is started in.
 		"--register=no", "--keep-unit",
 		"--quiet", "--console=pipe",
 		"--directory=" + image, "--read-only",
-		"--tmpfs=/tmp:mode=1777", "--tmpfs=/var/tmp:mode=1777",
-		"--timezone=off",
+		"--bind=" + c.tmp + ":/tmp", "--bind=" + c.varTmp + ":/var/tmp",
+		// How the host booted is none of the command's business. nspawn
+		// makes the container's /proc after the binds from the host, so
+		// the empty file is the container's own /dev/null
+		// (--inaccessible= needs /run/systemd/inaccessible, which only a
+		// host booted with systemd has).
+		"--bind-ro=/dev/null:/proc/cmdline",
+		"--timezone=off", "--resolv-conf=off",
 		"--drop-capability=all", "--no-new-privileges=yes",
 		"--kill-signal=SIGKILL",
 		// No RLIMIT_NPROC: it counts every process of the uid on the
@@ -35,27 +62,25 @@ func nspawnArgs(image string, spec Spec, view workspaceView) []string {
 		// control group's.
 		"--rlimit=RLIMIT_CORE=0",
 	}
-	if spec.Network {
-		args = append(args, "--resolv-conf=bind-host")
-	} else {
-		args = append(args, "--private-network", "--resolv-conf=off")
+	if c.netns == nil {
+		args = append(args, "--private-network")
 	}
-	if view.owner.uid != 0 {
+	if c.owner.uid != 0 {
 		// The container's root is the workspace's owner and nobody
 		// else: its files are the owner's, and a way out of the
 		// container leads to an unprivileged user, not to root.
-		args = append(args, fmt.Sprintf("--private-users=%d:1", view.owner.uid), "--private-users-ownership=map")
+		args = append(args, fmt.Sprintf("--private-users=%d:1", c.owner.uid), "--private-users-ownership=map")
 	}
-	if view.merged != "" {
-		args = append(args, "--bind="+view.source()+":"+containerWorkspace)
+	if c.writable {
+		args = append(args, "--bind="+c.workspace+":"+containerWorkspace)
 	} else {
-		args = append(args, "--bind-ro="+view.source()+":"+containerWorkspace)
+		args = append(args, "--bind-ro="+c.workspace+":"+containerWorkspace)
 	}
-	for _, b := range spec.Binds {
+	for _, b := range c.binds {
 		args = append(args, "--bind-ro="+b.Source+":"+b.Target)
 	}
 	args = append(args, "--chdir="+spec.workdir())
-	for _, kv := range append(append([]string{}, baseEnv...), spec.Env...) {
+	for _, kv := range slices.Concat(baseEnv, c.env, spec.Env) {
 		args = append(args, "--setenv="+kv)
 	}
 	args = append(args, "--as-pid2", "--")

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -71,26 +72,35 @@ func TestSpecWorkdir(t *testing.T) {
 
 func TestNspawnArgs(t *testing.T) {
 	spec := Spec{Argv: []string{"python3", "-c", "print(1)"}, Env: []string{"A=b"}}
+	base := container{workspace: "/r/merged", tmp: "/r/tmp", varTmp: "/r/var-tmp"}
+	unprivileged, writable, networked := base, base, base
+	unprivileged.owner = owner{uid: 1000, gid: 1000}
+	writable.writable = true
+	networked.netns, networked.env = os.Stdin, []string{"ALL_PROXY=socks5h://127.0.0.1:1080"}
 	cases := []struct {
 		name    string
 		spec    Spec
-		view    workspaceView
+		c       container
 		want    []string
 		notWant []string
 	}{
-		{"read-only as root", spec, workspaceView{ws: "/w"},
-			[]string{"--bind-ro=/w:/workspace", "--private-network", "--read-only", "--drop-capability=all", "--setenv=A=b", "--setenv=HOME=/tmp"},
-			[]string{"--private-users=0:1", "--bind=/w:/workspace"}},
-		{"overlay of an unprivileged owner", spec, workspaceView{ws: "/w", merged: "/r/merged", owner: owner{uid: 1000, gid: 1000}},
-			[]string{"--bind=/r/merged:/workspace", "--private-users=1000:1"},
-			[]string{"--bind-ro=/w:/workspace"}},
-		{"network", Spec{Argv: []string{"git", "fetch"}, Network: true}, workspaceView{ws: "/w"},
-			[]string{"--resolv-conf=bind-host"},
-			[]string{"--private-network"}},
+		{"read-only as root", spec, base,
+			[]string{"--bind-ro=/r/merged:/workspace", "--private-network", "--read-only", "--drop-capability=all", "--setenv=A=b", "--setenv=HOME=/tmp",
+				"--bind=/r/tmp:/tmp", "--bind=/r/var-tmp:/var/tmp", "--bind-ro=/dev/null:/proc/cmdline", "--resolv-conf=off"},
+			[]string{"--private-users=0:1", "--bind=/r/merged:/workspace"}},
+		{"unprivileged owner", spec, unprivileged,
+			[]string{"--private-users=1000:1", "--private-users-ownership=map"},
+			nil},
+		{"writable", spec, writable,
+			[]string{"--bind=/r/merged:/workspace"},
+			[]string{"--bind-ro=/r/merged:/workspace"}},
+		{"network", Spec{Argv: []string{"git", "fetch"}, Network: true}, networked,
+			[]string{"--setenv=ALL_PROXY=socks5h://127.0.0.1:1080", "--resolv-conf=off"},
+			[]string{"--private-network", "--resolv-conf=bind-host"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			args := nspawnArgs("/img", tc.spec, tc.view)
+			args := nspawnArgs("/img", tc.spec, tc.c)
 			joined := "\n" + strings.Join(args, "\n") + "\n"
 			for _, w := range tc.want {
 				if !strings.Contains(joined, "\n"+w+"\n") {

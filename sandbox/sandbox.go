@@ -17,7 +17,10 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"shelldon/contracts"
+	"shelldon/policy"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
@@ -57,6 +60,12 @@ type Config struct {
 	// unit that holds its limits (core passes its systemd client). Nil
 	// puts each run in a control group of the sandbox's own.
 	Units Units
+	// Disk is the Limits.Disk of a spec that leaves it zero;
+	// DefaultLimits.Disk when zero.
+	Disk int64
+	// Vault is the secrets directory. No run sees it, should it ever lie
+	// inside a workspace or a bound directory. Empty means there is none.
+	Vault string
 }
 
 // Units runs one command in a transient systemd unit.
@@ -77,6 +86,10 @@ type UnitRun struct {
 	// Output receives the command's stdout and stderr; its stdin is
 	// /dev/null.
 	Output *os.File
+	// NetworkNamespace, when not empty, is a network namespace to start
+	// the command in (the unit's NetworkNamespacePath); the unit must
+	// fail rather than start without it.
+	NetworkNamespace string
 }
 
 // UnitExit is how a unit ended, in systemd's words.
@@ -97,6 +110,8 @@ type Sandbox struct {
 	nspawn string
 	units  Units // nil: runs go in control groups of their own
 	log    *slog.Logger
+	disk   int64
+	vault  string
 }
 
 // New checks that the host can run sandboxed commands and returns the
@@ -112,9 +127,12 @@ func New(cfg Config) (*Sandbox, error) {
 	if fi, err := os.Stat(filepath.Join(cfg.Image, "usr", "bin", "python3")); cfg.Image == "" || err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: no image at %q", ErrNoImage, cfg.Image)
 	}
-	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, units: cfg.Units, log: cfg.Log}
+	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, units: cfg.Units, log: cfg.Log, disk: cfg.Disk, vault: cfg.Vault}
 	if s.runDir == "" {
 		s.runDir = DefaultRunDir
+	}
+	if err := (Limits{Disk: s.disk}).withDefaults().check(); err != nil {
+		return nil, fmt.Errorf("sandbox disk: %w", err)
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -153,13 +171,17 @@ type Result struct {
 	// MemoryPeak is the run's peak memory in bytes, where the host
 	// measures it.
 	MemoryPeak int64
-	// Enforced names the limits that held: "wall" and "output" always,
-	// "memory", "tasks" and "cpu" where the host could enforce them.
+	// Enforced names the limits that held: "wall", "output" and "disk"
+	// always, "memory", "tasks" and "cpu" where the host could enforce
+	// them.
 	Enforced []string
 	// UserNamespace is true when the container's root was an unprivileged
 	// user on the host (the workspace's owner); false when the workspace
 	// belongs to root and the container ran without one.
 	UserNamespace bool
+	// DiskFull is true when the run's writes took all of Limits.Disk: a
+	// write of the command's may have been cut short.
+	DiskFull bool
 	// Changes is what a Captured run changed, waiting to be applied or
 	// discarded; nil for other views.
 	Changes *ChangeSet
@@ -171,6 +193,9 @@ type Result struct {
 // host's failure); a command that fails, times out or runs out of memory
 // is a Result, not an error. Nothing the command started outlives Run.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
+	if spec.Limits.Disk == 0 {
+		spec.Limits.Disk = s.disk
+	}
 	if err := spec.check(); err != nil {
 		return Result{}, err
 	}
@@ -184,63 +209,128 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	if err := os.Mkdir(runDir, 0o700); err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
-	keep := false
 	defer func() {
-		if !keep {
-			if rmErr := removeRunDir(runDir); rmErr != nil && err == nil {
-				err = rmErr
-			}
+		if rmErr := removeRunDir(runDir); rmErr != nil && err == nil {
+			err = rmErr
 		}
 	}()
-
-	view := workspaceView{ws: ws, owner: owner}
-	if spec.View != ReadOnly {
-		if view, err = mountOverlay(runDir, ws, owner); err != nil {
+	fsys, err := mountRunFS(runDir, lim.Disk)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+	}
+	defer func() {
+		if uErr := fsys.unmount(); uErr != nil && err == nil {
+			err = fmt.Errorf("sandbox run %s: %w", id, uErr)
+		}
+	}()
+	c, upper, err := s.view(fsys, ws, owner, spec)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+	}
+	if spec.Network {
+		e, err := startEgress(policy.Dialer{}.DialContext, s.log.With("turn", spec.Turn, "run", id))
+		if err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}
-		defer func() {
-			if uErr := view.unmount(); uErr != nil && err == nil {
-				err = fmt.Errorf("sandbox run %s: %w", id, uErr)
-			}
-		}()
+		defer e.close()
+		c.netns, c.env = e.ns, e.env()
 	}
 
-	res, err = s.execute(ctx, id, spec, lim, view)
+	res, err = s.execute(ctx, id, spec, lim, c)
 	if err != nil {
+		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+	}
+	if res.DiskFull, err = fsys.full(); err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
 	s.log.Info("sandboxed command", contracts.AuditEvent, contracts.EventSandboxRun, "turn", spec.Turn, "run", id,
 		"view", spec.View.String(), "command", quoteArgv(spec.Argv), "network", spec.Network,
 		"exit", res.ExitCode, "took", res.Duration.Round(time.Millisecond), "timed_out", res.TimedOut,
-		"oom", res.OutOfMemory, "memory_peak", res.MemoryPeak, "output_bytes", int64(len(res.Output))+res.OutputDropped)
+		"oom", res.OutOfMemory, "disk_full", res.DiskFull, "memory_peak", res.MemoryPeak, "output_bytes", int64(len(res.Output))+res.OutputDropped)
 
 	if spec.View == Captured {
-		if err := view.unmount(); err != nil {
+		if err := fsys.unmountOverlays(); err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}
-		changes, err := scanUpper(view.upper, ws)
+		changes, err := scanUpper(upper, ws)
 		if err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: reading its changes: %w", id, err)
 		}
-		res.Changes = newChangeSet(runDir, view.upper, ws, changes)
-		keep = true
+		layer, err := fsys.detach()
+		if err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+		}
+		res.Changes = newLayerChangeSet(layer, ws, changes)
 	}
 	return res, nil
+}
+
+// view builds, in the run's file system, what the container is given of
+// the host: an overlay of the workspace over the layer that masks its
+// credentials, with a writable layer unless the view is read-only; an
+// overlay of each bound directory over its mask; /tmp and /var/tmp. It
+// returns the writable layer, "" for a read-only view.
+func (s *Sandbox) view(fsys *runFS, ws string, o owner, spec Spec) (container, string, error) {
+	c := container{owner: o, writable: spec.View != ReadOnly}
+	vault, err := vaultID(s.vault)
+	if err != nil {
+		return c, "", err
+	}
+	mask := fsys.path(maskName)
+	if err := buildMask(mask, ws, vault, maxMaskEntries); err != nil {
+		return c, "", err
+	}
+	var upper, work string
+	if c.writable {
+		var st unix.Stat_t
+		if err := unix.Stat(ws, &st); err != nil {
+			return c, "", fmt.Errorf("%w: %v", ErrWorkspace, err)
+		}
+		// The upper layer is the container's root's to write, and its
+		// root is what the container sees of the workspace's.
+		if upper, err = fsys.mkdir(upperName, os.FileMode(st.Mode&0o7777), o); err != nil {
+			return c, "", err
+		}
+		if work, err = fsys.mkdir(workName, 0o700, owner{}); err != nil {
+			return c, "", err
+		}
+	}
+	if c.workspace, err = fsys.overlay(mergedName, []string{mask, ws}, upper, work); err != nil {
+		return c, "", err
+	}
+	for i, b := range spec.Binds {
+		mask := fsys.path(fmt.Sprintf("%s-%d", maskName, i))
+		if err := buildMask(mask, b.Source, vault, maxMaskEntries); err != nil {
+			return c, "", err
+		}
+		bound, err := fsys.overlay(fmt.Sprintf("bind-%d", i), []string{mask, b.Source}, "", "")
+		if err != nil {
+			return c, "", err
+		}
+		c.binds = append(c.binds, Bind{Source: bound, Target: b.Target})
+	}
+	if c.tmp, err = fsys.mkdir(tmpName, 0o1777, o); err != nil {
+		return c, "", err
+	}
+	if c.varTmp, err = fsys.mkdir(varTmpName, 0o1777, o); err != nil {
+		return c, "", err
+	}
+	return c, upper, nil
 }
 
 // execute starts the container and waits for it within the limits, in a
 // transient unit where the sandbox has systemd's, in a control group of
 // its own otherwise.
-func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, view workspaceView) (Result, error) {
+func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, c container) (Result, error) {
 	out := newTailBuffer(lim.Output)
-	res := Result{Enforced: []string{"wall", "output"}, UserNamespace: view.owner.uid != 0}
-	argv := append([]string{s.nspawn}, nspawnArgs(s.image, spec, view)...)
+	res := Result{Enforced: []string{"wall", "output", "disk"}, UserNamespace: c.owner.uid != 0}
+	argv := append([]string{s.nspawn}, nspawnArgs(s.image, spec, c)...)
 	started := time.Now()
 	var err error
 	if s.units != nil {
-		err = s.executeInUnit(ctx, id, spec, argv, lim, out, &res)
+		err = s.executeInUnit(ctx, id, spec, argv, lim, c.netns, out, &res)
 	} else {
-		err = s.executeInGroup(ctx, id, argv, lim, out, &res)
+		err = s.executeInGroup(ctx, id, argv, lim, c.netns, out, &res)
 	}
 	if err != nil {
 		return Result{}, err
@@ -259,7 +349,7 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 // executeInUnit runs argv as shelldon-run@<id>.service: systemd holds
 // every limit, the wall time included, and the output comes back through
 // a pipe whose write end systemd is handed.
-func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, netns *os.File, out io.Writer, res *Result) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("output pipe: %w", err)
@@ -270,7 +360,11 @@ func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv 
 		io.Copy(out, r)
 		r.Close()
 	}()
-	exit, err := s.units.RunUnit(ctx, UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w})
+	run := UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w}
+	if netns != nil {
+		run.NetworkNamespace = namespacePath(netns)
+	}
+	exit, err := s.units.RunUnit(ctx, run)
 	w.Close() // with systemd's copy gone too, the copy ends
 	<-copied
 	if err != nil {
@@ -321,7 +415,7 @@ var turnRuns struct {
 // executeInGroup runs argv directly, in a control group of the run's own
 // that holds the limits the host can enforce, and keeps the wall time
 // itself.
-func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, netns *os.File, out io.Writer, res *Result) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	group, err := cgroup.New("run-"+id, cgroup.Limits{MemoryMax: lim.Memory, TasksMax: int64(lim.Tasks), CPUQuota: lim.CPU})
 	if err != nil {
@@ -340,10 +434,14 @@ func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, 
 	// wait for it forever.
 	cmd.WaitDelay = 5 * time.Second
 
+	start := cmd.Start
 	if group != nil {
-		err = group.Start(cmd)
+		start = func() error { return group.Start(cmd) }
+	}
+	if netns != nil {
+		err = startIn(netns, start)
 	} else {
-		err = cmd.Start()
+		err = start()
 	}
 	if err != nil {
 		return fmt.Errorf("start systemd-nspawn: %w", err)
@@ -439,9 +537,6 @@ func openWorkspace(dir, sub string) (string, owner, error) {
 	if !fi.IsDir() {
 		return "", owner{}, fmt.Errorf("%w: %s is not a directory", ErrWorkspace, dir)
 	}
-	if err := checkMountablePath("workspace", real); err != nil {
-		return "", owner{}, err
-	}
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return "", owner{}, fmt.Errorf("%w: cannot tell who owns %s", ErrWorkspace, dir)
@@ -465,15 +560,14 @@ func newRunID() string {
 	return time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// removeRunDir removes a run's directory, refusing while its overlay is
-// still mounted: removing through the merged view would delete the
-// workspace's own files.
+// removeRunDir removes a run's directory, which holds nothing once the
+// run's file system is off it; it refuses while the file system is still
+// mounted there.
 func removeRunDir(dir string) error {
-	merged := filepath.Join(dir, mergedName)
-	if mounted, err := isMountPoint(merged); err != nil || mounted {
-		return fmt.Errorf("not removing run directory %s: its overlay %s is still mounted (%v)", dir, merged, err)
+	if mounted, err := isMountPoint(dir); err != nil || mounted {
+		return fmt.Errorf("not removing run directory %s: its file system is still mounted (%v)", dir, err)
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	if err := os.Remove(dir); err != nil {
 		return fmt.Errorf("remove run directory: %w", err)
 	}
 	return nil

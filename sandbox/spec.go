@@ -6,6 +6,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"shelldon/policy"
 )
 
 // View is how a run sees the workspace.
@@ -44,6 +46,12 @@ type Limits struct {
 	Tasks  int           // processes and threads at once
 	Wall   time.Duration // wall-clock time, container start included
 	Output int           // bytes of output kept; the tail is kept
+	// Disk is the bytes a run may write in all: the workspace's
+	// writable layer, /tmp and /var/tmp together. They live in memory
+	// (a tmpfs) and count against Memory too, so Disk below Memory is
+	// what lets a command that fills it be told the disk is full rather
+	// than be killed for its memory.
+	Disk int64
 }
 
 // DefaultLimits suit a command on a 416 MB board: room for pytest, not
@@ -54,6 +62,7 @@ var DefaultLimits = Limits{
 	Tasks:  64,
 	Wall:   30 * time.Second,
 	Output: 64 << 10,
+	Disk:   128 << 20,
 }
 
 // Bounds of what a spec may ask for. Below the minimums not even the
@@ -63,6 +72,8 @@ const (
 	minTasks     = 8
 	maxWall      = time.Hour
 	maxOutput    = 16 << 20
+	minDisk      = 1 << 20
+	maxDisk      = 16 << 30
 	maxArgvBytes = 128 << 10 // one argument list; the kernel allows more, a sane command needs far less
 	maxEnv       = 64
 )
@@ -128,6 +139,9 @@ func (l Limits) withDefaults() Limits {
 	if l.Output == 0 {
 		l.Output = d.Output
 	}
+	if l.Disk == 0 {
+		l.Disk = d.Disk
+	}
 	return l
 }
 
@@ -143,6 +157,8 @@ func (l Limits) check() error {
 		return badSpec("wall time %v is outside 100ms..%v", l.Wall, maxWall)
 	case l.Output < 1 || l.Output > maxOutput:
 		return badSpec("output cap %d bytes is outside 1..%d", l.Output, maxOutput)
+	case l.Disk < minDisk || l.Disk > maxDisk:
+		return badSpec("disk limit %d bytes is outside %d MiB..%d GiB", l.Disk, minDisk>>20, maxDisk>>30)
 	}
 	return nil
 }
@@ -169,6 +185,9 @@ func (s Spec) check() error {
 		clean := path.Clean(s.Dir)
 		if path.IsAbs(clean) || clean == ".." || strings.HasPrefix(clean, "../") {
 			return badSpec("working directory %q leaves the workspace; name it relative to the workspace root", s.Dir)
+		}
+		if reason, denied := policy.Denied(clean); denied {
+			return badSpec("working directory %q is hidden from every run: %s", s.Dir, reason)
 		}
 	}
 	if s.View < ReadOnly || s.View > Scratch {

@@ -305,7 +305,9 @@ func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) 
 	if st.Current == nil {
 		return nil, sandbox.ErrNoImage
 	}
-	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: filepath.Join(cfg.StateDir, "runs"), Log: log.With("actor", "sandbox")}
+	layout := statedir.Layout{Root: cfg.StateDir}
+	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: layout.Runs(), Log: log.With("actor", "sandbox"),
+		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault()}
 	if sd, ok := launcher.(*launch.Systemd); ok {
 		sbCfg.Units = sd
 	}

@@ -7,8 +7,18 @@ import (
 	"strings"
 	"testing"
 
+	"shelldon/config"
+	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 )
+
+// TestSandboxDiskDefault: the configuration's default is the sandbox's
+// own, so a spec that names no disk limit gets the one the owner reads of.
+func TestSandboxDiskDefault(t *testing.T) {
+	if got, want := int64(config.Default().Sandbox.Disk), sandbox.DefaultLimits.Disk; got != want {
+		t.Errorf("sandbox.disk defaults to %d, the sandbox to %d", got, want)
+	}
+}
 
 func TestSandboxRunCommand(t *testing.T) {
 	imagetest.Image(t)

@@ -32,6 +32,14 @@ func (r *Runner) command(ctx context.Context, req approval.Request, argv []strin
 		cs.Discard()
 		return Result{Answer: out}
 	}
+	if res.DiskFull {
+		// A write cut short by the full disk would be applied as it is:
+		// half a file, a clone without its objects.
+		cs.Discard()
+		r.Log.Warn("dropped the changes of a command that filled its disk", "turn", req.Key, "changes", len(cs.Changes))
+		return Result{Answer: out + "\nits changes were dropped, none applied: it filled the sandbox's disk, so what it wrote may be cut short. " +
+			"Tell the owner; a command that needs more room needs sandbox.disk raised in the configuration."}
+	}
 	risks := policy.ChangeSetRisks(r.fileChanges(cs))
 	if len(risks) == 0 {
 		defer cs.Discard()
@@ -152,6 +160,9 @@ func DescribeRun(res sandbox.Result) string {
 		head = "killed: out of memory"
 	default:
 		head = fmt.Sprintf("exit %d", res.ExitCode)
+	}
+	if res.DiskFull {
+		head += ", its disk full"
 	}
 	out := res.Text()
 	if strings.TrimSpace(out) == "" {

@@ -16,6 +16,7 @@ func TestDescribeRun(t *testing.T) {
 		{sandbox.Result{ExitCode: 2}, "exit 2\n(no output)"},
 		{sandbox.Result{TimedOut: true, Duration: 30 * time.Second, Output: []byte("partial")}, "killed: it ran past 30s\npartial"},
 		{sandbox.Result{OutOfMemory: true}, "killed: out of memory\n(no output)"},
+		{sandbox.Result{ExitCode: 1, DiskFull: true, Output: []byte("dd: No space left on device\n")}, "exit 1, its disk full\ndd: No space left on device\n"},
 	}
 	for _, tc := range cases {
 		if got := DescribeRun(tc.res); got != tc.want {

@@ -29,7 +29,7 @@ type Runner struct {
 	// Workspace is the workspace directory; Vault the secrets directory.
 	Workspace, Vault string
 	// Kept is core's own directory for change sets that wait for the
-	// owner; it must lie on the sandbox's run directory's file system.
+	// owner.
 	Kept string
 	// Sandbox runs commands; nil when the host has none, and NoSandbox
 	// says why.

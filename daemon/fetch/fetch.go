@@ -11,8 +11,6 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
-	"syscall"
 	"time"
 
 	"shelldon/policy"
@@ -73,13 +71,10 @@ type Response struct {
 	Hops []string
 }
 
-// controlFunc is the signature of net.Dialer.Control.
-type controlFunc = func(network, address string, c syscall.RawConn) error
-
 // Get fetches rawURL with GET, following redirects by hand. Every hop's URL
 // goes through the policy (policy.CheckURL for hop 0, policy.CheckRedirect
-// for the others), and every address dialled through policy.DialControl,
-// which allows private addresses on hop 0 only. A 3xx answer without a
+// for the others), and every address dialled through policy.Dialer, which
+// allows private addresses on hop 0 only. A 3xx answer without a
 // Location is returned as it is.
 func (g Getter) Get(ctx context.Context, rawURL string) (Response, error) {
 	ctx, cancel := context.WithTimeout(ctx, positiveOr(g.Timeout, DefaultTimeout))
@@ -121,7 +116,7 @@ func (g Getter) Get(ctx context.Context, rawURL string) (Response, error) {
 func (g Getter) roundTrip(ctx context.Context, target *url.URL, firstHop bool) (*http.Response, error) {
 	transport := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            g.dialContext(policy.DialControl(firstHop)),
+		DialContext:            policy.Dialer{Resolver: g.Resolver, FirstHop: firstHop, Route: g.reroute}.DialContext,
 		TLSClientConfig:        &tls.Config{RootCAs: g.rootCAs},
 		DisableKeepAlives:      true,
 		MaxResponseHeaderBytes: maxHeaderBytes,
@@ -132,55 +127,6 @@ func (g Getter) roundTrip(ctx context.Context, target *url.URL, firstHop bool) (
 	}
 	req.Header.Set("User-Agent", userAgent)
 	return transport.RoundTrip(req)
-}
-
-// dialContext resolves the host itself and dials its addresses one by
-// one, each through control, so the address judged is always the address
-// the socket connects to; an address refused is never connected, and the
-// next one is tried.
-func (g Getter) dialContext(control controlFunc) func(ctx context.Context, network, hostport string) (net.Conn, error) {
-	return func(ctx context.Context, network, hostport string) (net.Conn, error) {
-		host, portText, err := net.SplitHostPort(hostport)
-		if err != nil {
-			return nil, err
-		}
-		port, err := strconv.ParseUint(portText, 10, 16)
-		if err != nil {
-			return nil, fmt.Errorf("port of %s: %w", hostport, err)
-		}
-		resolver := g.Resolver
-		if resolver == nil {
-			resolver = net.DefaultResolver
-		}
-		addrs, err := resolver.LookupNetIP(ctx, "ip", host)
-		if err != nil {
-			return nil, err
-		}
-		if len(addrs) == 0 {
-			return nil, fmt.Errorf("lookup %s: no addresses", host)
-		}
-		var errs []error
-		for _, addr := range addrs {
-			conn, err := g.dialAddr(ctx, network, netip.AddrPortFrom(addr, uint16(port)), control)
-			if err == nil {
-				return conn, nil
-			}
-			errs = append(errs, err)
-		}
-		return nil, errors.Join(errs...)
-	}
-}
-
-func (g Getter) dialAddr(ctx context.Context, network string, addr netip.AddrPort, control controlFunc) (net.Conn, error) {
-	dialer := net.Dialer{Control: control}
-	dialed := addr
-	if g.reroute != nil {
-		dialed = g.reroute(addr)
-		dialer.Control = func(network, _ string, c syscall.RawConn) error {
-			return control(network, addr.String(), c)
-		}
-	}
-	return dialer.DialContext(ctx, network, dialed.String())
 }
 
 // read keeps at most MaxBytes of the body, reading one byte more to learn

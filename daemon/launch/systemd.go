@@ -334,6 +334,10 @@ func (s *Systemd) RunUnit(ctx context.Context, run sandbox.UnitRun) (sandbox.Uni
 		prop("CPUQuotaPerSecUSec", uint64(l.CPU*float64(time.Second/time.Microsecond))),
 		prop("TasksMax", uint64(l.Tasks)),
 	}
+	if run.NetworkNamespace != "" {
+		// systemd fails the unit rather than start it elsewhere.
+		props = append(props, prop("NetworkNamespacePath", run.NetworkNamespace))
+	}
 	h, err := s.launch(ctx, run.Name, props)
 	if err != nil {
 		return sandbox.UnitExit{}, fmt.Errorf("run sandboxed command: %w", err)

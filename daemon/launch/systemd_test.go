@@ -13,6 +13,7 @@ import (
 
 	godbus "github.com/godbus/dbus/v5"
 
+	"shelldon/sandbox"
 	"shelldon/testhost/systemdhost"
 )
 
@@ -236,6 +237,39 @@ func TestSystemdAgainstRealSystemd(t *testing.T) {
 		}
 		if out, _ := host.Exec(ctx, "systemctl", "show", "-P", "NTasks", UnitName("owned")); strings.TrimSpace(string(out)) != "" && strings.TrimSpace(string(out)) != "0" && strings.TrimSpace(string(out)) != "[not set]" {
 			t.Errorf("the killed unit still has %s tasks", out)
+		}
+	})
+
+	t.Run("a command starts in the network namespace it is given", func(t *testing.T) {
+		// A turn unit has a private network: a namespace that is not the
+		// host's, for the command unit to be put in.
+		holder := start(t, "netns", time.Minute, Limits{}, "sleep 600 & wait")
+		defer func() {
+			holder.Kill()
+			waitExit(t, holder)
+		}()
+		want, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", hostPid(t, host.Leader, holder.PID())))
+		if err != nil {
+			t.Fatal(err)
+		}
+		runIn := func(name, netns string) (sandbox.UnitExit, string, error) {
+			t.Helper()
+			out, err := os.CreateTemp(t.TempDir(), "out")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			exit, err := s.RunUnit(ctx, sandbox.UnitRun{Name: name, Argv: []string{"/bin/sh", "-c", "readlink /proc/self/ns/net /proc/1/ns/net"},
+				Limits: sandbox.DefaultLimits, Output: out, NetworkNamespace: netns})
+			b, _ := os.ReadFile(out.Name())
+			return exit, string(b), err
+		}
+		exit, out, err := runIn("shelldon-run@netns-1.service", fmt.Sprintf("/proc/%d/ns/net", holder.PID()))
+		if lines := strings.Fields(out); err != nil || exit.Result != "success" || len(lines) != 2 || lines[0] != want || lines[1] == want {
+			t.Errorf("a command unit given the turn's namespace %s: %+v, %v, %q; want it in that namespace and not in its host's", want, exit, err, out)
+		}
+		if exit, out, err := runIn("shelldon-run@netns-2.service", "/proc/1/fd/999999"); err == nil || out != "" {
+			t.Errorf("a command unit given a namespace that is not there: %+v, %v, %q; want it not started", exit, err, out)
 		}
 	})
 

@@ -19,8 +19,10 @@ type Sandbox interface {
 	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
 }
 
-// gateLimits bound every step of the gate.
-var gateLimits = sandbox.Limits{Memory: 256 << 20, Tasks: 32, Wall: 30 * time.Second, Output: 16 << 10}
+// gateLimits bound every step of the gate. A tool's test writes little,
+// and its disk, which lives in memory, stays well below its memory, so
+// that a test that fills it is told the disk is full.
+var gateLimits = sandbox.Limits{Memory: 256 << 20, Tasks: 32, Wall: 30 * time.Second, Output: 16 << 10, Disk: 64 << 20}
 
 // testTreesPython defines tests(tree), which maps the test functions of
 // a parsed pytest file (module level and in Test* classes) to their

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -141,6 +142,47 @@ func TestGate(t *testing.T) {
 				t.Errorf("the staging directory holds %d entries after the gate, want what was staged", len(entries))
 			}
 		})
+	}
+}
+
+// TestGateDiskIsBounded: a tool's test that writes until the disk is full
+// is told so within the gate's share, quickly, and the host's disk does
+// not notice.
+func TestGateDiskIsBounded(t *testing.T) {
+	img := imagetest.Image(t)
+	runs := t.TempDir()
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: runs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	free := func() int64 {
+		var fs syscall.Statfs_t
+		if err := syscall.Statfs(runs, &fs); err != nil {
+			t.Fatal(err)
+		}
+		return int64(fs.Bavail) * fs.Bsize
+	}
+	test := goodTest + `
+def test_fills_the_disk():
+    with open("big", "wb") as f:
+        for _ in range(1500):
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+`
+	before := free()
+	started := time.Now()
+	v, err := Gate(context.Background(), sb, stage(t, "greet", goodModule, test, ""), "greet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(started); took > 20*time.Second {
+		t.Errorf("the gate took %v", took)
+	}
+	if v.Passed || v.Step != "pytest" || !strings.Contains(v.Output, "No space left on device") {
+		t.Errorf("Gate = step %q, why %q, passed %v; want pytest failed for a full disk\n%s", v.Step, v.Why, v.Passed, v.Output)
+	}
+	if used := before - free(); used > 64<<20 {
+		t.Errorf("the host's disk lost %d MiB", used>>20)
 	}
 }
 

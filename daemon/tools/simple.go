@@ -84,7 +84,7 @@ type gitTool struct{}
 
 func (gitTool) Definition() contracts.ToolDefinition {
 	return definition("git",
-		"Runs one git command in the workspace repository and returns its output. Asks the owner first. Allowed subcommands: status log diff show add commit branch checkout switch restore stash init fetch pull push remote tag rev-parse reset mv rm. Refused: git config, clone, -c, -C, --git-dir, --work-tree, --exec, --upload-pack and similar options.",
+		"Runs one git command in the workspace repository and returns its output. Asks the owner first. Allowed subcommands: status log diff show add commit branch checkout switch restore stash init fetch pull push remote tag rev-parse reset mv rm. Refused: git config, clone, -c, -C, --git-dir, --work-tree, --exec, --upload-pack and similar options. fetch, pull and push reach remotes over http or https on public addresses only; ssh, git:// and LAN remotes cannot be reached.",
 		contracts.TierRisky, gitArgsParam)
 }
 
