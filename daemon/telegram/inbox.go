@@ -50,16 +50,32 @@ var allowedUpdates = []string{"message", "callback_query"}
 // to a crash: getUpdates with an offset tells Telegram to forget every
 // update below it, so the offset moves past a batch only once the batch
 // is stored, together with its highest id, in one transaction. A batch
-// that could not be stored is asked for again with the same offset, and
-// Telegram keeps it; after a restart the stored id says where to go on,
-// so what was stored is not taken again.
+// that could not be stored is asked for again, and Telegram keeps it;
+// after a restart the stored id says where to go on, so what was stored
+// is not taken again.
+//
+// The offset is sent only to confirm, in a call that does not wait; the
+// long poll asks without one, for whatever Telegram was not told of: after
+// a week without updates Telegram picks the next id at random, and a poll
+// waiting with an offset past it would make Telegram forget the owner's
+// next message unseen.
 func (t *Transport) poll(ctx context.Context, offset int64) {
 	client := &http.Client{Timeout: t.cfg.PollTimeout + sendTimeout}
+	confirm := true // an earlier transport may have stored a batch and died before telling
 	for fails := 0; ctx.Err() == nil; {
-		items, err := t.getUpdates(ctx, client, offset+1)
+		var from int64
+		if confirm {
+			from = offset + 1
+		}
+		items, err := t.getUpdates(ctx, client, from, !confirm)
+		if err == nil {
+			confirm = false // told, if there was anything to tell
+		}
 		if err == nil && len(items) > 0 {
 			if err = t.updates.Receive(ctx, TransportName, items); err != nil {
 				err = fmt.Errorf("store updates before confirming them: %w", err)
+			} else {
+				confirm = true
 			}
 		}
 		switch {
@@ -85,14 +101,19 @@ func (t *Transport) poll(ctx context.Context, offset int64) {
 	}
 }
 
-// getUpdates asks Telegram for the updates from offset on, waiting up to
-// the poll timeout for one to come.
-func (t *Transport) getUpdates(ctx context.Context, client *http.Client, offset int64) ([]state.InboxItem, error) {
+// getUpdates asks Telegram for the updates from offset on (0: from the
+// first it was not told of), waiting up to the poll timeout for one to
+// come when wait is set.
+func (t *Transport) getUpdates(ctx context.Context, client *http.Client, offset int64, wait bool) ([]state.InboxItem, error) {
+	timeout := 0
+	if wait {
+		timeout = max(1, int(t.cfg.PollTimeout/time.Second))
+	}
 	params, err := json.Marshal(struct {
-		Offset         int64    `json:"offset"`
+		Offset         int64    `json:"offset,omitempty"` // none: from the first Telegram was not told of
 		Timeout        int      `json:"timeout"`
 		AllowedUpdates []string `json:"allowed_updates"`
-	}{offset, max(1, int(t.cfg.PollTimeout/time.Second)), allowedUpdates})
+	}{offset, timeout, allowedUpdates})
 	if err != nil {
 		return nil, fmt.Errorf("getUpdates: %w", err)
 	}

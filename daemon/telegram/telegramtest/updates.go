@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -65,6 +66,15 @@ func (s *Server) Tap(from int64, chat, messageID int64, data string) (updateID i
 	return updateID, queryID
 }
 
+// StartIDsAgainAt makes id the next update's id, as Telegram does after a
+// week without updates, when it chooses the next id at random: often
+// below the ids a bot has seen.
+func (s *Server) StartIDsAgainAt(id int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextUpdate = id
+}
+
 // queue gives u the next update id and queues it. Callers hold s.mu.
 func (s *Server) queue(u wireUpdate) int64 {
 	u.UpdateID = s.nextUpdate
@@ -99,9 +109,9 @@ func (s *Server) confirm(offset int64) {
 	forget := 0
 	switch {
 	case offset > 0:
-		for forget < len(s.pending) && s.pending[forget].id < offset {
-			forget++
-		}
+		// Every update below the offset, wherever it stands in the
+		// queue: one whose id started again lower is forgotten unseen.
+		s.pending = slices.DeleteFunc(s.pending, func(u queuedUpdate) bool { return u.id < offset })
 		s.confirmed = max(s.confirmed, min(offset-1, s.nextUpdate-1))
 	case offset < 0:
 		forget = len(s.pending) + int(max(offset, -int64(len(s.pending))))
@@ -153,6 +163,9 @@ func (s *Server) getUpdates(ctx context.Context, req request) (any, error) {
 	}
 	for {
 		s.mu.Lock()
+		if offset > 0 {
+			s.confirm(offset) // what comes during the poll is below the offset or not, too
+		}
 		switch {
 		case s.down:
 			s.mu.Unlock()
