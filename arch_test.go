@@ -20,7 +20,7 @@ type pkg struct {
 // llmLibraries are client libraries that only the broker may use.
 var llmLibraries = []string{"github.com/sashabaranov/go-openai"}
 
-// rule is one import rule of DESIGN.md.
+// rule is one import rule of docs/architecture.md.
 type rule struct {
 	name string
 	// applies selects the packages the rule constrains.

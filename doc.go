@@ -2,31 +2,58 @@
 // package holds no code; it documents the layout and carries the tests
 // that keep the architecture honest (the import rules and package docs).
 //
-// The actors and where they live:
+// The packages and what each is for (a test keeps this map whole; the
+// architecture is told in docs/architecture.md):
 //
-//	contracts/        the vocabulary every actor shares: envelopes, kinds, routes, ops
-//	bus/              the wire: length-prefixed frames and the client actors join with
-//	daemon/           core: routes envelopes, events and decisions to its parts
-//	daemon/turns      the turn state machine: arbiter, fence, timeouts, catch-up
-//	daemon/approval   the approval authority: every request the owner decides on
-//	daemon/approved   carries out what the owner approved, checked against its digest
-//	daemon/toolstore  the self-coded tools, out of the model's reach, verified at load
-//	daemon/selfcode   the gate a proposed tool must pass
-//	daemon/tools      the tools' definitions and checks, shared by core and worker
-//	daemon/hub        core's side of the bus: who may take which role, and routing
-//	daemon/launch     how a turn's worker is started, bounded and reaped
-//	daemon/state      the only writer of state: SQLite and the memory tree
-//	daemon/owner      what core tells its owner about itself
-//	daemon/visible    text made visible: no escape or bidi override reaches a screen
-//	daemon/worker     one turn's brain adapter: prompt, model, reply parsing
-//	policy/           every safety decision, as pure functions
-//	sandbox/          the nspawn container one command runs in, and its change set
-//	beneath/          reading and writing beneath a root without following a link
-//	broker/           the providers behind CompleteWithTools; executes nothing
-//	panel/            faces and the e-ink display
-//	config/           the TOML file and its environment overrides
-//	demomodel/        the scripted OpenAI-compatible model for tests and demos
-//	cmd/shelldon      the one binary with every subcommand
+//	contracts/                    the vocabulary every actor shares: envelopes, kinds, routes, ops
+//	bus/                          the wire: length-prefixed frames and the client actors join with
+//	daemon/                       core: routes envelopes, events and decisions to its parts
+//	daemon/turns                  the turn state machine: arbiter, fence, timeouts, catch-up
+//	daemon/approval               the approval authority: every request the owner decides on
+//	daemon/approved               carries out what the owner approved, checked against its digest
+//	daemon/toolstore              the self-coded tools, out of the model's reach, verified at load
+//	daemon/selfcode               the gate a proposed tool must pass
+//	daemon/tools                  the tools' definitions and checks, shared by core and worker
+//	daemon/hub                    core's side of the bus: who may take which role, and routing
+//	daemon/hub/hubtest            a real hub on a real socket, for other packages' tests
+//	daemon/launch                 how a turn's worker is started, bounded and reaped
+//	daemon/state                  the only writer of state: SQLite and the memory tree
+//	daemon/state/atomicfile       a file replaced whole or not at all
+//	daemon/statedir               where everything lives in the state directory
+//	daemon/telegram               the Telegram transport, inside core
+//	daemon/telegram/telegramtest  a local Bot API server for tests
+//	daemon/chat                   the terminal transport (`shelldon chat`)
+//	daemon/mood                   the pet's feeling between turns
+//	daemon/schedule               the times of the turns the pet starts itself
+//	daemon/owner                  what core tells its owner about itself
+//	daemon/visible                text made visible: no escape or bidi override reaches a screen
+//	daemon/doctor                 what the host lacks, and how to fix it
+//	daemon/fetch                  the guarded HTTP GET behind http_get
+//	daemon/journal                structured audit lines for systemd's journal
+//	daemon/sdnotify               READY, STATUS and the watchdog, for systemd
+//	daemon/procmem                memory figures of this process, its cgroup and the machine
+//	daemon/worker                 one turn's brain adapter: prompt, model, reply parsing
+//	policy/                       every safety decision, as pure functions
+//	sandbox/                      the nspawn container one command runs in, and its change set
+//	sandbox/cgroup                a control group of a run's own where no systemd unit holds it
+//	sandbox/image                 the sandbox's root file system: built, found, checked
+//	sandbox/image/imagetest       the real image for tests, built once
+//	beneath/                      reading and writing beneath a root without following a link
+//	broker/                       the providers behind CompleteWithTools; executes nothing
+//	panel/                        the e-ink face: the actor behind `shelldon panel`
+//	panel/render                  the frame: status strip, face and caption
+//	panel/faces                   the face registry
+//	panel/epd                     the Waveshare 2.13" V4 driver
+//	config/                       the TOML file and its environment overrides
+//	clock/                        real time in production, a fake clock in tests
+//	demomodel/                    the scripted OpenAI-compatible model for tests and demos
+//	images/                       the recipes of the root file systems, carried in the binary
+//	units/                        the systemd units, slices, users and tmpfiles
+//	testhost/                     what this machine can do, and skips that name what is missing
+//	testhost/systemdhost          a real systemd booted from a root of its own, for tests
+//	testhost/vm                   a whole Debian machine under qemu, for end-to-end tests
+//	cmd/shelldon                  the one binary with every subcommand
+//	cmd/shelldon-demo-model       the scripted model as a program of its own
 //
 // Import rules (see arch_test.go): core stays LLM-free, the broker
 // executes nothing, the worker writes no state, core does not reach into
