@@ -31,11 +31,11 @@ const pruneAnsweredAfter = 48 * time.Hour
 
 // admit keeps the owner's message in the state database and tells its
 // transport so, when the transport keeps it until then (in.Ref). It
-// returns the id to submit it under (0 when it could not be kept: it is
+// returns the id it is kept under (none when it could not be kept: it is
 // still answered, but a stop first would lose it), and whether the
 // message was kept before: a transport delivered it again, and it is
 // already answered or on its way to be.
-func (c *Core) admit(ctx context.Context, from turns.Origin, in contracts.Inbound) (id int64, again bool) {
+func (c *Core) admit(ctx context.Context, from turns.Origin, in contracts.Inbound) (kept []int64, again bool) {
 	id, again, err := c.store.Admit(ctx, state.Admitted{
 		Transport: from.Transport, Chat: from.Chat, Ref: in.Ref, Text: in.Text, At: c.clock.Now(),
 	})
@@ -44,10 +44,10 @@ func (c *Core) admit(ctx context.Context, from turns.Origin, in contracts.Inboun
 		// this one: across a stop, it is delivered again.
 		c.log.Error("could not keep the owner's message in the state database; answering it anyway, but a stop before the answer loses it",
 			"err", err, "transport", from.Transport)
-		return 0, false
+		return nil, false
 	}
 	c.confirm(from, in.Ref)
-	return id, again
+	return []int64{id}, again
 }
 
 // confirm tells the transport a message came from that core is done with
@@ -100,8 +100,10 @@ func (c *Core) loadLeftBehind(ctx context.Context) {
 
 // takeUpLeftBehind answers what an earlier core left unanswered for one
 // transport that has joined: it tells the owner what happened, and
-// submits the messages again as if just sent, in their order; a message
-// tried maxTries times already is let go, saying so.
+// submits the messages again in their order and as they were grouped —
+// the interrupted turn's messages as one turn, those that waited behind
+// it as one catch-up; a message tried maxTries times already is let go,
+// saying so.
 func (c *Core) takeUpLeftBehind(ctx context.Context, transport string) {
 	left := c.left[transport]
 	delete(c.left, transport)
@@ -136,12 +138,41 @@ func (c *Core) takeUpLeftBehind(ctx context.Context, transport string) {
 		}
 		c.say.Tell(approval.Audience(from), fmt.Sprintf("I was restarted before I could answer %s; thinking about it again now.", strings.Join(again, ", ")))
 		c.log.Info("taking up messages an earlier core left unanswered", "transport", transport, "chat", chat, "count", len(again))
-		for _, m := range byChat[chat] {
-			if m.Tries < maxTries {
-				c.submit(ctx, m.Text, from, m.ID)
-			}
+		for _, g := range asTurns(byChat[chat]) {
+			c.submit(ctx, g.text, from, g.ids...)
 		}
 	}
+}
+
+// keptTurn is messages that go into one turn again.
+type keptTurn struct {
+	text string
+	ids  []int64
+}
+
+// asTurns groups the messages to take up again as their turns had them:
+// those one turn took up together stay together, and those no turn took
+// up go together; messages tried maxTries times are left out.
+func asTurns(left []state.Admitted) []keptTurn {
+	var out []keptTurn
+	group := map[string]int{} // a turn's id, or "" for none, to its place in out
+	for _, m := range left {
+		if m.Tries >= maxTries {
+			continue
+		}
+		i, ok := group[m.Turn]
+		if !ok {
+			i = len(out)
+			group[m.Turn] = i
+			out = append(out, keptTurn{})
+		}
+		if out[i].text != "" {
+			out[i].text += "\n"
+		}
+		out[i].text += m.Text
+		out[i].ids = append(out[i].ids, m.ID)
+	}
+	return out
 }
 
 // quoteMessage is how the owner's note names one of their messages.
@@ -149,15 +180,15 @@ func quoteMessage(text string) string {
 	return "“" + owner.Shorten(strings.Join(strings.Fields(text), " "), 60) + "”"
 }
 
-// submit offers a message to the turn machine: it starts a turn now or
-// joins the pending slot. A stopping core starts no turn: the message
-// is kept (when id is set) for the next start.
-func (c *Core) submit(ctx context.Context, text string, from turns.Origin, id int64) {
+// submit offers a message, holding the admitted messages ids, to the
+// turn machine: it starts a turn now or joins the pending slot. A stopping
+// core starts no turn: what was admitted is kept for the next start.
+func (c *Core) submit(ctx context.Context, text string, from turns.Origin, ids ...int64) {
 	if c.draining {
-		c.log.Info("stopping: the message is kept for the next start", "kept", id != 0)
+		c.log.Info("stopping: the message is kept for the next start", "kept", len(ids) > 0)
 		return
 	}
-	if adm, now := c.turns.Submit(text, from, id); now {
+	if adm, now := c.turns.Submit(text, from, ids...); now {
 		c.startTurn(ctx, adm)
 		return
 	}

@@ -129,7 +129,7 @@ func New(opts Options) (*Core, error) {
 			if c.draining {
 				return false
 			}
-			adm, now := c.turns.Submit(text, from, 0)
+			adm, now := c.turns.Submit(text, from)
 			if now {
 				adm.Scheduled = true
 				c.startTurn(ctx, adm)
@@ -290,13 +290,13 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 			c.say.Tell(approval.Audience(from), fmt.Sprintf("Your message was %d KiB, so I read only its first %d KiB.", len(in.Text)>>10, turns.MaxMessageBytes>>10))
 			in.Text = text
 		}
-		id, again := c.admit(ctx, from, in)
+		kept, again := c.admit(ctx, from, in)
 		if again {
 			c.log.Info("a transport delivered a message again that is kept already", "transport", from.Transport, "ref", in.Ref)
 			return
 		}
 		c.brain.feel(mood.OwnerMessage)
-		c.submit(ctx, in.Text, from, id)
+		c.submit(ctx, in.Text, from, kept...)
 	case contracts.KindResult:
 		c.handleResult(ctx, env)
 	case contracts.KindExec:

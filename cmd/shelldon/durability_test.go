@@ -178,7 +178,9 @@ func TestAHugeAnswerFailsOnlyItsTurn(t *testing.T) {
 // cut; by SIGTERM, as systemctl restart, with a grace the turn fits in and
 // with one it does not — and started again. Every message is answered, and
 // the owner is told plainly which ones the restart held up, where once all
-// four were lost without a word.
+// four were lost without a word; and they are answered as they would have
+// been — the cut-short turn's message again, the three that waited behind
+// it as one catch-up turn.
 func TestAStopLosesNoMessage(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -186,10 +188,13 @@ func TestAStopLosesNoMessage(t *testing.T) {
 		grace  time.Duration
 		// firstAnswered: the turn in flight finishes within the grace.
 		firstAnswered bool
+		// turns is how many turns there are in the end, the one the stop
+		// cut short included.
+		turns int
 	}{
-		{"kill -9", syscall.SIGKILL, 10 * time.Second, false},
-		{"SIGTERM within the grace", syscall.SIGTERM, 10 * time.Second, true},
-		{"SIGTERM past the grace", syscall.SIGTERM, 300 * time.Millisecond, false},
+		{"kill -9", syscall.SIGKILL, 10 * time.Second, false, 3},
+		{"SIGTERM within the grace", syscall.SIGTERM, 10 * time.Second, true, 2},
+		{"SIGTERM past the grace", syscall.SIGTERM, 300 * time.Millisecond, false, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -226,6 +231,9 @@ func TestAStopLosesNoMessage(t *testing.T) {
 				t.Errorf("the owner was told %q, naming the message answered before the stop", note.Text)
 			}
 			p.waitAnswered(asked, 30*time.Second)
+			if turns := p.waitTurns(tc.turns); len(turns) != tc.turns {
+				t.Errorf("%d turns in the end, want %d (B, C and D in one catch-up turn): %+v", len(turns), tc.turns, turns)
+			}
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -159,24 +160,19 @@ func New(clk clock.Clock, turnTimeout, reap time.Duration, post func(Event)) *Ma
 	return &Machine{clock: clk, turnTimeout: turnTimeout, reap: reap, post: post}
 }
 
-// Submit offers a message, with the id it was admitted under (0 for
-// none). It returns the admission to start now, or false when the slot is
-// taken and the text joined the pending slot.
-func (m *Machine) Submit(text string, from Origin, id int64) (Admission, bool) {
+// Submit offers a message, with the ids of the owner's admitted messages
+// it holds (none for a message not kept, or a scheduled turn's text). It
+// returns the admission to start now, or false when the slot is taken and
+// the text joined the pending slot.
+func (m *Machine) Submit(text string, from Origin, ids ...int64) (Admission, bool) {
 	if m.busy {
 		m.pending = append(m.pending, text)
-		if id != 0 {
-			m.pendingIDs = append(m.pendingIDs, id)
-		}
+		m.pendingIDs = append(m.pendingIDs, ids...)
 		m.pendingOrigin = from
 		return Admission{}, false
 	}
 	m.busy = true
-	adm := Admission{Text: text, Origin: from}
-	if id != 0 {
-		adm.Messages = []int64{id}
-	}
-	return adm, true
+	return Admission{Text: text, Origin: from, Messages: slices.Clone(ids)}, true
 }
 
 // Claim takes the slot for something that is not a message (an owner's

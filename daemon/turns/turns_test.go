@@ -39,12 +39,12 @@ func (m *machine) advance(d time.Duration) []Event {
 
 func TestSubmitAdmitsOneAndCoalescesTheRest(t *testing.T) {
 	m := newMachine()
-	adm, now := m.Submit("first", Origin{Transport: "cli"}, 0)
+	adm, now := m.Submit("first", Origin{Transport: "cli"})
 	if !now || adm.Text != "first" || adm.Kind() != KindChat {
 		t.Fatalf("Submit(first) = %+v, %v; want it admitted at once", adm, now)
 	}
 	for i := range 3 {
-		if _, now := m.Submit(fmt.Sprintf("m%d", i), Origin{Transport: "tg", Chat: "7"}, 0); now {
+		if _, now := m.Submit(fmt.Sprintf("m%d", i), Origin{Transport: "tg", Chat: "7"}); now {
 			t.Fatalf("Submit(m%d) admitted a second turn while one runs", i)
 		}
 	}
@@ -55,7 +55,7 @@ func TestSubmitAdmitsOneAndCoalescesTheRest(t *testing.T) {
 	if !ok || next.Text != "m0\nm1\nm2" || next.Kind() != KindCatchUp || next.Origin.Chat != "7" {
 		t.Fatalf("Release() = %+v, %v; want one catch-up turn of all pending texts", next, ok)
 	}
-	if _, now := m.Submit("during catch-up", Origin{}, 0); now {
+	if _, now := m.Submit("during catch-up", Origin{}); now {
 		t.Fatal("the catch-up turn must hold the slot")
 	}
 	if next, ok := m.Release(); !ok || next.Text != "during catch-up" {
@@ -67,14 +67,14 @@ func TestSubmitAdmitsOneAndCoalescesTheRest(t *testing.T) {
 	if m.Claim() != true || m.Claim() != false {
 		t.Fatal("Claim() must take a free slot once")
 	}
-	if _, now := m.Submit("later", Origin{}, 0); now {
+	if _, now := m.Submit("later", Origin{}); now {
 		t.Fatal("a claimed slot admitted a message")
 	}
 }
 
 func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
 	m := newMachine()
-	adm, _ := m.Submit("hi", Origin{}, 0)
+	adm, _ := m.Submit("hi", Origin{})
 	turn := m.Begin(adm)
 	if _, err := m.Accept("someone-else"); !errors.Is(err, ErrFenced) {
 		t.Errorf("Accept(unknown) = %v, want ErrFenced", err)
@@ -106,7 +106,7 @@ func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
 
 func TestNoResultWithinTDegradesKillsAndAbandons(t *testing.T) {
 	m := newMachine()
-	adm, _ := m.Submit("hi", Origin{}, 0)
+	adm, _ := m.Submit("hi", Origin{})
 	turn := m.Begin(adm)
 	if evs := m.advance(testT - time.Millisecond); len(evs) != 0 {
 		t.Fatalf("events before T: %+v", evs)
@@ -137,7 +137,7 @@ func TestNoResultWithinTDegradesKillsAndAbandons(t *testing.T) {
 
 func TestAWorkerGoneWithoutAResultCrashesOnlyOnceItsConnectionIsGone(t *testing.T) {
 	m := newMachine()
-	adm, _ := m.Submit("hi", Origin{}, 0)
+	adm, _ := m.Submit("hi", Origin{})
 	turn := m.Begin(adm)
 	if step := m.On(Event{Kind: Exited, Turn: turn.ID}); step.Degrade != "" || step.Finished != nil {
 		t.Fatalf("On(exit) with the connection still open = %+v: a result may still be on its way", step)
@@ -150,7 +150,7 @@ func TestAWorkerGoneWithoutAResultCrashesOnlyOnceItsConnectionIsGone(t *testing.
 		t.Fatal("a turn with a result and no worker is finished")
 	}
 
-	adm, _ = m.Submit("again", Origin{}, 0)
+	adm, _ = m.Submit("again", Origin{})
 	m.Release()
 	m.Claim()
 	turn = m.Begin(adm)
@@ -163,7 +163,7 @@ func TestAWorkerGoneWithoutAResultCrashesOnlyOnceItsConnectionIsGone(t *testing.
 
 func TestEventsOfOtherTurnsChangeNothing(t *testing.T) {
 	m := newMachine()
-	adm, _ := m.Submit("hi", Origin{}, 0)
+	adm, _ := m.Submit("hi", Origin{})
 	turn := m.Begin(adm)
 	for _, kind := range []EventKind{Timeout, Exited, Left, Abandon} {
 		if step := m.On(Event{Kind: kind, Turn: "old-turn"}); step != (Step{}) {
@@ -177,7 +177,7 @@ func TestEventsOfOtherTurnsChangeNothing(t *testing.T) {
 
 func TestASpawnFailureSettlesAndFinishesAtOnce(t *testing.T) {
 	m := newMachine()
-	adm, _ := m.Submit("hi", Origin{}, 0)
+	adm, _ := m.Submit("hi", Origin{})
 	turn := m.Begin(adm)
 	if !m.Settle(turn, "spawn-failed", "no worker") {
 		t.Fatal("Settle on an open turn = false")
@@ -209,11 +209,11 @@ func TestFenceRemembersOnlyRecentTurns(t *testing.T) {
 // MaxMessageBytes.
 func TestWhatArrivesDuringATurnIsBounded(t *testing.T) {
 	m := newMachine()
-	adm, _ := m.Submit("first", Origin{}, 0)
+	adm, _ := m.Submit("first", Origin{})
 	m.Begin(adm)
 	msg := strings.Repeat("é", 30<<10) // 60 KiB
 	for range 100 {
-		m.Submit(msg, Origin{Chat: "7"}, 0)
+		m.Submit(msg, Origin{Chat: "7"})
 	}
 	next, ok := m.Release()
 	if !ok || len(next.Text) > MaxCatchUpBytes || !utf8.ValidString(next.Text) || !utf8.ValidString(next.Overflow) {
