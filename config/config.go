@@ -122,6 +122,11 @@ type Telegram struct {
 	PollTimeout Duration `toml:"poll_timeout"` // how long one long poll for updates waits
 	// RetryMax is the longest wait between retries after network errors.
 	RetryMax Duration `toml:"retry_max"`
+	// GiveUpAttempts and GiveUpAfter bound how long one reply is tried:
+	// past either it is dropped, logged, and the owner told once
+	// Telegram takes their messages again.
+	GiveUpAttempts int      `toml:"give_up_attempts"` // failures Telegram answered
+	GiveUpAfter    Duration `toml:"give_up_after"`    // since the reply was queued
 }
 
 // Panel is the e-ink face `shelldon panel` drives.
@@ -210,9 +215,11 @@ func Default() Config {
 			MaxFrame:    4 << 20,
 		},
 		Telegram: Telegram{
-			APIURL:      "https://api.telegram.org",
-			PollTimeout: Duration{30 * time.Second},
-			RetryMax:    Duration{time.Minute},
+			APIURL:         "https://api.telegram.org",
+			PollTimeout:    Duration{30 * time.Second},
+			RetryMax:       Duration{time.Minute},
+			GiveUpAttempts: 20,
+			GiveUpAfter:    Duration{24 * time.Hour},
 		},
 		Panel: Panel{
 			Display:    "auto",

@@ -137,7 +137,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_WORKER_MEMORY_LIMIT", "SHELLDON_WORKER_CPU_SECONDS", "SHELLDON_WORKER_OPEN_FILES", "SHELLDON_WORKER_USER",
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
-		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX",
+		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX", "SHELLDON_TELEGRAM_GIVE_UP_ATTEMPTS", "SHELLDON_TELEGRAM_GIVE_UP_AFTER",
 		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER", "SHELLDON_PANEL_UPSIDE_DOWN",
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
 		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN",
@@ -803,7 +803,8 @@ const validToken = "123456789:AAH-dqTcvCH1vGWJxfSeofSAs0K5PAL_saw"
 func TestTelegramFileAndEnvironment(t *testing.T) {
 	const file = "[telegram]\ntoken = \"" + validToken + "\"\nallowed_users = [42, 43]\napi_url = \"http://127.0.0.1:8081\"\npoll_timeout = \"10s\"\nretry_max = \"5m\"\n"
 	fromFile := Telegram{Token: validToken, AllowedUsers: []int64{42, 43}, APIURL: "http://127.0.0.1:8081",
-		PollTimeout: Duration{10 * time.Second}, RetryMax: Duration{5 * time.Minute}}
+		PollTimeout: Duration{10 * time.Second}, RetryMax: Duration{5 * time.Minute},
+		GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}}
 	tests := []struct {
 		name, file string
 		environ    []string
@@ -817,10 +818,13 @@ func TestTelegramFileAndEnvironment(t *testing.T) {
 			"SHELLDON_TELEGRAM_API_URL=https://bots.example",
 			"SHELLDON_TELEGRAM_POLL_TIMEOUT=50s",
 			"SHELLDON_TELEGRAM_RETRY_MAX=1s",
+			"SHELLDON_TELEGRAM_GIVE_UP_ATTEMPTS=5",
+			"SHELLDON_TELEGRAM_GIVE_UP_AFTER=2h",
 		}, Telegram{Token: "987:" + strings.Repeat("b", 30), AllowedUsers: []int64{7, 8, 9}, APIURL: "https://bots.example",
-			PollTimeout: Duration{50 * time.Second}, RetryMax: Duration{time.Second}}},
+			PollTimeout: Duration{50 * time.Second}, RetryMax: Duration{time.Second}, GiveUpAttempts: 5, GiveUpAfter: Duration{2 * time.Hour}}},
 		{"one user from the environment", "", []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=42"},
-			Telegram{AllowedUsers: []int64{42}, APIURL: "https://api.telegram.org", PollTimeout: Duration{30 * time.Second}, RetryMax: Duration{time.Minute}}},
+			Telegram{AllowedUsers: []int64{42}, APIURL: "https://api.telegram.org", PollTimeout: Duration{30 * time.Second}, RetryMax: Duration{time.Minute},
+				GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}}},
 		{"empty variables count as unset", file, []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=", "SHELLDON_TELEGRAM_TOKEN="}, fromFile},
 	}
 	for _, tt := range tests {

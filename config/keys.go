@@ -87,6 +87,10 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Telegram.PollTimeout }, parseDuration)},
 	{key: "telegram.retry_max", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Telegram.RetryMax }, parseDuration)},
+	{key: "telegram.give_up_attempts", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Telegram.GiveUpAttempts }, parseInt)},
+	{key: "telegram.give_up_after", hint: durationHint,
+		set: textSetter(func(c *Config) *Duration { return &c.Telegram.GiveUpAfter }, parseDuration)},
 
 	{key: "panel", hint: "a table: the section [panel]"},
 	{key: "panel.display", hint: `a string: "auto", "waveshare", "png" or "terminal"`,

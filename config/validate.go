@@ -272,6 +272,8 @@ func (t Telegram) validate(def Telegram, add func(key, what, remedy string, abou
 	}
 	inRange(add, "telegram.poll_timeout", t.PollTimeout.Duration, minPollTimeout, maxPollTimeout, def.PollTimeout.Duration)
 	inRange(add, "telegram.retry_max", t.RetryMax.Duration, minRetryMax, maxRetryMax, def.RetryMax.Duration)
+	inRange(add, "telegram.give_up_attempts", t.GiveUpAttempts, 1, 1000, def.GiveUpAttempts)
+	inRange(add, "telegram.give_up_after", t.GiveUpAfter.Duration, time.Minute, 7*24*time.Hour, def.GiveUpAfter.Duration)
 }
 
 func (p Panel) validate(def Panel, add func(key, what, remedy string, about ...string)) {

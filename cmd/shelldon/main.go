@@ -285,6 +285,7 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Store: store,
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
+		GiveUp:      telegram.GiveUp{Attempts: cfg.Telegram.GiveUpAttempts, Age: cfg.Telegram.GiveUpAfter.Duration},
 		Log:         log.With("actor", "telegram"),
 	})
 }
