@@ -30,6 +30,10 @@ type Outbound struct {
 	Turn string `json:"turn,omitempty"`
 	// Degraded marks the "can't think right now" answer of a failed turn.
 	Degraded bool `json:"degraded,omitempty"`
+	// Refused marks the answer to an owner's command that did not do
+	// what it asked (a tool not restored, an unknown command), so that
+	// `shelldon tools restore` can exit with a failure.
+	Refused bool `json:"refused,omitempty"`
 }
 
 // Role of a chat message in a model conversation.

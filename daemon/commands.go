@@ -30,6 +30,7 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string)
 		return false
 	}
 	var answer string
+	refused := false
 	switch name {
 	case "start":
 		answer = "Hello! I'm shelldon, your pet. Talk to me in plain words.\n\n" + owner.Help(c.cfg.Turn.ApprovalExpiry.Duration)
@@ -44,15 +45,15 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string)
 	case "schedule":
 		answer = c.brain.command(ctx, arg)
 	case strings.TrimPrefix(RestoreCommand, "/"):
-		answer = "Which tool? Say /restore NAME; /tools lists the ones I put away."
+		answer, refused = "Which tool? Say /restore NAME; /tools lists the ones I put away.", true
 		if arg != "" {
-			answer = c.keeper.restore(ctx, arg)
+			answer, refused = c.keeper.restore(ctx, arg)
 		}
 	default:
-		answer = fmt.Sprintf("I don't know /%s. /help lists what I understand.", name)
+		answer, refused = fmt.Sprintf("I don't know /%s. /help lists what I understand.", name), true
 	}
 	c.log.Info("owner command", "command", name, "from", from.Transport)
-	c.say.reply(from, contracts.Outbound{Text: answer})
+	c.say.reply(from, contracts.Outbound{Text: answer, Refused: refused})
 	return true
 }
 

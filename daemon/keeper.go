@@ -267,21 +267,22 @@ func (k *keeper) quarantine(name string, to approval.Audience, told string, why 
 }
 
 // restore brings a quarantined tool back, if its files are still what
-// was kept, and clears its strikes; the answer says what happened.
-func (k *keeper) restore(ctx context.Context, name string) string {
+// was kept, and clears its strikes; the answer says what happened, and
+// refused whether the tool stays away.
+func (k *keeper) restore(ctx context.Context, name string) (answer string, refused bool) {
 	switch err := k.tools.Restore(name); {
 	case errors.Is(err, toolstore.ErrBadName):
-		return fmt.Sprintf("%q is not a tool's name.", name)
+		return fmt.Sprintf("%q is not a tool's name.", name), true
 	case errors.Is(err, toolstore.ErrNoTool):
-		return fmt.Sprintf("No quarantined tool is called %s (`shelldon tools` lists them).", name)
+		return fmt.Sprintf("No quarantined tool is called %s (`shelldon tools` lists them).", name), true
 	case err != nil:
-		return fmt.Sprintf("I did not bring %s back: %v", name, err)
+		return fmt.Sprintf("I did not bring %s back: %v", name, err), true
 	}
 	if err := k.state.ClearStrikes(ctx, name); err != nil {
 		k.log.Error("clearing a restored tool's strikes", "tool", name, "err", err)
 	}
 	k.log.Info("restored a quarantined tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "decision", "restored")
-	return fmt.Sprintf("%s is back, with its strikes cleared.", name)
+	return fmt.Sprintf("%s is back, with its strikes cleared.", name), false
 }
 
 // adoptedKey marks, in the state store, that the tools an older shelldon

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -11,36 +10,34 @@ import (
 	"shelldon/sandbox/image"
 )
 
-const imageUsage = "usage: shelldon image build [--cache DIR] [--mirror URL] [--recipe FILE] | shelldon image status [--cache DIR] [--recipe FILE]"
-
 // cmdImage builds the sandbox image (`shelldon image build`) or says what
 // the image cache holds (`shelldon image status`).
 func cmdImage(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 {
-		return errors.New(imageUsage)
-	}
-	fs := flag.NewFlagSet("image "+args[0], flag.ContinueOnError)
-	cache := fs.String("cache", image.DefaultCacheDir, "the image cache directory")
-	recipePath := fs.String("recipe", "", "a recipe file instead of the built-in images/sandbox.recipe")
-	var mirror *string
-	switch args[0] {
-	case "build":
-		mirror = fs.String("mirror", "", "Debian mirror URL (default: this host's own, else deb.debian.org)")
-	case "status":
-	default:
-		return errors.New(imageUsage)
-	}
-	if err := parse(fs, args[1:]); err != nil {
-		return err
-	}
-	recipe, err := loadRecipe(*recipePath)
+	which, args, err := verb("image", args, "build", "status")
 	if err != nil {
 		return err
 	}
-	if mirror == nil {
-		return printImageStatus(env, *cache, recipe)
+	var cache, recipePath, mirror string
+	// The image cache is the sandbox's, not the configuration's: the
+	// configuration is read only to stop on a broken one, as every
+	// command does.
+	if _, err := parseConfig("image "+which, args, func(fs *flag.FlagSet) {
+		fs.StringVar(&cache, "cache", image.DefaultCacheDir, "the image cache `DIR`")
+		fs.StringVar(&recipePath, "recipe", "", "a recipe `FILE` instead of the built-in images/sandbox.recipe")
+		if which == "build" {
+			fs.StringVar(&mirror, "mirror", "", "the Debian mirror's `URL` (default: this host's own, else deb.debian.org)")
+		}
+	}); err != nil {
+		return err
 	}
-	img, err := image.Build(ctx, image.BuildOptions{CacheDir: *cache, Mirror: *mirror, Recipe: recipe, Log: env.stderr})
+	recipe, err := loadRecipe(recipePath)
+	if err != nil {
+		return err
+	}
+	if which == "status" {
+		return printImageStatus(env, cache, recipe)
+	}
+	img, err := image.Build(ctx, image.BuildOptions{CacheDir: cache, Mirror: mirror, Recipe: recipe, Log: env.stderr})
 	if err != nil {
 		return err
 	}

@@ -40,42 +40,16 @@ import (
 	"shelldon/sandbox/image"
 )
 
-const usage = `shelldon — a personal AI pet for small Linux boards
-
-usage: shelldon <command> [flags]
-
-commands:
-  up       core and broker in one process, for development (--chat to talk here)
-  daemon   core: the bus, the turns, the state (shelldon.service)
-  broker   the model broker: the only process with provider credentials
-  worker   one turn's worker (started by core, not by hand)
-  chat     talk to a running core from this terminal
-  turns    recent turns with outcome and timings
-  doctor   what this host lacks, one line each, with the fix
-  policy   policy check 'COMMAND': would it run without asking, and why not
-  image    image build | status: the sandbox image commands run in (as root)
-  sandbox  sandbox run [--view V] -- COMMAND: run one command as a tool would (as root)
-  tools    the self-coded tools: live, staged, quarantined, with their strikes
-  version  which build this is
-
-common flags: --config FILE (default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml
-if it exists), --state-dir DIR (overrides state_dir).
-`
-
 func main() {
-	if err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr); err != nil {
-		if !errors.Is(err, errQuiet) {
-			fmt.Fprintf(os.Stderr, "shelldon: %v\n", err)
-		}
-		os.Exit(1)
+	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	if err != nil && !errors.As(err, new(reported)) {
+		fmt.Fprintf(os.Stderr, "shelldon: %v\n", err)
 	}
+	os.Exit(exitCode(err))
 }
 
 // version is set at build time by the Makefile (-X main.version=…).
 var version = "dev"
-
-// errQuiet is a failure that has already been reported.
-var errQuiet = errors.New("failed")
 
 type commandFunc func(ctx context.Context, env *environment, args []string) error
 
@@ -93,10 +67,7 @@ var commands = map[string]commandFunc{
 	"tools":   cmdTools,
 	"panel":   cmdPanel,
 	"eval":    cmdEval,
-	"version": func(_ context.Context, env *environment, _ []string) error {
-		fmt.Fprintln(env.stdout, "shelldon", version)
-		return nil
-	},
+	"version": cmdVersion,
 }
 
 // longLived are the commands that run for months on the board. They
@@ -115,14 +86,19 @@ type environment struct {
 	stdout, stderr io.Writer
 }
 
+// run runs the command line args as main does, and returns what the
+// command did: nil, or an error that exitCode turns into the status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(stdout, usage)
+	if len(args) == 0 {
+		writeUsage(stdout)
 		return nil
+	}
+	if args[0] == "help" || isHelpFlag(args[0]) {
+		return help(args[1:], func(args []string) error { return run(ctx, args, stdin, stdout, stderr) }, stdout)
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
-		return fmt.Errorf("unknown command %q (see `shelldon help`)", args[0])
+		return usagef("", "unknown command %q", args[0])
 	}
 	if longLived[args[0]] && os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(longLivedGCPercent)
@@ -135,18 +111,25 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		<-ctx.Done()
 		stop()
 	}()
-	return cmd(ctx, &environment{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+	err := cmd(ctx, &environment{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+	if h := (*helpRequested)(nil); errors.As(err, &h) {
+		d, _ := docFor(h.topic)
+		writeHelp(stdout, d, h.flags)
+		return nil
+	}
+	return err
 }
 
-// configFlags are the flags every command that reads the configuration takes.
+// configFlags are the flags every command takes but the worker, which
+// core starts with all it needs.
 type configFlags struct {
 	path     string
 	stateDir string
 }
 
 func (f *configFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.path, "config", "", "configuration file (TOML)")
-	fs.StringVar(&f.stateDir, "state-dir", "", "state directory (overrides state_dir)")
+	fs.StringVar(&f.path, "config", "", "the configuration `FILE` (TOML; default $SHELLDON_CONFIG, else /etc/shelldon/shelldon.toml if it exists)")
+	fs.StringVar(&f.stateDir, "state-dir", "", "the state directory `DIR` (overrides state_dir)")
 }
 
 // load reads the configuration: the file named by --config or
@@ -173,19 +156,32 @@ func (f *configFlags) load() (config.Config, error) {
 	return config.Load(path, environ)
 }
 
-// parseConfig parses a command's flags (the common ones plus any that
-// extra registers) and loads the configuration.
+// parseConfig parses the flags of a command that takes nothing else (the
+// common ones plus any that extra registers) and loads the configuration.
 func parseConfig(name string, args []string, extra func(*flag.FlagSet)) (config.Config, error) {
+	cfg, _, err := parseConfigArgs(name, args, extra, noArguments(name))
+	return cfg, err
+}
+
+// parseConfigArgs is parseConfig for a command that takes arguments after
+// its flags: check refuses what it cannot take, before the configuration
+// is loaded, and the arguments are returned.
+func parseConfigArgs(name string, args []string, extra func(*flag.FlagSet), check func(rest []string) error) (config.Config, []string, error) {
 	var cf configFlags
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	cf.register(fs)
 	if extra != nil {
 		extra(fs)
 	}
-	if err := parse(fs, args); err != nil {
-		return config.Config{}, err
+	rest, err := parseFlags(fs, args)
+	if err == nil {
+		err = check(rest)
 	}
-	return cf.load()
+	if err != nil {
+		return config.Config{}, nil, err
+	}
+	cfg, err := cf.load()
+	return cfg, rest, err
 }
 
 // newLogger logs for one actor: to journald with SHELLDON_* fields where
@@ -197,17 +193,6 @@ func newLogger(actor string, w io.Writer) *slog.Logger {
 		Level:    slog.LevelInfo,
 		Fallback: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}),
 	}))
-}
-
-func parse(fs *flag.FlagSet, args []string) error {
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return fmt.Errorf("%s: %w", fs.Name(), err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%s: unexpected argument %q", fs.Name(), fs.Arg(0))
-	}
-	return nil
 }
 
 // workerArgv is how core starts a worker: the configured command, or this
@@ -382,6 +367,17 @@ func newChain(cfg config.Config) (*broker.Chain, error) {
 	return broker.NewChain(providers...), nil
 }
 
+// cmdVersion prints which build this is. It reads the configuration as
+// every command does, so a --config that names no file is an error here
+// too, not ignored.
+func cmdVersion(_ context.Context, env *environment, args []string) error {
+	if _, err := parseConfig("version", args, nil); err != nil {
+		return err
+	}
+	fmt.Fprintln(env.stdout, "shelldon", version)
+	return nil
+}
+
 func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	cfg, err := parseConfig("daemon", args, nil)
 	if err != nil {
@@ -408,15 +404,15 @@ func cmdBroker(ctx context.Context, env *environment, args []string) error {
 func cmdWorker(ctx context.Context, env *environment, args []string) error {
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
 	var opts worker.Options
-	fs.StringVar(&opts.Turn, "turn", "", "the turn to serve")
-	fs.StringVar(&opts.Socket, "socket", "", "core's bus socket")
-	fs.StringVar(&opts.StateDir, "state-dir", "", "the state directory (read-only)")
-	fs.IntVar(&opts.MaxFrame, "max-frame", 0, "largest bus frame in bytes")
+	fs.StringVar(&opts.Turn, "turn", "", "the turn to serve, by its `ID`")
+	fs.StringVar(&opts.Socket, "socket", "", "the `PATH` of core's bus socket")
+	fs.StringVar(&opts.StateDir, "state-dir", "", "the state directory `DIR` (read-only)")
+	fs.IntVar(&opts.MaxFrame, "max-frame", 0, "the largest bus frame in `BYTES`")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if opts.Turn == "" || opts.Socket == "" || opts.StateDir == "" {
-		return errors.New("worker: --turn, --socket and --state-dir are required (core starts workers; see `shelldon up`)")
+		return usagef("worker", "worker: --turn, --socket and --state-dir are required (core starts workers; see `shelldon up`)")
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -430,7 +426,7 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 
 // cmdEval is the process a worker starts for one python_eval: it reads
 // the expression on stdin and writes the answer on stdout, under bounds
-// it sets before it reads. Not in the usage: only workers run it.
+// it sets before it reads. Not in the list of commands: only workers run it.
 func cmdEval(_ context.Context, env *environment, args []string) error {
 	if err := parse(flag.NewFlagSet("eval", flag.ContinueOnError), args); err != nil {
 		return err
@@ -452,11 +448,14 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		asJSONL bool
 	)
 	cfg, err := parseConfig("turns", args, func(fs *flag.FlagSet) {
-		fs.IntVar(&n, "n", 20, "how many turns to show")
+		fs.IntVar(&n, "n", 20, "how many turns to show: a `COUNT` of 1 or more")
 		fs.BoolVar(&asJSONL, "json", false, "one JSON object per turn and line, newest first, for scripts")
 	})
 	if err != nil {
 		return err
+	}
+	if n < 1 {
+		return usagef("turns", "turns: -n %d: want how many turns to show, 1 or more", n)
 	}
 	store, err := state.OpenReadOnly(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {

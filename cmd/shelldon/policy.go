@@ -3,43 +3,78 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
 
+	"shelldon/daemon/statedir"
 	"shelldon/policy"
 )
 
 // cmdPolicy answers `shelldon policy check 'COMMAND'`: whether the command
-// would run without asking, and the note the owner would read if not.
+// would run without asking, and the note the owner would read if not. It
+// exits 1 when the command asks, so a script can test it.
 func cmdPolicy(_ context.Context, env *environment, args []string) error {
-	if len(args) == 0 || args[0] != "check" {
-		return errors.New("usage: shelldon policy check [--json] [--workspace DIR] 'COMMAND'")
+	_, args, err := verb("policy", args, "check")
+	if err != nil {
+		return err
 	}
-	fs := flag.NewFlagSet("policy check", flag.ContinueOnError)
-	asJSON := fs.Bool("json", false, "print the verdict as JSON")
-	workspace := fs.String("workspace", "", "the workspace the command would run in (absolute)")
-	fs.SetOutput(env.stderr)
-	if err := fs.Parse(args[1:]); err != nil {
-		return fmt.Errorf("policy check: %w", err)
+	var asJSON bool
+	var workspace string
+	cfg, rest, err := parseConfigArgs("policy check", args, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the verdict as one JSON object (fields in README.md)")
+		fs.StringVar(&workspace, "workspace", "", "judge the command as run in the workspace `DIR` (absolute; default <state-dir>/workspace)")
+	}, func(rest []string) error {
+		if len(rest) != 1 {
+			return usagef("policy check", "policy check: give the command as one argument, quoted: shelldon policy check 'ls -la | head'")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("policy check: give the command as one argument, quoted: shelldon policy check 'ls -la | head'")
+	if workspace == "" {
+		workspace = statedir.Layout{Root: cfg.StateDir}.Workspace()
 	}
-	v := policy.Classify(fs.Arg(0), *workspace)
-	if *asJSON {
+	v := policy.Classify(rest[0], workspace)
+	if asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(v)
-	}
-	if v.Safe {
+		if err := enc.Encode(newVerdictJSON(v)); err != nil {
+			return err
+		}
+	} else if v.Safe {
 		fmt.Fprintln(env.stdout, "safe: runs without asking")
-		return nil
+	} else {
+		fmt.Fprintf(env.stdout, "asks: %s\n", v.Note)
+		for _, r := range v.Reasons {
+			fmt.Fprintf(env.stdout, "  - %s\n", strings.TrimSpace(r))
+		}
 	}
-	fmt.Fprintf(env.stdout, "asks: %s\n", v.Note)
-	for _, r := range v.Reasons {
-		fmt.Fprintf(env.stdout, "  - %s\n", strings.TrimSpace(r))
+	if !v.Safe {
+		return errQuiet
 	}
 	return nil
+}
+
+// verdictJSON is a verdict as `shelldon policy check --json` prints it:
+// snake_case like every JSON shelldon prints for scripts, every field
+// always there, lists empty rather than null.
+type verdictJSON struct {
+	Safe     bool     `json:"safe"`
+	Level    string   `json:"level"`
+	Note     string   `json:"note"`
+	Network  bool     `json:"network"`
+	Commands []string `json:"commands"`
+	Reasons  []string `json:"reasons"`
+}
+
+func newVerdictJSON(v policy.Verdict) verdictJSON {
+	j := verdictJSON{Safe: v.Safe, Level: string(v.Level), Note: v.Note, Network: v.Network,
+		Commands: []string{}, Reasons: []string{}}
+	j.Commands = append(j.Commands, v.Commands...)
+	for _, r := range v.Reasons {
+		j.Reasons = append(j.Reasons, strings.TrimSpace(r))
+	}
+	return j
 }

@@ -2,11 +2,9 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -16,27 +14,36 @@ import (
 	"shelldon/sandbox"
 )
 
-const sandboxUsage = "usage: shelldon sandbox run [--view read-only|captured|scratch] [--network] [--dir DIR] [--apply] [--config FILE] -- COMMAND [ARG...]"
+// The statuses `sandbox run` exits with for a command killed before it
+// could exit, as a shell would report it: timeout(1)'s for running out of
+// time, 128+SIGKILL for any other kill (out of memory, the container).
+const (
+	exitTimedOut = 124
+	exitKilled   = 128 + 9
+)
 
 // cmdSandbox runs one command in the sandbox over the pet's workspace, as
 // a tool would, and says what it did: for trying a command by hand, and
-// for seeing what the sandbox allows.
+// for seeing what the sandbox allows. It exits with the command's status.
 func cmdSandbox(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 || args[0] != "run" {
-		return errors.New(sandboxUsage)
+	_, args, err := verb("sandbox", args, "run")
+	if err != nil {
+		return err
 	}
-	sep := slices.Index(args, "--")
-	if sep < 0 || sep == len(args)-1 {
-		return errors.New(sandboxUsage)
-	}
-	flags, argv := args[1:sep], args[sep+1:]
 	var view, dir string
 	var network, apply bool
-	cfg, err := parseConfig("sandbox run", flags, func(fs *flag.FlagSet) {
-		fs.StringVar(&view, "view", "read-only", "how the command sees the workspace")
-		fs.StringVar(&dir, "dir", "", "working directory, relative to the workspace")
+	cfg, argv, err := parseConfigArgs("sandbox run", args, func(fs *flag.FlagSet) {
+		fs.StringVar(&view, "view", "read-only", "how the command sees the workspace: `VIEW` is read-only, captured or scratch")
+		fs.StringVar(&dir, "dir", "", "the working directory `DIR`, relative to the workspace")
 		fs.BoolVar(&network, "network", false, "let the command reach the network")
 		fs.BoolVar(&apply, "apply", false, "apply a captured run's changes to the workspace")
+	}, func(argv []string) error {
+		// The flag package stops at "--"; the command must come after it,
+		// so that none of its words is taken for shelldon's.
+		if sep := len(args) - len(argv) - 1; len(argv) == 0 || sep < 0 || args[sep] != "--" {
+			return usagef("sandbox run", "sandbox run: give the command after --: shelldon sandbox run -- ls -la")
+		}
+		return nil
 	})
 	if err != nil {
 		return err
@@ -44,7 +51,7 @@ func cmdSandbox(ctx context.Context, env *environment, args []string) error {
 	views := map[string]sandbox.View{"read-only": sandbox.ReadOnly, "captured": sandbox.Captured, "scratch": sandbox.Scratch}
 	v, ok := views[view]
 	if !ok {
-		return fmt.Errorf("--view %q: want read-only, captured or scratch", view)
+		return usagef("sandbox run", "sandbox run: --view %q: want read-only, captured or scratch", view)
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
 	quiet := slog.New(slog.DiscardHandler)
@@ -74,8 +81,9 @@ func cmdSandbox(ctx context.Context, env *environment, args []string) error {
 		how += ", out of memory"
 	}
 	fmt.Fprintf(env.stderr, "── %s in %s; limits held: %s\n", how, res.Duration.Round(time.Millisecond), strings.Join(res.Enforced, ", "))
+	status := commandStatus(res)
 	if res.Changes == nil {
-		return nil
+		return status
 	}
 	defer res.Changes.Discard()
 	for _, c := range res.Changes.Changes {
@@ -83,16 +91,33 @@ func cmdSandbox(ctx context.Context, env *environment, args []string) error {
 	}
 	if len(res.Changes.Changes) == 0 {
 		fmt.Fprintln(env.stderr, "── no changes")
-		return nil
+		return status
 	}
 	if !apply {
 		fmt.Fprintln(env.stderr, "── not applied (add --apply)")
-		return nil
+		return status
 	}
 	report, err := res.Changes.Apply(policy.Jail{Root: layout.Workspace(), Vault: layout.Vault()})
 	for _, r := range report.Refused {
 		fmt.Fprintf(env.stderr, "   refused  %s: %s\n", r.Change.Path, r.Reason)
 	}
 	fmt.Fprintf(env.stderr, "── applied %d, refused %d\n", len(report.Applied), len(report.Refused))
-	return err
+	if err != nil {
+		return err
+	}
+	return status
+}
+
+// commandStatus is what `sandbox run` returns for how its command ended:
+// nil when it exited 0, else the status to exit with, already reported.
+func commandStatus(res sandbox.Result) error {
+	switch {
+	case res.TimedOut:
+		return reported(exitTimedOut)
+	case res.ExitCode < 0:
+		return reported(exitKilled)
+	case res.ExitCode == 0:
+		return nil
+	}
+	return reported(res.ExitCode)
 }

@@ -33,21 +33,23 @@ func TestSandboxRunCommand(t *testing.T) {
 	cases := []struct {
 		name      string
 		args      []string
+		status    int // shelldon exits with the command's own
 		stdout    string
 		stderr    []string
 		workspace []string
 	}{
-		{"read-only", []string{"--", "cat", "a.txt"}, "hello\n", []string{"exit 0", "limits held: wall, output"}, []string{"a.txt"}},
-		{"captured without apply", []string{"--view", "captured", "--", "sh", "-c", "echo new > b.txt"}, "", []string{"created  b.txt", "not applied"}, []string{"a.txt"}},
-		{"captured and applied", []string{"--view", "captured", "--apply", "--", "sh", "-c", "echo new > b.txt; echo k > id_rsa"}, "", []string{"refused  id_rsa", "applied 1, refused 1"}, []string{"a.txt", "b.txt"}},
-		{"failing", []string{"--", "sh", "-c", "exit 4"}, "", []string{"exit 4"}, []string{"a.txt", "b.txt"}},
+		{"read-only", []string{"--", "cat", "a.txt"}, 0, "hello\n", []string{"exit 0", "limits held: wall, output"}, []string{"a.txt"}},
+		{"captured without apply", []string{"--view", "captured", "--", "sh", "-c", "echo new > b.txt"}, 0, "", []string{"created  b.txt", "not applied"}, []string{"a.txt"}},
+		{"captured and applied", []string{"--view", "captured", "--apply", "--", "sh", "-c", "echo new > b.txt; echo k > id_rsa"}, 0, "", []string{"refused  id_rsa", "applied 1, refused 1"}, []string{"a.txt", "b.txt"}},
+		{"failing", []string{"--", "sh", "-c", "exit 4"}, 4, "", []string{"exit 4"}, []string{"a.txt", "b.txt"}},
+		{"failing with changes", []string{"--view", "captured", "--", "sh", "-c", "echo c > c.txt; exit 3"}, 3, "", []string{"exit 3", "created  c.txt", "not applied"}, []string{"a.txt", "b.txt"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var out, errOut strings.Builder
 			args := append([]string{"sandbox", "run", "--state-dir", state}, tc.args...)
-			if err := run(context.Background(), args, nil, &out, &errOut); err != nil {
-				t.Fatalf("shelldon %q = %v\n%s", args, err, errOut.String())
+			if err := run(context.Background(), args, nil, &out, &errOut); exitCode(err) != tc.status {
+				t.Fatalf("shelldon %q = %v (exit status %d), want exit status %d\n%s", args, err, exitCode(err), tc.status, errOut.String())
 			}
 			if out.String() != tc.stdout {
 				t.Errorf("stdout = %q, want %q", out.String(), tc.stdout)
@@ -67,9 +69,9 @@ func TestSandboxRunCommand(t *testing.T) {
 			}
 		})
 	}
-	for _, bad := range [][]string{{"sandbox"}, {"sandbox", "run", "true"}, {"sandbox", "run", "--view", "wild", "--", "true"}} {
-		if err := run(context.Background(), append(bad, "--state-dir", state), nil, &strings.Builder{}, &strings.Builder{}); err == nil {
-			t.Errorf("shelldon %q succeeded, want a usage error", bad)
-		}
+	// The process itself exits with the command's status, as a shell
+	// sees it.
+	if _, stderr, status := runBinary(t, "sandbox", "run", "--state-dir", state, "--", "sh", "-c", "exit 3"); status != 3 || !strings.Contains(stderr, "exit 3") || strings.Contains(stderr, "shelldon:") {
+		t.Errorf("shelldon sandbox run -- sh -c 'exit 3' exited %d, printed %q; want status 3, reported once", status, stderr)
 	}
 }

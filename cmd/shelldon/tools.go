@@ -16,8 +16,6 @@ import (
 	"shelldon/daemon/toolstore"
 )
 
-const toolsUsage = "usage: shelldon tools [--config FILE] [--state-dir DIR] | shelldon tools restore NAME [--config FILE] [--state-dir DIR]"
-
 // cmdTools lists the pet's self-coded tools: live, under their gate, and
 // quarantined, with their strikes. It only reads.
 func cmdTools(ctx context.Context, env *environment, args []string) error {
@@ -26,7 +24,7 @@ func cmdTools(ctx context.Context, env *environment, args []string) error {
 	}
 	cfg, err := parseConfig("tools", args, nil)
 	if err != nil {
-		return errors.Join(err, errors.New(toolsUsage))
+		return err
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
 	strikes := map[string]int{}
@@ -52,15 +50,19 @@ func cmdTools(ctx context.Context, env *environment, args []string) error {
 
 // cmdToolsRestore asks core, over the bus as a transport, to bring a
 // quarantined tool back: core is the only writer of the tool directories
-// and the strikes.
+// and the strikes. Core's answer is printed; one that did not restore
+// the tool is an error.
 func cmdToolsRestore(ctx context.Context, env *environment, args []string) error {
-	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-		return errors.New(toolsUsage)
+	name, flags := "", args
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		name, flags = args[0], args[1:]
 	}
-	name := args[0]
-	cfg, err := parseConfig("tools restore", args[1:], nil)
+	cfg, err := parseConfig("tools restore", flags, nil)
 	if err != nil {
 		return err
+	}
+	if name == "" {
+		return usagef("tools restore", "tools restore: name the tool: shelldon tools restore NAME (shelldon tools lists them)")
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -76,7 +78,7 @@ func cmdToolsRestore(ctx context.Context, env *environment, args []string) error
 	if err := conn.Send(msg); err != nil {
 		return err
 	}
-	replies := make(chan string, 1)
+	replies := make(chan contracts.Outbound, 1)
 	go func() {
 		for {
 			env, err := conn.Recv()
@@ -86,17 +88,20 @@ func cmdToolsRestore(ctx context.Context, env *environment, args []string) error
 			}
 			var out contracts.Outbound
 			if env.Kind == contracts.KindOutbound && env.Decode(&out) == nil {
-				replies <- out.Text
+				replies <- out
 				return
 			}
 		}
 	}()
 	select {
-	case text, ok := <-replies:
+	case out, ok := <-replies:
 		if !ok {
 			return errors.New("core closed the connection without answering")
 		}
-		fmt.Fprintln(env.stdout, text)
+		if out.Refused {
+			return fmt.Errorf("tools restore %s: %s", name, out.Text)
+		}
+		fmt.Fprintln(env.stdout, out.Text)
 		return nil
 	case <-ctx.Done():
 		return fmt.Errorf("core did not answer: %w", ctx.Err())
