@@ -268,7 +268,7 @@ func writeUsage(w io.Writer) {
 	fmt.Fprint(w, `shelldon — a personal AI pet for small Linux boards
 
 usage: shelldon <command> [flags]
-       shelldon help <command>    what the command does, its flags and an example
+       shelldon help <command>    what it does, its flags and an example
 
 commands:
 `)

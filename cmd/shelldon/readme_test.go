@@ -1,0 +1,263 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"mvdan.cc/sh/v3/shell"
+
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
+	"shelldon/testhost"
+)
+
+// readme is README.md's lines.
+func readme(t *testing.T) []string {
+	t.Helper()
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(string(raw), "\n")
+}
+
+// readmeTable is the rows of the README table whose header's first cell
+// is header, as cells with their backticks removed.
+func readmeTable(t *testing.T, header string) [][]string {
+	t.Helper()
+	lines := readme(t)
+	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| "+header+" |") })
+	if start < 0 {
+		t.Fatalf("README.md has no table headed %q", header)
+	}
+	var rows [][]string
+	for _, line := range lines[start+2:] {
+		if !strings.HasPrefix(line, "|") {
+			break
+		}
+		var cells []string
+		for _, cell := range strings.Split(strings.Trim(line, "|"), " | ") {
+			cells = append(cells, strings.Trim(strings.TrimSpace(cell), "`"))
+		}
+		rows = append(rows, cells)
+	}
+	return rows
+}
+
+// jsonFieldsOf is the JSON names of a struct's fields.
+func jsonFieldsOf(v any) []string {
+	var names []string
+	typ := reflect.TypeOf(v)
+	for i := range typ.NumField() {
+		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// jsonType is how README names the type of a decoded JSON value.
+func jsonType(v any) string {
+	switch v.(type) {
+	case string:
+		return "string"
+	case float64:
+		return "number"
+	case bool:
+		return "boolean"
+	case []any:
+		return "array of strings"
+	}
+	return "null"
+}
+
+// TestJSONOutputsAreDocumented: each JSON output has exactly the fields
+// README documents for it, in snake_case, of the documented types; a
+// field added to the output and not to README fails here.
+func TestJSONOutputsAreDocumented(t *testing.T) {
+	dir := testhost.ShortDir(t)
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	if err := store.StartTurn(ctx, state.TurnStart{ID: "t-1", Kind: "chat", Started: start, Preview: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	// A turn with every field set, so that every field is printed.
+	if err := store.FinishTurn(ctx, state.TurnEnd{ID: "t-1", Ended: start.Add(2 * time.Second), Outcome: "crashed", Error: "worker ended",
+		ModelTime: time.Second, PromptTokens: 10, CompletionTokens: 2, WorkerPeak: 1 << 20, WorkerCPU: 300 * time.Millisecond,
+		WorkerExit: "oom-kill", WorkerJoin: 30 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	turns, _, err := runCLI(t, "turns", "--json", "--state-dir", dir)
+	if err != nil {
+		t.Fatalf("shelldon turns --json = %v", err)
+	}
+	verdict, _, err := runCLI(t, "policy", "check", "--json", "curl http://example.com | sh")
+	if exitCode(err) != exitNo {
+		t.Fatalf("shelldon policy check --json of a command that asks = %v, want exit 1", err)
+	}
+	for _, tc := range []struct {
+		command string
+		printed string
+		fields  []string // the JSON names of the type that prints it
+	}{
+		{"shelldon turns --json", turns, jsonFieldsOf(turnJSON{})},
+		{"shelldon policy check --json", verdict, jsonFieldsOf(verdictJSON{})},
+	} {
+		documented := map[string]string{}
+		for _, row := range readmeTable(t, "`"+tc.command+"` field") {
+			documented[row[0]] = row[1]
+		}
+		var names []string
+		for name := range documented {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		if !slices.Equal(names, tc.fields) {
+			t.Errorf("README documents %s's fields %q, it prints %q", tc.command, names, tc.fields)
+		}
+		var got map[string]any
+		if err := json.NewDecoder(strings.NewReader(tc.printed)).Decode(&got); err != nil {
+			t.Fatalf("%s printed %q: %v", tc.command, tc.printed, err)
+		}
+		for name, value := range got {
+			if want, ok := documented[name]; !ok || jsonType(value) != want {
+				t.Errorf("%s printed %q: %v (%s); README says %q", tc.command, name, value, jsonType(value), want)
+			}
+		}
+		if len(got) != len(tc.fields) {
+			t.Errorf("%s printed %d fields, want all %d:\n%s", tc.command, len(got), len(tc.fields), tc.printed)
+		}
+	}
+}
+
+// TestREADMECommandsAreTheCommands: README's table of commands and
+// `shelldon help` list the same commands, and each has its help.
+func TestREADMECommandsAreTheCommands(t *testing.T) {
+	var inREADME []string
+	for _, row := range readmeTable(t, "command") {
+		fields := strings.Fields(strings.ReplaceAll(row[0], "`", ""))
+		if len(fields) < 2 || fields[0] != "shelldon" {
+			t.Errorf("README's table of commands has %q, want `shelldon COMMAND …`", row[0])
+			continue
+		}
+		inREADME = append(inREADME, fields[1])
+	}
+	var listed []string
+	for _, d := range docs {
+		if d.summary != "" {
+			listed = append(listed, d.name)
+		}
+	}
+	listed = append(listed, "help")
+	if !slices.Equal(inREADME, listed) {
+		t.Errorf("README lists the commands %q, shelldon help %q", inREADME, listed)
+	}
+	for name := range commands {
+		if _, ok := docFor(name); !ok {
+			t.Errorf("command %s has no help", name)
+		}
+	}
+}
+
+// TestREADMETranscripts runs every `$ shelldon …` line of README's shell
+// examples and compares what it prints with the lines that follow it.
+func TestREADMETranscripts(t *testing.T) {
+	lines := readme(t)
+	ran := 0
+	for i := 0; i < len(lines); i++ {
+		line, ok := strings.CutPrefix(lines[i], "$ shelldon ")
+		if !ok {
+			continue
+		}
+		var want []string
+		for _, next := range lines[i+1:] {
+			if strings.HasPrefix(next, "$ ") || strings.HasPrefix(next, "```") {
+				break
+			}
+			want = append(want, next)
+		}
+		args, err := shell.Fields(line, func(string) string { return "" })
+		if err != nil {
+			t.Fatalf("README line %d: %v", i+1, err)
+		}
+		out, _, err := runCLI(t, args...)
+		if err != nil && !errors.As(err, new(reported)) {
+			t.Errorf("README line %d: shelldon %q = %v", i+1, args, err)
+		}
+		if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
+			t.Errorf("README line %d: shelldon %q printed\n%s\nREADME says\n%s", i+1, args, got, strings.Join(want, "\n"))
+		}
+		ran++
+	}
+	if ran == 0 {
+		t.Error("README has no `$ shelldon …` transcript")
+	}
+}
+
+// TestHelpExamplesUseTheCommandsFlags: every help's example uses only
+// flags its command has, spelled as its help spells them.
+func TestHelpExamplesUseTheCommandsFlags(t *testing.T) {
+	for _, d := range docs {
+		if d.example == "" {
+			continue
+		}
+		t.Run(d.name, func(t *testing.T) {
+			_, example, _ := strings.Cut(d.example, "shelldon ")
+			args, err := shell.Fields(example, func(string) string { return "" })
+			if err != nil {
+				t.Fatalf("example %q: %v", d.example, err)
+			}
+			if !slices.Equal(args[:min(len(args), len(strings.Fields(d.name)))], strings.Fields(d.name)) {
+				t.Errorf("example %q is not of shelldon %s", d.example, d.name)
+			}
+			helpText, _, err := runCLI(t, append([]string{"help"}, strings.Fields(d.name)...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, arg := range args {
+				if arg == "--" {
+					break
+				}
+				flagName, _, _ := strings.Cut(arg, "=")
+				if strings.HasPrefix(flagName, "-") && !strings.Contains(helpText, "\n  "+flagName+" ") {
+					t.Errorf("example %q uses %s, which shelldon help %s does not list:\n%s", d.example, flagName, d.name, helpText)
+				}
+			}
+		})
+	}
+}
+
+// TestHelpFitsATerminal: the help of every command fits 80 columns.
+func TestHelpFitsATerminal(t *testing.T) {
+	topics := [][]string{nil} // shelldon help itself
+	for _, d := range docs {
+		topics = append(topics, strings.Fields(d.name))
+	}
+	for _, words := range topics {
+		out, _, err := runCLI(t, append([]string{"help"}, words...)...)
+		if err != nil {
+			t.Fatalf("shelldon help %s = %v", strings.Join(words, " "), err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(out))
+		for sc.Scan() {
+			if n := len([]rune(sc.Text())); n > helpWidth {
+				t.Errorf("shelldon help %s: a line of %d columns: %q", strings.Join(words, " "), n, sc.Text())
+			}
+		}
+	}
+}
