@@ -61,7 +61,7 @@ func commandLineCases(t *testing.T) []cliCase {
 		return cliCase{args: args, status: 2, stderr: append(want, "shelldon help")}
 	}
 	cases = append(cases,
-		usage([]string{"feed"}, `unknown command "feed"`),
+		usage([]string{"feed"}, `shelldon: unknown command "feed"`),
 		usage([]string{"--bogus"}, `unknown command "--bogus"`),
 		usage([]string{"help", "feed"}, `"feed"`),
 		usage([]string{"policy"}, "check"),
@@ -80,7 +80,8 @@ func commandLineCases(t *testing.T) []cliCase {
 		usage([]string{"turns", "-n", "-5"}, "-n -5", "1 or more"),
 		usage([]string{"turns", "-n", "many"}, "many"),
 		usage([]string{"doctor", "extra"}, `unexpected argument "extra"`),
-		usage([]string{"worker"}, "--turn", "required"),
+		usage([]string{"worker"}, "--turn", "--socket", "--state-dir", "required", "shelldon up"),
+		usage([]string{"worker", "--turn", "t-1"}, "required"),
 	)
 	for _, args := range [][]string{
 		{"up"}, {"daemon"}, {"broker"}, {"worker"}, {"chat"}, {"turns"}, {"doctor"}, {"policy", "check"},
@@ -132,28 +133,36 @@ func runBinary(t *testing.T, args ...string) (stdout, stderr string, status int)
 	return out.String(), errOut.String(), status
 }
 
+// check compares what a run of the case printed and how it exited with
+// what the case wants; how says which run it was.
+func (tc cliCase) check(t *testing.T, how string, stdout, stderr string, status int) {
+	t.Helper()
+	if status != tc.status {
+		t.Errorf("%s %q exited %d, want %d\nstdout: %s\nstderr: %s", how, tc.args, status, tc.status, stdout, stderr)
+	}
+	for _, want := range tc.stdout {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("%s %q printed on stdout\n%s\nwant %q in it", how, tc.args, stdout, want)
+		}
+	}
+	for _, want := range tc.stderr {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("%s %q printed on stderr\n%s\nwant %q in it", how, tc.args, stderr, want)
+		}
+	}
+	if len(tc.stderr) == 0 && stderr != "" {
+		t.Errorf("%s %q printed on stderr %q, want nothing", how, tc.args, stderr)
+	}
+}
+
 // TestCommandLineOfTheBinary runs every case as its own process: the
-// exit status is what a shell and a script see.
+// exit status is what a shell and a script see, and a failure is
+// reported once.
 func TestCommandLineOfTheBinary(t *testing.T) {
 	for _, tc := range commandLineCases(t) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			stdout, stderr, status := runBinary(t, tc.args...)
-			if status != tc.status {
-				t.Errorf("shelldon %q exited %d, want %d\nstdout: %s\nstderr: %s", tc.args, status, tc.status, stdout, stderr)
-			}
-			for _, want := range tc.stdout {
-				if !strings.Contains(stdout, want) {
-					t.Errorf("shelldon %q printed on stdout\n%s\nwant %q in it", tc.args, stdout, want)
-				}
-			}
-			for _, want := range tc.stderr {
-				if !strings.Contains(stderr, want) {
-					t.Errorf("shelldon %q printed on stderr\n%s\nwant %q in it", tc.args, stderr, want)
-				}
-			}
-			if len(tc.stderr) == 0 && stderr != "" {
-				t.Errorf("shelldon %q printed on stderr %q, want nothing", tc.args, stderr)
-			}
+			tc.check(t, "shelldon", stdout, stderr, status)
 		})
 	}
 }
@@ -167,22 +176,7 @@ func TestCommandLine(t *testing.T) {
 			if err != nil && !errors.As(err, new(reported)) {
 				stderr += "shelldon: " + err.Error() + "\n"
 			}
-			if status := exitCode(err); status != tc.status {
-				t.Errorf("exitCode(run(%q)) = %d (%v), want %d", tc.args, status, err, tc.status)
-			}
-			for _, want := range tc.stdout {
-				if !strings.Contains(stdout, want) {
-					t.Errorf("run(%q) printed on stdout\n%s\nwant %q in it", tc.args, stdout, want)
-				}
-			}
-			for _, want := range tc.stderr {
-				if !strings.Contains(stderr, want) {
-					t.Errorf("run(%q) said %q, want %q in it", tc.args, stderr, want)
-				}
-			}
-			if len(tc.stderr) == 0 && stderr != "" {
-				t.Errorf("run(%q) said %q, want nothing on stderr", tc.args, stderr)
-			}
+			tc.check(t, "run", stdout, stderr, exitCode(err))
 		})
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -10,13 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"mvdan.cc/sh/v3/shell"
-
-	"shelldon/daemon/state"
-	"shelldon/daemon/statedir"
-	"shelldon/testhost"
 )
 
 // readme is README.md's lines.
@@ -83,25 +77,7 @@ func jsonType(v any) string {
 // README documents for it, in snake_case, of the documented types; a
 // field added to the output and not to README fails here.
 func TestJSONOutputsAreDocumented(t *testing.T) {
-	dir := testhost.ShortDir(t)
-	store, err := state.Open(statedir.Layout{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	if err := store.StartTurn(ctx, state.TurnStart{ID: "t-1", Kind: "chat", Started: start, Preview: "hello"}); err != nil {
-		t.Fatal(err)
-	}
-	// A turn with every field set, so that every field is printed.
-	if err := store.FinishTurn(ctx, state.TurnEnd{ID: "t-1", Ended: start.Add(2 * time.Second), Outcome: "crashed", Error: "worker ended",
-		ModelTime: time.Second, PromptTokens: 10, CompletionTokens: 2, WorkerPeak: 1 << 20, WorkerCPU: 300 * time.Millisecond,
-		WorkerExit: "oom-kill", WorkerJoin: 30 * time.Millisecond}); err != nil {
-		t.Fatal(err)
-	}
-	if err := store.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := turnsFixture(t)
 	turns, _, err := runCLI(t, "turns", "--json", "--state-dir", dir)
 	if err != nil {
 		t.Fatalf("shelldon turns --json = %v", err)
@@ -130,17 +106,23 @@ func TestJSONOutputsAreDocumented(t *testing.T) {
 		if !slices.Equal(names, tc.fields) {
 			t.Errorf("README documents %s's fields %q, it prints %q", tc.command, names, tc.fields)
 		}
-		var got map[string]any
-		if err := json.NewDecoder(strings.NewReader(tc.printed)).Decode(&got); err != nil {
-			t.Fatalf("%s printed %q: %v", tc.command, tc.printed, err)
-		}
-		for name, value := range got {
-			if want, ok := documented[name]; !ok || jsonType(value) != want {
-				t.Errorf("%s printed %q: %v (%s); README says %q", tc.command, name, value, jsonType(value), want)
+		// Every line is one object; between them they print every field.
+		printed := map[string]bool{}
+		dec := json.NewDecoder(strings.NewReader(tc.printed))
+		for dec.More() {
+			var got map[string]any
+			if err := dec.Decode(&got); err != nil {
+				t.Fatalf("%s printed %q: %v", tc.command, tc.printed, err)
+			}
+			for name, value := range got {
+				printed[name] = true
+				if want, ok := documented[name]; !ok || jsonType(value) != want {
+					t.Errorf("%s printed %q: %v (%s); README says %q", tc.command, name, value, jsonType(value), want)
+				}
 			}
 		}
-		if len(got) != len(tc.fields) {
-			t.Errorf("%s printed %d fields, want all %d:\n%s", tc.command, len(got), len(tc.fields), tc.printed)
+		if len(printed) != len(tc.fields) {
+			t.Errorf("%s printed the fields %v, want all of %q:\n%s", tc.command, printed, tc.fields, tc.printed)
 		}
 	}
 }
