@@ -53,7 +53,7 @@ func commandLineCases(t *testing.T) []cliCase {
 			top = append(top, "\n  "+topic+" ")
 		}
 	}
-	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}} {
+	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}, {"help", "help"}, {"help", "--help"}} {
 		cases = append(cases, cliCase{args: args, status: 0, stdout: top})
 	}
 

@@ -75,3 +75,24 @@ func TestSandboxRunCommand(t *testing.T) {
 		t.Errorf("shelldon sandbox run -- sh -c 'exit 3' exited %d, printed %q; want status 3, reported once", status, stderr)
 	}
 }
+
+// TestSandboxRunExitStatus: `sandbox run` exits as a shell reports the
+// command: its own status, timeout(1)'s 124 when out of time, 128+9 when
+// killed.
+func TestSandboxRunExitStatus(t *testing.T) {
+	for _, tc := range []struct {
+		res  sandbox.Result
+		want error
+	}{
+		{sandbox.Result{ExitCode: 0}, nil},
+		{sandbox.Result{ExitCode: 3}, reported(3)},
+		{sandbox.Result{ExitCode: 1}, errQuiet},
+		{sandbox.Result{ExitCode: -1, TimedOut: true}, reported(124)},
+		{sandbox.Result{ExitCode: -1, OutOfMemory: true}, reported(137)},
+		{sandbox.Result{ExitCode: -1}, reported(137)},
+	} {
+		if got := commandStatus(tc.res); got != tc.want {
+			t.Errorf("commandStatus(%+v) = %v, want %v", tc.res, got, tc.want)
+		}
+	}
+}

@@ -204,13 +204,15 @@ the image cache. See shelldon help image build and shelldon help image status.`,
 		synopsis: "shelldon image build [--cache DIR] [--mirror URL] [--recipe FILE]\n                            [--config FILE] [--state-dir DIR]",
 		about: `Builds the sandbox image with mmdebstrap into the image cache and verifies
 it; an image of the same recipe already there is kept. Needs root. ` + "`make image`" + `
-runs it.`,
+runs it. It uses nothing of the configuration, but stops on one that does not
+load, as every command does.`,
 		example: "sudo shelldon image build"},
 	{name: "image status",
 		synopsis: "shelldon image status [--cache DIR] [--recipe FILE] [--config FILE]\n                             [--state-dir DIR]",
 		about: `Says what the image cache holds: the current image of the recipe, and stale
 and unfinished ones the next build removes. Exits 1 when there is no current
-image.`,
+image. It uses nothing of the configuration, but stops on one that does not
+load, as every command does.`,
 		example: "shelldon image status"},
 	{name: "sandbox", summary: "sandbox run [--view V] -- COMMAND: run one command as a tool would"},
 	{name: "sandbox run",
@@ -353,8 +355,8 @@ func wrap(text string, width int) []string {
 // from the command itself, asked with --help, so that its flags are the
 // ones it parses.
 func help(words []string, asCommand func(args []string) error, stdout io.Writer) error {
-	if len(words) == 0 {
-		writeUsage(stdout)
+	if len(words) == 0 || len(words) == 1 && (words[0] == "help" || isHelpFlag(words[0])) {
+		writeUsage(stdout) // help's own help is the list of commands
 		return nil
 	}
 	if _, ok := docFor(strings.Join(words, " ")); !ok {
