@@ -184,3 +184,28 @@ func TestStatusOnlyLosesPartsAsItNarrows(t *testing.T) {
 		wider = parts
 	}
 }
+
+// TestATypicalStripShowsAllFive holds README's word for it: a word of up
+// to seven letters, a one-digit uptime and count of turns and 1 to 99 MB
+// in use leave room for every part; an eight-letter word, not for the
+// uptime.
+func TestATypicalStripShowsAllFive(t *testing.T) {
+	tests := []struct {
+		word   string
+		uptime time.Duration
+		turns  int
+		memory int64
+		want   []string
+	}{
+		{"curious", 9 * time.Minute, 9, 99 << 20, []string{"shelldon", "curious", "up 9m", "9 turns", "99M"}},
+		{"excited", 9 * time.Hour, 0, 1 << 20, []string{"shelldon", "excited", "up 9h", "0 turns", "1M"}},
+		{"neutral", 9 * 24 * time.Hour, 1, 23 << 20, []string{"shelldon", "neutral", "up 9d", "1 turn", "23M"}},
+		{"thinking", 3 * time.Hour, 7, 23 << 20, []string{"shelldon", "thinking", "7 turns", "23M"}},
+	}
+	for _, tt := range tests {
+		s := Status{Name: "shelldon", Word: tt.word, Figures: &Figures{Uptime: tt.uptime, TurnsToday: tt.turns, Memory: tt.memory}}
+		if got := shown(s); !slices.Equal(got, tt.want) {
+			t.Errorf("status strip for %q up %v, %d turns, %d bytes shows %q, want %q", tt.word, tt.uptime, tt.turns, tt.memory, got, tt.want)
+		}
+	}
+}

@@ -2,10 +2,10 @@
 // packages that draw them: a test compares what it drew with
 // testdata/golden/NAME.png in its own package, and
 //
-//	go test ./panel/... -update
+//	go test ./panel ./panel/render -update
 //
-// rewrites the files from the current rendering, to be looked at before
-// they are committed.
+// (the packages that import this one) rewrites the files from the current
+// rendering, to be looked at before they are committed.
 package rendertest
 
 import (
