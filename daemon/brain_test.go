@@ -116,12 +116,20 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 // turn waits for the next turn's input.
 func (b *brainRig) turn(what string) contracts.TurnInput {
 	b.t.Helper()
+	return receive(b.t, b.inputs, "no turn started: "+what)
+}
+
+// receive waits for ch's next value; after 10 s the test fails, saying
+// failure.
+func receive[T any](t *testing.T, ch <-chan T, failure string) T {
+	t.Helper()
 	select {
-	case in := <-b.inputs:
-		return in
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		b.t.Fatalf("no turn started: %s", what)
-		return contracts.TurnInput{}
+		t.Fatal(failure)
+		var zero T
+		return zero
 	}
 }
 
@@ -172,13 +180,7 @@ func (b *brainRig) answering(face, thought string) {
 // nextSnapshot waits for the next frame core asks the panel for.
 func (b *brainRig) nextSnapshot(what string) contracts.Snapshot {
 	b.t.Helper()
-	select {
-	case s := <-b.snaps:
-		return s
-	case <-time.After(10 * time.Second):
-		b.t.Fatalf("the panel was sent nothing: %s", what)
-		return contracts.Snapshot{}
-	}
+	return receive(b.t, b.snaps, "the panel was sent nothing: "+what)
 }
 
 // schedule has the next turn's worker propose op.
