@@ -41,7 +41,9 @@
 //	beneath/                      reading and writing beneath a root without following a link
 //	broker/                       the providers behind CompleteWithTools; executes nothing
 //	panel/                        the e-ink face: the actor behind `shelldon panel`
+//	panel/moment                  what each moment shows: the face, the strip's word, the caption
 //	panel/render                  the frame: status strip, face and caption
+//	panel/render/rendertest       golden PNGs of frames, for tests
 //	panel/faces                   the face registry
 //	panel/epd                     the Waveshare 2.13" V4 driver
 //	config/                       the TOML file and its environment overrides

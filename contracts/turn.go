@@ -218,12 +218,17 @@ const (
 	StopDeadline = "deadline"
 )
 
-// Snapshot is the face and caption core wants shown, for any panel.
+// Snapshot is the moment core wants shown, for any panel: the face, the
+// status strip's word for it and the caption, all decided together by
+// panel/moment, so that they tell one story.
 type Snapshot struct {
 	Face string `json:"face"`
 	// Glyphs is the face's drawing, from the registry, so a panel needs
 	// no registry of its own.
-	Glyphs  string `json:"glyphs"`
+	Glyphs string `json:"glyphs"`
+	// Word is the strip's word for the face: its name, the mood's when
+	// idle.
+	Word    string `json:"word,omitempty"`
 	Caption string `json:"caption,omitempty"`
 	// HoldUntil is the end of a reaction's dwell; ambient faces wait for it.
 	HoldUntil time.Time `json:"hold_until,omitempty"`
@@ -235,14 +240,15 @@ type Snapshot struct {
 }
 
 // PanelStatus is the pet's vital signs, for the panel's status strip.
+// How it feels is not among them: the strip's word comes with the face
+// ([Snapshot.Word]).
 type PanelStatus struct {
 	Name string `json:"name"`
 	// Since is when core started; the panel counts the uptime from it.
 	Since      time.Time `json:"since"`
 	TurnsToday int       `json:"turns_today"`
 	// Memory is what the pet's processes use, in bytes; 0 when unknown.
-	Memory int64  `json:"memory,omitempty"`
-	Mood   string `json:"mood,omitempty"`
+	Memory int64 `json:"memory,omitempty"`
 }
 
 // ExecRequest asks core to run one tool call in the sandbox. Core checks

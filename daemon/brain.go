@@ -121,7 +121,7 @@ func (b *brain) show() {
 	if b.onScreen() {
 		return // the turn's faces own the screen
 	}
-	b.face.ambient(b.mood.Mood, b.mood.Why)
+	b.face.idle(b.mood.Mood)
 }
 
 // tick is the reflex: the mood drifts, and the next tick is set.

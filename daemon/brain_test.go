@@ -18,6 +18,7 @@ import (
 	"shelldon/daemon/mood"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/panel/moment"
 	"shelldon/testhost"
 )
 
@@ -37,6 +38,8 @@ type brainRig struct {
 	mu   sync.Mutex
 	ops  func(contracts.TurnInput) []contracts.Op
 	gate chan struct{} // when set, workers wait for it before answering
+	// face and thought are what the workers' answers pick for the panel.
+	face, thought string
 }
 
 // A Monday morning, in UTC so the test reads the same anywhere.
@@ -72,7 +75,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 		defer conn.Close()
 		b.inputs <- in
 		b.mu.Lock()
-		gate, ops := b.gate, b.ops
+		gate, ops, face, thought := b.gate, b.ops, b.face, b.thought
 		b.mu.Unlock()
 		if gate != nil {
 			select {
@@ -81,7 +84,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 				return
 			}
 		}
-		res := contracts.Result{OK: true, Payload: "did: " + in.Text}
+		res := contracts.Result{OK: true, Payload: "did: " + in.Text, Face: face, Thought: thought}
 		if ops != nil {
 			res.Ops = ops(in)
 		}
@@ -113,12 +116,20 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 // turn waits for the next turn's input.
 func (b *brainRig) turn(what string) contracts.TurnInput {
 	b.t.Helper()
+	return receive(b.t, b.inputs, "no turn started: "+what)
+}
+
+// receive waits for ch's next value; after 10 s the test fails, saying
+// failure.
+func receive[T any](t *testing.T, ch <-chan T, failure string) T {
+	t.Helper()
 	select {
-	case in := <-b.inputs:
-		return in
+	case v := <-ch:
+		return v
 	case <-time.After(10 * time.Second):
-		b.t.Fatalf("no turn started: %s", what)
-		return contracts.TurnInput{}
+		t.Fatal(failure)
+		var zero T
+		return zero
 	}
 }
 
@@ -157,6 +168,19 @@ func (b *brainRig) noTurn(what string) {
 		b.t.Fatalf("%s: a turn started: %+v", what, in)
 	default:
 	}
+}
+
+// answering has the workers pick face and thought for their replies.
+func (b *brainRig) answering(face, thought string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.face, b.thought = face, thought
+}
+
+// nextSnapshot waits for the next frame core asks the panel for.
+func (b *brainRig) nextSnapshot(what string) contracts.Snapshot {
+	b.t.Helper()
+	return receive(b.t, b.snaps, "the panel was sent nothing: "+what)
 }
 
 // schedule has the next turn's worker propose op.
@@ -353,17 +377,7 @@ func TestMoodFollowsEventsDriftsAndIsKept(t *testing.T) {
 		t.Errorf("the turn was told the mood %q", in.Mood)
 	}
 	b.eventually("the turn ended", func() bool { return b.turnsOf("chat") == 1 })
-	kept := func() mood.State {
-		raw, ok, err := b.store.Get(context.Background(), moodKey)
-		if err != nil || !ok {
-			t.Fatalf("mood not kept: %v", err)
-		}
-		var s mood.State
-		if err := json.Unmarshal(raw, &s); err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	kept := b.keptMood
 	if s := kept(); s.LastChat != brainStart {
 		t.Errorf("kept mood %+v, want the chat at %v", s, brainStart)
 	}
@@ -375,7 +389,7 @@ func TestMoodFollowsEventsDriftsAndIsKept(t *testing.T) {
 		for {
 			select {
 			case s := <-b.snaps:
-				if s.Ambient && s.Face == "sad" && s.Status.Mood == "sad" {
+				if s.Ambient && s.Face == "sad" && s.Word == "sad" {
 					return true
 				}
 			default:
@@ -389,4 +403,50 @@ func TestMoodFollowsEventsDriftsAndIsKept(t *testing.T) {
 	if why := kept().Why; !strings.Contains(why, "night") {
 		t.Errorf("why = %q, want it to mention the night", why)
 	}
+}
+
+// TestThePanelTellsOneStory follows the frames core asks the panel for
+// around one reply: the strip's word always names the face on show (a
+// sad reply under a happy mood is "sad" until its dwell ends), and the
+// idle frame after it speaks to the owner, not in the mood's reasons.
+func TestThePanelTellsOneStory(t *testing.T) {
+	b := newBrain(t, nil, nil)
+	b.answering("sad", "poor cat")
+	b.send("my cat is ill")
+	b.turn("the owner's message")
+	want := []struct{ face, word, caption string }{{"thinking", "thinking", "let me think…"}, {"sad", "sad", "poor cat"}}
+	for _, w := range want {
+		var s contracts.Snapshot
+		for s.Face != w.face {
+			s = b.nextSnapshot(w.face)
+		}
+		if s.Word != w.word || s.Caption != w.caption {
+			t.Errorf("the %s frame says %q with the caption %q, want %q with %q", s.Face, s.Word, s.Caption, w.word, w.caption)
+		}
+	}
+	b.eventually("the turn ended", func() bool { return b.turnsOf("chat") == 1 })
+	b.advanceTo(brainStart.Add(2 * time.Minute))
+	var idle contracts.Snapshot
+	for !idle.Ambient {
+		idle = b.nextSnapshot("the mood's face after the dwell")
+	}
+	kept := b.keptMood()
+	if want := moment.Idle(kept.Mood); idle.Face != kept.Mood || idle.Word != want.Word || idle.Caption != want.Caption || idle.Caption == kept.Why {
+		t.Errorf("the idle frame shows %q, says %q with the caption %q, want the mood %q, %q and the words for the owner %q rather than the mood's reason %q",
+			idle.Face, idle.Word, idle.Caption, kept.Mood, want.Word, want.Caption, kept.Why)
+	}
+}
+
+// keptMood is the mood core keeps in its store.
+func (b *brainRig) keptMood() mood.State {
+	b.t.Helper()
+	raw, ok, err := b.store.Get(context.Background(), moodKey)
+	if err != nil || !ok {
+		b.t.Fatalf("mood not kept: %v", err)
+	}
+	var s mood.State
+	if err := json.Unmarshal(raw, &s); err != nil {
+		b.t.Fatal(err)
+	}
+	return s
 }

@@ -82,11 +82,12 @@ func (c *Core) statusFacts(ctx context.Context) owner.Status {
 }
 
 // panelStatus is the status strip of the panel: the pet's name, when core
-// started, the turns since local midnight and the memory in use.
+// started, the turns since local midnight and the memory in use. The
+// strip's word is the moment's, which presence adds.
 func (c *Core) panelStatus() contracts.PanelStatus {
 	now := c.clock.Now().Local()
 	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	st := contracts.PanelStatus{Name: "shelldon", Since: c.started, Mood: c.brain.mood.Mood}
+	st := contracts.PanelStatus{Name: "shelldon", Since: c.started}
 	if n, err := c.store.TurnsSince(context.Background(), midnight); err == nil {
 		st.TurnsToday = n
 	}

@@ -15,23 +15,23 @@ func TestPresenceDwellAndDedup(t *testing.T) {
 	p := &presence{clock: clk, dwell: 60 * time.Second, push: func(s contracts.Snapshot) {
 		pushed = append(pushed, s.Face+"/"+s.Caption)
 	}}
-	p.show("thinking", "…")
-	p.show("thinking", "…") // identical: not sent again
-	p.react("happy", "yay")
-	if p.ambient("bored", "meh") {
-		t.Error("an ambient face replaced a reaction inside its dwell")
+	p.thinking()
+	p.thinking() // identical: not sent again
+	p.replied("happy", "yay")
+	if p.idle("bored") {
+		t.Error("an idle face replaced a reaction inside its dwell")
 	}
 	clk.Advance(59 * time.Second)
-	if p.ambient("bored", "meh") {
-		t.Error("an ambient face replaced a reaction 1s before the dwell ended")
+	if p.idle("bored") {
+		t.Error("an idle face replaced a reaction 1s before the dwell ended")
 	}
 	clk.Advance(time.Second)
-	if !p.ambient("bored", "meh") {
-		t.Error("the ambient face was held after the dwell")
+	if !p.idle("bored") {
+		t.Error("the idle face was held after the dwell")
 	}
-	p.react("happy", "yay")
-	p.show("thinking", "…") // a new turn shows at once, dwell or not
-	want := "thinking/…|happy/yay|bored/meh|happy/yay|thinking/…"
+	p.failed()
+	p.thinking() // a new turn shows at once, dwell or not
+	want := "thinking/let me think…|happy/yay|bored/anyone there?|cant-think/can't think right now|thinking/let me think…"
 	if got := strings.Join(pushed, "|"); got != want {
 		t.Errorf("pushes = %s, want %s", got, want)
 	}

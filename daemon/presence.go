@@ -7,13 +7,15 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/panel/faces"
+	"shelldon/panel/moment"
 )
 
-// presence decides what face and caption core pushes to the panels. A
-// reaction holds the screen for the dwell against ambient drift, since on
-// a slow e-ink panel a face that is replaced at once only flashes; a turn's
-// own faces (thinking, cant-think) always show. An identical push is not
-// sent again, so the panel does not re-flash.
+// presence decides which moment core pushes to the panels; panel/moment
+// decides how each looks (face, the strip's word, caption). A reaction
+// holds the screen for the dwell against ambient drift, since on a slow
+// e-ink panel a face that is replaced at once only flashes; a turn's own
+// faces (thinking, cant-think) always show. An identical push is not sent
+// again, so the panel does not re-flash.
 type presence struct {
 	clock clock.Clock
 	dwell time.Duration
@@ -35,42 +37,57 @@ func (p *presence) setFaces(reg faces.Registry) {
 	p.faces = reg
 }
 
-// show pushes a turn's face now, whatever is held. A face the registry
-// does not know shows as the default reply face, here and below.
-func (p *presence) show(face, caption string) {
+// thinking shows that a turn is under way, now, whatever is held.
+func (p *presence) thinking() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.holdUntil = time.Time{}
-	p.pushLocked(face, caption, false)
+	p.pushLocked(moment.Thinking(), false)
 }
 
-// react pushes a reaction and holds it for the dwell.
-func (p *presence) react(face, caption string) {
+// replied shows a turn's answer, the face the model picked (the default
+// reply face when the registry does not know it) and its thought, and
+// holds it for the dwell.
+func (p *presence) replied(pick, thought string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.holdUntil = p.clock.Now().Add(p.dwell)
-	p.pushLocked(face, caption, false)
+	p.reactLocked(moment.Reply(p.faces, pick, thought))
 }
 
-// ambient pushes an at-rest face unless a reaction still holds the
+// failed shows that a turn could not answer, held for the dwell.
+func (p *presence) failed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reactLocked(moment.Failed())
+}
+
+func (p *presence) reactLocked(m moment.Moment) {
+	p.holdUntil = p.clock.Now().Add(p.dwell)
+	p.pushLocked(m, false)
+}
+
+// idle shows the pet at rest in mood unless a reaction still holds the
 // screen; it reports whether the face was shown (or already was).
-func (p *presence) ambient(face, caption string) bool {
+func (p *presence) idle(mood string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.clock.Now().Before(p.holdUntil) {
 		return false
 	}
-	p.pushLocked(face, caption, true)
+	p.pushLocked(moment.Idle(mood), true)
 	return true
 }
 
-func (p *presence) pushLocked(pick, caption string, ambient bool) {
-	face, glyphs, _ := p.faces.Resolve(pick)
-	s := contracts.Snapshot{Face: face, Glyphs: glyphs, Caption: caption, HoldUntil: p.holdUntil, Ambient: ambient}
+func (p *presence) pushLocked(m moment.Moment, ambient bool) {
+	s := contracts.Snapshot{Face: m.Face, Glyphs: m.Glyphs, Word: m.Word, Caption: m.Caption, HoldUntil: p.holdUntil, Ambient: ambient}
 	if p.status != nil {
 		s.Status = p.status()
 	}
-	if s.Face == p.last.Face && s.Caption == p.last.Caption && s.Glyphs == p.last.Glyphs && s.Status == p.last.Status {
+	// A moment on show already is not sent again; a hold that moved is
+	// core's to keep, as core pushes no idle face before it ends.
+	same := s
+	same.HoldUntil = p.last.HoldUntil
+	if same == p.last {
 		p.last.HoldUntil = s.HoldUntil
 		return
 	}
@@ -78,7 +95,7 @@ func (p *presence) pushLocked(pick, caption string, ambient bool) {
 	p.push(s)
 }
 
-// refresh pushes the current face again if the status changed (a turn
+// refresh pushes the current moment again if the status changed (a turn
 // ended, memory moved), so the panel's strip stays true between faces.
 func (p *presence) refresh() {
 	p.mu.Lock()
@@ -87,7 +104,7 @@ func (p *presence) refresh() {
 		return
 	}
 	last := p.last
-	p.pushLocked(last.Face, last.Caption, last.Ambient)
+	p.pushLocked(moment.Moment{Face: last.Face, Glyphs: last.Glyphs, Word: last.Word, Caption: last.Caption}, last.Ambient)
 }
 
 // current is the latest snapshot, for a panel that has just joined.

@@ -17,7 +17,6 @@ import (
 	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
-	"shelldon/panel/faces"
 )
 
 // DegradeText is the answer of a turn that failed or timed out.
@@ -77,7 +76,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	log := c.log.With("turn", t.ID)
 	log.Info("turn started", contracts.AuditEvent, contracts.EventTurnStart, "kind", adm.Kind(), "chars", len(adm.Text))
 	c.opts.Notify.Status(fmt.Sprintf("thinking (%s turn %s)", adm.Kind(), t.ID))
-	c.face.show(faces.Thinking, "…")
+	c.face.thinking()
 	c.say.activity(t, true)
 	if err := c.writes.note("record a turn's start", c.store.StartTurn(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview})); err != nil {
 		log.Error("recording the turn's start failed", "err", err)
@@ -226,7 +225,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// the exception: kept before the reply that asks for it.
 	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
 	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: reply, Turn: t.ID})
-	c.face.react(res.Face, res.Thought)
+	c.face.replied(res.Face, res.Thought)
 	for _, r := range asks {
 		c.auth.Ask(r)
 	}
@@ -253,7 +252,7 @@ func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
 	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: DegradeText, Turn: t.ID, Degraded: true})
 	c.answered(context.Background(), t)
-	c.face.react(faces.CantThink, "can't think")
+	c.face.failed()
 	c.brain.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what
 	// was asked even though this one could not answer.

@@ -12,7 +12,7 @@ import (
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/panel/faces"
+	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )
 
@@ -188,26 +188,30 @@ func (p *Panel) scheduleTick() {
 	})
 }
 
-// scene is what to draw now.
+// sceneLocked is what to draw now: core's moment with core's figures, or,
+// while core is away or not heard from yet, the panel's own moment and
+// no figures, as no core vouches for them.
 func (p *Panel) sceneLocked() render.Scene {
-	s := p.snap
-	st := s.Status
-	status := render.Status{Name: st.Name, TurnsToday: st.TurnsToday, Memory: st.Memory, Mood: st.Mood, Away: p.away}
+	st := p.snap.Status
+	status := render.Status{Name: st.Name, Away: p.away}
 	if status.Name == "" {
 		status.Name = "shelldon"
 	}
-	if !st.Since.IsZero() {
-		status.Uptime = p.clock.Now().Sub(st.Since)
-	}
-	if p.away || s.Glyphs == "" {
-		glyphs, _ := faces.Registry{}.Lookup(faces.Sleeping)
-		caption := "waiting for my core…"
-		if !p.away {
-			caption = "waking up…"
+	var shown moment.Moment
+	switch {
+	case p.away:
+		shown = moment.Away()
+	case p.snap.Glyphs == "":
+		shown = moment.Waking()
+	default:
+		shown = moment.Moment{Face: p.snap.Face, Glyphs: p.snap.Glyphs, Word: p.snap.Word, Caption: p.snap.Caption}
+		status.Figures = &render.Figures{TurnsToday: st.TurnsToday, Memory: st.Memory}
+		if !st.Since.IsZero() {
+			status.Figures.Uptime = p.clock.Now().Sub(st.Since)
 		}
-		return render.Scene{Face: glyphs, Caption: caption, Status: status}
 	}
-	return render.Scene{Face: s.Glyphs, Caption: s.Caption, Status: status}
+	status.Word = shown.Word
+	return render.Scene{Face: shown.Glyphs, Caption: shown.Caption, Status: status}
 }
 
 func (p *Panel) drawLocked() {

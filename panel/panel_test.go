@@ -13,6 +13,7 @@ import (
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
 	"shelldon/panel/faces"
+	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )
 
@@ -155,18 +156,35 @@ func TestAFailedFrameIsNotTakenAsShown(t *testing.T) {
 	}
 }
 
-func TestReactionHoldsAgainstTheMood(t *testing.T) {
-	start := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(start)
+// start is the fake clock's noon.
+var start = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// offline is a panel on a fake clock that is not connected to any core:
+// the tests hand it core's snapshots and tell it when core goes.
+func offline(t *testing.T, clk *clock.Fake) (*Panel, *recorder) {
+	t.Helper()
 	d := newRecorder()
-	p, err := New(Options{Socket: "unused", Display: d, Clock: clk, Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
+	p, err := New(Options{Socket: "unused", Display: d, Clock: clk, AwayAfter: 5 * time.Second,
+		Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	reaction := contracts.Snapshot{Face: "happy", Glyphs: "(^‿^)", Caption: "lunch!", HoldUntil: start.Add(time.Minute)}
-	mood := contracts.Snapshot{Face: "bored", Glyphs: "(¬_¬)", Caption: "", Ambient: true}
+	return p, d
+}
+
+// snapshot is m as core's presence sends it.
+func snapshot(m moment.Moment, status contracts.PanelStatus, ambient bool) contracts.Snapshot {
+	return contracts.Snapshot{Face: m.Face, Glyphs: m.Glyphs, Word: m.Word, Caption: m.Caption, Ambient: ambient, Status: status}
+}
+
+func TestReactionHoldsAgainstTheMood(t *testing.T) {
+	clk := clock.NewFake(start)
+	p, d := offline(t, clk)
+	reaction := snapshot(moment.Reply(faces.Builtin(), "happy", "lunch!"), contracts.PanelStatus{}, false)
+	reaction.HoldUntil = start.Add(time.Minute)
+	mood := snapshot(moment.Idle("bored"), contracts.PanelStatus{}, true)
 	scene := func(s contracts.Snapshot) *render.Frame {
-		return render.Render(render.Scene{Face: s.Glyphs, Caption: s.Caption, Status: render.Status{Name: "shelldon"}})
+		return render.Render(render.Scene{Face: s.Glyphs, Caption: s.Caption, Status: render.Status{Name: "shelldon", Word: s.Word, Figures: &render.Figures{}}})
 	}
 	p.take(reaction)
 	if !d.last().frame.Equal(scene(reaction)) {
@@ -183,7 +201,7 @@ func TestReactionHoldsAgainstTheMood(t *testing.T) {
 	}
 	// A turn's own face never waits.
 	p.take(reaction)
-	thinking := contracts.Snapshot{Face: "thinking", Glyphs: "(˘_˘)…", Caption: "…"}
+	thinking := snapshot(moment.Thinking(), contracts.PanelStatus{}, false)
 	p.take(thinking)
 	if !d.last().frame.Equal(scene(thinking)) {
 		t.Error("a turn's face waited for a reaction's dwell")
@@ -193,7 +211,7 @@ func TestReactionHoldsAgainstTheMood(t *testing.T) {
 func TestCoreRestartReconnects(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	d := newRecorder()
-	happy := contracts.Snapshot{Face: "happy", Glyphs: "(^‿^)", Caption: "hello", Status: contracts.PanelStatus{Name: "shelldon", TurnsToday: 3}}
+	happy := snapshot(moment.Reply(faces.Builtin(), "happy", "hello"), contracts.PanelStatus{Name: "shelldon", TurnsToday: 3}, false)
 	// Core sends its face to a panel that joins, as the real one does.
 	joined := make(chan struct{}, 4)
 	onJoin := func(*hub.Peer) { joined <- struct{}{} }
@@ -219,15 +237,13 @@ func TestCoreRestartReconnects(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	status := render.Status{Name: "shelldon", TurnsToday: 3}
-	withCore := render.Render(render.Scene{Face: "(^‿^)", Caption: "hello", Status: status})
+	withCore := render.Render(render.Scene{Face: "(^‿^)", Caption: "hello", Status: render.Status{Name: "shelldon", Word: "happy", Figures: &render.Figures{TurnsToday: 3}}})
 	greet(first)
 	d.waitFor(t, withCore, "core's face")
 
 	stop() // core goes away
-	sleeping, _ := faces.Registry{}.Lookup(faces.Sleeping)
-	status.Away = true
-	away := render.Render(render.Scene{Face: sleeping, Caption: "waiting for my core…", Status: status})
+	asleep := moment.Away()
+	away := render.Render(render.Scene{Face: asleep.Glyphs, Caption: asleep.Caption, Status: render.Status{Name: "shelldon", Word: "away", Away: true}})
 	// The away wait runs on the fake clock: move it until the panel has
 	// noticed the loss, then past the wait.
 	deadline := time.After(waitLimit)
@@ -244,4 +260,23 @@ func TestCoreRestartReconnects(t *testing.T) {
 	second, _, _ := hubtest.Serve(t, socket, hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
 	greet(second)
 	d.waitFor(t, withCore, "core's face after core came back")
+}
+
+// TestAwayTellsNothingStale: while core is away the panel shows the pet
+// asleep and away, and nothing core last said of itself: the same frame
+// whatever mood and figures core had before it went.
+func TestAwayTellsNothingStale(t *testing.T) {
+	awayFrame := func(last contracts.Snapshot) *render.Frame {
+		clk := clock.NewFake(start)
+		p, d := offline(t, clk)
+		p.take(last)
+		p.coreGone()
+		clk.Advance(5 * time.Second)
+		return d.last().frame
+	}
+	excited := awayFrame(snapshot(moment.Idle("excited"), contracts.PanelStatus{Name: "shelldon", Since: start.Add(-3 * time.Hour), TurnsToday: 3, Memory: 23 << 20}, true))
+	sad := awayFrame(snapshot(moment.Idle("sad"), contracts.PanelStatus{Name: "shelldon", Since: start.Add(-26 * time.Hour), TurnsToday: 12, Memory: 900 << 20}, true))
+	if !excited.Equal(sad) {
+		t.Errorf("the away frame after an excited core differs from the one after a sad core in %v, want no trace of what core last said", excited.Changed(sad))
+	}
 }

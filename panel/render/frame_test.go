@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"shelldon/panel/render/rendertest"
 )
 
 // frameWith returns a frame with ink at points.
@@ -156,7 +158,7 @@ func TestEncodePNG(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decode the encoded frame: %v", err)
 	}
-	if diff := countDiff(f, img); diff != 0 {
+	if diff := rendertest.Diff(f, img); diff != 0 {
 		t.Errorf("decoded PNG differs from the frame in %d pixels", diff)
 	}
 }

@@ -16,14 +16,25 @@ type Scene struct {
 	Status  Status
 }
 
-// Status is the pet's vital signs for the strip along the top.
+// Status is the strip along the top: the pet's name and the word for its
+// face on the left, core's figures on the right.
 type Status struct {
-	Name       string        // "shelldon"
-	Uptime     time.Duration // core's; 0 or less is not shown
+	Name string // "shelldon"
+	// Word is the face's, in a word ("happy", "thinking"); may be empty.
+	Word string
+	// Away draws Word white on black, to be seen from across the room:
+	// core is not reachable.
+	Away bool
+	// Figures are nil when no core vouches for them: while it is away, or
+	// before it is first heard from.
+	Figures *Figures
+}
+
+// Figures are core's vital signs.
+type Figures struct {
+	Uptime     time.Duration // 0 or less is not shown
 	TurnsToday int
-	Memory     int64  // bytes in use by the pet; 0 = unknown
-	Mood       string // a word, may be empty
-	Away       bool   // core is not reachable: the strip says so
+	Memory     int64 // bytes in use by the pet; 0 = unknown
 }
 
 // maxTextBytes is how much of any one string a frame reads: far more than

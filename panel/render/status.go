@@ -15,14 +15,22 @@ const statusGap = 9
 // badgePad is the black margin around the text of an inverted part.
 const badgePad = 2
 
-// How much each part matters: the strip shows the most important parts
-// that fit.
+// How much each part matters, least first: when the room runs out the
+// strip gives up parts in this order (see fitStatus).
 const (
-	memoryImportance = iota + 1
+	// The uptime goes first: it tells least at a glance (a restart shows
+	// in /status and the journal), and it is the figure that grows.
+	uptimeImportance = iota + 1
+	// The turns today say how busy the day was.
 	turnsImportance
-	uptimeImportance
-	moodImportance
-	// essential parts (the name, the away badge) are always shown.
+	// The word goes before the memory: the face says it too. Only a long
+	// face name (they may have 24 letters) crowds it, and then it is cut
+	// short rather than left out.
+	wordImportance
+	// The memory is the board's health, where 416 MB hold everything; the
+	// shortest figure, it is kept whenever it fits beside the name.
+	memoryImportance
+	// Essential parts, the name and the away badge, are always shown.
 	essential
 )
 
@@ -42,8 +50,8 @@ func (p statusPart) width() int {
 	return w
 }
 
-// statusParts lists what the strip would show given room: name and mood on
-// the left; "away", uptime, turns and memory on the right.
+// statusParts lists what the strip would show given room: the name and
+// the word (or the away badge) on the left, core's figures on the right.
 func statusParts(s Status) []statusPart {
 	var parts []statusPart
 	add := func(str string, importance int, right, badge bool) {
@@ -53,30 +61,40 @@ func statusParts(s Status) []statusPart {
 		}
 	}
 	add(s.Name, essential, false, false)
-	add(s.Mood, moodImportance, false, false)
 	if s.Away {
-		add("away", essential, true, true)
+		add(s.Word, essential, false, true)
+	} else {
+		add(s.Word, wordImportance, false, false)
 	}
-	if s.Uptime > 0 {
-		add("up "+formatUptime(s.Uptime), uptimeImportance, true, false)
-	}
-	turns := "turns"
-	if s.TurnsToday == 1 {
-		turns = "turn"
-	}
-	add(fmt.Sprintf("%d %s", s.TurnsToday, turns), turnsImportance, true, false)
-	if s.Memory > 0 {
-		add(formatMemory(s.Memory), memoryImportance, true, false)
+	if f := s.Figures; f != nil {
+		if f.Uptime > 0 {
+			add("up "+formatUptime(f.Uptime), uptimeImportance, true, false)
+		}
+		turns := "turns"
+		if f.TurnsToday == 1 {
+			turns = "turn"
+		}
+		add(fmt.Sprintf("%d %s", f.TurnsToday, turns), turnsImportance, true, false)
+		if f.Memory > 0 {
+			add(formatMemory(f.Memory), memoryImportance, true, false)
+		}
 	}
 	return parts
 }
 
+// minWordLetters is the least of a word cut short worth showing.
+const minWordLetters = 3
+
 // fitStatus picks the parts to show in width: the essential ones, then the
-// others from the most important down, each if it still fits, so a long
-// part left out does not take a shorter, less important one with it. The
-// parts keep their order. When the essential parts alone are too wide, the
-// name is elided.
+// others from the most important down until one does not fit, which goes
+// with every less important one; the word is elided instead when at least
+// minWordLetters of it fit. So the strip gives up its parts in one order
+// as the room shrinks (or the figures grow), and never trades a part for a
+// shorter, less important one that would flicker in and out as the figures
+// change. The parts keep their order. When the essential parts alone are
+// too wide, the name is elided.
 func fitStatus(parts []statusPart, width int) []statusPart {
+	parts = slices.Clone(parts)
 	byImportance := make([]int, len(parts))
 	for i := range parts {
 		byImportance[i] = i
@@ -85,9 +103,18 @@ func fitStatus(parts []statusPart, width int) []statusPart {
 	keep := make([]bool, len(parts))
 	for _, i := range byImportance {
 		keep[i] = true
-		if parts[i].importance != essential && stripWidth(kept(parts, keep)) > width {
-			keep[i] = false
+		over := stripWidth(kept(parts, keep)) - width
+		if parts[i].importance == essential || over <= 0 {
+			continue
 		}
+		if word := parts[i].text; parts[i].importance == wordImportance {
+			if short := word.fit(word.span().width() - over); len(short.runes) > minWordLetters {
+				parts[i].text = short
+				break
+			}
+		}
+		keep[i] = false
+		break
 	}
 	fitted := kept(parts, keep)
 	if over := stripWidth(fitted) - width; over > 0 {
@@ -169,16 +196,18 @@ func drawStatusPart(f *Frame, p statusPart, x int) {
 	p.text.draw(f, x-s.min, statusBaseline, statusArea, true)
 }
 
-// formatUptime is short: "45m", "3h12m", "2d5h".
+// formatUptime is short, in its largest whole unit: "45m", "3h", "12d".
+// Short, it leaves room for the other figures; whole hours and days, it
+// changes the frame once an hour rather than every minute, and each change
+// is an e-ink refresh.
 func formatUptime(d time.Duration) string {
-	minutes := int64(d / time.Minute)
 	switch {
-	case minutes < 60:
-		return fmt.Sprintf("%dm", minutes)
-	case minutes < 24*60:
-		return fmt.Sprintf("%dh%02dm", minutes/60, minutes%60)
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	case d < 24*time.Hour:
+		return fmt.Sprintf("%dh", d/time.Hour)
 	default:
-		return fmt.Sprintf("%dd%dh", minutes/(24*60), minutes/60%24)
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
 }
 
