@@ -21,6 +21,12 @@ const ModelName = "shelldon-demo"
 // smaller, so anything bigger is a bug worth a 413 rather than a silent read.
 const maxRequestBytes = 8 << 20
 
+// RequestsKept is how many of the latest requests a server keeps for
+// [Server.Requests]: enough for any test's conversation, and a bound on
+// a demo model that answers a `make run` session for days (a turn's
+// prompt is some 10 KB).
+const RequestsKept = 64
+
 // Request is one chat-completion request as the server received it.
 type Request struct {
 	Model    string
@@ -73,8 +79,10 @@ func (s *Server) Enqueue(steps ...Step) {
 	s.queue = append(s.queue, steps...)
 }
 
-// Requests returns a deep copy of the chat-completion requests the server
-// parsed, oldest first. Refused requests (bad JSON, streaming) are not in it.
+// Requests returns a deep copy of the latest [RequestsKept]
+// chat-completion requests the server parsed, oldest first. Refused
+// requests (bad JSON, streaming) are not in it; [Server.Hits] counts
+// them all.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -170,9 +178,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// next records req and takes the next step for it.
+// next records req, forgetting the oldest beyond RequestsKept, and takes
+// the next step for it.
 func (s *Server) next(req Request) Step {
 	s.mu.Lock()
+	if len(s.requests) == RequestsKept {
+		// Shifted down in place: the backing array never grows past
+		// RequestsKept, and what falls off is no longer referenced.
+		copy(s.requests, s.requests[1:])
+		s.requests = s.requests[:RequestsKept-1]
+	}
 	s.requests = append(s.requests, req)
 	if len(s.queue) > 0 {
 		step := s.queue[0]
