@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -32,7 +33,10 @@ type Request struct {
 	Model    string
 	Messages []contracts.Message
 	// Tools are the names of the tools the request offered, in order.
-	Tools    []string
+	Tools []string
+	// Host is the host and port the request was sent to (its Host
+	// header): where the persona's demo page is served.
+	Host     string
 	Received time.Time
 }
 
@@ -44,6 +48,15 @@ func (r Request) clone() Request {
 	}
 	return r
 }
+
+// demoPage is the page at DemoPagePath: something real for "fetch the
+// demo page" to be refused, and for the owner to open in a browser.
+const demoPage = `<!doctype html>
+<title>shelldon's demo page</title>
+<p>Hello from the scripted demo model. shelldon's http_get will not fetch
+this page: it is on this machine (loopback), which the network policy
+never lets a tool reach.</p>
+`
 
 // Responder chooses the step for a request once the script has run out.
 type Responder func(req Request) Step
@@ -119,10 +132,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Object: "list",
 			Data:   []modelEntry{{ID: ModelName, Object: "model", OwnedBy: "shelldon"}},
 		})
+	case DemoPagePath:
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "the demo page takes GET")
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, demoPage)
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf(
-			"no route for %s %s: the demo model serves POST /v1/chat/completions and GET /v1/models",
-			r.Method, r.URL.Path))
+			"no route for %s %s: the demo model serves POST /v1/chat/completions, GET /v1/models and GET %s",
+			r.Method, r.URL.Path, DemoPagePath))
 	}
 }
 
@@ -149,7 +169,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "streaming is not scripted: the demo model answers only with stream=false")
 		return
 	}
-	req, err := body.request(time.Now())
+	req, err := body.request(r.Host, time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -257,11 +277,11 @@ type wireTool struct {
 }
 
 // request converts the wire request into the recorded form.
-func (c chatRequest) request(received time.Time) (Request, error) {
+func (c chatRequest) request(host string, received time.Time) (Request, error) {
 	if len(c.Messages) == 0 {
 		return Request{}, errors.New("messages must not be empty")
 	}
-	req := Request{Model: c.Model, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
+	req := Request{Model: c.Model, Host: host, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
 	for i, m := range c.Messages {
 		content, err := contentText(m.Content)
 		if err != nil {
