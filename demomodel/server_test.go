@@ -287,6 +287,9 @@ func TestRequestsRecorded(t *testing.T) {
 	if got.Model != "gpt-x" || !reflect.DeepEqual(got.Messages, want) || !reflect.DeepEqual(got.Tools, []string{"get_time", "list_dir"}) {
 		t.Errorf("recorded %+v, want model gpt-x, messages %+v, tools [get_time list_dir]", got, want)
 	}
+	if want := strings.TrimPrefix(ts.URL, "http://"); got.Host != want {
+		t.Errorf("Host = %q, want %q, where the request was sent", got.Host, want)
+	}
 	if got.Received.Before(before) || got.Received.After(time.Now()) {
 		t.Errorf("Received = %v, not within the request", got.Received)
 	}
@@ -472,6 +475,8 @@ func TestRoutes(t *testing.T) {
 		{http.MethodPost, "/v1/models", 405, "GET"},
 		{http.MethodGet, "/v1/chat/completions", 405, "POST"},
 		{http.MethodGet, "/v2/other", 404, "no route"},
+		{http.MethodGet, DemoPagePath, 200, "Hello from the scripted demo model"},
+		{http.MethodPost, DemoPagePath, 405, "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
