@@ -46,6 +46,9 @@ const (
 	ReverseToolName = "reverse_text"
 	// deniedByOwner is the tool answer of a call the owner denied.
 	deniedByOwner = "denied by owner"
+	// keptAside starts the part of an approved command's answer that says
+	// its changes wait for the owner's second look.
+	keptAside = "\nits changes are NOT applied yet"
 )
 
 // The self-coded tool the persona proposes: a Python module with its
@@ -341,11 +344,18 @@ func afterTool(call contracts.ToolCall, answer string) reaction {
 	}
 	switch call.Name {
 	case "write_file", "edit_file":
-		return reaction{reply: fmt.Sprintf("Done: %s. Look with run cat, or change it with replace … with … in ….", echoable(answer)),
+		var args struct{ Path string }
+		_ = json.Unmarshal([]byte(call.Args), &args)
+		return reaction{reply: fmt.Sprintf("Done: %s. See it with: run cat %s", echoable(answer), echoable(args.Path)),
 			thought: "the workspace changed", face: "happy"}
 	case ReverseToolName:
 		out := strings.TrimPrefix(answer, "exit 0\n")
 		return reaction{reply: "My own tool says: " + echoable(out), thought: "my tool works", face: "excited"}
+	}
+	if ran, _, held := strings.Cut(answer, keptAside); held {
+		// Core's words to the model; the owner has the request itself.
+		return reaction{reply: fmt.Sprintf("%s answered:\n%s\nWhat it changed is not applied yet: some of it needs your own look, so I asked you about it on its own.",
+			call.Name, shown(ran)), thought: "waiting for a second look", face: "curious"}
 	}
 	return reaction{reply: fmt.Sprintf("%s answered:\n%s", call.Name, shown(answer)), thought: capRunes("ran "+call.Name, maxThought), face: "cool"}
 }

@@ -246,8 +246,10 @@ func TestPersonaAnswersToolResults(t *testing.T) {
 		{"run ls", "exit 0\nhello.txt\npoem.txt", []string{"run_shell answered:\n```\nexit 0\nhello.txt\npoem.txt\n```"}},
 		{"run touch x", "denied by owner", []string{"I left it alone"}},
 		{"run ls", "error: commands cannot run on this pet right now (no image)", []string{"run_shell did not work: commands cannot run on this pet right now (no image)"}},
-		{"write a haiku to poem.txt", "wrote 72 bytes to poem.txt", []string{"Done: wrote 72 bytes to poem.txt."}},
+		{"write a haiku to poem.txt", "wrote 72 bytes to poem.txt", []string{"Done: wrote 72 bytes to poem.txt. See it with: run cat poem.txt"}},
 		{"replace moon with sun in poem.txt", "wrote 71 bytes to poem.txt", []string{"Done: wrote 71 bytes to poem.txt."}},
+		{"git init", "exit 0\nInitialized empty Git repository\n\nits changes are NOT applied yet: they need the owner's own look (git hooks). Tell the owner; do not try another way around.",
+			[]string{"git answered:\n```\nexit 0\nInitialized empty Git repository\n```\nWhat it changed is not applied yet: some of it needs your own look"}},
 		{"fetch the demo page", "error: Get \"http://localhost:4711/demo/page\": dial tcp 127.0.0.1:4711: forbidden address: 127.0.0.1 is loopback",
 			[]string{"My network policy refused it", "127.0.0.1 is loopback", "never reaches this machine", "http://localhost:4711/demo/page"}},
 		{"reverse hello world", "exit 0\ndlrow olleh", []string{"My own tool says: dlrow olleh"}},
@@ -263,6 +265,9 @@ func TestPersonaAnswersToolResults(t *testing.T) {
 			if !strings.Contains(step.Text, w) {
 				t.Errorf("Persona after %q answered %q said %q, want it to contain %q", tt.say, tt.answer, step.Text, w)
 			}
+		}
+		if strings.Contains(step.Text, "Tell the owner") {
+			t.Errorf("Persona after %q answered %q passed core's words to the model on to the owner: %q", tt.say, tt.answer, step.Text)
 		}
 		if again := Persona(req).Text; again != step.Text {
 			t.Errorf("Persona after %q answered %q said %q, then %q", tt.say, tt.answer, step.Text, again)

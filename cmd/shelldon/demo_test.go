@@ -135,7 +135,9 @@ func TestDemoRunsGitAfterAsking(t *testing.T) {
 	if second.Tool != "the changes of git" || !strings.Contains(second.Detail, "git hooks, which git runs") || !strings.Contains(second.Detail, "created  .git/config") {
 		t.Fatalf("second request = %+v, want the new .git shown to the owner", second)
 	}
-	p.replyWith("git answered:", 30*time.Second)
+	if r := p.replyWith("git answered:", 30*time.Second); !strings.Contains(r.Text, "Initialized empty Git repository") || !strings.Contains(r.Text, "needs your own look") {
+		t.Errorf("git init answered %q, want its output and word of the second look", r.Text)
+	}
 	p.idle()
 	p.decide(second.Turn, true)
 	p.replyWith("", 30*time.Second)
