@@ -28,27 +28,12 @@ func demoPet(t *testing.T) (*pet, string) {
 	return p, statedir.Layout{Root: p.cfg.StateDir}.Workspace()
 }
 
-// idle waits until every turn the pet started has ended, so that a tap
-// is not held for a turn still running.
+// idle waits until every turn the pet started has ended (core records a
+// turn when it starts), so that a tap is not held for a turn still
+// running.
 func (p *pet) idle() {
 	p.t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		turns := p.turns()
-		running := 0
-		for _, t := range turns {
-			if t.Ended.IsZero() {
-				running++
-			}
-		}
-		if len(turns) > 0 && running == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("%d turn(s) still running: %+v", running, turns)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	p.waitTurns(len(p.turns()))
 }
 
 // sayAndApprove types say, waits for the pet to ask about tool, and taps
