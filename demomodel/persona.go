@@ -210,7 +210,7 @@ func jsonArgs(pairs ...string) string {
 // own haiku.
 func writeFile(rest string) reaction {
 	i := strings.LastIndex(rest, " to ")
-	if i <= 0 || strings.TrimSpace(rest[i+len(" to "):]) == "" {
+	if i < 0 || strings.TrimSpace(rest[i+len(" to "):]) == "" {
 		return hint("Say what and where: write a haiku to poem.txt, or write buy milk to todo.txt.")
 	}
 	content, path := strings.TrimSpace(rest[:i]), strings.TrimSpace(rest[i+len(" to "):])
@@ -230,7 +230,7 @@ func writeFile(rest string) reaction {
 func editFile(rest string) reaction {
 	old, after, ok := strings.Cut(rest, " with ")
 	i := strings.LastIndex(after, " in ")
-	if !ok || old == "" || i < 0 || strings.TrimSpace(after[i+len(" in "):]) == "" {
+	if !ok || i < 0 || strings.TrimSpace(after[i+len(" in "):]) == "" {
 		return hint("Say what, with what, and where: replace moon with sun in poem.txt.")
 	}
 	if len(rest) > maxArgument {
@@ -280,7 +280,7 @@ func remind(rest string) reaction {
 	text := "reminder: " + echoable(what)
 	when, ok := scheduleWhen(said)
 	if !strings.HasPrefix(rest, "me ") || !found || !ok || strings.TrimSpace(what) == "" || len(text) > contracts.MaxScheduleText {
-		return hint("Say when and what: remind me in 10m to stretch, or remind me at 18:30 to water the plants.")
+		return hint("Say when (within a day) and what: remind me in 10m to stretch, or remind me at 18:30 to water the plants.")
 	}
 	return reaction{
 		reply:   fmt.Sprintf("I'll remind you %s: “%s”. /schedule lists it; /schedule cancel ID drops it.", echoable(said), echoable(what)),
@@ -289,12 +289,13 @@ func remind(rest string) reaction {
 	}
 }
 
-// scheduleWhen reads "in DURATION" or "at HH:MM" into the schedule op's
-// when: "in 10m" as it is, "18:30" for the next such local time.
+// scheduleWhen reads "in DURATION" (within a day, as a demo's reminder
+// is) or "at HH:MM" into the schedule op's when: "in 10m" as it is,
+// "18:30" for the next such local time.
 func scheduleWhen(said string) (string, bool) {
 	if d, ok := strings.CutPrefix(said, "in "); ok {
 		duration, err := time.ParseDuration(d)
-		return said, err == nil && duration > 0
+		return said, err == nil && duration > 0 && duration <= 24*time.Hour
 	}
 	if clock, ok := strings.CutPrefix(said, "at "); ok {
 		_, err := time.Parse("15:04", clock)

@@ -209,6 +209,7 @@ func TestPersonaHints(t *testing.T) {
 		{"remind me in soon to stretch", "remind me in 10m to stretch"},
 		{"remind me in -5m to stretch", "remind me in 10m to stretch"},
 		{"remind me at 25:00 to stretch", "remind me in 10m to stretch"},
+		{"remind me in 48h to stretch", "within a day"},
 		{"remind me in 1m to", "remind me in 10m to stretch"},
 		{"run " + strings.Repeat("x", maxArgument+1), "at most 1000"},
 	}
@@ -324,4 +325,39 @@ func TestEveryListedPhraseIsUnderstood(t *testing.T) {
 			t.Errorf("Persona(%q) = %+v, want the tool call or op the list promises (%s)", p.Say, step, p.Shows)
 		}
 	}
+}
+
+// FuzzPersona: whatever the owner types, the persona answers with one
+// well-formed call of bounded size, or a reply that ends with its FACE:
+// line and proposes only valid ops.
+func FuzzPersona(f *testing.F) {
+	for _, seed := range []string{"", "run", "run  ", "write  to ", "write x to", "replace with in ", "replace a with b in ",
+		"remind me in to", "remind me at to x", "remind", "fetch", "reverse", "make a tool", "remember", "reminder:",
+		"run \xff\xfe", "git " + strings.Repeat("-", 2000), "write " + strings.Repeat("é", 600) + " to x"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		step := Persona(offering(text, ReverseToolName))
+		if len(step.ToolCalls) > 0 {
+			var args map[string]string
+			if err := json.Unmarshal([]byte(step.ToolCalls[0].Args), &args); err != nil || len(step.ToolCalls) != 1 || len(step.ToolCalls[0].Args) > 6*maxArgument+100 {
+				t.Fatalf("Persona(%q) = %+v, want one call with a bounded JSON object of arguments", text, step.ToolCalls)
+			}
+			return
+		}
+		if _, face, count := controlLines(t, step.Text); count != 2 || !strings.HasSuffix(step.Text, "\nFACE: "+face) {
+			t.Fatalf("Persona(%q) = %q, want one THOUGHT: and one FACE: line, last", text, step.Text)
+		}
+		if block, ok := opsBlock(step.Text); ok {
+			var ops []contracts.Op
+			if err := json.Unmarshal([]byte(block), &ops); err != nil {
+				t.Fatalf("Persona(%q) proposed ops %q that do not parse: %v", text, block, err)
+			}
+			for _, op := range ops {
+				if err := op.Body.Validate(); err != nil {
+					t.Fatalf("Persona(%q) proposed an invalid op: %v", text, err)
+				}
+			}
+		}
+	})
 }
