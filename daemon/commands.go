@@ -33,9 +33,9 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string)
 	refused := false
 	switch name {
 	case "start":
-		answer = "Hello! I'm shelldon, your pet. Talk to me in plain words.\n\n" + owner.Help(c.cfg.Turn.ApprovalExpiry.Duration)
+		answer = "Hello! I'm shelldon, your pet. Talk to me in plain words.\n\n" + c.help()
 	case "help":
-		answer = owner.Help(c.cfg.Turn.ApprovalExpiry.Duration)
+		answer = c.help()
 	case "status":
 		answer = owner.StatusReport(c.statusFacts(ctx))
 	case "tools":
@@ -55,6 +55,15 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string)
 	c.log.Info("owner command", "command", name, "from", from.Transport)
 	c.say.reply(from, contracts.Outbound{Text: answer, Refused: refused})
 	return true
+}
+
+// help says what the pet understands, and what its model is known to.
+func (c *Core) help() string {
+	help := owner.Help(c.cfg.Turn.ApprovalExpiry.Duration)
+	if c.opts.ModelHelp != "" {
+		help += "\n\n" + c.opts.ModelHelp
+	}
+	return help
 }
 
 // statusFacts gathers what /status says.

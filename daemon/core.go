@@ -44,6 +44,10 @@ type Options struct {
 	// and NoSandbox says why (for the model and the owner).
 	Sandbox   Sandbox
 	NoSandbox error
+	// ModelHelp ends /help and /start: what the model is known to
+	// understand (the scripted demo model's phrases, when `shelldon up`
+	// runs on it); empty for a real model, which understands plain words.
+	ModelHelp string
 }
 
 // Sandbox runs one command in a throwaway container: [sandbox.Sandbox].

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -21,12 +22,21 @@ const ModelName = "shelldon-demo"
 // smaller, so anything bigger is a bug worth a 413 rather than a silent read.
 const maxRequestBytes = 8 << 20
 
+// RequestsKept is how many of the latest requests a server keeps for
+// [Server.Requests]: enough for any test's conversation, and a bound on
+// a demo model that answers a `make run` session for days (a turn's
+// prompt is some 10 KB).
+const RequestsKept = 64
+
 // Request is one chat-completion request as the server received it.
 type Request struct {
 	Model    string
 	Messages []contracts.Message
 	// Tools are the names of the tools the request offered, in order.
-	Tools    []string
+	Tools []string
+	// Host is the host and port the request was sent to (its Host
+	// header): where the persona's demo page is served.
+	Host     string
 	Received time.Time
 }
 
@@ -38,6 +48,15 @@ func (r Request) clone() Request {
 	}
 	return r
 }
+
+// demoPage is the page at DemoPagePath: something real for "fetch the
+// demo page" to be refused, and for the owner to open in a browser.
+const demoPage = `<!doctype html>
+<title>shelldon's demo page</title>
+<p>Hello from the scripted demo model. shelldon's http_get will not fetch
+this page: it is on this machine (loopback), which the network policy
+never lets a tool reach.</p>
+`
 
 // Responder chooses the step for a request once the script has run out.
 type Responder func(req Request) Step
@@ -73,8 +92,10 @@ func (s *Server) Enqueue(steps ...Step) {
 	s.queue = append(s.queue, steps...)
 }
 
-// Requests returns a deep copy of the chat-completion requests the server
-// parsed, oldest first. Refused requests (bad JSON, streaming) are not in it.
+// Requests returns a deep copy of the latest [RequestsKept]
+// chat-completion requests the server parsed, oldest first. Refused
+// requests (bad JSON, streaming) are not in it; [Server.Hits] counts
+// them all.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -111,10 +132,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			Object: "list",
 			Data:   []modelEntry{{ID: ModelName, Object: "model", OwnedBy: "shelldon"}},
 		})
+	case DemoPagePath:
+		if r.Method != http.MethodGet {
+			writeError(w, http.StatusMethodNotAllowed, "the demo page takes GET")
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = io.WriteString(w, demoPage)
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf(
-			"no route for %s %s: the demo model serves POST /v1/chat/completions and GET /v1/models",
-			r.Method, r.URL.Path))
+			"no route for %s %s: the demo model serves POST /v1/chat/completions, GET /v1/models and GET %s",
+			r.Method, r.URL.Path, DemoPagePath))
 	}
 }
 
@@ -141,7 +169,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "streaming is not scripted: the demo model answers only with stream=false")
 		return
 	}
-	req, err := body.request(time.Now())
+	req, err := body.request(r.Host, time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
@@ -170,9 +198,16 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// next records req and takes the next step for it.
+// next records req, forgetting the oldest beyond RequestsKept, and takes
+// the next step for it.
 func (s *Server) next(req Request) Step {
 	s.mu.Lock()
+	if len(s.requests) == RequestsKept {
+		// Shifted down in place: the backing array never grows past
+		// RequestsKept, and what falls off is no longer referenced.
+		copy(s.requests, s.requests[1:])
+		s.requests = s.requests[:RequestsKept-1]
+	}
 	s.requests = append(s.requests, req)
 	if len(s.queue) > 0 {
 		step := s.queue[0]
@@ -242,11 +277,11 @@ type wireTool struct {
 }
 
 // request converts the wire request into the recorded form.
-func (c chatRequest) request(received time.Time) (Request, error) {
+func (c chatRequest) request(host string, received time.Time) (Request, error) {
 	if len(c.Messages) == 0 {
 		return Request{}, errors.New("messages must not be empty")
 	}
-	req := Request{Model: c.Model, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
+	req := Request{Model: c.Model, Host: host, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
 	for i, m := range c.Messages {
 		content, err := contentText(m.Content)
 		if err != nil {

@@ -233,6 +233,31 @@ func TestOversizedBody(t *testing.T) {
 	}
 }
 
+// TestRequestsKeepOnlyTheLatest is a long `make run` session: the demo
+// model answers every turn, but keeps only the latest requests, so it
+// does not grow by every prompt it was sent.
+func TestRequestsKeepOnlyTheLatest(t *testing.T) {
+	srv := New()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	const sent = RequestsKept + 10
+	for i := range sent {
+		body, _ := json.Marshal(map[string]any{"model": "m", "messages": []map[string]string{{"role": "user", "content": fmt.Sprintf("message %d", i)}}})
+		if status, answer := post(t, ts.URL, string(body)); status != http.StatusOK {
+			t.Fatalf("request %d answered %d %s", i, status, answer)
+		}
+	}
+	reqs := srv.Requests()
+	if srv.Hits() != sent || len(reqs) != RequestsKept {
+		t.Fatalf("after %d requests Hits() = %d, len(Requests()) = %d, want %d and %d", sent, srv.Hits(), len(reqs), sent, RequestsKept)
+	}
+	for i, req := range reqs {
+		if got, want := lastUserText(req.Messages), fmt.Sprintf("message %d", sent-RequestsKept+i); got != want {
+			t.Errorf("Requests()[%d] holds %q, want %q (the latest, oldest first)", i, got, want)
+		}
+	}
+}
+
 func TestRequestsRecorded(t *testing.T) {
 	srv := New(Step{Text: "ok"})
 	ts := httptest.NewServer(srv)
@@ -261,6 +286,9 @@ func TestRequestsRecorded(t *testing.T) {
 	}
 	if got.Model != "gpt-x" || !reflect.DeepEqual(got.Messages, want) || !reflect.DeepEqual(got.Tools, []string{"get_time", "list_dir"}) {
 		t.Errorf("recorded %+v, want model gpt-x, messages %+v, tools [get_time list_dir]", got, want)
+	}
+	if want := strings.TrimPrefix(ts.URL, "http://"); got.Host != want {
+		t.Errorf("Host = %q, want %q, where the request was sent", got.Host, want)
 	}
 	if got.Received.Before(before) || got.Received.After(time.Now()) {
 		t.Errorf("Received = %v, not within the request", got.Received)
@@ -447,6 +475,8 @@ func TestRoutes(t *testing.T) {
 		{http.MethodPost, "/v1/models", 405, "GET"},
 		{http.MethodGet, "/v1/chat/completions", 405, "POST"},
 		{http.MethodGet, "/v2/other", 404, "no route"},
+		{http.MethodGet, DemoPagePath, 200, "Hello from the scripted demo model"},
+		{http.MethodPost, DemoPagePath, 405, "GET"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {

@@ -209,8 +209,9 @@ func workerArgv(cfg config.Config) ([]string, error) {
 }
 
 // runCore runs core until ctx is done, starting workers with launcher;
-// ready is called once the bus is up.
-func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, ready func()) error {
+// modelHelp, if any, ends the owner's /help (daemon.Options.ModelHelp),
+// and ready is called once the bus is up.
+func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, modelHelp string, ready func()) error {
 	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
 	if err != nil {
 		return err
@@ -226,7 +227,7 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	}
 	sb, noSandbox := openSandbox(cfg, launcher, log)
 	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify,
-		Sandbox: sb, NoSandbox: noSandbox})
+		Sandbox: sb, NoSandbox: noSandbox, ModelHelp: modelHelp})
 	if err != nil {
 		return err
 	}
@@ -386,7 +387,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	log := newLogger("core", env.stderr)
 	launcher, closeLauncher := chooseLauncher(ctx, cfg, log, env.stderr)
 	defer closeLauncher()
-	return runCore(ctx, cfg, log, launcher, sdnotify.New(), nil)
+	return runCore(ctx, cfg, log, launcher, sdnotify.New(), "", nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {

@@ -235,7 +235,7 @@ func (p *pet) startCore() {
 	p.coreDone = make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), p.launcher, nil, func() { close(ready) })
+		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), p.launcher, nil, "", func() { close(ready) })
 	}()
 	select {
 	case <-ready:

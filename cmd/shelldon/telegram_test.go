@@ -250,7 +250,7 @@ func TestTelegramWithoutAllowedUsersRefusesToStart(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t, "http://127.0.0.1:1/v1")
 	cfg.Telegram.Token = botToken
-	err := runCore(context.Background(), cfg, testLogger(t), launch.Child{}, nil, func() { t.Error("core started") })
+	err := runCore(context.Background(), cfg, testLogger(t), launch.Child{}, nil, "", func() { t.Error("core started") })
 	if err == nil || !strings.Contains(err.Error(), "@userinfobot") || !strings.Contains(err.Error(), "telegram.allowed_users") {
 		t.Errorf("runCore = %v, want a refusal saying how to find the owner's id", err)
 	}

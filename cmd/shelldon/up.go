@@ -16,6 +16,7 @@ import (
 	"shelldon/config"
 	"shelldon/daemon/chat"
 	"shelldon/daemon/launch"
+	"shelldon/demomodel/phrases"
 	"shelldon/panel"
 )
 
@@ -24,10 +25,16 @@ import (
 // binary carries no scripted answers.
 const demoModelBinary = "shelldon-demo-model"
 
-// demoBanner tells the owner, every time, that the answers are scripted.
-const demoBanner = `*** DEMO MODEL: no provider is configured, so shelldon is talking to a scripted
+// demoBanner tells the owner, every time, that the answers are scripted,
+// and what to try.
+var demoBanner = `*** DEMO MODEL: no provider is configured, so shelldon is talking to a scripted
 *** demo model (shelldon-demo-model), not a real LLM. Configure one with a
-*** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY (see README.md).`
+*** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY (see README.md).
+*** It understands a few phrases, and each runs the real thing (/help lists them):
+` + phrases.List("***   ")
+
+// demoHelp ends /help on the demo model.
+var demoHelp = "I'm running on the scripted demo model, which understands only these phrases, each of them for real:\n" + phrases.List("")
 
 func cmdUp(ctx context.Context, env *environment, args []string) error {
 	var withChat bool
@@ -53,7 +60,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	banner := ""
+	banner, modelHelp := "", ""
 	if len(cfg.Providers) == 0 {
 		url, stop, err := startDemoModel(ctx, cfg.StateDir, logOut)
 		if err != nil {
@@ -61,7 +68,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		}
 		defer stop()
 		cfg.Providers = []config.Provider{{Name: "demo", BaseURL: url, Model: "shelldon-demo"}}
-		banner = demoBanner
+		banner, modelHelp = demoBanner, demoHelp
 		log.Warn("no provider configured: using the scripted demo model", "url", url)
 	}
 	if banner != "" && !withChat {
@@ -75,7 +82,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	ready := make(chan struct{})
 	coreDone := make(chan error, 1)
 	go func() {
-		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), launch.Child{Output: logOut}, nil, func() { close(ready) })
+		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), launch.Child{Output: logOut}, nil, modelHelp, func() { close(ready) })
 	}()
 	select {
 	case <-ready:

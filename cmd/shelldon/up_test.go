@@ -36,7 +36,8 @@ func (b *syncBuffer) String() string {
 
 // TestUpFallsBackToTheLabelledDemoModel is `make run` without make: with
 // no provider configured, `shelldon up --chat` starts the scripted demo
-// model, says so, and a message typed at the prompt gets a real turn.
+// model, says so and lists the phrases to try, a message typed at the
+// prompt gets a real turn, and /help lists the phrases again.
 func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 	goTool := testhost.Tool(t, "go", "golang (Go 1.26)")
 	bin := t.TempDir()
@@ -67,6 +68,8 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 		}
 	}
 	waitFor("DEMO MODEL")
+	waitFor("***   try: run ls — a read-only command")
+	waitFor("***   try: make a tool that reverses text — ")
 	waitFor("\n          (") // the mood's face: the chat has joined as a panel, so core is up
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "You said") {
@@ -79,6 +82,12 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	waitFor("scripted demo model")
+	io.WriteString(typed, "/help\n")
+	waitFor("I'm running on the scripted demo model, which understands only these phrases")
+	waitFor("try: remind me in 1m to stretch — a schedule")
+	if n := strings.Count(out.String(), "try: write a haiku to poem.txt — "); n != 2 {
+		t.Errorf("the phrases are listed %d times, want twice (the banner and /help):\n%s", n, out.String())
+	}
 	// The panel draws the face to <state-dir>/panel.png.
 	png := filepath.Join(state, "panel.png")
 	deadline = time.Now().Add(20 * time.Second)
