@@ -49,6 +49,7 @@
 //	config/                       the TOML file and its environment overrides
 //	clock/                        real time in production, a fake clock in tests
 //	demomodel/                    the scripted OpenAI-compatible model for tests and demos
+//	demomodel/phrases             the phrases the demo persona understands, for the banner and /help
 //	images/                       the recipes of the root file systems, carried in the binary
 //	units/                        the systemd units, slices, users and tmpfiles
 //	testhost/                     what this machine can do, and skips that name what is missing

@@ -31,10 +31,27 @@ func TestJobsOfAGoneCoreEndWithIt(t *testing.T) {
 		return demomodel.Step{Text: "the new core's answer"}
 	}
 	socket := hubtest.SocketPath(t)
-	_, _, stopCore := hubtest.Serve(t, socket, hub.Config{})
+	joined := make(chan struct{}, 1)
+	onJoin := func(p *hub.Peer) {
+		if p.Hello.Role == contracts.RoleBroker {
+			joined <- struct{}{}
+		}
+	}
+	_, _, stopCore := hubtest.Serve(t, socket, hub.Config{OnJoin: onJoin})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go broker.Serve(ctx, socket, 1<<20, chainOf(provider), slog.New(slog.DiscardHandler))
+	// A job sent before the broker joined waits for it; on a loaded machine
+	// the broker joins late, and the deadline below is the model's, not the join's.
+	awaitBroker := func() {
+		t.Helper()
+		select {
+		case <-joined:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the broker did not join the core")
+		}
+	}
+	awaitBroker()
 
 	// Four jobs, one per turn, as many as the broker runs at once.
 	for i := range 4 {
@@ -49,17 +66,8 @@ func TestJobsOfAGoneCoreEndWithIt(t *testing.T) {
 	}
 	stopCore()
 
-	joined := make(chan struct{}, 1)
-	hubtest.Serve(t, socket, hub.Config{OnJoin: func(p *hub.Peer) {
-		if p.Hello.Role == contracts.RoleBroker {
-			joined <- struct{}{}
-		}
-	}})
-	select {
-	case <-joined:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the broker did not join the new core")
-	}
+	hubtest.Serve(t, socket, hub.Config{OnJoin: onJoin})
+	awaitBroker()
 	worker := dial(t, socket, "new")
 	job(t, worker)
 	env, err := worker.Recv()
