@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -93,19 +94,32 @@ func TestABrokerKilledMidTurnIsNoticedAtOnce(t *testing.T) {
 // kept in the workspace, the model told where — and the turns after it
 // are normal; nothing oversized follows them in the history.
 func TestABurstOfHugeMessagesFailsNothing(t *testing.T) {
-	model := demomodel.New(
-		demomodel.Step{Text: "slow answer", Delay: 1500 * time.Millisecond},
-		demomodel.Step{Text: "caught up"},
-		demomodel.Step{Text: "normal again"},
-	)
+	// The slow turn lasts until the whole burst is kept, however long a
+	// loaded machine takes to carry 6 MB: a fixed delay let the turn end
+	// halfway through and made the burst two catch-ups.
+	burstKept := make(chan struct{})
+	var calls atomic.Int32
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step {
+		switch calls.Add(1) {
+		case 1:
+			<-burstKept
+			return demomodel.Step{Text: "slow answer"}
+		case 2:
+			return demomodel.Step{Text: "caught up"}
+		default:
+			return demomodel.Step{Text: "normal again"}
+		}
+	}
 	p := newPet(t, model)
 	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
 	p.say("first")
 	p.waitRequests(1)
 	chunk := strings.Repeat("0123456789", 6<<10) // 60 KiB
 	for i := range 100 {
-		p.say(fmt.Sprintf("%03d %s", i, chunk))
+		p.sayKept(fmt.Sprintf("%03d %s", i, chunk))
 	}
+	close(burstKept)
 	for _, want := range []string{"slow answer", "caught up"} {
 		if r := p.reply(30 * time.Second); r.Text != want || r.Degraded {
 			t.Fatalf("reply = %.100q (degraded %v), want %q", r.Text, r.Degraded, want)
