@@ -23,6 +23,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/panel/epd"
+	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
 
@@ -57,12 +58,39 @@ type Host struct {
 	// ProbeDisplay asks the e-ink display to answer; nil means there is
 	// none to ask.
 	ProbeDisplay func() (string, error)
+	// ProbeCgroup makes a control group of a sandboxed command's own and
+	// says which of its limits hold ([cgroup.Group.Enforced]); nil means
+	// the layout of the hierarchy alone is judged.
+	ProbeCgroup func() ([]string, error)
 }
 
 // System is the running machine.
 func System() Host {
-	return Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}, ProbeDisplay: epd.Probe}
+	return Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}, ProbeDisplay: epd.Probe,
+		ProbeCgroup: probeCgroup}
 }
+
+// probeCgroup makes, and removes at once, a control group with the limits
+// a sandboxed command gets where systemd does not run it in a unit, and
+// says which hold.
+func probeCgroup() ([]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, errNotRoot
+	}
+	g, err := cgroup.New(fmt.Sprintf("doctor-%d", os.Getpid()), cgroup.Limits{MemoryMax: 64 << 20, TasksMax: 64, CPUQuota: 1})
+	if err != nil {
+		return nil, err
+	}
+	held := g.Enforced()
+	if err := g.Delete(); err != nil {
+		return nil, err
+	}
+	return held, nil
+}
+
+// errNotRoot says a check needs root to look: core runs as root, and
+// what this user may not see says nothing of what core can do.
+var errNotRoot = errors.New("only root can look")
 
 func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
 
@@ -200,20 +228,71 @@ func (h Host) sandboxImage() Check {
 	return c
 }
 
+// memoryCgroup says whether a command's memory limit can hold: the
+// memory controller in cgroup v2, or in v1 (a hybrid host, where
+// systemd's v2 mount only tracks processes), and, where the doctor can
+// make one, what a control group of a command's own holds there.
 func (h Host) memoryCgroup() Check {
 	c := Check{Name: "memory cgroup"}
-	raw, err := os.ReadFile(h.path("/sys/fs/cgroup/cgroup.controllers"))
+	version, swap, missing := h.memoryHierarchy()
+	if missing != "" {
+		c.Status, c.Detail = Fail, missing+": no command's memory limit can hold"
+		c.Fix = "add cgroup_enable=memory to /boot/firmware/cmdline.txt (Raspberry Pi kernels) and reboot; elsewhere boot with systemd.unified_cgroup_hierarchy=1 (the default on Debian 12)"
+		return c
+	}
+	c.Detail = "cgroup " + version + " with the memory controller"
+	if h.ProbeCgroup == nil {
+		c.Status = OK
+		if !swap {
+			c.Status, c.Detail = Warn, c.Detail+", but swap is not counted against a limit: a command may swap past it"
+			c.Fix = "add swapaccount=1 to the kernel command line and reboot"
+		}
+		return c
+	}
+	held, err := h.ProbeCgroup()
 	switch {
+	case errors.Is(err, errNotRoot):
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s; whether a command's own control group holds its limit only root can check (this is uid %d)", c.Detail, os.Geteuid())
+		c.Fix = "run shelldon doctor as root"
 	case err != nil:
-		c.Status, c.Detail = Fail, "no cgroup v2 hierarchy at /sys/fs/cgroup"
-		c.Fix = "boot with systemd.unified_cgroup_hierarchy=1 (the default on Debian 12)"
-	case !slices.Contains(strings.Fields(string(raw)), "memory"):
-		c.Status, c.Detail = Fail, "the memory controller is not enabled: MemoryMax cannot hold"
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s, but a command's own control group cannot be made (%v): a sandboxed command outside a systemd unit runs without a memory limit", c.Detail, err)
+		c.Fix = "run core as root on a writable /sys/fs/cgroup, or under systemd (units/shelldon.service), which runs each command in a unit"
+	case !slices.Contains(held, cgroup.EnforcedMemory):
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s, but a command's own control group holds only %s: a sandboxed command outside a systemd unit runs without a memory limit", c.Detail, listOrNone(held))
 		c.Fix = "add cgroup_enable=memory to /boot/firmware/cmdline.txt (Raspberry Pi kernels) and reboot"
+	case !slices.Contains(held, cgroup.EnforcedSwap):
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s: a command's own control group holds %s, but swap is not counted against its memory limit", c.Detail, listOrNone(held))
+		c.Fix = "add swapaccount=1 to the kernel command line and reboot"
 	default:
-		c.Status, c.Detail = OK, "cgroup v2 with the memory controller"
+		c.Status, c.Detail = OK, fmt.Sprintf("%s: a command's own control group holds %s", c.Detail, listOrNone(held))
 	}
 	return c
+}
+
+// memoryHierarchy finds the memory controller: "v2" in the unified
+// hierarchy, else "v1" in a hierarchy of its own, with whether swap is
+// accounted there (v2 always can be). missing says what is wrong when
+// there is neither.
+func (h Host) memoryHierarchy() (version string, swap bool, missing string) {
+	raw, err := os.ReadFile(h.path("/sys/fs/cgroup/cgroup.controllers"))
+	if err == nil && slices.Contains(strings.Fields(string(raw)), "memory") {
+		return "v2", true, ""
+	}
+	if _, err := os.Stat(h.path("/sys/fs/cgroup/memory/memory.limit_in_bytes")); err == nil {
+		_, swapErr := os.Stat(h.path("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"))
+		return "v1", swapErr == nil, ""
+	}
+	if err == nil {
+		return "", false, "the memory controller is not enabled"
+	}
+	return "", false, "no memory controller in /sys/fs/cgroup, neither cgroup v2 nor v1"
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "no limit"
+	}
+	return strings.Join(names, ", ")
 }
 
 func (h Host) stateDir(cfg config.Config) Check {
