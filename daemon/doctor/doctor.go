@@ -299,11 +299,17 @@ func (h Host) stateDir(cfg config.Config) Check {
 	c := Check{Name: "state directory"}
 	dir := cfg.StateDir
 	if err := os.MkdirAll(dir, 0o750); err != nil {
+		if denied(&c, dir, err) {
+			return c
+		}
 		c.Status, c.Detail, c.Fix = Fail, err.Error(), fmt.Sprintf("create %s writable by core, or set state_dir", dir)
 		return c
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {
+		if denied(&c, dir, err) {
+			return c
+		}
 		c.Status, c.Detail, c.Fix = Fail, err.Error(), fmt.Sprintf("make %s writable by core", dir)
 		return c
 	}
@@ -327,9 +333,15 @@ func (h Host) stateDB(ctx context.Context, cfg config.Config) Check {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Status, c.Detail = OK, "none yet: core makes it when it starts"
 		return c
-	case err != nil:
-		c.Status, c.Detail = Fail, fmt.Sprintf("%s is damaged: %v", layout.DB(), err)
+	case denied(&c, layout.DB(), err):
+		return c
+	case errors.Is(err, state.ErrDamaged):
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s is %v", layout.DB(), err)
 		c.Fix = "restart core (systemctl restart shelldon): it moves the damaged file aside and starts from the last backup, or afresh; the memory tree and the workspace are kept"
+		return c
+	case err != nil:
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s could not be checked: %v", layout.DB(), err)
+		c.Fix = "run shelldon doctor again; if it says this again, stop core and check the file system (dmesg)"
 		return c
 	}
 	c.Status, c.Detail = OK, "sound (quick_check)"
@@ -347,6 +359,9 @@ func (h Host) stateDB(ctx context.Context, cfg config.Config) Check {
 func (h Host) core(cfg config.Config) Check {
 	c := Check{Name: "core"}
 	conn, err := net.DialTimeout("unix", cfg.Socket, time.Second)
+	if denied(&c, cfg.Socket, err) {
+		return c
+	}
 	if err != nil {
 		c.Status, c.Detail = Warn, fmt.Sprintf("no core answers on %s", cfg.Socket)
 		c.Fix = "systemctl start shelldon (or `shelldon up` for development)"
@@ -423,6 +438,20 @@ func (h Host) spi() Check {
 	}
 	c.Status, c.Detail = OK, detail
 	return c
+}
+
+// denied fills in c, a check this user may not make, and reports
+// whether err says so: core runs as root, and a file of its that this
+// user may not use says nothing of whether core can, so it is a warning
+// that only root can check, not a failure.
+func denied(c *Check, path string, err error) bool {
+	if !errors.Is(err, fs.ErrPermission) || os.Geteuid() == 0 {
+		return false
+	}
+	c.Status = Warn
+	c.Detail = fmt.Sprintf("permission denied on %s: this user (uid %d) may not use it, so only root can check", path, os.Geteuid())
+	c.Fix = "run shelldon doctor as root"
+	return true
 }
 
 // Write prints the checks one line each and reports whether none failed.
