@@ -68,6 +68,8 @@ type pet struct {
 	joins     chan struct{} // one per join of the transport
 	acks      chan contracts.InboundAck
 	refs      int // the last ref sayKept gave a message
+	// logs is what core and its parts logged, for a test that reads it.
+	logs syncBuffer
 }
 
 // petOption adjusts a pet's configuration before it starts.
@@ -235,13 +237,29 @@ func (p *pet) startCore() {
 	p.coreDone = make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), p.launcher, nil, func() { close(ready) })
+		p.coreDone <- func() error {
+			store, err := openState(p.cfg)
+			if err != nil {
+				return err
+			}
+			defer store.Close() // before coreDone: the next core takes the lock at once
+			return runCore(ctx, p.cfg, store, p.coreLog(), p.launcher, nil, func() { close(ready) })
+		}()
 	}()
 	select {
 	case <-ready:
 	case err := <-p.coreDone:
 		p.t.Fatalf("core did not start: %v", err)
 	}
+}
+
+// coreLog is core's logger: the test's output, and p.logs (not for a
+// benchmark, whose turns would pile up there).
+func (p *pet) coreLog() *slog.Logger {
+	if _, bench := p.t.(*testing.B); bench {
+		return testLogger(p.t)
+	}
+	return slog.New(slog.NewTextHandler(io.MultiWriter(p.t.Output(), &p.logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // stopCore stops the in-process core; a second call does nothing.

@@ -83,7 +83,7 @@ func (r *Runner) Call(ctx context.Context, req approval.Request) Result {
 	if call.Name == "http_get" {
 		return Result{Answer: r.fetch(ctx, checked.URL)}
 	}
-	g, err := r.openGuard(ctx)
+	g, err := r.openGuard(ctx, req.Key)
 	if err != nil {
 		return Result{Answer: "error: could not read the workspace's tests before the change: " + err.Error()}
 	}
