@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/config"
 	"shelldon/testhost"
 )
 
@@ -39,8 +40,18 @@ func (b *syncBuffer) String() string {
 
 // TestUpFallsBackToTheLabelledDemoModel is `make run` without make: with
 // no provider configured, `shelldon up --chat` starts the scripted demo
-// model, says so, and a message typed at the prompt gets a real turn.
+// model, says so, and a message typed at the prompt gets a real turn. So
+// it does with config/shelldon.example.toml copied as it is.
 func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
+	example := filepath.Join(t.TempDir(), "shelldon.toml")
+	if err := os.WriteFile(example, []byte(config.Example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("no configuration", func(t *testing.T) { upOnTheDemoModel(t) })
+	t.Run("the example copied", func(t *testing.T) { upOnTheDemoModel(t, "--config", example) })
+}
+
+func upOnTheDemoModel(t *testing.T, flags ...string) {
 	goTool := testhost.Tool(t, "go", "golang (Go 1.26)")
 	bin := t.TempDir()
 	build := exec.Command(goTool, "build", "-o", filepath.Join(bin, demoModelBinary), "shelldon/cmd/shelldon-demo-model")
@@ -56,7 +67,7 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(context.Background(), []string{"up", "--chat", "--state-dir", state}, in, &out, io.Discard)
+		done <- run(context.Background(), append([]string{"up", "--chat", "--state-dir", state}, flags...), in, &out, io.Discard)
 	}()
 
 	waitFor := func(what string) {
