@@ -433,8 +433,7 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("worker: find this binary to evaluate python_eval in: %w", err)
 	}
 	opts.Evaluator = []string{self, "eval"}
-	log := newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
-	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	opts.Log = newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
 	return worker.Run(ctx, opts)
 }
 
