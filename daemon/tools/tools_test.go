@@ -28,12 +28,12 @@ func testEnv(t *testing.T) Env {
 		}
 	}
 	files := map[string]string{
-		filepath.Join(ws, "notes.txt"):       "hello\n",
-		filepath.Join(ws, ".env"):            "SECRET=1",
-		filepath.Join(ws, "server.pem"):      "key",
-		filepath.Join(ws, "bin.dat"):         "\xff\xfe\x00\x01",
-		filepath.Join(ws, "big.txt"):         strings.Repeat("a", maxReadBytes+100),
-		filepath.Join(vault, "token"):        "secret",
+		filepath.Join(ws, "notes.txt"):      "hello\n",
+		filepath.Join(ws, ".env"):           "SECRET=1",
+		filepath.Join(ws, "server.pem"):     "key",
+		filepath.Join(ws, "bin.dat"):        "\xff\xfe\x00\x01",
+		filepath.Join(ws, "big.txt"):        strings.Repeat("a", maxReadBytes+100),
+		filepath.Join(vault, "token"):       "secret",
 		filepath.Join(outside, "diary.txt"): "outside",
 	}
 	for path, content := range files {
