@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,7 +43,7 @@ func TestPanelPreviewFitsTheTerminal(t *testing.T) {
 			cmd.Env = append(os.Environ(), tt.env...)
 			var stderr bytes.Buffer
 			cmd.Stderr = &stderr
-			out := &frameWatch{}
+			out := new(syncBuffer)
 			if tt.tty != nil {
 				master, slave := openPTY(t, tt.tty)
 				cmd.Stdout = slave
@@ -55,7 +54,7 @@ func TestPanelPreviewFitsTheTerminal(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			frame := out.wait(t, 15*time.Second)
+			frame := waitFrame(t, out, 15*time.Second)
 			cmd.Process.Signal(syscall.SIGTERM)
 			cmd.Wait()
 			lines := strings.Split(frame, "\n")
@@ -99,34 +98,20 @@ func openPTY(t *testing.T, ws *unix.Winsize) (master, slave *os.File) {
 	return master, slave
 }
 
-// frameWatch keeps what the preview wrote, to find its first whole frame:
-// the text between a screen clear and the newline before the next clear,
-// or the end once the output has rested.
-type frameWatch struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *frameWatch) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(b)
-}
-
 // clearScreen starts each frame of the preview.
 const clearScreen = "\x1b[H\x1b[2J"
 
-func (w *frameWatch) wait(t *testing.T, within time.Duration) string {
+// waitFrame waits for the preview's first whole frame in out: the text
+// between a screen clear and the newline before the next clear, or the
+// end once the output has rested.
+func waitFrame(t *testing.T, out *syncBuffer, within time.Duration) string {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	last := ""
 	for time.Now().Before(deadline) {
 		time.Sleep(200 * time.Millisecond)
-		w.mu.Lock()
 		// A terminal turns "\n" into "\r\n".
-		out := strings.ReplaceAll(w.buf.String(), "\r", "")
-		w.mu.Unlock()
-		_, after, found := strings.Cut(out, clearScreen)
+		_, after, found := strings.Cut(strings.ReplaceAll(out.String(), "\r", ""), clearScreen)
 		if !found {
 			continue
 		}
@@ -138,8 +123,6 @@ func (w *frameWatch) wait(t *testing.T, within time.Duration) string {
 		}
 		last = after
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	t.Fatalf("no whole frame within %v; the preview wrote %q", within, w.buf.String())
+	t.Fatalf("no whole frame within %v; the preview wrote %q", within, out.String())
 	return ""
 }
