@@ -288,8 +288,10 @@ func TestClientBacksOffQuietlyWhileCoreIsAway(t *testing.T) {
 		t.Errorf("an hour away (%d redials) logged %q, want one line that core does not answer", len(waits), lines)
 	}
 
+	// Core comes back while the client waits to redial.
+	redial := nextRedial(t, clk)
 	h := serveHub(t, path, nil)
-	clk.Advance(nextRedial(t, clk))
+	clk.Advance(redial)
 	waitSignal(t, connected, "OnConnect once core is back")
 	h.waitJoin(t)
 	clk.Advance(10 * time.Second) // joined a while
