@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"shelldon/clock"
 	"shelldon/contracts"
 )
 
@@ -108,7 +109,9 @@ type Client struct {
 	Socket   string
 	Hello    contracts.Hello
 	MaxFrame int
-	// Logf reports connects and drops; nil discards them.
+	// Logf reports the changes of state: joined, the connection lost,
+	// core not answering (once, however many redials follow); nil
+	// discards them.
 	Logf func(format string, args ...any)
 	// OnConnect runs after each successful join, before frames are read
 	// (a panel asks for the current face here, a chat client greets).
@@ -116,23 +119,42 @@ type Client struct {
 	// OnDisconnect runs when a joined connection is lost, before the
 	// client dials again (a panel shows that core is away).
 	OnDisconnect func()
+	// MaxRedial caps the wait between redials while core is away; zero
+	// is 2 s. A client that can wait (the panel) takes longer, to cost
+	// little through a long outage.
+	MaxRedial time.Duration
+	// Clock times the redials; nil is the system clock.
+	Clock clock.Clock
 
 	mu   sync.Mutex
 	conn *Conn
 }
 
 // Backoff between redials: starts small so a core restart is barely
-// noticed, capped so a long outage costs little.
+// noticed, doubling up to Client.MaxRedial so a long outage costs little.
 const (
-	minRedial = 50 * time.Millisecond
-	maxRedial = 2 * time.Second
+	minRedial        = 50 * time.Millisecond
+	defaultMaxRedial = 2 * time.Second
+	// steadyAfter is how long a connection lasts to count as a success
+	// that starts the backoff afresh.
+	steadyAfter = 2 * time.Second
 )
 
 // Run joins the bus and calls handle for every envelope received, until
 // ctx is done. A refused hello is final (it will be refused again) and is
 // returned; any other failure is retried.
 func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)) error {
+	clk, maxWait := c.Clock, c.MaxRedial
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	if maxWait <= 0 {
+		maxWait = defaultMaxRedial
+	}
 	wait := minRedial
+	// away says whether the loss of core was logged: the redials that
+	// follow are not, until one joins.
+	away := false
 	for {
 		conn, err := Dial(ctx, c.Socket, c.Hello, c.MaxFrame)
 		switch {
@@ -144,28 +166,29 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 		case errors.Is(err, ErrRefused):
 			return err
 		case err != nil:
-			c.logf("bus: %v; retrying in %v", err, wait)
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-time.After(wait):
+			if !away {
+				c.logf("bus: core does not answer: %v; redialling, at most %v apart, quietly until it does", err, maxWait)
+				away = true
 			}
-			wait = min(2*wait, maxRedial)
+			if !sleep(ctx, clk, wait) {
+				return nil
+			}
+			wait = min(2*wait, maxWait)
 			continue
 		}
-		joined := time.Now()
+		joined := clk.Now()
 		c.logf("bus: joined %s as %s", c.Socket, c.Hello.Role)
+		away = false
 		c.setConn(conn)
 		if c.OnConnect != nil {
 			c.OnConnect(conn)
 		}
 		stop := context.AfterFunc(ctx, func() { conn.Close() })
+		var lost error
 		for {
 			env, err := conn.Recv()
 			if err != nil {
-				if ctx.Err() == nil {
-					c.logf("bus: connection lost: %v", err)
-				}
+				lost = err
 				break
 			}
 			handle(conn, env)
@@ -173,22 +196,40 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 		stop()
 		c.setConn(nil)
 		conn.Close()
-		if c.OnDisconnect != nil && ctx.Err() == nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		// Logged once the connection is let go: from here Send reports
+		// the gap.
+		c.logf("bus: connection lost: %v; redialling", lost)
+		away = true
+		if c.OnDisconnect != nil {
 			c.OnDisconnect()
 		}
 		// A connection that lasted keeps the backoff short; one dropped
 		// at once (a core that welcomes, then fails) grows it, so a
 		// flapping core is not hammered.
-		if time.Since(joined) > maxRedial {
+		if clk.Now().Sub(joined) > steadyAfter {
 			wait = minRedial
 		} else {
-			wait = min(2*wait, maxRedial)
+			wait = min(2*wait, maxWait)
 		}
-		select {
-		case <-ctx.Done():
+		if !sleep(ctx, clk, wait) {
 			return nil
-		case <-time.After(wait):
 		}
+	}
+}
+
+// sleep waits d on clk, and says false if ctx ended first.
+func sleep(ctx context.Context, clk clock.Clock, d time.Duration) bool {
+	woke := make(chan struct{})
+	t := clk.AfterFunc(d, func() { close(woke) })
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-woke:
+		return true
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
@@ -229,9 +230,9 @@ func TestClientRunRejoinsAfterCoreRestart(t *testing.T) {
 	say(first, "before")
 
 	first.stop()
-	// A failed redial is logged after the dropped connection is let go,
-	// so from here Send must report the gap.
-	logs.WaitFor(t, "retrying")
+	// The lost connection is logged once it is let go, so from here Send
+	// must report the gap.
+	logs.WaitFor(t, "connection lost")
 	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", "anyone there?")
 	if err := c.Send(in); !errors.Is(err, bus.ErrNotConnected) {
 		t.Errorf("Send while core is down = %v, want ErrNotConnected", err)
@@ -250,6 +251,76 @@ func TestClientRunRejoinsAfterCoreRestart(t *testing.T) {
 	}
 	if err := stop(); err != nil {
 		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+// While core is away a long time (an hour here, on a fake clock), the
+// client redials with a wait that doubles from 50 ms up to its MaxRedial
+// and says so once, not at every redial; joined again it says that once,
+// and a connection that lasted starts the backoff afresh.
+func TestClientBacksOffQuietlyWhileCoreIsAway(t *testing.T) {
+	path := hubtest.SocketPath(t)
+	clk := clock.NewFake(time.Now())
+	logs := hubtest.NewLog()
+	connected := make(chan struct{}, 4)
+	c := &bus.Client{
+		Socket: path, Hello: contracts.Hello{Role: contracts.RolePanel, Name: "panel"},
+		Logf: logs.Logf, Clock: clk, MaxRedial: time.Minute,
+		OnConnect: func(*bus.Conn) { connected <- struct{}{} },
+	}
+	runClient(t, c, func(*bus.Conn, contracts.Envelope) {})
+
+	var waits []time.Duration
+	for away := time.Duration(0); away < time.Hour; {
+		d := nextRedial(t, clk)
+		waits = append(waits, d)
+		clk.Advance(d)
+		away += d
+	}
+	want := 50 * time.Millisecond
+	for i, d := range waits {
+		if d != want {
+			t.Fatalf("redial wait %d = %v, want %v (all: %v)", i, d, want, waits)
+		}
+		want = min(2*want, time.Minute)
+	}
+	if lines := logs.Lines(); len(lines) != 1 || !strings.Contains(lines[0], "core does not answer") {
+		t.Errorf("an hour away (%d redials) logged %q, want one line that core does not answer", len(waits), lines)
+	}
+
+	// Core comes back while the client waits to redial.
+	redial := nextRedial(t, clk)
+	h := serveHub(t, path, nil)
+	clk.Advance(redial)
+	waitSignal(t, connected, "OnConnect once core is back")
+	h.waitJoin(t)
+	clk.Advance(10 * time.Second) // joined a while
+	h.stop()
+	logs.WaitFor(t, "connection lost")
+	if d := nextRedial(t, clk); d != 50*time.Millisecond {
+		t.Errorf("first redial after a connection that lasted waits %v, want 50ms", d)
+	}
+	clk.Advance(nextRedial(t, clk))
+	nextRedial(t, clk) // the second redial failed, as core is still away
+	lines := logs.Lines()
+	if len(lines) != 3 || !strings.Contains(lines[1], "joined") || !strings.Contains(lines[2], "connection lost") {
+		t.Errorf("logged %q, want one line each: core does not answer, joined, connection lost", lines)
+	}
+}
+
+// nextRedial waits for the client to schedule its next redial on clk and
+// returns how far ahead it is.
+func nextRedial(t *testing.T, clk *clock.Fake) time.Duration {
+	t.Helper()
+	deadline := time.Now().Add(patience)
+	for {
+		if d, ok := clk.Next(); ok {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the client scheduled no redial within %v", patience)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -307,7 +378,7 @@ func TestClientSendBeforeJoining(t *testing.T) {
 	logs := hubtest.NewLog()
 	c.Logf = logs.Logf
 	stop := runClient(t, c, func(*bus.Conn, contracts.Envelope) {})
-	logs.WaitFor(t, "retrying")
+	logs.WaitFor(t, "core does not answer")
 	if err := c.Send(env); !errors.Is(err, bus.ErrNotConnected) {
 		t.Errorf("Send while no core listens = %v, want ErrNotConnected", err)
 	}
@@ -332,7 +403,7 @@ func TestClientRunStopsOnCancel(t *testing.T) {
 		{"while waiting to redial", func(t *testing.T, path string, c *bus.Client) func() {
 			logs := hubtest.NewLog()
 			c.Logf = logs.Logf
-			return func() { logs.WaitFor(t, "retrying") }
+			return func() { logs.WaitFor(t, "core does not answer") }
 		}},
 		{"while waiting for a welcome", func(t *testing.T, path string, c *bus.Client) func() {
 			accepted := silentListener(t, path)

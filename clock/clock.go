@@ -73,6 +73,23 @@ func (t *fakeTimer) Stop() bool {
 	return true
 }
 
+// Next says how far ahead the first pending callback is due, and false
+// when none is: a test waits for the code under test to schedule one.
+func (c *Fake) Next() (time.Duration, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var first *fakeTimer
+	for _, t := range c.timers {
+		if !t.stopped && (first == nil || t.due.Before(first.due)) {
+			first = t
+		}
+	}
+	if first == nil {
+		return 0, false
+	}
+	return first.due.Sub(c.now), true
+}
+
 // Advance moves the clock forward by d and runs every callback that fell due.
 func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()

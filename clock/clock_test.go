@@ -16,6 +16,9 @@ func TestFakeRunsDueCallbacksInOrder(t *testing.T) {
 	if !stopped.Stop() || stopped.Stop() {
 		t.Fatal("Stop() should report true once, then false")
 	}
+	if d, ok := c.Next(); !ok || d != time.Second {
+		t.Errorf("Next() = %v, %v, want 1s, true (the stopped 2s left out)", d, ok)
+	}
 	c.Advance(999 * time.Millisecond)
 	if len(fired) != 0 {
 		t.Fatalf("fired %v before anything was due", fired)
@@ -26,6 +29,9 @@ func TestFakeRunsDueCallbacksInOrder(t *testing.T) {
 	}
 	if got := c.Now(); !got.Equal(start.Add(5999 * time.Millisecond)) {
 		t.Errorf("Now() = %v", got)
+	}
+	if d, ok := c.Next(); ok {
+		t.Errorf("Next() = %v, true after every callback fired, want false", d)
 	}
 	c.Advance(time.Hour)
 	if len(fired) != 2 {

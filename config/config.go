@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"time"
@@ -105,6 +106,10 @@ type Provider struct {
 	APIKeyCredential string `toml:"api_key_credential"`
 	// Timeout bounds one call. Zero means timeouts.worker; Load fills it in.
 	Timeout Duration `toml:"timeout"`
+	// from is the file that configured the provider, for the errors
+	// about its values that only show later (Key); "" when Load did not
+	// read it from a file.
+	from string
 }
 
 // Telegram is the owner's Telegram bot, which core's Telegram transport
@@ -310,6 +315,9 @@ func decodeFile(path string, c *Config, o *origins) error {
 	if err != nil {
 		return decodeError(path, err)
 	}
+	for i := range c.Providers {
+		c.Providers[i].from = path
+	}
 	// MetaData.Undecoded is not enough: the decoder matches a key to a field
 	// ignoring case, so "Timeouts.Worker" decodes silently. Every key must
 	// match a known one exactly.
@@ -322,10 +330,43 @@ func decodeFile(path string, c *Config, o *origins) error {
 			continue
 		}
 		reported[path] = true
-		errs = append(errs, unknownKeyError(o.file, path))
+		source := o.file
+		if line := keyLine(string(data), &md, key); line > 0 {
+			source = fmt.Sprintf("%s:%d", o.file, line)
+		}
+		errs = append(errs, unknownKeyError(source, path))
 	}
 	return errors.Join(errs...)
 }
+
+// keyLine finds the line of key in data, which md describes, or 0. The
+// decoder knows every key's position but tells it only in its errors, so
+// data is decoded again into a type holding nothing but key, whose value
+// refuses itself: the decoder's error then carries the line.
+func keyLine(data string, md *toml.MetaData, key toml.Key) int {
+	typ := reflect.TypeFor[linePin]()
+	for i := len(key) - 1; i >= 0; i-- {
+		if i < len(key)-1 && md.Type(key[:i+1]...) == "ArrayHash" {
+			typ = reflect.SliceOf(typ) // [[provider]]: an array of tables
+		}
+		typ = reflect.StructOf([]reflect.StructField{{Name: "F", Type: typ, Tag: reflect.StructTag("toml:" + strconv.Quote(key[i]))}})
+	}
+	var pinned toml.ParseError
+	if _, err := toml.Decode(data, reflect.New(typ).Interface()); errors.As(err, &pinned) {
+		return pinned.Position.Line
+	}
+	return 0
+}
+
+// linePin is the value keyLine decodes a key into: it refuses whatever
+// the key holds, so that the decoder says where the key is.
+type linePin struct{}
+
+// errPinned is linePin's refusal.
+var errPinned = errors.New("pinned")
+
+// UnmarshalTOML implements [toml.Unmarshaler].
+func (linePin) UnmarshalTOML(any) error { return errPinned }
 
 // underReported tells whether a table holding key was already reported as
 // unknown, so only the outermost unknown key is.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -61,16 +62,10 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 	if len(got.Turn.WorkerCommand) == 0 && len(got.Bus.AllowedUIDs) == 0 && len(got.Bus.TransportUsers) == 0 && len(got.Telegram.AllowedUsers) == 0 {
 		got.Turn.WorkerCommand, got.Bus.AllowedUIDs, got.Bus.TransportUsers, got.Telegram.AllowedUsers = nil, nil, nil, nil
 	}
-	// The one documented difference: Default has no provider, the example one.
-	want := Default()
-	want.Providers = []Provider{{
-		Name:             "openrouter",
-		BaseURL:          "https://openrouter.ai/api/v1",
-		Model:            "openai/gpt-4o-mini",
-		APIKeyCredential: "openrouter-api-key",
-		Timeout:          want.Timeouts.Worker,
-	}}
-	if !reflect.DeepEqual(got, want) {
+	// Copied as it is, it starts shelldon as the defaults do: its provider
+	// is commented out, for a copy with no credentials to start `up` on
+	// the demo model.
+	if want := Default(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Load(example) =\n%+v\nwant\n%+v", got, want)
 	}
 
@@ -83,6 +78,36 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 	}
 }
 
+// TestExampleProviderAsTheREADMESays: the example's provider, once
+// uncommented, is the one README.md tells the owner to set up: the same
+// credential name in api_key_credential and under /etc/shelldon/credentials.
+func TestExampleProviderAsTheREADMESays(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var uncommented []string
+	for _, line := range strings.Split(Example, "\n") {
+		if strings.HasPrefix(line, "# [[provider]]") || len(uncommented) > 0 && strings.HasPrefix(line, "# ") && strings.Contains(line, " = ") {
+			uncommented = append(uncommented, strings.TrimPrefix(line, "# "))
+			continue
+		}
+		if len(uncommented) > 0 {
+			break
+		}
+	}
+	got, err := Load(writeConfig(t, strings.Join(uncommented, "\n")+"\n"), nil)
+	if err != nil || len(got.Providers) != 1 {
+		t.Fatalf("the example's provider, uncommented (%q): %+v, %v", uncommented, got.Providers, err)
+	}
+	name := got.Providers[0].APIKeyCredential
+	for _, want := range []string{"/etc/shelldon/credentials/" + name + "`", `api_key_credential = "` + name + `"`} {
+		if !strings.Contains(string(readme), want) {
+			t.Errorf("README.md does not say %s, as the example's provider (%s) needs", want, name)
+		}
+	}
+}
+
 // Every key must be documented in the example, set or commented out.
 func TestExampleMentionsEveryKey(t *testing.T) {
 	for _, s := range settings {
@@ -91,7 +116,7 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule", "sandbox":
 			pattern = `(?m)^\[` + s.key + `\]$`
 		case "provider":
-			pattern = `(?m)^\[\[provider\]\]$`
+			pattern = `(?m)^(# )?\[\[provider\]\]$`
 		}
 		if !regexp.MustCompile(pattern).MatchString(Example) {
 			t.Errorf("Example does not mention %s (looked for %s)", s.key, pattern)
@@ -105,6 +130,9 @@ func TestSettingsMatchConfigFields(t *testing.T) {
 	var walk func(prefix string, typ reflect.Type)
 	walk = func(prefix string, typ reflect.Type) {
 		for field := range typ.Fields() {
+			if !field.IsExported() {
+				continue // not decoded: what Load remembers of a value
+			}
 			key := prefix + field.Tag.Get("toml")
 			fromStruct = append(fromStruct, key)
 			ft := field.Type
@@ -164,29 +192,36 @@ func TestLoadMissingFile(t *testing.T) {
 func TestLoadUnknownKey(t *testing.T) {
 	tests := []struct {
 		name, file string
+		line       int // where the unknown key is
 		want       []string
 		notWant    string
 	}{
-		{"typo in a table", "[timeouts]\nwrker = \"1s\"\n",
+		{"typo in a table", "[timeouts]\nwrker = \"1s\"\n", 2,
 			[]string{`timeouts.wrker: unknown key`, `did you mean "timeouts.worker"?`, `known keys in [timeouts]: worker, reap, turn`}, ""},
-		{"typo at the top", "stat_dir = \"/x\"\n",
+		{"typo at the top", "stat_dir = \"/x\"\n", 1,
 			[]string{`stat_dir: unknown key`, `did you mean "state_dir"?`, `known top-level keys: state_dir, socket, timeouts`}, ""},
-		{"wrong case", "[Timeouts]\nWorker = \"1s\"\n",
+		{"wrong case", "[Timeouts]\nWorker = \"1s\"\n", 1,
 			[]string{`Timeouts: unknown key`, `did you mean "timeouts"?`}, "Timeouts.Worker"},
-		{"key in the wrong table", "[turn]\ncpu_seconds = 30\n",
+		{"key in the wrong table", "# the turn\n\n[turn]\ncpu_seconds = 30\n", 4,
 			[]string{`turn.cpu_seconds: unknown key`, `did you mean "worker.cpu_seconds"?`, `known keys in [turn]: history_messages, reaction_dwell, approval_expiry, tool_strikes, max_model_calls, worker_command`}, ""},
-		{"typo in a provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nnmae = \"b\"\n",
+		{"typo in a provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nnmae = \"b\"\n", 5,
 			[]string{`provider.nmae: unknown key`, `did you mean "provider.name"?`, `known keys in [[provider]]: name, base_url`}, ""},
-		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n",
+		{"typo in the second provider", "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\n[[provider]]\nname = \"b\"\nbase_url = \"http://h\"\nmodel = \"m\"\ntimeuot = \"1s\"\n", 9,
+			[]string{`provider.timeuot: unknown key`, `did you mean "provider.timeout"?`}, ""},
+		{"unknown table reported once", "[gpu]\ncores = 4\nclock = 1\n", 1,
 			[]string{`gpu: unknown key`, `known top-level keys`}, "gpu.cores"},
-		{"nothing close", "[bus]\nzzzzzzzz = 1\n",
+		{"nothing close", "[bus]\nzzzzzzzz = 1\n", 2,
 			[]string{`bus.zzzzzzzz: unknown key; known keys in [bus]: allowed_uids, broker_users, transport_users, queue_length, max_frame`}, "did you mean"},
+		{"dotted key", "state_dir = \"/x\"\ntimeouts.wrker = \"1s\"\n", 2,
+			[]string{`timeouts.wrker: unknown key`}, ""},
+		{"inline table", "state_dir = \"/x\"\n\ntimeouts = { worker = \"1s\", wrker = \"2s\" }\n", 3,
+			[]string{`timeouts.wrker: unknown key`}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := writeConfig(t, tt.file)
 			_, err := Load(path, nil)
-			wantError(t, err, append(tt.want, "config "+path+": ")...)
+			wantError(t, err, append(tt.want, fmt.Sprintf("config %s:%d: ", path, tt.line))...)
 			if tt.notWant != "" && err != nil && strings.Contains(err.Error(), tt.notWant) {
 				t.Errorf("error %q mentions %q, want only the outermost unknown key", err, tt.notWant)
 			}
@@ -583,6 +618,23 @@ func TestProviderValidation(t *testing.T) {
 		if err == nil || strings.Contains(err.Error(), "secret") {
 			t.Errorf("Load(base_url = %q) error %v, want one that hides the secret", url, err)
 		}
+	}
+}
+
+// TestProviderKeyNamesTheFile: a provider from the file whose credential
+// cannot be read outside systemd (`shelldon up` on a copy of the
+// production file) is reported against the file that named the
+// credential, with the way to give the key there.
+func TestProviderKeyNamesTheFile(t *testing.T) {
+	path := writeConfig(t, "[[provider]]\nname = \"openrouter\"\nbase_url = \"https://openrouter.ai/api/v1\"\nmodel = \"m\"\napi_key_credential = \"openrouter-api-key\"\n")
+	cfg, err := Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cfg.Providers[0].Key(nil)
+	wantError(t, err, "config "+path+": ", `provider "openrouter": api_key_credential`, "$CREDENTIALS_DIRECTORY is not set", "api_key", "SHELLDON_PROVIDER_KEY")
+	if err != nil && strings.Contains(err.Error(), sourceEnvironment+":") {
+		t.Errorf("Key() = %q: the credential's name came from %s, not the environment", err, path)
 	}
 }
 

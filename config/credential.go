@@ -38,12 +38,16 @@ func (p Provider) Key(environ []string) (string, error) {
 		return "", nil
 	}
 	key := fmt.Sprintf("provider %q: api_key_credential", p.Name)
-	fix := fmt.Sprintf("put the key in /etc/shelldon/credentials/%s (mode 0600), which shelldon-broker.service loads, and restart it; or set api_key instead",
-		p.APIKeyCredential)
-	if !validCredentialName(p.APIKeyCredential) {
-		return "", &configError{source: sourceInMemory, key: key, problem: fmt.Sprintf("%q is not a file name", p.APIKeyCredential), fix: fix}
+	fix := fmt.Sprintf("put the key in /etc/shelldon/credentials/%s (mode 0600), which shelldon-broker.service loads, and restart it; "+
+		"outside systemd (`shelldon up`), set api_key instead, or SHELLDON_PROVIDER_URL, _MODEL and SHELLDON_PROVIDER_KEY", p.APIKeyCredential)
+	source := p.from
+	if source == "" {
+		source = sourceInMemory
 	}
-	return readCredential(environ, key, fix, CredentialPrefix+p.APIKeyCredential, p.APIKeyCredential)
+	if !validCredentialName(p.APIKeyCredential) {
+		return "", &configError{source: source, key: key, problem: fmt.Sprintf("%q is not a file name", p.APIKeyCredential), fix: fix}
+	}
+	return readCredential(environ, source, key, fix, CredentialPrefix+p.APIKeyCredential, p.APIKeyCredential)
 }
 
 // BotToken returns the bot's token: Token if set, else the contents of
@@ -55,7 +59,7 @@ func (t Telegram) BotToken(environ []string) (token string, ok bool, err error) 
 	if t.Token != "" {
 		return t.Token, true, nil
 	}
-	token, err = readCredential(environ, "telegram.token",
+	token, err = readCredential(environ, sourceEnvironment, "telegram.token",
 		"put the token from @BotFather in /etc/shelldon/telegram/token (mode 0600), which shelldon.service loads, and restart shelldon; or set telegram.token or SHELLDON_TELEGRAM_TOKEN instead",
 		TelegramCredential)
 	switch {
@@ -84,14 +88,15 @@ func (t Telegram) Check(environ []string) (enabled bool, err error) {
 
 // readCredential reads a credential that systemd's LoadCredential= put in
 // $CREDENTIALS_DIRECTORY: the first of names found there, without its
-// trailing newline. Every error wraps [ErrInvalid] and names key and fix;
-// it also wraps [fs.ErrNotExist] when the directory is not set or holds
-// none of names.
-func readCredential(environ []string, key, fix string, names ...string) (string, error) {
+// trailing newline. Every error wraps [ErrInvalid] and names source (what
+// asked for the credential), key and fix; it also wraps [fs.ErrNotExist]
+// when the directory is not set or holds none of names.
+func readCredential(environ []string, source, key, fix string, names ...string) (string, error) {
 	dir, _ := lookupEnv(environ, credentialsDirectory)
 	if dir == "" {
-		return "", &configError{source: sourceEnvironment, key: key, problem: "$" + credentialsDirectory + " is not set, so the credential cannot be read",
-			fix: fix, cause: fs.ErrNotExist}
+		return "", &configError{source: source, key: key,
+			problem: "$" + credentialsDirectory + " is not set (systemd sets it only for a unit that loads credentials), so the credential cannot be read",
+			fix:     fix, cause: fs.ErrNotExist}
 	}
 	var (
 		path string
@@ -106,13 +111,13 @@ func readCredential(environ []string, key, fix string, names ...string) (string,
 	}
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return "", &configError{source: sourceEnvironment, key: key, problem: fmt.Sprintf("credential file %s does not exist", path), fix: fix, cause: err}
+		return "", &configError{source: source, key: key, problem: fmt.Sprintf("credential file %s does not exist", path), fix: fix, cause: err}
 	case err != nil:
-		return "", &configError{source: sourceEnvironment, key: key, problem: "cannot read the credential: " + err.Error(), fix: fix, cause: err}
+		return "", &configError{source: source, key: key, problem: "cannot read the credential: " + err.Error(), fix: fix, cause: err}
 	}
 	value := strings.TrimRight(string(data), "\r\n")
 	if value == "" {
-		return "", &configError{source: sourceEnvironment, key: key, problem: fmt.Sprintf("credential file %s is empty", path), fix: fix}
+		return "", &configError{source: source, key: key, problem: fmt.Sprintf("credential file %s is empty", path), fix: fix}
 	}
 	return value, nil
 }

@@ -7,10 +7,10 @@
 // applies the environment, fills in derived values (an absolute state_dir,
 // socket = <state_dir>/bus.sock, each provider's timeout = timeouts.worker)
 // and runs [Config.Validate]. Every error says where the bad value came from
-// (the file, with its line when the TOML decoder knows it, or "environment"),
+// (the file, with its line, or "environment"),
 // which key, what is wrong and how to fix it:
 //
-//	config /etc/shelldon/shelldon.toml: timeouts.wrker: unknown key; did you mean "timeouts.worker"? known keys in [timeouts]: worker, reap, turn
+//	config /etc/shelldon/shelldon.toml:27: timeouts.wrker: unknown key; did you mean "timeouts.worker"? known keys in [timeouts]: worker, reap, turn
 //
 // # Environment
 //

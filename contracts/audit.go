@@ -21,6 +21,10 @@ const (
 	// EventSandboxEgress: a networked run's connection out, allowed or
 	// refused (to, decision, why).
 	EventSandboxEgress = "sandbox-egress"
+	// EventHTTPGet: an http_get fetched, or refused by the address rules
+	// before the owner was asked or when core dialled (url, decision,
+	// why).
+	EventHTTPGet = "http-get"
 	// EventMood: the mood changed (mood, why).
 	EventMood = "mood"
 	// EventSchedule: a scheduled turn was set, cancelled, started,

@@ -79,7 +79,7 @@ func TestAnUpgradeAdoptsTheOldToolsOnce(t *testing.T) {
 	if text := told(clk, got); !strings.Contains(text, "put my tools greet away") {
 		t.Fatalf("the owner was told %q, want the old tools put away", text)
 	}
-	if got := toolstore.ListDir(layout.ToolStore()); len(got) != 1 || got[0] != (toolstore.Listed{Name: "greet", State: toolstore.Quarantined}) {
+	if got, err := toolstore.ListDir(layout.ToolStore()); err != nil || len(got) != 1 || got[0] != (toolstore.Listed{Name: "greet", State: toolstore.Quarantined}) {
 		t.Errorf("the tool store holds %+v, want greet in quarantine", got)
 	}
 	if b, err := os.ReadFile(filepath.Join(ws, "tools", "notes.txt")); err != nil || string(b) != "the owner's own file" {

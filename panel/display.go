@@ -63,6 +63,10 @@ func (p PNGFile) Name() string { return "png " + p.Path }
 type Terminal struct {
 	mu  sync.Mutex
 	Out io.Writer
+	// Size is the terminal's columns and lines, asked at each frame so
+	// that a resized terminal gets the next one to fit; nil, or a size
+	// under 1, is no bound (125 columns by 61 lines).
+	Size func() (columns, lines int)
 }
 
 // Show implements [Display]: the screen is cleared and the frame drawn.
@@ -71,9 +75,18 @@ func (t *Terminal) Show(img image.Image, _ bool) error {
 	if !ok {
 		return fmt.Errorf("terminal display: a %T is not a frame", img)
 	}
+	columns, lines := 0, 0
+	if t.Size != nil {
+		columns, lines = t.Size()
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, err := fmt.Fprintf(t.Out, "\x1b[H\x1b[2J%s\n", f.Terminal())
+	// The frame's last line ends with a newline, which takes a line of
+	// the terminal's too.
+	if lines > 1 {
+		lines--
+	}
+	_, err := fmt.Fprintf(t.Out, "\x1b[H\x1b[2J%s\n", f.Terminal(columns, lines))
 	return err
 }
 

@@ -34,6 +34,10 @@ type Options struct {
 // frame is not sent to the display.
 const redrawEvery = time.Minute
 
+// maxRedial caps the wait between the panel's redials while core is
+// away; the wait starts at 50 ms, so a restart is barely noticed.
+const maxRedial = time.Minute
+
 // defaultAwayAfter is AwayAfter's zero value.
 const defaultAwayAfter = 5 * time.Second
 
@@ -84,6 +88,9 @@ func (p *Panel) Run(ctx context.Context) error {
 		Socket: p.opts.Socket, MaxFrame: p.opts.MaxFrame,
 		Hello: contracts.Hello{Role: contracts.RolePanel, Name: "panel"},
 		Logf:  func(format string, args ...any) { p.log.Info(fmt.Sprintf(format, args...)) },
+		// Through a long outage the panel redials at most once a minute:
+		// the sleeping face it shows does not need core sooner.
+		MaxRedial: maxRedial, Clock: p.clock,
 		// Core sends the face of the moment to a panel that joins.
 		OnConnect:    func(*bus.Conn) { p.coreBack() },
 		OnDisconnect: p.coreGone,

@@ -215,13 +215,8 @@ func TestCoreRestartReconnects(t *testing.T) {
 	// Core sends its face to a panel that joins, as the real one does.
 	joined := make(chan struct{}, 4)
 	onJoin := func(*hub.Peer) { joined <- struct{}{} }
-	greet := func(h *hub.Hub) {
+	show := func(h *hub.Hub) {
 		t.Helper()
-		select {
-		case <-joined:
-		case <-time.After(waitLimit):
-			t.Fatal("the panel did not join core's bus")
-		}
 		env, _ := contracts.NewEnvelope(contracts.KindSnapshot, "", happy)
 		if err := h.Route(env); err != nil {
 			t.Fatal(err)
@@ -238,7 +233,12 @@ func TestCoreRestartReconnects(t *testing.T) {
 	go func() { done <- p.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	withCore := render.Render(render.Scene{Face: "(^‿^)", Caption: "hello", Status: render.Status{Name: "shelldon", Word: "happy", Figures: &render.Figures{TurnsToday: 3}}})
-	greet(first)
+	select {
+	case <-joined:
+	case <-time.After(waitLimit):
+		t.Fatal("the panel did not join core's bus")
+	}
+	show(first)
 	d.waitFor(t, withCore, "core's face")
 
 	stop() // core goes away
@@ -257,8 +257,21 @@ func TestCoreRestartReconnects(t *testing.T) {
 		}
 	}
 
+	// The panel redials on the fake clock too: move it on until it has
+	// found core back.
 	second, _, _ := hubtest.Serve(t, socket, hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
-	greet(second)
+	deadline = time.After(waitLimit)
+	for rejoined := false; !rejoined; {
+		clk.Advance(maxRedial)
+		select {
+		case <-joined:
+			rejoined = true
+		case <-time.After(20 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("the panel did not join core's bus again once core was back")
+		}
+	}
+	show(second)
 	d.waitFor(t, withCore, "core's face after core came back")
 }
 

@@ -243,7 +243,11 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	if res.DiskFull, err = fsys.full(); err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
-	s.log.Info("sandboxed command", contracts.AuditEvent, contracts.EventSandboxRun, "turn", spec.Turn, "run", id,
+	log := s.log
+	if spec.Turn != "" { // a run for no turn (the gate, `shelldon sandbox run`) names none
+		log = log.With("turn", spec.Turn)
+	}
+	log.Info("sandboxed command", contracts.AuditEvent, contracts.EventSandboxRun, "run", id,
 		"view", spec.View.String(), "command", quoteArgv(spec.Argv), "network", spec.Network,
 		"exit", res.ExitCode, "took", res.Duration.Round(time.Millisecond), "timed_out", res.TimedOut,
 		"oom", res.OutOfMemory, "disk_full", res.DiskFull, "memory_peak", res.MemoryPeak, "output_bytes", int64(len(res.Output))+res.OutputDropped)

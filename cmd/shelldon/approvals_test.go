@@ -179,6 +179,46 @@ func TestApprovedCommandRunsCaptured(t *testing.T) {
 	}
 }
 
+// TestApprovedRunLogsOnceEachItsTurnAndActor: the log lines of an
+// approved command, the reading of the workspace's tests around it
+// included, name the turn that asked for it, and each line one actor.
+func TestApprovedRunLogsOnceEachItsTurnAndActor(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "s1", Name: "run_shell", Args: `{"command": "echo hello > greeting.txt"}`}}},
+		demomodel.Step{Text: "Greeting written."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "test_greeting.py"), []byte("def test_nothing():\n    pass\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.say("write a greeting file")
+	p.reply(15 * time.Second)
+	req := p.approval(5 * time.Second)
+	p.waitTurns(1)
+	p.decide(req.Turn, true)
+	p.reply(30 * time.Second)
+	if r := p.reply(30 * time.Second); !strings.HasPrefix(r.Text, "Greeting written.") {
+		t.Fatalf("reply after approve = %+v", r)
+	}
+	var runs int
+	for _, line := range strings.Split(p.logs.String(), "\n") {
+		if n := strings.Count(line, " actor="); n > 1 {
+			t.Errorf("a log line names %d actors: %s", n, line)
+		}
+		if strings.Contains(line, `turn=""`) {
+			t.Errorf("a log line names an empty turn: %s", line)
+		}
+		if strings.Contains(line, "sandboxed command") && strings.Contains(line, "turn="+req.Turn+" ") {
+			runs++
+		}
+	}
+	if runs != 3 { // the tests read before, the command, the tests read after
+		t.Errorf("%d sandboxed runs logged for turn %s, want 3: the command and the reading of the tests around it:\n%s", runs, req.Turn, p.logs.String())
+	}
+}
+
 // TestExpiredAndMalformedDecisions: a tap on a request past its time does
 // nothing and says so; a decision whose answer is not a plain yes counts
 // as no.

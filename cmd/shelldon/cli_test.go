@@ -218,6 +218,40 @@ func TestCLITurnsWithoutAState(t *testing.T) {
 	}
 }
 
+// TestCLITurnsOnADamagedDatabase: `shelldon turns` on a state.db whose
+// header a bad write smashed says that the database is damaged and what
+// to do, and leaves the file as it is (core moves it aside at its next
+// start; a reading command changes nothing).
+func TestCLITurnsOnADamagedDatabase(t *testing.T) {
+	dir := testhost.ShortDir(t)
+	layout := statedir.Layout{Root: dir}
+	store, err := state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	garbage := bytes.Repeat([]byte("garbage!"), 512)
+	if err := os.WriteFile(layout.DB(), garbage, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"turns"}, {"turns", "--json"}, {"tools"}} {
+		_, _, err := runCLI(t, append(args, "--state-dir", dir)...)
+		if err == nil {
+			t.Fatalf("shelldon %q on a damaged database = nil error", args)
+		}
+		for _, want := range []string{layout.DB(), "damaged", "shelldon doctor", "restart"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("shelldon %q on a damaged database = %q, want it to say %q", args, err, want)
+			}
+		}
+	}
+	if got, err := os.ReadFile(layout.DB()); err != nil || !bytes.Equal(got, garbage) {
+		t.Errorf("state.db after the reading commands: %d bytes, %v; want it untouched", len(got), err)
+	}
+}
+
 func TestCLIDoctorWithABadConfiguration(t *testing.T) {
 	path, _ := configFile(t, "[bus]\nmax_frame = true\n")
 	out, errOut, err := runCLI(t, "doctor", "--config", path)

@@ -117,7 +117,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		writeHelp(stdout, d, h.flags)
 		return nil
 	}
-	return err
+	return explainDenied(err)
 }
 
 // configFlags are the flags every command takes but the worker, which
@@ -208,25 +208,23 @@ func workerArgv(cfg config.Config) ([]string, error) {
 	return []string{self, "worker"}, nil
 }
 
-// runCore runs core until ctx is done, starting workers with launcher;
-// modelHelp, if any, ends the owner's /help (daemon.Options.ModelHelp),
-// and ready is called once the bus is up.
-func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, modelHelp string, ready func()) error {
-	store, err := state.Open(statedir.Layout{Root: cfg.StateDir})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
+// runCore runs core on store until ctx is done, starting workers with
+// launcher; modelHelp, if any, ends the owner's /help
+// (daemon.Options.ModelHelp), and ready is called once the bus is up. log
+// is the process's logger: core and the parts it runs (the sandbox, the
+// Telegram transport) each log through it under an actor of their own.
+func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, modelHelp string, ready func()) error {
 	argv, err := workerArgv(cfg)
 	if err != nil {
 		return err
 	}
-	tg, err := newTelegram(cfg, store, log)
+	coreLog := log.With("actor", "core")
+	tg, err := newTelegram(cfg, store, log.With("actor", "telegram"))
 	if err != nil {
 		return err
 	}
-	sb, noSandbox := openSandbox(cfg, launcher, log)
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: log, Notify: notify,
+	sb, noSandbox := openSandbox(cfg, launcher, log.With("actor", "sandbox"))
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: coreLog, Notify: notify,
 		Sandbox: sb, NoSandbox: noSandbox, ModelHelp: modelHelp})
 	if err != nil {
 		return err
@@ -237,13 +235,13 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 	tgCtx, stopTelegram := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopTelegram()
 	var transports sync.WaitGroup
-	defer transports.Wait() // the store closes only after the transport is done with it
+	defer transports.Wait() // the caller closes the store only after the transport is done with it
 	defer stopTelegram()
 	return core.Run(ctx, func() {
 		if tg != nil {
 			transports.Go(func() {
 				if err := tg.Run(tgCtx); err != nil {
-					log.Error("the Telegram transport stopped; the pet goes on without it", "err", err)
+					coreLog.Error("the Telegram transport stopped; the pet goes on without it", "err", err)
 				}
 			})
 		}
@@ -251,6 +249,12 @@ func runCore(ctx context.Context, cfg config.Config, log *slog.Logger, launcher 
 			ready()
 		}
 	})
+}
+
+// openState takes the state directory for this core (its lock first: a
+// second core on it is refused before it changes anything) and opens it.
+func openState(cfg config.Config) (*state.Store, error) {
+	return state.Open(statedir.Layout{Root: cfg.StateDir})
 }
 
 // newTelegram makes core's Telegram transport when a bot token is
@@ -272,14 +276,14 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
 		GiveUp:      telegram.GiveUp{Attempts: cfg.Telegram.GiveUpAttempts, Age: cfg.Telegram.GiveUpAfter.Duration},
-		Log:         log.With("actor", "telegram"),
+		Log:         log,
 	})
 }
 
 // openSandbox opens the sandbox that core runs turns' commands in, or
 // says why there is none (the image not built, not root); the pet then
 // answers shell commands with that reason. Where workers run in units,
-// so do commands.
+// so do commands. log is the sandbox's.
 func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) (daemon.Sandbox, error) {
 	recipe, err := image.DefaultRecipe()
 	if err != nil {
@@ -293,7 +297,7 @@ func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) 
 		return nil, sandbox.ErrNoImage
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
-	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: layout.Runs(), Log: log.With("actor", "sandbox"),
+	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: layout.Runs(), Log: log,
 		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault()}
 	if sd, ok := launcher.(*launch.Systemd); ok {
 		sbCfg.Units = sd
@@ -384,10 +388,17 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The state first: a second core is refused before it stops the
+	// units of the first one's turns.
+	store, err := openState(cfg)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
 	log := newLogger("core", env.stderr)
-	launcher, closeLauncher := chooseLauncher(ctx, cfg, log, env.stderr)
+	launcher, closeLauncher := chooseLauncher(ctx, cfg, log.With("actor", "core"), env.stderr)
 	defer closeLauncher()
-	return runCore(ctx, cfg, log, launcher, sdnotify.New(), "", nil)
+	return runCore(ctx, cfg, store, log, launcher, sdnotify.New(), "", nil)
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {
@@ -420,8 +431,7 @@ func cmdWorker(ctx context.Context, env *environment, args []string) error {
 		return fmt.Errorf("worker: find this binary to evaluate python_eval in: %w", err)
 	}
 	opts.Evaluator = []string{self, "eval"}
-	log := newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
-	opts.Logf = func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) }
+	opts.Log = newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
 	return worker.Run(ctx, opts)
 }
 

@@ -5,6 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
 
 	"shelldon/config"
 	"shelldon/panel"
@@ -46,7 +50,7 @@ func cmdPanel(ctx context.Context, env *environment, args []string) error {
 func openDisplay(cfg config.Panel, env *environment, log *slog.Logger) (panel.Display, error) {
 	switch cfg.Display {
 	case "terminal":
-		return &panel.Terminal{Out: env.stdout}, nil
+		return &panel.Terminal{Out: env.stdout, Size: func() (int, int) { return terminalSize(env.stdout, os.Getenv) }}, nil
 	case "png":
 		return panel.PNGFile{Path: cfg.PNGPath}, nil
 	case "waveshare":
@@ -75,4 +79,30 @@ func openWaveshare(cfg config.Panel) (*epd.Dev, error) {
 
 func panelPolicy(cfg config.Panel) panel.Policy {
 	return panel.Policy{FullEvery: cfg.FullEvery, FullAfter: cfg.FullAfter.Duration, SleepAfter: cfg.SleepAfter.Duration}
+}
+
+// Without a terminal to ask, nor $COLUMNS and $LINES, the preview fits the
+// classic terminal.
+const defaultColumns, defaultLines = 80, 24
+
+// terminalSize is the size of the terminal out is, asked of the terminal
+// so that a resize counts; when out is no terminal, $COLUMNS and $LINES
+// (which a shell sets, and a user may) and otherwise 80×24.
+func terminalSize(out any, getenv func(string) string) (columns, lines int) {
+	if f, ok := out.(*os.File); ok {
+		if ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ); err == nil && ws.Col > 0 && ws.Row > 0 {
+			return int(ws.Col), int(ws.Row)
+		}
+	}
+	return sizeFromEnv(getenv("COLUMNS"), defaultColumns), sizeFromEnv(getenv("LINES"), defaultLines)
+}
+
+// sizeFromEnv reads a terminal dimension from the environment, fallback
+// when it is unset or not a positive number of at most 4 digits.
+func sizeFromEnv(value string, fallback int) int {
+	n, err := strconv.Atoi(value)
+	if err != nil || n < 1 || n > 9999 {
+		return fallback
+	}
+	return n
 }

@@ -68,6 +68,9 @@ type pet struct {
 	joins     chan struct{} // one per join of the transport
 	acks      chan contracts.InboundAck
 	refs      int // the last ref sayKept gave a message
+	// logs is what core and its parts (and, from newPet, its workers)
+	// logged, for a test that reads it.
+	logs *syncBuffer
 }
 
 // petOption adjusts a pet's configuration before it starts.
@@ -122,15 +125,27 @@ func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config 
 
 func newPet(t testing.TB, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
-	return newPetLaunchedBy(t, launch.Child{Output: testOutput()}, model, opts...)
+	logs := new(syncBuffer)
+	workers := launch.Child{Output: io.MultiWriter(testOutput(), logs)}
+	if _, bench := t.(*testing.B); bench {
+		workers.Output = testOutput()
+	}
+	return newPetLogging(t, workers, logs, model, opts...)
 }
 
 // newPetLaunchedBy is newPet with core starting workers through launcher.
 func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
+	return newPetLogging(t, launcher, new(syncBuffer), model, opts...)
+}
+
+// newPetLogging is newPetLaunchedBy keeping what core logs in logs too,
+// where the launcher may also put its workers' logs.
+func newPetLogging(t testing.TB, launcher launch.Launcher, logs *syncBuffer, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
-	p := &pet{t: t, model: model, launcher: launcher, replies: make(chan contracts.Outbound, 256)}
+	p := &pet{t: t, model: model, launcher: launcher, replies: make(chan contracts.Outbound, 256), logs: logs}
 	p.cfg = testConfig(t, srv.URL+"/v1", opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -235,13 +250,29 @@ func (p *pet) startCore() {
 	p.coreDone = make(chan error, 1)
 	ready := make(chan struct{})
 	go func() {
-		p.coreDone <- runCore(ctx, p.cfg, testLogger(p.t).With("actor", "core"), p.launcher, nil, "", func() { close(ready) })
+		p.coreDone <- func() error {
+			store, err := openState(p.cfg)
+			if err != nil {
+				return err
+			}
+			defer store.Close() // before coreDone: the next core takes the lock at once
+			return runCore(ctx, p.cfg, store, p.coreLog(), p.launcher, nil, "", func() { close(ready) })
+		}()
 	}()
 	select {
 	case <-ready:
 	case err := <-p.coreDone:
 		p.t.Fatalf("core did not start: %v", err)
 	}
+}
+
+// coreLog is core's logger: the test's output, and p.logs (not for a
+// benchmark, whose turns would pile up there).
+func (p *pet) coreLog() *slog.Logger {
+	if _, bench := p.t.(*testing.B); bench {
+		return testLogger(p.t)
+	}
+	return slog.New(slog.NewTextHandler(io.MultiWriter(p.t.Output(), p.logs), &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
 // stopCore stops the in-process core; a second call does nothing.

@@ -250,7 +250,12 @@ func TestTelegramWithoutAllowedUsersRefusesToStart(t *testing.T) {
 	t.Parallel()
 	cfg := testConfig(t, "http://127.0.0.1:1/v1")
 	cfg.Telegram.Token = botToken
-	err := runCore(context.Background(), cfg, testLogger(t), launch.Child{}, nil, "", func() { t.Error("core started") })
+	store, err := openState(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	err = runCore(context.Background(), cfg, store, testLogger(t), launch.Child{}, nil, "", func() { t.Error("core started") })
 	if err == nil || !strings.Contains(err.Error(), "@userinfobot") || !strings.Contains(err.Error(), "telegram.allowed_users") {
 		t.Errorf("runCore = %v, want a refusal saying how to find the owner's id", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -27,17 +28,16 @@ func cmdTools(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
-	strikes := map[string]int{}
-	if store, err := state.OpenReadOnly(layout); err == nil {
-		healths, _ := store.ToolHealths(ctx)
-		for _, h := range healths {
-			strikes[h.Name] = h.Strikes
-		}
-		store.Close()
+	found, err := toolstore.ListDir(layout.ToolStore())
+	if err != nil {
+		return err
+	}
+	strikes, err := toolStrikes(ctx, layout)
+	if err != nil {
+		return err
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "TOOL\tSTATE\tSTRIKES")
-	found := toolstore.ListDir(layout.ToolStore())
 	for _, tool := range found {
 		fmt.Fprintf(tw, "%s\t%s\t%d\n", tool.Name, tool.State, strikes[tool.Name])
 	}
@@ -46,6 +46,28 @@ func cmdTools(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	return tw.Flush()
+}
+
+// toolStrikes reads each tool's strikes from the state database; none
+// when core has not made one yet.
+func toolStrikes(ctx context.Context, layout statedir.Layout) (map[string]int, error) {
+	store, err := state.OpenReadOnly(layout)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	healths, err := store.ToolHealths(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the tools' strikes: %w", err)
+	}
+	strikes := map[string]int{}
+	for _, h := range healths {
+		strikes[h.Name] = h.Strikes
+	}
+	return strikes, nil
 }
 
 // cmdToolsRestore asks core, over the bus as a transport, to bring a

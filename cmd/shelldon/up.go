@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"shelldon/broker"
@@ -44,9 +44,14 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(cfg.StateDir, 0o750); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
+	// The state directory first: a second `shelldon up` on it is refused
+	// here, before it starts a demo model, overwrites the first one's
+	// address file or writes to its log.
+	store, err := openState(cfg)
+	if err != nil {
+		return err
 	}
+	defer store.Close()
 	logOut := env.stderr
 	if withChat {
 		f, err := os.OpenFile(filepath.Join(cfg.StateDir, "shelldon.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o640)
@@ -71,23 +76,27 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		banner, modelHelp = demoBanner, demoHelp
 		log.Warn("no provider configured: using the scripted demo model", "url", url)
 	}
-	if banner != "" && !withChat {
-		fmt.Fprintln(env.stderr, banner)
-	}
 	chain, err := newChain(cfg)
 	if err != nil {
 		return err
 	}
 
 	ready := make(chan struct{})
-	coreDone := make(chan error, 1)
+	coreStopped := make(chan struct{})
+	var coreErr error
 	go func() {
-		coreDone <- runCore(ctx, cfg, log.With("actor", "core"), launch.Child{Output: logOut}, nil, modelHelp, func() { close(ready) })
+		defer close(coreStopped)
+		coreErr = runCore(ctx, cfg, store, log, launch.Child{Output: logOut}, nil, modelHelp, func() { close(ready) })
+	}()
+	// Whatever ends up, core stops before the store closes.
+	defer func() {
+		cancel()
+		<-coreStopped
 	}()
 	select {
 	case <-ready:
-	case err := <-coreDone:
-		return err
+	case <-coreStopped:
+		return coreErr
 	}
 	go func() {
 		if err := broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, log.With("actor", "broker")); err != nil {
@@ -119,15 +128,23 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		}
 	}()
 
+	// The banner only once the pet is up: not above an error that
+	// stopped it.
+	if banner != "" && !withChat {
+		fmt.Fprintln(env.stderr, banner)
+	}
+
 	if withChat {
 		err := chat.Run(ctx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: banner})
 		cancel()
-		if cerr := <-coreDone; err == nil {
-			err = cerr
+		<-coreStopped
+		if err == nil {
+			err = coreErr
 		}
 		return err
 	}
-	return <-coreDone
+	<-coreStopped
+	return coreErr
 }
 
 // startDemoModel starts the scripted model server beside this binary (or
@@ -146,25 +163,74 @@ func startDemoModel(ctx context.Context, stateDir string, logOut io.Writer) (url
 	addrFile := filepath.Join(stateDir, "demo-model.addr")
 	os.Remove(addrFile)
 	cmd := exec.CommandContext(ctx, path, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-	cmd.Stdout, cmd.Stderr = logOut, logOut
+	var said lastLine
+	cmd.Stdout, cmd.Stderr = logOut, io.MultiWriter(logOut, &said)
 	if err := cmd.Start(); err != nil {
 		return "", nil, fmt.Errorf("start the demo model: %w", err)
 	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
 	stop = func() {
 		cmd.Process.Kill()
-		cmd.Wait()
+		<-exited
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if raw, err := os.ReadFile(addrFile); err == nil {
-			if u := strings.TrimSpace(string(raw)); u != "" {
-				return u, stop, nil
+	const patience = 10 * time.Second
+	deadline := time.After(patience)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		select {
+		case err := <-exited:
+			// Wait has copied all it said: its last line is why.
+			return "", nil, fmt.Errorf("the demo model stopped before it said its address (%v): %s", err, said.String())
+		case <-deadline:
+			stop()
+			return "", nil, fmt.Errorf("the demo model did not say its address within %v: %s", patience, said.String())
+		case <-poll.C:
+			if raw, err := os.ReadFile(addrFile); err == nil {
+				if u := strings.TrimSpace(string(raw)); u != "" {
+					return u, stop, nil
+				}
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
-	stop()
-	return "", nil, errors.New("the demo model did not say its address within 10s")
+}
+
+// lastLine keeps the last line written to it: what a program said last
+// before it stopped.
+type lastLine struct {
+	mu   sync.Mutex
+	line []byte
+	next []byte
+}
+
+func (l *lastLine) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, b := range p {
+		if b == '\n' {
+			if len(l.next) > 0 {
+				l.line, l.next = l.next, nil
+			}
+			continue
+		}
+		if len(l.next) < 512 {
+			l.next = append(l.next, b)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *lastLine) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.next) > 0 {
+		return string(l.next)
+	}
+	if len(l.line) == 0 {
+		return "it said nothing"
+	}
+	return string(l.line)
 }
 
 func fileExists(p string) bool {

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"image"
 	_ "image/png"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/config"
 	"shelldon/testhost"
 )
 
@@ -37,8 +41,18 @@ func (b *syncBuffer) String() string {
 // TestUpFallsBackToTheLabelledDemoModel is `make run` without make: with
 // no provider configured, `shelldon up --chat` starts the scripted demo
 // model, says so and lists the phrases to try, a message typed at the
-// prompt gets a real turn, and /help lists the phrases again.
+// prompt gets a real turn, and /help lists the phrases again. So it does
+// with config/shelldon.example.toml copied as it is.
 func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
+	example := filepath.Join(t.TempDir(), "shelldon.toml")
+	if err := os.WriteFile(example, []byte(config.Example), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("no configuration", func(t *testing.T) { upOnTheDemoModel(t) })
+	t.Run("the example copied", func(t *testing.T) { upOnTheDemoModel(t, "--config", example) })
+}
+
+func upOnTheDemoModel(t *testing.T, flags ...string) {
 	goTool := testhost.Tool(t, "go", "golang (Go 1.26)")
 	bin := t.TempDir()
 	build := exec.Command(goTool, "build", "-o", filepath.Join(bin, demoModelBinary), "shelldon/cmd/shelldon-demo-model")
@@ -54,7 +68,7 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 	var out syncBuffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(context.Background(), []string{"up", "--chat", "--state-dir", state}, in, &out, io.Discard)
+		done <- run(context.Background(), append([]string{"up", "--chat", "--state-dir", state}, flags...), in, &out, io.Discard)
 	}()
 
 	waitFor := func(what string) {
@@ -117,5 +131,76 @@ func TestUpFallsBackToTheLabelledDemoModel(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(state, "shelldon.log")); err != nil {
 		t.Errorf("up --chat wrote no log file: %v", err)
+	}
+}
+
+// TestSecondUpOnTheSameStateIsRefused is a second `make run` in another
+// terminal on the same ./var: it is refused at once, naming the first,
+// before it starts a demo model of its own, prints the demo banner or
+// writes to the first one's log; the first goes on with its demo model
+// and address file as they were.
+func TestSecondUpOnTheSameStateIsRefused(t *testing.T) {
+	demo := demoModelForOthers(t)
+	t.Setenv("PATH", demo+string(os.PathListSeparator)+os.Getenv("PATH"))
+	t.Setenv("SHELLDON_WORKER_MEMORY_LIMIT", "0") // the workers are this race-built test binary
+	dir := testhost.ShortDir(t)
+
+	first := exec.Command(os.Args[0], "up", "--chat", "--state-dir", dir)
+	first.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1")
+	typed, err := first.StdinPipe() // held open: the chat runs until it closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		typed.Close()
+		first.Process.Kill()
+		first.Wait()
+	})
+	addrFile := filepath.Join(dir, "demo-model.addr")
+	logFile := filepath.Join(dir, "shelldon.log")
+	var addr []byte
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		log, _ := os.ReadFile(logFile)
+		if addr, err = os.ReadFile(addrFile); err == nil && strings.Contains(string(log), "core ready") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first up did not come up:\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	for _, args := range [][]string{{"up", "--chat", "--state-dir", dir}, {"up", "--state-dir", dir}} {
+		second := exec.Command(os.Args[0], args...)
+		second.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1")
+		var stderr bytes.Buffer
+		second.Stderr = &stderr
+		start := time.Now()
+		err := second.Run()
+		if took := time.Since(start); err == nil || took > 5*time.Second {
+			t.Errorf("the second shelldon %q = %v after %v, want it refused at once", args, err, took)
+		}
+		want := fmt.Sprintf("another shelldon core holds the state directory (pid %d)", first.Process.Pid)
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the second shelldon %q said %q, want %q", args, stderr.String(), want)
+		}
+		if strings.Contains(stderr.String(), "DEMO MODEL") {
+			t.Errorf("the second shelldon %q printed the demo banner before it failed:\n%s", args, stderr.String())
+		}
+	}
+	if now, err := os.ReadFile(addrFile); err != nil || !bytes.Equal(now, addr) {
+		t.Errorf("demo-model.addr after the second up = %q, %v; want the first's %q", now, err, addr)
+	}
+	res, err := http.Get(strings.TrimSpace(string(addr)) + "/models")
+	if err != nil {
+		t.Fatalf("the first up's demo model: %v", err)
+	}
+	res.Body.Close()
+	if log, _ := os.ReadFile(logFile); strings.Count(string(log), "using the scripted demo model") != 1 {
+		t.Errorf("shelldon.log tells of %d demo models, want the first's alone:\n%s", strings.Count(string(log), "using the scripted demo model"), log)
 	}
 }

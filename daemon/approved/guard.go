@@ -35,18 +35,20 @@ var skippedDirs = []string{"build", "dist", "node_modules", "venv", "CVS", "_dar
 type guard struct {
 	r     *Runner
 	ws    *beneath.Root
+	turn  string                       // whose approved change it guards
 	files map[string][]byte            // path → content
 	funcs map[string]map[string]string // path → function → tree
 }
 
 // openGuard opens the workspace and reads its tests as they are: their
-// bytes, and their test functions when there is a sandbox to read them in.
-func (r *Runner) openGuard(ctx context.Context) (guard, error) {
+// bytes, and their test functions when there is a sandbox to read them in,
+// for the change of turn's approved request.
+func (r *Runner) openGuard(ctx context.Context, turn string) (guard, error) {
 	ws, err := beneath.Open(r.Workspace)
 	if err != nil {
 		return guard{}, fmt.Errorf("open the workspace: %w", err)
 	}
-	g := guard{r: r, ws: ws, files: map[string][]byte{}}
+	g := guard{r: r, ws: ws, turn: turn, files: map[string][]byte{}}
 	for _, rel := range testFiles(ws) {
 		data, err := ws.ReadFile(rel, maxTestBytes)
 		if err != nil {
@@ -57,7 +59,7 @@ func (r *Runner) openGuard(ctx context.Context) (guard, error) {
 	if len(g.files) == 0 || r.Sandbox == nil {
 		return g, nil
 	}
-	g.funcs, err = selfcode.TestTrees(ctx, r.Sandbox, r.Workspace, slices.Sorted(maps.Keys(g.files)))
+	g.funcs, err = selfcode.TestTrees(ctx, r.Sandbox, r.Workspace, turn, slices.Sorted(maps.Keys(g.files)))
 	if err != nil {
 		ws.Close()
 		return guard{}, err
@@ -88,7 +90,7 @@ func (g guard) check(ctx context.Context) string {
 	after := map[string]map[string]string{}
 	if len(present) > 0 {
 		var err error
-		if after, err = selfcode.TestTrees(ctx, g.r.Sandbox, g.r.Workspace, present); err != nil {
+		if after, err = selfcode.TestTrees(ctx, g.r.Sandbox, g.r.Workspace, g.turn, present); err != nil {
 			g.r.Log.Error("checking the tests after a change", "err", err)
 			return "(the tests could not be checked after the change: " + err.Error() + ")"
 		}

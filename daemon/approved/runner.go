@@ -81,9 +81,9 @@ func (r *Runner) Call(ctx context.Context, req approval.Request) Result {
 		return Result{Changed: true, Answer: "error: nothing ran: what this call would run now is not what the owner approved"}
 	}
 	if call.Name == "http_get" {
-		return Result{Answer: r.fetch(ctx, checked.URL)}
+		return Result{Answer: r.fetch(ctx, req.Key, checked.URL)}
 	}
-	g, err := r.openGuard(ctx)
+	g, err := r.openGuard(ctx, req.Key)
 	if err != nil {
 		return Result{Answer: "error: could not read the workspace's tests before the change: " + err.Error()}
 	}
@@ -160,12 +160,19 @@ func (r *Runner) jailed(given string) (string, error) {
 	return filepath.ToSlash(rel), nil
 }
 
-// fetch carries out an approved http_get through the guarded client.
-func (r *Runner) fetch(ctx context.Context, url string) string {
+// fetch carries out turn's approved http_get through the guarded client,
+// and logs what came of it for the owner.
+func (r *Runner) fetch(ctx context.Context, turn, url string) string {
 	res, err := fetch.Getter{}.Get(ctx, url)
+	if tools.NetworkRefused(err) {
+		r.Log.Warn("http_get refused", contracts.AuditEvent, contracts.EventHTTPGet, "turn", turn, "url", url, "decision", "refused", "why", err.Error())
+		return "error: " + (&tools.FetchRefusal{URL: url, Err: err}).Error()
+	}
 	if err != nil {
 		return "error: " + err.Error()
 	}
+	r.Log.Info("http_get", contracts.AuditEvent, contracts.EventHTTPGet, "turn", turn, "url", url, "decision", "fetched",
+		"status", res.Status, "bytes", len(res.Body))
 	body := strings.ToValidUTF8(string(res.Body), "\uFFFD")
 	if res.Truncated {
 		body += "\n[… cut: the body was longer]"

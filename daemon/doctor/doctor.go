@@ -23,6 +23,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/panel/epd"
+	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
 
@@ -57,12 +58,46 @@ type Host struct {
 	// ProbeDisplay asks the e-ink display to answer; nil means there is
 	// none to ask.
 	ProbeDisplay func() (string, error)
+	// ProbeCgroup makes a control group of a sandboxed command's own and
+	// says which of its limits hold ([cgroup.Group.Enforced]); nil means
+	// the layout of the hierarchy alone is judged.
+	ProbeCgroup func() ([]string, error)
 }
 
 // System is the running machine.
 func System() Host {
-	return Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}, ProbeDisplay: epd.Probe}
+	h := Host{Root: "/", LookPath: exec.LookPath, HTTP: &http.Client{Timeout: 3 * time.Second}, ProbeDisplay: epd.Probe}
+	// Where systemd is PID 1 each command runs in a unit of its own that
+	// systemd limits; a group of the doctor's own (inside an ssh or
+	// login session's, which the kernel will not nest controllers under)
+	// would say nothing of those.
+	if !image.SystemdIsInit() {
+		h.ProbeCgroup = probeCgroup
+	}
+	return h
 }
+
+// probeCgroup makes, and removes at once, a control group with the limits
+// a sandboxed command gets where systemd does not run it in a unit, and
+// says which hold.
+func probeCgroup() ([]string, error) {
+	if os.Geteuid() != 0 {
+		return nil, errNotRoot
+	}
+	g, err := cgroup.New(fmt.Sprintf("doctor-%d", os.Getpid()), cgroup.Limits{MemoryMax: 64 << 20, TasksMax: 64, CPUQuota: 1})
+	if err != nil {
+		return nil, err
+	}
+	held := g.Enforced()
+	if err := g.Delete(); err != nil {
+		return nil, err
+	}
+	return held, nil
+}
+
+// errNotRoot says a check needs root to look: core runs as root, and
+// what this user may not see says nothing of what core can do.
+var errNotRoot = errors.New("only root can look")
 
 func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
 
@@ -200,31 +235,88 @@ func (h Host) sandboxImage() Check {
 	return c
 }
 
+// memoryCgroup says whether a command's memory limit can hold: the
+// memory controller in cgroup v2, or in v1 (a hybrid host, where
+// systemd's v2 mount only tracks processes), and, where the doctor can
+// make one, what a control group of a command's own holds there.
 func (h Host) memoryCgroup() Check {
 	c := Check{Name: "memory cgroup"}
-	raw, err := os.ReadFile(h.path("/sys/fs/cgroup/cgroup.controllers"))
+	version, swap, missing := h.memoryHierarchy()
+	if missing != "" {
+		c.Status, c.Detail = Fail, missing+": no command's memory limit can hold"
+		c.Fix = "add cgroup_enable=memory to /boot/firmware/cmdline.txt (Raspberry Pi kernels) and reboot; elsewhere boot with systemd.unified_cgroup_hierarchy=1 (the default on Debian 12)"
+		return c
+	}
+	c.Detail = "cgroup " + version + " with the memory controller"
+	if h.ProbeCgroup == nil {
+		c.Status = OK
+		if !swap {
+			c.Status, c.Detail = Warn, c.Detail+", but swap is not counted against a limit: a command may swap past it"
+			c.Fix = "add swapaccount=1 to the kernel command line and reboot"
+		}
+		return c
+	}
+	held, err := h.ProbeCgroup()
 	switch {
+	case errors.Is(err, errNotRoot):
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s; whether a command's own control group holds its limit only root can check (this is uid %d)", c.Detail, os.Geteuid())
+		c.Fix = "run shelldon doctor as root"
 	case err != nil:
-		c.Status, c.Detail = Fail, "no cgroup v2 hierarchy at /sys/fs/cgroup"
-		c.Fix = "boot with systemd.unified_cgroup_hierarchy=1 (the default on Debian 12)"
-	case !slices.Contains(strings.Fields(string(raw)), "memory"):
-		c.Status, c.Detail = Fail, "the memory controller is not enabled: MemoryMax cannot hold"
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s, but a command's own control group cannot be made (%v): a sandboxed command outside a systemd unit runs without a memory limit", c.Detail, err)
+		c.Fix = "run core as root on a writable /sys/fs/cgroup, or under systemd (units/shelldon.service), which runs each command in a unit"
+	case !slices.Contains(held, cgroup.EnforcedMemory):
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s, but a command's own control group holds only %s: a sandboxed command outside a systemd unit runs without a memory limit", c.Detail, listOrNone(held))
 		c.Fix = "add cgroup_enable=memory to /boot/firmware/cmdline.txt (Raspberry Pi kernels) and reboot"
+	case !slices.Contains(held, cgroup.EnforcedSwap):
+		c.Status, c.Detail = Warn, fmt.Sprintf("%s: a command's own control group holds %s, but swap is not counted against its memory limit", c.Detail, listOrNone(held))
+		c.Fix = "add swapaccount=1 to the kernel command line and reboot"
 	default:
-		c.Status, c.Detail = OK, "cgroup v2 with the memory controller"
+		c.Status, c.Detail = OK, fmt.Sprintf("%s: a command's own control group holds %s", c.Detail, listOrNone(held))
 	}
 	return c
+}
+
+// memoryHierarchy finds the memory controller: "v2" in the unified
+// hierarchy, else "v1" in a hierarchy of its own, with whether swap is
+// accounted there (v2 always can be). missing says what is wrong when
+// there is neither.
+func (h Host) memoryHierarchy() (version string, swap bool, missing string) {
+	raw, err := os.ReadFile(h.path("/sys/fs/cgroup/cgroup.controllers"))
+	if err == nil && slices.Contains(strings.Fields(string(raw)), "memory") {
+		return "v2", true, ""
+	}
+	if _, err := os.Stat(h.path("/sys/fs/cgroup/memory/memory.limit_in_bytes")); err == nil {
+		_, swapErr := os.Stat(h.path("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"))
+		return "v1", swapErr == nil, ""
+	}
+	if err == nil {
+		return "", false, "the memory controller is not enabled"
+	}
+	return "", false, "no memory controller in /sys/fs/cgroup, neither cgroup v2 nor v1"
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "no limit"
+	}
+	return strings.Join(names, ", ")
 }
 
 func (h Host) stateDir(cfg config.Config) Check {
 	c := Check{Name: "state directory"}
 	dir := cfg.StateDir
 	if err := os.MkdirAll(dir, 0o750); err != nil {
+		if denied(&c, dir, err) {
+			return c
+		}
 		c.Status, c.Detail, c.Fix = Fail, err.Error(), fmt.Sprintf("create %s writable by core, or set state_dir", dir)
 		return c
 	}
 	f, err := os.CreateTemp(dir, ".doctor-*")
 	if err != nil {
+		if denied(&c, dir, err) {
+			return c
+		}
 		c.Status, c.Detail, c.Fix = Fail, err.Error(), fmt.Sprintf("make %s writable by core", dir)
 		return c
 	}
@@ -248,9 +340,15 @@ func (h Host) stateDB(ctx context.Context, cfg config.Config) Check {
 	case errors.Is(err, fs.ErrNotExist):
 		c.Status, c.Detail = OK, "none yet: core makes it when it starts"
 		return c
-	case err != nil:
-		c.Status, c.Detail = Fail, fmt.Sprintf("%s is damaged: %v", layout.DB(), err)
+	case denied(&c, layout.DB(), err):
+		return c
+	case errors.Is(err, state.ErrDamaged):
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s is %v", layout.DB(), err)
 		c.Fix = "restart core (systemctl restart shelldon): it moves the damaged file aside and starts from the last backup, or afresh; the memory tree and the workspace are kept"
+		return c
+	case err != nil:
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s could not be checked: %v", layout.DB(), err)
+		c.Fix = "run shelldon doctor again; if it says this again, stop core and check the file system (dmesg)"
 		return c
 	}
 	c.Status, c.Detail = OK, "sound (quick_check)"
@@ -268,6 +366,9 @@ func (h Host) stateDB(ctx context.Context, cfg config.Config) Check {
 func (h Host) core(cfg config.Config) Check {
 	c := Check{Name: "core"}
 	conn, err := net.DialTimeout("unix", cfg.Socket, time.Second)
+	if denied(&c, cfg.Socket, err) {
+		return c
+	}
 	if err != nil {
 		c.Status, c.Detail = Warn, fmt.Sprintf("no core answers on %s", cfg.Socket)
 		c.Fix = "systemctl start shelldon (or `shelldon up` for development)"
@@ -344,6 +445,20 @@ func (h Host) spi() Check {
 	}
 	c.Status, c.Detail = OK, detail
 	return c
+}
+
+// denied fills in c, a check this user may not make, and reports
+// whether err says so: core runs as root, and a file of its that this
+// user may not use says nothing of whether core can, so it is a warning
+// that only root can check, not a failure.
+func denied(c *Check, path string, err error) bool {
+	if !errors.Is(err, fs.ErrPermission) || os.Geteuid() == 0 {
+		return false
+	}
+	c.Status = Warn
+	c.Detail = fmt.Sprintf("permission denied on %s: this user (uid %d) may not use it, so only root can check", path, os.Geteuid())
+	c.Fix = "run shelldon doctor as root"
+	return true
 }
 
 // Write prints the checks one line each and reports whether none failed.

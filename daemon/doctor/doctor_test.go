@@ -5,22 +5,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	godbus "github.com/godbus/dbus/v5"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	godbus "github.com/godbus/dbus/v5"
+
 	"shelldon/config"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
@@ -139,24 +143,93 @@ func TestNspawn(t *testing.T) {
 }
 
 func TestMemoryCgroup(t *testing.T) {
-	const controllers = "sys/fs/cgroup/cgroup.controllers"
+	const (
+		controllers = "sys/fs/cgroup/cgroup.controllers"
+		v1Limit     = "sys/fs/cgroup/memory/memory.limit_in_bytes"
+		v1Swap      = "sys/fs/cgroup/memory/memory.memsw.limit_in_bytes"
+	)
 	tests := []struct {
 		name  string
 		files map[string]string
 		want  Status
+		says  string
 	}{
-		{"memory enabled", map[string]string{controllers: "cpuset cpu io memory hugetlb pids rdma misc\n"}, OK},
-		{"memory last", map[string]string{controllers: "cpu io memory\n"}, OK},
-		{"memory only", map[string]string{controllers: "memory"}, OK},
-		{"no memory", map[string]string{controllers: "cpuset cpu io pids\n"}, Fail},
-		{"a name that only contains memory", map[string]string{controllers: "cpu nomemory memoryx\n"}, Fail},
-		{"empty", map[string]string{controllers: ""}, Fail},
-		{"no cgroup v2", map[string]string{"sys/fs/cgroup/": ""}, Fail},
+		{"memory enabled", map[string]string{controllers: "cpuset cpu io memory hugetlb pids rdma misc\n"}, OK, "cgroup v2"},
+		{"memory last", map[string]string{controllers: "cpu io memory\n"}, OK, "cgroup v2"},
+		{"memory only", map[string]string{controllers: "memory"}, OK, "cgroup v2"},
+		{"no memory", map[string]string{controllers: "cpuset cpu io pids\n"}, Fail, "not enabled"},
+		{"a name that only contains memory", map[string]string{controllers: "cpu nomemory memoryx\n"}, Fail, "not enabled"},
+		{"empty", map[string]string{controllers: ""}, Fail, "not enabled"},
+		{"no cgroup v2", map[string]string{"sys/fs/cgroup/": ""}, Fail, "no memory controller"},
+		// A hybrid host (systemd's v2 mount tracks processes only) keeps
+		// the memory controller in v1, where a sandboxed command's own
+		// group holds its limit.
+		{"v1 memory with swap accounting", map[string]string{v1Limit: "9223372036854771712\n", v1Swap: "9223372036854771712\n", "sys/fs/cgroup/unified/cgroup.controllers": ""}, OK, "cgroup v1"},
+		{"v1 memory without swap accounting", map[string]string{v1Limit: "9223372036854771712\n"}, Warn, "swap"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wantStatus(t, testHost(t, tt.files).memoryCgroup(), tt.want)
+			c := testHost(t, tt.files).memoryCgroup()
+			wantStatus(t, c, tt.want)
+			if !strings.Contains(c.Detail, tt.says) {
+				t.Errorf("memoryCgroup() detail = %q, want it to say %q", c.Detail, tt.says)
+			}
 		})
+	}
+}
+
+// TestMemoryCgroupProbe: where the doctor can make a control group of a
+// command's own (the sandbox's way where systemd does not run it), what
+// it finds there decides, not the layout alone.
+func TestMemoryCgroupProbe(t *testing.T) {
+	files := map[string]string{"sys/fs/cgroup/cgroup.controllers": "cpu io memory pids\n"}
+	tests := []struct {
+		name  string
+		probe func() ([]string, error)
+		want  Status
+		says  string
+	}{
+		{"every limit holds", func() ([]string, error) { return []string{"memory", "swap", "tasks", "cpu"}, nil }, OK, "memory, swap, tasks, cpu"},
+		{"swap escapes the limit", func() ([]string, error) { return []string{"memory", "tasks"}, nil }, Warn, "swap"},
+		{"memory does not hold", func() ([]string, error) { return []string{"tasks"}, nil }, Fail, "without a memory limit"},
+		{"no group can be made", func() ([]string, error) { return nil, errors.New("read-only file system") }, Fail, "read-only file system"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := testHost(t, files)
+			h.ProbeCgroup = tt.probe
+			c := h.memoryCgroup()
+			wantStatus(t, c, tt.want)
+			if !strings.Contains(c.Detail, tt.says) {
+				t.Errorf("memoryCgroup() detail = %q, want it to say %q", c.Detail, tt.says)
+			}
+		})
+	}
+}
+
+// TestMemoryCgroupOnThisHost is the owner's `shelldon doctor` on this
+// very machine: when a sandboxed command's own control group holds a
+// memory limit here (the sandbox's way without systemd), the doctor must
+// not call the memory cgroup a failure, whatever the layout.
+func TestMemoryCgroupOnThisHost(t *testing.T) {
+	testhost.Root(t)
+	g, err := cgroup.New(fmt.Sprintf("doctor-test-%d", os.Getpid()), cgroup.Limits{MemoryMax: 64 << 20, TasksMax: 16})
+	if err != nil {
+		testhost.Missing(t, "a writable cgroup hierarchy with the memory controller", err.Error())
+	}
+	held := g.Enforced()
+	if err := g.Delete(); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(held, cgroup.EnforcedMemory) {
+		testhost.Missing(t, "a memory limit a control group holds here (held: "+strings.Join(held, ", ")+")", "cgroup_enable=memory on Raspberry Pi kernels")
+	}
+	c := System().memoryCgroup()
+	if c.Status == Fail {
+		t.Errorf("memoryCgroup() on a host whose control groups hold %v = %s (%s), want ok or warn", held, c.Status, c.Detail)
+	}
+	if !strings.Contains(c.Detail, "memory") {
+		t.Errorf("memoryCgroup() detail = %q, want it to say what holds", c.Detail)
 	}
 }
 

@@ -221,10 +221,11 @@ print(json.dumps(out))
 // TestTrees reads the test functions of each of paths (relative to the
 // workspace) in the sandbox, with the workspace read-only: path →
 // function → syntax tree, nil for a file that does not parse. The
-// read-only-tests rule compares them ([policy.BrokenTests]).
-func TestTrees(ctx context.Context, sb Sandbox, workspace string, paths []string) (map[string]map[string]string, error) {
+// read-only-tests rule compares them ([policy.BrokenTests]). turn is
+// the turn the reading is for, if any, named in the run's unit and log.
+func TestTrees(ctx context.Context, sb Sandbox, workspace, turn string, paths []string) (map[string]map[string]string, error) {
 	res, err := sb.Run(ctx, sandbox.Spec{
-		Argv: append([]string{"python3", "-c", treesScript}, paths...), Workspace: workspace, View: sandbox.ReadOnly,
+		Argv: append([]string{"python3", "-c", treesScript}, paths...), Workspace: workspace, View: sandbox.ReadOnly, Turn: turn,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the tests' syntax: %w", err)

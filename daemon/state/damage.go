@@ -15,6 +15,32 @@ import (
 	"shelldon/daemon/statedir"
 )
 
+// ErrDamaged is wrapped by OpenReadOnly and CheckFile when SQLite finds
+// the database file damaged; the message says what to do.
+var ErrDamaged = errors.New("damaged")
+
+// The primary result codes with which SQLite says a file is not a sound
+// database (https://sqlite.org/rescode.html); the extended codes keep
+// them in their low byte.
+const (
+	sqliteCorrupt = 11 // SQLITE_CORRUPT: "database disk image is malformed"
+	sqliteNotADB  = 26 // SQLITE_NOTADB: "file is not a database"
+)
+
+// damageOf returns err, from reading the database, as [ErrDamaged] when
+// SQLite says the file is damaged, and nil when it says anything else.
+func damageOf(err error) error {
+	var coded interface{ Code() int }
+	if !errors.As(err, &coded) {
+		return nil
+	}
+	switch coded.Code() & 0xff {
+	case sqliteCorrupt, sqliteNotADB:
+		return fmt.Errorf("%w (%v)", ErrDamaged, err)
+	}
+	return nil
+}
+
 // Damage says what Open found wrong with the database and what it did
 // about it, for core to tell the owner and doctor to report.
 type Damage struct {
@@ -204,13 +230,15 @@ func Damaged(layout statedir.Layout) []string {
 
 // CheckFile checks the state database of layout as it is on disk,
 // without opening it for writing: nil when it is sound, an error wrapping
-// fs.ErrNotExist when there is none yet, else what is wrong with it.
+// fs.ErrNotExist when there is none yet, fs.ErrPermission when this user
+// may not read it, [ErrDamaged] when it is damaged, and whatever else
+// kept it from being checked.
 func CheckFile(ctx context.Context, layout statedir.Layout) error {
 	path, err := filepath.Abs(layout.DB())
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(path); err != nil {
+	if err := readable(path); err != nil {
 		return err
 	}
 	db, err := sql.Open("sqlite", dsn(path, url.Values{"mode": {"ro"}}))
@@ -218,5 +246,15 @@ func CheckFile(ctx context.Context, layout statedir.Layout) error {
 		return err
 	}
 	defer db.Close()
-	return quickCheck(ctx, db)
+	if err := quickCheck(ctx, db); err != nil {
+		var coded interface{ Code() int }
+		if !errors.As(err, &coded) {
+			return fmt.Errorf("%w: %v", ErrDamaged, err) // quick_check answered, listing what is wrong
+		}
+		if damage := damageOf(err); damage != nil {
+			return damage
+		}
+		return err
+	}
+	return nil
 }

@@ -143,7 +143,7 @@ func lockDir(layout statedir.Layout) (*os.File, error) {
 	}
 	f, err := os.OpenFile(layout.Lock(), os.O_CREATE|os.O_RDWR|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, dbMode)
 	if err != nil {
-		return nil, fmt.Errorf("open the lock %s: %w", layout.Lock(), err)
+		return nil, fmt.Errorf("take the state directory's lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		holder, _ := io.ReadAll(io.LimitReader(f, 32))
@@ -161,13 +161,15 @@ func lockDir(layout statedir.Layout) (*os.File, error) {
 
 // OpenReadOnly opens the state database of layout for reading only, as
 // `shelldon turns` does while core may be running. It creates nothing and
-// migrates nothing: the schema must be the one this shelldon knows.
+// migrates nothing: the schema must be the one this shelldon knows. A
+// database that is not there wraps fs.ErrNotExist, one this user may not
+// read fs.ErrPermission, and a damaged one [ErrDamaged].
 func OpenReadOnly(layout statedir.Layout) (s *Store, err error) {
 	path, err := filepath.Abs(layout.DB())
 	if err != nil {
 		return nil, fmt.Errorf("open state %s read-only: %w", layout.Root, err)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if err := readable(path); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("open state read-only: no database at %s (has the daemon run yet?): %w", path, err)
 		}
@@ -186,6 +188,10 @@ func OpenReadOnly(layout statedir.Layout) (s *Store, err error) {
 		}
 	}()
 	version, err := schemaVersion(context.Background(), db)
+	if damage := damageOf(err); damage != nil {
+		return nil, fmt.Errorf("open state database %s read-only: it is %w: restart core (systemctl restart shelldon, or `shelldon up` again), which moves it aside and goes on from the last backup, or afresh; `shelldon doctor` says more",
+			path, damage)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s read-only: %w", path, err)
 	}
@@ -196,6 +202,17 @@ func OpenReadOnly(layout statedir.Layout) (s *Store, err error) {
 		return nil, fmt.Errorf("open state database %s read-only: schema version %d is older than this shelldon's %d; start the daemon once to upgrade it", path, version, len(migrations))
 	}
 	return &Store{layout: layout, db: db, readOnly: true}, nil
+}
+
+// readable opens the file at path and closes it again, for the error
+// the kernel gives: SQLite would say only "unable to open database file"
+// of a file this user may not read.
+func readable(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // dsn is the modernc.org/sqlite data source name of the database at the

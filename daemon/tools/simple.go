@@ -2,7 +2,9 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"time"
 
 	"shelldon/contracts"
@@ -73,9 +75,39 @@ func (httpGet) Check(args string) (Checked, error) {
 	}
 	u, err := policy.CheckURL(values["url"])
 	if err != nil {
-		return Checked{}, fmt.Errorf("http_get %q: %w", values["url"], err)
+		return Checked{}, &FetchRefusal{URL: redacted(values["url"]), Err: err}
 	}
 	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String()}, nil
+}
+
+// FetchRefusal is an http_get the address rules refused. Its message
+// says so to the model, which would otherwise take it for a network fault,
+// so that it can tell the owner; whoever refuses also logs it
+// (contracts.EventHTTPGet).
+type FetchRefusal struct {
+	// URL is the URL asked for, a password in it hidden.
+	URL string
+	Err error // the rule's refusal: policy.ErrForbiddenURL or policy.ErrForbiddenAddress
+}
+
+func (r *FetchRefusal) Error() string {
+	return fmt.Sprintf("http_get %q refused by shelldon's address rules, and logged for the owner; tell them why nothing was fetched: %v", r.URL, r.Err)
+}
+
+func (r *FetchRefusal) Unwrap() error { return r.Err }
+
+// NetworkRefused says whether err is a refusal by the address rules under
+// http_get rather than a failure of the network or the server.
+func NetworkRefused(err error) bool {
+	return errors.Is(err, policy.ErrForbiddenURL) || errors.Is(err, policy.ErrForbiddenAddress)
+}
+
+// redacted is raw with a password in it hidden, for messages and logs.
+func redacted(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
+	}
+	return raw
 }
 
 var gitArgsParam = param{name: "args", description: "The git arguments, e.g. \"status --short\" or \"commit -m 'fix parser'\"; a leading \"git\" may be left out. Quoted like a shell, but no shell runs: no pipes, ; or $.", required: true, maxBytes: 4 << 10}

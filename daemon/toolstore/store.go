@@ -428,12 +428,23 @@ func (s *Store) List() []Listed {
 }
 
 // ListDir lists the store in dir without making or changing anything, for
-// a command that only reads; nothing when there is no store.
-func ListDir(dir string) []Listed {
+// a command that only reads: nothing when there is no store, an error
+// when there is one this user may not read (it is core's, mode 0700).
+func ListDir(dir string) ([]Listed, error) {
 	root, err := beneath.Open(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("read the tool store: %w", err)
 	}
 	defer root.Close()
-	return (&Store{root: root}).List()
+	// List skips what it cannot read, as core's /tools should; a person
+	// asking must not take an unreadable store for an empty one.
+	for _, d := range []string{liveDir, stagingDir, quarantineDir} {
+		if _, err := root.ReadDir(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("read the tool store: %w", err)
+		}
+	}
+	return (&Store{root: root}).List(), nil
 }

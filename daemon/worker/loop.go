@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -47,6 +48,8 @@ type agentLoop struct {
 	// maxCalls caps the model calls (turn.max_model_calls); under 1 it
 	// counts as 1.
 	maxCalls int
+	// log keeps what the owner's audit trail needs; nil discards it.
+	log *slog.Logger
 }
 
 // loopEnd is how a loop ended: with the model's text, or parked on a
@@ -196,6 +199,10 @@ func (l *agentLoop) try(ctx context.Context, call contracts.ToolCall, end *loopE
 	checked, err := tool.Check(call.Args)
 	switch {
 	case err != nil:
+		var refused *tools.FetchRefusal
+		if l.log != nil && errors.As(err, &refused) {
+			l.log.Warn("http_get refused", contracts.AuditEvent, contracts.EventHTTPGet, "url", refused.URL, "decision", "refused", "why", refused.Err.Error())
+		}
 		return "", checked, err
 	case checked.Tier == contracts.TierRisky && !l.canPark:
 		return "", checked, errors.New("this needs the owner's approval, which this pet cannot ask for yet; do without it, or use a read-only command")

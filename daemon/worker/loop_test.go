@@ -395,7 +395,7 @@ func TestServeParksAndResumes(t *testing.T) {
 	write := calls(call("w1", "write_file", `{"path":"todo.txt","content":"milk"}`))
 	write.Usage = contracts.Usage{PromptTokens: 300, CompletionTokens: 12}
 	s := &scripted{answers: []contracts.Completion{write}}
-	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "note milk", Deadline: deadline, Approvals: true, MaxModelCalls: 8}, bridge{complete: s.complete})
+	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "note milk", Deadline: deadline, Approvals: true, MaxModelCalls: 8}, nil, bridge{complete: s.complete})
 	if !res.OK || len(res.Ops) != 1 || res.Stop != contracts.StopParked || res.Tokens != write.Usage {
 		t.Fatalf("serve = %+v, want one op parking the write", res)
 	}
@@ -407,7 +407,7 @@ func TestServeParksAndResumes(t *testing.T) {
 	s2 := &scripted{answers: []contracts.Completion{text("Noted: milk.")}}
 	answer := contracts.Message{Role: contracts.ChatTool, ToolCallID: "w1", Content: "wrote 4 bytes to todo.txt"}
 	res = serve(context.Background(), layout, contracts.TurnInput{Turn: "t2", Deadline: deadline, Approvals: true,
-		Resume: &contracts.Resume{Messages: park.Messages, Answer: answer}}, bridge{complete: s2.complete})
+		Resume: &contracts.Resume{Messages: park.Messages, Answer: answer}}, nil, bridge{complete: s2.complete})
 	if !res.OK || res.Payload != "Noted: milk." || res.Stop != contracts.StopAnswer {
 		t.Fatalf("resumed serve = %+v", res)
 	}
@@ -482,7 +482,7 @@ func TestServeEvaluatesInAChildProcess(t *testing.T) {
 		text("42, and the other one was too much."),
 	}}
 	deadline := time.Now().Add(25 * time.Second)
-	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "compute", Deadline: deadline, MaxModelCalls: 8}, bridge{complete: s.complete, evaluator: []string{self}})
+	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "compute", Deadline: deadline, MaxModelCalls: 8}, nil, bridge{complete: s.complete, evaluator: []string{self}})
 	if !res.OK || len(s.jobs) != 2 {
 		t.Fatalf("serve = %+v after %d jobs, want the final text after 2", res, len(s.jobs))
 	}

@@ -2,12 +2,17 @@
 
 package worker
 
+import (
+	"fmt"
+	"log/slog"
+)
+
 // testHook acts on a test hook's message.
-func testHook(text string, logf func(format string, args ...any)) {
+func testHook(text string, log *slog.Logger) {
 	if text != HogMessage {
 		return
 	}
-	logf("test hook: growing until the kernel stops this worker")
+	log.Info("test hook: growing until the kernel stops this worker")
 	var held [][]byte
 	for {
 		// A mebibyte at a time, every page written, so that it is
@@ -18,7 +23,7 @@ func testHook(text string, logf func(format string, args ...any)) {
 		}
 		held = append(held, b)
 		if len(held)%64 == 0 {
-			logf("test hook: holding %d MiB", len(held))
+			log.Info(fmt.Sprintf("test hook: holding %d MiB", len(held)))
 		}
 	}
 }

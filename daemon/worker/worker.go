@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -25,8 +26,9 @@ type Options struct {
 	// Evaluator is the command python_eval starts for each expression:
 	// this binary's `shelldon eval`.
 	Evaluator []string
-	// Logf reports progress; nil discards it.
-	Logf func(format string, args ...any)
+	// Log reports the turn's progress and what the audit trail keeps of
+	// it (an http_get the address rules refused); nil discards it.
+	Log *slog.Logger
 }
 
 // inputTimeout bounds the wait for core's turn input after joining.
@@ -36,9 +38,9 @@ const inputTimeout = 5 * time.Second
 // be reported to core at all; a failed turn is reported as a failed
 // Result, which is not an error of Run.
 func Run(ctx context.Context, opts Options) error {
-	logf := opts.Logf
-	if logf == nil {
-		logf = func(string, ...any) {}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
 	conn, err := bus.Dial(ctx, opts.Socket, contracts.Hello{Role: contracts.RoleWorker, Turn: opts.Turn}, opts.MaxFrame)
 	if err != nil {
@@ -70,8 +72,8 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
 	}
 
-	testHook(in.Text, logf)
-	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, bridge{
+	testHook(in.Text, log)
+	res := serve(ctx, statedir.Layout{Root: opts.StateDir}, in, log, bridge{
 		complete: func(job contracts.Job) (contracts.Completion, error) {
 			return ask(ctx, conn, frames, opts.Turn, job)
 		},
@@ -89,8 +91,8 @@ func Run(ctx context.Context, opts Options) error {
 		evaluator: opts.Evaluator,
 	})
 	res.PeakRSS, _ = procmem.Self("VmHWM")
-	logf("turn %s: ok=%v stop=%s model=%v tokens=%d+%d peak=%dKiB err=%q", opts.Turn, res.OK, res.Stop, res.ModelTime,
-		res.Tokens.PromptTokens, res.Tokens.CompletionTokens, res.PeakRSS>>10, res.Error)
+	log.Info(fmt.Sprintf("turn %s: ok=%v stop=%s model=%v tokens=%d+%d peak=%dKiB err=%q", opts.Turn, res.OK, res.Stop, res.ModelTime,
+		res.Tokens.PromptTokens, res.Tokens.CompletionTokens, res.PeakRSS>>10, res.Error))
 	env, err := contracts.NewEnvelope(contracts.KindResult, opts.Turn, res)
 	if err != nil {
 		return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
@@ -169,7 +171,7 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 // serve does the turn's work between input and result: prompt, the agent
 // loop with the model and the tools, parse. complete is the round trip to
 // the broker.
-func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, b bridge) contracts.Result {
+func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, log *slog.Logger, b bridge) contracts.Result {
 	fail := func(format string, args ...any) contracts.Result {
 		return contracts.Result{OK: false, Error: fmt.Sprintf(format, args...)}
 	}
@@ -216,6 +218,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		now:      time.Now,
 		deadline: in.Deadline,
 		maxCalls: in.MaxModelCalls,
+		log:      log,
 	}
 	end := loop.run(ctx, messages)
 	var res contracts.Result

@@ -135,23 +135,28 @@ func (f *Frame) EncodePNG(w io.Writer) error {
 // top-left | top-right<<1 | bottom-left<<2 | bottom-right<<3.
 var quadrants = []rune(" ▘▝▀▖▌▞▛▗▚▐▜▄▙▟█")
 
-// Terminal renders the frame for a terminal, 2×2 pixels to a character
-// from the Unicode quadrant blocks, ink drawn as the block: 125 columns by
-// 61 lines joined with "\n", without a final newline.
-func (f *Frame) Terminal() string {
-	const columns, lines = (Width + 1) / 2, (Height + 1) / 2
+// Terminal renders the frame for a terminal at most columns wide and lines
+// tall, with the Unicode quadrant blocks: a character is 2×2 dots, a dot
+// the s×s pixels at the smallest scale s that fits, inked when any of its
+// pixels is, so that thin strokes survive the shrinking. A bound under 1
+// is no bound: s = 1 draws every pixel, 125 columns by 61 lines; 80×23
+// takes s = 3, 42 columns by 21 lines. Lines are joined with "\n",
+// without a final newline.
+func (f *Frame) Terminal(columns, lines int) string {
+	scale := max(terminalScale(Width, columns), terminalScale(Height, lines))
+	dot := 2 * scale // the pixels a character spans, each way
+	columns, lines = (Width+dot-1)/dot, (Height+dot-1)/dot
 	var b strings.Builder
 	b.Grow(lines * (columns*3 + 1))
 	for line := range lines {
 		if line > 0 {
 			b.WriteByte('\n')
 		}
-		y := line * 2
 		for column := range columns {
-			x := column * 2
+			x, y := column*dot, line*dot
 			cell := 0
-			for bit, p := range [4]image.Point{{x, y}, {x + 1, y}, {x, y + 1}, {x + 1, y + 1}} {
-				if f.Black(p.X, p.Y) {
+			for bit, p := range [4]image.Point{{x, y}, {x + scale, y}, {x, y + scale}, {x + scale, y + scale}} {
+				if f.inked(image.Rect(p.X, p.Y, p.X+scale, p.Y+scale)) {
 					cell |= 1 << bit
 				}
 			}
@@ -159,4 +164,25 @@ func (f *Frame) Terminal() string {
 		}
 	}
 	return b.String()
+}
+
+// terminalScale is the smallest scale at which pixels, two dots to a
+// character, fit in chars; chars under 1 fits anything.
+func terminalScale(pixels, chars int) int {
+	if chars < 1 {
+		return 1
+	}
+	return max(1, (pixels+2*chars-1)/(2*chars))
+}
+
+// inked says whether any pixel of r is black.
+func (f *Frame) inked(r image.Rectangle) bool {
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			if f.Black(x, y) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -187,22 +187,58 @@ func TestTerminal(t *testing.T) {
 	// The last column and line hold the frame's last pixels.
 	f.paint(Width-1, Height-1, true)
 
-	lines := strings.Split(f.Terminal(), "\n")
+	lines := strings.Split(f.Terminal(0, 0), "\n")
 	if len(lines) != 61 {
-		t.Fatalf("Terminal() has %d lines, want 61", len(lines))
+		t.Fatalf("Terminal(0, 0) has %d lines, want 61", len(lines))
 	}
 	for i, line := range lines {
 		if n := utf8.RuneCountInString(line); n != 125 {
-			t.Fatalf("Terminal() line %d has %d columns, want 125", i, n)
+			t.Fatalf("Terminal(0, 0) line %d has %d columns, want 125", i, n)
 		}
 	}
 	if got, want := string([]rune(lines[0])[:16]), " ▘▝▀▖▌▞▛▗▚▐▜▄▙▟█"; got != want {
-		t.Errorf("Terminal() line 0 starts %q, want %q", got, want)
+		t.Errorf("Terminal(0, 0) line 0 starts %q, want %q", got, want)
 	}
 	if got, want := string([]rune(lines[60])[124]), "▗"; got != want {
-		t.Errorf("Terminal() last cell = %q, want %q", got, want)
+		t.Errorf("Terminal(0, 0) last cell = %q, want %q", got, want)
 	}
 	if got := strings.Trim(lines[30], " "); got != "" {
-		t.Errorf("Terminal() line 30 = %q, want blank", got)
+		t.Errorf("Terminal(0, 0) line 30 = %q, want blank", got)
+	}
+}
+
+// A terminal smaller than the full 125×61 gets the frame shrunk to fit,
+// every dot with ink drawn (a frame of all ink has no blank cell).
+func TestTerminalFitsTheSize(t *testing.T) {
+	tests := []struct {
+		columns, lines        int
+		wantColumns, wantLine int
+	}{
+		{0, 0, 125, 61},
+		{125, 61, 125, 61},
+		{200, 0, 125, 61},
+		{80, 0, 63, 31},
+		{80, 23, 42, 21},
+		{40, 0, 32, 16},
+		{1, 1, 1, 1},
+		{-5, 30, 42, 21},
+	}
+	f := NewFrame()
+	for y := range Height {
+		for x := range Width {
+			f.paint(x, y, true)
+		}
+	}
+	for _, tt := range tests {
+		lines := strings.Split(f.Terminal(tt.columns, tt.lines), "\n")
+		if len(lines) != tt.wantLine {
+			t.Errorf("Terminal(%d, %d) has %d lines, want %d", tt.columns, tt.lines, len(lines), tt.wantLine)
+		}
+		for i, line := range lines {
+			if n := utf8.RuneCountInString(line); n != tt.wantColumns || strings.Contains(line, " ") {
+				t.Errorf("Terminal(%d, %d) line %d = %q (%d columns), want %d with no blank", tt.columns, tt.lines, i, line, n, tt.wantColumns)
+				break
+			}
+		}
 	}
 }

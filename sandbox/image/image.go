@@ -28,6 +28,10 @@ const MountPoint = "workspace"
 // error names the Debian package to install.
 var ErrMissingTool = errors.New("missing tool")
 
+// ErrNeedsRoot means Build ran as another user: mmdebstrap makes the
+// root's files as root's, and systemd-nspawn verifies it, both as root.
+var ErrNeedsRoot = errors.New("building the sandbox image needs root: run `sudo shelldon image build` (or `sudo make image`)")
+
 const (
 	imagePrefix = "sandbox-"
 	tempPrefix  = ".sandbox-"
@@ -75,8 +79,12 @@ type Image struct {
 // Build returns the image for the recipe, building and verifying it first
 // unless the cache already holds it. A failed build leaves nothing behind
 // but the error, which names the step and quotes the tool's last lines.
-// Builds into one cache take turns.
+// Builds into one cache take turns. Only root may build
+// ([ErrNeedsRoot]).
 func Build(ctx context.Context, opts BuildOptions) (img Image, err error) {
+	if os.Geteuid() != 0 {
+		return Image{}, ErrNeedsRoot
+	}
 	recipe, err := opts.recipe()
 	if err != nil {
 		return Image{}, err

@@ -58,3 +58,10 @@ func (l *Log) WaitAfter(t testing.TB, from int, substr string) int {
 		}
 	}
 }
+
+// Lines returns the lines so far.
+func (l *Log) Lines() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.lines...)
+}
