@@ -174,6 +174,7 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		// Past the ones passed to core and not yet confirmed, which stay
 		// stored but are not handed over again on this connection.
+		t.passed.reading()
 		items, err := t.store.Unhandled(ctx, TransportName, inboxBatch+t.passed.count())
 		if err != nil {
 			if ctx.Err() == nil {
@@ -222,9 +223,14 @@ const (
 // the bus connection they went by lasts; a new connection (core
 // restarted, say) gets them all again, and core recognises those it kept
 // already by their update id.
+//
+// settled are those core confirmed since the inbox last read the store:
+// that read may still list one (it came before the confirmation marked it
+// handled), and it must not be handed over a second time.
 type passed struct {
-	mu  sync.Mutex
-	ids map[int64]bool
+	mu      sync.Mutex
+	ids     map[int64]bool
+	settled map[int64]bool
 }
 
 func (p *passed) add(id int64) {
@@ -236,16 +242,34 @@ func (p *passed) add(id int64) {
 	p.ids[id] = true
 }
 
-func (p *passed) remove(id int64) {
+// drop forgets id, which could not be handed over after all.
+func (p *passed) drop(id int64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.ids, id)
 }
 
+// settle moves id from the passed to the settled, once the store has it
+// handled.
+func (p *passed) settle(id int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.ids[id] {
+		return
+	}
+	delete(p.ids, id)
+	if p.settled == nil {
+		p.settled = map[int64]bool{}
+	}
+	p.settled[id] = true
+}
+
+// has reports whether id must not be handed over: passed, or settled
+// since the last read.
 func (p *passed) has(id int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ids[id]
+	return p.ids[id] || p.settled[id]
 }
 
 func (p *passed) count() int {
@@ -254,11 +278,20 @@ func (p *passed) count() int {
 	return len(p.ids)
 }
 
+// reading is called just before the inbox reads the store: what was
+// settled before now is marked handled there, and will not be listed.
+func (p *passed) reading() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.settled)
+}
+
 // reset forgets them all, for a new connection to hand them over again.
 func (p *passed) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	clear(p.ids)
+	clear(p.settled)
 }
 
 // confirmed takes core's word that it kept the message of update ref:
@@ -270,7 +303,7 @@ func (t *Transport) confirmed(ctx context.Context, ref string) {
 		return
 	}
 	t.handled(ctx, id)
-	t.passed.remove(id)
+	t.passed.settle(id)
 }
 
 // handled lets the inbox forget an update, so that it is never handled
@@ -333,7 +366,7 @@ func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Mes
 	// back before the send returns.
 	t.passed.add(id)
 	if err := t.toCore(contracts.KindInbound, contracts.Inbound{Chat: chat, Text: msg.Text, Ref: strconv.FormatInt(id, 10)}); err != nil {
-		t.passed.remove(id)
+		t.passed.drop(id)
 		t.log.Warn("telegram: core is out of reach; the message waits", "err", err)
 		return updateNotPassed
 	}

@@ -210,3 +210,22 @@ func TestUpdateIDsThatStartAgainLowerAreTaken(t *testing.T) {
 		t.Errorf("core got %q, want the next message too", next.Text)
 	}
 }
+
+// TestAConfirmationDuringAReadHandsNothingOverTwice: the inbox read the
+// store (the owner's message still unhandled there), then core's
+// confirmation came and marked it handled before the inbox looked at what
+// it read; the message must not go to core a second time (it did, under
+// load, as a "/start" core got twice).
+func TestAConfirmationDuringAReadHandsNothingOverTwice(t *testing.T) {
+	var p passed
+	p.add(7)
+	p.reading() // the inbox reads update 7, still unhandled in the store
+	p.settle(7) // core confirms it: the store marks it handled
+	if !p.has(7) {
+		t.Fatal("update 7, confirmed after the read that listed it, would be handed over again")
+	}
+	p.reading() // the next read no longer lists it
+	if p.has(7) || p.count() != 0 {
+		t.Errorf("after the next read: has(7) = %v, count = %d; want both forgotten", p.has(7), p.count())
+	}
+}
