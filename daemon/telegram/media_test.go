@@ -76,7 +76,9 @@ func startScribe(t *testing.T, r *rig, answer func(contracts.Transcribe) contrac
 }
 
 func says(text string) func(contracts.Transcribe) contracts.Transcript {
-	return func(contracts.Transcribe) contracts.Transcript { return contracts.Transcript{OK: true, Text: text, Provider: "whisper"} }
+	return func(contracts.Transcribe) contracts.Transcript {
+		return contracts.Transcript{OK: true, Text: text, Provider: "whisper"}
+	}
 }
 
 // nothingReachesCore checks that core got no owner's message.
