@@ -64,32 +64,103 @@ func (c *Chain) Names() []string {
 // comes back as Completion{OK: false} whose Error gives each provider's
 // reason. Only a *CallError marked Transient is retried; anything else
 // moves on to the next provider. When ctx is done, Complete stops at once.
+// A conversation that carries images goes only to the providers that see
+// them ([Seeing]).
 func (c *Chain) Complete(ctx context.Context, messages []contracts.Message, tools []contracts.ToolDefinition) contracts.Completion {
-	if len(c.links) == 0 {
-		return contracts.Completion{Error: "no providers configured"}
+	links := c.links
+	if hasImages(messages) {
+		links = c.able(func(p Provider) bool { s, ok := p.(Seeing); return ok && s.SeesImages() })
+		if len(links) == 0 && len(c.links) > 0 {
+			return contracts.Completion{Error: ErrNoVision.Error()}
+		}
+	}
+	var completion contracts.Completion
+	name, tries, failure := c.each(ctx, links, func(ctx context.Context, p Provider) (err error) {
+		completion, err = safeCall(ctx, p, messages, tools)
+		return err
+	})
+	if failure != "" {
+		return contracts.Completion{Error: failure, Tries: tries}
+	}
+	completion.OK, completion.Error = true, ""
+	completion.Provider, completion.Tries = name, tries
+	return completion
+}
+
+// ErrNoVision is the failure of a conversation with images when no
+// provider of the chain is marked as seeing them.
+var ErrNoVision = errors.New("no provider takes images: mark a vision-capable one with vision = true in its [[provider]] table")
+
+// ErrNoTranscription is the failure of a voice note when no provider of
+// the chain has a transcription model.
+var ErrNoTranscription = errors.New("no provider transcribes voice notes: set transcription_model (e.g. \"whisper-1\") in a [[provider]] table")
+
+// Transcribe asks the providers that transcribe ([Transcriber]), in
+// turn and with the same retries as Complete, for the text of audio,
+// whose fileName's extension tells its format. Like Complete, it answers
+// every failure as a value.
+func (c *Chain) Transcribe(ctx context.Context, fileName string, audio []byte) contracts.Transcript {
+	links := c.able(func(p Provider) bool { t, ok := p.(Transcriber); return ok && t.Transcribes() })
+	if len(links) == 0 {
+		return contracts.Transcript{Error: ErrNoTranscription.Error()}
+	}
+	var text string
+	name, _, failure := c.each(ctx, links, func(ctx context.Context, p Provider) (err error) {
+		text, err = safeTranscribe(ctx, p.(Transcriber), fileName, audio)
+		return err
+	})
+	if failure != "" {
+		return contracts.Transcript{Error: failure}
+	}
+	return contracts.Transcript{OK: true, Text: text, Provider: name}
+}
+
+// able is the links whose provider can says is able.
+func (c *Chain) able(can func(Provider) bool) []link {
+	var out []link
+	for _, l := range c.links {
+		if can(l.provider) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func hasImages(messages []contracts.Message) bool {
+	for _, m := range messages {
+		if len(m.Images) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// each makes call to the providers of links in turn, each with one retry
+// for a transient failure, until one succeeds. It returns that one's
+// name and the calls made, or a failure naming each provider's reason.
+func (c *Chain) each(ctx context.Context, links []link, call func(context.Context, Provider) error) (name string, tries int, failure string) {
+	if len(links) == 0 {
+		return "", 0, "no providers configured"
 	}
 	var reasons []string
-	tries := 0
-	for _, l := range c.links {
+	for _, l := range links {
 		var reason string
 		var wait time.Duration
 		for attempt := 1; attempt <= attemptsPerProvider; attempt++ {
 			if attempt > 1 && !c.pause(ctx, wait) {
-				return gaveUp(ctx, reasons, tries)
+				return "", tries, gaveUp(ctx, reasons)
 			}
 			if ctx.Err() != nil {
-				return gaveUp(ctx, reasons, tries)
+				return "", tries, gaveUp(ctx, reasons)
 			}
 			tries++
-			completion, err := safeCall(ctx, l.provider, messages, tools)
+			err := call(ctx, l.provider)
 			if err == nil {
-				completion.OK, completion.Error = true, ""
-				completion.Provider, completion.Tries = l.name, tries
-				return completion
+				return l.name, tries, ""
 			}
 			if ctx.Err() != nil {
 				// The failure is the cancellation itself, not the provider's.
-				return gaveUp(ctx, reasons, tries)
+				return "", tries, gaveUp(ctx, reasons)
 			}
 			reason = reasonOf(err)
 			if attempt > 1 {
@@ -109,7 +180,7 @@ func (c *Chain) Complete(ctx context.Context, messages []contracts.Message, tool
 		}
 		reasons = append(reasons, l.name+": "+reason)
 	}
-	return contracts.Completion{Error: "all providers failed: " + strings.Join(reasons, "; "), Tries: tries}
+	return "", tries, "all providers failed: " + strings.Join(reasons, "; ")
 }
 
 // retryAfterOf is the wait a provider's failure asked for.
@@ -141,12 +212,12 @@ func (c *Chain) pause(ctx context.Context, asked time.Duration) bool {
 	}
 }
 
-func gaveUp(ctx context.Context, reasons []string, tries int) contracts.Completion {
+func gaveUp(ctx context.Context, reasons []string) string {
 	msg := "gave up: " + ctx.Err().Error()
 	if len(reasons) > 0 {
 		msg += "; " + strings.Join(reasons, "; ")
 	}
-	return contracts.Completion{Error: msg, Tries: tries}
+	return msg
 }
 
 // safeCall calls p, turning a panic and an empty answer into errors, so
@@ -163,6 +234,25 @@ func safeCall(ctx context.Context, p Provider, messages []contracts.Message, too
 	}
 	return completion, err
 }
+
+// safeTranscribe is safeCall for a transcription: a panic and an empty
+// text are errors too.
+func safeTranscribe(ctx context.Context, t Transcriber, fileName string, audio []byte) (text string, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			text, err = "", fmt.Errorf("panic: %v", r)
+		}
+	}()
+	text, err = t.Transcribe(ctx, fileName, audio)
+	if err == nil && strings.TrimSpace(text) == "" {
+		err = errEmptyTranscript
+	}
+	return strings.TrimSpace(text), err
+}
+
+// errEmptyTranscript is the failure of a transcription with no words:
+// silence, or noise the model could not make out.
+var errEmptyTranscript = errors.New("the transcript is empty: no words could be made out")
 
 // nameOf asks p its name, falling back to its position when it has none
 // or cannot say.

@@ -1,7 +1,9 @@
 package broker
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +31,12 @@ type OpenAIConfig struct {
 	BaseURL string
 	Model   string
 	APIKey  string
+	// Vision marks a model that takes images: a conversation with a
+	// photo goes only to such providers.
+	Vision bool
+	// TranscriptionModel is the endpoint's /audio/transcriptions model
+	// ("whisper-1"); empty means it transcribes nothing.
+	TranscriptionModel string
 	// HTTPClient carries the requests; nil means a client without a
 	// timeout of its own, so the caller's context bounds each call.
 	HTTPClient *http.Client
@@ -37,9 +45,11 @@ type OpenAIConfig struct {
 // OpenAI is a [Provider] speaking the OpenAI chat-completions API. It is
 // safe for concurrent use.
 type OpenAI struct {
-	name   string
-	model  string
-	client *openai.Client
+	name               string
+	model              string
+	vision             bool
+	transcriptionModel string
+	client             *openai.Client
 }
 
 // NewOpenAI returns a provider for the endpoint cfg describes.
@@ -62,7 +72,33 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if name == "" {
 		name = "openai"
 	}
-	return &OpenAI{name: name, model: cfg.Model, client: openai.NewClientWithConfig(clientCfg)}
+	return &OpenAI{name: name, model: cfg.Model, vision: cfg.Vision, transcriptionModel: cfg.TranscriptionModel, client: openai.NewClientWithConfig(clientCfg)}
+}
+
+// SeesImages implements [Seeing].
+func (p *OpenAI) SeesImages() bool { return p.vision }
+
+// Transcribes implements [Transcriber].
+func (p *OpenAI) Transcribes() bool { return p.transcriptionModel != "" }
+
+// Transcribe implements [Transcriber] through the endpoint's
+// /audio/transcriptions, as multipart form data. Every error it returns
+// is a *CallError.
+func (p *OpenAI) Transcribe(ctx context.Context, fileName string, audio []byte) (string, error) {
+	var wait time.Duration
+	resp, err := p.client.CreateTranscription(context.WithValue(ctx, retryAfterKey{}, &wait), openai.AudioRequest{
+		Model: p.transcriptionModel, FilePath: fileName, Reader: bytes.NewReader(audio),
+	})
+	if err != nil {
+		e := p.callError(ctx, err)
+		e.RetryAfter = wait
+		return "", e
+	}
+	if len(resp.Text) > MaxReplyBytes {
+		return "", &CallError{Provider: p.name, Status: http.StatusOK,
+			Reason: fmt.Sprintf("the transcript is %d KiB, more than the %d KiB one turn takes", len(resp.Text)>>10, MaxReplyBytes>>10)}
+	}
+	return resp.Text, nil
 }
 
 // maxAnswerBytes bounds one HTTP answer of a provider. A completion is a
@@ -264,6 +300,12 @@ func toOpenAIMessages(messages []contracts.Message) ([]openai.ChatCompletionMess
 			return nil, fmt.Errorf("message %d has unknown role %q", i, m.Role)
 		}
 		wire := openai.ChatCompletionMessage{Role: m.Role, Content: m.Content, ToolCallID: m.ToolCallID}
+		if len(m.Images) > 0 {
+			if m.Role != contracts.ChatUser {
+				return nil, fmt.Errorf("message %d: only the owner's messages carry images, not %q", i, m.Role)
+			}
+			wire.Content, wire.MultiContent = "", imageParts(m)
+		}
 		for _, call := range m.ToolCalls {
 			wire.ToolCalls = append(wire.ToolCalls, openai.ToolCall{
 				ID:       call.ID,
@@ -274,6 +316,21 @@ func toOpenAIMessages(messages []contracts.Message) ([]openai.ChatCompletionMess
 		out[i] = wire
 	}
 	return out, nil
+}
+
+// imageParts is a user message as content parts: its text, then each
+// image as a data: URL, which every vision endpoint takes inline.
+func imageParts(m contracts.Message) []openai.ChatMessagePart {
+	var parts []openai.ChatMessagePart
+	if m.Content != "" {
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeText, Text: m.Content})
+	}
+	for _, img := range m.Images {
+		parts = append(parts, openai.ChatMessagePart{Type: openai.ChatMessagePartTypeImageURL, ImageURL: &openai.ChatMessageImageURL{
+			URL: "data:" + img.MIME + ";base64," + base64.StdEncoding.EncodeToString(img.Data), Detail: openai.ImageURLDetailAuto,
+		}})
+	}
+	return parts
 }
 
 func toOpenAITools(tools []contracts.ToolDefinition) []openai.Tool {

@@ -16,6 +16,21 @@ type Provider interface {
 	CompleteWithTools(ctx context.Context, messages []contracts.Message, tools []contracts.ToolDefinition) (contracts.Completion, error)
 }
 
+// Seeing is a provider that may be given images; SeesImages says whether
+// this one is configured to (vision = true).
+type Seeing interface {
+	SeesImages() bool
+}
+
+// Transcriber is a provider that can turn audio into text; Transcribes
+// says whether this one is configured to (a transcription_model).
+type Transcriber interface {
+	Transcribes() bool
+	// Transcribe returns the text of audio, whose fileName's extension
+	// tells its format; on failure, ideally a *CallError.
+	Transcribe(ctx context.Context, fileName string, audio []byte) (string, error)
+}
+
 // CallError is one failed provider call: which provider, why, and whether
 // trying the same provider again could help.
 type CallError struct {

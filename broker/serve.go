@@ -18,8 +18,8 @@ import (
 const maxConcurrentJobs = 4
 
 // Serve joins the bus as the broker and answers every JOB with a
-// COMPLETION from chain, until ctx is done. It rejoins by itself when
-// core restarts.
+// COMPLETION from chain, and every TRANSCRIBE with a TRANSCRIPT, until ctx
+// is done. It rejoins by itself when core restarts.
 func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *slog.Logger) error {
 	slots := make(chan struct{}, maxConcurrentJobs)
 	client := &bus.Client{
@@ -29,19 +29,25 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 		Logf:     func(format string, args ...any) { log.Info(fmt.Sprintf(format, args...)) },
 	}
 	return client.Run(ctx, func(conn *bus.Conn, env contracts.Envelope) {
-		if env.Kind != contracts.KindJob {
+		var work func(context.Context) contracts.Envelope
+		switch env.Kind {
+		case contracts.KindJob:
+			work = func(ctx context.Context) contracts.Envelope { return runJob(ctx, env, chain, log) }
+		case contracts.KindTranscribe:
+			work = func(ctx context.Context) contracts.Envelope { return runTranscribe(ctx, env, chain, log) }
+		default:
 			log.Warn("broker got an envelope it does not handle", "kind", env.Kind)
 			return
 		}
 		select {
 		case slots <- struct{}{}:
 		default:
-			answer(conn, env.Turn, contracts.Completion{Error: "broker busy: too many jobs at once"}, log)
+			answer(conn, busy(env), log)
 			return
 		}
 		go func() {
 			defer func() { <-slots }()
-			// The job lasts no longer than the connection it came by: a
+			// The work lasts no longer than the connection it came by: a
 			// core that is gone (killed, restarted) never reads the
 			// answer, and its jobs must not hold the slots its
 			// successor's turns need.
@@ -54,10 +60,7 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 				case <-ctx.Done():
 				}
 			}()
-			started := time.Now()
-			c := runJob(ctx, env, chain)
-			log.Info("job done", "turn", env.Turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "took", time.Since(started).Round(time.Millisecond), "err", c.Error)
-			answer(conn, env.Turn, c, log)
+			answer(conn, work(ctx), log)
 			if len(slots) == 1 {
 				// The last job in flight: the broker idles until the next
 				// turn, so the answer's garbage goes back to the kernel now
@@ -68,25 +71,74 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 	})
 }
 
-func runJob(ctx context.Context, env contracts.Envelope, chain *Chain) contracts.Completion {
-	var job contracts.Job
-	if err := env.Decode(&job); err != nil {
-		return contracts.Completion{Error: err.Error()}
+// busyReason is the answer to work beyond maxConcurrentJobs.
+const busyReason = "broker busy: too many jobs at once"
+
+// busy is the answer to env when every slot is taken.
+func busy(env contracts.Envelope) contracts.Envelope {
+	if env.Kind == contracts.KindTranscribe {
+		var req contracts.Transcribe
+		_ = env.Decode(&req) // an unreadable request is answered without its id
+		return transcriptEnvelope(env, contracts.Transcript{ID: req.ID, Error: busyReason})
 	}
-	if !job.Deadline.IsZero() {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, job.Deadline)
-		defer cancel()
-	}
-	return chain.Complete(ctx, job.Messages, job.Tools)
+	return completionEnvelope(env.Turn, contracts.Completion{Error: busyReason})
 }
 
-func answer(conn *bus.Conn, turn string, c contracts.Completion, log *slog.Logger) {
-	env, err := contracts.NewEnvelope(contracts.KindCompletion, turn, c)
-	if err == nil {
-		err = conn.Send(env)
+func runJob(ctx context.Context, env contracts.Envelope, chain *Chain, log *slog.Logger) contracts.Envelope {
+	var job contracts.Job
+	if err := env.Decode(&job); err != nil {
+		return completionEnvelope(env.Turn, contracts.Completion{Error: err.Error()})
 	}
+	ctx, cancel := withDeadline(ctx, job.Deadline)
+	defer cancel()
+	started := time.Now()
+	c := chain.Complete(ctx, job.Messages, job.Tools)
+	log.Info("job done", "turn", env.Turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "took", time.Since(started).Round(time.Millisecond), "err", c.Error)
+	return completionEnvelope(env.Turn, c)
+}
+
+func runTranscribe(ctx context.Context, env contracts.Envelope, chain *Chain, log *slog.Logger) contracts.Envelope {
+	var req contracts.Transcribe
+	if err := env.Decode(&req); err != nil {
+		return transcriptEnvelope(env, contracts.Transcript{Error: err.Error()})
+	}
+	ctx, cancel := withDeadline(ctx, req.Deadline)
+	defer cancel()
+	started := time.Now()
+	t := chain.Transcribe(ctx, req.FileName, req.Audio)
+	t.ID = req.ID
+	log.Info("transcription done", "for", env.Sender, "bytes", len(req.Audio), "ok", t.OK, "provider", t.Provider, "took", time.Since(started).Round(time.Millisecond), "err", t.Error)
+	return transcriptEnvelope(env, t)
+}
+
+// withDeadline bounds ctx by deadline, when there is one.
+func withDeadline(ctx context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
+	if deadline.IsZero() {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+func completionEnvelope(turn string, c contracts.Completion) contracts.Envelope {
+	env, err := contracts.NewEnvelope(contracts.KindCompletion, turn, c)
 	if err != nil {
-		log.Warn("sending a completion failed", "turn", turn, "err", err)
+		env, _ = contracts.NewEnvelope(contracts.KindCompletion, turn, contracts.Completion{Error: err.Error()})
+	}
+	return env
+}
+
+// transcriptEnvelope addresses t to the transport that asked.
+func transcriptEnvelope(asked contracts.Envelope, t contracts.Transcript) contracts.Envelope {
+	env, err := contracts.NewEnvelope(contracts.KindTranscript, "", t)
+	if err != nil {
+		env, _ = contracts.NewEnvelope(contracts.KindTranscript, "", contracts.Transcript{ID: t.ID, Error: err.Error()})
+	}
+	env.To = asked.Sender
+	return env
+}
+
+func answer(conn *bus.Conn, env contracts.Envelope, log *slog.Logger) {
+	if err := conn.Send(env); err != nil {
+		log.Warn("sending an answer failed", "kind", env.Kind, "turn", env.Turn, "err", err)
 	}
 }

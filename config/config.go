@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -110,6 +111,23 @@ type Provider struct {
 	// about its values that only show later (Key); "" when Load did not
 	// read it from a file.
 	from string
+	// Vision marks a model that takes images: the owner's photos go to
+	// the first provider so marked.
+	Vision bool `toml:"vision"`
+	// TranscriptionModel is the model of the endpoint's
+	// /audio/transcriptions ("whisper-1"); the owner's voice notes go to
+	// the first provider that has one. Empty: it transcribes nothing.
+	TranscriptionModel string `toml:"transcription_model"`
+}
+
+// Transcribes reports whether some provider turns voice notes into text.
+func (c Config) Transcribes() bool {
+	return slices.ContainsFunc(c.Providers, func(p Provider) bool { return p.TranscriptionModel != "" })
+}
+
+// Sees reports whether some provider takes the owner's photos.
+func (c Config) Sees() bool {
+	return slices.ContainsFunc(c.Providers, func(p Provider) bool { return p.Vision })
 }
 
 // Telegram is the owner's Telegram bot, which core's Telegram transport
@@ -132,6 +150,14 @@ type Telegram struct {
 	// Telegram takes their messages again.
 	GiveUpAttempts int      `toml:"give_up_attempts"` // failures Telegram answered
 	GiveUpAfter    Duration `toml:"give_up_after"`    // since the reply was queued
+	// VoiceMaxBytes bounds a voice note or audio file taken for
+	// transcription, PhotoMaxBytes and PhotoMaxSide the size of a photo
+	// taken for a vision model (the largest of Telegram's sizes within
+	// both). Each crosses the bus in one frame, so each must fit in
+	// bus.max_frame, base64, with room to spare.
+	VoiceMaxBytes Size `toml:"voice_max_bytes"`
+	PhotoMaxBytes Size `toml:"photo_max_bytes"`
+	PhotoMaxSide  int  `toml:"photo_max_side"` // pixels, the longer side
 }
 
 // Panel is the e-ink face `shelldon panel` drives.
@@ -225,6 +251,9 @@ func Default() Config {
 			RetryMax:       Duration{time.Minute},
 			GiveUpAttempts: 20,
 			GiveUpAfter:    Duration{24 * time.Hour},
+			VoiceMaxBytes:  2 << 20,
+			PhotoMaxBytes:  1 << 20,
+			PhotoMaxSide:   1280,
 		},
 		Panel: Panel{
 			Display:    "auto",

@@ -166,6 +166,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
 		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX", "SHELLDON_TELEGRAM_GIVE_UP_ATTEMPTS", "SHELLDON_TELEGRAM_GIVE_UP_AFTER",
+		"SHELLDON_TELEGRAM_VOICE_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_SIDE",
 		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER", "SHELLDON_PANEL_UPSIDE_DOWN",
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
 		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN",
@@ -856,7 +857,7 @@ func TestTelegramFileAndEnvironment(t *testing.T) {
 	const file = "[telegram]\ntoken = \"" + validToken + "\"\nallowed_users = [42, 43]\napi_url = \"http://127.0.0.1:8081\"\npoll_timeout = \"10s\"\nretry_max = \"5m\"\n"
 	fromFile := Telegram{Token: validToken, AllowedUsers: []int64{42, 43}, APIURL: "http://127.0.0.1:8081",
 		PollTimeout: Duration{10 * time.Second}, RetryMax: Duration{5 * time.Minute},
-		GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}}
+		GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}, VoiceMaxBytes: 2 << 20, PhotoMaxBytes: 1 << 20, PhotoMaxSide: 1280}
 	tests := []struct {
 		name, file string
 		environ    []string
@@ -872,11 +873,15 @@ func TestTelegramFileAndEnvironment(t *testing.T) {
 			"SHELLDON_TELEGRAM_RETRY_MAX=1s",
 			"SHELLDON_TELEGRAM_GIVE_UP_ATTEMPTS=5",
 			"SHELLDON_TELEGRAM_GIVE_UP_AFTER=2h",
+			"SHELLDON_TELEGRAM_VOICE_MAX_BYTES=2560KiB",
+			"SHELLDON_TELEGRAM_PHOTO_MAX_BYTES=512KiB",
+			"SHELLDON_TELEGRAM_PHOTO_MAX_SIDE=800",
 		}, Telegram{Token: "987:" + strings.Repeat("b", 30), AllowedUsers: []int64{7, 8, 9}, APIURL: "https://bots.example",
-			PollTimeout: Duration{50 * time.Second}, RetryMax: Duration{time.Second}, GiveUpAttempts: 5, GiveUpAfter: Duration{2 * time.Hour}}},
+			PollTimeout: Duration{50 * time.Second}, RetryMax: Duration{time.Second}, GiveUpAttempts: 5, GiveUpAfter: Duration{2 * time.Hour},
+			VoiceMaxBytes: 2560 << 10, PhotoMaxBytes: 512 << 10, PhotoMaxSide: 800}},
 		{"one user from the environment", "", []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=42"},
 			Telegram{AllowedUsers: []int64{42}, APIURL: "https://api.telegram.org", PollTimeout: Duration{30 * time.Second}, RetryMax: Duration{time.Minute},
-				GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}}},
+				GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}, VoiceMaxBytes: 2 << 20, PhotoMaxBytes: 1 << 20, PhotoMaxSide: 1280}},
 		{"empty variables count as unset", file, []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=", "SHELLDON_TELEGRAM_TOKEN="}, fromFile},
 	}
 	for _, tt := range tests {
@@ -924,6 +929,17 @@ func TestTelegramValidation(t *testing.T) {
 		{"poll too long", "", []string{"SHELLDON_TELEGRAM_POLL_TIMEOUT=51s"}, []string{"config environment: telegram.poll_timeout: 51s is out of range"}},
 		{"retry too short", "[telegram]\nretry_max = \"500ms\"\n", nil, []string{"telegram.retry_max: 500ms is out of range; use 1s to 10m0s (default 1m0s)"}},
 		{"retry too long", "[telegram]\nretry_max = \"11m\"\n", nil, []string{"telegram.retry_max: 11m0s is out of range"}},
+		{"voice note over Telegram's limit", "[telegram]\nvoice_max_bytes = \"21MiB\"\n", nil,
+			[]string{"telegram.voice_max_bytes: 21MiB is out of range; use 16KiB to 20MiB (default 2MiB)"}},
+		{"voice note larger than the bus's frame", "[telegram]\nvoice_max_bytes = \"20MiB\"\n", nil,
+			[]string{"telegram.voice_max_bytes: 20MiB does not fit through the bus", "base64 (27307KiB)", "lower it to at most 2688KiB, or raise bus.max_frame to at least 28MiB"}},
+		{"voice note fits a larger frame", "[bus]\nmax_frame = \"28MiB\"\n[telegram]\nvoice_max_bytes = \"20MiB\"\n", nil, nil},
+		{"photo larger than a small frame", "", []string{"SHELLDON_BUS_MAX_FRAME=1MiB"},
+			[]string{"config environment: telegram.photo_max_bytes: 1MiB does not fit through the bus", "lower it to at most 384KiB",
+				"telegram.voice_max_bytes: 2MiB does not fit"}},
+		{"photo too small", "[telegram]\nphoto_max_bytes = 100\n", nil, []string{"telegram.photo_max_bytes: 100 is out of range"}},
+		{"photo side past Telegram's largest", "[telegram]\nphoto_max_side = 4000\n", nil,
+			[]string{"telegram.photo_max_side: 4000 is out of range; use 90 to 2560 (default 1280)"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1131,5 +1147,31 @@ func TestParseBool(t *testing.T) {
 		if err != nil && !strings.Contains(err.Error(), "write true or false") {
 			t.Errorf("parseBool(%q) error %q does not say what to write", tc.in, err)
 		}
+	}
+}
+
+// TestProviderMediaKeys: a provider marked vision takes the owner's
+// photos, one with a transcription model their voice notes; a chain
+// without either has neither.
+func TestProviderMediaKeys(t *testing.T) {
+	tests := []struct {
+		file              string
+		sees, transcribes bool
+	}{
+		{"[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\n", false, false},
+		{"[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\n[[provider]]\nname = \"b\"\nbase_url = \"http://h\"\nmodel = \"m\"\nvision = true\ntranscription_model = \"whisper-1\"\n", true, true},
+		{"[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\ntranscription_model = \"whisper-1\"\n", false, true},
+	}
+	for _, tt := range tests {
+		cfg, err := Load(writeConfig(t, tt.file), nil)
+		if err != nil {
+			t.Fatalf("Load(%q): %v", tt.file, err)
+		}
+		if cfg.Sees() != tt.sees || cfg.Transcribes() != tt.transcribes {
+			t.Errorf("Load(%q): Sees() = %v, Transcribes() = %v, want %v, %v", tt.file, cfg.Sees(), cfg.Transcribes(), tt.sees, tt.transcribes)
+		}
+	}
+	if _, err := Load(writeConfig(t, "[[provider]]\nname = \"a\"\nbase_url = \"http://h\"\nmodel = \"m\"\nvision = \"yes\"\n"), nil); err == nil || !strings.Contains(err.Error(), "true or false") {
+		t.Errorf("Load(vision = \"yes\") = %v, want an error asking for true or false", err)
 	}
 }

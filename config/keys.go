@@ -75,6 +75,8 @@ var settings = []setting{
 	{key: "provider.api_key", hint: "a string", secret: true},
 	{key: "provider.api_key_credential", hint: `a string, like "openrouter-api-key"`},
 	{key: "provider.timeout", hint: durationHint},
+	{key: "provider.vision", hint: "true or false"},
+	{key: "provider.transcription_model", hint: `a string, like "whisper-1"`},
 
 	{key: "telegram", hint: "a table: the section [telegram]"},
 	{key: "telegram.token", hint: "a string: the token @BotFather gave you", secret: true,
@@ -91,6 +93,12 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *int { return &c.Telegram.GiveUpAttempts }, parseInt)},
 	{key: "telegram.give_up_after", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Telegram.GiveUpAfter }, parseDuration)},
+	{key: "telegram.voice_max_bytes", hint: sizeHint,
+		set: textSetter(func(c *Config) *Size { return &c.Telegram.VoiceMaxBytes }, parseSize)},
+	{key: "telegram.photo_max_bytes", hint: sizeHint,
+		set: textSetter(func(c *Config) *Size { return &c.Telegram.PhotoMaxBytes }, parseSize)},
+	{key: "telegram.photo_max_side", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Telegram.PhotoMaxSide }, parseInt)},
 
 	{key: "panel", hint: "a table: the section [panel]"},
 	{key: "panel.display", hint: `a string: "auto", "waveshare", "png" or "terminal"`,

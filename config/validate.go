@@ -175,6 +175,7 @@ func (c Config) validate(o origins) error {
 		c.validateProvider(i, p, add)
 	}
 	c.Telegram.validate(def.Telegram, add)
+	c.Telegram.validateMedia(c.Bus.MaxFrame, def.Telegram, add)
 	c.Panel.validate(def.Panel, add)
 	inRange(add, "mood.tick", c.Mood.Tick.Duration, minMoodTick, maxMoodTick, def.Mood.Tick.Duration)
 	if _, err := mood.ParseWindow(c.Mood.Night); err != nil {
@@ -274,6 +275,49 @@ func (t Telegram) validate(def Telegram, add func(key, what, remedy string, abou
 	inRange(add, "telegram.retry_max", t.RetryMax.Duration, minRetryMax, maxRetryMax, def.RetryMax.Duration)
 	inRange(add, "telegram.give_up_attempts", t.GiveUpAttempts, 1, 1000, def.GiveUpAttempts)
 	inRange(add, "telegram.give_up_after", t.GiveUpAfter.Duration, time.Minute, 7*24*time.Hour, def.GiveUpAfter.Duration)
+}
+
+// The bounds of the media the Telegram transport takes: Telegram lets a
+// bot download files of 20 MB at most, and sends photos of 90 to 2560
+// pixels a side.
+const (
+	minMediaBytes = 16 << 10
+	maxMediaBytes = 20 << 20
+	minPhotoSide  = 90
+	maxPhotoSide  = 2560
+	// mediaFrameRoom is what a frame carrying a voice note or a photo
+	// holds besides it: the envelope, and for a photo the turn's text
+	// (64 KiB at most), its history (96 KiB) and the self-coded tools.
+	mediaFrameRoom = 512 << 10
+)
+
+// Base64Size is how many bytes n bytes take in the bus's JSON: base64.
+func Base64Size(n Size) Size { return (n + 2) / 3 * 4 }
+
+// MaxMediaFor is the largest voice note or photo that crosses a bus of
+// frames of maxFrame bytes.
+func MaxMediaFor(maxFrame Size) Size { return max(maxFrame-mediaFrameRoom, 0) / 4 * 3 }
+
+// roundUp is n rounded up to a multiple of unit, for a size in words.
+func roundUp(n, unit Size) Size { return (n + unit - 1) / unit * unit }
+
+// validateMedia checks the bounds of voice notes and photos, each of
+// which must fit, base64, in one bus frame of maxFrame bytes.
+func (t Telegram) validateMedia(maxFrame Size, def Telegram, add func(key, what, remedy string, about ...string)) {
+	inRange(add, "telegram.photo_max_side", t.PhotoMaxSide, minPhotoSide, maxPhotoSide, def.PhotoMaxSide)
+	for _, m := range []struct {
+		key      string
+		got, def Size
+	}{{"telegram.voice_max_bytes", t.VoiceMaxBytes, def.VoiceMaxBytes}, {"telegram.photo_max_bytes", t.PhotoMaxBytes, def.PhotoMaxBytes}} {
+		switch fits := MaxMediaFor(maxFrame); {
+		case m.got < minMediaBytes || m.got > maxMediaBytes:
+			inRange(add, m.key, m.got, minMediaBytes, maxMediaBytes, m.def)
+		case m.got > fits:
+			add(m.key, fmt.Sprintf("%v does not fit through the bus: it crosses in one frame, base64 (%v), beside %v of the rest, and bus.max_frame is %v",
+				m.got, roundUp(Base64Size(m.got), 1<<10), Size(mediaFrameRoom), maxFrame),
+				fmt.Sprintf("lower it to at most %v, or raise bus.max_frame to at least %v", fits, roundUp(Base64Size(m.got)+mediaFrameRoom, 1<<20)), "bus.max_frame")
+		}
+	}
 }
 
 func (p Panel) validate(def Panel, add func(key, what, remedy string, about ...string)) {

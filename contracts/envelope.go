@@ -70,6 +70,12 @@ const (
 	// messages durable (see [Inbound.Ref]): it is core's to answer now,
 	// across any restart, and the transport may forget it.
 	KindInboundAck Kind = "INBOUND_ACK"
+	// KindTranscribe asks the broker, for a transport, to turn the
+	// owner's voice note into text.
+	KindTranscribe Kind = "TRANSCRIBE"
+	// KindTranscript is the broker's answer to a transcribe request,
+	// addressed (Envelope.To) to the transport that asked.
+	KindTranscript Kind = "TRANSCRIPT"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -108,6 +114,8 @@ var Routes = map[Kind]Route{
 	KindApprovalClosed:  {To: RoleTransport, Delivery: ToAll},
 	KindActivity:        {To: RoleTransport, Delivery: ToAll},
 	KindInboundAck:      {To: RoleTransport, Delivery: ToAll},
+	KindTranscribe:      {To: RoleBroker, Delivery: ToOne},
+	KindTranscript:      {To: RoleTransport, Delivery: ToAll},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -128,6 +136,8 @@ var Senders = map[Kind][]Role{
 	KindApprovalClosed:  {RoleCore},
 	KindActivity:        {RoleCore},
 	KindInboundAck:      {RoleCore},
+	KindTranscribe:      {RoleTransport},
+	KindTranscript:      {RoleBroker},
 }
 
 // MaySend reports whether role may send kind.

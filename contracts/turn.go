@@ -14,6 +14,43 @@ type Inbound struct {
 	// core answers with an InboundAck of it, and recognises the message
 	// if it is delivered again.
 	Ref string `json:"ref,omitempty"`
+	// Spoken marks a Text that is the transcript of the owner's voice
+	// note: core shows it back in the reply ("🎤 you said: …").
+	Spoken bool `json:"spoken,omitempty"`
+	// Image is the photo the owner sent; Text is then its placeholder
+	// ("[photo: caption]"), which is all the history keeps of it.
+	Image *Image `json:"image,omitempty"`
+}
+
+// Image is a picture for a vision-capable model: its media type and its
+// bytes (base64 in JSON). Its size is bounded by the transport that took
+// it (telegram.photo_max_bytes), below the bus's frame.
+type Image struct {
+	MIME string `json:"mime"`
+	Data []byte `json:"data"`
+}
+
+// Transcribe asks the broker for the text of one voice note.
+type Transcribe struct {
+	// ID ties the answer to the request.
+	ID string `json:"id"`
+	// FileName names the audio for the provider, whose extension tells
+	// it the format ("voice.ogg").
+	FileName string `json:"file_name"`
+	Audio    []byte `json:"audio"`
+	// Deadline is when the transport stops waiting; the broker gives up
+	// then too.
+	Deadline time.Time `json:"deadline"`
+}
+
+// Transcript is the broker's answer to a [Transcribe].
+type Transcript struct {
+	ID   string `json:"id"`
+	OK   bool   `json:"ok"`
+	Text string `json:"text,omitempty"`
+	// Error says why no text came, with each provider's reason.
+	Error    string `json:"error,omitempty"`
+	Provider string `json:"provider,omitempty"`
 }
 
 // InboundAck tells a transport that the message Ref is durable in core.
@@ -52,6 +89,9 @@ type Message struct {
 	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 	// ToolCallID ties a tool message to the call it answers.
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// Images go with a user message's Content to a vision-capable
+	// provider, as image content parts.
+	Images []Image `json:"images,omitempty"`
 }
 
 // ToolCall is a model's request to run one tool. Args is the JSON object
@@ -162,6 +202,9 @@ type TurnInput struct {
 	// MaxModelCalls caps the model calls of the turn (turn.max_model_calls);
 	// under 1 it counts as 1, since the model is always asked once.
 	MaxModelCalls int `json:"max_model_calls,omitempty"`
+	// Images are the photos the owner's Text stands for, for a
+	// vision-capable model; the history holds only their placeholders.
+	Images []Image `json:"images,omitempty"`
 }
 
 // DeniedByOwner is the answer to a parked call the owner turned down.

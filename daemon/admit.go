@@ -69,6 +69,7 @@ func (c *Core) confirm(from turns.Origin, ref string) {
 // answered records that a turn's messages have their answer, as soon as
 // it is sent: the turn may end later (its worker still has to go).
 func (c *Core) answered(ctx context.Context, t *turns.Turn) {
+	c.forgetMedia(t.Admission.Messages)
 	if err := c.writes.note("record messages answered", c.store.Answered(ctx, t.Admission.Messages, c.clock.Now())); err != nil {
 		c.log.Error("recording that the owner's messages are answered failed; the next start may answer them again",
 			"turn", t.ID, "err", err)
@@ -90,6 +91,7 @@ func (c *Core) loadLeftBehind(ctx context.Context) {
 		return
 	}
 	c.left = leftBehind{}
+	c.pruneMedia(left)
 	for _, m := range left {
 		c.left[m.Transport] = append(c.left[m.Transport], m)
 	}

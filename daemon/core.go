@@ -93,6 +93,9 @@ type Core struct {
 	// joined yet; draining is set once core stops: no turn starts.
 	left     leftBehind
 	draining bool
+	// heard are the transcripts of the owner's voice notes not yet
+	// answered, by admitted id, for the reply's echo.
+	heard map[int64]string
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -115,6 +118,7 @@ func New(opts Options) (*Core, error) {
 		stopped: make(chan struct{}),
 		slots:   &workerSlots{clock: opts.Clock},
 		writes:  &failedWrites{clock: opts.Clock},
+		heard:   map[int64]string{},
 	}
 	c.say = &messenger{clock: c.clock, log: c.log}
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
@@ -298,6 +302,9 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		if again {
 			c.log.Info("a transport delivered a message again that is kept already", "transport", from.Transport, "ref", in.Ref)
 			return
+		}
+		for _, id := range kept {
+			c.keepMedia(id, in)
 		}
 		c.brain.feel(mood.OwnerMessage)
 		c.submit(ctx, in.Text, from, kept...)

@@ -98,6 +98,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		MoodWhy:   c.brain.mood.Why,
 		Scheduled: adm.Scheduled,
 		SelfCoded: c.keeper.live(approval.Audience(adm.Origin)),
+		Images:    c.photosOf(adm.Messages),
 	})
 
 	spec := launch.Spec{
@@ -224,7 +225,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// a failed write never blocks the reply. A request for the owner is
 	// the exception: kept before the reply that asks for it.
 	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
-	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: reply, Turn: t.ID})
+	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, reply), Turn: t.ID})
 	c.face.replied(res.Face, res.Thought)
 	for _, r := range asks {
 		c.auth.Ask(r)
@@ -250,7 +251,7 @@ func outcomeOf(res contracts.Result) (outcome, why string) {
 // answerDegraded answers a turn that failed: the degrade reply and face.
 func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
-	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: DegradeText, Turn: t.ID, Degraded: true})
+	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, DegradeText), Turn: t.ID, Degraded: true})
 	c.answered(context.Background(), t)
 	c.face.failed()
 	c.brain.feel(mood.TurnFailed)

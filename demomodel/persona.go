@@ -1,9 +1,13 @@
 package demomodel
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"image"
+	_ "image/jpeg" // the photos Telegram sends
+	_ "image/png"
 	"net"
 	"slices"
 	"strings"
@@ -93,6 +97,9 @@ const haiku = "little shell, awake\ncounting bytes beneath the moon\nthe fan hum
 func Persona(req Request) Step {
 	if call, answer, ok := answeredCall(req.Messages); ok {
 		return finalAnswer(req, afterTool(call, answer))
+	}
+	if img, ok := lastUserImage(req.Messages); ok {
+		return finalAnswer(req, look(img, lastUserText(req.Messages)))
 	}
 	r := react(lastUserText(req.Messages), req)
 	if r.call != nil {
@@ -379,6 +386,30 @@ func shown(answer string) string {
 		text += "\n[… cut]"
 	}
 	return "```\n" + text + "\n```"
+}
+
+// look is the persona's answer to a photo: what little it can tell of
+// the image without eyes (its size), and the words that came with it.
+func look(img contracts.Image, text string) reaction {
+	size := "a picture I cannot read"
+	if cfg, format, err := image.DecodeConfig(bytes.NewReader(img.Data)); err == nil {
+		size = fmt.Sprintf("a %d×%d %s", cfg.Width, cfg.Height, format)
+	}
+	return reaction{reply: fmt.Sprintf("I see your photo: %s of %d KiB, with your words “%s”. The demo model has no eyes, so that is all I can say of it.",
+		size, (len(img.Data)+1023)>>10, echoable(text)), thought: "looking at a photo", face: "curious"}
+}
+
+// lastUserImage is the last image of the owner's last message, if any.
+func lastUserImage(messages []contracts.Message) (contracts.Image, bool) {
+	for i := len(messages) - 1; i >= 0; i-- {
+		if m := messages[i]; m.Role == contracts.ChatUser {
+			if len(m.Images) == 0 {
+				return contracts.Image{}, false
+			}
+			return m.Images[len(m.Images)-1], true
+		}
+	}
+	return contracts.Image{}, false
 }
 
 func lastUserText(messages []contracts.Message) string {

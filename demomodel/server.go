@@ -2,6 +2,7 @@ package demomodel
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,6 +46,7 @@ func (r Request) clone() Request {
 	r.Messages = slices.Clone(r.Messages)
 	for i := range r.Messages {
 		r.Messages[i].ToolCalls = slices.Clone(r.Messages[i].ToolCalls)
+		r.Messages[i].Images = slices.Clone(r.Messages[i].Images)
 	}
 	return r
 }
@@ -75,6 +77,9 @@ type Server struct {
 	queue    []Step
 	requests []Request
 	hits     int
+
+	transcriptQueue []TranscriptStep
+	transcriptions  []Transcription
 
 	// after is the clock scripted delays wait on; tests replace it.
 	after func(time.Duration) <-chan time.Time
@@ -123,6 +128,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		s.complete(w, r)
+	case "/v1/audio/transcriptions", "/audio/transcriptions":
+		if r.Method != http.MethodPost {
+			writeError(w, http.StatusMethodNotAllowed, "transcriptions take POST")
+			return
+		}
+		s.transcribe(w, r)
 	case "/v1/models", "/models":
 		if r.Method != http.MethodGet {
 			writeError(w, http.StatusMethodNotAllowed, "the model list takes GET")
@@ -141,7 +152,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, demoPage)
 	default:
 		writeError(w, http.StatusNotFound, fmt.Sprintf(
-			"no route for %s %s: the demo model serves POST /v1/chat/completions, GET /v1/models and GET %s",
+			"no route for %s %s: the demo model serves POST /v1/chat/completions, POST /v1/audio/transcriptions, GET /v1/models and GET %s",
 			r.Method, r.URL.Path, DemoPagePath))
 	}
 }
@@ -283,11 +294,11 @@ func (c chatRequest) request(host string, received time.Time) (Request, error) {
 	}
 	req := Request{Model: c.Model, Host: host, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
 	for i, m := range c.Messages {
-		content, err := contentText(m.Content)
+		content, images, err := contentParts(m.Content)
 		if err != nil {
 			return Request{}, fmt.Errorf("message %d: %w", i, err)
 		}
-		msg := contracts.Message{Role: m.Role, Content: content, ToolCallID: m.ToolCallID}
+		msg := contracts.Message{Role: m.Role, Content: content, ToolCallID: m.ToolCallID, Images: images}
 		for _, call := range m.ToolCalls {
 			msg.ToolCalls = append(msg.ToolCalls, contracts.ToolCall{ID: call.ID, Name: call.Function.Name, Args: call.Function.Arguments})
 		}
@@ -299,31 +310,58 @@ func (c chatRequest) request(host string, received time.Time) (Request, error) {
 	return req, nil
 }
 
-// contentText flattens a message's content: a string as it is, the text
-// parts of a content-part array joined, null or absent as empty.
-func contentText(raw json.RawMessage) (string, error) {
+// contentParts flattens a message's content: a string as it is, the text
+// parts of a content-part array joined, null or absent as empty; the
+// array's image parts, which must be data: URLs, come back decoded.
+func contentParts(raw json.RawMessage) (string, []contracts.Image, error) {
 	trimmed := strings.TrimSpace(string(raw))
 	if trimmed == "" || trimmed == "null" {
-		return "", nil
+		return "", nil, nil
 	}
 	var text string
 	if err := json.Unmarshal(raw, &text); err == nil {
-		return text, nil
+		return text, nil, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL struct {
+			URL string `json:"url"`
+		} `json:"image_url"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string, null or an array of content parts")
+		return "", nil, errors.New("content must be a string, null or an array of content parts")
 	}
 	var texts []string
-	for _, p := range parts {
-		if p.Type == "text" {
+	var images []contracts.Image
+	for i, p := range parts {
+		switch p.Type {
+		case "text":
 			texts = append(texts, p.Text)
+		case "image_url":
+			img, err := dataURL(p.ImageURL.URL)
+			if err != nil {
+				return "", nil, fmt.Errorf("content part %d: %w", i, err)
+			}
+			images = append(images, img)
 		}
 	}
-	return strings.Join(texts, "\n"), nil
+	return strings.Join(texts, "\n"), images, nil
+}
+
+// dataURL decodes an image part's data:MIME;base64,… URL.
+func dataURL(url string) (contracts.Image, error) {
+	rest, ok := strings.CutPrefix(url, "data:")
+	head, data, found := strings.Cut(rest, ",")
+	mime, base64ed := strings.CutSuffix(head, ";base64")
+	if !ok || !found || !base64ed || !strings.HasPrefix(mime, "image/") {
+		return contracts.Image{}, fmt.Errorf("the demo model takes images only as data:image/…;base64 URLs, not %.40q", url)
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return contracts.Image{}, fmt.Errorf("the image's base64 is broken: %w", err)
+	}
+	return contracts.Image{MIME: mime, Data: raw}, nil
 }
 
 type completionBody struct {

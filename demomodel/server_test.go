@@ -267,7 +267,7 @@ func TestRequestsRecorded(t *testing.T) {
 		"model": "gpt-x",
 		"messages": [
 			{"role":"system","content":"be a pet"},
-			{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"x"}},{"type":"text","text":"here"}]},
+			{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,aGk="}},{"type":"text","text":"here"}]},
 			{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"get_time","arguments":"{}"}}]},
 			{"role":"tool","tool_call_id":"c1","content":"noon"}
 		],
@@ -280,7 +280,7 @@ func TestRequestsRecorded(t *testing.T) {
 	got := reqs[0]
 	want := []contracts.Message{
 		{Role: "system", Content: "be a pet"},
-		{Role: "user", Content: "look\nhere"},
+		{Role: "user", Content: "look\nhere", Images: []contracts.Image{{MIME: "image/png", Data: []byte("hi")}}},
 		{Role: "assistant", ToolCalls: []contracts.ToolCall{{ID: "c1", Name: "get_time", Args: "{}"}}},
 		{Role: "tool", Content: "noon", ToolCallID: "c1"},
 	}

@@ -13,6 +13,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon"
+	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/panel/faces"
@@ -55,6 +56,9 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{Text: "never heard: core was killed", Delay: 20 * time.Second},
 		demomodel.Step{Text: "answered after all"},
 		demomodel.Step{Text: "back again"},
+		// 8. a voice note, then a photo
+		demomodel.Step{Text: "Sleep well, owner."},
+		demomodel.Step{Text: "A fine grey square."},
 	)
 	pet := bootPet(t, sandboxImage, deb, model)
 	guest, api, ctx := pet.guest, pet.api, context.Background()
@@ -222,6 +226,28 @@ func TestWholePetInAVM(t *testing.T) {
 			img, err := png.Decode(bytes.NewReader(raw))
 			return err == nil && sameBelowStrip(img, want)
 		})
+	})
+
+	t.Run("8 a voice note is heard and a photo seen", func(t *testing.T) {
+		api.SendVoice(ownerID, telegramtest.Voice{Content: []byte("good night VM"), Duration: 1})
+		reply := api.WaitMessage(t, ownerID, textHas("🎤 you said: good night VM"))
+		if !strings.Contains(reply.Text, "Sleep well, owner.") {
+			t.Errorf("the reply to the voice note is %q, want the words heard and the model's answer", reply.Text)
+		}
+		if got := model.Transcriptions(); len(got) != 1 || got[0].Model != "whisper-1" {
+			t.Errorf("the transcription endpoint got %+v, want one call for whisper-1", got)
+		}
+		photo := testJPEG(t, 32, 32)
+		api.SendPhoto(ownerID, "what is this?", telegramtest.Photo{Width: 32, Height: 32, Content: photo})
+		api.WaitMessage(t, ownerID, textHas("A fine grey square."))
+		reqs := model.Requests()
+		last := reqs[len(reqs)-1].Messages
+		if m := last[len(last)-1]; m.Content != "[photo: what is this?]" || len(m.Images) != 1 || !bytes.Equal(m.Images[0].Data, photo) {
+			t.Errorf("the model got %q with %d images, want the placeholder and the photo", m.Content, len(m.Images))
+		}
+		if out, err := guest.Exec(ctx, "sh", "-c", "ls -A /var/lib/shelldon/photos 2>/dev/null | wc -l"); err != nil || strings.TrimSpace(string(out)) != "0" {
+			t.Errorf("photos kept after the answer: %s %v", out, err)
+		}
 	})
 }
 

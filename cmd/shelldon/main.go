@@ -277,6 +277,9 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
 		GiveUp:      telegram.GiveUp{Attempts: cfg.Telegram.GiveUpAttempts, Age: cfg.Telegram.GiveUpAfter.Duration},
 		Log:         log,
+		// The broker reads the same configuration: what it can do.
+		Transcription: cfg.Transcribes(), Vision: cfg.Sees(),
+		VoiceMaxBytes: int64(cfg.Telegram.VoiceMaxBytes), PhotoMaxBytes: int64(cfg.Telegram.PhotoMaxBytes), PhotoMaxSide: cfg.Telegram.PhotoMaxSide,
 	})
 }
 
@@ -366,6 +369,7 @@ func newChain(cfg config.Config) (*broker.Chain, error) {
 		}
 		providers = append(providers, broker.NewOpenAI(broker.OpenAIConfig{
 			Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKey: key,
+			Vision: p.Vision, TranscriptionModel: p.TranscriptionModel,
 			HTTPClient: &http.Client{Timeout: timeout},
 		}))
 	}

@@ -72,7 +72,9 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 			return err
 		}
 		defer stop()
-		cfg.Providers = []config.Provider{{Name: "demo", BaseURL: url, Model: "shelldon-demo"}}
+		// The demo model takes photos and voice notes too, so that they can
+		// be tried offline; it hears written-out words, and sees a photo's size.
+		cfg.Providers = []config.Provider{{Name: "demo", BaseURL: url, Model: "shelldon-demo", Vision: true, TranscriptionModel: "shelldon-demo"}}
 		banner, modelHelp = demoBanner, demoHelp
 		log.Warn("no provider configured: using the scripted demo model", "url", url)
 	}

@@ -50,6 +50,8 @@ func bootPet(t testing.TB, sandboxImage image.Image, deb string, model http.Hand
 name = "demo"
 base_url = "http://%[1]s:%[2]d/v1"
 model = %[3]q
+vision = true
+transcription_model = "whisper-1"
 
 [telegram]
 allowed_users = [%[4]d]

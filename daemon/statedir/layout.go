@@ -52,6 +52,11 @@ func (l Layout) ToolStore() string { return filepath.Join(l.Root, "tools") }
 // owner's own look before they are applied.
 func (l Layout) Changes() string { return filepath.Join(l.Root, "changes") }
 
+// Photos holds the photos of the owner's messages not yet answered, one
+// file a message, named by the message's admitted id: the database and
+// its history keep only their placeholders.
+func (l Layout) Photos() string { return filepath.Join(l.Root, "photos") }
+
 // Runs holds the sandbox's run directories (overlay layers).
 func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 

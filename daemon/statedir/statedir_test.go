@@ -30,6 +30,7 @@ func TestLayoutPaths(t *testing.T) {
 		{"ToolStore", l.ToolStore(), "/var/lib/shelldon/tools"},
 		{"Changes", l.Changes(), "/var/lib/shelldon/changes"},
 		{"Runs", l.Runs(), "/var/lib/shelldon/runs"},
+		{"Photos", l.Photos(), "/var/lib/shelldon/photos"},
 		{"Socket", l.Socket(), "/var/lib/shelldon/bus.sock"},
 	}
 	for _, tt := range tests {

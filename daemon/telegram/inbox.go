@@ -23,7 +23,7 @@ import (
 
 // Replies the transport gives on its own.
 const (
-	textOnlyReply  = "I can only read text for now."
+	textOnlyReply  = "I can read text, voice notes and photos, but not that kind of message."
 	notPassedReply = "I could not pass that on to my core; tap again in a moment."
 )
 
@@ -357,15 +357,26 @@ func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Mes
 		t.ignore(ctx, "message", msg.From)
 		return updateDone
 	}
-	if msg.Text == "" {
+	switch {
+	case msg.Voice != nil || msg.Audio != nil:
+		return t.hear(ctx, id, msg)
+	case len(msg.Photo) > 0:
+		return t.see(ctx, id, msg)
+	case msg.Text == "":
 		t.reply(ctx, msg.Chat.ID, textOnlyReply)
 		return updateDone
 	}
-	chat := strconv.FormatInt(msg.Chat.ID, 10)
+	return t.pass(ctx, id, contracts.Inbound{Chat: strconv.FormatInt(msg.Chat.ID, 10), Text: msg.Text})
+}
+
+// pass hands the owner's message of update id to core, which confirms it
+// by the update's id once kept.
+func (t *Transport) pass(_ context.Context, id int64, in contracts.Inbound) updateFate {
+	in.Ref = strconv.FormatInt(id, 10)
 	// Counted as passed before it is sent: core's confirmation may come
 	// back before the send returns.
 	t.passed.add(id)
-	if err := t.toCore(contracts.KindInbound, contracts.Inbound{Chat: chat, Text: msg.Text, Ref: strconv.FormatInt(id, 10)}); err != nil {
+	if err := t.toCore(contracts.KindInbound, in); err != nil {
 		t.passed.drop(id)
 		t.log.Warn("telegram: core is out of reach; the message waits", "err", err)
 		return updateNotPassed

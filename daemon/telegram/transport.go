@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,6 +81,14 @@ type Config struct {
 	Location *time.Location
 	// Log receives the transport's notes; nil discards them.
 	Log *slog.Logger
+	// Transcription and Vision say that a provider turns voice notes
+	// into text, and that one takes photos; without them the owner is
+	// told which setting is missing.
+	Transcription, Vision bool
+	// VoiceMaxBytes, PhotoMaxBytes and PhotoMaxSide bound the voice notes
+	// and photos taken; zero means the defaults (2 MiB, 1 MiB, 1280 px).
+	VoiceMaxBytes, PhotoMaxBytes int64
+	PhotoMaxSide                 int
 }
 
 // GiveUp bounds how long an item of the outbox is tried: past either
@@ -118,6 +127,10 @@ type Transport struct {
 	bot        *bot.Bot
 	// apiURL is the Bot API server's base URL, without a trailing slash.
 	apiURL string
+	// files downloads what the owner sends; transcripts waits for the
+	// broker's words of their voice notes.
+	files       *http.Client
+	transcripts transcripts
 
 	inWake   chan struct{} // an update was stored
 	outWake  chan struct{} // an item was queued
@@ -170,6 +183,16 @@ func New(cfg Config) (*Transport, error) {
 	if t.apiURL == "" {
 		t.apiURL = telegramAPI
 	}
+	if t.cfg.VoiceMaxBytes <= 0 {
+		t.cfg.VoiceMaxBytes = defaultVoiceMaxBytes
+	}
+	if t.cfg.PhotoMaxBytes <= 0 {
+		t.cfg.PhotoMaxBytes = defaultPhotoMaxBytes
+	}
+	if t.cfg.PhotoMaxSide <= 0 {
+		t.cfg.PhotoMaxSide = defaultPhotoMaxSide
+	}
+	t.files = &http.Client{Timeout: downloadTimeout}
 	t.client = &bus.Client{
 		Socket: cfg.Socket, MaxFrame: cfg.MaxFrame,
 		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
@@ -343,6 +366,11 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			return
 		}
 		t.confirmed(ctx, a.Ref)
+	case contracts.KindTranscript:
+		var tr contracts.Transcript
+		if err := env.Decode(&tr); err != nil || !t.transcripts.deliver(tr) {
+			t.log.Warn("telegram: a transcript nobody waits for", "id", tr.ID, "err", err)
+		}
 	case contracts.KindActivity:
 		var a contracts.Activity
 		if err := env.Decode(&a); err != nil {

@@ -50,6 +50,9 @@ type rig struct {
 	// updates, when set, wraps the store the transport keeps its updates
 	// in.
 	updates func(updateStore) updateStore
+	// media, when set, changes the transport's Config: its providers'
+	// abilities and its bounds on voice notes and photos.
+	media func(*Config)
 
 	// cancel ends the running transport at once; stop ends it and waits.
 	cancel context.CancelFunc
@@ -90,11 +93,15 @@ func (r *rig) startCore(t *testing.T, socket string) {
 // start runs a transport over the rig's store until stop or the test's end.
 func (r *rig) start(t *testing.T) {
 	t.Helper()
-	tr, err := New(Config{
-		Token: token, APIURL: r.api.URL(), AllowedIDs: r.allowed, Socket: r.socket, MaxFrame: 1 << 20,
+	cfg := Config{
+		Token: token, APIURL: r.api.URL(), AllowedIDs: r.allowed, Socket: r.socket, MaxFrame: 4 << 20,
 		Store: r.store, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log,
-	})
+	}
+	if r.media != nil {
+		r.media(&cfg)
+	}
+	tr, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -159,7 +160,7 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 				// the rest are dropped, and the model asks again after
 				// the owner decides.
 				asked.ToolCalls = c.ToolCalls[:i+1]
-				parked := append(append(messages, asked), answers...)
+				parked := append(append(withoutImages(messages), asked), answers...)
 				end.Stop = contracts.StopParked
 				end.Park = &contracts.RequestToolApproval{Call: call, Summary: checked.Note, Messages: parked}
 				return end
@@ -301,4 +302,16 @@ func tally(names []string) string {
 		parts = append(parts, fmt.Sprintf("%s ×%d", visible.Line(cutEnd(n, maxShownName)), counts[n]))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// withoutImages is messages with their images left out, for a parked
+// conversation, which core keeps in its database: the text keeps the
+// photo's placeholder, and the turn that resumes it goes on without the
+// image.
+func withoutImages(messages []contracts.Message) []contracts.Message {
+	out := slices.Clone(messages)
+	for i := range out {
+		out[i].Images = nil
+	}
+	return out
 }

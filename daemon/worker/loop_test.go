@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -497,5 +498,30 @@ func TestServeEvaluatesInAChildProcess(t *testing.T) {
 	}
 	if want := "error: python_eval: stopped after 2 s"; !strings.HasPrefix(answers["e2"], want) {
 		t.Errorf("python_eval of a hash that never ends answered %q, want %q...", answers["e2"], want)
+	}
+}
+
+// TestParkedPhotoKeepsOnlyItsPlaceholder: a turn about the owner's photo
+// parks on a RISKY call; the model was sent the image, but the parked
+// conversation, which core keeps in its database, holds only the text.
+func TestParkedPhotoKeepsOnlyItsPlaceholder(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{calls(call("1", "write_file", `{"path":"bird.txt","content":"a robin"}`))}}
+	messages := start()
+	messages[len(messages)-1] = contracts.Message{Role: contracts.ChatUser, Content: "[photo: note this bird]",
+		Images: []contracts.Image{{MIME: "image/jpeg", Data: []byte("jpeg")}}}
+	end := newLoop(t, s).run(context.Background(), messages)
+	if end.Park == nil {
+		t.Fatalf("run = %+v, want the write parked", end)
+	}
+	if sent := s.jobs[0].Messages; len(sent[len(sent)-1].Images) != 1 {
+		t.Errorf("the model was sent %+v, want the photo with the owner's words", sent[len(sent)-1])
+	}
+	for _, m := range end.Park.Messages {
+		if len(m.Images) > 0 {
+			t.Errorf("the parked conversation keeps an image in %q", m.Content)
+		}
+	}
+	if !slices.ContainsFunc(end.Park.Messages, func(m contracts.Message) bool { return m.Content == "[photo: note this bird]" }) {
+		t.Errorf("the parked conversation lost the photo's placeholder")
 	}
 }

@@ -205,6 +205,8 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			MoodWhy:   in.MoodWhy,
 			Scheduled: in.Scheduled,
 		})
+		// The owner's photo goes with their words, the last message.
+		messages[len(messages)-1].Images = in.Images
 	}
 	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}, Evaluator: b.evaluator}).WithSelfCoded(in.SelfCoded)
 	loop := agentLoop{

@@ -33,6 +33,11 @@ type message struct {
 	document  *Document
 	// fileID and fileUniqueID name the document's file.
 	fileID, fileUniqueID string
+	// voice, audio and photo are what the owner sent; text is then the
+	// caption.
+	voice *wireVoice
+	audio *wireAudio
+	photo []wirePhotoSize
 }
 
 // Message is one of the bot's messages, in its current state.
@@ -103,6 +108,13 @@ func (s *Server) wire(c *chat, m *message) wireMessage {
 			FileName: m.document.FileName, FileID: m.fileID, FileUniqueID: m.fileUniqueID,
 			FileSize: len(m.document.Content),
 		}
+		w.Caption, w.CaptionEntities = m.text, m.entities
+	case m.voice != nil:
+		w.Voice = m.voice
+	case m.audio != nil:
+		w.Audio = m.audio
+	case len(m.photo) > 0:
+		w.Photo = m.photo
 		w.Caption, w.CaptionEntities = m.text, m.entities
 	case m.sticker:
 		w.Sticker = &wireSticker{

@@ -1,8 +1,10 @@
 // Package telegramtest is a local Telegram Bot API server for tests: the
 // real go-telegram/bot client talks to it over loopback HTTP, and a test
-// plays the owner's side (SendText, SendSticker, Tap), inspects what the
+// plays the owner's side (SendText, SendSticker, SendVoice, SendAudio,
+// SendPhoto, Tap), inspects what the
 // bot did (Calls, Messages, Commands, Delivered, Confirmed) and injects
-// faults (RateLimit, SetDown, Fail).
+// faults (RateLimit, SetDown, Fail, FailDownloads, a Voice's or Photo's
+// ClaimedSize that lies about the file's size).
 //
 // It is strict on purpose, so that a wrong call by the code under test
 // fails as it would against Telegram: answers have the Bot API's JSON
@@ -15,7 +17,8 @@
 //
 // It implements getMe, getUpdates, deleteWebhook, sendMessage,
 // editMessageText, editMessageReplyMarkup, answerCallbackQuery,
-// sendChatAction, sendDocument and setMyCommands; any other method answers
+// sendChatAction, sendDocument, setMyCommands and getFile, and serves the
+// files the owner sent at /file/bot<token>/<file_path>; any other method answers
 // 404 Not Found. A second getUpdates ends one still waiting with 409
 // Conflict, and a negative offset keeps only the last -offset updates, both
 // as on Telegram. Both sides' messages in a chat share one message id

@@ -63,6 +63,12 @@ type Server struct {
 	nextQuery int64
 	nextFile  int
 	commands  []BotCommand
+
+	// files are those the owner sent, by file id, for getFile and the
+	// downloads; downloadFault, when set, is the status every download gets.
+	files         map[string]*storedFile
+	downloads     []string
+	downloadFault int
 }
 
 // Call is one request the server received.
@@ -175,12 +181,17 @@ func init() {
 		{"sendChatAction", (*Server).sendChatAction},
 		{"sendDocument", (*Server).sendDocument},
 		{"setMyCommands", (*Server).setMyCommands},
+		{"getFile", (*Server).getFile},
 	} {
 		methods[strings.ToLower(m.name)] = m
 	}
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if strings.HasPrefix(r.URL.Path, "/file/bot") {
+		s.serveFile(w, r)
+		return
+	}
 	token, name, validPath := strings.Cut(strings.TrimPrefix(r.URL.Path, "/bot"), "/")
 	validPath = validPath && strings.HasPrefix(r.URL.Path, "/bot") && name != "" && !strings.Contains(name, "/")
 	m, known := methods[strings.ToLower(name)]

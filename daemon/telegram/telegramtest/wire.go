@@ -49,23 +49,59 @@ type wireSticker struct {
 	Emoji        string `json:"emoji,omitempty"`
 }
 
+type wireVoice struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Duration     int    `json:"duration"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int64  `json:"file_size,omitempty"`
+}
+
+type wireAudio struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Duration     int    `json:"duration"`
+	FileName     string `json:"file_name,omitempty"`
+	MimeType     string `json:"mime_type,omitempty"`
+	FileSize     int64  `json:"file_size,omitempty"`
+}
+
+type wirePhotoSize struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	Width        int    `json:"width"`
+	Height       int    `json:"height"`
+	FileSize     int64  `json:"file_size,omitempty"`
+}
+
+// wireFile is what getFile answers.
+type wireFile struct {
+	FileID       string `json:"file_id"`
+	FileUniqueID string `json:"file_unique_id"`
+	FileSize     int64  `json:"file_size,omitempty"`
+	FilePath     string `json:"file_path,omitempty"`
+}
+
 type inlineMarkup struct {
 	InlineKeyboard keyboard `json:"inline_keyboard"`
 }
 
 type wireMessage struct {
-	MessageID       int64         `json:"message_id"`
-	From            *user         `json:"from,omitempty"`
-	Chat            wireChat      `json:"chat"`
-	Date            int64         `json:"date"`
-	EditDate        int64         `json:"edit_date,omitempty"`
-	Text            string        `json:"text,omitempty"`
-	Entities        []entity      `json:"entities,omitempty"`
-	Document        *wireDocument `json:"document,omitempty"`
-	Sticker         *wireSticker  `json:"sticker,omitempty"`
-	Caption         string        `json:"caption,omitempty"`
-	CaptionEntities []entity      `json:"caption_entities,omitempty"`
-	ReplyMarkup     *inlineMarkup `json:"reply_markup,omitempty"`
+	MessageID       int64           `json:"message_id"`
+	From            *user           `json:"from,omitempty"`
+	Chat            wireChat        `json:"chat"`
+	Date            int64           `json:"date"`
+	EditDate        int64           `json:"edit_date,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Entities        []entity        `json:"entities,omitempty"`
+	Document        *wireDocument   `json:"document,omitempty"`
+	Sticker         *wireSticker    `json:"sticker,omitempty"`
+	Voice           *wireVoice      `json:"voice,omitempty"`
+	Audio           *wireAudio      `json:"audio,omitempty"`
+	Photo           []wirePhotoSize `json:"photo,omitempty"`
+	Caption         string          `json:"caption,omitempty"`
+	CaptionEntities []entity        `json:"caption_entities,omitempty"`
+	ReplyMarkup     *inlineMarkup   `json:"reply_markup,omitempty"`
 }
 
 type wireCallbackQuery struct {
