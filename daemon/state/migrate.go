@@ -204,9 +204,9 @@ var migrations = []string{
 		PRIMARY KEY (turn, seq)
 	);
 	CREATE INDEX turn_usage_by_start ON turn_usage (started_at, provider, prompt_tokens, completion_tokens);
-	-- The turns before knew their tokens but not the provider: ''.
+	-- The turns before knew their tokens but not the provider: state.UnknownProvider.
 	INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
-		SELECT id, 0, '', started_at, prompt_tokens, completion_tokens FROM turns WHERE prompt_tokens > 0 OR completion_tokens > 0;`,
+		SELECT id, 0, '(unknown)', started_at, prompt_tokens, completion_tokens FROM turns WHERE prompt_tokens > 0 OR completion_tokens > 0;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -27,6 +27,10 @@ const (
 	MaxProviderRunes = 64
 )
 
+// UnknownProvider is the provider a turn's tokens are kept under when
+// nobody said which answered: a turn from before providers were recorded.
+const UnknownProvider = "(unknown)"
+
 // ErrNoTurn is wrapped when a turn id names no recorded turn.
 var ErrNoTurn = errors.New("no such turn")
 
@@ -91,7 +95,7 @@ type TurnRecord struct {
 	WorkerJoin time.Duration
 	// The tokens of the turn's model calls, and the same per provider
 	// that answered them, in the order they first answered (a turn from
-	// before providers were recorded has one, named "").
+	// before providers were recorded has one, UnknownProvider).
 	PromptTokens, CompletionTokens int
 	Usage                          contracts.UsageByProvider
 }
@@ -179,7 +183,7 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) (err error) {
 		if _, err := tx.ExecContext(ctx,
 			`INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
 			 SELECT id, ?, ?, started_at, ?, ? FROM turns WHERE id = ?`,
-			i, clip(p.Provider, MaxProviderRunes), p.Usage.PromptTokens, p.Usage.CompletionTokens, t.ID); err != nil {
+			i, p.Provider, p.Usage.PromptTokens, p.Usage.CompletionTokens, t.ID); err != nil {
 			return fmt.Errorf("finish turn %q: keep its usage: %w", t.ID, err)
 		}
 	}
@@ -189,19 +193,23 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) (err error) {
 	return nil
 }
 
-// keptUsage is usage as a turn keeps it: no negative count.
+// keptUsage is usage as a turn keeps it: no negative count, every
+// provider named.
 func keptUsage(usage contracts.UsageByProvider) contracts.UsageByProvider {
-	kept := make(contracts.UsageByProvider, len(usage))
-	for i, p := range usage {
-		kept[i] = contracts.ProviderUsage{Provider: p.Provider, Usage: contracts.Usage{
-			PromptTokens: max(0, p.Usage.PromptTokens), CompletionTokens: max(0, p.Usage.CompletionTokens)}}
+	var kept contracts.UsageByProvider
+	for _, p := range usage {
+		name := clip(p.Provider, MaxProviderRunes)
+		if name == "" {
+			name = UnknownProvider
+		}
+		kept = kept.Add(name, contracts.Usage{PromptTokens: max(0, p.Usage.PromptTokens), CompletionTokens: max(0, p.Usage.CompletionTokens)})
 	}
 	return kept
 }
 
 // UsageSince sums the tokens of the turns started at or after t, per
 // provider, in the order of the providers' names (a turn from before
-// providers were recorded counts under "").
+// providers were recorded counts under UnknownProvider).
 func (s *Store) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByProvider, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT provider, SUM(prompt_tokens), SUM(completion_tokens) FROM turn_usage WHERE started_at >= ?

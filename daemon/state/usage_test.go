@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -76,7 +77,7 @@ func TestATurnKeepsABoundedUsage(t *testing.T) {
 	s := newStore(t)
 	var usage contracts.UsageByProvider
 	for i := range MaxTurnProviders + 4 {
-		usage = append(usage, contracts.ProviderUsage{Provider: strings.Repeat("p", MaxProviderRunes+i), Usage: tokens(1, 1)})
+		usage = append(usage, contracts.ProviderUsage{Provider: fmt.Sprintf("%02d", i) + strings.Repeat("p", MaxProviderRunes), Usage: tokens(1, 1)})
 	}
 	finishedTurn(t, s, "t", time.UnixMilli(1_700_000_000_000), usage)
 	turns, err := s.RecentTurns(context.Background(), 1)
@@ -122,7 +123,7 @@ func TestTheDaysSumReadsOnlyItsIndex(t *testing.T) {
 
 // TestUpgradeKeepsTheTokensOfEarlierTurns: the tokens a turn counted
 // before providers were recorded stay in the day's and the month's sums,
-// under the provider "".
+// under UnknownProvider.
 func TestUpgradeKeepsTheTokensOfEarlierTurns(t *testing.T) {
 	l := statedir.Layout{Root: t.TempDir()}
 	ctx := context.Background()
@@ -141,7 +142,7 @@ func TestUpgradeKeepsTheTokensOfEarlierTurns(t *testing.T) {
 	s := openStore(t, l)
 	defer s.Close()
 	got, err := s.UsageSince(ctx, start)
-	if want := (contracts.UsageByProvider{{Provider: "", Usage: tokens(640, 32)}}); err != nil || !slices.Equal(got, want) {
+	if want := (contracts.UsageByProvider{{Provider: UnknownProvider, Usage: tokens(640, 32)}}); err != nil || !slices.Equal(got, want) {
 		t.Errorf("UsageSince after the upgrade = %+v, %v, want %+v", got, err, want)
 	}
 }
