@@ -310,7 +310,7 @@ func (c *Core) release(ctx context.Context) {
 		}
 	}
 	if next, ok := c.turns.Release(); ok {
-		c.startTurn(ctx, next)
+		c.startOwnersTurn(ctx, next) // a catch-up: the owner's messages, perhaps a due schedule's text
 	}
 }
 
