@@ -65,13 +65,18 @@ func (c *Core) askPastCap(ctx context.Context, adm turns.Admission, today int) {
 }
 
 // carryOutPastCap does what the owner decided of a message past the
-// cap, holding the slot: on Approve it is kept again as admitted and its
-// turn starts (the turn then holds the slot); on Deny it is let go,
-// politely.
+// cap, holding the slot: on Approve, if the kept text is the one
+// approved, it is kept again as admitted and its turn starts (the turn
+// then holds the slot); on Deny it is let go, politely.
 func (c *Core) carryOutPastCap(ctx context.Context, out approval.Outcome) bool {
 	req := out.Request
 	if out.Verdict != approval.Approved {
 		c.say.Tell(req.Origin, fmt.Sprintf("All right, I'll leave %s for now. Ask me again when you like; the cap starts afresh at midnight.", quoteMessage(req.TokenCap.Text)))
+		return false
+	}
+	if err := req.Verify(approval.TokenCapDigest(*req.TokenCap)); err != nil {
+		c.log.Error("a message past the cap is not what the owner approved; no turn starts", "request", req.Key, "err", err)
+		c.say.Tell(req.Origin, "I did not think about it: what I kept is not what you approved. Ask me again.")
 		return false
 	}
 	from := turns.Origin(req.Origin)
