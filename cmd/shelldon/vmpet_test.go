@@ -50,6 +50,11 @@ func bootPet(t testing.TB, sandboxImage image.Image, deb string, model http.Hand
 name = "demo"
 base_url = "http://%[1]s:%[2]d/v1"
 model = %[3]q
+price_prompt_per_million = 2
+price_completion_per_million = 10
+
+[budget]
+currency = "USD"
 
 [telegram]
 allowed_users = [%[4]d]
