@@ -207,13 +207,17 @@ func keptUsage(usage contracts.UsageByProvider) contracts.UsageByProvider {
 	return kept
 }
 
+// usageSinceQuery sums the tokens per provider of the turns started at or
+// after its one argument, reading only the covering index
+// turn_usage_by_start.
+const usageSinceQuery = `SELECT provider, SUM(prompt_tokens), SUM(completion_tokens) FROM turn_usage WHERE started_at >= ?
+	GROUP BY provider ORDER BY provider`
+
 // UsageSince sums the tokens of the turns started at or after t, per
 // provider, in the order of the providers' names (a turn from before
 // providers were recorded counts under UnknownProvider).
 func (s *Store) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByProvider, error) {
-	rows, err := s.db.QueryContext(ctx,
-		`SELECT provider, SUM(prompt_tokens), SUM(completion_tokens) FROM turn_usage WHERE started_at >= ?
-		 GROUP BY provider ORDER BY provider`, t.UnixMilli())
+	rows, err := s.db.QueryContext(ctx, usageSinceQuery, t.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sum the tokens since %v: %w", t, err)
 	}
