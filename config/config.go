@@ -33,6 +33,7 @@ type Config struct {
 	Panel     Panel      `toml:"panel"`
 	Mood      Mood       `toml:"mood"`
 	Schedule  Schedule   `toml:"schedule"`
+	Budget    Budget     `toml:"budget"`
 	Sandbox   Sandbox    `toml:"sandbox"`
 }
 
@@ -118,6 +119,12 @@ type Provider struct {
 	// /audio/transcriptions ("whisper-1"); the owner's voice notes go to
 	// the first provider that has one. Empty: it transcribes nothing.
 	TranscriptionModel string `toml:"transcription_model"`
+	// PricePromptPerMillion and PriceCompletionPerMillion are what the
+	// provider charges for a million prompt and completion tokens, in
+	// the owner's currency (budget.currency), for the cost estimate in
+	// /status; 0 when the owner set no price.
+	PricePromptPerMillion     float64 `toml:"price_prompt_per_million"`
+	PriceCompletionPerMillion float64 `toml:"price_completion_per_million"`
 }
 
 // Transcribes reports whether some provider turns voice notes into text.
@@ -200,6 +207,19 @@ type Schedule struct {
 	DailyBudget int `toml:"daily_budget"`
 	// Cooldown is the least time between two of them.
 	Cooldown Duration `toml:"cooldown"`
+	// DailyTokenBudget stops them for the day once today's turns, all of
+	// them, used this many tokens; 0 for no such bound.
+	DailyTokenBudget int `toml:"daily_token_budget"`
+}
+
+// Budget bounds what the pet spends on its model, and says in what.
+type Budget struct {
+	// DailyTokenCap makes a turn of the owner's messages ask the owner
+	// first once today's turns used this many tokens; 0 for no cap.
+	DailyTokenCap int `toml:"daily_token_cap"`
+	// Currency names the owner's currency, the one the providers' prices
+	// are in, for the cost estimate: "USD", "€"; "" shows bare numbers.
+	Currency string `toml:"currency"`
 }
 
 // Sandbox bounds the commands the pet runs, each in a container of its

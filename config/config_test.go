@@ -113,7 +113,7 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 	for _, s := range settings {
 		pattern := `(?m)^(# )?` + regexp.QuoteMeta(leafKey(s.key)) + ` = `
 		switch s.key {
-		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule", "sandbox":
+		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule", "budget", "sandbox":
 			pattern = `(?m)^\[` + s.key + `\]$`
 		case "provider":
 			pattern = `(?m)^(# )?\[\[provider\]\]$`
@@ -169,7 +169,8 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_TELEGRAM_VOICE_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_SIDE",
 		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER", "SHELLDON_PANEL_UPSIDE_DOWN",
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
-		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN",
+		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN", "SHELLDON_SCHEDULE_DAILY_TOKEN_BUDGET",
+		"SHELLDON_BUDGET_DAILY_TOKEN_CAP", "SHELLDON_BUDGET_CURRENCY",
 		"SHELLDON_SANDBOX_DISK",
 	}
 	var got []string
@@ -265,6 +266,10 @@ func TestLoadWrongType(t *testing.T) {
 			[]string{":2: socket: "}},
 		{"number out of range", "[worker]\ncpu_seconds = 99999999999999999999\n",
 			[]string{":2: worker.cpu_seconds: ", "out of range"}},
+		{"token cap as text", "[budget]\ndaily_token_cap = \"lots\"\n",
+			[]string{":2: budget.daily_token_cap: wrong type: the value is a string", "a whole number of tokens"}},
+		{"price with its currency", "[[provider]]\nname = \"a\"\nprice_prompt_per_million = \"$0.15\"\n",
+			[]string{":3: provider.price_prompt_per_million: wrong type: the value is a string", "a number in your currency, like 0.15"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -326,6 +331,10 @@ func TestRangeErrors(t *testing.T) {
 		{"frame too big", "[bus]\nmax_frame = \"1GiB\"\n", []string{"bus.max_frame: 1GiB is out of range; use 64KiB to 64MiB (default 4MiB)"}},
 		{"empty state_dir", "state_dir = \"\"\n", []string{"state_dir: is empty"}},
 		{"sandbox disk too small", "[sandbox]\ndisk = \"1MiB\"\n", []string{"sandbox.disk: 1MiB is out of range; use 16MiB to 16GiB (default 128MiB)"}},
+		{"negative token budget", "[schedule]\ndaily_token_budget = -1\n", []string{"schedule.daily_token_budget: -1 is out of range; use 0 to 1000000000 (default 0)"}},
+		{"token cap past a billion", "[budget]\ndaily_token_cap = 2000000000\n", []string{"budget.daily_token_cap: 2000000000 is out of range; use 0 to 1000000000 (default 0)"}},
+		{"a sentence for a currency", "[budget]\ncurrency = \"US dollars\"\n", []string{`budget.currency: "US dollars" is not a currency's name`, `like "USD"`}},
+		{"a control character in the currency", "[budget]\ncurrency = \"\\u001b[31m\"\n", []string{`budget.currency: "\x1b[31m" is not a currency's name`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -599,6 +608,10 @@ func TestProviderValidation(t *testing.T) {
 		{"credential path", "[[provider]]\n" + valid + "api_key_credential = \"../etc/shadow\"\n", []string{`provider[0].api_key_credential: "../etc/shadow" is not a file name`}},
 		{"negative timeout", "[[provider]]\n" + valid + "timeout = \"-1s\"\n", []string{"provider[0].timeout: -1s is negative"}},
 		{"timeout past the worker", "[[provider]]\n" + valid + "timeout = \"26s\"\n", []string{"provider[0].timeout: 26s is longer than timeouts.worker (25s)"}},
+		{"prices", "[[provider]]\n" + valid + "price_prompt_per_million = 0.15\nprice_completion_per_million = 2\n", nil},
+		{"negative price", "[[provider]]\n" + valid + "price_prompt_per_million = -0.15\n", []string{"provider[0].price_prompt_per_million: -0.15 is not a price", "0 to 10000"}},
+		{"price of no number", "[[provider]]\n" + valid + "price_completion_per_million = nan\n", []string{"provider[0].price_completion_per_million: NaN is not a price"}},
+		{"infinite price", "[[provider]]\n" + valid + "price_completion_per_million = inf\n", []string{"provider[0].price_completion_per_million: +Inf is not a price"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -77,6 +77,8 @@ var settings = []setting{
 	{key: "provider.timeout", hint: durationHint},
 	{key: "provider.vision", hint: "true or false"},
 	{key: "provider.transcription_model", hint: `a string, like "whisper-1"`},
+	{key: "provider.price_prompt_per_million", hint: priceHint},
+	{key: "provider.price_completion_per_million", hint: priceHint},
 
 	{key: "telegram", hint: "a table: the section [telegram]"},
 	{key: "telegram.token", hint: "a string: the token @BotFather gave you", secret: true,
@@ -127,6 +129,14 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *int { return &c.Schedule.DailyBudget }, parseInt)},
 	{key: "schedule.cooldown", hint: durationHint,
 		set: textSetter(func(c *Config) *Duration { return &c.Schedule.Cooldown }, parseDuration)},
+	{key: "schedule.daily_token_budget", hint: tokensHint,
+		set: textSetter(func(c *Config) *int { return &c.Schedule.DailyTokenBudget }, parseInt)},
+
+	{key: "budget", hint: "a table: the section [budget]"},
+	{key: "budget.daily_token_cap", hint: tokensHint,
+		set: textSetter(func(c *Config) *int { return &c.Budget.DailyTokenCap }, parseInt)},
+	{key: "budget.currency", hint: `a string, like "USD" or "€", or "" for bare numbers`,
+		set: textSetter(func(c *Config) *string { return &c.Budget.Currency }, parseString)},
 
 	{key: "sandbox", hint: "a table: the section [sandbox]"},
 	{key: "sandbox.disk", hint: sizeHint,
@@ -137,6 +147,8 @@ const (
 	durationHint = `a string with a unit, like "25s" or "1m30s"`
 	integerHint  = "a whole number, like 12"
 	sizeHint     = `a string like "512MiB" or "4MiB", or a bare number of bytes`
+	tokensHint   = "a whole number of tokens, like 200000, or 0 for none"
+	priceHint    = "a number in your currency, like 0.15 or 2"
 )
 
 // textSetter adapts a parser and a field to an environment setter.

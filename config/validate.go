@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"shelldon/daemon/mood"
@@ -64,6 +65,15 @@ const (
 	maxLonely      = 7 * 24 * time.Hour
 	maxDailyBudget = 100
 	maxCooldown    = 6 * time.Hour
+)
+
+// The bounds of what the pet spends: a token bound beyond a billion a day
+// bounds nothing, a price beyond ten thousand a million tokens is a typo,
+// and a currency is a short name or sign.
+const (
+	maxDailyTokens     = 1_000_000_000
+	maxPricePerMillion = 10_000
+	maxCurrencyRunes   = 8
 )
 
 // The bounds of what one sandboxed command may write: below, not even a
@@ -184,6 +194,8 @@ func (c Config) validate(o origins) error {
 	inRange(add, "mood.lonely", c.Mood.Lonely.Duration, 0, maxLonely, def.Mood.Lonely.Duration)
 	inRange(add, "schedule.daily_budget", c.Schedule.DailyBudget, 0, maxDailyBudget, def.Schedule.DailyBudget)
 	inRange(add, "schedule.cooldown", c.Schedule.Cooldown.Duration, 0, maxCooldown, def.Schedule.Cooldown.Duration)
+	inRange(add, "schedule.daily_token_budget", c.Schedule.DailyTokenBudget, 0, maxDailyTokens, def.Schedule.DailyTokenBudget)
+	c.Budget.validate(def.Budget, add)
 	inRange(add, "sandbox.disk", c.Sandbox.Disk, minSandboxDisk, maxSandboxDisk, def.Sandbox.Disk)
 
 	errs := make([]error, len(found))
@@ -247,12 +259,31 @@ func (c Config) validateProvider(i int, p Provider, add func(key, what, remedy s
 		add(key("api_key_credential"), fmt.Sprintf("%q is not a file name", p.APIKeyCredential),
 			`name the credential as in LoadCredential=NAME:PATH, like "openrouter-api-key", without slashes`)
 	}
+	for _, price := range []struct {
+		field string
+		value float64
+	}{{"price_prompt_per_million", p.PricePromptPerMillion}, {"price_completion_per_million", p.PriceCompletionPerMillion}} {
+		// NaN compares false both ways, so it is refused by name.
+		if math.IsNaN(price.value) || price.value < 0 || price.value > maxPricePerMillion {
+			add(key(price.field), fmt.Sprintf("%v is not a price", price.value),
+				fmt.Sprintf("write what the provider charges for a million tokens in your currency, 0 to %d, like 0.15; leave it out for no cost estimate", maxPricePerMillion))
+		}
+	}
 	switch {
 	case p.Timeout.Duration < 0:
 		add(key("timeout"), fmt.Sprintf("%v is negative", p.Timeout), "leave it out to use timeouts.worker")
 	case p.Timeout.Duration > c.Timeouts.Worker.Duration && c.Timeouts.Worker.Duration > 0:
 		add(key("timeout"), fmt.Sprintf("%v is longer than timeouts.worker (%v), by which the worker has given up", p.Timeout, c.Timeouts.Worker),
 			"make it at most timeouts.worker, or leave it out to use timeouts.worker", "timeouts.worker")
+	}
+}
+
+func (b Budget) validate(def Budget, add func(key, what, remedy string, about ...string)) {
+	inRange(add, "budget.daily_token_cap", b.DailyTokenCap, 0, maxDailyTokens, def.DailyTokenCap)
+	if n := utf8.RuneCountInString(b.Currency); n > maxCurrencyRunes || !utf8.ValidString(b.Currency) ||
+		strings.ContainsFunc(b.Currency, func(r rune) bool { return !unicode.IsPrint(r) || unicode.IsSpace(r) }) {
+		add("budget.currency", fmt.Sprintf("%q is not a currency's name", b.Currency),
+			fmt.Sprintf(`write its code or sign, at most %d characters and no spaces, like "USD" or "€"; or "" for bare numbers`, maxCurrencyRunes))
 	}
 }
 

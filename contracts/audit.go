@@ -30,4 +30,7 @@ const (
 	// EventSchedule: a scheduled turn was set, cancelled, started,
 	// coalesced, or skipped by the budget (decision, schedule, why).
 	EventSchedule = "schedule"
+	// EventTokenCap: the daily token cap held a message of the owner's
+	// back, to ask them first (today, cap, request).
+	EventTokenCap = "token-cap"
 )

@@ -164,6 +164,42 @@ func (u Usage) Add(v Usage) Usage {
 	return Usage{PromptTokens: u.PromptTokens + v.PromptTokens, CompletionTokens: u.CompletionTokens + v.CompletionTokens}
 }
 
+// Total is the prompt and completion tokens together.
+func (u Usage) Total() int { return u.PromptTokens + u.CompletionTokens }
+
+// ProviderUsage is what one provider's answers cost in a turn.
+type ProviderUsage struct {
+	Provider string `json:"provider"`
+	Usage    Usage  `json:"usage"`
+}
+
+// UsageByProvider is a turn's usage per provider that answered, in the
+// order they first answered: a turn may go through several providers of
+// the fallback chain.
+type UsageByProvider []ProviderUsage
+
+// Add is u with one more answer of provider counted: a provider that
+// answered but did not say what it cost is listed with no tokens.
+func (u UsageByProvider) Add(provider string, usage Usage) UsageByProvider {
+	for i := range u {
+		if u[i].Provider == provider {
+			out := append(UsageByProvider(nil), u...)
+			out[i].Usage = out[i].Usage.Add(usage)
+			return out
+		}
+	}
+	return append(append(UsageByProvider(nil), u...), ProviderUsage{Provider: provider, Usage: usage})
+}
+
+// Total is the usage of every provider, summed.
+func (u UsageByProvider) Total() Usage {
+	var sum Usage
+	for _, p := range u {
+		sum = sum.Add(p.Usage)
+	}
+	return sum
+}
+
 // HistoryEntry is one earlier message of the conversation with the owner.
 type HistoryEntry struct {
 	Role string    `json:"role"` // ChatUser or ChatAssistant
@@ -242,8 +278,9 @@ type Result struct {
 	// Stop says how the agent loop ended, one of the Stop… values; empty
 	// when the turn failed before or inside the loop.
 	Stop string `json:"stop,omitempty"`
-	// Tokens is the usage of every model call of the turn, summed.
-	Tokens Usage `json:"tokens,omitzero"`
+	// Usage is what the turn's model calls cost, per provider that
+	// answered them; its Total is the turn's.
+	Usage UsageByProvider `json:"usage,omitempty"`
 }
 
 // How an agent loop ends, as [Result.Stop] says. Only an answer or a

@@ -191,7 +191,7 @@ func (c *Core) submit(ctx context.Context, text string, from turns.Origin, ids .
 		return
 	}
 	if adm, now := c.turns.Submit(text, from, ids...); now {
-		c.startTurn(ctx, adm)
+		c.startOwnersTurn(ctx, adm)
 		return
 	}
 	c.log.Info("message joined the pending slot", "turn", c.turnID(), "pending", c.turns.Pending())

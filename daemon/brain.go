@@ -16,6 +16,7 @@ import (
 	"shelldon/daemon/owner"
 	"shelldon/daemon/schedule"
 	"shelldon/daemon/state"
+	"shelldon/daemon/tokens"
 	"shelldon/daemon/turns"
 )
 
@@ -222,7 +223,12 @@ func (b *brain) due(ctx context.Context) {
 			log.Error("counting today's self-driven turns; the schedule waits", "err", err)
 			return
 		}
-		if ok, wait, why := b.budget().Allows(spent, last, now); !ok {
+		used, err := b.tokensToday(ctx)
+		if err != nil {
+			log.Error("summing today's tokens; the schedule waits", "err", err)
+			return
+		}
+		if ok, wait, why := b.budget().Allows(schedule.Spent{Turns: spent, Tokens: used}, last, now); !ok {
 			if !wait.IsZero() {
 				// Only cooling down: it runs when the cooldown ends.
 				log.Info("a scheduled turn waits for the cooldown", "decision", "waiting", "why", why)
@@ -263,7 +269,15 @@ func (b *brain) advance(ctx context.Context, sc state.Scheduled, now time.Time, 
 }
 
 func (b *brain) budget() schedule.Budget {
-	return schedule.Budget{Daily: b.cfg.Schedule.DailyBudget, Cooldown: b.cfg.Schedule.Cooldown.Duration}
+	return schedule.Budget{Daily: b.cfg.Schedule.DailyBudget, Cooldown: b.cfg.Schedule.Cooldown.Duration, DailyTokens: b.cfg.Schedule.DailyTokenBudget}
+}
+
+// tokensToday is what today's turns used, every provider's tokens
+// together: what the token budget of self-driven turns and the owner's
+// daily cap weigh.
+func (b *brain) tokensToday(ctx context.Context) (int, error) {
+	today, err := b.store.UsageSince(ctx, tokens.Today(b.clock.Now()))
+	return today.Total().Total(), err
 }
 
 // budgetReport says how much of today's budget of self-driven turns is
@@ -275,6 +289,9 @@ func (b *brain) budgetReport(ctx context.Context) string {
 		return fmt.Sprintf("Self-driven turns today: unknown (%v).", err)
 	}
 	line := fmt.Sprintf("Self-driven turns today: %d of %d.", spent, b.cfg.Schedule.DailyBudget)
+	if budget := b.cfg.Schedule.DailyTokenBudget; budget > 0 {
+		line = fmt.Sprintf("Self-driven turns today: %d of %d, none once today's turns used %d tokens.", spent, b.cfg.Schedule.DailyBudget, budget)
+	}
 	if b.skipped != "" {
 		line += " Last skipped: " + b.skipped + "."
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
@@ -40,6 +41,11 @@ type brainRig struct {
 	gate chan struct{} // when set, workers wait for it before answering
 	// face and thought are what the workers' answers pick for the panel.
 	face, thought string
+	// usage is what each worker says its turn's model calls cost.
+	usage contracts.UsageByProvider
+	// told are the envelopes core sent the transport.
+	told chan contracts.Envelope
+	conn *bus.Conn
 }
 
 // A Monday morning, in UTC so the test reads the same anywhere.
@@ -66,7 +72,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 		prepare(store)
 	}
 	b := &brainRig{t: t, clk: clock.NewFake(brainStart), store: store, cfg: cfg,
-		inputs: make(chan contracts.TurnInput, 64), snaps: make(chan contracts.Snapshot, 256)}
+		inputs: make(chan contracts.TurnInput, 64), snaps: make(chan contracts.Snapshot, 256), told: make(chan contracts.Envelope, 256)}
 	worker := inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
 		conn, in, err := joinAsWorker(ctx, cfg.Socket, turnOf(spec))
 		if err != nil {
@@ -75,7 +81,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 		defer conn.Close()
 		b.inputs <- in
 		b.mu.Lock()
-		gate, ops, face, thought := b.gate, b.ops, b.face, b.thought
+		gate, ops, face, thought, usage := b.gate, b.ops, b.face, b.thought, b.usage
 		b.mu.Unlock()
 		if gate != nil {
 			select {
@@ -84,7 +90,7 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 				return
 			}
 		}
-		res := contracts.Result{OK: true, Payload: "did: " + in.Text, Face: face, Thought: thought}
+		res := contracts.Result{OK: true, Payload: "did: " + in.Text, Face: face, Thought: thought, Usage: usage}
 		if ops != nil {
 			res.Ops = ops(in)
 		}
@@ -94,7 +100,13 @@ func newBrain(t *testing.T, edit func(*config.Config), prepare func(*state.Store
 	// Core's account goes to the test's output, shown when a test fails.
 	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Clock: b.clk,
 		Log: slog.New(slog.NewTextHandler(t.Output(), nil))})
-	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(contracts.Envelope) {})
+	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) {
+		select {
+		case b.told <- env:
+		default:
+		}
+	})
+	b.conn = conn
 	listen(t, cfg.Socket, contracts.RolePanel, func(env contracts.Envelope) {
 		var s contracts.Snapshot
 		if env.Decode(&s) == nil {

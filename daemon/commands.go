@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/procmem"
+	"shelldon/daemon/state"
+	"shelldon/daemon/tokens"
 	"shelldon/daemon/turns"
 )
 
@@ -85,9 +88,27 @@ func (c *Core) statusFacts(ctx context.Context) owner.Status {
 		}
 	}
 	s.Turns, s.TurnsErr = c.store.RecentTurns(ctx, statusTurns)
+	s.Tokens = c.tokenFacts(ctx, s.Turns)
 	s.Writes = c.writes.report()
 	s.Free, s.FreeErr = c.layout.Free()
 	return s
+}
+
+// tokenFacts gathers what /status says of the tokens: the last ended
+// turn's (of recent, newest first), today's and this month's.
+func (c *Core) tokenFacts(ctx context.Context, recent []state.TurnRecord) owner.TokenFacts {
+	f := owner.TokenFacts{Prices: tokens.PricesOf(c.cfg.Providers), Currency: c.cfg.Budget.Currency, Cap: c.cfg.Budget.DailyTokenCap}
+	for _, t := range recent {
+		if !t.Ended.IsZero() {
+			f.Last, f.LastKnown = t.Usage, true
+			break
+		}
+	}
+	now := c.clock.Now()
+	today, err := c.store.UsageSince(ctx, tokens.Today(now))
+	month, merr := c.store.UsageSince(ctx, tokens.ThisMonth(now))
+	f.Today, f.Month, f.Err = today, month, errors.Join(err, merr)
+	return f
 }
 
 // panelStatus is the status strip of the panel: the pet's name, when core

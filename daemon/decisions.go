@@ -61,6 +61,8 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	case approval.Promotion:
 		c.say.Tell(out.From, c.keeper.keep(ctx, req, approve, out.From))
 		return false
+	case approval.TokenCap:
+		return c.carryOutPastCap(ctx, out)
 	case approval.ChangeSet:
 		if !approve {
 			c.brain.feel(mood.Denied)

@@ -16,7 +16,11 @@
 //     (package approved) and resumes the parked turn;
 //   - the keeper looks after the self-coded tools in the tool store
 //     (packages toolstore and selfcode);
-//   - the brain keeps the mood and the scheduled turns and their budget;
+//   - the brain keeps the mood and the scheduled turns and their budget,
+//     in turns and in tokens;
+//   - before a turn of the owner's messages starts, the daily token cap
+//     (package tokens) may have core ask the owner first, through the
+//     approval authority;
 //   - presence decides what the panels show, and the messenger reaches the
 //     owner's transports.
 //

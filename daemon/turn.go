@@ -40,11 +40,11 @@ type turnRun struct {
 	handle launch.Handle
 	exited chan launch.Exit // the launcher's word that the worker is gone
 	exit   launch.Exit
-	// modelTime, peakRSS and tokens are the worker's own figures;
+	// modelTime, peakRSS and usage are the worker's own figures;
 	// joinedAfter is how long it took from launch to joining the bus.
 	modelTime   time.Duration
 	peakRSS     int64
-	tokens      contracts.Usage
+	usage       contracts.UsageByProvider
 	joinedAfter time.Duration
 }
 
@@ -209,7 +209,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		c.finish(ctx, c.turns.Finished())
 		return
 	}
-	r.modelTime, r.peakRSS, r.tokens = res.ModelTime, res.PeakRSS, res.Tokens
+	r.modelTime, r.peakRSS, r.usage = res.ModelTime, res.PeakRSS, res.Usage
 	log := c.log.With("turn", t.ID)
 	for _, n := range res.Notes {
 		log.Warn("worker note", "note", n)
@@ -311,7 +311,7 @@ func (c *Core) release(ctx context.Context) {
 		}
 	}
 	if next, ok := c.turns.Release(); ok {
-		c.startTurn(ctx, next)
+		c.startOwnersTurn(ctx, next) // a catch-up: the owner's messages, perhaps a due schedule's text
 	}
 }
 
@@ -321,13 +321,14 @@ func (c *Core) recordTurn(r *turnRun, outcome, reason string) {
 	if err := c.writes.note("record a turn's end", c.store.FinishTurn(context.Background(), state.TurnEnd{
 		ID: r.turn.ID, Ended: end, Outcome: outcome, Error: reason, ModelTime: r.modelTime,
 		WorkerPeak: max(r.peakRSS, r.exit.MemoryPeak), WorkerCPU: r.exit.CPUTime, WorkerExit: r.exit.Result,
-		WorkerJoin: r.joinedAfter, PromptTokens: r.tokens.PromptTokens, CompletionTokens: r.tokens.CompletionTokens,
+		WorkerJoin: r.joinedAfter, Usage: r.usage,
 	})); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", r.turn.ID, "err", err)
 	}
+	tokens := r.usage.Total()
 	c.log.Info("turn finished", contracts.AuditEvent, contracts.EventTurnEnd, "turn", r.turn.ID, "outcome", outcome,
 		"took", end.Sub(r.turn.Started).Round(time.Millisecond), "model", r.modelTime.Round(time.Millisecond),
-		"prompt_tokens", r.tokens.PromptTokens, "completion_tokens", r.tokens.CompletionTokens)
+		"prompt_tokens", tokens.PromptTokens, "completion_tokens", tokens.CompletionTokens)
 	c.opts.Notify.Status(fmt.Sprintf("waiting for a message (turn %s: %s)", r.turn.ID, outcome))
 }
 

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
+	"shelldon/contracts"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,7 +106,8 @@ func turnsFixture(t *testing.T) (dir string, start time.Time) {
 	}
 	must(store.StartTurn(ctx, state.TurnStart{ID: "t-ok", Kind: "chat", Started: start, Preview: "hello there"}))
 	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond,
-		PromptTokens: 1234, CompletionTokens: 56}))
+		Usage: contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 1200, CompletionTokens: 50}},
+			{Provider: "local", Usage: contracts.Usage{PromptTokens: 34, CompletionTokens: 6}}}}))
 	must(store.StartTurn(ctx, state.TurnStart{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Preview: `say "hi"`}))
 	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-bad", Ended: start.Add(time.Minute + 30*time.Second), Outcome: "crashed", Error: "worker ended without a result",
 		WorkerPeak: 256 << 20, WorkerCPU: 1200 * time.Millisecond, WorkerExit: "oom-kill", WorkerJoin: 34 * time.Millisecond}))
@@ -123,7 +126,7 @@ func TestCLITurns(t *testing.T) {
 	if len(lines) != 4 {
 		t.Fatalf("shelldon turns printed %d lines, want a header and 3 turns:\n%s", len(lines), out)
 	}
-	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK SPAWN MODEL TOKENS PEAK CPU WORKER OUTCOME MESSAGE" {
+	if fields := strings.Fields(lines[0]); strings.Join(fields, " ") != "TURN KIND STARTED TOOK SPAWN MODEL TOKENS PROVIDERS PEAK CPU WORKER OUTCOME MESSAGE" {
 		t.Errorf("header = %q", lines[0])
 	}
 	rows := []struct {
@@ -132,7 +135,7 @@ func TestCLITurns(t *testing.T) {
 	}{
 		{"t-now", []string{"running", `"still thinking"`}},
 		{"t-bad", []string{"30s", "34ms", "256.0MiB", "1.2s", "oom-kill", "crashed: worker ended without a result", `"say \"hi\""`}},
-		{"t-ok", []string{"1.5s", "800ms", "1234+56", " ok ", `"hello there"`}},
+		{"t-ok", []string{"1.5s", "800ms", "1234+56", " openrouter,local ", " ok ", `"hello there"`}},
 	}
 	for i, row := range rows {
 		line := lines[i+1]
@@ -172,7 +175,7 @@ func TestCLITurns(t *testing.T) {
 		{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Ended: &bad, Outcome: "crashed", Error: "worker ended without a result",
 			Preview: `say "hi"`, TotalMS: 30000, SpawnMS: 34, WorkerPeak: 256 << 20, WorkerCPUMS: 1200, WorkerResult: "oom-kill"},
 		{ID: "t-ok", Kind: "chat", Started: start, Ended: &ok, Outcome: "ok", Preview: "hello there", TotalMS: 1500, ModelMS: 800,
-			PromptTokens: 1234, CompletionTokens: 56},
+			PromptTokens: 1234, CompletionTokens: 56, Providers: []string{"openrouter", "local"}},
 	}
 	if len(got) != 3 {
 		t.Fatalf("shelldon turns --json printed %d turns, want 3:\n%s", len(got), out)
@@ -183,7 +186,7 @@ func TestCLITurns(t *testing.T) {
 			t.Errorf("turn %s: started %v, ended %v; want %v, %v", w.ID, g.Started, g.Ended, w.Started, w.Ended)
 		}
 		g.Started, g.Ended, w.Started, w.Ended = time.Time{}, nil, time.Time{}, nil
-		if g != w {
+		if !reflect.DeepEqual(g, w) {
 			t.Errorf("shelldon turns --json: %+v, want %+v", g, w)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/daemon/worker"
 	"shelldon/demomodel"
@@ -88,6 +89,12 @@ func TestWholePetInAVM(t *testing.T) {
 	t.Run("2 the owner's life over Telegram", func(t *testing.T) {
 		api.SendText(ownerID, "hello VM")
 		api.WaitMessage(t, ownerID, textHas("Hello from the VM!"))
+		// What the first turn cost, as the model counted it, in /status:
+		// today's per provider, with the estimate at the configured price.
+		used := demoTokens(model.Requests()[0], len("Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited"))
+		cost := owner.Cost((float64(used.PromptTokens)*2+float64(used.CompletionTokens)*10)/1e6, "USD")
+		api.SendText(ownerID, "/status")
+		api.WaitMessage(t, ownerID, textHas(fmt.Sprintf("Today: %[1]d+%[2]d — demo %[1]d+%[2]d ≈ %[3]s.", used.PromptTokens, used.CompletionTokens, cost)))
 		api.SendText(ownerID, "what time is it?")
 		api.WaitMessage(t, ownerID, textHas("I looked at the clock."))
 

@@ -25,6 +25,7 @@ import (
 
 	"shelldon/broker"
 	"shelldon/config"
+	"shelldon/contracts"
 	"shelldon/daemon"
 	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
@@ -35,6 +36,7 @@ import (
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram"
 	"shelldon/daemon/tools"
+	"shelldon/daemon/visible"
 	"shelldon/daemon/worker"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image"
@@ -489,7 +491,7 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tSPAWN\tMODEL\tTOKENS\tPEAK\tCPU\tWORKER\tOUTCOME\tMESSAGE")
+	fmt.Fprintln(tw, "TURN\tKIND\tSTARTED\tTOOK\tSPAWN\tMODEL\tTOKENS\tPROVIDERS\tPEAK\tCPU\tWORKER\tOUTCOME\tMESSAGE")
 	for _, t := range turns {
 		took, outcome := "running", t.Outcome
 		if !t.Ended.IsZero() {
@@ -502,12 +504,15 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		if t.WorkerPeak > 0 {
 			peak = fmt.Sprintf("%.1fMiB", float64(t.WorkerPeak)/(1<<20))
 		}
-		spawn, tokens, cpu, worker := "-", "-", "-", "-"
+		spawn, tokens, providers, cpu, worker := "-", "-", "-", "-", "-"
 		if t.WorkerJoin > 0 {
 			spawn = t.WorkerJoin.String()
 		}
 		if t.PromptTokens > 0 || t.CompletionTokens > 0 {
 			tokens = fmt.Sprintf("%d+%d", t.PromptTokens, t.CompletionTokens) // in + out
+		}
+		if names := providerNames(t.Usage); len(names) > 0 {
+			providers = visible.Line(strings.Join(names, ","))
 		}
 		if t.WorkerCPU > 0 {
 			cpu = t.WorkerCPU.Round(time.Millisecond).String()
@@ -515,8 +520,8 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		if t.WorkerExit != "" {
 			worker = t.WorkerExit
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
-			took, spawn, t.ModelTime.Round(time.Millisecond), tokens, peak, cpu, worker, outcome, t.Preview)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%q\n", t.ID, t.Kind, t.Started.Local().Format("2006-01-02 15:04:05"),
+			took, spawn, t.ModelTime.Round(time.Millisecond), tokens, providers, peak, cpu, worker, outcome, t.Preview)
 	}
 	return tw.Flush()
 }
@@ -541,6 +546,18 @@ type turnJSON struct {
 	// The tokens of the turn's model calls, as the providers counted them.
 	PromptTokens     int `json:"prompt_tokens,omitempty"`
 	CompletionTokens int `json:"completion_tokens,omitempty"`
+	// Providers are the providers that answered them, in the order they
+	// first did.
+	Providers []string `json:"providers,omitempty"`
+}
+
+// providerNames names the providers of a turn's usage in their order.
+func providerNames(usage contracts.UsageByProvider) []string {
+	var names []string
+	for _, p := range usage {
+		names = append(names, p.Provider)
+	}
+	return names
 }
 
 func writeTurnsJSONL(w io.Writer, turns []state.TurnRecord) error {
@@ -549,7 +566,7 @@ func writeTurnsJSONL(w io.Writer, turns []state.TurnRecord) error {
 		j := turnJSON{ID: t.ID, Kind: t.Kind, Started: t.Started, Outcome: t.Outcome, Error: t.Error, Preview: t.Preview,
 			TotalMS: t.Total.Milliseconds(), ModelMS: t.ModelTime.Milliseconds(), SpawnMS: t.WorkerJoin.Milliseconds(),
 			WorkerPeak: t.WorkerPeak, WorkerCPUMS: t.WorkerCPU.Milliseconds(), WorkerResult: t.WorkerExit,
-			PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens}
+			PromptTokens: t.PromptTokens, CompletionTokens: t.CompletionTokens, Providers: providerNames(t.Usage)}
 		if !t.Ended.IsZero() {
 			j.Ended = &t.Ended
 		}

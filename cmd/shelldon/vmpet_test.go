@@ -52,6 +52,11 @@ base_url = "http://%[1]s:%[2]d/v1"
 model = %[3]q
 vision = true
 transcription_model = "whisper-1"
+price_prompt_per_million = 2
+price_completion_per_million = 10
+
+[budget]
+currency = "USD"
 
 [telegram]
 allowed_users = [%[4]d]

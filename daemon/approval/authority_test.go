@@ -327,3 +327,29 @@ func TestVerify(t *testing.T) {
 		t.Errorf("Verify on a request without a digest = %v, want ErrChanged: nothing unapproved runs", err)
 	}
 }
+
+// TestAMessagePastTheCapIsKeptAcrossARestart: a token-cap request keeps
+// the owner's message and the figures it was asked with across a
+// restart, shows them made visible, needs the turn slot (its Approve
+// starts a turn), and its digest binds the message's exact text.
+func TestAMessagePastTheCapIsKeptAcrossARestart(t *testing.T) {
+	r := newRig(t)
+	p := TokenCapPayload{Text: "what is\x1b[2J the weather?", Today: 1500, Cap: 1000}
+	req := r.park(Request{Key: NewKey(), Kind: TokenCap, Origin: owner, Shown: RenderTokenCap(p), Digest: TokenCapDigest(p), TokenCap: &p})
+	if req.Shown.Detail != `what is\x1b[2J the weather?` || !strings.Contains(req.Shown.Note, "used 1500 tokens, at or over your daily cap of 1000") {
+		t.Errorf("RenderTokenCap(%+v) = %+v, want the figures and the message made visible", p, req.Shown)
+	}
+	if other := (TokenCapPayload{Text: "what is the weather?", Today: 1500, Cap: 1000}); TokenCapDigest(other) == req.Digest {
+		t.Errorf("TokenCapDigest(%q) = TokenCapDigest(%q): the digest does not bind the text", other.Text, p.Text)
+	}
+	r.restart()
+	r.slot = true // a turn runs
+	if out := r.decide(req.Key, true, owner); out.Verdict != Held {
+		t.Fatalf("Approve during a turn = %+v, want it held: it starts a turn of its own", out)
+	}
+	r.slot = false
+	out, ok := r.auth.Held(context.Background())
+	if !ok || out.Verdict != Approved || !out.Slot || out.Request.TokenCap == nil || *out.Request.TokenCap != p || out.Request.Verify(TokenCapDigest(p)) != nil {
+		t.Fatalf("the held Approve = %+v, %v, want the message and its figures as kept", out, ok)
+	}
+}

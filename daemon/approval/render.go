@@ -102,6 +102,25 @@ func RenderChangeSet(cs ChangeSetPayload) Shown {
 	}
 }
 
+// RenderTokenCap is what the owner is shown of a message that waits
+// past today's token cap: today's figure, the cap, and the message the
+// turn would think about.
+func RenderTokenCap(p TokenCapPayload) Shown {
+	return Shown{
+		Title:  "more tokens today",
+		Note:   fmt.Sprintf("today's turns used %d tokens, at or over your daily cap of %d; Approve and I think about your message anyway, Deny and I let it go", p.Today, p.Cap),
+		Detail: visible.Text(p.Text),
+	}
+}
+
+// TokenCapDigest is the digest of what an approved message past the cap
+// starts: a turn on exactly its text.
+func TokenCapDigest(p TokenCapPayload) string {
+	h := sha256.New()
+	field(h, "text", p.Text)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
 // ChangeList is a change set as the owner reads it, one path a line:
 // the kind of change, the path, and its size or link target.
 func ChangeList(changes []sandbox.Change) string {

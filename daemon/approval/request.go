@@ -26,12 +26,16 @@ const (
 	// ChangeSet asks to apply what an approved command changed, when the
 	// change set needs the owner's own look.
 	ChangeSet Kind = state.KindChangeSet
+	// TokenCap asks to start a turn of the owner's messages although
+	// today's turns used the daily token cap.
+	TokenCap Kind = state.KindTokenCap
 )
 
 // needsSlot reports whether carrying out a decision of kind k needs the
-// turn slot: a call resumes its turn, and a change set writes the
-// workspace, which an approved command of a turn may be changing.
-func (k Kind) needsSlot() bool { return k == Call || k == ChangeSet }
+// turn slot: a call resumes its turn, a change set writes the workspace,
+// which an approved command of a turn may be changing, and a message
+// past the token cap is a turn of its own.
+func (k Kind) needsSlot() bool { return k == Call || k == ChangeSet || k == TokenCap }
 
 // Audience is one place a request is shown: a transport and a chat in it.
 type Audience = state.Audience
@@ -68,6 +72,7 @@ type Request struct {
 	Call      *CallPayload
 	Promotion *PromotionPayload
 	ChangeSet *ChangeSetPayload
+	TokenCap  *TokenCapPayload
 }
 
 // CallPayload is a parked turn's call and its conversation.
@@ -108,6 +113,17 @@ type ChangeSetPayload struct {
 	// Changes is the list as scanned, and Risks why it waits.
 	Changes []sandbox.Change `json:"changes"`
 	Risks   []string         `json:"risks"`
+}
+
+// TokenCapPayload is the owner's message that waits because today's
+// turns used the daily token cap, with the figures it was asked with.
+type TokenCapPayload struct {
+	// Text is what the turn will think about: the message, or the
+	// messages of a catch-up joined by newlines.
+	Text string `json:"text"`
+	// Today is the tokens today's turns had used, and Cap the cap.
+	Today int `json:"today"`
+	Cap   int `json:"cap"`
 }
 
 // ErrChanged is wrapped by [Request.Verify] when what would run now is
@@ -165,6 +181,8 @@ func (r Request) row() (state.PendingApproval, error) {
 		payload = r.Promotion
 	case ChangeSet:
 		payload = r.ChangeSet
+	case TokenCap:
+		payload = r.TokenCap
 	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
@@ -191,6 +209,9 @@ func fromRow(p state.PendingApproval) (Request, error) {
 	case ChangeSet:
 		r.ChangeSet = &ChangeSetPayload{}
 		err = json.Unmarshal(p.Payload, r.ChangeSet)
+	case TokenCap:
+		r.TokenCap = &TokenCapPayload{}
+		err = json.Unmarshal(p.Payload, r.TokenCap)
 	default:
 		err = fmt.Errorf("unknown kind %q", r.Kind)
 	}

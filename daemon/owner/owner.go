@@ -8,6 +8,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/tokens"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/visible"
 )
@@ -41,6 +42,8 @@ type Status struct {
 	MoodSince     time.Time
 	// Memory and Budget are lines of their own, already worded.
 	Memory, Budget string
+	// Tokens are the tokens the turns used, and what they cost.
+	Tokens TokenFacts
 	// Waiting is how many requests wait for the owner; WaitingErr why
 	// that is unknown.
 	Waiting    int
@@ -96,6 +99,7 @@ func StatusReport(s Status) string {
 	fmt.Fprintf(&b, "Mood: %s (%s, since %s).\n", s.Mood, s.MoodWhy, s.MoodSince.Local().Format("15:04"))
 	b.WriteString(s.Memory + "\n")
 	b.WriteString(s.Budget + "\n")
+	b.WriteString(TokenReport(s.Tokens) + "\n")
 	switch {
 	case s.WaitingErr != nil:
 		fmt.Fprintf(&b, "Requests waiting for you: unknown (%v).\n", s.WaitingErr)
@@ -126,6 +130,83 @@ func StatusReport(s Status) string {
 		fmt.Fprintf(&b, "\n%s %s in %s — %s", t.Started.Local().Format("15:04"), outcome, took, visible.Line(Shorten(t.Preview, 40)))
 	}
 	return b.String()
+}
+
+// TokenFacts are what /status says of the tokens: the last turn's, and
+// today's and this month's per provider, with the prices the owner set,
+// the currency they are in, and the daily cap.
+type TokenFacts struct {
+	// Last is the usage of the last turn that ended; LastKnown says
+	// whether one has.
+	Last      contracts.UsageByProvider
+	LastKnown bool
+	// Today and Month are summed per provider; Err says why they are
+	// unknown.
+	Today, Month contracts.UsageByProvider
+	Err          error
+	Prices       tokens.Prices
+	Currency     string
+	// Cap is budget.daily_token_cap; 0 for none.
+	Cap int
+}
+
+// TokenReport says what the turns used, as the providers counted it, and
+// what that costs at the owner's prices: prompt+completion tokens, per
+// provider, with an estimate where the provider has a price.
+func TokenReport(f TokenFacts) string {
+	var b strings.Builder
+	b.WriteString("Tokens (prompt+completion, as the providers counted them): ")
+	switch {
+	case !f.LastKnown:
+		b.WriteString("no turn has ended yet.")
+	case len(f.Last) == 0:
+		b.WriteString("the last turn counted none.")
+	default:
+		fmt.Fprintf(&b, "the last turn %s.", usageLine(f.Last, f.Prices, f.Currency))
+	}
+	if f.Err != nil {
+		fmt.Fprintf(&b, "\nToday and this month: unknown (%v).", f.Err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "\nToday: %s.\nThis month: %s.", usageLine(f.Today, f.Prices, f.Currency), usageLine(f.Month, f.Prices, f.Currency))
+	if f.Cap > 0 {
+		fmt.Fprintf(&b, "\nDaily token cap: %d of %d used today; at the cap, a message of yours asks you before I think about it.", f.Today.Total().Total(), f.Cap)
+	}
+	return b.String()
+}
+
+// usageLine is usage in all and per provider, each with its estimate if
+// it has a price: "5000+300 — demo 4000+250 ≈ 0.0011 USD, local 1000+50".
+func usageLine(usage contracts.UsageByProvider, prices tokens.Prices, currency string) string {
+	if len(usage) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(usage))
+	for i, u := range usage {
+		parts[i] = visible.Line(u.Provider) + " " + plusTokens(u.Usage)
+		if p, ok := prices[u.Provider]; ok {
+			parts[i] += " ≈ " + Cost(p.Cost(u.Usage), currency)
+		}
+	}
+	return plusTokens(usage.Total()) + " — " + strings.Join(parts, ", ")
+}
+
+func plusTokens(u contracts.Usage) string {
+	return fmt.Sprintf("%d+%d", u.PromptTokens, u.CompletionTokens)
+}
+
+// Cost says an estimate in the owner's currency: to the cent, and a
+// cost below a cent to four places, so that a day of a cheap model does
+// not read as nothing.
+func Cost(amount float64, currency string) string {
+	text := fmt.Sprintf("%.2f", amount)
+	if amount > 0 && amount < 0.01 {
+		text = fmt.Sprintf("%.4f", amount)
+	}
+	if currency != "" {
+		text += " " + visible.Line(currency)
+	}
+	return text
 }
 
 // ToolFacts are what /tools says.

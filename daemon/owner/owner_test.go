@@ -1,11 +1,14 @@
 package owner
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
+	"shelldon/contracts"
 	"shelldon/daemon/state"
+	"shelldon/daemon/tokens"
 	"shelldon/daemon/toolstore"
 )
 
@@ -44,6 +47,55 @@ func TestTools(t *testing.T) {
 	}
 }
 
+func TestCost(t *testing.T) {
+	for _, tc := range []struct {
+		amount   float64
+		currency string
+		want     string
+	}{
+		{0, "", "0.00"},
+		{0, "USD", "0.00 USD"},
+		{0.00036, "USD", "0.0004 USD"},
+		{0.00004, "€", "0.0000 €"},
+		{0.01, "", "0.01"},
+		{0.488718, "USD", "0.49 USD"},
+		{1234.5, "\x1b[31m", `1234.50 \x1b[31m`},
+	} {
+		if got := Cost(tc.amount, tc.currency); got != tc.want {
+			t.Errorf("Cost(%v, %q) = %q, want %q", tc.amount, tc.currency, got, tc.want)
+		}
+	}
+}
+
+// TestTokenReport: the last turn's tokens, today's and this month's per
+// provider, an estimate for each provider with a price, and the cap.
+func TestTokenReport(t *testing.T) {
+	prices := tokens.Prices{"openrouter": {PromptPerMillion: 0.15, CompletionPerMillion: 0.6}}
+	today := contracts.UsageByProvider{{Provider: "local", Usage: contracts.Usage{PromptTokens: 1000, CompletionTokens: 50}},
+		{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 4000, CompletionTokens: 250}}}
+	month := contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 2_000_000, CompletionTokens: 100_000}}}
+	for _, tc := range []struct {
+		name  string
+		facts TokenFacts
+		want  string
+	}{
+		{"a fresh pet", TokenFacts{}, "Tokens (prompt+completion, as the providers counted them): no turn has ended yet.\nToday: none.\nThis month: none."},
+		{"priced and unpriced providers, a cap", TokenFacts{Last: today[1:], LastKnown: true, Today: today, Month: month, Prices: prices, Currency: "USD", Cap: 5000},
+			"Tokens (prompt+completion, as the providers counted them): the last turn 4000+250 — openrouter 4000+250 ≈ 0.0008 USD.\n" +
+				"Today: 5000+300 — local 1000+50, openrouter 4000+250 ≈ 0.0008 USD.\n" +
+				"This month: 2000000+100000 — openrouter 2000000+100000 ≈ 0.36 USD.\n" +
+				"Daily token cap: 5300 of 5000 used today; at the cap, a message of yours asks you before I think about it."},
+		{"no prices", TokenFacts{Last: nil, LastKnown: true, Today: today[:1], Month: today[:1]},
+			"Tokens (prompt+completion, as the providers counted them): the last turn counted none.\nToday: 1000+50 — local 1000+50.\nThis month: 1000+50 — local 1000+50."},
+		{"unknown", TokenFacts{Err: errors.New("disk I/O error")},
+			"Tokens (prompt+completion, as the providers counted them): no turn has ended yet.\nToday and this month: unknown (disk I/O error)."},
+	} {
+		if got := TokenReport(tc.facts); got != tc.want {
+			t.Errorf("%s: TokenReport(%+v) =\n%s\nwant\n%s", tc.name, tc.facts, got, tc.want)
+		}
+	}
+}
+
 // TestStatusReportShowsWhatItIsGiven: every fact core gathers reaches the
 // report, and the owner's and the model's words in it are made visible.
 func TestStatusReportShowsWhatItIsGiven(t *testing.T) {
@@ -53,11 +105,12 @@ func TestStatusReportShowsWhatItIsGiven(t *testing.T) {
 		Pending: 2, Held: 1, Mood: "happy", MoodWhy: "a turn answered", MoodSince: now,
 		Memory: "Memory: core 9.0 MiB resident.", Budget: "Self-driven turns today: 0 of 12.", Waiting: 3,
 		StrangerUpdates: 4, StrangerSenders: 1, LatestStranger: &state.Stranger{Transport: "telegram", Sender: "666", Last: now},
-		Turns: []state.TurnRecord{{Started: now, Ended: now.Add(time.Second), Total: time.Second, Outcome: "ok", Preview: "hello"}},
+		Turns:  []state.TurnRecord{{Started: now, Ended: now.Add(time.Second), Total: time.Second, Outcome: "ok", Preview: "hello"}},
+		Tokens: TokenFacts{Today: contracts.UsageByProvider{{Provider: "demo", Usage: contracts.Usage{PromptTokens: 12, CompletionTokens: 3}}}},
 	})
 	for _, want := range []string{"Up 2h0m0s", "Working on turn abc for 3s", `hi\x1b[2J`, "2 message(s) wait", "1 decision(s) wait",
 		"Mood: happy", "Memory: core 9.0 MiB", "0 of 12", "Requests waiting for you: 3", "Ignored 4 message(s) from 1 stranger(s)",
-		"ok in 1s — hello"} {
+		"ok in 1s — hello", "Today: 12+3 — demo 12+3."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("StatusReport = %q, want it to say %q", got, want)
 		}

@@ -13,20 +13,33 @@ type Budget struct {
 	Daily int
 	// Cooldown is the least time between the starts of two of them.
 	Cooldown time.Duration
+	// DailyTokens stops them for the day once today's turns, the owner's
+	// and the pet's own alike, used this many tokens; 0 or less is no
+	// such bound.
+	DailyTokens int
 }
 
-// Allows says whether a self-driven turn may start at now, given how many
-// started since local midnight (see Midnight) and when the last one
-// started (zero if none ever did). When it may not, why says so in words
-// for the owner, with times in now's location, and wait is when it may
-// after all if only the cooldown stands in the way (zero when the day's
-// budget does: the turn is not to run today).
-func (b Budget) Allows(spentToday int, last, now time.Time) (ok bool, wait time.Time, why string) {
+// Spent is what today's turns took since local midnight (see Midnight):
+// how many self-driven turns started, and how many tokens every turn
+// used.
+type Spent struct {
+	Turns, Tokens int
+}
+
+// Allows says whether a self-driven turn may start at now, given what
+// today spent and when the last one started (zero if none ever did).
+// When it may not, why says so in words for the owner, with times in
+// now's location, and wait is when it may after all if only the cooldown
+// stands in the way (zero when the day's budget does: the turn is not to
+// run today).
+func (b Budget) Allows(today Spent, last, now time.Time) (ok bool, wait time.Time, why string) {
 	switch {
 	case b.Daily <= 0:
 		return false, time.Time{}, "self-driven turns are off: the daily budget is 0"
-	case spentToday >= b.Daily:
+	case today.Turns >= b.Daily:
 		return false, time.Time{}, fmt.Sprintf("the daily budget of %d self-driven %s is spent; it resets at midnight", b.Daily, plural(b.Daily, "turn", "turns"))
+	case b.DailyTokens > 0 && today.Tokens >= b.DailyTokens:
+		return false, time.Time{}, fmt.Sprintf("today's turns used %d tokens, the daily token budget of self-driven turns is %d; it resets at midnight", today.Tokens, b.DailyTokens)
 	}
 	if until := last.Add(b.Cooldown); !last.IsZero() && now.Before(until) {
 		return false, until, "cooling down until " + ceilMinute(until).In(now.Location()).Format("15:04")

@@ -26,6 +26,9 @@ const (
 	KindPromotion = "promotion"
 	// KindChangeSet asks to apply an approved command's change set.
 	KindChangeSet = "changeset"
+	// KindTokenCap asks to start a turn of the owner's messages past
+	// today's token cap.
+	KindTokenCap = "token-cap"
 )
 
 // Audience is one place a request was shown: a transport and the chat in
@@ -59,7 +62,7 @@ type PendingApproval struct {
 	// Turn is the request's key: the id of the turn that parked a call
 	// (at most one call per turn), a fresh id for anything else.
 	Turn string
-	// Kind is KindCall, KindPromotion or KindChangeSet.
+	// Kind is KindCall, KindPromotion, KindChangeSet or KindTokenCap.
 	Kind string
 	// Title, Summary and Detail are exactly what the owner is shown:
 	// what is asked, the one-line risk note, and what will run.
@@ -101,7 +104,7 @@ func (a PendingApproval) check() error {
 	switch a.Kind {
 	case KindCall:
 		return contracts.RequestToolApproval{Call: a.Call, Summary: a.Summary, Messages: a.Messages}.Validate()
-	case KindPromotion, KindChangeSet:
+	case KindPromotion, KindChangeSet, KindTokenCap:
 		if a.Call != (contracts.ToolCall{}) || len(a.Messages) > 0 {
 			return fmt.Errorf("a %s carries no call", a.Kind)
 		}

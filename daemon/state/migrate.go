@@ -189,6 +189,24 @@ var migrations = []string{
 		count     INTEGER NOT NULL, -- replies given up on, not yet told
 		PRIMARY KEY (transport, lane)
 	);`,
+	// 12: each turn's tokens per provider that answered it (a turn may go
+	// through several in the fallback chain), in the order they first
+	// answered, and dated by the turn's start, as the turns of a day are
+	// counted: the index covers the sums of a day or a month per
+	// provider.
+	`CREATE TABLE turn_usage (
+		turn              TEXT NOT NULL,
+		seq               INTEGER NOT NULL, -- the order the providers first answered
+		provider          TEXT NOT NULL,
+		started_at        INTEGER NOT NULL, -- unix ms: the turn's start
+		prompt_tokens     INTEGER NOT NULL,
+		completion_tokens INTEGER NOT NULL,
+		PRIMARY KEY (turn, seq)
+	);
+	CREATE INDEX turn_usage_by_start ON turn_usage (started_at, provider, prompt_tokens, completion_tokens);
+	-- The turns before knew their tokens but not the provider: state.UnknownProvider.
+	INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
+		SELECT id, 0, '(unknown)', started_at, prompt_tokens, completion_tokens FROM turns WHERE prompt_tokens > 0 OR completion_tokens > 0;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

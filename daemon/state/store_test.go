@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"shelldon/contracts"
 	"strings"
 	"syscall"
 	"testing"
@@ -231,7 +232,7 @@ func TestUpgradeFromFirstSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := s.FinishTurn(ctx, TurnEnd{ID: "new", Ended: start.Add(61 * time.Second), Outcome: "ok", WorkerCPU: 20 * time.Millisecond, WorkerExit: "success",
-		PromptTokens: 900, CompletionTokens: 30}); err != nil {
+		Usage: contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 900, CompletionTokens: 30}}}}); err != nil {
 		t.Fatalf("FinishTurn after the upgrade = %v", err)
 	}
 	turns, err := s.RecentTurns(ctx, 2)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"shelldon/contracts"
 )
 
 // OutcomeInterrupted is the outcome of a turn that was still running when
@@ -18,7 +20,16 @@ const OutcomeInterrupted = "interrupted"
 const (
 	MaxPreviewRunes = 80
 	MaxErrorRunes   = 1000
+	// MaxTurnProviders is how many providers' usage a turn keeps (the
+	// row's totals count them all), and MaxProviderRunes how much of a
+	// provider's name.
+	MaxTurnProviders = 16
+	MaxProviderRunes = 64
 )
+
+// UnknownProvider is the provider a turn's tokens are kept under when
+// nobody said which answered: a turn from before providers were recorded.
+const UnknownProvider = "(unknown)"
 
 // ErrNoTurn is wrapped when a turn id names no recorded turn.
 var ErrNoTurn = errors.New("no such turn")
@@ -58,9 +69,10 @@ type TurnEnd struct {
 	// WorkerJoin is how long the worker took from launch to joining the
 	// bus: a process's start, or a unit's start job and then the process's.
 	WorkerJoin time.Duration
-	// PromptTokens and CompletionTokens are what the turn's model calls
-	// cost, summed as the providers counted them; 0 where none said.
-	PromptTokens, CompletionTokens int
+	// Usage is what the turn's model calls cost per provider that
+	// answered them, as the providers counted; the row keeps its total
+	// too. Negative counts are kept as 0.
+	Usage contracts.UsageByProvider
 }
 
 // TurnRecord is a recorded turn.
@@ -81,8 +93,11 @@ type TurnRecord struct {
 	WorkerCPU  time.Duration
 	WorkerExit string
 	WorkerJoin time.Duration
-	// The tokens of the turn's model calls.
+	// The tokens of the turn's model calls, and the same per provider
+	// that answered them, in the order they first answered (a turn from
+	// before providers were recorded has one, UnknownProvider).
 	PromptTokens, CompletionTokens int
+	Usage                          contracts.UsageByProvider
 }
 
 // StartTurn records that a turn began.
@@ -119,23 +134,34 @@ func (s *Store) SetTurnWorker(ctx context.Context, id string, pid int) error {
 	return nil
 }
 
-// FinishTurn records how a turn ended. Finishing a turn that already
-// finished changes nothing and is not an error, because a timeout and a
-// late result may both try.
-func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
+// FinishTurn records how a turn ended, with its usage per provider.
+// Finishing a turn that already finished changes nothing and is not an
+// error, because a timeout and a late result may both try.
+func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) (err error) {
 	if err := s.writable("finish turn"); err != nil {
 		return err
 	}
 	if t.Outcome == "" {
 		return fmt.Errorf("finish turn %q: no outcome", t.ID)
 	}
+	usage := keptUsage(t.Usage)
+	total := usage.Total()
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("finish turn %q: %w", t.ID, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback()
+		}
+	}()
 	ended := t.Ended.UnixMilli()
-	res, err := s.db.ExecContext(ctx,
+	res, err := tx.ExecContext(ctx,
 		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
 		 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?, prompt_tokens = ?, completion_tokens = ?
 		 WHERE id = ? AND ended_at IS NULL`,
 		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10,
-		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), t.PromptTokens, t.CompletionTokens, t.ID)
+		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), total.PromptTokens, total.CompletionTokens, t.ID)
 	if err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
@@ -143,18 +169,71 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	if err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
-	if n > 0 {
-		return nil
+	if n == 0 {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE id = ?)`, t.ID).Scan(&exists); err != nil {
+			return fmt.Errorf("finish turn %q: %w", t.ID, err)
+		}
+		if !exists {
+			return fmt.Errorf("finish turn %q: %w", t.ID, ErrNoTurn)
+		}
+		return tx.Commit()
 	}
-	var exists bool
-	err = s.db.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE id = ?)`, t.ID).Scan(&exists)
-	switch {
-	case err != nil:
+	for i, p := range usage[:min(len(usage), MaxTurnProviders)] {
+		if _, err := tx.ExecContext(ctx,
+			`INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
+			 SELECT id, ?, ?, started_at, ?, ? FROM turns WHERE id = ?`,
+			i, p.Provider, p.Usage.PromptTokens, p.Usage.CompletionTokens, t.ID); err != nil {
+			return fmt.Errorf("finish turn %q: keep its usage: %w", t.ID, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
-	case !exists:
-		return fmt.Errorf("finish turn %q: %w", t.ID, ErrNoTurn)
 	}
 	return nil
+}
+
+// keptUsage is usage as a turn keeps it: no negative count, every
+// provider named.
+func keptUsage(usage contracts.UsageByProvider) contracts.UsageByProvider {
+	var kept contracts.UsageByProvider
+	for _, p := range usage {
+		name := clip(p.Provider, MaxProviderRunes)
+		if name == "" {
+			name = UnknownProvider
+		}
+		kept = kept.Add(name, contracts.Usage{PromptTokens: max(0, p.Usage.PromptTokens), CompletionTokens: max(0, p.Usage.CompletionTokens)})
+	}
+	return kept
+}
+
+// usageSinceQuery sums the tokens per provider of the turns started at or
+// after its one argument, reading only the covering index
+// turn_usage_by_start.
+const usageSinceQuery = `SELECT provider, SUM(prompt_tokens), SUM(completion_tokens) FROM turn_usage WHERE started_at >= ?
+	GROUP BY provider ORDER BY provider`
+
+// UsageSince sums the tokens of the turns started at or after t, per
+// provider, in the order of the providers' names (a turn from before
+// providers were recorded counts under UnknownProvider).
+func (s *Store) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByProvider, error) {
+	rows, err := s.db.QueryContext(ctx, usageSinceQuery, t.UnixMilli())
+	if err != nil {
+		return nil, fmt.Errorf("sum the tokens since %v: %w", t, err)
+	}
+	defer rows.Close()
+	var sums contracts.UsageByProvider
+	for rows.Next() {
+		var p contracts.ProviderUsage
+		if err := rows.Scan(&p.Provider, &p.Usage.PromptTokens, &p.Usage.CompletionTokens); err != nil {
+			return nil, fmt.Errorf("sum the tokens since %v: %w", t, err)
+		}
+		sums = append(sums, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("sum the tokens since %v: %w", t, err)
+	}
+	return sums, nil
 }
 
 // TurnsSince counts the turns started at or after t.
@@ -206,7 +285,43 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read recent turns: %w", err)
 	}
+	if err := s.readUsage(ctx, turns); err != nil {
+		return nil, fmt.Errorf("read recent turns: %w", err)
+	}
 	return turns, nil
+}
+
+// readUsage fills in each turn's usage per provider.
+func (s *Store) readUsage(ctx context.Context, turns []TurnRecord) error {
+	if len(turns) == 0 {
+		return nil
+	}
+	at := map[string]int{}
+	for i, t := range turns {
+		at[t.ID] = i
+	}
+	// The turns listed are the newest, so every row of theirs started no
+	// earlier than the oldest of them: the index on the start finds them.
+	rows, err := s.db.QueryContext(ctx,
+		`SELECT turn, provider, prompt_tokens, completion_tokens FROM turn_usage WHERE started_at >= ? ORDER BY turn, seq`,
+		turns[len(turns)-1].Started.UnixMilli())
+	if err != nil {
+		return fmt.Errorf("read their usage: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			turn string
+			p    contracts.ProviderUsage
+		)
+		if err := rows.Scan(&turn, &p.Provider, &p.Usage.PromptTokens, &p.Usage.CompletionTokens); err != nil {
+			return fmt.Errorf("read their usage: %w", err)
+		}
+		if i, ok := at[turn]; ok {
+			turns[i].Usage = append(turns[i].Usage, p)
+		}
+	}
+	return rows.Err()
 }
 
 // finishInterrupted ends every turn still marked running, which at Open can

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"shelldon/contracts"
 	"strings"
 	"testing"
 	"time"
@@ -39,7 +40,7 @@ func TestTurnLifecycle(t *testing.T) {
 
 	end := TurnEnd{ID: "t1", Ended: start.Add(3500 * time.Millisecond), Outcome: "ok", Error: "", ModelTime: 2100 * time.Millisecond,
 		WorkerPeak: 9 << 20, WorkerCPU: 340 * time.Millisecond, WorkerExit: "success", WorkerJoin: 12 * time.Millisecond,
-		PromptTokens: 4321, CompletionTokens: 87}
+		Usage: contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 4321, CompletionTokens: 87}}}}
 	if err := s.FinishTurn(ctx, end); err != nil {
 		t.Fatal(err)
 	}

@@ -63,9 +63,10 @@ type loopEnd struct {
 	// Stop says how the loop ended, one of contracts.Stop…; empty with Err.
 	Stop      string
 	ModelTime time.Duration
-	// ModelCalls counts the completions asked for, Usage their tokens.
+	// ModelCalls counts the completions asked for, Usage their tokens
+	// per provider that answered.
 	ModelCalls int
-	Usage      contracts.Usage
+	Usage      contracts.UsageByProvider
 	// Executions counts the tool calls that ran.
 	Executions int
 }
@@ -113,7 +114,9 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 		c, err := l.complete(contracts.Job{Messages: messages, Tools: defs, Deadline: l.deadline})
 		end.ModelTime += l.now().Sub(started)
 		end.ModelCalls++
-		end.Usage = end.Usage.Add(c.Usage)
+		if c.Provider != "" || c.Usage != (contracts.Usage{}) {
+			end.Usage = end.Usage.Add(c.Provider, c.Usage)
+		}
 		switch {
 		case err != nil:
 			end.Err = fmt.Errorf("no completion: %w", err)

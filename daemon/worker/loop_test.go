@@ -221,7 +221,7 @@ func TestLoopStopsAtTheModelCallCap(t *testing.T) {
 	if end.Text != want {
 		t.Errorf("reply = %q, want %q", end.Text, want)
 	}
-	if end.Usage != (contracts.Usage{PromptTokens: 400, CompletionTokens: 20}) {
+	if end.Usage.Total() != (contracts.Usage{PromptTokens: 400, CompletionTokens: 20}) {
 		t.Errorf("usage = %+v, want the four calls' summed", end.Usage)
 	}
 }
@@ -374,6 +374,33 @@ func TestLoopSendsSandboxedCallsToCore(t *testing.T) {
 	}
 }
 
+// TestLoopCountsTokensPerProvider: a turn whose calls the fallback chain
+// answered from two providers keeps each provider's tokens apart, in the
+// order they first answered, and a provider that did not say what an
+// answer cost is listed all the same.
+func TestLoopCountsTokensPerProvider(t *testing.T) {
+	first := calls(call("1", "get_time", `{}`))
+	first.Provider, first.Usage = "primary", contracts.Usage{PromptTokens: 100, CompletionTokens: 5}
+	second := calls(call("2", "get_time", `{}`))
+	second.Provider, second.Usage = "backup", contracts.Usage{PromptTokens: 120, CompletionTokens: 7}
+	third := calls(call("3", "get_time", `{}`))
+	third.Provider, third.Usage = "primary", contracts.Usage{PromptTokens: 140, CompletionTokens: 9}
+	last := text("It is nine.")
+	last.Provider = "quiet" // says nothing of its usage
+	end := newLoop(t, &scripted{answers: []contracts.Completion{first, second, third, last}}).run(context.Background(), start())
+	want := contracts.UsageByProvider{
+		{Provider: "primary", Usage: contracts.Usage{PromptTokens: 240, CompletionTokens: 14}},
+		{Provider: "backup", Usage: contracts.Usage{PromptTokens: 120, CompletionTokens: 7}},
+		{Provider: "quiet"},
+	}
+	if end.Err != nil || !slices.Equal(end.Usage, want) {
+		t.Fatalf("run = %+v, want the usage %+v", end, want)
+	}
+	if total := end.Usage.Total(); total != (contracts.Usage{PromptTokens: 360, CompletionTokens: 21}) {
+		t.Errorf("Total() = %+v, want 360+21", total)
+	}
+}
+
 func TestLoopModelFailure(t *testing.T) {
 	s := &scripted{answers: []contracts.Completion{{OK: false, Error: "every provider failed"}}}
 	if end := newLoop(t, s).run(context.Background(), start()); end.Err == nil || !strings.Contains(end.Err.Error(), "every provider failed") {
@@ -394,10 +421,10 @@ func TestServeParksAndResumes(t *testing.T) {
 	}
 	deadline := time.Now().Add(25 * time.Second)
 	write := calls(call("w1", "write_file", `{"path":"todo.txt","content":"milk"}`))
-	write.Usage = contracts.Usage{PromptTokens: 300, CompletionTokens: 12}
+	write.Provider, write.Usage = "primary", contracts.Usage{PromptTokens: 300, CompletionTokens: 12}
 	s := &scripted{answers: []contracts.Completion{write}}
 	res := serve(context.Background(), layout, contracts.TurnInput{Turn: "t1", Text: "note milk", Deadline: deadline, Approvals: true, MaxModelCalls: 8}, nil, bridge{complete: s.complete})
-	if !res.OK || len(res.Ops) != 1 || res.Stop != contracts.StopParked || res.Tokens != write.Usage {
+	if !res.OK || len(res.Ops) != 1 || res.Stop != contracts.StopParked || !slices.Equal(res.Usage, contracts.UsageByProvider{{Provider: "primary", Usage: write.Usage}}) {
 		t.Fatalf("serve = %+v, want one op parking the write", res)
 	}
 	park, ok := res.Ops[0].Body.(contracts.RequestToolApproval)

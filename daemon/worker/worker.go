@@ -91,8 +91,9 @@ func Run(ctx context.Context, opts Options) error {
 		evaluator: opts.Evaluator,
 	})
 	res.PeakRSS, _ = procmem.Self("VmHWM")
+	tokens := res.Usage.Total()
 	log.Info(fmt.Sprintf("turn %s: ok=%v stop=%s model=%v tokens=%d+%d peak=%dKiB err=%q", opts.Turn, res.OK, res.Stop, res.ModelTime,
-		res.Tokens.PromptTokens, res.Tokens.CompletionTokens, res.PeakRSS>>10, res.Error))
+		tokens.PromptTokens, tokens.CompletionTokens, res.PeakRSS>>10, res.Error))
 	env, err := contracts.NewEnvelope(contracts.KindResult, opts.Turn, res)
 	if err != nil {
 		return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
@@ -232,7 +233,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	default:
 		res = ParseReply(end.Text, registry)
 	}
-	res.ModelTime, res.Stop, res.Tokens = end.ModelTime, end.Stop, end.Usage
+	res.ModelTime, res.Stop, res.Usage = end.ModelTime, end.Stop, end.Usage
 	res.Notes = append(notes, res.Notes...)
 	return res
 }
