@@ -48,6 +48,9 @@ type Options struct {
 	// understand (the scripted demo model's phrases, when `shelldon up`
 	// runs on it); empty for a real model, which understands plain words.
 	ModelHelp string
+	// Fetch carries out approved http_get calls; nil is the guarded
+	// client with its defaults (tests serve their pages through one).
+	Fetch approved.Fetcher
 }
 
 // Sandbox runs one command in a throwaway container: [sandbox.Sandbox].
@@ -126,7 +129,7 @@ func New(opts Options) (*Core, error) {
 		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, Log: c.log})
 	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
-		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Log: c.log}
+		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
 	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
 		start: func(ctx context.Context, text string, from turns.Origin) bool {
@@ -371,7 +374,7 @@ func (c *Core) tidyUp(ctx context.Context) {
 		if err != nil {
 			return approval.Shown{}, "", err
 		}
-		return approval.RenderCall(p.Call.Name, checked), approval.CallDigest(p.Call.Name, checked), nil
+		return approval.RenderCall(p.Call.Name, checked, p.Outside), approval.CallDigest(p.Call.Name, checked, p.Outside), nil
 	})
 	c.dropOrphanChanges(ctx)
 	if d := c.store.Damage(); d != nil {

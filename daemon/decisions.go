@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -120,6 +121,9 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 			Answer:   contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: answer},
 		},
 		Preview: fmt.Sprintf("(%s %s)", decision, call.Name),
+		// A mark is never lifted: the conversation goes on holding what
+		// it read, whatever the worker says of it.
+		Outside: cmp.Or(req.Call.Outside, res.Outside),
 	})
 }
 
@@ -144,10 +148,11 @@ func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToo
 	if err != nil {
 		return approval.Request{}, err
 	}
+	outside := t.Admission.Outside
 	kept, err := c.auth.Keep(ctx, approval.Request{
 		Key: t.ID, Kind: approval.Call, Origin: approval.Audience(t.Admission.Origin),
-		Shown: approval.RenderCall(req.Call.Name, checked), Digest: approval.CallDigest(req.Call.Name, checked),
-		Call: &approval.CallPayload{Call: req.Call, Messages: req.Messages},
+		Shown: approval.RenderCall(req.Call.Name, checked, outside), Digest: approval.CallDigest(req.Call.Name, checked, outside),
+		Call: &approval.CallPayload{Call: req.Call, Messages: req.Messages, Outside: outside},
 	})
 	return kept, c.writes.note("keep a request for the owner", err)
 }

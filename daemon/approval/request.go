@@ -76,6 +76,18 @@ type CallPayload struct {
 	// Messages is the conversation as parked, ending with the assistant
 	// message that asked for Call.
 	Messages []contracts.Message
+	// Outside marks a call asked after the conversation read text from
+	// outside (see [MarkOutside]): where it came from, "" when it read
+	// none. Core sets it from what it carried out itself, never from the
+	// worker's words; the card says so, the digest covers it, and no
+	// granted rule lets the call through.
+	Outside string
+}
+
+// callMarks are what core knows of a call beyond the call and its
+// conversation, kept in the row's payload.
+type callMarks struct {
+	Outside string `json:"outside,omitempty"`
 }
 
 // PromotionPayload is a self-coded tool as it passed its gate: exactly
@@ -160,7 +172,7 @@ func (r Request) row() (state.PendingApproval, error) {
 			return p, fmt.Errorf("request %s: a call without its call", r.Key)
 		}
 		p.Call, p.Messages = r.Call.Call, r.Call.Messages
-		return p, nil
+		payload = callMarks{Outside: r.Call.Outside}
 	case Promotion:
 		payload = r.Promotion
 	case ChangeSet:
@@ -185,6 +197,11 @@ func fromRow(p state.PendingApproval) (Request, error) {
 	switch r.Kind {
 	case Call:
 		r.Call = &CallPayload{Call: p.Call, Messages: p.Messages}
+		if len(p.Payload) > 0 { // none in a row kept before calls had marks
+			var marks callMarks
+			err = json.Unmarshal(p.Payload, &marks)
+			r.Call.Outside = marks.Outside
+		}
 	case Promotion:
 		r.Promotion = &PromotionPayload{}
 		err = json.Unmarshal(p.Payload, r.Promotion)

@@ -32,6 +32,11 @@ type Admission struct {
 	// Preview says what was decided.
 	Resume  *contracts.Resume
 	Preview string
+	// Outside marks a resumed turn whose conversation has read text
+	// from outside (a fetched page, a git remote's words): where it came
+	// from. Core sets it from what it carried out itself, and every
+	// request the turn makes carries it on.
+	Outside string
 	// Scheduled marks a turn the pet starts itself, from a schedule.
 	Scheduled bool
 	// Overflow is what arrived during the last turn beyond what one turn
