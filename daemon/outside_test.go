@@ -47,8 +47,10 @@ func (p pageServer) Get(ctx context.Context, raw string) (fetch.Response, error)
 // owner is a transport on core's bus that collects what the owner is
 // shown and speaks for them.
 type ownerSide struct {
-	t         *testing.T
-	conn      interface{ Send(contracts.Envelope) error }
+	t    *testing.T
+	conn interface {
+		Send(contracts.Envelope) error
+	}
 	replies   chan contracts.Outbound
 	approvals chan contracts.ApprovalRequest
 }
