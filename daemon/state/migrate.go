@@ -189,6 +189,20 @@ var migrations = []string{
 		count     INTEGER NOT NULL, -- replies given up on, not yet told
 		PRIMARY KEY (transport, lane)
 	);`,
+	// 12: the rules the owner granted ("Always for …"): a narrow shape of
+	// call that runs without asking until it expires or is revoked; one
+	// rule per shape.
+	`CREATE TABLE rules (
+		id         INTEGER PRIMARY KEY,
+		tool       TEXT NOT NULL,
+		pattern    TEXT NOT NULL,
+		words      TEXT NOT NULL,
+		granted_at INTEGER NOT NULL, -- unix ms
+		expires_at INTEGER NOT NULL, -- unix ms
+		uses       INTEGER NOT NULL DEFAULT 0,
+		UNIQUE (tool, pattern)
+	);
+	CREATE INDEX rules_by_expiry ON rules (expires_at);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {
