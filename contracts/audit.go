@@ -26,4 +26,7 @@ const (
 	// EventSchedule: a scheduled turn was set, cancelled, started,
 	// coalesced, or skipped by the budget (decision, schedule, why).
 	EventSchedule = "schedule"
+	// EventRule: a rule the owner may grant was granted, let a call
+	// through, was revoked or expired (decision, rule, words, turn).
+	EventRule = "rule"
 )

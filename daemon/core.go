@@ -126,7 +126,7 @@ func New(opts Options) (*Core, error) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
 	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
-		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, Log: c.log})
+		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log})
 	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
@@ -421,6 +421,7 @@ func damageNote(d *state.Damage) string {
 // expire drops the requests nobody decided on in time, and checks again
 // a minute later.
 func (c *Core) expire(ctx context.Context) {
+	c.auth.ExpireRules(ctx)
 	for _, r := range c.auth.Expire(ctx) {
 		c.brain.feel(mood.Expired)
 		if r.Kind == approval.ChangeSet {
