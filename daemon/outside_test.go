@@ -130,17 +130,10 @@ func TestACallAfterReadingAPageCarriesTheWarning(t *testing.T) {
 		env, _ := contracts.NewEnvelope(contracts.KindResult, turn, res)
 		conn.Send(env)
 	}
-	cfg := config.Default()
-	cfg.StateDir, cfg.Socket = dir, cfgSocket
-	store, err := state.Open(statedir.Layout{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	opts := Options{Config: cfg, Store: store, Launcher: inProcessLauncher{work: worker}, WorkerArgv: []string{"worker"},
-		Log: slog.New(slog.DiscardHandler), Fetch: pageServer{pages}}
+	opts := attackedCore(t, dir, worker)
+	opts.Fetch = pageServer{pages}
 	stop := serveCore(t, opts)
-	o := joinAsOwner(t, cfg.Socket)
+	o := joinAsOwner(t, cfgSocket)
 	o.send(contracts.KindInbound, contracts.Inbound{Text: "what's cooking?"})
 
 	fetchReq := within(t, o.approvals, "the request to fetch the page")
@@ -160,7 +153,7 @@ func TestACallAfterReadingAPageCarriesTheWarning(t *testing.T) {
 
 	stop()
 	serveCore(t, opts)
-	o = joinAsOwner(t, cfg.Socket)
+	o = joinAsOwner(t, cfgSocket)
 	o.send(contracts.KindInbound, contracts.Inbound{Text: "/pending"})
 	deadline := time.After(waitLimit)
 	for {
@@ -177,4 +170,19 @@ func TestACallAfterReadingAPageCarriesTheWarning(t *testing.T) {
 			t.Fatalf("/pending did not show the request again within %v", waitLimit)
 		}
 	}
+}
+
+// attackedCore is the options of a core on the state directory dir whose
+// workers are work: the attacker's, in the test's own process.
+func attackedCore(t *testing.T, dir string, work func(context.Context, launch.Spec)) Options {
+	t.Helper()
+	cfg := config.Default()
+	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return Options{Config: cfg, Store: store, Launcher: inProcessLauncher{work: work}, WorkerArgv: []string{"worker"},
+		Log: slog.New(slog.DiscardHandler)}
 }

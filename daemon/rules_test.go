@@ -4,17 +4,14 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/launch"
-	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/testhost"
 )
@@ -48,15 +45,7 @@ func TestAGrantedRuleLetsOnlyItsShapeThrough(t *testing.T) {
 		env, _ := contracts.NewEnvelope(contracts.KindResult, turn, res)
 		conn.Send(env)
 	}
-	cfg := config.Default()
-	cfg.StateDir, cfg.Socket = dir, socket
-	store, err := state.Open(statedir.Layout{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	serveCore(t, Options{Config: cfg, Store: store, Launcher: inProcessLauncher{work: worker}, WorkerArgv: []string{"worker"},
-		Log: slog.New(slog.DiscardHandler)})
+	serveCore(t, attackedCore(t, dir, worker))
 	o := joinAsOwner(t, socket)
 	ws := statedir.Layout{Root: dir}.Workspace()
 	write := func(path string) contracts.ToolCall {
