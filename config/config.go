@@ -61,6 +61,9 @@ type Turn struct {
 	// ToolStrikes is how many failures put a self-coded tool in
 	// quarantine.
 	ToolStrikes int `toml:"tool_strikes"`
+	// RuleDays is how many days a rule the owner grants ("Always for …")
+	// lets its calls through before it expires.
+	RuleDays int `toml:"rule_days"`
 	// MaxModelCalls caps the model calls of one turn: a model that keeps
 	// calling tools is stopped there, and the owner told so.
 	MaxModelCalls int `toml:"max_model_calls"`
@@ -252,6 +255,7 @@ func Default() Config {
 			ReactionDwell:   Duration{60 * time.Second},
 			ApprovalExpiry:  Duration{time.Hour},
 			ToolStrikes:     3,
+			RuleDays:        30,
 			MaxModelCalls:   8,
 		},
 		Worker: Worker{

@@ -45,6 +45,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Duration { return &c.Turn.ApprovalExpiry }, parseDuration)},
 	{key: "turn.tool_strikes", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Turn.ToolStrikes }, parseInt)},
+	{key: "turn.rule_days", hint: integerHint,
+		set: textSetter(func(c *Config) *int { return &c.Turn.RuleDays }, parseInt)},
 	{key: "turn.max_model_calls", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Turn.MaxModelCalls }, parseInt)},
 	{key: "turn.worker_command", hint: `an array of strings, like ["/usr/bin/shelldon", "worker"]`},

@@ -32,17 +32,20 @@ const (
 	maxReactionDwell   = time.Hour
 	// maxStopGrace keeps a stopping core's grace, and then the reap of
 	// its worker, inside the unit's TimeoutStopSec (30 s).
-	maxStopGrace            = 15 * time.Second
-	minApprovalExpiry       = time.Minute
-	maxApprovalExpiry       = 7 * 24 * time.Hour
-	minMemoryLimit          = 128 << 20
-	minOpenFiles            = 16
-	maxOpenFiles            = 4096
-	minQueueLength          = 8
-	maxQueueLength          = 65536
-	minMaxFrame             = 64 << 10
-	maxMaxFrame             = 64 << 20
-	maxUID            int64 = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
+	maxStopGrace      = 15 * time.Second
+	minApprovalExpiry = time.Minute
+	maxApprovalExpiry = 7 * 24 * time.Hour
+	// maxRuleDays bounds a granted rule's life: a permission nobody
+	// looked at for a year is one nobody remembers giving.
+	maxRuleDays          = 365
+	minMemoryLimit       = 128 << 20
+	minOpenFiles         = 16
+	maxOpenFiles         = 4096
+	minQueueLength       = 8
+	maxQueueLength       = 65536
+	minMaxFrame          = 64 << 10
+	maxMaxFrame          = 64 << 20
+	maxUID         int64 = math.MaxUint32 - 1 // (uid_t)-1 means "no uid"
 )
 
 // maxModelCalls bounds turn.max_model_calls: each call resends the whole
@@ -148,6 +151,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "turn.reaction_dwell", c.Turn.ReactionDwell.Duration, 0, maxReactionDwell, def.Turn.ReactionDwell.Duration)
 	inRange(add, "turn.approval_expiry", c.Turn.ApprovalExpiry.Duration, minApprovalExpiry, maxApprovalExpiry, def.Turn.ApprovalExpiry.Duration)
 	inRange(add, "turn.tool_strikes", c.Turn.ToolStrikes, 1, 100, def.Turn.ToolStrikes)
+	inRange(add, "turn.rule_days", c.Turn.RuleDays, 1, maxRuleDays, def.Turn.RuleDays)
 	inRange(add, "turn.max_model_calls", c.Turn.MaxModelCalls, 1, maxModelCalls, def.Turn.MaxModelCalls)
 	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
 		add("turn.worker_command", "its first element, the program, is empty",

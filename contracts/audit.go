@@ -33,4 +33,7 @@ const (
 	// EventTokenCap: the daily token cap held a message of the owner's
 	// back, to ask them first (today, cap, request).
 	EventTokenCap = "token-cap"
+	// EventRule: a rule the owner may grant was granted, let a call
+	// through, was revoked or expired (decision, rule, words, turn).
+	EventRule = "rule"
 )

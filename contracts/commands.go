@@ -25,6 +25,7 @@ var Commands = []Command{
 	{Name: "pending", Description: "requests waiting for your answer, with their buttons"},
 	{Name: "schedule", Description: "what I will do by myself; /schedule cancel ID drops one", Arg: "[cancel ID]"},
 	{Name: "restore", Description: "put a tool I put away back: /restore NAME", Arg: "NAME"},
+	{Name: "rules", Description: "what you let me do without asking; /rules revoke N drops one", Arg: "[revoke N]"},
 }
 
 // ParseCommand reads text as an owner's command: "/status", or

@@ -361,6 +361,11 @@ type ApprovalRequest struct {
 	Detail string `json:"detail"`
 	// Expires is when the request stops being honoured.
 	Expires time.Time `json:"expires"`
+	// Always, when set, is a rule the owner may grant with this call, in
+	// the words they read before granting it ("run_shell of exactly
+	// `python3 build.py`"): a third answer beside approve and deny.
+	// Empty when no narrow rule can be stated for the call.
+	Always string `json:"always,omitempty"`
 }
 
 // Decision is the owner's answer to an ApprovalRequest. Anything but an
@@ -369,6 +374,10 @@ type Decision struct {
 	Turn    string `json:"turn"`
 	Approve bool   `json:"approve"`
 	Chat    string `json:"chat,omitempty"`
+	// Always, with Approve, approves the call and grants the rule the
+	// request offered ([ApprovalRequest.Always]); without Approve, or on
+	// a request that offered none, it is a plain approval or denial.
+	Always bool `json:"always,omitempty"`
 }
 
 // Outcomes of an approval request, as [ApprovalClosed] reports them.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/tokens"
 	"shelldon/daemon/turns"
+	"shelldon/daemon/visible"
 )
 
 // RestoreCommand, followed by a tool's name, is the owner's command that
@@ -47,6 +49,8 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string)
 		answer = c.showPending(ctx, from)
 	case "schedule":
 		answer = c.brain.command(ctx, arg)
+	case "rules":
+		answer, refused = c.rulesCommand(ctx, from, arg)
 	case strings.TrimPrefix(RestoreCommand, "/"):
 		answer, refused = "Which tool? Say /restore NAME; /tools lists the ones I put away.", true
 		if arg != "" {
@@ -187,4 +191,39 @@ func (c *Core) showPending(ctx context.Context, to turns.Origin) string {
 		return "One request is waiting for your answer (above)."
 	}
 	return fmt.Sprintf("%d requests are waiting for your answer (above).", shown)
+}
+
+// rulesCommand answers /rules, which lists the rules the owner granted
+// (number, words, granted, expires, uses), and /rules revoke N, which
+// drops one.
+func (c *Core) rulesCommand(ctx context.Context, from turns.Origin, arg string) (answer string, refused bool) {
+	if arg != "" {
+		verb, n, _ := strings.Cut(arg, " ")
+		id, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
+		if verb != "revoke" || err != nil || id < 1 {
+			return "Say /rules to list the rules, or /rules revoke N to drop rule N.", true
+		}
+		r, err := c.auth.Revoke(ctx, id, approval.Audience(from))
+		if errors.Is(err, state.ErrNoRule) {
+			return fmt.Sprintf("There is no rule %d; /rules lists them.", id), true
+		}
+		if err != nil {
+			return fmt.Sprintf("I could not revoke rule %d: %v", id, err), true
+		}
+		return fmt.Sprintf("Rule %d revoked: %s asks you again.", r.ID, r.Words), false
+	}
+	rules, err := c.auth.Rules(ctx)
+	if err != nil {
+		return "I could not read the rules: " + err.Error(), true
+	}
+	if len(rules) == 0 {
+		return "No rules: everything that needs your approval asks. Tap \"Always for …\" on a request to grant one.", false
+	}
+	var b strings.Builder
+	b.WriteString("What runs without asking (/rules revoke N drops one):")
+	for _, r := range rules {
+		fmt.Fprintf(&b, "\n%d. %s — granted %s, expires %s, used %d time(s)", r.ID, visible.Line(r.Words),
+			r.Granted.Local().Format("2006-01-02 15:04"), r.Expires.Local().Format("2006-01-02 15:04"), r.Uses)
+	}
+	return b.String(), false
 }

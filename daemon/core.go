@@ -48,6 +48,9 @@ type Options struct {
 	// understand (the scripted demo model's phrases, when `shelldon up`
 	// runs on it); empty for a real model, which understands plain words.
 	ModelHelp string
+	// Fetch carries out approved http_get calls; nil is the guarded
+	// client with its defaults (tests serve their pages through one).
+	Fetch approved.Fetcher
 }
 
 // Sandbox runs one command in a throwaway container: [sandbox.Sandbox].
@@ -127,10 +130,10 @@ func New(opts Options) (*Core, error) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
 	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
-		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, Log: c.log})
+		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log})
 	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
-		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Log: c.log}
+		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
 	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
 		start: func(ctx context.Context, text string, from turns.Origin) bool {
@@ -378,7 +381,7 @@ func (c *Core) tidyUp(ctx context.Context) {
 		if err != nil {
 			return approval.Shown{}, "", err
 		}
-		return approval.RenderCall(p.Call.Name, checked), approval.CallDigest(p.Call.Name, checked), nil
+		return approval.RenderCall(p.Call.Name, checked, p.Outside), approval.CallDigest(p.Call.Name, checked, p.Outside), nil
 	})
 	c.dropOrphanChanges(ctx)
 	if d := c.store.Damage(); d != nil {
@@ -425,6 +428,7 @@ func damageNote(d *state.Damage) string {
 // expire drops the requests nobody decided on in time, and checks again
 // a minute later.
 func (c *Core) expire(ctx context.Context) {
+	c.auth.ExpireRules(ctx)
 	for _, r := range c.auth.Expire(ctx) {
 		c.brain.feel(mood.Expired)
 		if r.Kind == approval.ChangeSet {

@@ -1,16 +1,19 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/turns"
+	"shelldon/policy"
 )
 
 // handleDecision hands the owner's answer to the approval authority,
@@ -37,6 +40,7 @@ func readDecision(env contracts.Envelope) (contracts.Decision, error) {
 		Turn    string          `json:"turn"`
 		Approve json.RawMessage `json:"approve"`
 		Chat    string          `json:"chat"`
+		Always  json.RawMessage `json:"always"`
 	}
 	if err := json.Unmarshal(env.Body, &raw); err != nil {
 		return contracts.Decision{}, err
@@ -44,7 +48,8 @@ func readDecision(env contracts.Envelope) (contracts.Decision, error) {
 	if raw.Turn == "" {
 		return contracts.Decision{}, errors.New("a decision without a turn")
 	}
-	return contracts.Decision{Turn: raw.Turn, Chat: raw.Chat, Approve: string(raw.Approve) == "true"}, nil
+	approve := string(raw.Approve) == "true"
+	return contracts.Decision{Turn: raw.Turn, Chat: raw.Chat, Approve: approve, Always: approve && string(raw.Always) == "true"}, nil
 }
 
 // carryOut does what a taken decision says, and reports whether it goes
@@ -106,6 +111,13 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 // takes the parked conversation up with the answer to its call.
 func (c *Core) resume(ctx context.Context, req approval.Request, answer, decision string, res approved.Result) {
 	call := req.Call.Call
+	if rule := req.Call.Rule; rule != nil {
+		what, more, _ := strings.Cut(req.Shown.Detail, "\n")
+		if more != "" {
+			what += " …"
+		}
+		c.say.Tell(req.Origin, fmt.Sprintf("Ran under rule %d (%s): %s", rule.ID, rule.Words, what))
+	}
 	if res.Changed {
 		c.say.Tell(req.Origin, fmt.Sprintf("I did not run %s: what it would run now is not what you approved (the workspace changed since?). Ask me again.", call.Name))
 	}
@@ -122,6 +134,11 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 			Answer:   contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: answer},
 		},
 		Preview: fmt.Sprintf("(%s %s)", decision, call.Name),
+		// A mark is never lifted: the conversation goes on holding what
+		// it read, whatever the worker says of it.
+		Outside: cmp.Or(req.Call.Outside, res.Outside),
+		// The owner's own decision starts the count again.
+		RuleRuns: req.Call.Runs,
 	})
 }
 
@@ -146,10 +163,44 @@ func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToo
 	if err != nil {
 		return approval.Request{}, err
 	}
+	outside := t.Admission.Outside
+	payload := &approval.CallPayload{Call: req.Call, Messages: req.Messages, Outside: outside}
+	if rule, ok := policy.RuleFor(checked.RuleCall(req.Call.Name)); ok && outside == "" {
+		payload.Offer = &rule
+	}
 	kept, err := c.auth.Keep(ctx, approval.Request{
 		Key: t.ID, Kind: approval.Call, Origin: approval.Audience(t.Admission.Origin),
-		Shown: approval.RenderCall(req.Call.Name, checked), Digest: approval.CallDigest(req.Call.Name, checked),
-		Call: &approval.CallPayload{Call: req.Call, Messages: req.Messages},
+		Shown: approval.RenderCall(req.Call.Name, checked, outside), Digest: approval.CallDigest(req.Call.Name, checked, outside),
+		Call: payload,
 	})
 	return kept, c.writes.note("keep a request for the owner", err)
+}
+
+// maxRuleRuns bounds the calls granted rules let through in a row in one
+// conversation: a model that goes round running what rules allow is
+// asked again, by the owner's tap, after this many.
+const maxRuleRuns = 6
+
+// letThrough reports whether a granted rule lets the turn's RISKY call
+// through without asking, and if so queues it to be carried out as an
+// approved call once the turn is over. Never for a turn that read
+// outside content, and never past maxRuleRuns in a row.
+func (c *Core) letThrough(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) bool {
+	if t.Admission.Outside != "" || t.Admission.RuleRuns >= maxRuleRuns {
+		return false
+	}
+	checked, err := checkRisky(c.tools, req.Call)
+	if err != nil {
+		return false // keep says why
+	}
+	rule, ok := c.auth.Allow(ctx, t.ID, checked.RuleCall(req.Call.Name))
+	if !ok {
+		return false
+	}
+	c.auth.LetThrough(approval.Request{
+		Key: t.ID, Kind: approval.Call, Origin: approval.Audience(t.Admission.Origin),
+		Shown: approval.RenderCall(req.Call.Name, checked, ""), Digest: approval.CallDigest(req.Call.Name, checked, ""),
+		Call: &approval.CallPayload{Call: req.Call, Messages: req.Messages, Rule: &rule, Runs: t.Admission.RuleRuns + 1},
+	})
+	return true
 }

@@ -23,6 +23,10 @@ func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, 
 			rest = append(rest, op)
 			continue
 		}
+		if c.letThrough(ctx, t, req) {
+			reply = "" // it runs now; the owner hears what it did instead of a question
+			continue
+		}
 		kept, err := c.keep(ctx, t, req)
 		if err != nil {
 			c.log.Error("could not keep a request for the owner; not asking", "turn", t.ID, "tool", req.Call.Name, "err", err)

@@ -225,7 +225,9 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// a failed write never blocks the reply. A request for the owner is
 	// the exception: kept before the reply that asks for it.
 	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
-	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, reply), Turn: t.ID})
+	if reply != "" {
+		c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, reply), Turn: t.ID})
+	}
 	c.face.replied(res.Face, res.Thought)
 	for _, r := range asks {
 		c.auth.Ask(r)

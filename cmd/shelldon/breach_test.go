@@ -417,7 +417,7 @@ func TestApprovalDetailsCannotLie(t *testing.T) {
 		api := telegramtest.New(t, botToken)
 		newPet(t, demomodel.New(lyingWrite("w1")), withTelegram(api))
 		api.SendText(ownerID, "take a note")
-		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) == 1 })
+		ask := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) > 0 })
 		if strings.ContainsAny(ask.Text, raw) || !strings.Contains(ask.Text, `\x1b[2K`) || !strings.Contains(ask.Text, "<U+202E>") && !strings.Contains(ask.Text, `\u202e`) {
 			t.Errorf("Telegram shows %q, want the escapes and the override visible", ask.Text)
 		}

@@ -60,6 +60,13 @@ func TestWholePetInAVM(t *testing.T) {
 		// 8. a voice note, then a photo
 		demomodel.Step{Text: "Sleep well, owner."},
 		demomodel.Step{Text: "A fine grey square."},
+		// 9. a rule granted with Always, used, revoked
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "r1", Name: "run_shell", Args: `{"command": "touch stamp.txt"}`}}},
+		demomodel.Step{Text: "Stamped."},
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "r2", Name: "run_shell", Args: `{"command": "touch stamp.txt"}`}}},
+		demomodel.Step{Text: "Stamped again."},
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "r3", Name: "run_shell", Args: `{"command": "touch stamp.txt"}`}}},
+		demomodel.Step{Text: "Not stamped."},
 	)
 	pet := bootPet(t, sandboxImage, deb, model)
 	guest, api, ctx := pet.guest, pet.api, context.Background()
@@ -255,6 +262,25 @@ func TestWholePetInAVM(t *testing.T) {
 		if out, err := guest.Exec(ctx, "sh", "-c", "ls -A /var/lib/shelldon/photos 2>/dev/null | wc -l"); err != nil || strings.TrimSpace(string(out)) != "0" {
 			t.Errorf("photos kept after the answer: %s %v", out, err)
 		}
+	})
+
+	t.Run("9 a rule granted with Always runs its call without asking until revoked", func(t *testing.T) {
+		api.SendText(ownerID, "stamp it")
+		ask := waitAsk(t, api, "touch stamp.txt", "run_shell of exactly `touch stamp.txt`")
+		tap(api, ask, "Always")
+		api.WaitMessage(t, ownerID, textHas("Rule 1 kept"))
+		api.WaitMessage(t, ownerID, textHas("Stamped."))
+		api.SendText(ownerID, "stamp it again")
+		api.WaitMessage(t, ownerID, textHas("Ran under rule 1 (run_shell of exactly `touch stamp.txt`)"))
+		api.WaitMessage(t, ownerID, textHas("Stamped again."))
+		api.SendText(ownerID, "/rules")
+		api.WaitMessage(t, ownerID, textHas("used 1 time(s)"))
+		api.SendText(ownerID, "/rules revoke 1")
+		api.WaitMessage(t, ownerID, textHas("Rule 1 revoked"))
+		api.SendText(ownerID, "stamp it once more")
+		tap(api, waitAsk(t, api, "touch stamp.txt"), "Deny")
+		api.WaitMessage(t, ownerID, textHas("Not stamped."))
+		guest.Must(t, "sh", "-c", "journalctl SHELLDON_EVENT=rule | grep -q revoked")
 	})
 }
 

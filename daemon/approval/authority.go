@@ -29,6 +29,11 @@ type Store interface {
 	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
 	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
 	UpdateApproval(ctx context.Context, a state.PendingApproval) error
+	GrantRule(ctx context.Context, r state.Rule) (state.Rule, error)
+	Rules(ctx context.Context) ([]state.Rule, error)
+	UseRule(ctx context.Context, id int64) error
+	RevokeRule(ctx context.Context, id int64) (state.Rule, error)
+	ExpireRules(ctx context.Context, now time.Time) ([]state.Rule, error)
 }
 
 // Notifier reaches the owner's transports.
@@ -49,7 +54,9 @@ type Config struct {
 	Clock  clock.Clock
 	// Expiry is how long a request waits for the owner.
 	Expiry time.Duration
-	Log    *slog.Logger
+	// RuleLife is how long a rule the owner grants lets calls through.
+	RuleLife time.Duration
+	Log      *slog.Logger
 }
 
 // Authority owns every parked request. Core's loop calls it; it is not
@@ -60,6 +67,9 @@ type Authority struct {
 	// order; they live in memory, so after a restart the owner taps again
 	// (/pending shows the request once more).
 	held []heldDecision
+	// ruled are calls a granted rule let through, waiting for the slot
+	// like a held decision; in memory only, as they were never asked.
+	ruled []Request
 }
 
 type heldDecision struct {
@@ -258,8 +268,11 @@ func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audienc
 	if d.Approve {
 		out.Verdict, outcome = Approved, contracts.ApprovalApproved
 	}
-	log.Info("the owner decided", "decision", outcome, "kind", string(r.Kind), "tool", r.Shown.Title, "digest", r.Digest)
+	log.Info("the owner decided", "decision", outcome, "kind", string(r.Kind), "tool", r.Shown.Title, "digest", r.Digest, "always", d.Always)
 	a.cfg.Notify.Settled(d.Turn, outcome)
+	if d.Approve && d.Always {
+		a.grant(ctx, r, from)
+	}
 	return out
 }
 
@@ -268,6 +281,11 @@ func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audienc
 // carried out. Held decisions whose request is gone meanwhile are told
 // and dropped on the way.
 func (a *Authority) Held(ctx context.Context) (Outcome, bool) {
+	if len(a.ruled) > 0 {
+		r := a.ruled[0]
+		a.ruled = a.ruled[1:]
+		return Outcome{Verdict: Approved, Request: r, From: r.Origin, Slot: true}, true
+	}
 	for len(a.held) > 0 {
 		h := a.held[0]
 		a.held = a.held[1:]
@@ -279,8 +297,9 @@ func (a *Authority) Held(ctx context.Context) (Outcome, bool) {
 	return Outcome{}, false
 }
 
-// HeldCount is how many decisions wait for the running turn.
-func (a *Authority) HeldCount() int { return len(a.held) }
+// HeldCount is how many decisions, and calls let through by rules, wait
+// for the running turn.
+func (a *Authority) HeldCount() int { return len(a.held) + len(a.ruled) }
 
 // Expire drops every request whose time has come, tells the owner of each
 // where they were asked and settles it everywhere, and returns them (a

@@ -19,9 +19,10 @@ import (
 // the path and the whole content, the replacement, the URL, the shell
 // command, git's arguments quoted one by one. Everything the model chose
 // is made visible first, so nothing in it can move the terminal's cursor,
-// reverse the text or hide a character.
-func RenderCall(tool string, c tools.Checked) Shown {
-	s := Shown{Title: tool, Note: visible.Line(c.Note)}
+// reverse the text or hide a character. A call asked after the
+// conversation read text from outside says so first, with where from.
+func RenderCall(tool string, c tools.Checked, outside string) Shown {
+	s := Shown{Title: tool, Note: visible.Line(MarkOutside(outside) + c.Note)}
 	switch tool {
 	case "write_file":
 		s.Detail = fmt.Sprintf("write %s:\n%s", visible.Quote(c.Path), visible.Text(c.Content))
@@ -39,11 +40,27 @@ func RenderCall(tool string, c tools.Checked) Shown {
 	return s
 }
 
-// CallDigest is the digest of exactly what an approved call executes:
-// the tool and every field of core's check that reaches the execution.
-func CallDigest(tool string, c tools.Checked) string {
+// MarkOutside is the warning a call asked after reading text from
+// outside carries on its card, "" for none.
+func MarkOutside(outside string) string {
+	if outside == "" {
+		return ""
+	}
+	return "⚠ asked after reading " + outside + ": "
+}
+
+// CallDigest is the digest of exactly what an approved call executes —
+// the tool and every field of core's check that reaches the execution —
+// and of its mark of outside content, so that a request cannot lose the
+// mark and still run.
+func CallDigest(tool string, c tools.Checked, outside string) string {
 	h := sha256.New()
 	field(h, "tool", tool)
+	if outside != "" {
+		// Only when set: a request kept before marks existed keeps its
+		// digest across the upgrade.
+		field(h, "outside", outside)
+	}
 	for _, a := range c.Argv {
 		field(h, "arg", a)
 	}

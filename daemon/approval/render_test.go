@@ -40,7 +40,7 @@ func TestRenderCannotLie(t *testing.T) {
 		{"a URL", "http_get", tools.Checked{URL: "https://example.test/\u202e"}, "GET https://example.test/<U+202E>"},
 	}
 	for _, tc := range cases {
-		got := RenderCall(tc.tool, tc.checked)
+		got := RenderCall(tc.tool, tc.checked, "https://example.test/\u202epage")
 		if got.Detail != tc.want {
 			t.Errorf("%s: RenderCall(%s).Detail = %q, want %q", tc.name, tc.tool, got.Detail, tc.want)
 		}
@@ -54,22 +54,41 @@ func TestRenderCannotLie(t *testing.T) {
 
 func TestCallDigestCoversWhatRuns(t *testing.T) {
 	base := tools.Checked{Path: "a", Content: "b", Note: "writes 1 byte to a (creates it)"}
-	d := CallDigest("write_file", base)
+	d := CallDigest("write_file", base, "")
 	for name, other := range map[string]tools.Checked{
 		"content":  {Path: "a", Content: "c"},
 		"path":     {Path: "b", Content: "b"},
 		"boundary": {Path: "ab", Content: ""},
 	} {
-		if CallDigest("write_file", other) == d {
+		if CallDigest("write_file", other, "") == d {
 			t.Errorf("a change of %s keeps the digest", name)
 		}
 	}
-	if CallDigest("edit_file", base) == d {
+	if CallDigest("edit_file", base, "") == d {
 		t.Error("another tool keeps the digest")
 	}
 	base.Note = "writes 1 byte to a (replaces it)"
-	if CallDigest("write_file", base) != d {
+	if CallDigest("write_file", base, "https://example.test/") == d {
+		t.Error("the mark of outside content keeps the digest; a request that lost it would still run")
+	}
+	if CallDigest("write_file", base, "") != d {
 		t.Error("the note changed the digest; it covers what runs, not what is said about it")
+	}
+}
+
+// TestACallAfterOutsideContentSaysSo: the card of a call asked after the
+// conversation read a page starts with the warning and where from, made
+// visible like everything else; a call that read nothing carries none.
+func TestACallAfterOutsideContentSaysSo(t *testing.T) {
+	c := tools.Checked{Note: "look closely: deletes ~ (rm -rf)", Argv: []string{"/bin/sh", "-c", "rm -rf ~"}}
+	for _, tc := range []struct{ outside, want string }{
+		{"https://example.test/page", "⚠ asked after reading https://example.test/page: look closely: deletes ~ (rm -rf)"},
+		{"https://example.test/\x1b[2Kx", "⚠ asked after reading https://example.test/\\x1b[2Kx: look closely: deletes ~ (rm -rf)"},
+		{"", "look closely: deletes ~ (rm -rf)"},
+	} {
+		if got := RenderCall("run_shell", c, tc.outside).Note; got != tc.want {
+			t.Errorf("RenderCall(run_shell, %q).Note = %q, want %q", tc.outside, got, tc.want)
+		}
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/state"
+	"shelldon/policy"
 	"shelldon/sandbox"
 )
 
@@ -81,6 +82,28 @@ type CallPayload struct {
 	// Messages is the conversation as parked, ending with the assistant
 	// message that asked for Call.
 	Messages []contracts.Message
+	// Outside marks a call asked after the conversation read text from
+	// outside (see [MarkOutside]): where it came from, "" when it read
+	// none. Core sets it from what it carried out itself, never from the
+	// worker's words; the card says so, the digest covers it, and no
+	// granted rule lets the call through.
+	Outside string
+	// Offer is the rule the owner may grant with this call ("Always for
+	// …"), as policy states it; nil when none can be, and always for a
+	// call marked Outside.
+	Offer *policy.Rule
+	// Rule is the granted rule that let the call through without asking,
+	// nil when the owner decided it; Runs counts the calls rules let
+	// through in a row in its conversation, this one included.
+	Rule *state.Rule
+	Runs int
+}
+
+// callMarks are what core knows of a call beyond the call and its
+// conversation, kept in the row's payload.
+type callMarks struct {
+	Outside string       `json:"outside,omitempty"`
+	Offer   *policy.Rule `json:"offer,omitempty"`
 }
 
 // PromotionPayload is a self-coded tool as it passed its gate: exactly
@@ -142,7 +165,17 @@ func (r Request) Verify(digest string) error {
 // ask is the request as a transport shows it, with its buttons.
 func (r Request) ask(to Audience) contracts.ApprovalRequest {
 	return contracts.ApprovalRequest{Turn: r.Key, Chat: to.Chat, Tool: r.Shown.Title, Note: r.Shown.Note,
-		Detail: r.Shown.Detail, Expires: r.Expires}
+		Detail: r.Shown.Detail, Expires: r.Expires, Always: r.offer().Words}
+}
+
+// offer is the rule an "always" decision grants: the call's offer, and
+// none for a call asked after reading outside content, whatever its row
+// says.
+func (r Request) offer() policy.Rule {
+	if r.Kind != Call || r.Call == nil || r.Call.Offer == nil || r.Call.Outside != "" {
+		return policy.Rule{}
+	}
+	return *r.Call.Offer
 }
 
 // shownTo reports whether the request was shown at a.
@@ -176,7 +209,7 @@ func (r Request) row() (state.PendingApproval, error) {
 			return p, fmt.Errorf("request %s: a call without its call", r.Key)
 		}
 		p.Call, p.Messages = r.Call.Call, r.Call.Messages
-		return p, nil
+		payload = callMarks{Outside: r.Call.Outside, Offer: r.Call.Offer}
 	case Promotion:
 		payload = r.Promotion
 	case ChangeSet:
@@ -203,6 +236,11 @@ func fromRow(p state.PendingApproval) (Request, error) {
 	switch r.Kind {
 	case Call:
 		r.Call = &CallPayload{Call: p.Call, Messages: p.Messages}
+		if len(p.Payload) > 0 { // none in a row kept before calls had marks
+			var marks callMarks
+			err = json.Unmarshal(p.Payload, &marks)
+			r.Call.Outside, r.Call.Offer = marks.Outside, marks.Offer
+		}
 	case Promotion:
 		r.Promotion = &PromotionPayload{}
 		err = json.Unmarshal(p.Payload, r.Promotion)

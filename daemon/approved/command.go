@@ -18,7 +18,11 @@ import (
 // and then either applies what it changed, or — when policy finds in it
 // what the owner must see first — keeps the change set aside for a
 // request of its own.
-func (r *Runner) command(ctx context.Context, req approval.Request, argv []string, network bool) Result {
+//
+// What a command that reached the network printed holds what its remote
+// said (git's "remote:" lines, a ref's name): it is fenced as untrusted
+// data, and the result names the remote's command as where it came from.
+func (r *Runner) command(ctx context.Context, req approval.Request, argv []string, network bool) (result Result) {
 	if r.Sandbox == nil {
 		return Result{Answer: fmt.Sprintf("error: commands cannot run on this pet right now (%v)", r.NoSandbox)}
 	}
@@ -27,6 +31,11 @@ func (r *Runner) command(ctx context.Context, req approval.Request, argv []strin
 		return Result{Answer: "error: the sandbox could not run it: " + err.Error()}
 	}
 	out := DescribeRun(res)
+	if network {
+		from := "the remote of " + strings.Join(argv, " ")
+		out = fenceUntrusted(from, out)
+		defer func() { result.Outside = from }()
+	}
 	cs := res.Changes
 	if cs == nil || len(cs.Changes) == 0 {
 		cs.Discard()

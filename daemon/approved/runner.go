@@ -1,6 +1,7 @@
 package approved
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +38,15 @@ type Runner struct {
 	NoSandbox error
 	// Tools checks an approved call again: the built-in tools.
 	Tools *tools.Registry
+	// Fetch carries out an approved http_get; nil is the guarded client
+	// ([fetch.Getter]) with its defaults.
+	Fetch Fetcher
 	Log   *slog.Logger
+}
+
+// Fetcher fetches one approved URL: [fetch.Getter].
+type Fetcher interface {
+	Get(ctx context.Context, url string) (fetch.Response, error)
 }
 
 // maxEditBytes caps the file an edit reads.
@@ -57,6 +66,11 @@ type Result struct {
 	// Changed says nothing ran: what the call would run now is not what
 	// the owner approved.
 	Changed bool
+	// Outside names where the answer's text came from when it came from
+	// outside — the URL of a fetched page, the remote of a git fetch —
+	// and is "" otherwise. That text reaches the model fenced as
+	// untrusted data, and the turn that reads it is marked by it.
+	Outside string
 }
 
 // Call carries out the approved call req: core's own parked copy,
@@ -75,13 +89,14 @@ func (r *Runner) Call(ctx context.Context, req approval.Request) Result {
 	if err != nil {
 		return Result{Answer: "error: the approved call no longer passes the checks: " + err.Error()}
 	}
-	if err := req.Verify(approval.CallDigest(call.Name, checked)); err != nil {
+	if err := req.Verify(approval.CallDigest(call.Name, checked, req.Call.Outside)); err != nil {
 		r.Log.Warn("refused to run an approved call that changed", contracts.AuditEvent, contracts.EventApprovalDecided,
 			"turn", req.Key, "tool", call.Name, "decision", "changed", "err", err)
 		return Result{Changed: true, Answer: "error: nothing ran: what this call would run now is not what the owner approved"}
 	}
 	if call.Name == "http_get" {
-		return Result{Answer: r.fetch(ctx, req.Key, checked.URL)}
+		answer, from := r.fetch(ctx, req.Key, checked.URL)
+		return Result{Answer: answer, Outside: from}
 	}
 	g, err := r.openGuard(ctx, req.Key)
 	if err != nil {
@@ -161,21 +176,28 @@ func (r *Runner) jailed(given string) (string, error) {
 }
 
 // fetch carries out turn's approved http_get through the guarded client,
-// and logs what came of it for the owner.
-func (r *Runner) fetch(ctx context.Context, turn, url string) string {
-	res, err := fetch.Getter{}.Get(ctx, url)
+// and logs what came of it for the owner. A body the server sent is
+// fenced as untrusted data, under the URL it came from (the last hop of
+// any redirects), which fetch returns too; from is "" when nothing came.
+func (r *Runner) fetch(ctx context.Context, turn, url string) (answer, from string) {
+	var getter Fetcher = fetch.Getter{}
+	if r.Fetch != nil {
+		getter = r.Fetch
+	}
+	res, err := getter.Get(ctx, url)
 	if tools.NetworkRefused(err) {
 		r.Log.Warn("http_get refused", contracts.AuditEvent, contracts.EventHTTPGet, "turn", turn, "url", url, "decision", "refused", "why", err.Error())
-		return "error: " + (&tools.FetchRefusal{URL: url, Err: err}).Error()
+		return "error: " + (&tools.FetchRefusal{URL: url, Err: err}).Error(), ""
 	}
 	if err != nil {
-		return "error: " + err.Error()
+		return "error: " + err.Error(), ""
 	}
 	r.Log.Info("http_get", contracts.AuditEvent, contracts.EventHTTPGet, "turn", turn, "url", url, "decision", "fetched",
 		"status", res.Status, "bytes", len(res.Body))
+	from = cmp.Or(res.URL, url)
 	body := strings.ToValidUTF8(string(res.Body), "\uFFFD")
 	if res.Truncated {
 		body += "\n[… cut: the body was longer]"
 	}
-	return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, body)
+	return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, fenceUntrusted(from, body)), from
 }

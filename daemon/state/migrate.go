@@ -207,6 +207,20 @@ var migrations = []string{
 	-- The turns before knew their tokens but not the provider: state.UnknownProvider.
 	INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
 		SELECT id, 0, '(unknown)', started_at, prompt_tokens, completion_tokens FROM turns WHERE prompt_tokens > 0 OR completion_tokens > 0;`,
+	// 13: the rules the owner granted ("Always for …"): a narrow shape of
+	// call that runs without asking until it expires or is revoked; one
+	// rule per shape.
+	`CREATE TABLE rules (
+		id         INTEGER PRIMARY KEY,
+		tool       TEXT NOT NULL,
+		pattern    TEXT NOT NULL,
+		words      TEXT NOT NULL,
+		granted_at INTEGER NOT NULL, -- unix ms
+		expires_at INTEGER NOT NULL, -- unix ms
+		uses       INTEGER NOT NULL DEFAULT 0,
+		UNIQUE (tool, pattern)
+	);
+	CREATE INDEX rules_by_expiry ON rules (expires_at);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

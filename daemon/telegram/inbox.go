@@ -400,7 +400,7 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 	} else if m := cq.Message.InaccessibleMessage; m != nil {
 		chat, messageID = m.Chat.ID, m.MessageID
 	}
-	turn, approve, ok := parseCallback(cq.Data)
+	turn, approve, always, ok := parseCallback(cq.Data)
 	if !ok {
 		t.answerTap(ctx, cq.ID, tapNotOurs)
 		return
@@ -430,7 +430,7 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 		answer = tapApproving
 	}
 	t.answerTap(ctx, cq.ID, answer)
-	if err := t.toCore(contracts.KindDecision, contracts.Decision{Turn: turn, Approve: approve, Chat: strconv.FormatInt(chat, 10)}); err != nil {
+	if err := t.toCore(contracts.KindDecision, contracts.Decision{Turn: turn, Approve: approve, Always: always, Chat: strconv.FormatInt(chat, 10)}); err != nil {
 		t.log.Warn("telegram: decision not delivered to core", "turn", turn, "err", err)
 		// Open again, so the same buttons work on the next tap.
 		if err := t.store.OpenApproval(ctx, TransportName, turn, t.clock.Now()); err != nil {

@@ -39,7 +39,10 @@ type outItem struct {
 	HTML      string `json:"html,omitempty"`
 	// Approval is the key of the request a message shows, or a settle
 	// item settles.
-	Approval string    `json:"approval,omitempty"`
+	Approval string `json:"approval,omitempty"`
+	// Always says that the request offers a rule, so its message gets
+	// the third button.
+	Always   bool      `json:"always,omitempty"`
 	Outcome  string    `json:"outcome,omitempty"`
 	At       time.Time `json:"at,omitzero"`
 	FileName string    `json:"file_name,omitempty"`
@@ -475,7 +478,7 @@ func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
 		}
 		if found && status.State == state.ApprovalClosed {
 			params.Text = settled(item.HTML, status.Outcome, status.At, t.loc)
-		} else if kb, err := approvalKeyboard(item.Approval); err != nil {
+		} else if kb, err := approvalKeyboard(item.Approval, item.Always); err != nil {
 			t.log.Error("telegram: a request without buttons", "turn", item.Approval, "err", err)
 		} else {
 			params.ReplyMarkup = kb

@@ -33,6 +33,8 @@ const outcomeRoom = 64
 const (
 	approvePrefix = "a:"
 	denyPrefix    = "d:"
+	// alwaysPrefix approves and grants the rule the request offered.
+	alwaysPrefix = "r:"
 )
 
 // maxCallbackData is Telegram's limit on a button's callback data, in bytes.
@@ -182,6 +184,12 @@ func renderApproval(req contracts.ApprovalRequest, loc *time.Location, now time.
 	}
 	header := fmt.Sprintf("shelldon asks to use %s\n%s\n", tool, note)
 	headerHTML := fmt.Sprintf("shelldon asks to use <b>%s</b>\n<i>%s</i>\n", html.EscapeString(tool), html.EscapeString(note))
+	if req.Always != "" {
+		// The rule in words, before the button that grants it.
+		rule := truncate(req.Always, maxNote)
+		header += "🔁 Always for this rule: " + rule + "\n"
+		headerHTML += "🔁 <b>Always for this rule</b>: " + html.EscapeString(rule) + "\n"
+	}
 	room := maxMessage - outcomeRoom - width(header) - width(expires)
 	out := approval{}
 	detail, trailer := req.Detail, ""
@@ -235,30 +243,40 @@ func settled(approvalHTML, outcome string, at time.Time, loc *time.Location) str
 	return approvalHTML + "\n\n<b>" + html.EscapeString(outcomeLine(outcome, at, loc)) + "</b>"
 }
 
-// approvalKeyboard is the Approve/Deny pair for the request of turn.
-func approvalKeyboard(turn string) (*models.InlineKeyboardMarkup, error) {
-	if len(denyPrefix+turn) > maxCallbackData || len(approvePrefix+turn) > maxCallbackData {
-		return nil, fmt.Errorf("request key %q is too long for a button's %d bytes", turn, maxCallbackData)
+// approvalKeyboard is the Approve/Deny pair for the request of turn,
+// and under it "Always for …" when the request offers a rule (whose
+// words the message shows above the buttons).
+func approvalKeyboard(turn string, always bool) (*models.InlineKeyboardMarkup, error) {
+	for _, prefix := range []string{approvePrefix, denyPrefix, alwaysPrefix} {
+		if len(prefix+turn) > maxCallbackData {
+			return nil, fmt.Errorf("request key %q is too long for a button's %d bytes", turn, maxCallbackData)
+		}
 	}
-	return &models.InlineKeyboardMarkup{InlineKeyboard: [][]models.InlineKeyboardButton{{
+	rows := [][]models.InlineKeyboardButton{{
 		{Text: "✅ Approve", CallbackData: approvePrefix + turn},
 		{Text: "❌ Deny", CallbackData: denyPrefix + turn},
-	}}}, nil
+	}}
+	if always {
+		rows = append(rows, []models.InlineKeyboardButton{{Text: "🔁 Always for this rule", CallbackData: alwaysPrefix + turn}})
+	}
+	return &models.InlineKeyboardMarkup{InlineKeyboard: rows}, nil
 }
 
-// parseCallback reads a button's data: "a:" approves, "d:" denies;
-// anything else is not one of ours.
-func parseCallback(data string) (turn string, approve, ok bool) {
+// parseCallback reads a button's data: "a:" approves, "r:" approves and
+// grants the rule offered, "d:" denies; anything else is not one of ours.
+func parseCallback(data string) (turn string, approve, always, ok bool) {
 	prefix, turn, found := strings.Cut(data, ":")
 	turn = strings.TrimSpace(turn)
 	if !found || turn == "" {
-		return "", false, false
+		return "", false, false, false
 	}
 	switch prefix + ":" {
 	case approvePrefix:
-		return turn, true, true
+		return turn, true, false, true
+	case alwaysPrefix:
+		return turn, true, true, true
 	case denyPrefix:
-		return turn, false, true
+		return turn, false, false, true
 	}
-	return "", false, false
+	return "", false, false, false
 }

@@ -63,42 +63,51 @@ func TestRenderReplyBadLimitDoesNotHang(t *testing.T) {
 
 func TestParseCallback(t *testing.T) {
 	tests := []struct {
-		data        string
-		turn        string
-		approve, ok bool
+		data                string
+		turn                string
+		approve, always, ok bool
 	}{
-		{"a:t1", "t1", true, true},
-		{"d:t1", "t1", false, true},
-		{"a:promote-calc", "promote-calc", true, true},
-		{"x:t1", "", false, false},
-		{"A:t1", "", false, false},
-		{"a:", "", false, false},
-		{"garbage", "", false, false},
-		{"", "", false, false},
+		{"a:t1", "t1", true, false, true},
+		{"d:t1", "t1", false, false, true},
+		{"r:t1", "t1", true, true, true},
+		{"a:promote-calc", "promote-calc", true, false, true},
+		{"x:t1", "", false, false, false},
+		{"A:t1", "", false, false, false},
+		{"R:t1", "", false, false, false},
+		{"a:", "", false, false, false},
+		{"r:", "", false, false, false},
+		{"garbage", "", false, false, false},
+		{"", "", false, false, false},
 	}
 	for _, tc := range tests {
-		turn, approve, ok := parseCallback(tc.data)
-		if turn != tc.turn || approve != tc.approve || ok != tc.ok {
-			t.Errorf("parseCallback(%q) = %q, %v, %v, want %q, %v, %v", tc.data, turn, approve, ok, tc.turn, tc.approve, tc.ok)
+		turn, approve, always, ok := parseCallback(tc.data)
+		if turn != tc.turn || approve != tc.approve || always != tc.always || ok != tc.ok {
+			t.Errorf("parseCallback(%q) = %q, %v, %v, %v, want %q, %v, %v, %v", tc.data, turn, approve, always, ok, tc.turn, tc.approve, tc.always, tc.ok)
 		}
 	}
 }
 
 func TestApprovalKeyboardFitsTelegram(t *testing.T) {
 	longest := "promote-" + strings.Repeat("x", 48) // the longest tool name selfcode allows
-	kb, err := approvalKeyboard(longest)
+	kb, err := approvalKeyboard(longest, true)
 	if err != nil {
 		t.Fatalf("approvalKeyboard(%q): %v", longest, err)
 	}
-	for _, b := range kb.InlineKeyboard[0] {
+	if len(kb.InlineKeyboard) != 2 {
+		t.Fatalf("approvalKeyboard(%q, always) has %d rows, want Approve/Deny and Always", longest, len(kb.InlineKeyboard))
+	}
+	for _, b := range append(kb.InlineKeyboard[0], kb.InlineKeyboard[1]...) {
 		if len(b.CallbackData) > maxCallbackData {
 			t.Errorf("button %q carries %d bytes, over Telegram's %d", b.Text, len(b.CallbackData), maxCallbackData)
 		}
-		if turn, _, ok := parseCallback(b.CallbackData); !ok || turn != longest {
+		if turn, _, _, ok := parseCallback(b.CallbackData); !ok || turn != longest {
 			t.Errorf("parseCallback(%q) = %q, %v; want the key back", b.CallbackData, turn, ok)
 		}
 	}
-	if _, err := approvalKeyboard(strings.Repeat("y", 63)); err == nil {
+	if plain, _ := approvalKeyboard(longest, false); len(plain.InlineKeyboard) != 1 {
+		t.Errorf("approvalKeyboard(%q) without a rule has %d rows, want 1", longest, len(plain.InlineKeyboard))
+	}
+	if _, err := approvalKeyboard(strings.Repeat("y", 63), false); err == nil {
 		t.Error("approvalKeyboard of a 63-byte key: no error, want one (the data would pass 64 bytes)")
 	}
 }

@@ -344,7 +344,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			if shown.File != nil {
 				t.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
 			}
-			t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn})
+			t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Always: req.Always != ""})
 		}
 	case contracts.KindApprovalClosed:
 		var c contracts.ApprovalClosed

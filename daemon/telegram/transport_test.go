@@ -207,7 +207,7 @@ func (r *rig) ask(t *testing.T, req contracts.ApprovalRequest) telegramtest.Mess
 	t.Helper()
 	r.route(t, contracts.KindApprovalRequest, req)
 	return r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
-		return len(m.Keyboard) == 1 && strings.Contains(m.Text, req.Detail)
+		return len(m.Keyboard) > 0 && strings.Contains(m.Text, req.Detail)
 	})
 }
 

@@ -54,6 +54,20 @@ func (env Env) jailed(path string) (string, error) {
 	return resolved, nil
 }
 
+// relative is a resolved path relative to the workspace's real root,
+// slash-separated; "" when it does not lie beneath it.
+func (env Env) relative(resolved string) string {
+	root, err := filepath.EvalSymlinks(env.Workspace)
+	if err != nil {
+		return ""
+	}
+	rel, err := filepath.Rel(root, resolved)
+	if err != nil || !filepath.IsLocal(rel) {
+		return ""
+	}
+	return filepath.ToSlash(rel)
+}
+
 // openRoot resolves path in the jail and returns the workspace opened as
 // an os.Root with the resolved path relative to it, so that the file is
 // opened without following links out of the workspace, whatever changed
@@ -247,7 +261,7 @@ func (t writeFile) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("write_file %q: %w", path, err)
 	}
 	note := fmt.Sprintf("writes %d bytes to %s (%s)", len(values["content"]), path, effect)
-	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"]}, nil
+	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"], Resolved: t.env.relative(resolved)}, nil
 }
 
 var (

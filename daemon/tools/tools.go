@@ -12,6 +12,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/policy"
 )
 
 // ErrBadArgs marks arguments a tool cannot use: not a JSON object, an
@@ -63,6 +64,9 @@ type Checked struct {
 	// approved edit_file's. What the owner is shown of them is rendered
 	// by the approval authority, which sees exactly these fields.
 	Path, Content, Old, New string
+	// Resolved is where Path leads in the jail, links followed, relative
+	// to the workspace: a rule binds a path only where the two agree.
+	Resolved string
 	// URL is an approved http_get's.
 	URL string
 	// Network means the call reaches the network (git fetch, push, pull).
@@ -243,3 +247,16 @@ func definition(name, description string, tier contracts.Tier, params ...param) 
 
 // free is the verdict of a FREE call run in the worker.
 var free = Checked{Tier: contracts.TierFree}
+
+// RuleCall is a checked call of tool as the owner's rules judge it
+// ([policy.RuleFor]).
+func (c Checked) RuleCall(tool string) policy.RuleCall {
+	rc := policy.RuleCall{Tool: tool, Path: c.Path, Resolved: c.Resolved, Network: c.Network}
+	switch {
+	case tool == "run_shell" && len(c.Argv) > 0:
+		rc.Command = c.Argv[len(c.Argv)-1]
+	case tool == "git":
+		rc.Argv = c.Argv
+	}
+	return rc
+}

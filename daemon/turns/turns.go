@@ -32,6 +32,14 @@ type Admission struct {
 	// Preview says what was decided.
 	Resume  *contracts.Resume
 	Preview string
+	// Outside marks a resumed turn whose conversation has read text
+	// from outside (a fetched page, a git remote's words): where it came
+	// from. Core sets it from what it carried out itself, and every
+	// request the turn makes carries it on.
+	Outside string
+	// RuleRuns counts the calls granted rules let through in a row in a
+	// resumed turn's conversation; the owner's own decision resets it.
+	RuleRuns int
 	// Scheduled marks a turn the pet starts itself, from a schedule.
 	Scheduled bool
 	// Overflow is what arrived during the last turn beyond what one turn
