@@ -23,6 +23,7 @@
 //	daemon/telegram               the Telegram transport, inside core
 //	daemon/telegram/telegramtest  a local Bot API server for tests
 //	daemon/chat                   the terminal transport (`shelldon chat`)
+//	daemon/chat/chattest          a real pseudo-terminal and a model of its screen, for the chat's tests
 //	daemon/mood                   the pet's feeling between turns
 //	daemon/schedule               the times of the turns the pet starts itself
 //	daemon/tokens                 what turns spend on their model: the day, the month, the cost, the cap

@@ -119,6 +119,10 @@ type Client struct {
 	// OnDisconnect runs when a joined connection is lost, before the
 	// client dials again (a panel shows that core is away).
 	OnDisconnect func()
+	// OnDialError runs after each dial that failed for a reason worth
+	// retrying, with that reason, before the client waits to dial again
+	// (a terminal says why core is not there: no socket, no permission).
+	OnDialError func(error)
 	// MaxRedial caps the wait between redials while core is away; zero
 	// is 2 s. A client that can wait (the panel) takes longer, to cost
 	// little through a long outage.
@@ -166,6 +170,9 @@ func (c *Client) Run(ctx context.Context, handle func(*Conn, contracts.Envelope)
 		case errors.Is(err, ErrRefused):
 			return err
 		case err != nil:
+			if c.OnDialError != nil {
+				c.OnDialError(err)
+			}
 			if !away {
 				c.logf("bus: core does not answer: %v; redialling, at most %v apart, quietly until it does", err, maxWait)
 				away = true

@@ -3,6 +3,7 @@ package bus_test
 import (
 	"context"
 	"errors"
+	"io/fs"
 	"net"
 	"strings"
 	"sync"
@@ -381,6 +382,33 @@ func TestClientSendBeforeJoining(t *testing.T) {
 	logs.WaitFor(t, "core does not answer")
 	if err := c.Send(env); !errors.Is(err, bus.ErrNotConnected) {
 		t.Errorf("Send while no core listens = %v, want ErrNotConnected", err)
+	}
+	if err := stop(); err != nil {
+		t.Errorf("Run after cancel = %v, want nil", err)
+	}
+}
+
+// TestClientSaysWhyItCannotDial: a client that cannot reach core hears
+// why from every failed dial, so an actor can tell the owner (no socket
+// there, no permission on it) instead of only "not connected".
+func TestClientSaysWhyItCannotDial(t *testing.T) {
+	path := hubtest.SocketPath(t)
+	why := make(chan error, 16)
+	c := &bus.Client{Socket: path, Hello: contracts.Hello{Role: contracts.RolePanel},
+		OnDialError: func(err error) {
+			select {
+			case why <- err:
+			default:
+			}
+		}}
+	stop := runClient(t, c, func(*bus.Conn, contracts.Envelope) {})
+	select {
+	case err := <-why:
+		if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), path) {
+			t.Errorf("OnDialError(%v), want the socket %s named as missing", err, path)
+		}
+	case <-time.After(patience):
+		t.Fatal("OnDialError was not called while no core listens")
 	}
 	if err := stop(); err != nil {
 		t.Errorf("Run after cancel = %v, want nil", err)

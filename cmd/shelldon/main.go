@@ -456,7 +456,8 @@ func cmdChat(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return chat.Run(ctx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout})
+	socket, note := chatSocket(cfg.Socket)
+	return chat.Run(ctx, chat.Options{Socket: socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: note})
 }
 
 func cmdTurns(ctx context.Context, env *environment, args []string) error {

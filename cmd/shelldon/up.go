@@ -65,9 +65,15 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// A stop (Ctrl-C, or the chat's input ending) stops core first; what
+	// serves a turn — the demo model, the broker — and what shows it —
+	// the panel, the chat — go on until core has stopped, so that the
+	// turn core lets finish gets its model's answer and the owner sees it.
+	serving, stopServing := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopServing()
 	banner, modelHelp := "", ""
 	if len(cfg.Providers) == 0 {
-		url, stop, err := startDemoModel(ctx, cfg.StateDir, logOut)
+		url, stop, err := startDemoModel(serving, cfg.StateDir, logOut)
 		if err != nil {
 			return err
 		}
@@ -88,6 +94,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	var coreErr error
 	go func() {
 		defer close(coreStopped)
+		defer stopServing()
 		coreErr = runCore(ctx, cfg, store, log, launch.Child{Output: logOut}, nil, modelHelp, func() { close(ready) })
 	}()
 	// Whatever ends up, core stops before the store closes.
@@ -101,7 +108,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		return coreErr
 	}
 	go func() {
-		if err := broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, log.With("actor", "broker")); err != nil {
+		if err := broker.Serve(serving, cfg.Socket, int(cfg.Bus.MaxFrame), chain, log.With("actor", "broker")); err != nil {
 			log.Error("the broker stopped", "err", err)
 			cancel()
 		}
@@ -125,7 +132,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	go func() {
-		if err := face.Run(ctx); err != nil {
+		if err := face.Run(serving); err != nil {
 			log.Error("the panel stopped", "err", err)
 		}
 	}()
@@ -137,7 +144,8 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	}
 
 	if withChat {
-		err := chat.Run(ctx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: banner})
+		err := chat.Run(serving, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout,
+			Banner: banner, Stopping: ctx.Done()})
 		cancel()
 		<-coreStopped
 		if err == nil {

@@ -1,31 +1,54 @@
 package chat
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
-	"sync"
+	"syscall"
+	"time"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/owner"
+	"shelldon/daemon/turns"
 	"shelldon/daemon/visible"
+	"shelldon/panel/faces"
 )
 
-// TransportName is the name the terminal joins the bus with.
+// TransportName is the name the terminal joins the bus with, and the chat
+// its messages come from.
 const TransportName = "cli"
 
-// maxLine is the longest line the owner may type.
-const maxLine = 64 << 10
+// maxMessage is the longest line the owner may type: what core reads of
+// one message. A longer line is cut there, saying so.
+const maxMessage = turns.MaxMessageBytes
 
-// pageLines is how much of a request's detail the terminal shows at a
-// time; /more shows the next page.
-const pageLines = 40
-
-// MoreCommand shows the next page of the request's detail.
+// MoreCommand shows the next page of a request's detail.
 const MoreCommand = "/more"
+
+// endWait bounds how long the chat, once its input has ended (Ctrl-D,
+// the end of a pipe), waits for core to take and answer what it sent.
+const endWait = 30 * time.Second
+
+// The prompts: what the owner's next line can answer.
+const (
+	promptIdle    = "> "
+	promptOne     = "approve? [y/n] "
+	promptSeveral = "[%d requests wait: /yes ID or /no ID] > "
+)
+
+// terminalHelp is what the terminal adds to core's /help: how a request
+// is answered here, where there are no buttons.
+const terminalHelp = "In this terminal, y or n answers the request that waits; when several wait, /yes ID or /no ID " +
+	"answers the one named (its ID is in brackets after the tool), and /more shows more of a long one. " +
+	"Anything else you type is a message, as ever. Ctrl-D quits."
+
+// stopNote tells the owner that the pet is stopping, and how to hurry it.
+const stopNote = "(Stopping: I finish what I am doing first, a few seconds at most. Ctrl-C again stops at once.)"
 
 // Options configure a terminal chat.
 type Options struct {
@@ -36,160 +59,558 @@ type Options struct {
 	// Banner is printed once before the first prompt (the demo-model
 	// notice, for instance).
 	Banner string
+	// Stopping, when closed, says the pet is stopping (Ctrl-C in
+	// `shelldon up --chat`): the chat says so, gives the terminal its own
+	// line editing back, and goes on showing what core says (the answer
+	// of the turn that finishes) until ctx is done.
+	Stopping <-chan struct{}
 	// Logf reports bus trouble; nil discards it.
 	Logf func(format string, args ...any)
+	// Clock tells the time of requests' expiry and of the wait at the
+	// end; nil is the real clock.
+	Clock clock.Clock
+}
+
+// eventKind says what happened on the bus.
+type eventKind int
+
+const (
+	received    eventKind = iota // core sent an envelope
+	joined                       // the transport's connection is up
+	lost                         // the transport's connection is gone
+	unreachable                  // the transport could not reach core
+)
+
+type event struct {
+	kind eventKind
+	env  contracts.Envelope
+	err  error // why core is unreachable
+}
+
+// chat is one terminal's conversation. Everything but the bus clients'
+// and the input's own goroutines runs in its loop, one thing at a time.
+type chat struct {
+	opts      Options
+	term      *terminal
+	transport *bus.Client
+	events    chan event
+	requests  requests
+	outbox    *outbox
+
+	connected bool
+	// away is what the owner was told of why core is not there; told
+	// says they were told core is away, so are told when it is back.
+	away     string
+	told     bool
+	stopping bool
+
+	// busy says a turn of this terminal's runs; answering says a line
+	// went to core whose answer has not come. Faces come on the panel's
+	// own connection, which may overtake the transport's: while either
+	// holds, the last face waits in held and is shown after the answer.
+	busy      bool
+	answering bool
+	// owed says core lost the connection while it owed an answer.
+	owed      bool
+	held      *contracts.Snapshot
+	lastFace  string
+	holdUntil time.Time
+
+	clock clock.Clock
+	// wake has the loop look at the time again (a request's expiry, the
+	// end of endWait); expiryAt is when expiryTimer fires.
+	wake        chan struct{}
+	expiryAt    time.Time
+	expiryTimer clock.Timer
+	// inputOver says the owner's input has ended; the chat ends by endBy.
+	inputOver bool
+	endBy     time.Time
 }
 
 // Run chats until the input ends or ctx is done.
 func Run(ctx context.Context, opts Options) error {
+	term, err := newTerminal(opts.In, opts.Out)
+	if err != nil {
+		return fmt.Errorf("chat: %w", err)
+	}
+	defer term.restore()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var mu sync.Mutex
-	printf := func(format string, args ...any) {
-		mu.Lock()
-		defer mu.Unlock()
-		fmt.Fprintf(opts.Out, format, args...)
+	c := &chat{opts: opts, term: term, events: make(chan event, 64), outbox: newOutbox(),
+		clock: opts.Clock, wake: make(chan struct{}, 1)}
+	if c.clock == nil {
+		c.clock = clock.Real{}
 	}
-	transport := &bus.Client{
+	c.transport = &bus.Client{
 		Socket: opts.Socket, MaxFrame: opts.MaxFrame, Logf: opts.Logf,
-		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
+		Hello:        contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
+		OnConnect:    func(*bus.Conn) { c.post(ctx, event{kind: joined}) },
+		OnDisconnect: func() { c.post(ctx, event{kind: lost}) },
+		OnDialError:  func(err error) { c.post(ctx, event{kind: unreachable, err: err}) },
 	}
 	panel := &bus.Client{
 		Socket: opts.Socket, MaxFrame: opts.MaxFrame, Logf: opts.Logf,
 		Hello: contracts.Hello{Role: contracts.RolePanel, Name: TransportName},
 	}
 	errs := make(chan error, 2)
-	// asking is the parked turn whose approval the next line answers, and
-	// what is left to show of its detail.
-	var asking struct {
-		sync.Mutex
-		turn string
-		rest []string
-	}
-	// showPage prints the next page of the request's detail; the caller
-	// holds asking's lock.
-	showPage := func() {
-		page := asking.rest[:min(pageLines, len(asking.rest))]
-		asking.rest = asking.rest[len(page):]
-		text := strings.Join(page, "\n")
-		if n := len(asking.rest); n > 0 {
-			text += fmt.Sprintf("\n[… %d more line(s): type %s to see them]", n, MoreCommand)
-		}
-		printf("   %s\n   approve? [y/N] ", indent(text))
-	}
+	receive := func(_ *bus.Conn, env contracts.Envelope) { c.post(ctx, event{kind: received, env: env}) }
+	go func() { errs <- c.transport.Run(ctx, receive) }()
+	go func() { errs <- panel.Run(ctx, receive) }()
+	keys := make(chan []byte)
+	var readErr error // set before keys is closed
 	go func() {
-		errs <- transport.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
-			switch env.Kind {
-			case contracts.KindOutbound:
-				var out contracts.Outbound
-				if env.Decode(&out) == nil {
-					printf("\nshelldon: %s\n> ", indent(visible.Text(out.Text)))
-				}
-			case contracts.KindApprovalRequest:
-				var req contracts.ApprovalRequest
-				if env.Decode(&req) != nil {
-					return
-				}
-				// Core rendered the detail to be seen as it is; it is made
-				// visible again here all the same, so that nothing that
-				// reaches this terminal can move its cursor.
-				asking.Lock()
-				asking.turn = req.Turn
-				asking.rest = strings.Split(visible.Text(req.Detail), "\n")
-				printf("\n── shelldon asks to use %s: %s\n", visible.Line(req.Tool), visible.Line(req.Note))
-				showPage()
-				asking.Unlock()
-			}
-		})
-	}()
-	go func() {
-		errs <- panel.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) {
-			var s contracts.Snapshot
-			if env.Kind != contracts.KindSnapshot || env.Decode(&s) != nil {
-				return
-			}
-			// The thinking face shows on every turn; the terminal needs
-			// only the faces that say something.
-			if s.Face != "thinking" {
-				printf("\n          %s  %s\n> ", visible.Line(s.Glyphs), visible.Line(s.Caption))
-			}
-		})
+		defer close(keys)
+		readErr = read(ctx, opts.In, keys)
 	}()
 
 	if opts.Banner != "" {
-		printf("%s\n", opts.Banner)
+		term.write(opts.Banner + "\n")
 	}
-	printf("Type a message and press Enter; Ctrl-D quits.\n> ")
-	lines := make(chan string)
-	var readErr error // set before lines is closed
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(opts.In)
-		sc.Buffer(make([]byte, maxLine), maxLine)
-		for sc.Scan() {
-			select {
-			case lines <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-		readErr = sc.Err()
-	}()
+	term.say("Type a message and press Enter; Ctrl-D quits.")
+	stopping := opts.Stopping
 	for {
+		c.expire()
+		if c.ended() {
+			return c.finish()
+		}
+		// The timer is set before the prompt shows the request waits.
+		c.armExpiry()
+		term.setPrompt(c.prompt())
+		term.showPrompt()
 		select {
 		case <-ctx.Done():
-			return nil
+			return c.finish()
+		case <-stopping:
+			stopping, c.stopping = nil, true
+			term.restore()
+			term.say(stopNote)
 		case err := <-errs:
 			if err != nil {
 				return fmt.Errorf("chat: %w", err)
 			}
-		case line, ok := <-lines:
-			if !ok {
-				if errors.Is(readErr, bufio.ErrTooLong) {
-					return fmt.Errorf("chat: a line is longer than %d bytes: %w", maxLine, readErr)
+		case ev := <-c.events:
+			c.handle(ev)
+		case chunk, ok := <-keys:
+			var eof bool
+			if ok {
+				var lines []typed
+				lines, eof = term.feed(chunk)
+				for _, line := range lines {
+					c.typed(line)
 				}
-				if readErr != nil {
-					return fmt.Errorf("chat: read input: %w", readErr)
-				}
-				printf("\nbye\n")
+			}
+			if !ok && readErr != nil {
+				return fmt.Errorf("chat: read input: %w", readErr)
+			}
+			if !ok || eof {
+				keys = nil
+				c.endInput()
+			}
+		case <-c.wake:
+		}
+	}
+}
+
+// endInput starts the chat's end, once the owner's input is over: it
+// ends as soon as core has taken and answered what was sent, and after
+// endWait at the latest.
+func (c *chat) endInput() {
+	c.inputOver = true
+	c.term.inputOver()
+	if c.settled() {
+		return
+	}
+	c.endBy = c.clock.Now().Add(endWait)
+	c.clock.AfterFunc(endWait, c.wakeUp)
+	c.term.say(fmt.Sprintf("(Waiting up to %s for core to answer what you sent; Ctrl-C quits now.)", owner.Roughly(endWait)))
+}
+
+// settled says nothing the owner sent waits for core: every message is
+// confirmed and answered.
+func (c *chat) settled() bool {
+	return len(c.outbox.waiting) == 0 && !c.answering && !c.busy
+}
+
+// ended says the chat is over: its input ended and what was sent is
+// answered, or waited for long enough.
+func (c *chat) ended() bool {
+	return c.inputOver && (c.settled() || !c.clock.Now().Before(c.endBy))
+}
+
+// wakeUp has the loop look again at what time it is; timers call it.
+func (c *chat) wakeUp() {
+	select {
+	case c.wake <- struct{}{}:
+	default: // the loop wakes already
+	}
+}
+
+// post hands an event to the loop, unless the chat is over.
+func (c *chat) post(ctx context.Context, ev event) {
+	select {
+	case c.events <- ev:
+	case <-ctx.Done():
+	}
+}
+
+// read sends what is typed to keys until the input ends, and returns why
+// it did when that is not the input's plain end (nor a terminal that
+// hung up).
+func read(ctx context.Context, in io.Reader, keys chan<- []byte) error {
+	for {
+		buf := make([]byte, 4096)
+		n, err := in.Read(buf)
+		if n > 0 {
+			select {
+			case keys <- buf[:n]:
+			case <-ctx.Done():
 				return nil
 			}
-			text := strings.TrimSpace(line)
-			asking.Lock()
-			if asking.turn != "" && text == MoreCommand {
-				if len(asking.rest) == 0 {
-					printf("   (that was all of it)\n   approve? [y/N] ")
-				} else {
-					showPage()
-				}
-				asking.Unlock()
-				continue
-			}
-			turn := asking.turn
-			asking.turn, asking.rest = "", nil
-			asking.Unlock()
-			var env contracts.Envelope
-			var err error
-			switch {
-			case turn != "":
-				// The line answers the question; anything but yes is no.
-				yes := strings.EqualFold(text, "y") || strings.EqualFold(text, "yes")
-				env, err = contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: turn, Approve: yes, Chat: TransportName})
-			case text == "":
-				printf("> ")
-				continue
-			default:
-				env, err = contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: TransportName, Text: text})
-			}
-			if err == nil {
-				err = transport.Send(env)
-			}
-			if errors.Is(err, bus.ErrNotConnected) {
-				printf("(core is not reachable yet; message not sent — try again in a moment)\n> ")
-			} else if err != nil {
-				printf("(could not send: %v)\n> ", err)
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, io.EOF), errors.Is(err, syscall.EIO):
+			return nil
+		default:
+			return err
+		}
+	}
+}
+
+// finish says goodbye, and what never reached core or was not answered.
+func (c *chat) finish() error {
+	switch {
+	case len(c.outbox.waiting) > 0:
+		c.term.say(fmt.Sprintf("(%d message(s) you typed never reached core; send them again once it is there.)", len(c.outbox.waiting)))
+	case (c.answering || c.busy || c.owed) && c.stopping:
+		c.term.say("(Core stopped before it answered you; it keeps what you sent and answers it when it starts again.)")
+	case c.answering || c.busy || c.owed:
+		c.term.say("(Core is still answering what you sent; a `shelldon chat` open when it is done shows it.)")
+	}
+	c.term.end("bye")
+	return nil
+}
+
+// prompt is the prompt for what the owner's next line can answer.
+func (c *chat) prompt() string {
+	switch n := len(c.requests.waiting()); n {
+	case 0:
+		return promptIdle
+	case 1:
+		return promptOne
+	default:
+		return fmt.Sprintf(promptSeveral, n)
+	}
+}
+
+// expire forgets the requests whose time is over, saying so: core's own
+// word of it may never come to a terminal that was away then.
+func (c *chat) expire() {
+	for _, r := range c.requests.expire(c.clock.Now()) {
+		c.term.say(expired(r))
+	}
+}
+
+// armExpiry sets a timer for the next request's expiry, unless one is
+// set for it already.
+func (c *chat) armExpiry() {
+	var next time.Time
+	for _, r := range c.requests.waiting() {
+		if !r.expires.IsZero() && (next.IsZero() || r.expires.Before(next)) {
+			next = r.expires
+		}
+	}
+	if next.IsZero() || next.Equal(c.expiryAt) {
+		return
+	}
+	if c.expiryTimer != nil {
+		c.expiryTimer.Stop()
+	}
+	c.expiryAt = next
+	c.expiryTimer = c.clock.AfterFunc(next.Sub(c.clock.Now()), c.wakeUp)
+}
+
+// handle acts on what happened on the bus.
+func (c *chat) handle(ev event) {
+	switch ev.kind {
+	case joined:
+		c.connected = true
+		if c.told {
+			c.term.say(fmt.Sprintf("(connected to core at %s)", c.opts.Socket))
+		}
+		c.told, c.away = false, ""
+		c.resend()
+	case lost:
+		c.connected, c.away = false, ""
+		c.owed = c.owed || c.busy || c.answering
+		c.busy, c.answering = false, false
+		c.showHeld()
+		if !c.stopping {
+			c.told = true
+			c.term.say(fmt.Sprintf("(lost core at %s; reconnecting…)", c.opts.Socket))
+		}
+	case unreachable:
+		why := reach(c.opts.Socket, ev.err)
+		if !c.stopping && why != c.away {
+			c.away, c.told = why, true
+			c.term.say("(" + why + ")")
+		}
+	case received:
+		c.receive(ev.env)
+	}
+}
+
+// receive shows the owner what core sent.
+func (c *chat) receive(env contracts.Envelope) {
+	switch env.Kind {
+	case contracts.KindOutbound:
+		var out contracts.Outbound
+		if env.Decode(&out) == nil {
+			c.term.say("shelldon: " + indent(visible.Text(out.Text)))
+			c.owed = false
+			if !c.busy {
+				// No turn of this terminal's runs: this is the answer to a
+				// command (core answers those at once), or a note.
+				c.answering = false
+				c.showHeld()
 			}
 		}
+	case contracts.KindApprovalRequest:
+		var req contracts.ApprovalRequest
+		if env.Decode(&req) == nil {
+			c.ask(req)
+		}
+	case contracts.KindApprovalClosed:
+		var closed contracts.ApprovalClosed
+		if env.Decode(&closed) == nil {
+			if r := c.requests.settle(closed.Turn); r != nil {
+				c.term.say(r.closing(closed.Outcome))
+			}
+		}
+	case contracts.KindInboundAck:
+		var ack contracts.InboundAck
+		if env.Decode(&ack) == nil {
+			c.outbox.confirm(ack.Ref)
+		}
+	case contracts.KindActivity:
+		var a contracts.Activity
+		if env.Decode(&a) == nil && a.Chat == TransportName {
+			c.busy = a.Busy
+			if !a.Busy {
+				c.answering = false
+				c.showHeld()
+			}
+		}
+	case contracts.KindSnapshot:
+		var s contracts.Snapshot
+		if env.Decode(&s) != nil || s.Face == faces.Thinking {
+			// The thinking face shows on every turn; the terminal needs
+			// only the faces that say something.
+			return
+		}
+		if c.busy || c.answering {
+			c.held = &s
+			return
+		}
+		c.showFace(s)
+	}
+}
+
+// showHeld shows the face that waited for an answer, if one did.
+func (c *chat) showHeld() {
+	if held := c.held; held != nil {
+		c.held = nil
+		c.showFace(*held)
+	}
+}
+
+// ask shows a request core made (or shows again) and keeps it until core
+// settles it.
+func (c *chat) ask(req contracts.ApprovalRequest) {
+	// Core rendered the detail to be seen as it is; it is made visible
+	// again here all the same, so that nothing that reaches this
+	// terminal can move its cursor.
+	r := c.requests.add(req)
+	how := "y or n answers it"
+	if len(c.requests.waiting()) > 1 {
+		how = fmt.Sprintf("/yes %s or /no %s answers it", r.id(), r.id())
+	}
+	if !r.expires.IsZero() {
+		how += ", until " + r.expires.Local().Format("15:04")
+	}
+	c.term.say(fmt.Sprintf("── shelldon asks to use %s: %s\n%s\n   %s; anything else you type is a message, as ever.",
+		r.what(), visible.Line(req.Note), r.page(), how))
+}
+
+// showFace prints the pet's face, once: a face shown again (with a new
+// status line) or an at-rest face while a reaction holds is not news.
+func (c *chat) showFace(s contracts.Snapshot) {
+	face := s.Glyphs + "\x00" + s.Caption
+	if face == c.lastFace || s.Ambient && c.clock.Now().Before(c.holdUntil) {
+		return
+	}
+	c.lastFace, c.holdUntil = face, s.HoldUntil
+	c.term.say(fmt.Sprintf("          %s  %s", visible.Line(s.Glyphs), visible.Line(s.Caption)))
+}
+
+// typed acts on a line the owner entered: an answer to a request that
+// waits, a page more of one, or a message (commands too) for core.
+func (c *chat) typed(line typed) {
+	c.expire()
+	text := strings.TrimSpace(line.text)
+	name, arg, command := contracts.ParseCommand(text)
+	yes, word := answerWords[strings.ToLower(text)]
+	switch {
+	case text == "":
+		return
+	case command && (name == "yes" || name == "no"):
+		c.answer(name == "yes", arg)
+	case command && "/"+name == MoreCommand:
+		c.more(arg)
+	case word && len(c.requests.waiting()) > 0:
+		c.answer(yes, "")
+	default:
+		c.send(text)
+		if command && (name == "help" || name == "start") {
+			c.term.say(terminalHelp)
+		}
+	}
+	if line.dropped > 0 {
+		c.term.say(fmt.Sprintf("(That line was %d KiB, more than a message may hold: I sent its first %d KiB.)",
+			(len(line.text)+line.dropped)>>10, maxMessage>>10))
+	}
+}
+
+// answerWords are the lines that answer the one request that waits.
+var answerWords = map[string]bool{"y": true, "yes": true, "n": false, "no": false}
+
+// answer sends the owner's decision on the request id names, or on the
+// one that waits when id is empty; core's word of what it came to
+// (APPROVAL_CLOSED) is what the terminal then shows.
+func (c *chat) answer(approve bool, id string) {
+	waiting := c.requests.waiting()
+	var r *request
+	switch named := c.requests.named(id); {
+	case id == "" && len(waiting) == 1:
+		r = waiting[0]
+	case id == "" && len(waiting) == 0:
+		c.term.say("(Nothing waits for an answer.)")
+		return
+	case id == "":
+		c.term.say(fmt.Sprintf("(%d requests wait: answer one with /yes ID or /no ID — %s.)", len(waiting), list(waiting)))
+		return
+	case len(named) == 1:
+		r = named[0]
+	case len(named) == 0:
+		c.term.say(fmt.Sprintf("(Nothing waiting is called %s. Waiting: %s.)", visible.Line(id), orNone(list(waiting))))
+		return
+	default:
+		c.term.say(fmt.Sprintf("(%s could be %s: type more of its ID.)", visible.Line(id), list(named)))
+		return
+	}
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: approve, Chat: TransportName})
+	if err == nil {
+		err = c.transport.Send(env)
+	}
+	if err != nil {
+		c.term.say(fmt.Sprintf("(Your answer was not sent: %s. %s still waits.)", c.why(err), r.what()))
+		return
+	}
+	r.answered = true
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+// more shows the next page of the request id names, or of the newest
+// one with more to show.
+func (c *chat) more(id string) {
+	candidates := c.requests.waiting()
+	if id != "" {
+		candidates = c.requests.named(id)
+	}
+	for i := len(candidates) - 1; i >= 0; i-- {
+		if r := candidates[i]; len(r.rest) > 0 {
+			c.term.say(r.page())
+			return
+		}
+	}
+	c.term.say("(That was all of it.)")
+}
+
+// send keeps a message until core confirms it, and sends it now if core
+// is there.
+func (c *chat) send(text string) {
+	if c.outbox.full() {
+		c.term.say(fmt.Sprintf("(%d messages wait for core to take them; this one is not kept: send it again once core answers.)", len(c.outbox.waiting)))
+		return
+	}
+	in := c.outbox.add(text)
+	if !c.connected {
+		c.term.say("(Kept: it goes to core as soon as core is there.)")
+		return
+	}
+	c.deliver(in)
+}
+
+// resend sends again what core has not confirmed, in order, to a core
+// just joined.
+func (c *chat) resend() {
+	for _, in := range append([]contracts.Inbound(nil), c.outbox.waiting...) {
+		if !c.deliver(in) {
+			return
+		}
+	}
+}
+
+// deliver sends one kept message, and reports whether the connection
+// took it. A message that no connection could take (too large for a
+// frame) is let go, saying so.
+func (c *chat) deliver(in contracts.Inbound) bool {
+	env, err := contracts.NewEnvelope(contracts.KindInbound, "", in)
+	if err == nil {
+		err = c.transport.Send(env)
+	}
+	switch {
+	case err == nil:
+		c.answering = true
+		return true
+	case errors.Is(err, bus.ErrNotConnected):
+		// Lost just now: it goes with the next connection.
+		return false
+	default:
+		c.outbox.confirm(in.Ref)
+		c.term.say(fmt.Sprintf("(Could not send that: %v.)", err))
+		return true
+	}
+}
+
+// why says why core did not take something from the terminal.
+func (c *chat) why(err error) string {
+	switch {
+	case !errors.Is(err, bus.ErrNotConnected):
+		return err.Error()
+	case c.away != "":
+		return c.away
+	default:
+		return "core is not connected yet"
+	}
+}
+
+// reach says why the socket cannot be reached, and what to do about it.
+func reach(socket string, err error) string {
+	const otherPet = "or name its state directory (`make run`'s is var: try --state-dir var)"
+	switch {
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Sprintf("permission denied on %s: run this as root or as core's own user, %s", socket, otherPet)
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("no core is listening at %s: start it (`make run`; on a board, `systemctl start shelldon`), %s", socket, otherPet)
+	default:
+		return fmt.Sprintf("core is not reachable at %s (%v)", socket, err)
 	}
 }
 

@@ -2,6 +2,7 @@ package owner
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 func Help(expiry time.Duration) string {
 	var b strings.Builder
 	b.WriteString("I can look at files in my workspace, run harmless commands and write small tools for myself. ")
-	fmt.Fprintf(&b, "Before I change anything I ask you, with Approve and Deny buttons; a request I get no answer to expires after %v.\n\nCommands:\n", expiry)
+	fmt.Fprintf(&b, "Before I change anything I ask you to approve or deny it; a request I get no answer to expires after %s.\n\nCommands:\n", Roughly(expiry))
 	for _, cmd := range contracts.Commands {
 		name := "/" + cmd.Name
 		if cmd.Arg != "" {
@@ -268,7 +269,9 @@ func Schedules(all []state.Scheduled, budget string) string {
 	for _, sc := range all {
 		when := sc.Next.Local().Format("Mon 2 Jan 15:04")
 		repeat := "once"
-		if sc.Every != "" {
+		if every, err := time.ParseDuration(sc.Every); err == nil {
+			repeat = "every " + Roughly(every)
+		} else if sc.Every != "" {
 			repeat = "every " + sc.Every
 		}
 		fmt.Fprintf(&b, "\n%d. %s (%s): %s", sc.ID, when, repeat, visible.Line(Shorten(sc.Text, 80)))
@@ -277,21 +280,45 @@ func Schedules(all []state.Scheduled, budget string) string {
 	return b.String()
 }
 
-// Roughly rounds a duration for people: seconds under a minute, then
-// minutes, then hours and minutes, then days and hours.
+// Roughly says a duration for people, in words and rounded: "2 ms",
+// "12.3 seconds", "1 minute 30 seconds", "1 hour", "2 days 2 hours".
 func Roughly(d time.Duration) string {
 	switch {
 	case d < time.Second:
-		return d.Round(time.Millisecond).String()
+		return fmt.Sprintf("%d ms", d.Round(time.Millisecond).Milliseconds())
 	case d < time.Minute:
-		return d.Round(100 * time.Millisecond).String()
+		seconds := strconv.FormatFloat(d.Round(100*time.Millisecond).Seconds(), 'f', -1, 64)
+		if seconds == "1" {
+			return "1 second"
+		}
+		return seconds + " seconds"
 	case d < time.Hour:
-		return d.Round(time.Second).String()
+		d = d.Round(time.Second)
+		return inUnits(d/time.Minute, "minute", d%time.Minute/time.Second, "second")
 	case d < 24*time.Hour:
-		return d.Round(time.Minute).String()
+		d = d.Round(time.Minute)
+		return inUnits(d/time.Hour, "hour", d%time.Hour/time.Minute, "minute")
 	}
-	days := d / (24 * time.Hour)
-	return fmt.Sprintf("%dd%s", days, (d - days*24*time.Hour).Round(time.Hour))
+	d = d.Round(time.Hour)
+	return inUnits(d/(24*time.Hour), "day", d%(24*time.Hour)/time.Hour, "hour")
+}
+
+// inUnits says n of unit and then m of a smaller one, leaving out the
+// smaller when there is none of it ("1 hour", "1 hour 5 minutes").
+func inUnits(n time.Duration, unit string, m time.Duration, smaller string) string {
+	s := count(n, unit)
+	if m > 0 {
+		s += " " + count(m, smaller)
+	}
+	return s
+}
+
+// count says n of unit, plural when n is not one.
+func count(n time.Duration, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
 }
 
 // Shorten cuts s to n characters, with an ellipsis when it cut.

@@ -17,11 +17,15 @@ func TestRoughly(t *testing.T) {
 		d    time.Duration
 		want string
 	}{
-		{1500 * time.Microsecond, "2ms"},
-		{12340 * time.Millisecond, "12.3s"},
-		{90 * time.Second, "1m30s"},
-		{3*time.Hour + 20*time.Minute, "3h20m0s"},
-		{50 * time.Hour, "2d2h0m0s"},
+		{1500 * time.Microsecond, "2 ms"},
+		{time.Second, "1 second"},
+		{12340 * time.Millisecond, "12.3 seconds"},
+		{90 * time.Second, "1 minute 30 seconds"},
+		{2 * time.Minute, "2 minutes"},
+		{time.Hour, "1 hour"},
+		{3*time.Hour + 20*time.Minute, "3 hours 20 minutes"},
+		{24 * time.Hour, "1 day"},
+		{50 * time.Hour, "2 days 2 hours"},
 	} {
 		if got := Roughly(tc.d); got != tc.want {
 			t.Errorf("Roughly(%v) = %q, want %q", tc.d, got, tc.want)
@@ -108,9 +112,9 @@ func TestStatusReportShowsWhatItIsGiven(t *testing.T) {
 		Turns:  []state.TurnRecord{{Started: now, Ended: now.Add(time.Second), Total: time.Second, Outcome: "ok", Preview: "hello"}},
 		Tokens: TokenFacts{Today: contracts.UsageByProvider{{Provider: "demo", Usage: contracts.Usage{PromptTokens: 12, CompletionTokens: 3}}}},
 	})
-	for _, want := range []string{"Up 2h0m0s", "Working on turn abc for 3s", `hi\x1b[2J`, "2 message(s) wait", "1 decision(s) wait",
+	for _, want := range []string{"Up 2 hours", "Working on turn abc for 3 seconds", `hi\x1b[2J`, "2 message(s) wait", "1 decision(s) wait",
 		"Mood: happy", "Memory: core 9.0 MiB", "0 of 12", "Requests waiting for you: 3", "Ignored 4 message(s) from 1 stranger(s)",
-		"ok in 1s — hello", "Today: 12+3 — demo 12+3."} {
+		"ok in 1 second — hello", "Today: 12+3 — demo 12+3."} {
 		if !strings.Contains(got, want) {
 			t.Errorf("StatusReport = %q, want it to say %q", got, want)
 		}

@@ -1,0 +1,346 @@
+package chat
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"syscall"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"shelldon/daemon/visible"
+)
+
+// A terminal's own line editing (its canonical mode) holds at most 4,095
+// characters a line and drops the rest without a word, and it lets what
+// the chat prints land in the middle of what the owner is typing. So on
+// a real terminal the chat edits the line itself: the terminal passes
+// every key through (signals such as Ctrl-C stay the terminal's), the
+// chat echoes what is typed, and whatever it prints goes above the
+// prompt, which it then draws again with the line as typed so far.
+// Input that is not a terminal (a pipe, a file) is read as lines, with
+// the same bound.
+
+// terminal is the owner's side of the chat: the screen the chat prints on
+// and the line the owner is typing.
+type terminal struct {
+	out io.Writer
+	// fd is the terminal's descriptor, for its width; editing says the
+	// chat edits the line and echoes it (a terminal in its raw mode).
+	fd      int
+	editing bool
+	saved   *unix.Termios // the mode to give the terminal back
+	ctl     syscall.RawConn
+
+	prompt string
+	// over says the owner's input has ended: no prompt is shown again.
+	over bool
+	// shown says the prompt, and when editing the line after it, is on
+	// the screen; cols is how many columns they take there.
+	shown bool
+	cols  int
+
+	line    []byte
+	dropped int    // bytes typed on this line beyond maxMessage
+	partial []byte // the start of a character split between two reads
+	escape  escapeState
+	echo    strings.Builder // what is typed, to echo at the end of a read
+}
+
+// typed is one line the owner entered, with how many bytes of it were
+// beyond what a message may hold and so dropped.
+type typed struct {
+	text    string
+	dropped int
+}
+
+// escapeState tracks an escape sequence (the arrow keys, function keys)
+// being typed, which the editor passes over.
+type escapeState int
+
+const (
+	noEscape escapeState = iota
+	afterEscape
+	inCSI // ESC [ … final byte
+	inSS3 // ESC O and one byte
+)
+
+// newTerminal prepares in and out for the chat: when both are the same
+// kind of thing as a terminal, it puts the terminal into raw mode, keeping
+// its signals; restore gives its mode back.
+func newTerminal(in io.Reader, out io.Writer) (*terminal, error) {
+	t := &terminal{out: out, prompt: promptIdle}
+	inConn, okIn := rawConn(in)
+	_, okOut := rawConn(out)
+	if !okIn || !okOut || !isTerminal(inConn) {
+		return t, nil
+	}
+	var saved *unix.Termios
+	err := control(inConn, func(fd int) error {
+		var err error
+		if saved, err = unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+			return err
+		}
+		raw := *saved
+		// No line editing, no echo, no literal-next (Ctrl-V) of the
+		// terminal's own; signals (Ctrl-C, Ctrl-Z) stay.
+		raw.Lflag &^= unix.ICANON | unix.ECHO | unix.ECHONL | unix.IEXTEN
+		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
+		t.fd = fd
+		return unix.IoctlSetTermios(fd, unix.TCSETS, &raw)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("put the terminal in raw mode: %w", err)
+	}
+	t.ctl, t.saved, t.editing = inConn, saved, true
+	return t, nil
+}
+
+// rawConn is the descriptor behind r or w, when it is a file.
+func rawConn(f any) (syscall.RawConn, bool) {
+	sc, ok := f.(interface {
+		SyscallConn() (syscall.RawConn, error)
+	})
+	if !ok {
+		return nil, false
+	}
+	c, err := sc.SyscallConn()
+	return c, err == nil
+}
+
+// isTerminal reports whether c is a terminal.
+func isTerminal(c syscall.RawConn) bool {
+	return control(c, func(fd int) error {
+		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		return err
+	}) == nil
+}
+
+// control runs do on c's descriptor, leaving the file as it is (in Go's
+// poller where it was, so that closing it still ends a read).
+func control(c syscall.RawConn, do func(fd int) error) error {
+	var doErr error
+	if err := c.Control(func(fd uintptr) { doErr = do(int(fd)) }); err != nil {
+		return err
+	}
+	return doErr
+}
+
+// restore gives the terminal back its own line editing and echo; the
+// chat reads whole lines from then on. Calling it again does nothing.
+func (t *terminal) restore() {
+	if !t.editing {
+		return
+	}
+	// The prompt goes while the chat still knows where it is; what is
+	// typed from now on is the terminal's to echo, after the next one.
+	t.write(t.clear())
+	t.line, t.dropped = t.line[:0], 0
+	t.editing = false
+	control(t.ctl, func(fd int) error { return unix.IoctlSetTermios(fd, unix.TCSETS, t.saved) })
+}
+
+// width is how many columns the terminal has.
+func (t *terminal) width() int {
+	var cols int
+	control(t.ctl, func(fd int) error {
+		ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+		if err == nil {
+			cols = int(ws.Col)
+		}
+		return err
+	})
+	if cols <= 0 {
+		return 80
+	}
+	return cols
+}
+
+func (t *terminal) write(s string) {
+	// A terminal that cannot be written to leaves the owner nothing to
+	// tell; the chat goes on for when it can again.
+	io.WriteString(t.out, s)
+}
+
+// say prints text (lines, without a final newline) above the prompt,
+// which it draws again after it, with the line being typed.
+func (t *terminal) say(text string) {
+	t.write(t.clear() + text + "\n")
+	t.showPrompt()
+}
+
+// end prints the chat's last words, with no prompt after them.
+func (t *terminal) end(text string) {
+	t.write(t.clear() + text + "\n")
+}
+
+// clear takes the prompt and the line being typed off the screen, or,
+// where they cannot be taken back, moves past them; it returns what to
+// write for that.
+func (t *terminal) clear() string {
+	if !t.shown {
+		return ""
+	}
+	t.shown = false
+	if !t.editing {
+		return "\n"
+	}
+	// The cursor is after the last column used; with the line wrapped
+	// over several rows, go up to the prompt's row first.
+	up := max(t.cols-1, 0) / t.width()
+	if up > 0 {
+		return fmt.Sprintf("\r\x1b[%dA\x1b[J", up)
+	}
+	return "\r\x1b[J"
+}
+
+// setPrompt changes the prompt, drawing it again at once when editing.
+func (t *terminal) setPrompt(p string) {
+	if p == t.prompt {
+		return
+	}
+	t.prompt = p
+	if t.shown && t.editing {
+		t.redraw()
+	}
+}
+
+// inputOver takes the prompt away for good: nothing more is read.
+func (t *terminal) inputOver() {
+	t.over = true
+	t.write(t.clear())
+}
+
+// showPrompt draws the prompt, and the line typed so far, unless they
+// are on the screen already or the input is over.
+func (t *terminal) showPrompt() {
+	if t.shown || t.over {
+		return
+	}
+	s := t.prompt
+	if t.editing {
+		s += visible.Line(string(t.line))
+	}
+	t.cols = utf8.RuneCountInString(s)
+	t.shown = true
+	t.write(s)
+}
+
+// redraw draws the prompt and the line again, after an edit.
+func (t *terminal) redraw() {
+	t.write(t.clear())
+	t.showPrompt()
+}
+
+// feed takes what the owner typed and returns the lines it ended; eof
+// says the owner ended the input (Ctrl-D on an empty line, when
+// editing). Keys the editor does not use are dropped, and what is typed
+// is echoed as the chat shows any text: visibly.
+func (t *terminal) feed(keys []byte) (lines []typed, eof bool) {
+	defer t.flush()
+	for _, c := range keys {
+		if t.escape != noEscape {
+			t.passOver(c)
+			continue
+		}
+		if c >= utf8.RuneSelf {
+			t.partial = append(t.partial, c)
+			for len(t.partial) > 0 && utf8.FullRune(t.partial) {
+				r, n := utf8.DecodeRune(t.partial)
+				if r != utf8.RuneError || n > 1 {
+					t.insert(t.partial[:n])
+				}
+				t.partial = t.partial[n:]
+			}
+			continue
+		}
+		t.partial = t.partial[:0] // a character cut short is no character
+		switch c {
+		case '\r', '\n':
+			t.flush()
+			if t.editing {
+				t.showPrompt()
+				t.write("\n")
+			}
+			lines = append(lines, typed{text: string(t.line), dropped: t.dropped})
+			t.line, t.dropped, t.shown = t.line[:0], 0, false
+		case 0x7f, '\b': // backspace: the last character
+			_, n := utf8.DecodeLastRune(t.line)
+			t.edit(t.line[:len(t.line)-n])
+		case 0x15: // Ctrl-U: the whole line
+			t.dropped = 0
+			t.edit(t.line[:0])
+		case 0x17: // Ctrl-W: the last word
+			words := strings.TrimRight(string(t.line), " \t")
+			t.edit(t.line[:strings.LastIndexAny(words, " \t")+1])
+		case 0x04: // Ctrl-D: the end, on an empty line
+			if t.editing && len(t.line) == 0 {
+				return lines, true
+			}
+		case 0x1b:
+			t.escape = afterEscape
+		default:
+			if c >= 0x20 || c == '\t' {
+				t.insert([]byte{c})
+			}
+		}
+	}
+	return lines, false
+}
+
+// passOver follows an escape sequence the owner's keys send (an arrow, a
+// function key) to its end, to drop it whole.
+func (t *terminal) passOver(c byte) {
+	switch {
+	case t.escape == afterEscape && c == '[':
+		t.escape = inCSI
+	case t.escape == afterEscape && c == 'O':
+		t.escape = inSS3
+	case t.escape == inCSI && (c < 0x40 || c > 0x7e):
+		// a parameter or an intermediate byte: the sequence goes on
+	default:
+		t.escape = noEscape
+	}
+}
+
+// insert adds one character to the line and echoes it, unless the line
+// is full.
+func (t *terminal) insert(char []byte) {
+	if len(t.line)+len(char) > maxMessage {
+		t.dropped += len(char)
+		return
+	}
+	if !t.editing {
+		t.line = append(t.line, char...)
+		return
+	}
+	if !t.shown {
+		t.flush()
+		t.showPrompt()
+	}
+	t.line = append(t.line, char...)
+	shown := visible.Line(string(char))
+	t.cols += utf8.RuneCountInString(shown)
+	t.echo.WriteString(shown)
+}
+
+// flush writes what is echoed so far.
+func (t *terminal) flush() {
+	if t.echo.Len() > 0 {
+		t.write(t.echo.String())
+		t.echo.Reset()
+	}
+}
+
+// edit replaces the line with a shorter one and shows it.
+func (t *terminal) edit(line []byte) {
+	if len(line) == len(t.line) {
+		return
+	}
+	t.line = line
+	if t.editing {
+		t.flush()
+		t.redraw()
+	}
+}
