@@ -38,6 +38,7 @@ const endWait = 30 * time.Second
 const (
 	promptIdle    = "> "
 	promptOne     = "approve? [y/n] "
+	promptOneRule = "approve? [y/n, a: always] "
 	promptSeveral = "[%d requests wait: /yes ID or /no ID] > "
 )
 
@@ -45,6 +46,7 @@ const (
 // is answered here, where there are no buttons.
 const terminalHelp = "In this terminal, y or n answers the request that waits; when several wait, /yes ID or /no ID " +
 	"answers the one named (its ID is in brackets after the tool), and /more shows more of a long one. " +
+	"Where a request offers a rule, a (or /always ID) approves it and grants the rule; /rules lists them. " +
 	"Anything else you type is a message, as ever. Ctrl-D quits."
 
 // stopNote tells the owner that the pet is stopping, and how to hurry it.
@@ -297,6 +299,9 @@ func (c *chat) prompt() string {
 	case 0:
 		return promptIdle
 	case 1:
+		if c.requests.waiting()[0].rule != "" {
+			return promptOneRule
+		}
 		return promptOne
 	default:
 		return fmt.Sprintf(promptSeveral, n)
@@ -438,6 +443,13 @@ func (c *chat) ask(req contracts.ApprovalRequest) {
 	if !r.expires.IsZero() {
 		how += ", until " + r.expires.Local().Format("15:04")
 	}
+	if r.rule != "" {
+		always := "a"
+		if len(c.requests.waiting()) > 1 {
+			always = "/always " + r.id()
+		}
+		how += fmt.Sprintf(";\n   %s approves it and, from now on, %s without asking (a rule: /rules lists and revokes them)", always, r.rule)
+	}
 	c.term.say(fmt.Sprintf("── shelldon asks to use %s: %s\n%s\n   %s; anything else you type is a message, as ever.",
 		r.what(), visible.Line(req.Note), r.page(), how))
 }
@@ -459,16 +471,16 @@ func (c *chat) typed(line typed) {
 	c.expire()
 	text := strings.TrimSpace(line.text)
 	name, arg, command := contracts.ParseCommand(text)
-	yes, word := answerWords[strings.ToLower(text)]
+	given, word := answerWords[strings.ToLower(text)]
 	switch {
 	case text == "":
 		return
-	case command && (name == "yes" || name == "no"):
-		c.answer(name == "yes", arg)
+	case command && (name == "yes" || name == "no" || name == "always"):
+		c.answer(answerCommands[name], arg)
 	case command && "/"+name == MoreCommand:
 		c.more(arg)
-	case word && len(c.requests.waiting()) > 0:
-		c.answer(yes, "")
+	case word && len(c.requests.waiting()) > 0 && (given != always || c.ruleOffered()):
+		c.answer(given, "")
 	default:
 		c.send(text)
 		if command && (name == "help" || name == "start") {
@@ -481,13 +493,33 @@ func (c *chat) typed(line typed) {
 	}
 }
 
+// ruleOffered reports whether a, alone on a line, answers: one request
+// waits, and it offers a rule. Otherwise a is a message like any other.
+func (c *chat) ruleOffered() bool {
+	waiting := c.requests.waiting()
+	return len(waiting) == 1 && waiting[0].rule != ""
+}
+
+// An answer is what the owner may say of a request.
+type answer int
+
+const (
+	deny answer = iota
+	approve
+	// always approves and grants the rule the request offers.
+	always
+)
+
 // answerWords are the lines that answer the one request that waits.
-var answerWords = map[string]bool{"y": true, "yes": true, "n": false, "no": false}
+var answerWords = map[string]answer{"y": approve, "yes": approve, "n": deny, "no": deny, "a": always, "always": always}
+
+// answerCommands are the commands that answer the request they name.
+var answerCommands = map[string]answer{"yes": approve, "no": deny, "always": always}
 
 // answer sends the owner's decision on the request id names, or on the
 // one that waits when id is empty; core's word of what it came to
 // (APPROVAL_CLOSED) is what the terminal then shows.
-func (c *chat) answer(approve bool, id string) {
+func (c *chat) answer(given answer, id string) {
 	waiting := c.requests.waiting()
 	var r *request
 	switch named := c.requests.named(id); {
@@ -508,7 +540,11 @@ func (c *chat) answer(approve bool, id string) {
 		c.term.say(fmt.Sprintf("(%s could be %s: type more of its ID.)", visible.Line(id), list(named)))
 		return
 	}
-	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: approve, Chat: TransportName})
+	if given == always && r.rule == "" {
+		c.term.say(fmt.Sprintf("(No rule can be granted for %s: answer it y or n.)", r.what()))
+		return
+	}
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: given != deny, Always: given == always, Chat: TransportName})
 	if err == nil {
 		err = c.transport.Send(env)
 	}

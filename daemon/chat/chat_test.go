@@ -730,3 +730,34 @@ func TestReachNamesTheSocketAndWhatToDo(t *testing.T) {
 		}
 	}
 }
+
+// TestAlwaysGrantsTheRuleARequestOffers: a request that offers a rule
+// says it in words and takes a (or /always ID), which approves the call
+// and grants the rule; a request that offers none takes no a, and a
+// alone is then a message.
+func TestAlwaysGrantsTheRuleARequestOffers(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+
+	core.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "3333cccc", Chat: TransportName, Tool: "run_shell",
+		Note: "runs a command", Detail: "python3 build.py", Expires: time.Now().Add(time.Hour),
+		Always: "run_shell of exactly `python3 build.py`"})
+	s.term.WaitFor(t, "a approves it and, from now on, run_shell of exactly `python3 build.py` without asking")
+	s.prompt(t, "approve? [y/n, a: always]")
+	s.term.Line(t, "a")
+	if d := core.nextDecision(t); d.Turn != "3333cccc" || !d.Approve || !d.Always {
+		t.Errorf("a sent %+v, want the approval of 3333cccc with its rule", d)
+	}
+	core.settle(t, "3333cccc", contracts.ApprovalApproved)
+	s.prompt(t, "> ")
+
+	core.ask(t, "4444dddd", "write_file", "write a.txt")
+	s.prompt(t, "approve? [y/n]")
+	s.term.Line(t, "a")
+	if in := core.nextInbound(t); in.Text != "a" {
+		t.Errorf("a on a request without a rule sent %q, want the message a", in.Text)
+	}
+	s.term.Line(t, "/always 4444")
+	s.term.WaitFor(t, "No rule can be granted for write_file [4444dd]")
+	core.nothing(t, "/always on a request without a rule")
+}

@@ -25,6 +25,9 @@ const maxWaiting = 64
 type request struct {
 	key, tool string
 	expires   time.Time
+	// rule is the rule the owner may grant with the request, in words
+	// made visible; "" when it offers none.
+	rule string
 	// rest is what is left to show of the detail, a line each.
 	rest []string
 	// answered says the owner answered it here; it waits no more for an
@@ -54,7 +57,7 @@ type requests struct {
 // add keeps a request core shows (again: /pending shows each again, to
 // be answered here once more).
 func (rs *requests) add(req contracts.ApprovalRequest) *request {
-	r := &request{key: req.Turn, tool: req.Tool, expires: req.Expires,
+	r := &request{key: req.Turn, tool: req.Tool, expires: req.Expires, rule: visible.Line(req.Always),
 		rest: strings.Split(visible.Text(req.Detail), "\n")}
 	for i, old := range rs.all {
 		if old.key == req.Turn {
