@@ -160,8 +160,19 @@ func listen(t *testing.T, socket string, role contracts.Role, got func(contracts
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
+	done := make(chan struct{})
+	// The reader ends before the cleanups registered earlier run (a test
+	// that set time.Local puts it back then, and a decode in flight reads
+	// it); one blocked handing over an envelope nobody takes is left.
+	t.Cleanup(func() {
+		conn.Close()
+		select {
+		case <-done:
+		case <-time.After(waitLimit):
+		}
+	})
 	go func() {
+		defer close(done)
 		for {
 			env, err := conn.Recv()
 			if err != nil {
