@@ -77,7 +77,10 @@ type Core struct {
 	hub     *hub.Hub
 	// returning is set while an idle core gives memory back to the kernel.
 	returning atomic.Bool
-	backups   sync.WaitGroup // the backup running off the loop, if any
+	// offLoop is the work running off the loop that uses the store, the
+	// tool store or the workspace (a backup, a sandboxed command, an
+	// approved call, a gate): Run waits for it before they close.
+	offLoop sync.WaitGroup
 	started   time.Time
 
 	// The parts, owned by the loop.
@@ -151,7 +154,7 @@ func New(opts Options) (*Core, error) {
 		return nil, fmt.Errorf("new core: %w", err)
 	}
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
-		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop}
+		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
 	return c, nil
 }
 
@@ -227,7 +230,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.reportLeft(busCtx)
 	stopBus()
 	close(c.stopped)
-	c.backups.Wait()
+	c.offLoop.Wait()
 	return <-served
 }
 
@@ -401,7 +404,7 @@ const backupEvery = 6 * time.Hour
 // backup short, and Run returns only once it has ended: the store closes
 // after Run.
 func (c *Core) backUp(ctx context.Context) {
-	c.backups.Go(func() {
+	c.offLoop.Go(func() {
 		err := c.store.Backup(ctx)
 		if ctx.Err() != nil {
 			c.log.Info("a backup of the state database was cut short by the stop; the last one stays")

@@ -78,13 +78,13 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 			return false
 		}
 		c.brain.feel(mood.Approved)
-		go func() {
+		c.offLoop.Go(func() {
 			report := c.runner.ApplyKept(ctx, req)
 			c.onLoop(func(ctx context.Context) {
 				c.say.changes(req.Origin, fmt.Sprintf("the changes of %s", req.ChangeSet.Tool), &report)
 				c.release(ctx)
 			})
-		}()
+		})
 		return true
 	}
 	decision := contracts.ApprovalDenied
@@ -94,7 +94,7 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	} else {
 		c.brain.feel(mood.Denied)
 	}
-	go func() {
+	c.offLoop.Go(func() {
 		answer := contracts.DeniedByOwner
 		var res approved.Result
 		if approve {
@@ -102,7 +102,7 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 			answer = res.Answer
 		}
 		c.onLoop(func(ctx context.Context) { c.resume(ctx, req, answer, decision, res) })
-	}()
+	})
 	return true
 }
 

@@ -68,7 +68,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 	}
 	audit.Info("running a read-only command", "decision", "free")
 	// The command may take seconds; the turn loop must not wait for it.
-	go func() {
+	c.offLoop.Go(func() {
 		defer done()
 		res, err := c.opts.Sandbox.Run(ctx, spec)
 		if err != nil {
@@ -80,7 +80,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 			why := approved.DescribeRun(res)
 			c.onLoop(func(ctx context.Context) { c.keeper.strike(ctx, call.Name, why, origin) })
 		}
-	}()
+	})
 }
 
 // checkFree checks a call as the worker's tools do and accepts only a
@@ -135,12 +135,12 @@ func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, stri
 		return
 	}
 	c.log.Info("running the workspace's tests", contracts.AuditEvent, contracts.EventSandboxRun, "turn", turn, "decision", "done-check")
-	go func() {
+	c.offLoop.Go(func() {
 		res, err := c.opts.Sandbox.Run(ctx, sandbox.Spec{Argv: testCommand, Workspace: c.layout.Workspace(), View: sandbox.Scratch, Turn: turn})
 		if err != nil {
 			answer(true, "the tests could not run: "+err.Error())
 			return
 		}
 		answer(res.ExitCode == 0 || res.ExitCode == 5, approved.DescribeRun(res)) // 5: pytest collected no tests
-	}()
+	})
 }

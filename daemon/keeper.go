@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"shelldon/beneath"
@@ -40,6 +41,8 @@ type keeper struct {
 	tell      func(approval.Audience, string)
 	feel      func(mood.Event)
 	onLoop    func(func(context.Context))
+	// offLoop counts the gates running off the loop, for core to wait for.
+	offLoop *sync.WaitGroup
 
 	// One gate runs at a time: gating is the proposal under its gate,
 	// queue those waiting for it, in the order proposed.
@@ -102,7 +105,7 @@ func (k *keeper) gate(ctx context.Context, p proposal) {
 	}
 	k.gating = &p
 	k.log.Info("testing a proposed tool", contracts.AuditEvent, contracts.EventPromotion, "turn", p.turn, "tool", p.stem, "decision", "gate")
-	go func() {
+	k.offLoop.Go(func() {
 		v, err := selfcode.Gate(ctx, k.sandbox, staged.Dir, p.stem)
 		staged.Discard()
 		k.onLoop(func(ctx context.Context) {
@@ -110,7 +113,7 @@ func (k *keeper) gate(ctx context.Context, p proposal) {
 			k.gated(ctx, staged, p.tool, v, err, p.origin)
 			k.gateNext(ctx)
 		})
-	}()
+	})
 }
 
 // gateNext starts the gate of the oldest proposal waiting, if any.
