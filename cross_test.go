@@ -19,9 +19,10 @@ import (
 
 // crossPackages are the packages whose tests run under qemu-user, each
 // with the tests left out there (a regular expression for -test.skip, ""
-// for none) and why. Each needs no root it lacks, no nspawn, systemd or
-// image of its architecture; what is left out runs natively in the other
-// levels.
+// for none) and why. Each needs nothing qemu-user cannot give: no nspawn,
+// systemd or image of its architecture, no second run of its own binary
+// (root, where a test needs it, as in the other levels). What is left out
+// runs natively in the other levels.
 var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/beneath":                      {},
 	"shelldon/broker":                       {},
