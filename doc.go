@@ -1,6 +1,8 @@
 // Package shelldon is a personal AI pet for small Linux boards. This root
 // package holds no code; it documents the layout and carries the tests
-// that keep the architecture honest (the import rules and package docs).
+// that keep the architecture honest (the import rules and package docs),
+// each binary's list of dependencies (cmd/*/deps.txt), and the level that
+// runs the packages' tests on the board's architectures under qemu-user.
 //
 // The packages and what each is for (a test keeps this map whole; the
 // architecture is told in docs/architecture.md):

@@ -109,6 +109,14 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 // returned stop is called.
 func serveCore(t *testing.T, opts Options) (stop func()) {
 	t.Helper()
+	_, stop = serveCoreOf(t, opts)
+	return stop
+}
+
+// serveCoreOf is serveCore that also gives the core, for a test that waits
+// on its loop.
+func serveCoreOf(t *testing.T, opts Options) (core *Core, stop func()) {
+	t.Helper()
 	core, err := New(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +141,7 @@ func serveCore(t *testing.T, opts Options) (stop func()) {
 		})
 	}
 	t.Cleanup(stop)
-	return stop
+	return core, stop
 }
 
 // waitLimit bounds every wait of these tests for something core does.

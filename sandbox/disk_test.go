@@ -20,7 +20,7 @@ func freeSpace(t *testing.T, dir string) int64 {
 	if err := syscall.Statfs(dir, &fs); err != nil {
 		t.Fatal(err)
 	}
-	return int64(fs.Bavail) * fs.Bsize
+	return int64(fs.Bavail) * int64(fs.Bsize) // Bsize is an int32 on 32-bit arm
 }
 
 // lowestFreeSpace watches the free space of dir's file system until stop

@@ -84,8 +84,8 @@ func RenderPromotion(p PromotionPayload) Shown {
 	return Shown{
 		Title: "new tool " + p.Stem,
 		Note:  visible.Line(note),
-		Detail: fmt.Sprintf("%s.py (%s):\n%s\ntest_%s.py (%s):\n%s\ngate: %s", p.Stem, bytesOf(len(p.Module)), visible.Text(p.Module),
-			p.Stem, bytesOf(len(p.Test)), visible.Text(p.Test), visible.Text(p.Gate)),
+		Detail: fmt.Sprintf("%s.py (%s):\n%s\ntest_%s.py (%s):\n%s\ngate: %s", p.Stem, bytesOf(int64(len(p.Module))), visible.Text(p.Module),
+			p.Stem, bytesOf(int64(len(p.Test))), visible.Text(p.Test), visible.Text(p.Gate)),
 	}
 }
 
@@ -151,7 +151,7 @@ func ChangeList(changes []sandbox.Change) string {
 		case c.Type == fs.ModeDir:
 			b.WriteString("/")
 		case c.Type == 0:
-			fmt.Fprintf(&b, " (%s)", bytesOf(int(c.Size)))
+			fmt.Fprintf(&b, " (%s)", bytesOf(c.Size))
 		default:
 			fmt.Fprintf(&b, " (%s)", c.Type.Type())
 		}
@@ -166,8 +166,10 @@ func field(h hash.Hash, name, value string) {
 	fmt.Fprintf(h, "%s %d\n%s\n", name, len(value), value)
 }
 
-// bytesOf says a size for people.
-func bytesOf(n int) string {
+// bytesOf says a size for people. It takes an int64, as a file's size is:
+// an int is 32 bits on armhf, where a file past 2 GiB would read as a
+// negative number of bytes.
+func bytesOf(n int64) string {
 	switch {
 	case n == 1:
 		return "1 byte"

@@ -98,8 +98,11 @@ func TestChangeList(t *testing.T) {
 		{Path: "src", Kind: sandbox.Modified, Type: fs.ModeDir},
 		{Path: "old.txt", Kind: sandbox.Deleted},
 		{Path: "link\u202e", Kind: sandbox.Created, Type: fs.ModeSymlink, Target: "/etc"},
+		// Past 2 GiB, which a 32-bit int (the board on armhf) cannot hold:
+		// the sandbox's disk may be up to 16 GiB.
+		{Path: "disk.img", Kind: sandbox.Created, Size: 3 << 30},
 	})
-	want := "  created  notes.txt (5 bytes)\n  modified src/\n  deleted  old.txt\n  created  $'link\\u202e' -> /etc (symbolic link)\n"
+	want := "  created  notes.txt (5 bytes)\n  modified src/\n  deleted  old.txt\n  created  $'link\\u202e' -> /etc (symbolic link)\n  created  disk.img (3072 MiB)\n"
 	if got != want {
 		t.Errorf("ChangeList = %q, want %q", got, want)
 	}

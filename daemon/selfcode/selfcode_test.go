@@ -160,7 +160,7 @@ func TestGateDiskIsBounded(t *testing.T) {
 		if err := syscall.Statfs(runs, &fs); err != nil {
 			t.Fatal(err)
 		}
-		return int64(fs.Bavail) * fs.Bsize
+		return int64(fs.Bavail) * int64(fs.Bsize) // Bsize is an int32 on 32-bit arm
 	}
 	test := goodTest + `
 def test_fills_the_disk():

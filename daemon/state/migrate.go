@@ -221,6 +221,11 @@ var migrations = []string{
 		UNIQUE (tool, pattern)
 	);
 	CREATE INDEX rules_by_expiry ON rules (expires_at);`,
+	// 14: the turns still running, which core ends at every start (after a
+	// crash there is one at most): a partial index holds only those, so the
+	// start finds them without reading months of finished turns, and costs
+	// a finished turn nothing to keep.
+	`CREATE INDEX turns_running ON turns (ended_at) WHERE ended_at IS NULL;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

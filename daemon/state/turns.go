@@ -324,14 +324,18 @@ func (s *Store) readUsage(ctx context.Context, turns []TurnRecord) error {
 	return rows.Err()
 }
 
+// finishInterruptedQuery ends the turns still marked running, at its first
+// and third argument with the outcome of its second. It runs at every
+// start, so it finds them through the partial index turns_running rather
+// than a scan of every turn the pet ever had.
+const finishInterruptedQuery = `UPDATE turns SET ended_at = ?, outcome = ?, error = 'core stopped before the turn finished', total_ms = MAX(0, ? - started_at)
+	WHERE ended_at IS NULL`
+
 // finishInterrupted ends every turn still marked running, which at Open can
 // only be one a crash left behind, and returns how many there were.
 func finishInterrupted(ctx context.Context, db *sql.DB, now time.Time) (int, error) {
 	at := now.UnixMilli()
-	res, err := db.ExecContext(ctx,
-		`UPDATE turns SET ended_at = ?, outcome = ?, error = 'core stopped before the turn finished', total_ms = MAX(0, ? - started_at)
-		 WHERE ended_at IS NULL`,
-		at, OutcomeInterrupted, at)
+	res, err := db.ExecContext(ctx, finishInterruptedQuery, at, OutcomeInterrupted, at)
 	if err != nil {
 		return 0, fmt.Errorf("finish interrupted turns: %w", err)
 	}

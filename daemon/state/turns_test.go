@@ -164,3 +164,14 @@ func TestTurnsSince(t *testing.T) {
 		}
 	}
 }
+
+// TestFinishingInterruptedTurnsReadsOnlyTheRunningOnes: at every start
+// core ends the turns a crash left running; on a board with months of
+// turns that must find them through an index of the running turns, not by
+// reading every turn there ever was.
+func TestFinishingInterruptedTurnsReadsOnlyTheRunningOnes(t *testing.T) {
+	plan := queryPlan(t, newStore(t), finishInterruptedQuery, 0, OutcomeInterrupted, 0)
+	if strings.Contains(plan, "SCAN") || !strings.Contains(plan, "USING INDEX turns_running") {
+		t.Errorf("the plan of ending the interrupted turns is %q, want a search of turns_running and no scan", plan)
+	}
+}

@@ -100,8 +100,16 @@ func TestATurnKeepsABoundedUsage(t *testing.T) {
 // weighs, reads the covering index over the days it asks for, never the
 // whole table.
 func TestTheDaysSumReadsOnlyItsIndex(t *testing.T) {
-	s := newStore(t)
-	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+usageSinceQuery, 0)
+	plan := queryPlan(t, newStore(t), usageSinceQuery, 0)
+	if !strings.Contains(plan, "SEARCH turn_usage USING COVERING INDEX turn_usage_by_start (started_at>?)") {
+		t.Errorf("the plan of the day's sum is %q, want a search of the covering index by the start", plan)
+	}
+}
+
+// queryPlan is SQLite's plan for query with args, its steps joined by "; ".
+func queryPlan(t *testing.T, s *Store, query string, args ...any) string {
+	t.Helper()
+	rows, err := s.db.Query("EXPLAIN QUERY PLAN "+query, args...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,9 +123,10 @@ func TestTheDaysSumReadsOnlyItsIndex(t *testing.T) {
 		}
 		plan = append(plan, detail)
 	}
-	if joined := strings.Join(plan, "; "); !strings.Contains(joined, "SEARCH turn_usage USING COVERING INDEX turn_usage_by_start (started_at>?)") {
-		t.Errorf("the plan of the day's sum is %q, want a search of the covering index by the start", joined)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return strings.Join(plan, "; ")
 }
 
 // TestUpgradeKeepsTheTokensOfEarlierTurns: the tokens a turn counted

@@ -1,0 +1,191 @@
+package shelldon
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/testhost"
+)
+
+// The board runs linux/arm64 on a 64-bit OS and linux/arm (GOARM=7) on a
+// 32-bit one, where an int is 32 bits and a 64-bit atomic must be aligned
+// by hand. The packages' own tests run on those architectures under
+// qemu-user (`make test-cross`), so that such a bug fails here and not on
+// the owner's board.
+
+// crossPackages are the packages whose tests run under qemu-user, each
+// with the tests left out there (a regular expression for -test.skip, ""
+// for none) and why. Each needs nothing qemu-user cannot give: no nspawn,
+// systemd or image of its architecture, no second run of its own binary
+// (root, where a test needs it, as in the other levels). What is left out
+// runs natively in the other levels.
+var crossPackages = map[string]struct{ skip, why string }{
+	"shelldon/beneath":                      {},
+	"shelldon/broker":                       {},
+	"shelldon/bus":                          {},
+	"shelldon/clock":                        {},
+	"shelldon/config":                       {},
+	"shelldon/contracts":                    {},
+	"shelldon/daemon/approval":              {},
+	"shelldon/daemon/approved":              {},
+	"shelldon/daemon/chat":                  {},
+	"shelldon/daemon/hub":                   {},
+	"shelldon/daemon/mood":                  {},
+	"shelldon/daemon/owner":                 {},
+	"shelldon/daemon/procmem":               {},
+	"shelldon/daemon/schedule":              {},
+	"shelldon/daemon/sdnotify":              {},
+	"shelldon/daemon/state":                 {},
+	"shelldon/daemon/state/atomicfile":      {},
+	"shelldon/daemon/statedir":              {},
+	"shelldon/daemon/telegram":              {},
+	"shelldon/daemon/telegram/telegramtest": {},
+	"shelldon/daemon/tokens":                {},
+	"shelldon/daemon/toolstore":             {},
+	"shelldon/daemon/turns":                 {},
+	"shelldon/daemon/visible":               {},
+	"shelldon/demomodel":                    {},
+	"shelldon/panel":                        {},
+	"shelldon/panel/epd":                    {},
+	"shelldon/panel/faces":                  {},
+	"shelldon/panel/moment":                 {},
+	"shelldon/panel/render":                 {},
+	"shelldon/policy":                       {},
+	"shelldon/daemon": {`^TestGatesRunOneAtATime$|^TestOnlyTrustedUsersJoin$`,
+		"the gates need the sandbox's image (" + foreignImage + "), and the trust test " + selfExec + " as other users"},
+	"shelldon/daemon/launch": {`^TestChildAppliesLimits$|^TestSystemdAgainstRealSystemd$|^TestStopLeftovers$`,
+		"qemu-user ignores a guest's RLIMIT_DATA, which would bound qemu itself, and a real systemd needs a test host's image (" + foreignImage + ")"},
+	"shelldon/sandbox/cgroup": {`^TestV2StartAndKillOnHybridHost$`,
+		"qemu-user does not implement clone3, which starting a process inside a control group of cgroup v2 takes"},
+	"shelldon/daemon/fetch":   {`^TestGetIgnoresProxyFromEnvironment$`, selfExec},
+	"shelldon/daemon/journal": {`^TestWire$`, selfExec},
+	"shelldon/daemon/tools":   {`^TestPythonEval|^TestEvaluator`, selfExec + " as the python_eval evaluator"},
+	"shelldon/daemon/worker":  {`^TestServeEvaluatesInAChildProcess$`, selfExec + " as the python_eval evaluator"},
+}
+
+// selfExec is why a test that starts its own binary again cannot run
+// under qemu-user: without binfmt_misc the kernel cannot execute a binary
+// of another architecture, and qemu-user does not follow an exec.
+const selfExec = "it runs the test binary again"
+
+// foreignImage is why a test that needs a root file system (the sandbox's,
+// a test host's) cannot have one under qemu-user: the image is built for
+// the test binary's architecture, and mmdebstrap runs a foreign one only
+// through binfmt_misc.
+const foreignImage = "mmdebstrap builds it for the test's architecture, which runs here only through binfmt_misc"
+
+// notCrossPackages are the packages whose tests do not run under
+// qemu-user, and why.
+var notCrossPackages = map[string]string{
+	"shelldon":                         "its tests read the repository with this machine's go, and it holds this level",
+	"shelldon/cmd/shelldon":            "the whole pet: core starts workers by running the test binary again, and the sandbox",
+	"shelldon/cmd/shelldon-demo-model": "no tests",
+	"shelldon/daemon/doctor":           "it boots a real systemd from a test host's image: " + foreignImage,
+	"shelldon/daemon/selfcode":         "the gate runs pytest in the sandbox, whose image " + foreignImage,
+	"shelldon/daemon/hub/hubtest":      "no tests",
+	"shelldon/demomodel/phrases":       "no tests",
+	"shelldon/images":                  "no tests",
+	"shelldon/panel/render/rendertest": "no tests",
+	"shelldon/sandbox":                 "systemd-nspawn over the sandbox's image: " + foreignImage,
+	"shelldon/sandbox/image":           "its tests build the sandbox's image: " + foreignImage,
+	"shelldon/sandbox/image/imagetest": "no tests",
+	"shelldon/testhost":                "its test runs the test binary again",
+	"shelldon/testhost/systemdhost":    "a real systemd booted from a test host's image: " + foreignImage,
+	"shelldon/testhost/vm":             "qemu-system and a test VM's image: " + foreignImage,
+	"shelldon/units":                   "a real systemd booted from a test host's image: " + foreignImage,
+}
+
+// qemuUser is the qemu-user program that runs binaries of each of the
+// board's architectures here (amd64, the other released platform, runs
+// natively in the other levels).
+var qemuUser = map[string]string{"arm64": "qemu-aarch64-static", "arm": "qemu-arm-static"}
+
+// TestPackagesOnTheBoardsArchitectures runs the tests of crossPackages
+// for each of the board's architectures in turn under qemu-user: go test
+// builds each package's test binary once and runs it with qemu as its
+// -exec program, not through binfmt_misc, which a container may lack.
+func TestPackagesOnTheBoardsArchitectures(t *testing.T) {
+	for _, p := range releasedPlatforms {
+		if qemuUser[p.goarch] == "" {
+			continue
+		}
+		t.Run(p.goarch, func(t *testing.T) {
+			qemu := testhost.Tool(t, qemuUser[p.goarch], "qemu-user-static")
+			started := time.Now()
+			var failed []string
+			for _, run := range crossRuns() {
+				args := append([]string{"test", "-exec", qemu, "-count=1", "-timeout", "10m"}, run.packages...)
+				if run.skip != "" {
+					args = append(args, "-skip", run.skip)
+				}
+				cmd := exec.Command("go", args...)
+				cmd.Env = append(os.Environ(), "GOOS="+p.goos, "GOARCH="+p.goarch, "GOARM="+p.goarm, "CGO_ENABLED=0")
+				out, err := cmd.CombinedOutput()
+				t.Logf("go %s\n%s", strings.Join(args, " "), out)
+				if err != nil {
+					failed = append(failed, strings.Join(run.packages, " "))
+				}
+			}
+			t.Logf("%s: %d packages in %v", p, len(crossPackages), time.Since(started).Round(time.Second))
+			if len(failed) > 0 {
+				t.Errorf("tests failed on %s under %s (output above): %s", p, qemuUser[p.goarch], strings.Join(failed, "; "))
+			}
+		})
+	}
+}
+
+// crossRun is one go test of packages that leave out the same tests.
+type crossRun struct {
+	packages []string
+	skip     string
+}
+
+// crossRuns groups crossPackages by what they leave out: one go test for
+// all that leave nothing out, one for each other, so that a -skip reaches
+// only the package it was written for.
+func crossRuns() []crossRun {
+	var whole crossRun
+	var runs []crossRun
+	for pkg, c := range crossPackages {
+		if c.skip == "" {
+			whole.packages = append(whole.packages, pkg)
+		} else {
+			runs = append(runs, crossRun{[]string{pkg}, c.skip})
+		}
+	}
+	slices.Sort(whole.packages)
+	slices.SortFunc(runs, func(a, b crossRun) int { return strings.Compare(a.packages[0], b.packages[0]) })
+	return append([]crossRun{whole}, runs...)
+}
+
+// TestEveryPackageIsChosenForTheBoardsArchitectures keeps the choice
+// whole: a new package must be put in crossPackages or notCrossPackages,
+// with its reason.
+func TestEveryPackageIsChosenForTheBoardsArchitectures(t *testing.T) {
+	listed := map[string]bool{}
+	for _, p := range listPackages(t) {
+		listed[p.ImportPath] = true
+		_, cross := crossPackages[p.ImportPath]
+		_, notCross := notCrossPackages[p.ImportPath]
+		switch {
+		case cross && notCross:
+			t.Errorf("%s is both in crossPackages and in notCrossPackages (cross_test.go)", p.ImportPath)
+		case !cross && !notCross:
+			t.Errorf("%s is in neither crossPackages nor notCrossPackages (cross_test.go): run its tests under qemu-user unless they need what qemu-user cannot give, and say which", p.ImportPath)
+		}
+	}
+	for pkg, why := range notCrossPackages {
+		if !listed[pkg] || why == "" {
+			t.Errorf("notCrossPackages (cross_test.go) names %s, which is no package of the module or has no reason", pkg)
+		}
+	}
+	for pkg, c := range crossPackages {
+		if !listed[pkg] || (c.skip != "") != (c.why != "") {
+			t.Errorf("crossPackages (cross_test.go) names %s, which is no package of the module or leaves tests out without a reason", pkg)
+		}
+	}
+}
