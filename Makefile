@@ -79,12 +79,13 @@ test-deps:
 image: build
 	./$(BIN)/shelldon image build
 
-# Figures for BENCHMARKS.md: turn overhead over 200 turns (5 runs), the
+# Figures for BENCHMARKS.md: turn overhead over 200 turns, with no tools
+# and with 100 self-coded tools kept (5 runs each), the
 # footprint of daemon and broker after 100 turns (3 runs), the installed
 # pet's footprint in a 512 MB VM after 100 turns (3 runs), every other
 # benchmark, the stripped linux/arm64 binary and the .deb sizes.
 bench: build
-	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
+	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$|^BenchmarkTurnWith100Tools$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkTurnInSystemdUnit$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprintInVM$$' -benchtime 1x -count 3 -timeout 60m ./cmd/shelldon

@@ -235,6 +235,12 @@ type TurnInput struct {
 	// core found to be what the owner kept. The worker reads no tool
 	// store of its own.
 	SelfCoded []ToolDefinition `json:"self_coded,omitempty"`
+	// ByNameOnly names the SelfCoded tools the model is told of by name
+	// alone, so that a pet with many tools does not send every
+	// definition with every request; the rest are offered in full. A
+	// tool known by name is as callable as the others, and its
+	// definition joins the offer once the model calls it.
+	ByNameOnly []string `json:"by_name_only,omitempty"`
 	// MaxModelCalls caps the model calls of the turn (turn.max_model_calls);
 	// under 1 it counts as 1, since the model is always asked once.
 	MaxModelCalls int `json:"max_model_calls,omitempty"`

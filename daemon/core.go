@@ -81,7 +81,7 @@ type Core struct {
 	// tool store or the workspace (a backup, a sandboxed command, an
 	// approved call, a gate): Run waits for it before they close.
 	offLoop sync.WaitGroup
-	started   time.Time
+	started time.Time
 
 	// The parts, owned by the loop.
 	say    *messenger     // to the owner's transports and the panels

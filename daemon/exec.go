@@ -65,6 +65,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 			return
 		}
 		spec.Binds, done = []sandbox.Bind{bind}, cleanup
+		c.keeper.used(ctx, call.Name)
 	}
 	audit.Info("running a read-only command", "decision", "free")
 	// The command may take seconds; the turn loop must not wait for it.

@@ -202,21 +202,33 @@ func (k *keeper) keep(ctx context.Context, req approval.Request, approve bool, b
 // live self-coded tools that pass their check. A tool that does not is
 // put away, and the owner told at to.
 func (k *keeper) toolbox(to approval.Audience) *tools.Registry {
-	return k.builtins.WithSelfCoded(k.live(to))
+	return k.builtins.WithSelfCoded(definitions(k.liveTools(to)))
 }
 
-// live are the definitions of the live self-coded tools that pass their
-// check.
-func (k *keeper) live(to approval.Audience) []contracts.ToolDefinition {
+// liveTools are the live self-coded tools that pass their check; the
+// ones that do not are put away.
+func (k *keeper) liveTools(to approval.Audience) []toolstore.Tool {
 	live, bad := k.tools.Live()
 	for _, p := range bad {
 		k.putAway(p.Name, p.Err, to)
 	}
+	return live
+}
+
+func definitions(live []toolstore.Tool) []contracts.ToolDefinition {
 	defs := make([]contracts.ToolDefinition, 0, len(live))
 	for _, t := range live {
 		defs = append(defs, t.Definition())
 	}
 	return defs
+}
+
+// used counts a call of the self-coded tool name, for the choice of the
+// tools a turn is offered in full.
+func (k *keeper) used(ctx context.Context, name string) {
+	if err := k.writes.note("count a tool's use", k.state.UseTool(ctx, name, k.clock.Now())); err != nil {
+		k.log.Error("counting a tool's use", "tool", name, "err", err)
+	}
 }
 
 // prepare readies a call of a self-coded tool: its module as the store

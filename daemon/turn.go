@@ -89,16 +89,18 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	if err != nil {
 		log.Error("reading history failed; the turn goes on without it", "err", err)
 	}
+	selfCoded, byName := c.keeper.offer(ctx, adm.Text, approval.Audience(adm.Origin))
 	slot := c.slots.open(t.ID, contracts.TurnInput{
 		Turn: t.ID, Text: adm.Text, History: history, MaxModelCalls: c.cfg.Turn.MaxModelCalls,
-		Deadline:  t.Started.Add(c.cfg.Timeouts.Worker.Duration),
-		Resume:    adm.Resume,
-		Approvals: true,
-		Mood:      c.brain.mood.Mood,
-		MoodWhy:   c.brain.mood.Why,
-		Scheduled: adm.Scheduled,
-		SelfCoded: c.keeper.live(approval.Audience(adm.Origin)),
-		Images:    c.photosOf(adm.Messages),
+		Deadline:   t.Started.Add(c.cfg.Timeouts.Worker.Duration),
+		Resume:     adm.Resume,
+		Approvals:  true,
+		Mood:       c.brain.mood.Mood,
+		MoodWhy:    c.brain.mood.Why,
+		Scheduled:  adm.Scheduled,
+		SelfCoded:  selfCoded,
+		ByNameOnly: byName,
+		Images:     c.photosOf(adm.Messages),
 	})
 
 	spec := launch.Spec{

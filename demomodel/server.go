@@ -39,6 +39,9 @@ type Request struct {
 	// header): where the persona's demo page is served.
 	Host     string
 	Received time.Time
+	// Bytes is the length of the request's body: what a provider reads,
+	// and bills as prompt.
+	Bytes int
 }
 
 func (r Request) clone() Request {
@@ -167,7 +170,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 	}
 
 	var body chatRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxRequestBytes)).Decode(&body); err != nil {
+	counted := &countingReader{r: http.MaxBytesReader(w, r.Body, maxRequestBytes)}
+	if err := json.NewDecoder(counted).Decode(&body); err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body over %d bytes", tooBig.Limit))
@@ -185,6 +189,8 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	io.Copy(io.Discard, counted) // what the decoder left: a trailing newline
+	req.Bytes = counted.n
 
 	step := s.next(req)
 	if !s.wait(r.Context(), step) {
@@ -490,4 +496,16 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(data, '\n'))
+}
+
+// countingReader counts the bytes read through it.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += n
+	return n, err
 }

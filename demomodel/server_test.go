@@ -263,7 +263,7 @@ func TestRequestsRecorded(t *testing.T) {
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	before := time.Now()
-	post(t, ts.URL, `{
+	body := `{
 		"model": "gpt-x",
 		"messages": [
 			{"role":"system","content":"be a pet"},
@@ -272,7 +272,9 @@ func TestRequestsRecorded(t *testing.T) {
 			{"role":"tool","tool_call_id":"c1","content":"noon"}
 		],
 		"tools": [{"type":"function","function":{"name":"get_time","parameters":{}}},{"type":"function","function":{"name":"list_dir"}}]
-	}`)
+	}
+`
+	post(t, ts.URL, body)
 	reqs := srv.Requests()
 	if len(reqs) != 1 {
 		t.Fatalf("len(Requests()) = %d, want 1", len(reqs))
@@ -289,6 +291,9 @@ func TestRequestsRecorded(t *testing.T) {
 	}
 	if want := strings.TrimPrefix(ts.URL, "http://"); got.Host != want {
 		t.Errorf("Host = %q, want %q, where the request was sent", got.Host, want)
+	}
+	if got.Bytes != len(body) {
+		t.Errorf("Bytes = %d, want %d, the body's length", got.Bytes, len(body))
 	}
 	if got.Received.Before(before) || got.Received.After(time.Now()) {
 		t.Errorf("Received = %v, not within the request", got.Received)

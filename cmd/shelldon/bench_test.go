@@ -15,6 +15,7 @@ import (
 
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost/systemdhost"
@@ -46,6 +47,18 @@ func BenchmarkTurnWithTools(b *testing.B) {
 		}}
 	}
 	measureTurns(b, newPet(b, model, useBuiltBinary(b)))
+}
+
+// BenchmarkTurnWith100Tools is BenchmarkTurn with 100 self-coded tools
+// kept: core reads and checks each at every turn and offers the turn the
+// ones within its budget in full, the rest by name. BenchmarkTurn is the
+// same turn with no tools.
+func BenchmarkTurnWith100Tools(b *testing.B) {
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
+	p := newPet(b, model, useBuiltBinary(b))
+	keepNumberedTools(b, statedir.Layout{Root: p.cfg.StateDir}, 100)
+	measureTurns(b, p)
 }
 
 // BenchmarkTelegramTurn is BenchmarkTurn with the owner on Telegram: the
@@ -106,6 +119,13 @@ func measureTurns(b *testing.B, p *pet) {
 	}
 	slices.Sort(joins)
 	b.ReportMetric(ms(joins[len(joins)/2]), "spawn-ms")
+	// What a provider would read, and bill as prompt, per request.
+	var sizes []int
+	for _, r := range p.model.Requests() {
+		sizes = append(sizes, r.Bytes)
+	}
+	slices.Sort(sizes)
+	b.ReportMetric(float64(sizes[len(sizes)/2])/1024, "request-KB")
 }
 
 // BenchmarkFootprint runs 100 turns against `shelldon daemon` and

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -242,4 +243,64 @@ func TestTwoProposalsInOneTurn(t *testing.T) {
 	if offered := p.waitRequests(2)[1].Tools; slices.Contains(offered, "greet") || slices.Contains(offered, "shout") {
 		t.Errorf("tools offered while staged = %q", offered)
 	}
+}
+
+// keepNumberedTools keeps n self-coded tools, tool_0 … tool_<n-1>, each
+// of which says which it is.
+func keepNumberedTools(t testing.TB, layout statedir.Layout, n int) {
+	t.Helper()
+	store, err := toolstore.Open(layout.ToolStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	for i := range n {
+		name := fmt.Sprintf("tool_%d", i)
+		module := fmt.Sprintf("DESCRIPTION = 'Says it is tool %d, for a test of many tools.'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {'note': {'type': 'string', 'description': 'anything'}}}\n\ndef run(note=''):\n    return 'tool %d ran'\n", i, i)
+		m := toolstore.Manifest{Name: name, Description: fmt.Sprintf("Says it is tool %d, for a test of many tools.", i),
+			Schema: map[string]any{"type": "object", "properties": map[string]any{"note": map[string]any{"type": "string", "description": "anything"}}}}
+		if err := store.Keep(m, []byte(module), []byte("def test_nothing():\n    pass\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// maxRequestWith100Tools bounds the first request of a turn of a pet
+// with 100 self-coded tools: offering them all in full took 56 KB.
+const maxRequestWith100Tools = 20 << 10
+
+// TestManyToolsAreOfferedWithinABudget: with 100 tools kept, the request
+// the model gets stays under maxRequestWith100Tools and holds the tool
+// the owner named in full; a tool offered by name alone is called all
+// the same, runs, and is offered in full from then on.
+func TestManyToolsAreOfferedWithinABudget(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "h1", Name: "tool_99", Args: `{}`}}},
+		demomodel.Step{Text: "Both ran."},
+	)
+	p := newPet(t, model)
+	keepNumberedTools(t, statedir.Layout{Root: p.cfg.StateDir}, 100)
+	p.say("please use tool_57, and another")
+	if r := p.reply(30 * time.Second); r.Text != "Both ran." {
+		t.Fatalf("reply = %+v", r)
+	}
+	reqs := p.waitRequests(2)
+	first := reqs[0]
+	if first.Bytes > maxRequestWith100Tools {
+		t.Errorf("the first request with 100 tools held %d bytes, want at most %d", first.Bytes, maxRequestWith100Tools)
+	}
+	if !slices.Contains(first.Tools, "tool_57") {
+		t.Errorf("tools offered in full = %q, want tool_57, which the owner named, among them", first.Tools)
+	}
+	if slices.Contains(first.Tools, "tool_99") || !strings.Contains(first.Messages[0].Content, "tool_99") {
+		t.Errorf("tool_99 is offered in full (%v) or not named in the system prompt, want it named alone", slices.Contains(first.Tools, "tool_99"))
+	}
+	if got := toolAnswer(reqs, "h1"); got != "exit 0\ntool 99 ran" {
+		t.Errorf("tool_99, offered by name alone, answered %q", got)
+	}
+	if !slices.Contains(reqs[1].Tools, "tool_99") {
+		t.Errorf("the request after tool_99's call offers %q, want tool_99 among them", reqs[1].Tools)
+	}
+	t.Logf("first request: %d bytes, %d tools in full", first.Bytes, len(first.Tools))
 }

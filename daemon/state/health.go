@@ -61,3 +61,58 @@ func (s *Store) ToolHealths(ctx context.Context) ([]ToolHealth, error) {
 	}
 	return out, rows.Err()
 }
+
+// ToolUse is how often and how lately a self-coded tool was called.
+type ToolUse struct {
+	Uses     int
+	LastUsed time.Time
+}
+
+// maxToolUses bounds the tool_use table: the uses of the tools called
+// most lately are kept, however many tools the pet wrote and threw away
+// over its life.
+const maxToolUses = 256
+
+// UseTool counts one call of a self-coded tool, and forgets the uses
+// of all but the maxToolUses tools called most lately.
+func (s *Store) UseTool(ctx context.Context, name string, now time.Time) error {
+	if err := s.writable("count a tool's use"); err != nil {
+		return err
+	}
+	if _, err := s.db.ExecContext(ctx,
+		`INSERT INTO tool_use (name, uses, last_used) VALUES (?, 1, ?)
+		 ON CONFLICT (name) DO UPDATE SET uses = uses + 1, last_used = excluded.last_used`,
+		name, now.UnixMilli()); err != nil {
+		return fmt.Errorf("count a use of tool %s: %w", name, err)
+	}
+	if _, err := s.db.ExecContext(ctx,
+		`DELETE FROM tool_use WHERE name NOT IN (SELECT name FROM tool_use ORDER BY last_used DESC, name LIMIT ?)`,
+		maxToolUses); err != nil {
+		return fmt.Errorf("forget the uses of tools called long ago: %w", err)
+	}
+	return nil
+}
+
+// ToolUses returns the uses of the tools called, by name.
+func (s *Store) ToolUses(ctx context.Context) (map[string]ToolUse, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, uses, last_used FROM tool_use`)
+	if err != nil {
+		return nil, fmt.Errorf("read tool uses: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]ToolUse{}
+	for rows.Next() {
+		var name string
+		var u ToolUse
+		var last int64
+		if err := rows.Scan(&name, &u.Uses, &last); err != nil {
+			return nil, fmt.Errorf("read tool uses: %w", err)
+		}
+		u.LastUsed = time.UnixMilli(last)
+		out[name] = u
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read tool uses: %w", err)
+	}
+	return out, nil
+}

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -35,5 +36,42 @@ func TestToolHealth(t *testing.T) {
 	}
 	if n, _ := s.Strike(ctx, "greet", "again", now); n != 1 {
 		t.Errorf("Strike after ClearStrikes = %d, want 1", n)
+	}
+}
+
+// TestToolUsesAreCountedAndBounded: each call counts, the latest call
+// dates it, and only the maxToolUses tools called most lately are kept.
+func TestToolUsesAreCountedAndBounded(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 3 {
+		if err := s.UseTool(ctx, "greet", start.Add(time.Duration(i)*time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uses, err := s.ToolUses(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := uses["greet"], (ToolUse{Uses: 3, LastUsed: start.Add(2 * time.Minute)}); !got.LastUsed.Equal(want.LastUsed) || got.Uses != want.Uses {
+		t.Errorf(`ToolUses()["greet"] = %+v, want %+v`, got, want)
+	}
+	for i := range maxToolUses + 10 {
+		if err := s.UseTool(ctx, fmt.Sprintf("tool_%d", i), start.Add(time.Hour+time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if uses, err = s.ToolUses(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(uses) != maxToolUses {
+		t.Errorf("ToolUses() after %d tools holds %d, want %d", maxToolUses+11, len(uses), maxToolUses)
+	}
+	if _, ok := uses["greet"]; ok {
+		t.Error("the tool called least lately is still counted past the bound")
+	}
+	if _, ok := uses[fmt.Sprintf("tool_%d", maxToolUses+9)]; !ok {
+		t.Error("the tool called last is not counted")
 	}
 }

@@ -226,6 +226,14 @@ var migrations = []string{
 	// start finds them without reading months of finished turns, and costs
 	// a finished turn nothing to keep.
 	`CREATE INDEX turns_running ON turns (ended_at) WHERE ended_at IS NULL;`,
+	// 15: how often and how lately each self-coded tool was called, for
+	// core to offer the ones in use in full and the rest by name; kept to
+	// the maxToolUses most recent (state.UseTool).
+	`CREATE TABLE tool_use (
+		name      TEXT PRIMARY KEY,
+		uses      INTEGER NOT NULL,
+		last_used INTEGER NOT NULL -- unix ms
+	);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

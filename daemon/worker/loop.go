@@ -32,7 +32,11 @@ const (
 type agentLoop struct {
 	tools *tools.Registry
 	// offer lists the tools the model is told of; nil offers them all.
-	offer    []contracts.ToolDefinition
+	offer []contracts.ToolDefinition
+	// held are the tools the model knows by name alone (the prompt names
+	// them); one it calls joins offer for the rest of the turn, so it
+	// sees the parameters it should have passed.
+	held     []contracts.ToolDefinition
 	complete func(contracts.Job) (contracts.Completion, error)
 	// exec asks core to run a sandboxed call; nil refuses such calls.
 	exec     func(contracts.ToolCall) (string, error)
@@ -151,6 +155,10 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 		}
 		for _, call := range c.ToolCalls {
 			called = append(called, call.Name)
+			if i := slices.IndexFunc(l.held, func(d contracts.ToolDefinition) bool { return d.Name == call.Name }); i >= 0 {
+				defs = append(slices.Clip(defs), l.held[i])
+				l.held = slices.Delete(l.held, i, i+1)
+			}
 		}
 		asked := contracts.Message{Role: contracts.ChatAssistant, Content: c.Text, ToolCalls: c.ToolCalls}
 		var answers []contracts.Message

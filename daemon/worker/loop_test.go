@@ -552,3 +552,37 @@ func TestParkedPhotoKeepsOnlyItsPlaceholder(t *testing.T) {
 		t.Errorf("the parked conversation lost the photo's placeholder")
 	}
 }
+
+// TestLoopOffersAHeldToolOnceCalled: a self-coded tool the model knows
+// by name alone is called all the same, through core, and from the next
+// model call on its definition is offered with the others.
+func TestLoopOffersAHeldToolOnceCalled(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{calls(call("1", "greet", `{"name":"owner"}`)), text("done")}}
+	l := newLoop(t, s)
+	greet := contracts.ToolDefinition{Name: "greet", Description: "Greets.", Tier: contracts.TierFree,
+		ParamsSchema: map[string]any{"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}}
+	shout := greet
+	shout.Name = "shout"
+	l.tools = l.tools.WithSelfCoded([]contracts.ToolDefinition{greet, shout})
+	l.offer, l.held = offered(l.tools, true, []string{"greet", "shout"})
+	l.exec = func(c contracts.ToolCall) (string, error) { return "exit 0\nhello, owner", nil }
+	end := l.run(context.Background(), start())
+	if end.Text != "done" || end.Executions != 1 {
+		t.Fatalf("run = %+v, want greet run and the answer done", end)
+	}
+	offeredNames := func(job contracts.Job) []string {
+		var out []string
+		for _, d := range job.Tools {
+			out = append(out, d.Name)
+		}
+		return out
+	}
+	for i, want := range []bool{false, true} {
+		if got := slices.Contains(offeredNames(s.jobs[i]), "greet"); got != want {
+			t.Errorf("model call %d offers greet = %v, want %v", i+1, got, want)
+		}
+		if slices.Contains(offeredNames(s.jobs[i]), "shout") {
+			t.Errorf("model call %d offers shout in full, which was never called", i+1)
+		}
+	}
+}

@@ -33,6 +33,8 @@ type PromptInput struct {
 	// Scheduled marks a turn the pet started itself: Text is what the
 	// owner asked for at this time, not something they just wrote.
 	Scheduled bool
+	// ByName are the tools the model is told of by name alone.
+	ByName []string
 	// MaxChars is the budget, in characters, for the contents of all the
 	// prompt's messages; zero or less means DefaultPromptChars.
 	MaxChars int
@@ -85,6 +87,10 @@ func systemPrompt(in PromptInput, about string) string {
 	if len(in.Faces) > 0 {
 		b.WriteString("\n\n## Faces\nPick one for your reply on a FACE: line: ")
 		b.WriteString(strings.Join(in.Faces, ", "))
+	}
+	if len(in.ByName) > 0 {
+		b.WriteString("\n\n## More tools\nYou also have these tools, described only once you call one: call it by name, and from then on its description and parameters come with your tools: ")
+		b.WriteString(strings.Join(in.ByName, ", "))
 	}
 	b.WriteString("\n\n## Now\nLocal date and time: ")
 	b.WriteString(in.Now.Format("Monday 2 January 2006, 15:04 MST"))

@@ -276,3 +276,16 @@ func TestPromptTellsMoodAndSchedule(t *testing.T) {
 		}
 	}
 }
+
+// TestPromptNamesTheToolsOfferedByName: the tools told of by name alone
+// are named in one line of the system prompt, and a prompt without them
+// says nothing of more tools.
+func TestPromptNamesTheToolsOfferedByName(t *testing.T) {
+	if plain := BuildPrompt(PromptInput{Directive: "D", Text: "hi", Now: testNow})[0].Content; strings.Contains(plain, "## More tools") {
+		t.Errorf("a prompt without tools by name mentions them:\n%s", plain)
+	}
+	got := BuildPrompt(PromptInput{Directive: "D", Text: "hi", Now: testNow, ByName: []string{"greet", "word_count"}})[0].Content
+	if !strings.Contains(got, "## More tools\n") || !strings.Contains(got, "call it by name") || !strings.Contains(got, ": greet, word_count\n") {
+		t.Errorf("system prompt does not name the tools offered by name:\n%s", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -205,14 +206,17 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			Mood:      in.Mood,
 			MoodWhy:   in.MoodWhy,
 			Scheduled: in.Scheduled,
+			ByName:    in.ByNameOnly,
 		})
 		// The owner's photo goes with their words, the last message.
 		messages[len(messages)-1].Images = in.Images
 	}
 	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}, Evaluator: b.evaluator}).WithSelfCoded(in.SelfCoded)
+	offer, held := offered(toolbox, in.Approvals, in.ByNameOnly)
 	loop := agentLoop{
 		tools:    toolbox,
-		offer:    offered(toolbox, in.Approvals),
+		offer:    offer,
+		held:     held,
 		complete: b.complete,
 		exec:     b.exec,
 		canPark:  in.Approvals,
@@ -263,19 +267,21 @@ type bridge struct {
 // the owner about RISKY calls; otherwise the ones that run in the worker,
 // and run_shell, whose read-only commands core runs in the sandbox.
 // Offering the other RISKY tools without approvals would have the pet
-// ask for what nobody can grant.
-func offered(r *tools.Registry, approvals bool) []contracts.ToolDefinition {
-	if approvals {
-		return r.Definitions()
-	}
-	var defs []contracts.ToolDefinition
+// ask for what nobody can grant. The self-coded tools core named in
+// byName are held back, for the prompt to name.
+func offered(r *tools.Registry, approvals bool, byName []string) (offer, held []contracts.ToolDefinition) {
 	for _, d := range r.Definitions() {
 		t, _ := r.Lookup(d.Name)
-		if _, local := t.(tools.Local); local || d.Name == "run_shell" {
-			defs = append(defs, d)
+		_, local := t.(tools.Local)
+		switch {
+		case !approvals && !local && d.Name != "run_shell":
+		case slices.Contains(byName, d.Name) && !r.IsBuiltin(d.Name):
+			held = append(held, d)
+		default:
+			offer = append(offer, d)
 		}
 	}
-	return defs
+	return offer, held
 }
 
 // parked is the result of a turn that waits for the owner: a reply that

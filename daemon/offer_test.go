@@ -1,0 +1,89 @@
+package daemon
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/daemon/state"
+	"shelldon/daemon/toolstore"
+)
+
+func TestNames(t *testing.T) {
+	for _, c := range []struct {
+		text, tool string
+		want       bool
+	}{
+		{"please run word_count on notes.txt", "word_count", true},
+		{"count the words (word count) in notes", "word_count", true},
+		{"word_count2 is not it", "word_count", false},
+		{"my_word_count neither", "word_count", false},
+		{"greet", "greet", true},
+		{"greeting cards", "greet", false},
+		{"say hi, then greet. then greet_all", "greet_all", true},
+		{"nothing here", "greet", false},
+	} {
+		if got := names(c.text, c.tool); got != c.want {
+			t.Errorf("names(%q, %q) = %v, want %v", c.text, c.tool, got, c.want)
+		}
+	}
+}
+
+// liveToolsForTest are n kept tools, tool_0 … tool_<n-1>, kept a minute
+// apart, the later ones later.
+func liveToolsForTest(n int, kept time.Time) []toolstore.Tool {
+	var out []toolstore.Tool
+	for i := range n {
+		out = append(out, toolstore.Tool{Manifest: toolstore.Manifest{
+			Name: fmt.Sprintf("tool_%d", i), Description: "Does thing " + fmt.Sprint(i) + ".",
+			Schema:     map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}},
+			PromotedAt: kept.Add(time.Duration(i) * time.Minute).Format(time.RFC3339),
+		}})
+	}
+	return out
+}
+
+func TestByNameOnly(t *testing.T) {
+	kept := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	lately := kept.Add(24 * time.Hour)
+	inFull := func(live []toolstore.Tool, byName []string) []string {
+		var out []string
+		for _, tl := range live {
+			if !slices.Contains(byName, tl.Name) {
+				out = append(out, tl.Name)
+			}
+		}
+		return out
+	}
+	huge := liveToolsForTest(3, kept)
+	huge[1].Description = strings.Repeat("long ", maxInFullBytes/5)
+	for _, c := range []struct {
+		about  string
+		live   []toolstore.Tool
+		text   string
+		uses   map[string]state.ToolUse
+		inFull []string // sorted by name
+	}{
+		{"a few tools are all offered in full", liveToolsForTest(3, kept), "hi", nil, []string{"tool_0", "tool_1", "tool_2"}},
+		{"past the bound, the ones kept last", liveToolsForTest(14, kept), "hi", nil,
+			[]string{"tool_10", "tool_11", "tool_12", "tool_13", "tool_2", "tool_3", "tool_4", "tool_5", "tool_6", "tool_7", "tool_8", "tool_9"}},
+		{"the tools the text names come first", liveToolsForTest(100, kept), "use tool_3 and tool 4", nil,
+			[]string{"tool_3", "tool_4", "tool_90", "tool_91", "tool_92", "tool_93", "tool_94", "tool_95", "tool_96", "tool_97", "tool_98", "tool_99"}},
+		{"then the ones called lately, then the most called", liveToolsForTest(100, kept), "tool_50",
+			map[string]state.ToolUse{"tool_1": {Uses: 1, LastUsed: lately}, "tool_2": {Uses: 9, LastUsed: lately.Add(-time.Hour)}, "tool_7": {Uses: 2, LastUsed: lately}},
+			[]string{"tool_1", "tool_2", "tool_50", "tool_7", "tool_92", "tool_93", "tool_94", "tool_95", "tool_96", "tool_97", "tool_98", "tool_99"}},
+		{"a definition over the byte budget is offered by name", huge, "tool_1", nil, []string{"tool_0", "tool_2"}},
+	} {
+		byName := byNameOnly(c.live, c.text, c.uses)
+		got := inFull(c.live, byName)
+		slices.Sort(got)
+		if !slices.Equal(got, c.inFull) {
+			t.Errorf("%s: byNameOnly(%d tools, %q) offers in full %q, want %q", c.about, len(c.live), c.text, got, c.inFull)
+		}
+		if !slices.IsSorted(byName) {
+			t.Errorf("%s: byNameOnly(%d tools, %q) = %q, want them sorted", c.about, len(c.live), c.text, byName)
+		}
+	}
+}
