@@ -85,7 +85,9 @@ func TestASlowTurnShowsOneStatusMessage(t *testing.T) {
 	r.progress(t, owner, "t1", "running `pytest -q`… 12 passed", false)
 	r.barrier(t, 2)
 	advanceUntil(t, clk, "the status edited", func() bool { return len(r.api.Calls("editMessageText")) > 0 })
-	r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool { return m.ID == status.ID && m.Text == statusPrefix+"running `pytest -q`… 12 passed" })
+	r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
+		return m.ID == status.ID && m.Text == statusPrefix+"running `pytest -q`… 12 passed"
+	})
 	clk.Advance(10 * statusEvery)
 	r.barrier(t, 3)
 	if n := len(r.api.Calls("editMessageText")); n != 1 {
