@@ -58,13 +58,9 @@ func (s *Server) Deleted(chat int64) []int64 {
 func (s *Server) setMessageReaction(_ context.Context, req request) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.targetChat(req)
+	c, id, err := s.targetMessage(req)
 	if err != nil {
 		return nil, err
-	}
-	id, err := req.int("message_id", 0)
-	if err != nil || id == 0 {
-		return nil, badRequest("message identifier is not specified")
 	}
 	m := c.find(id)
 	if m == nil {
@@ -105,13 +101,9 @@ func (s *Server) setMessageReaction(_ context.Context, req request) (any, error)
 func (s *Server) deleteMessage(_ context.Context, req request) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, err := s.targetChat(req)
+	c, id, err := s.targetMessage(req)
 	if err != nil {
 		return nil, err
-	}
-	id, err := req.int("message_id", 0)
-	if err != nil || id == 0 {
-		return nil, badRequest("message identifier is not specified")
 	}
 	i := slices.IndexFunc(c.messages, func(m *message) bool { return m.id == id })
 	if i < 0 {
