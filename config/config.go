@@ -168,6 +168,9 @@ type Telegram struct {
 	VoiceMaxBytes Size `toml:"voice_max_bytes"`
 	PhotoMaxBytes Size `toml:"photo_max_bytes"`
 	PhotoMaxSide  int  `toml:"photo_max_side"` // pixels, the longer side
+	// React sets 👀 on the owner's message once core has kept it, where
+	// the Bot API lets the bot react.
+	React bool `toml:"react"`
 }
 
 // Panel is the e-ink face `shelldon panel` drives.
@@ -278,6 +281,7 @@ func Default() Config {
 			VoiceMaxBytes:  2 << 20,
 			PhotoMaxBytes:  1 << 20,
 			PhotoMaxSide:   1280,
+			React:          true,
 		},
 		Panel: Panel{
 			Display:    "auto",

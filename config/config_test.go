@@ -166,7 +166,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_BUS_QUEUE_LENGTH", "SHELLDON_BUS_MAX_FRAME",
 		"SHELLDON_TELEGRAM_TOKEN", "SHELLDON_TELEGRAM_ALLOWED_USERS", "SHELLDON_TELEGRAM_API_URL",
 		"SHELLDON_TELEGRAM_POLL_TIMEOUT", "SHELLDON_TELEGRAM_RETRY_MAX", "SHELLDON_TELEGRAM_GIVE_UP_ATTEMPTS", "SHELLDON_TELEGRAM_GIVE_UP_AFTER",
-		"SHELLDON_TELEGRAM_VOICE_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_SIDE",
+		"SHELLDON_TELEGRAM_VOICE_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_BYTES", "SHELLDON_TELEGRAM_PHOTO_MAX_SIDE", "SHELLDON_TELEGRAM_REACT",
 		"SHELLDON_PANEL_DISPLAY", "SHELLDON_PANEL_PNG_PATH", "SHELLDON_PANEL_FULL_EVERY", "SHELLDON_PANEL_FULL_AFTER", "SHELLDON_PANEL_SLEEP_AFTER", "SHELLDON_PANEL_UPSIDE_DOWN",
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
 		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN", "SHELLDON_SCHEDULE_DAILY_TOKEN_BUDGET",
@@ -393,6 +393,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		"SHELLDON_TURN_MAX_MODEL_CALLS=5",
 		"SHELLDON_WORKER_CPU_SECONDS=", // empty counts as unset
 		"SHELLDON_PANEL_UPSIDE_DOWN=yes",
+		"SHELLDON_TELEGRAM_REACT=false",
 		"SHELLDON_SANDBOX_DISK=64MiB",
 	})
 	if err != nil {
@@ -410,6 +411,7 @@ func TestEnvironmentOverridesFile(t *testing.T) {
 		{"state_dir", got.StateDir, "/srv/pet"},
 		{"socket", got.Socket, "/srv/pet/bus.sock"},
 		{"panel.upside_down", got.Panel.UpsideDown, true},
+		{"telegram.react", got.Telegram.React, false},
 		{"sandbox.disk", got.Sandbox.Disk, Size(64 << 20)},
 	}
 	for _, c := range checks {
@@ -872,7 +874,7 @@ func TestTelegramFileAndEnvironment(t *testing.T) {
 	const file = "[telegram]\ntoken = \"" + validToken + "\"\nallowed_users = [42, 43]\napi_url = \"http://127.0.0.1:8081\"\npoll_timeout = \"10s\"\nretry_max = \"5m\"\n"
 	fromFile := Telegram{Token: validToken, AllowedUsers: []int64{42, 43}, APIURL: "http://127.0.0.1:8081",
 		PollTimeout: Duration{10 * time.Second}, RetryMax: Duration{5 * time.Minute},
-		GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}, VoiceMaxBytes: 2 << 20, PhotoMaxBytes: 1 << 20, PhotoMaxSide: 1280}
+		GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}, VoiceMaxBytes: 2 << 20, PhotoMaxBytes: 1 << 20, PhotoMaxSide: 1280, React: true}
 	tests := []struct {
 		name, file string
 		environ    []string
@@ -891,12 +893,13 @@ func TestTelegramFileAndEnvironment(t *testing.T) {
 			"SHELLDON_TELEGRAM_VOICE_MAX_BYTES=2560KiB",
 			"SHELLDON_TELEGRAM_PHOTO_MAX_BYTES=512KiB",
 			"SHELLDON_TELEGRAM_PHOTO_MAX_SIDE=800",
+			"SHELLDON_TELEGRAM_REACT=no",
 		}, Telegram{Token: "987:" + strings.Repeat("b", 30), AllowedUsers: []int64{7, 8, 9}, APIURL: "https://bots.example",
 			PollTimeout: Duration{50 * time.Second}, RetryMax: Duration{time.Second}, GiveUpAttempts: 5, GiveUpAfter: Duration{2 * time.Hour},
 			VoiceMaxBytes: 2560 << 10, PhotoMaxBytes: 512 << 10, PhotoMaxSide: 800}},
 		{"one user from the environment", "", []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=42"},
 			Telegram{AllowedUsers: []int64{42}, APIURL: "https://api.telegram.org", PollTimeout: Duration{30 * time.Second}, RetryMax: Duration{time.Minute},
-				GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}, VoiceMaxBytes: 2 << 20, PhotoMaxBytes: 1 << 20, PhotoMaxSide: 1280}},
+				GiveUpAttempts: 20, GiveUpAfter: Duration{24 * time.Hour}, VoiceMaxBytes: 2 << 20, PhotoMaxBytes: 1 << 20, PhotoMaxSide: 1280, React: true}},
 		{"empty variables count as unset", file, []string{"SHELLDON_TELEGRAM_ALLOWED_USERS=", "SHELLDON_TELEGRAM_TOKEN="}, fromFile},
 	}
 	for _, tt := range tests {

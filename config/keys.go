@@ -103,6 +103,8 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Size { return &c.Telegram.PhotoMaxBytes }, parseSize)},
 	{key: "telegram.photo_max_side", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Telegram.PhotoMaxSide }, parseInt)},
+	{key: "telegram.react", hint: "true or false",
+		set: textSetter(func(c *Config) *bool { return &c.Telegram.React }, parseBool)},
 
 	{key: "panel", hint: "a table: the section [panel]"},
 	{key: "panel.display", hint: `a string: "auto", "waveshare", "png" or "terminal"`,

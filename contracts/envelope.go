@@ -76,6 +76,14 @@ const (
 	// KindTranscript is the broker's answer to a transcribe request,
 	// addressed (Envelope.To) to the transport that asked.
 	KindTranscript Kind = "TRANSCRIPT"
+	// KindStep is a worker's word that it is about to run one of its
+	// turn's tool calls itself (one that needs no sandbox), so that core
+	// can tell the owner what the turn is doing. Calls core runs for the
+	// worker (EXEC) need no step: core sees them anyway.
+	KindStep Kind = "STEP"
+	// KindProgress tells the transport a turn came from what the turn is
+	// doing, step by step, and when it is over (see [Progress]).
+	KindProgress Kind = "PROGRESS"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -116,6 +124,8 @@ var Routes = map[Kind]Route{
 	KindInboundAck:      {To: RoleTransport, Delivery: ToAll},
 	KindTranscribe:      {To: RoleBroker, Delivery: ToOne},
 	KindTranscript:      {To: RoleTransport, Delivery: ToAll},
+	KindStep:            {To: RoleCore, Delivery: ToOne},
+	KindProgress:        {To: RoleTransport, Delivery: ToAll},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -138,6 +148,8 @@ var Senders = map[Kind][]Role{
 	KindInboundAck:      {RoleCore},
 	KindTranscribe:      {RoleTransport},
 	KindTranscript:      {RoleBroker},
+	KindStep:            {RoleWorker},
+	KindProgress:        {RoleCore},
 }
 
 // MaySend reports whether role may send kind.

@@ -406,6 +406,43 @@ type ApprovalClosed struct {
 	At      time.Time `json:"at"`
 }
 
+// Step is a worker's [KindStep]: the call it is about to run. Core
+// checks the call itself and words the step from its own check, never
+// from the worker's or the model's words.
+type Step struct {
+	Call ToolCall `json:"call"`
+}
+
+// MaxProgressLine bounds [Progress.Line], in characters (runes).
+const MaxProgressLine = 120
+
+// Progress is what a running turn is doing, for the transport the turn
+// came from: core sends one when a tool step starts ("reading notes.md…",
+// "running `pytest -q`…"), one when a command it ran is done, with its
+// outcome ("running `pytest -q`… 12 passed", "… exit 1"), and, once the
+// turn's reply has been sent, one with Settled set.
+//
+// A transport shows the latest Line of a turn in place of the one before
+// (a status message, a status line) — only the latest matters, so a
+// transport may skip lines that come faster than it can show them — and
+// takes it away, or leaves Line as a settled record, when Settled comes.
+// Settled always follows the turn's reply (and any approval request it
+// makes) on the bus, so a transport never needs to hold a reply back for
+// it. A turn that runs no tool sends no Progress at all.
+//
+// Line is core's wording of the parsed call, already passed through
+// daemon/visible (one line, no control or invisible characters) and at
+// most MaxProgressLine runes; a transport still escapes it for its own
+// markup.
+type Progress struct {
+	Chat string `json:"chat,omitempty"`
+	Turn string `json:"turn"`
+	Line string `json:"line"`
+	// Steps counts the tool steps the turn has run so far.
+	Steps   int  `json:"steps"`
+	Settled bool `json:"settled,omitempty"`
+}
+
 // Activity says whether a turn for Chat is running.
 type Activity struct {
 	Chat string `json:"chat,omitempty"`

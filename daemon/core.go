@@ -318,6 +318,8 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		c.handleResult(ctx, env)
 	case contracts.KindExec:
 		c.handleExec(ctx, env)
+	case contracts.KindStep:
+		c.handleStep(env)
 	case contracts.KindDecision:
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:

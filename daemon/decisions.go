@@ -94,6 +94,13 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	} else {
 		c.brain.feel(mood.Denied)
 	}
+	var doing string
+	if approve {
+		if checked, err := checkRisky(c.tools, req.Call.Call); err == nil {
+			doing = checked.Doing
+			c.approvedProgress(turns.Origin(req.Origin), req.Key, doing, false)
+		}
+	}
 	c.offLoop.Go(func() {
 		answer := contracts.DeniedByOwner
 		var res approved.Result
@@ -101,7 +108,12 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 			res = c.runner.Call(ctx, req)
 			answer = res.Answer
 		}
-		c.onLoop(func(ctx context.Context) { c.resume(ctx, req, answer, decision, res) })
+		c.onLoop(func(ctx context.Context) {
+			if doing != "" {
+				c.approvedProgress(turns.Origin(req.Origin), req.Key, doing, true)
+			}
+			c.resume(ctx, req, answer, decision, res)
+		})
 	})
 	return true
 }

@@ -8,6 +8,7 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/tools"
+	"shelldon/daemon/turns"
 	"shelldon/sandbox"
 )
 
@@ -40,7 +41,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 	}
 	origin := approval.Audience(t.Admission.Origin)
 	if req.Tests {
-		c.runTests(ctx, t.ID, answer)
+		c.runTests(ctx, t, answer)
 		return
 	}
 	audit := c.log.With(contracts.AuditEvent, contracts.EventToolCall, "turn", t.ID, "tool", call.Name, "args", call.Args)
@@ -68,15 +69,19 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		c.keeper.used(ctx, call.Name)
 	}
 	audit.Info("running a read-only command", "decision", "free")
+	c.stepStarted(t, checked.Doing)
 	// The command may take seconds; the turn loop must not wait for it.
 	c.offLoop.Go(func() {
 		defer done()
 		res, err := c.opts.Sandbox.Run(ctx, spec)
 		if err != nil {
 			answer(false, "the sandbox could not run it: "+err.Error())
+			c.onLoop(func(context.Context) { c.stepDone(t.ID, checked.Doing, "error: "+err.Error()) })
 			return
 		}
-		answer(res.ExitCode == 0, approved.DescribeRun(res))
+		described := approved.DescribeRun(res)
+		answer(res.ExitCode == 0, described)
+		c.onLoop(func(context.Context) { c.stepDone(t.ID, checked.Doing, described) })
 		if checked.SelfCoded && (res.ExitCode != 0 || res.TimedOut) {
 			why := approved.DescribeRun(res)
 			c.onLoop(func(ctx context.Context) { c.keeper.strike(ctx, call.Name, why, origin) })
@@ -118,6 +123,9 @@ func checkRisky(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, er
 	return checked, nil
 }
 
+// testsDoing is the done-check's progress line.
+const testsDoing = "running the tests"
+
 // testCommand runs the workspace's tests: quietly, stopping at the first
 // failure, with the summary line last.
 var testCommand = []string{"python3", "-m", "pytest", "-q", "-x", "--no-header", "-p", "no:cacheprovider"}
@@ -126,7 +134,7 @@ var testCommand = []string{"python3", "-m", "pytest", "-q", "-x", "--no-header",
 // the sandbox over a scratch view (the tests may write; nothing stays)
 // and answer ok only if they pass. No tests is a pass with an empty
 // report.
-func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, string)) {
+func (c *Core) runTests(ctx context.Context, t *turns.Turn, answer func(bool, string)) {
 	if !approved.HasTests(c.layout.Workspace()) {
 		answer(true, "") // nothing to run, nothing to say
 		return
@@ -135,13 +143,17 @@ func (c *Core) runTests(ctx context.Context, turn string, answer func(bool, stri
 		answer(true, fmt.Sprintf("the tests could not run (%v)", c.opts.NoSandbox))
 		return
 	}
-	c.log.Info("running the workspace's tests", contracts.AuditEvent, contracts.EventSandboxRun, "turn", turn, "decision", "done-check")
+	c.log.Info("running the workspace's tests", contracts.AuditEvent, contracts.EventSandboxRun, "turn", t.ID, "decision", "done-check")
+	c.stepStarted(t, testsDoing)
 	c.offLoop.Go(func() {
-		res, err := c.opts.Sandbox.Run(ctx, sandbox.Spec{Argv: testCommand, Workspace: c.layout.Workspace(), View: sandbox.Scratch, Turn: turn})
+		res, err := c.opts.Sandbox.Run(ctx, sandbox.Spec{Argv: testCommand, Workspace: c.layout.Workspace(), View: sandbox.Scratch, Turn: t.ID})
 		if err != nil {
 			answer(true, "the tests could not run: "+err.Error())
+			c.onLoop(func(context.Context) { c.stepDone(t.ID, testsDoing, "error: "+err.Error()) })
 			return
 		}
-		answer(res.ExitCode == 0 || res.ExitCode == 5, approved.DescribeRun(res)) // 5: pytest collected no tests
+		described := approved.DescribeRun(res)
+		answer(res.ExitCode == 0 || res.ExitCode == 5, described) // 5: pytest collected no tests
+		c.onLoop(func(context.Context) { c.stepDone(t.ID, testsDoing, described) })
 	})
 }

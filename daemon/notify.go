@@ -84,6 +84,19 @@ func (m *messenger) activity(t *turns.Turn, busy bool) {
 	_ = m.hub.Route(env)
 }
 
+// progress tells the transport a turn came from what the turn is doing.
+// A transport that has gone misses a line, nothing more; a turn of no
+// transport's (a schedule's) has nobody watching its steps.
+func (m *messenger) progress(to turns.Origin, p contracts.Progress) {
+	p.Chat = to.Chat
+	env, err := contracts.NewEnvelope(contracts.KindProgress, p.Turn, p)
+	if err != nil || to.Transport == "" {
+		return
+	}
+	env.To = to.Transport
+	_ = m.hub.Route(env)
+}
+
 // snapshot sends the panels what to show.
 func (m *messenger) snapshot(s contracts.Snapshot) {
 	env, err := contracts.NewEnvelope(contracts.KindSnapshot, "", s)

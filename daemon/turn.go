@@ -46,6 +46,8 @@ type turnRun struct {
 	peakRSS     int64
 	usage       contracts.UsageByProvider
 	joinedAfter time.Duration
+	// steps counts the tool steps shown to the owner (progress.go).
+	steps int
 }
 
 // workerTasks bounds a worker's processes and threads where a unit holds
@@ -278,6 +280,7 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 	c.run = nil
 	c.recordTurn(r, t.Outcome, t.Err)
 	c.face.refresh() // one more turn today
+	c.settleProgress(r)
 	c.say.activity(t, false)
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.brain.show() }) })

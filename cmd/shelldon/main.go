@@ -282,6 +282,7 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		// The broker reads the same configuration: what it can do.
 		Transcription: cfg.Transcribes(), Vision: cfg.Sees(),
 		VoiceMaxBytes: int64(cfg.Telegram.VoiceMaxBytes), PhotoMaxBytes: int64(cfg.Telegram.PhotoMaxBytes), PhotoMaxSide: cfg.Telegram.PhotoMaxSide,
+		React: cfg.Telegram.React,
 	})
 }
 

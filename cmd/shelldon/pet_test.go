@@ -262,6 +262,10 @@ func (p *pet) startCore() {
 	select {
 	case <-ready:
 	case err := <-p.coreDone:
+		// Nothing is left to stop: a cleanup's stopCore must not wait
+		// for the end it just took.
+		cancel()
+		p.coreCancel = nil
 		p.t.Fatalf("core did not start: %v", err)
 	}
 }

@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"shelldon/config"
+	"shelldon/contracts"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
@@ -258,5 +260,38 @@ func TestTelegramWithoutAllowedUsersRefusesToStart(t *testing.T) {
 	err = runCore(context.Background(), cfg, store, testLogger(t), launch.Child{}, nil, "", func() { t.Error("core started") })
 	if err == nil || !strings.Contains(err.Error(), "@userinfobot") || !strings.Contains(err.Error(), "telegram.allowed_users") {
 		t.Errorf("runCore = %v, want a refusal saying how to find the owner's id", err)
+	}
+}
+
+// TestTelegramShowsWhatATurnIsDoing: with a real core, worker and
+// transport, the owner's message gets 👀 once core kept it, and a turn
+// whose tool step is followed by a slow model call shows one status
+// message in the pet's words ("⏳ reading notes.md…"), deleted once the
+// reply has come.
+func TestTelegramShowsWhatATurnIsDoing(t *testing.T) {
+	t.Parallel()
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "r1", Name: "read_file", Args: `{"path":"notes.md"}`}}},
+		demomodel.Step{Text: "Your notes say: buy milk.", Delay: 3 * time.Second},
+	)
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	if err := os.WriteFile(filepath.Join(ws, "notes.md"), []byte("buy milk\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	update := api.SendText(ownerID, "what is in my notes?")
+	seen := api.WaitCall(t, "setMessageReaction", nil)
+	if !strings.Contains(seen.Params["reaction"], "👀") || seen.Params["chat_id"] != strconv.Itoa(ownerID) {
+		t.Errorf("reaction = %v, want 👀 in the owner's chat (update %d)", seen.Params, update)
+	}
+	status := api.WaitMessage(t, ownerID, textHas("⏳ reading notes.md…"))
+	api.WaitMessage(t, ownerID, textHas("Your notes say: buy milk."))
+	api.WaitCall(t, "deleteMessage", func(c telegramtest.Call) bool { return c.Params["message_id"] == strconv.FormatInt(status.ID, 10) })
+	for _, m := range api.Messages(ownerID) {
+		if strings.HasPrefix(m.Text, "⏳") {
+			t.Errorf("a status message stays after the reply: %q", m.Text)
+		}
 	}
 }

@@ -228,18 +228,26 @@ const (
 // that read may still list one (it came before the confirmation marked it
 // handled), and it must not be handed over a second time.
 type passed struct {
-	mu      sync.Mutex
-	ids     map[int64]bool
+	mu sync.Mutex
+	// ids are the passed updates, with the owner's message each holds
+	// (for the reaction once core kept it).
+	ids     map[int64]ownerMessage
 	settled map[int64]bool
 }
 
-func (p *passed) add(id int64) {
+// ownerMessage names one message of the owner's in Telegram.
+type ownerMessage struct {
+	chat int64
+	id   int
+}
+
+func (p *passed) add(id int64, msg ownerMessage) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ids == nil {
-		p.ids = map[int64]bool{}
+		p.ids = map[int64]ownerMessage{}
 	}
-	p.ids[id] = true
+	p.ids[id] = msg
 }
 
 // drop forgets id, which could not be handed over after all.
@@ -250,18 +258,20 @@ func (p *passed) drop(id int64) {
 }
 
 // settle moves id from the passed to the settled, once the store has it
-// handled.
-func (p *passed) settle(id int64) {
+// handled, and says which message of the owner's it held; ok is false
+// for an update not passed on this connection.
+func (p *passed) settle(id int64) (msg ownerMessage, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.ids[id] {
-		return
+	if msg, ok = p.ids[id]; !ok {
+		return ownerMessage{}, false
 	}
 	delete(p.ids, id)
 	if p.settled == nil {
 		p.settled = map[int64]bool{}
 	}
 	p.settled[id] = true
+	return msg, true
 }
 
 // has reports whether id must not be handed over: passed, or settled
@@ -269,7 +279,8 @@ func (p *passed) settle(id int64) {
 func (p *passed) has(id int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.ids[id] || p.settled[id]
+	_, passed := p.ids[id]
+	return passed || p.settled[id]
 }
 
 func (p *passed) count() int {
@@ -303,7 +314,9 @@ func (t *Transport) confirmed(ctx context.Context, ref string) {
 		return
 	}
 	t.handled(ctx, id)
-	t.passed.settle(id)
+	if msg, ok := t.passed.settle(id); ok {
+		t.reactions.seen(msg)
+	}
 }
 
 // handled lets the inbox forget an update, so that it is never handled
@@ -366,16 +379,16 @@ func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Mes
 		t.reply(ctx, msg.Chat.ID, textOnlyReply)
 		return updateDone
 	}
-	return t.pass(ctx, id, contracts.Inbound{Chat: strconv.FormatInt(msg.Chat.ID, 10), Text: msg.Text})
+	return t.pass(ctx, id, msg, contracts.Inbound{Chat: strconv.FormatInt(msg.Chat.ID, 10), Text: msg.Text})
 }
 
-// pass hands the owner's message of update id to core, which confirms it
-// by the update's id once kept.
-func (t *Transport) pass(_ context.Context, id int64, in contracts.Inbound) updateFate {
+// pass hands the owner's message msg, of update id, to core as in; core
+// confirms it by the update's id once kept.
+func (t *Transport) pass(_ context.Context, id int64, msg *models.Message, in contracts.Inbound) updateFate {
 	in.Ref = strconv.FormatInt(id, 10)
 	// Counted as passed before it is sent: core's confirmation may come
 	// back before the send returns.
-	t.passed.add(id)
+	t.passed.add(id, ownerMessage{chat: msg.Chat.ID, id: msg.ID})
 	if err := t.toCore(contracts.KindInbound, in); err != nil {
 		t.passed.drop(id)
 		t.log.Warn("telegram: core is out of reach; the message waits", "err", err)

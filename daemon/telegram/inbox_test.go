@@ -218,7 +218,7 @@ func TestUpdateIDsThatStartAgainLowerAreTaken(t *testing.T) {
 // load, as a "/start" core got twice).
 func TestAConfirmationDuringAReadHandsNothingOverTwice(t *testing.T) {
 	var p passed
-	p.add(7)
+	p.add(7, ownerMessage{chat: 42, id: 3})
 	p.reading() // the inbox reads update 7, still unhandled in the store
 	p.settle(7) // core confirms it: the store marks it handled
 	if !p.has(7) {

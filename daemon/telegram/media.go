@@ -115,7 +115,7 @@ func (t *Transport) hear(ctx context.Context, id int64, msg *models.Message) upd
 		if audio, err = t.download(ctx, s.fileID, s.size, t.cfg.VoiceMaxBytes, "voice note", "telegram.voice_max_bytes"); err == nil {
 			var text string
 			if text, err = t.transcribe(ctx, s.fileName, audio); err == nil {
-				return t.pass(ctx, id, contracts.Inbound{Chat: strconv.FormatInt(chat, 10), Text: text, Spoken: true})
+				return t.pass(ctx, id, msg, contracts.Inbound{Chat: strconv.FormatInt(chat, 10), Text: text, Spoken: true})
 			}
 		}
 	}
@@ -144,7 +144,7 @@ func (t *Transport) see(ctx context.Context, id int64, msg *models.Message) upda
 		var data []byte
 		if data, err = t.download(ctx, size.FileID, int64(size.FileSize), t.cfg.PhotoMaxBytes, "photo", "telegram.photo_max_bytes"); err == nil {
 			if kind := http.DetectContentType(data); strings.HasPrefix(kind, "image/") {
-				return t.pass(ctx, id, contracts.Inbound{Chat: strconv.FormatInt(chat, 10), Text: photoPlaceholder(msg.Caption),
+				return t.pass(ctx, id, msg, contracts.Inbound{Chat: strconv.FormatInt(chat, 10), Text: photoPlaceholder(msg.Caption),
 					Image: &contracts.Image{MIME: kind, Data: data}})
 			} else {
 				err = fmt.Errorf("what Telegram gave me for your photo is %s, not an image I can show a model; send it again as a photo", kind)

@@ -29,6 +29,7 @@ const (
 	outSettle   = "settle"   // edit every message of a settled request in a chat to say its outcome
 	outUnbutton = "unbutton" // take the buttons off one message
 	outCommands = "commands" // register the owner's commands
+	outUnstatus = "unstatus" // delete a turn's status message (status.go)
 )
 
 // outItem is the body of an outbox item; which fields count depends on
@@ -67,8 +68,9 @@ const undeliveredFmt = "I could not deliver %d message(s) to you: Telegram would
 // waits for another: a chat's replies and files are one lane, so they
 // arrive in order and a chat Telegram keeps failing holds up no other
 // chat; the edits of a chat's messages are another, so that settling a
-// request neither waits for a reply nor holds one up; the command menu is
-// a third, as it is optional. (A typing hint is never queued: one lost is
+// request or taking a status message away neither waits for a reply nor
+// holds one up; the command menu is a third, as it is optional. (A typing
+// hint, a reaction and a status line are never queued: one lost is
 // harmless, and a late one is wrong.)
 const laneCommands = "commands"
 
@@ -81,7 +83,7 @@ func laneOf(kind string, item outItem) string {
 	switch kind {
 	case outCommands:
 		return laneCommands
-	case outSettle, outUnbutton:
+	case outSettle, outUnbutton, outUnstatus:
 		return editLane(item.Chat)
 	}
 	return chatLane(item.Chat)
@@ -437,6 +439,8 @@ func (t *Transport) deliver(ctx context.Context, kind string, item outItem) erro
 			return err
 		case outSettle:
 			return t.settleMessages(ctx, item)
+		case outUnstatus:
+			return t.unstatus(ctx, item)
 		case outUnbutton:
 			_, err := t.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: item.Chat, MessageID: item.MessageID})
 			if notModified(err) {

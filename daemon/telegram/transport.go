@@ -89,6 +89,9 @@ type Config struct {
 	// and photos taken; zero means the defaults (2 MiB, 1 MiB, 1280 px).
 	VoiceMaxBytes, PhotoMaxBytes int64
 	PhotoMaxSide                 int
+	// React sets 👀 on each of the owner's messages once core has kept
+	// it (telegram.react).
+	React bool
 }
 
 // GiveUp bounds how long an item of the outbox is tried: past either
@@ -137,6 +140,10 @@ type Transport struct {
 	coreBack chan struct{} // the bus connection to core is up again
 	passed   passed        // messages core has not yet confirmed kept
 	typing   typing
+	// status shows what a turn is doing; reactions tells the owner that
+	// their message is safe.
+	status    *statusBoard
+	reactions *reactions
 }
 
 // New checks cfg and returns a transport; it touches no network.
@@ -209,6 +216,8 @@ func New(cfg Config) (*Transport, error) {
 		},
 	}
 	t.typing = typing{send: t.sendTyping, clock: t.clock, running: map[int64]*context.CancelFunc{}}
+	t.status = &statusBoard{t: t, chats: map[int64]*status{}}
+	t.reactions = newReactions(cfg.React, t.setSeen, t.log.Info)
 	return t, nil
 }
 
@@ -238,11 +247,17 @@ func (t *Transport) Run(ctx context.Context) error {
 		t.log.Info("telegram: forgot old settled requests", "count", n)
 	}
 
+	t.status.tidy(ctx)
+
+	// The status messages' senders end with ctx; the bus, which starts
+	// them, has ended before.
+	defer t.status.wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer t.typing.stopAll()
+	wg.Go(func() { t.reactions.run(ctx) })
 	busDone := make(chan error, 1)
 	wg.Go(func() {
 		busDone <- t.client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) { t.fromCore(ctx, env) })
@@ -370,6 +385,15 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		var tr contracts.Transcript
 		if err := env.Decode(&tr); err != nil || !t.transcripts.deliver(tr) {
 			t.log.Warn("telegram: a transcript nobody waits for", "id", tr.ID, "err", err)
+		}
+	case contracts.KindProgress:
+		var p contracts.Progress
+		if err := env.Decode(&p); err != nil || p.Turn == "" {
+			t.log.Warn("telegram: bad progress from core", "err", err)
+			return
+		}
+		for _, chat := range t.chats(p.Chat) {
+			t.status.show(ctx, chat, p)
 		}
 	case contracts.KindActivity:
 		var a contracts.Activity

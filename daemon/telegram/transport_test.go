@@ -53,6 +53,8 @@ type rig struct {
 	// media, when set, changes the transport's Config: its providers'
 	// abilities and its bounds on voice notes and photos.
 	media func(*Config)
+	// react turns telegram.react on.
+	react bool
 
 	// cancel ends the running transport at once; stop ends it and waits.
 	cancel context.CancelFunc
@@ -96,7 +98,7 @@ func (r *rig) start(t *testing.T) {
 	cfg := Config{
 		Token: token, APIURL: r.api.URL(), AllowedIDs: r.allowed, Socket: r.socket, MaxFrame: 4 << 20,
 		Store: r.store, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
-		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log,
+		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log, React: r.react,
 	}
 	if r.media != nil {
 		r.media(&cfg)

@@ -102,11 +102,13 @@ func (readFile) Definition() contracts.ToolDefinition {
 		contracts.TierFree, readPathParam)
 }
 
-func (t readFile) Check(args string) (Checked, error) { return t.env.checkPath(args, readPathParam) }
+func (t readFile) Check(args string) (Checked, error) {
+	return t.env.checkPath(args, readPathParam, "reading")
+}
 
 // checkPath checks the arguments of a FREE tool that takes one path in
-// the workspace.
-func (e Env) checkPath(args string, path param) (Checked, error) {
+// the workspace, which it is doing verb to.
+func (e Env) checkPath(args string, path param, verb string) (Checked, error) {
 	values, err := parseArgs(args, path)
 	if err != nil {
 		return Checked{}, err
@@ -114,7 +116,7 @@ func (e Env) checkPath(args string, path param) (Checked, error) {
 	if _, err := e.jailed(values[path.name]); err != nil {
 		return Checked{}, err
 	}
-	return free, nil
+	return free(verb + " " + values[path.name]), nil
 }
 
 func (t readFile) Run(_ context.Context, args string) (_ string, err error) {
@@ -179,7 +181,9 @@ func (listDir) Definition() contracts.ToolDefinition {
 		contracts.TierFree, listPathParam)
 }
 
-func (t listDir) Check(args string) (Checked, error) { return t.env.checkPath(args, listPathParam) }
+func (t listDir) Check(args string) (Checked, error) {
+	return t.env.checkPath(args, listPathParam, "listing")
+}
 
 func (t listDir) Run(_ context.Context, args string) (string, error) {
 	values, err := parseArgs(args, listPathParam)
@@ -261,7 +265,8 @@ func (t writeFile) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("write_file %q: %w", path, err)
 	}
 	note := fmt.Sprintf("writes %d bytes to %s (%s)", len(values["content"]), path, effect)
-	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"], Resolved: t.env.relative(resolved)}, nil
+	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"], Resolved: t.env.relative(resolved),
+		Doing: "writing " + path}, nil
 }
 
 var (
@@ -298,5 +303,6 @@ func (t editFile) Check(args string) (Checked, error) {
 	if !info.Mode().IsRegular() {
 		return Checked{}, fmt.Errorf("edit_file %q: not a regular file", path)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "replaces one piece of " + path, Path: path, Old: values["old"], New: values["new"]}, nil
+	return Checked{Tier: contracts.TierRisky, Note: "replaces one piece of " + path, Path: path, Old: values["old"], New: values["new"],
+		Doing: "editing " + path}, nil
 }

@@ -52,5 +52,5 @@ func (t selfCoded) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
 	}
 	return Checked{Tier: contracts.TierFree, Sandboxed: true, SelfCoded: true,
-		Argv: []string{"python3", "-c", runnerScript, t.def.Name, args}}, nil
+		Argv: []string{"python3", "-c", runnerScript, t.def.Name, args}, Doing: "running my tool " + t.def.Name}, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"time"
 
 	"shelldon/contracts"
@@ -23,7 +24,7 @@ func (getTime) Check(args string) (Checked, error) {
 	if _, err := parseArgs(args); err != nil {
 		return Checked{}, err
 	}
-	return free, nil
+	return free("checking the time"), nil
 }
 
 func (t getTime) Run(_ context.Context, args string) (string, error) {
@@ -51,11 +52,12 @@ func (t runShell) Check(args string) (Checked, error) {
 		return Checked{}, err
 	}
 	verdict := policy.Classify(values["command"], t.env.Workspace)
+	doing := "running `" + values["command"] + "`"
 	if verdict.Safe {
-		return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"/bin/sh", "-c", values["command"]}}, nil
+		return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"/bin/sh", "-c", values["command"]}, Doing: doing}, nil
 	}
 	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
-		Argv: []string{"/bin/sh", "-c", values["command"]}}, nil
+		Argv: []string{"/bin/sh", "-c", values["command"]}, Doing: doing}, nil
 }
 
 var urlParam = param{name: "url", description: "An absolute http:// or https:// URL, without user name or password.", required: true, maxBytes: 4 << 10}
@@ -77,7 +79,7 @@ func (httpGet) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, &FetchRefusal{URL: redacted(values["url"]), Err: err}
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String()}, nil
+	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String(), Doing: "fetching " + u.String()}, nil
 }
 
 // FetchRefusal is an http_get the address rules refused. Its message
@@ -130,5 +132,5 @@ func (gitTool) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("git %q: %w", values["args"], err)
 	}
 	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
-		Argv: argv}, nil
+		Argv: argv, Doing: "running `" + strings.Join(argv, " ") + "`"}, nil
 }

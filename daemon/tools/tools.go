@@ -74,6 +74,11 @@ type Checked struct {
 	// SelfCoded marks a call of a self-coded tool: core binds the tool's
 	// verified module at SelfCodedMount for the run.
 	SelfCoded bool
+	// Doing is what the call does, in a few words taken from its parsed
+	// arguments ("reading notes.md", "running `pytest -q`"), for the
+	// owner's progress line while it runs. It is raw: whoever shows it
+	// makes it visible and bounds it.
+	Doing string
 }
 
 // Local is a FREE tool that runs inside the worker.
@@ -245,8 +250,8 @@ func definition(name, description string, tier contracts.Tier, params ...param) 
 	return contracts.ToolDefinition{Name: name, Description: description, ParamsSchema: schema(params...), Tier: tier}
 }
 
-// free is the verdict of a FREE call run in the worker.
-var free = Checked{Tier: contracts.TierFree}
+// free is the verdict of a FREE call run in the worker, doing what doing says.
+func free(doing string) Checked { return Checked{Tier: contracts.TierFree, Doing: doing} }
 
 // RuleCall is a checked call of tool as the owner's rules judge it
 // ([policy.RuleFor]).

@@ -244,3 +244,27 @@ func TestDefinitions(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSaysWhatTheCallDoes(t *testing.T) {
+	registry := Builtins(testEnv(t)).WithSelfCoded([]contracts.ToolDefinition{{Name: "reverse", Tier: contracts.TierFree}})
+	tests := []struct{ tool, args, want string }{
+		{"read_file", `{"path":"notes.txt"}`, "reading notes.txt"},
+		{"list_dir", `{"path":"."}`, "listing ."},
+		{"get_time", `{}`, "checking the time"},
+		{"python_eval", `{"expression":"1+1"}`, "working something out in Python"},
+		{"run_shell", `{"command":"pytest -q"}`, "running `pytest -q`"},
+		{"run_shell", `{"command":"rm notes.txt"}`, "running `rm notes.txt`"},
+		{"write_file", `{"path":"poem.txt","content":"moon"}`, "writing poem.txt"},
+		{"edit_file", `{"path":"notes.txt","old":"hello","new":"bye"}`, "editing notes.txt"},
+		{"http_get", `{"url":"https://example.com/a"}`, "fetching https://example.com/a"},
+		{"git", `{"args":"git status --short"}`, "running `git status --short`"},
+		{"reverse", `{"text":"abc"}`, "running my tool reverse"},
+	}
+	for _, tt := range tests {
+		tool, _ := registry.Lookup(tt.tool)
+		got, err := tool.Check(tt.args)
+		if err != nil || got.Doing != tt.want {
+			t.Errorf("%s.Check(%s).Doing = %q (err %v), want %q", tt.tool, tt.args, got.Doing, err, tt.want)
+		}
+	}
+}

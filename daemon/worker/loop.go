@@ -39,7 +39,11 @@ type agentLoop struct {
 	held     []contracts.ToolDefinition
 	complete func(contracts.Job) (contracts.Completion, error)
 	// exec asks core to run a sandboxed call; nil refuses such calls.
-	exec     func(contracts.ToolCall) (string, error)
+	exec func(contracts.ToolCall) (string, error)
+	// step tells core that a call is about to run here, in the worker, so
+	// the owner sees what the turn is doing; nil tells nobody. A call exec
+	// sends needs none: core runs it, and sees it.
+	step     func(contracts.ToolCall)
 	now      func() time.Time
 	deadline time.Time
 	// canPark lets a RISKY call park the turn for the owner; without it
@@ -225,7 +229,12 @@ func (l *agentLoop) try(ctx context.Context, call contracts.ToolCall, end *loopE
 	}
 	var run func() (string, error)
 	if local, ok := tool.(tools.Local); ok && !checked.Sandboxed {
-		run = func() (string, error) { return local.Run(ctx, call.Args) }
+		run = func() (string, error) {
+			if l.step != nil {
+				l.step(call)
+			}
+			return local.Run(ctx, call.Args)
+		}
 	} else if checked.Sandboxed && l.exec != nil {
 		run = func() (string, error) { return l.exec(call) }
 	} else {

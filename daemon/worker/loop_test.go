@@ -374,6 +374,31 @@ func TestLoopSendsSandboxedCallsToCore(t *testing.T) {
 	}
 }
 
+// TestLoopTellsCoreOfTheStepsItRuns: a call the worker runs itself is
+// announced to core before it runs, for the owner's progress line; one
+// core runs (exec), one refused and one parked are not, since core sees
+// the first and nothing runs of the others.
+func TestLoopTellsCoreOfTheStepsItRuns(t *testing.T) {
+	s := &scripted{answers: []contracts.Completion{
+		calls(call("1", "read_file", `{"path":"notes.txt"}`), call("2", "run_shell", `{"command":"ls"}`), call("3", "read_file", `{"path":"../x"}`)),
+		calls(call("4", "write_file", `{"path":"a.txt","content":"x"}`)),
+	}}
+	l := newLoop(t, s)
+	var steps, order []string
+	l.step = func(c contracts.ToolCall) { steps = append(steps, c.ID); order = append(order, "step "+c.ID) }
+	l.exec = func(c contracts.ToolCall) (string, error) { order = append(order, "exec "+c.ID); return "exit 0", nil }
+	end := l.run(context.Background(), start())
+	if end.Park == nil {
+		t.Fatalf("run = %+v, want it parked on write_file", end)
+	}
+	if got := strings.Join(steps, ","); got != "1" {
+		t.Errorf("steps told = %q, want %q (only the call run in the worker)", got, "1")
+	}
+	if got := strings.Join(order, ", "); got != "step 1, exec 2" {
+		t.Errorf("order = %q, want the step told before the next call", got)
+	}
+}
+
 // TestLoopCountsTokensPerProvider: a turn whose calls the fallback chain
 // answered from two providers keeps each provider's tokens apart, in the
 // order they first answered, and a provider that did not say what an

@@ -85,6 +85,17 @@ func Run(ctx context.Context, opts Options) error {
 			}
 			return r.Content, err
 		},
+		step: func(call contracts.ToolCall) {
+			// Progress is a courtesy to the owner: a step core did not
+			// hear of changes nothing of the turn.
+			env, err := contracts.NewEnvelope(contracts.KindStep, opts.Turn, contracts.Step{Call: call})
+			if err == nil {
+				err = conn.Send(env)
+			}
+			if err != nil {
+				log.Info("telling core of a step failed", "turn", opts.Turn, "tool", call.Name, "err", err)
+			}
+		},
 		runTests: func() (bool, string, error) {
 			r, err := exchange(ctx, conn, frames, opts.Turn, contracts.ExecRequest{Tests: true}, "", in.Deadline)
 			return r.OK, r.Content, err
@@ -219,6 +230,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		held:     held,
 		complete: b.complete,
 		exec:     b.exec,
+		step:     b.step,
 		canPark:  in.Approvals,
 		changed:  changedWorkspace(in.Resume),
 		runTests: b.runTests,
@@ -259,6 +271,7 @@ func changedWorkspace(r *contracts.Resume) bool {
 type bridge struct {
 	complete  func(contracts.Job) (contracts.Completion, error)
 	exec      func(contracts.ToolCall) (string, error)
+	step      func(contracts.ToolCall)
 	runTests  func() (passed bool, report string, err error)
 	evaluator []string
 }

@@ -14,6 +14,7 @@ type chat struct {
 	owner    user
 	lastID   int64
 	messages []*message
+	deleted  []int64 // the ids of the messages deleted, in order
 }
 
 // message is one message in a chat, in its current state.
@@ -38,6 +39,8 @@ type message struct {
 	voice *wireVoice
 	audio *wireAudio
 	photo []wirePhotoSize
+	// reactions are the bot's on the message.
+	reactions []string
 }
 
 // Message is one of the bot's messages, in its current state.

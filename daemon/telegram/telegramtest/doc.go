@@ -2,9 +2,10 @@
 // real go-telegram/bot client talks to it over loopback HTTP, and a test
 // plays the owner's side (SendText, SendSticker, SendVoice, SendAudio,
 // SendPhoto, Tap), inspects what the
-// bot did (Calls, Messages, Commands, Delivered, Confirmed) and injects
-// faults (RateLimit, SetDown, Fail, FailDownloads, a Voice's or Photo's
-// ClaimedSize that lies about the file's size).
+// bot did (Calls, Messages, Commands, Delivered, Confirmed, Reactions,
+// Deleted) and injects faults (RateLimit, SetDown, Fail, FailDownloads,
+// SetReactionsAllowed, a Voice's or Photo's ClaimedSize that lies about
+// the file's size).
 //
 // It is strict on purpose, so that a wrong call by the code under test
 // fails as it would against Telegram: answers have the Bot API's JSON
@@ -16,8 +17,10 @@
 // multipart (as go-telegram/bot sends them), JSON or url-encoded.
 //
 // It implements getMe, getUpdates, deleteWebhook, sendMessage,
-// editMessageText, editMessageReplyMarkup, answerCallbackQuery,
-// sendChatAction, sendDocument, setMyCommands and getFile, and serves the
+// editMessageText, editMessageReplyMarkup, deleteMessage,
+// setMessageReaction (one ReactionTypeEmoji of Telegram's list, else
+// "REACTION_INVALID"), answerCallbackQuery, sendChatAction, sendDocument,
+// setMyCommands and getFile, and serves the
 // files the owner sent at /file/bot<token>/<file_path>; any other method answers
 // 404 Not Found. A second getUpdates ends one still waiting with 409
 // Conflict, and a negative offset keeps only the last -offset updates, both

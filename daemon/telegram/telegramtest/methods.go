@@ -33,6 +33,20 @@ func (s *Server) targetChat(req request) (*chat, error) {
 	return c, nil
 }
 
+// targetMessage is the chat named by chat_id and the message id named by
+// message_id, which may name no message. Callers hold s.mu.
+func (s *Server) targetMessage(req request) (*chat, int64, error) {
+	c, err := s.targetChat(req)
+	if err != nil {
+		return nil, 0, err
+	}
+	id, err := req.int("message_id", 0)
+	if err != nil || id == 0 {
+		return nil, 0, badRequest("message identifier is not specified")
+	}
+	return c, id, nil
+}
+
 func (s *Server) sendMessage(_ context.Context, req request) (any, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -61,13 +75,9 @@ func (s *Server) editTarget(req request) (*chat, *message, error) {
 	if req.params["inline_message_id"] != "" {
 		return nil, nil, badRequest("MESSAGE_ID_INVALID") // the fake sends no inline messages
 	}
-	c, err := s.targetChat(req)
+	c, id, err := s.targetMessage(req)
 	if err != nil {
 		return nil, nil, err
-	}
-	id, err := req.int("message_id", 0)
-	if err != nil || id == 0 {
-		return nil, nil, badRequest("message identifier is not specified")
 	}
 	m := c.find(id)
 	switch {

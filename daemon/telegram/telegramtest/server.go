@@ -46,7 +46,9 @@ type Server struct {
 	limited    int
 	retryAfter int
 	faults     map[faultKey]Fault
-	calls      []*Call
+	// noReactions makes setMessageReaction refuse every reaction.
+	noReactions bool
+	calls       []*Call
 
 	nextUpdate int64
 	pending    []queuedUpdate
@@ -182,6 +184,8 @@ func init() {
 		{"sendDocument", (*Server).sendDocument},
 		{"setMyCommands", (*Server).setMyCommands},
 		{"getFile", (*Server).getFile},
+		{"deleteMessage", (*Server).deleteMessage},
+		{"setMessageReaction", (*Server).setMessageReaction},
 	} {
 		methods[strings.ToLower(m.name)] = m
 	}

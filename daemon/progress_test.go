@@ -1,0 +1,137 @@
+package daemon
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"shelldon/contracts"
+	"shelldon/daemon/launch"
+)
+
+// TestCoreShowsTheStepsOfATurn: a worker's steps reach the transport the
+// turn came from as progress lines in core's words, from core's own check
+// of the call; steps core will not word (an unknown tool, a call that
+// needs the sandbox, which core sees through EXEC) are dropped; the line
+// settles after the reply; and a turn without steps shows no progress.
+func TestCoreShowsTheStepsOfATurn(t *testing.T) {
+	var socket string
+	h := startCore(t, inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, in, err := joinAsWorker(ctx, socket, turnOf(spec))
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		if in.Text == "read my notes" {
+			for _, call := range []contracts.ToolCall{
+				{ID: "1", Name: "format_disk", Args: `{}`},
+				{ID: "2", Name: "run_shell", Args: `{"command":"ls"}`},
+				{ID: "3", Name: "read_file", Args: `{"path":"notes.md"}`},
+			} {
+				env, _ := contracts.NewEnvelope(contracts.KindStep, turnOf(spec), contracts.Step{Call: call})
+				conn.Send(env)
+			}
+		}
+		sendResult(conn, turnOf(spec), "answer to "+in.Text)
+	}}, 5*time.Second)
+	socket = h.cfg.Socket
+	seen := make(chan contracts.Envelope, 64)
+	conn := listen(t, h.cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) {
+		switch env.Kind {
+		case contracts.KindProgress, contracts.KindOutbound, contracts.KindActivity:
+			seen <- env
+		}
+	})
+	say := func(text string) {
+		env, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "42", Text: text})
+		if err := conn.Send(env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// what collects a turn's envelopes, as "kind line", until it is over.
+	what := func() []string {
+		var got []string
+		for {
+			env := within(t, seen, "the turn's envelopes")
+			switch env.Kind {
+			case contracts.KindActivity:
+				var a contracts.Activity
+				env.Decode(&a)
+				if !a.Busy {
+					return got
+				}
+			case contracts.KindOutbound:
+				var out contracts.Outbound
+				env.Decode(&out)
+				got = append(got, "reply "+out.Text)
+			case contracts.KindProgress:
+				var p contracts.Progress
+				env.Decode(&p)
+				if p.Chat != "42" || p.Turn != env.Turn || p.Turn == "" {
+					t.Errorf("progress %+v of envelope turn %q, want chat 42 and the turn's id", p, env.Turn)
+				}
+				line := "progress " + p.Line
+				if p.Settled {
+					line = "settled " + p.Line
+				}
+				got = append(got, line)
+			}
+		}
+	}
+	say("read my notes")
+	want := []string{"progress reading notes.md…", "reply answer to read my notes", "settled done (1 step)"}
+	if got := what(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("a turn with a step showed\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	say("hello")
+	if got := what(); strings.Join(got, "\n") != "reply answer to hello" {
+		t.Errorf("a turn without steps showed\n%s\nwant only its reply", strings.Join(got, "\n"))
+	}
+}
+
+func TestProgressLine(t *testing.T) {
+	long := strings.Repeat("a", 10000)
+	tests := []struct{ doing, outcome, want string }{
+		{"reading notes.md", "", "reading notes.md…"},
+		{"running `pytest -q`", "12 passed", "running `pytest -q`… 12 passed"},
+		{"running `ls\x1b[2J`", "", "running `ls\\x1b[2J`…"},
+		{"running `a\nb`", "exit 1", "running `a\\nb`… exit 1"},
+		{"", "", "working…"},
+	}
+	for _, tt := range tests {
+		if got := progressLine(tt.doing, tt.outcome); got != tt.want {
+			t.Errorf("progressLine(%q, %q) = %q, want %q", tt.doing, tt.outcome, got, tt.want)
+		}
+	}
+	for _, outcome := range []string{"", "exit 1", long} {
+		got := progressLine("fetching https://example.com/"+long, outcome)
+		if n := utf8.RuneCountInString(got); n > contracts.MaxProgressLine {
+			t.Errorf("progressLine(long, %.10q) has %d characters, want at most %d", outcome, n, contracts.MaxProgressLine)
+		}
+		if outcome == "exit 1" && !strings.HasSuffix(got, "… exit 1") {
+			t.Errorf("progressLine(long, %q) = %q, want the outcome kept", outcome, got)
+		}
+	}
+}
+
+func TestRunOutcome(t *testing.T) {
+	tests := []struct{ described, want string }{
+		{"exit 0\n....\n12 passed in 0.03s", "12 passed"},
+		{"exit 1\n..F.\nFAILED test_a.py::test_x\n1 failed, 3 passed in 0.05s", "1 failed, 3 passed"},
+		{"exit 1\n========== 1 failed, 2 passed, 1 warning in 1.20s ==========", "1 failed, 2 passed, 1 warning"},
+		{"exit 5\n\nno tests ran in 0.01s", "no tests ran"},
+		{"exit 0\nnotes.md\n", "done"},
+		{"exit 2\nls: cannot access 'x'", "exit 2"},
+		{"exit 1, its disk full\n(no output)", "exit 1"},
+		{"killed: it ran past 30s\n(no output)", "killed: it ran past 30s"},
+		{"error: the sandbox is missing", "failed"},
+		{"exit 0\nsaid 12 passed in 3s today", "done"},
+	}
+	for _, tt := range tests {
+		if got := runOutcome(tt.described); got != tt.want {
+			t.Errorf("runOutcome(%q) = %q, want %q", tt.described, got, tt.want)
+		}
+	}
+}
