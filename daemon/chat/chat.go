@@ -117,6 +117,8 @@ type chat struct {
 	held      *contracts.Snapshot
 	lastFace  string
 	holdUntil time.Time
+	// lastProgress is the step of the running turn shown last.
+	lastProgress string
 
 	clock clock.Clock
 	// wake has the loop look at the time again (a request's expiry, the
@@ -406,6 +408,11 @@ func (c *chat) receive(env contracts.Envelope) {
 				c.showHeld()
 			}
 		}
+	case contracts.KindProgress:
+		var p contracts.Progress
+		if env.Decode(&p) == nil && p.Chat == TransportName {
+			c.showProgress(p)
+		}
 	case contracts.KindSnapshot:
 		var s contracts.Snapshot
 		if env.Decode(&s) != nil || s.Face == faces.Thinking {
@@ -452,6 +459,22 @@ func (c *chat) ask(req contracts.ApprovalRequest) {
 	}
 	c.term.say(fmt.Sprintf("── shelldon asks to use %s: %s\n%s\n   %s; anything else you type is a message, as ever.",
 		r.what(), visible.Line(req.Note), r.page(), how))
+}
+
+// showProgress prints what a turn of this terminal is doing, a status
+// line for each new step; the settled word that follows the reply needs
+// no line of its own.
+func (c *chat) showProgress(p contracts.Progress) {
+	if p.Settled {
+		c.lastProgress = ""
+		return
+	}
+	line := visible.Line(p.Line)
+	if line == "" || line == c.lastProgress {
+		return
+	}
+	c.lastProgress = line
+	c.term.say("          ⏳ " + line)
 }
 
 // showFace prints the pet's face, once: a face shown again (with a new

@@ -761,3 +761,28 @@ func TestAlwaysGrantsTheRuleARequestOffers(t *testing.T) {
 	s.term.WaitFor(t, "No rule can be granted for write_file [4444dd]")
 	core.nothing(t, "/always on a request without a rule")
 }
+
+// TestTheTerminalShowsWhatATurnIsDoing: core's progress of a turn of this
+// terminal shows as a status line per step, escaped; a step told again,
+// the settled word after the reply and another chat's progress show
+// nothing.
+func TestTheTerminalShowsWhatATurnIsDoing(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	core.route(t, contracts.KindProgress, contracts.Progress{Chat: "telegram-1", Turn: "t0", Line: "someone else's step", Steps: 1})
+	core.route(t, contracts.KindProgress, contracts.Progress{Chat: TransportName, Turn: "t1", Line: "reading notes.md\x1b[2J…", Steps: 1})
+	s.term.WaitFor(t, `⏳ reading notes.md\x1b[2J…`)
+	core.route(t, contracts.KindProgress, contracts.Progress{Chat: TransportName, Turn: "t1", Line: "reading notes.md\x1b[2J…", Steps: 1})
+	core.route(t, contracts.KindProgress, contracts.Progress{Chat: TransportName, Turn: "t1", Line: "running `pytest -q`… 12 passed", Steps: 2})
+	s.term.WaitFor(t, "⏳ running `pytest -q`… 12 passed")
+	core.route(t, contracts.KindProgress, contracts.Progress{Chat: TransportName, Turn: "t1", Line: "running `pytest -q`… 12 passed", Steps: 2, Settled: true})
+	core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: TransportName, Text: "done", Turn: "t1"})
+	s.term.WaitFor(t, "shelldon: done")
+	screen := s.term.Screen()
+	if n := strings.Count(screen, "⏳ reading notes.md"); n != 1 {
+		t.Errorf("the first step shows %d times, want once:\n%s", n, screen)
+	}
+	if strings.Contains(screen, "someone else's step") {
+		t.Errorf("another chat's progress shows here:\n%s", screen)
+	}
+}
