@@ -357,7 +357,14 @@ func TestTheBudgetStopsTheFourthSelfDrivenTurnAndResetsAtMidnight(t *testing.T) 
 }
 
 func TestADueTurnDuringABusyTurnCoalesces(t *testing.T) {
-	b := newBrain(t, nil, func(s *state.Store) {
+	// The owner's turn outlasts the eleven minutes the clock moves: with
+	// the usual 30 s it timed out on the way whenever the loop came round
+	// between two moves, and the first due text became a turn of its own.
+	longTurn := func(c *config.Config) {
+		c.Timeouts.Worker.Duration, c.Timeouts.Reap.Duration, c.Timeouts.Turn.Duration = 15*time.Minute, 16*time.Minute, 17*time.Minute
+		c.Worker.CPUSeconds = 16 * 60
+	}
+	b := newBrain(t, longTurn, func(s *state.Store) {
 		for i, text := range []string{"water the plants", "feed the cat"} {
 			if _, err := s.AddSchedule(context.Background(), state.Scheduled{Text: text, Next: brainStart.Add(10*time.Minute + time.Duration(i)*time.Second),
 				Transport: "test", Chat: "owner", Created: brainStart}); err != nil {
