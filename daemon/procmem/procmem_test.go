@@ -3,6 +3,7 @@ package procmem
 import (
 	"os"
 	"path/filepath"
+	"shelldon/testhost"
 	"testing"
 )
 
@@ -48,7 +49,7 @@ func TestSelf(t *testing.T) {
 
 func TestSelfReadsTheRealKernel(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
-		t.Skip("needs /proc: ", err)
+		testhost.Missing(t, "/proc ("+err.Error()+")", "mount procfs at /proc")
 	}
 	if rss, ok := Self("VmRSS"); !ok || rss <= 0 {
 		t.Errorf("Self(VmRSS) = %d, %v on this machine; want a positive size", rss, ok)

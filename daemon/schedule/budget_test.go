@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"fmt"
+	"shelldon/testhost"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +69,7 @@ func TestMidnight(t *testing.T) {
 	loc := berlin(t)
 	saoPaulo, err := time.LoadLocation("America/Sao_Paulo")
 	if err != nil {
-		t.Skipf("no tz database for America/Sao_Paulo, even embedded: %v", err)
+		testhost.Missing(t, fmt.Sprintf("the time zone America/Sao_Paulo (%v)", err), "apt-get install tzdata")
 	}
 	tests := []struct {
 		name        string
