@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"errors"
+	"fmt"
+	"shelldon/testhost"
 	"strings"
 	"testing"
 	"time"
@@ -14,7 +16,7 @@ func berlin(t *testing.T) *time.Location {
 	t.Helper()
 	loc, err := time.LoadLocation("Europe/Berlin")
 	if err != nil {
-		t.Skipf("no tz database for Europe/Berlin, even embedded: %v", err)
+		testhost.Missing(t, fmt.Sprintf("the time zone Europe/Berlin (%v)", err), "apt-get install tzdata")
 	}
 	return loc
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"shelldon/testhost"
 	"slices"
 	"strings"
 	"testing"
@@ -112,10 +113,7 @@ func TestArgvParsesBack(t *testing.T) {
 // TestArgvBash checks the same with bash itself, where it is installed:
 // bash prints each word it reads from Argv's line, ended by a NUL.
 func TestArgvBash(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
+	bash := testhost.Tool(t, "bash", "bash")
 	// A word left open to globbing would match the file in dir.
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "x"), nil, 0o600); err != nil {
