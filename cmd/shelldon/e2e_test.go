@@ -100,8 +100,19 @@ func TestWholePetInAVM(t *testing.T) {
 		// today's per provider, with the estimate at the configured price.
 		used := demoTokens(model.Requests()[0], len("Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited"))
 		cost := owner.Cost((float64(used.PromptTokens)*2+float64(used.CompletionTokens)*10)/1e6, "USD")
-		api.SendText(ownerID, "/status")
-		api.WaitMessage(t, ownerID, textHas(fmt.Sprintf("Today: %[1]d+%[2]d — demo %[1]d+%[2]d ≈ %[3]s.", used.PromptTokens, used.CompletionTokens, cost)))
+		// The reply goes out before the turn has ended and its tokens are
+		// counted, so /status is asked again until the turn is in it.
+		today := textHas(fmt.Sprintf("Today: %[1]d+%[2]d — demo %[1]d+%[2]d ≈ %[3]s.", used.PromptTokens, used.CompletionTokens, cost))
+		waitFor(t, "/status to count the first turn's tokens", func() bool {
+			for _, m := range api.Messages(ownerID) {
+				if today(m) {
+					return true
+				}
+			}
+			api.SendText(ownerID, "/status")
+			time.Sleep(2 * time.Second)
+			return false
+		})
 		api.SendText(ownerID, "what time is it?")
 		api.WaitMessage(t, ownerID, textHas("I looked at the clock."))
 
