@@ -7,12 +7,13 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"shelldon/testhost"
 	"slices"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"shelldon/testhost"
 )
 
 // ways are the two ways a path is resolved, with openat2 and walking it
@@ -26,7 +27,7 @@ var ways = []struct {
 func useWay(tb testing.TB, useWalk bool) {
 	saved := walk
 	if !useWalk && saved() {
-		tb.Skip("this kernel has no openat2, or a seccomp filter forbids it")
+		testhost.Missing(tb, "openat2 (this kernel lacks it, or a seccomp filter forbids it; the walk way runs either way)", "Linux 5.6 or later, without a filter on openat2")
 	}
 	walk = func() bool { return useWalk }
 	tb.Cleanup(func() { walk = saved })

@@ -10,6 +10,7 @@ import (
 
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
+	"shelldon/testhost"
 )
 
 // The sandbox's cost is the ratio of each Sandbox benchmark to its Host
@@ -39,10 +40,8 @@ func benchSandboxIn(b *testing.B, ws string, view sandbox.View, argv ...string) 
 	}
 }
 
-func benchHost(b *testing.B, argv ...string) {
-	if _, err := exec.LookPath(argv[0]); err != nil {
-		b.Skipf("host lacks %s", argv[0])
-	}
+func benchHost(b *testing.B, pkg string, argv ...string) {
+	testhost.Tool(b, argv[0], pkg)
 	ws := b.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "test_one.py"), []byte(oneTest), 0o644); err != nil {
 		b.Fatal(err)
@@ -58,7 +57,7 @@ func benchHost(b *testing.B, argv ...string) {
 }
 
 func BenchmarkSandboxTrue(b *testing.B) { benchSandbox(b, sandbox.ReadOnly, "true") }
-func BenchmarkHostTrue(b *testing.B)    { benchHost(b, "true") }
+func BenchmarkHostTrue(b *testing.B)    { benchHost(b, "coreutils", "true") }
 
 // BenchmarkSandboxTrue1000Files runs over a workspace of a project's
 // size: 1000 files in 50 directories, five of them named like
@@ -90,7 +89,7 @@ func BenchmarkHostPytest(b *testing.B) {
 	// Debian's own python3, the one the image has too, not whatever
 	// PATH finds first.
 	if exec.Command("/usr/bin/python3", "-c", "import pytest").Run() != nil {
-		b.Skip("host lacks pytest for /usr/bin/python3 (apt-get install python3-pytest)")
+		testhost.Missing(b, "pytest for /usr/bin/python3", "apt-get install python3-pytest, or run `make test` as root to install it")
 	}
-	benchHost(b, "/usr/bin/python3", "-m", "pytest", "-q")
+	benchHost(b, "python3-pytest", "/usr/bin/python3", "-m", "pytest", "-q")
 }

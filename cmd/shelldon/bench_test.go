@@ -18,6 +18,7 @@ import (
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
+	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
 )
 
@@ -183,7 +184,7 @@ func builtBinary(b testing.TB) string {
 		b.Fatal(err)
 	}
 	if _, err := os.Stat(bin); err != nil {
-		b.Skipf("needs bin/shelldon: run `make build` (make bench does): %v", err)
+		testhost.Missing(b, "bin/shelldon ("+err.Error()+")", "run `make build`; make bench does")
 	}
 	return bin
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"shelldon/testhost"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 	"mvdan.cc/sh/v3/syntax"
 
 	"shelldon/daemon/visible"
+	"shelldon/testhost"
 )
 
 // nastyArgvs are command lines whose words a naive join or quoting would
@@ -128,7 +128,7 @@ func TestArgvBash(t *testing.T) {
 		return cmd.Output()
 	}
 	if out, err := run(`printf %s $'\u00e9'`); err != nil || string(out) != "é" {
-		t.Skipf("bash does not read $'\\u00e9' as UTF-8 here: %q, %v", out, err)
+		testhost.Missing(t, fmt.Sprintf("bash reading $'\\u00e9' as UTF-8 under LC_ALL=C.UTF-8 (it printed %q, %v)", out, err), "the C.UTF-8 locale comes with Debian's libc-bin; a bash of 4.2 or later")
 	}
 	for _, argv := range nastyArgvs {
 		line := visible.Argv(argv)
