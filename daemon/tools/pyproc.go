@@ -59,9 +59,12 @@ const (
 	// maxStderrBytes is what the worker keeps of the evaluator's stderr:
 	// the Go runtime's fatal error comes first, its stacks after.
 	maxStderrBytes = 4 << 10
-	// evalWaitDelay bounds the wait for the evaluator's output once it
-	// is killed, should anything else hold its pipes.
-	evalWaitDelay = 100 * time.Millisecond
+	// evalWaitDelay is how long the evaluator's output is still read
+	// after it exits or is killed. Nothing else can hold its pipes (it
+	// starts no process), so in practice this is the time the goroutines
+	// copying its output get to run: 100 ms was too little under load
+	// (seen in CI: a finished answer lost as "WaitDelay expired").
+	evalWaitDelay = time.Second
 	// memoryPoll is how often watchMemory looks.
 	memoryPoll = 5 * time.Millisecond
 )
