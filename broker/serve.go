@@ -116,7 +116,7 @@ func withDeadline(ctx context.Context, deadline time.Time) (context.Context, con
 	if deadline.IsZero() {
 		return context.WithCancel(ctx)
 	}
-	return context.WithDeadline(ctx, deadline)
+	return context.WithDeadline(ctx, contracts.OnThisClock(deadline))
 }
 
 func completionEnvelope(turn string, c contracts.Completion) contracts.Envelope {

@@ -94,7 +94,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	selfCoded, byName := c.keeper.offer(ctx, adm.Text, approval.Audience(adm.Origin))
 	slot := c.slots.open(t.ID, contracts.TurnInput{
 		Turn: t.ID, Text: adm.Text, History: history, MaxModelCalls: c.cfg.Turn.MaxModelCalls,
-		Deadline:   t.Started.Add(c.cfg.Timeouts.Worker.Duration),
+		Deadline:   contracts.OnThisClock(t.Started.Add(c.cfg.Timeouts.Worker.Duration)),
 		Resume:     adm.Resume,
 		Approvals:  true,
 		Mood:       c.brain.mood.Mood,

@@ -119,7 +119,7 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 			return end.cut(contracts.StopDeadline, bestEffort(messages[own:]))
 		}
 		started := l.now()
-		c, err := l.complete(contracts.Job{Messages: messages, Tools: defs, Deadline: l.deadline})
+		c, err := l.complete(contracts.Job{Messages: messages, Tools: defs, Deadline: contracts.OnThisClock(l.deadline)})
 		end.ModelTime += l.now().Sub(started)
 		end.ModelCalls++
 		if c.Provider != "" || c.Usage != (contracts.Usage{}) {

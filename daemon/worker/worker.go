@@ -69,6 +69,7 @@ func Run(ctx context.Context, opts Options) error {
 		if err := env.Decode(&in); err != nil {
 			return fmt.Errorf("worker for turn %s: %w", opts.Turn, err)
 		}
+		in.Deadline = contracts.OnThisClock(in.Deadline)
 	case <-time.After(inputTimeout):
 		return fmt.Errorf("worker for turn %s: no turn input within %v", opts.Turn, inputTimeout)
 	}
