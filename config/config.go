@@ -67,8 +67,8 @@ type Turn struct {
 	// MaxModelCalls caps the model calls of one turn: a model that keeps
 	// calling tools is stopped there, and the owner told so.
 	MaxModelCalls int `toml:"max_model_calls"`
-	// WorkerCommand runs a worker; empty means this binary's own "worker"
-	// subcommand.
+	// WorkerCommand runs a worker; empty means shelldon-worker from the
+	// directory of the running shelldon binary.
 	WorkerCommand []string `toml:"worker_command"`
 }
 

@@ -155,7 +155,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "turn.max_model_calls", c.Turn.MaxModelCalls, 1, maxModelCalls, def.Turn.MaxModelCalls)
 	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
 		add("turn.worker_command", "its first element, the program, is empty",
-			"name the program to run, or leave worker_command empty to run this binary's own worker subcommand")
+			"name the program to run, or leave worker_command empty to run the shelldon-worker installed beside shelldon")
 	}
 
 	// 0 lifts the limit, for workers built with the race detector, which
