@@ -153,8 +153,10 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "worker-peak-rss-MB")
 
-	// The long-lived processes, as systemd would run them.
+	// The long-lived processes, as systemd would run them: the test's own
+	// core and broker make way (its broker would join the new core first).
 	p.stopCore()
+	p.stopBroker()
 	cfgPath := writeConfig(b, p)
 	daemon := startProcess(b, bin, "daemon", "--config", cfgPath)
 	time.Sleep(200 * time.Millisecond)
