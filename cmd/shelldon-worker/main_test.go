@@ -23,22 +23,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// runWorker runs this test binary as shelldon-worker with args and stdin.
+// runWorker runs this test binary as shelldon-worker with args and
+// stdin; stderr is kept only when it fails.
 func runWorker(t *testing.T, stdin []byte, args ...string) (stdout, stderr string, status int) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
-	err := cmd.Run()
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		status = ee.ExitCode()
-	case err != nil:
+	out, err := cmd.Output()
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
+		return string(out), string(ee.Stderr), ee.ExitCode()
+	}
+	if err != nil {
 		t.Fatalf("run shelldon-worker %q: %v", args, err)
 	}
-	return out.String(), errOut.String(), status
+	return string(out), "", 0
 }
 
 // TestEval runs `shelldon-worker eval` as a worker does for python_eval:

@@ -1,8 +1,6 @@
 package cgroup
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -145,51 +143,52 @@ func write(dir string, settings ...setting) error {
 	return nil
 }
 
+// readGroupFile reads one of a group's files; ok is false where the
+// kernel does not offer it here (no such controller, or no such group
+// directory in that hierarchy).
+func readGroupFile(dir, file string) (data []byte, ok bool, err error) {
+	if dir == "" {
+		return nil, false, nil
+	}
+	data, err = os.ReadFile(filepath.Join(dir, file))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
 // readCounter reads a file holding one number, such as pids.current; a
 // file the kernel does not offer here reads as 0.
 func readCounter(dir, file string) (uint64, error) {
-	if dir == "" {
-		return 0, nil
-	}
-	b, err := os.ReadFile(filepath.Join(dir, file))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	data, ok, err := readGroupFile(dir, file)
+	if !ok {
 		return 0, err
 	}
-	n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s/%s: %w", dir, file, err)
-	}
-	return n, nil
+	return parseCounter(string(data), dir, file)
 }
 
 // readKeyed reads the number after key in a file of "key value" lines,
 // such as cpu.stat; a missing file or key reads as 0.
 func readKeyed(dir, file, key string) (uint64, error) {
-	if dir == "" {
-		return 0, nil
-	}
-	f, err := os.Open(filepath.Join(dir, file))
-	if errors.Is(err, fs.ErrNotExist) {
-		return 0, nil
-	}
-	if err != nil {
+	data, ok, err := readGroupFile(dir, file)
+	if !ok {
 		return 0, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(sc.Text(), " "); ok && k == key {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("%s/%s: %s: %w", dir, file, key, err)
-			}
-			return n, nil
+	for line := range strings.Lines(string(data)) {
+		if k, v, found := strings.Cut(strings.TrimSpace(line), " "); found && k == key {
+			return parseCounter(v, dir, file+": "+key)
 		}
 	}
-	return 0, sc.Err()
+	return 0, nil
+}
+
+// parseCounter is the number in text, read from what in the group at dir.
+func parseCounter(text, dir, what string) (uint64, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(text), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s/%s: %w", dir, what, err)
+	}
+	return n, nil
 }
 
 // groupProcs lists the processes in the group at dir and in every group
