@@ -212,10 +212,24 @@ func workerBeside(self string) ([]string, error) {
 		err = fmt.Errorf("%s is not an executable file", program)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("no worker program: %w; it belongs beside %s (`make build` puts it in bin/, "+
-			"`make install` and the .deb in /usr/bin), or set turn.worker_command", err, self)
+		return nil, fmt.Errorf("no worker program: %w; it belongs beside %s (%s)", err, self, workerFix)
 	}
 	return []string{program}, nil
+}
+
+// workerFix says how to put the worker where core looks for it.
+const workerFix = "`make build` puts it in bin/, `make install` and the .deb in /usr/bin; or set turn.worker_command"
+
+// workerCheck is `shelldon doctor`'s line on the worker program: the
+// argv workerArgv gave core, or its error.
+func workerCheck(argv []string, err error) doctor.Check {
+	c := doctor.Check{Name: "worker program"}
+	if err != nil {
+		c.Status, c.Detail, c.Fix = doctor.Fail, err.Error(), workerFix
+		return c
+	}
+	c.Status, c.Detail = doctor.OK, strings.Join(argv, " ")
+	return c
 }
 
 // runCore runs core on store until ctx is done, starting workers with
@@ -567,7 +581,7 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 		}
 		return errQuiet
 	}
-	if !doctor.Write(env.stdout, doctor.System().Run(ctx, cfg)) {
+	if !doctor.Write(env.stdout, append(doctor.System().Run(ctx, cfg), workerCheck(workerArgv(cfg)))) {
 		return errQuiet
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"shelldon/daemon/doctor"
 	"shelldon/testhost"
 )
 
@@ -91,5 +92,22 @@ func TestCoreFindsTheWorkerBesideItself(t *testing.T) {
 	}
 	if _, err := workerBeside(self); err == nil || !strings.Contains(err.Error(), "is not an executable file") {
 		t.Errorf("workerBeside with a worker that is not executable = %v, want it refused", err)
+	}
+}
+
+// TestDoctorNamesTheWorkerProgram: `shelldon doctor` has a line on the
+// worker program, OK with its path, or FAIL saying how to install it.
+func TestDoctorNamesTheWorkerProgram(t *testing.T) {
+	worker := workerBinary(t)
+	if c := workerCheck(workerBeside(os.Args[0])); c.Status != doctor.OK || c.Detail != worker {
+		t.Errorf("workerCheck with the worker in place = %+v, want ok and %s", c, worker)
+	}
+	c := workerCheck(workerBeside(filepath.Join(t.TempDir(), "shelldon")))
+	if c.Status != doctor.Fail || !strings.Contains(c.Detail, "no worker program") || !strings.Contains(c.Fix, "make install") {
+		t.Errorf("workerCheck with no worker = %+v, want FAIL naming the file and the fix", c)
+	}
+	stdout, _, _ := runBinary(t, "doctor", "--state-dir", testhost.ShortDir(t))
+	if !strings.Contains(stdout, "worker program") || !strings.Contains(stdout, worker) {
+		t.Errorf("shelldon doctor printed no line on the worker program %s:\n%s", worker, stdout)
 	}
 }
