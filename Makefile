@@ -88,7 +88,9 @@ image: build
 # and with 100 self-coded tools kept (5 runs each), the
 # footprint of daemon and broker after 100 turns (3 runs), the installed
 # pet's footprint in a 512 MB VM after 100 turns (3 runs), every other
-# benchmark, the stripped linux/arm64 binary and the .deb sizes.
+# benchmark, the binaries' start to exit (5 runs), every binary's stripped
+# size on each platform with its arm64 build broken down by package, and
+# the .deb sizes.
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$|^BenchmarkTurnWith100Tools$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
