@@ -26,8 +26,13 @@ NFPM        := github.com/goreleaser/nfpm/v2/cmd/nfpm@v2.45.2
 
 all: build
 
+# The programs a pet is made of: shelldon (core, broker, panel and the
+# owner's commands) and shelldon-worker (one turn's worker), which core
+# runs from its own directory, so the two are always installed together.
+PROGRAMS := shelldon shelldon-worker
+
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/shelldon ./cmd/shelldon
+	$(foreach p,$(PROGRAMS),$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$(p) ./cmd/$(p) &&) true
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/shelldon-demo-model ./cmd/shelldon-demo-model
 
 # The pet in this terminal, state in ./var. With no provider configured it
@@ -83,22 +88,25 @@ image: build
 # and with 100 self-coded tools kept (5 runs each), the
 # footprint of daemon and broker after 100 turns (3 runs), the installed
 # pet's footprint in a 512 MB VM after 100 turns (3 runs), every other
-# benchmark, the stripped linux/arm64 binary and the .deb sizes.
+# benchmark, the binaries' start to exit (5 runs), every binary's stripped
+# size on each platform with its arm64 build broken down by package, and
+# the .deb sizes.
 bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$|^BenchmarkTurnWith100Tools$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkTurnInSystemdUnit$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprintInVM$$' -benchtime 1x -count 3 -timeout 60m ./cmd/shelldon
-	$(GO) test -run '^$$' -bench . -benchmem -count 5 -skip 'BenchmarkTurn|BenchmarkFootprint' -timeout 30m ./...
-	@GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/bench-shelldon-linux-arm64 ./cmd/shelldon
-	@echo "stripped linux/arm64 binary: $$(stat -c %s $(DIST)/bench-shelldon-linux-arm64) bytes"
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 -skip 'BenchmarkTurn|BenchmarkFootprint|BenchmarkStart|BenchmarkBinarySize' -timeout 30m ./...
+	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 200x -count 5 ./cmd/shelldon
+	$(GO) test -v -run '^$$' -bench '^BenchmarkBinarySize$$' -benchtime 1x .
 	@$(MAKE) --no-print-directory deb >/dev/null && stat -c '%n: %s bytes' $(DIST)/*.deb
 
 release:
 	@mkdir -p $(DIST)
-	GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/shelldon-linux-amd64 ./cmd/shelldon
-	GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/shelldon-linux-arm64 ./cmd/shelldon
-	GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/shelldon-linux-armv7 ./cmd/shelldon
+	$(foreach p,$(PROGRAMS),\
+		GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/$(p)-linux-amd64 ./cmd/$(p) && \
+		GOOS=linux GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/$(p)-linux-arm64 ./cmd/$(p) && \
+		GOOS=linux GOARCH=arm GOARM=7 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(DIST)/$(p)-linux-armv7 ./cmd/$(p) &&) true
 	@ls -l $(DIST)
 
 # .deb packages for the three targets, built with nfpm (images/shelldon.nfpm.yaml).
@@ -107,17 +115,18 @@ deb: deb-amd64 deb-arm64 deb-armhf
 deb-amd64: GOARCH_FLAGS := GOARCH=amd64
 deb-arm64: GOARCH_FLAGS := GOARCH=arm64
 deb-armhf: GOARCH_FLAGS := GOARCH=arm GOARM=7
-# nfpm takes the binary from one fixed path (dist/package/shelldon), so a
-# build holds dist/.deb.lock from compiling to packaging.
+# nfpm takes the binaries from fixed paths (dist/package/shelldon and
+# dist/package/shelldon-worker), so a build holds dist/.deb.lock from
+# compiling to packaging.
 deb-%:
 	GOBIN=$(abspath $(BIN)) $(GO) install $(NFPM)
 	@mkdir -p $(DIST) dist/package
-	flock dist/.deb.lock sh -c "GOOS=linux $(GOARCH_FLAGS) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/package/shelldon ./cmd/shelldon && \
+	flock dist/.deb.lock sh -c "$(foreach p,$(PROGRAMS),GOOS=linux $(GOARCH_FLAGS) $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/package/$(p) ./cmd/$(p) && )\
 		DEB_ARCH=$* DEB_VERSION=$(DEB_VERSION) ./$(BIN)/nfpm package --config images/shelldon.nfpm.yaml --packager deb --target $(DIST)/"
 	@ls -l $(DIST)/*$*.deb
 
 install: build
-	install -D -m 0755 $(BIN)/shelldon $(DESTDIR)$(PREFIX)/bin/shelldon
+	$(foreach p,$(PROGRAMS),install -D -m 0755 $(BIN)/$(p) $(DESTDIR)$(PREFIX)/bin/$(p) &&) true
 	install -D -m 0644 units/shelldon.service $(DESTDIR)/lib/systemd/system/shelldon.service
 	install -D -m 0644 units/shelldon-broker.service $(DESTDIR)/lib/systemd/system/shelldon-broker.service
 	install -D -m 0644 units/shelldon-panel.service $(DESTDIR)/lib/systemd/system/shelldon-panel.service

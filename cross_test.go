@@ -82,8 +82,9 @@ const foreignImage = "mmdebstrap builds it for the test's architecture, which ru
 // qemu-user, and why.
 var notCrossPackages = map[string]string{
 	"shelldon":                         "its tests read the repository with this machine's go, and it holds this level",
-	"shelldon/cmd/shelldon":            "the whole pet: core starts workers by running the test binary again, and the sandbox",
+	"shelldon/cmd/shelldon":            "the whole pet: core and the worker binary on this machine, and the sandbox",
 	"shelldon/cmd/shelldon-demo-model": "no tests",
+	"shelldon/cmd/shelldon-worker":     "its tests run the test binary again; the worker's own code is daemon/worker's, which this level runs",
 	"shelldon/daemon/doctor":           "it boots a real systemd from a test host's image: " + foreignImage,
 	"shelldon/daemon/selfcode":         "the gate runs pytest in the sandbox, whose image " + foreignImage,
 	"shelldon/daemon/chat/chattest":    "no tests",

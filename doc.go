@@ -59,7 +59,8 @@
 //	testhost/                     what this machine can do, and skips that name what is missing
 //	testhost/systemdhost          a real systemd booted from a root of its own, for tests
 //	testhost/vm                   a whole Debian machine under qemu, for end-to-end tests
-//	cmd/shelldon                  the one binary with every subcommand
+//	cmd/shelldon                  the main binary: core, broker, panel, chat and the owner's tools
+//	cmd/shelldon-worker           one turn's worker (and python_eval's evaluator), linking only what it runs
 //	cmd/shelldon-demo-model       the scripted model as a program of its own
 //
 // Import rules (see arch_test.go): core stays LLM-free, the broker

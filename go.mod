@@ -9,7 +9,6 @@ require (
 	github.com/coreos/go-systemd/v22 v22.5.0
 	github.com/go-telegram/bot v1.19.0
 	github.com/godbus/dbus/v5 v5.1.0
-	github.com/opencontainers/runtime-spec v1.3.0
 	github.com/sashabaranov/go-openai v1.43.0
 	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	golang.org/x/image v0.48.0
@@ -22,9 +21,6 @@ require (
 )
 
 require (
-	github.com/cilium/ebpf v0.16.0 // indirect
-	github.com/containerd/log v0.1.0 // indirect
-	github.com/docker/go-units v0.5.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jonboulle/clockwork v0.5.0 // indirect
@@ -32,10 +28,7 @@ require (
 	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/sirupsen/logrus v1.9.3 // indirect
-	golang.org/x/exp v0.0.0-20241108190413-2d47ceb2692f // indirect
 	golang.org/x/text v0.44.0 // indirect
-	google.golang.org/protobuf v1.36.11 // indirect
 	modernc.org/libc v1.80.1 // indirect
 	modernc.org/mathutil v1.7.1 // indirect
 	modernc.org/memory v1.12.1 // indirect

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -67,8 +68,8 @@ type Turn struct {
 	// MaxModelCalls caps the model calls of one turn: a model that keeps
 	// calling tools is stopped there, and the owner told so.
 	MaxModelCalls int `toml:"max_model_calls"`
-	// WorkerCommand runs a worker; empty means this binary's own "worker"
-	// subcommand.
+	// WorkerCommand runs a worker; empty means shelldon-worker from the
+	// directory of the running shelldon binary.
 	WorkerCommand []string `toml:"worker_command"`
 }
 
@@ -439,7 +440,9 @@ func underReported(key toml.Key, reported map[string]bool) bool {
 // typeMismatch matches the decoder's errors for a value of the wrong type,
 // which, unlike syntax errors, are not toml.ParseError values:
 // `toml: line 3 (last key "turn.history_messages"): incompatible types: ...`.
-var typeMismatch = regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key ("(?:[^"\\]|\\.)*")\): (.*)$`)
+var typeMismatch = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^toml: (?:line (\d+) )?\(last key ("(?:[^"\\]|\\.)*")\): (.*)$`)
+})
 
 // tomlTypeNames turns the decoder's Go type names into TOML's words.
 var tomlTypeNames = map[string]string{
@@ -450,7 +453,9 @@ var tomlTypeNames = map[string]string{
 
 // wrongType finds the TOML type of the value in the decoder's two wordings
 // of a type mismatch.
-var wrongType = regexp.MustCompile(`^(?:incompatible types: TOML value has type (\S+);|type mismatch for .*: expected .* but found (\S+)$)`)
+var wrongType = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(?:incompatible types: TOML value has type (\S+);|type mismatch for .*: expected .* but found (\S+)$)`)
+})
 
 // decodeError rewords a decoder error as "config <file>:<line>: <key>: ...".
 func decodeError(path string, err error) error {
@@ -468,7 +473,7 @@ func decodeError(path string, err error) error {
 		}
 		return &configError{source: source, key: key, problem: parseErr.Message, cause: err}
 	}
-	m := typeMismatch.FindStringSubmatch(err.Error())
+	m := typeMismatch().FindStringSubmatch(err.Error())
 	if m == nil {
 		return &configError{source: path, problem: err.Error(), cause: err}
 	}
@@ -481,7 +486,7 @@ func decodeError(path string, err error) error {
 		key = m[2]
 	}
 	problem := m[3]
-	if t := wrongType.FindStringSubmatch(problem); t != nil {
+	if t := wrongType().FindStringSubmatch(problem); t != nil {
 		found := t[1] + t[2]
 		if name, ok := tomlTypeNames[found]; ok {
 			found = name

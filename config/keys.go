@@ -49,7 +49,7 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *int { return &c.Turn.RuleDays }, parseInt)},
 	{key: "turn.max_model_calls", hint: integerHint,
 		set: textSetter(func(c *Config) *int { return &c.Turn.MaxModelCalls }, parseInt)},
-	{key: "turn.worker_command", hint: `an array of strings, like ["/usr/bin/shelldon", "worker"]`},
+	{key: "turn.worker_command", hint: `an array of strings, like ["/usr/bin/shelldon-worker"]`},
 
 	{key: "worker", hint: "a table: the section [worker]"},
 	{key: "worker.memory_limit", hint: sizeHint,

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -25,7 +26,7 @@ const maxSocketPath = 107
 // Limits that are not simply "the default is sensible".
 // userName is what systemd accepts in User= for a name: the portable
 // subset, as useradd makes them.
-var userName = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`)
+var userName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}$`) })
 
 const (
 	maxHistoryMessages = 200
@@ -53,11 +54,11 @@ const (
 // is stuck, not working.
 const maxModelCalls = 64
 
-var providerName = regexp.MustCompile(`^[a-z0-9-]+$`)
+var providerName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9-]+$`) })
 
 // botToken is the shape of the tokens @BotFather hands out: the bot's id, a
 // colon, then the secret.
-var botToken = regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]{30,}$`)
+var botToken = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+:[A-Za-z0-9_-]{30,}$`) })
 
 // The bounds of the mood's drift and of the self-driven turns: a day's
 // budget is the most turns the pet may start itself, each bounded by the
@@ -155,7 +156,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "turn.max_model_calls", c.Turn.MaxModelCalls, 1, maxModelCalls, def.Turn.MaxModelCalls)
 	if len(c.Turn.WorkerCommand) > 0 && c.Turn.WorkerCommand[0] == "" {
 		add("turn.worker_command", "its first element, the program, is empty",
-			"name the program to run, or leave worker_command empty to run this binary's own worker subcommand")
+			"name the program to run, or leave worker_command empty to run the shelldon-worker installed beside shelldon")
 	}
 
 	// 0 lifts the limit, for workers built with the race detector, which
@@ -169,7 +170,7 @@ func (c Config) validate(o origins) error {
 			fmt.Sprintf("use at least %d so the CPU limit never kills a worker before reap does", minCPU), "timeouts.reap")
 	}
 	inRange(add, "worker.open_files", c.Worker.OpenFiles, minOpenFiles, maxOpenFiles, def.Worker.OpenFiles)
-	if u := c.Worker.User; u != "" && !userName.MatchString(u) {
+	if u := c.Worker.User; u != "" && !userName().MatchString(u) {
 		add("worker.user", fmt.Sprintf("%q is not a user name", u),
 			`use a system user's name, like "shelldon-worker", or "" for root`)
 	}
@@ -222,7 +223,7 @@ func inRange[T cmp.Ordered](add func(key, what, remedy string, about ...string),
 // up differently.
 func (Bus) validateUsers(key string, users []string, add func(key, what, remedy string, about ...string)) {
 	for i, u := range users {
-		if userName.MatchString(u) {
+		if userName().MatchString(u) {
 			continue
 		}
 		if uid, err := strconv.ParseInt(u, 10, 64); err == nil && uid >= 0 && uid <= maxUID {
@@ -239,7 +240,7 @@ func (c Config) validateProvider(i int, p Provider, add func(key, what, remedy s
 	switch {
 	case p.Name == "":
 		add(key("name"), "is empty", `name every provider, with lower-case letters, digits and dashes, like "openrouter"`)
-	case !providerName.MatchString(p.Name):
+	case !providerName().MatchString(p.Name):
 		add(key("name"), fmt.Sprintf("%q has characters other than a-z, 0-9 and -", p.Name), `use lower-case letters, digits and dashes, like "openrouter"`)
 	default:
 		for j, earlier := range c.Providers[:i] {
@@ -293,7 +294,7 @@ func (b Budget) validate(def Budget, add func(key, what, remedy string, about ..
 
 func (t Telegram) validate(def Telegram, add func(key, what, remedy string, about ...string)) {
 	// The token is a secret: say how long it is, never what it is.
-	if t.Token != "" && !botToken.MatchString(t.Token) {
+	if t.Token != "" && !botToken().MatchString(t.Token) {
 		add("telegram.token", fmt.Sprintf("the value (%d characters) does not look like a token from @BotFather", utf8.RuneCountInString(t.Token)),
 			"a bot token is digits, a colon, then at least 30 letters, digits, - or _; copy it again from @BotFather, and better put it in /etc/shelldon/telegram/token (mode 0600) than in telegram.token")
 	}

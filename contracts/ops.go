@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -131,8 +132,8 @@ var opKinds = map[string]func() OpBody{
 var ModelOps = []string{"remember", "rewrite_about", "add_face", "capture_learning", "propose_tool", "schedule", "cancel_schedule"}
 
 var (
-	slugPattern     = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	toolNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	slugPattern     = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`) })
+	toolNamePattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`) })
 )
 
 func invalid(op, format string, args ...any) error {
@@ -154,7 +155,7 @@ func checkText(op, field, s string, max int) error {
 
 // Validate implements [OpBody].
 func (o Remember) Validate() error {
-	if o.Topic != "" && (len(o.Topic) > 40 || !slugPattern.MatchString(o.Topic)) {
+	if o.Topic != "" && (len(o.Topic) > 40 || !slugPattern().MatchString(o.Topic)) {
 		return invalid(o.OpName(), "topic %q must be lower-case letters, digits and dashes, at most 40", o.Topic)
 	}
 	return checkText(o.OpName(), "text", o.Text, MaxRememberBytes)
@@ -168,7 +169,7 @@ func (o RewriteAbout) Validate() error {
 // Validate implements [OpBody]. Whether the panel's font can draw the
 // glyphs is the face registry's check, not this one.
 func (o AddFace) Validate() error {
-	if len(o.Name) > MaxFaceNameLen || !slugPattern.MatchString(o.Name) {
+	if len(o.Name) > MaxFaceNameLen || !slugPattern().MatchString(o.Name) {
 		return invalid(o.OpName(), "name %q must be lower-case letters, digits and dashes, at most %d", o.Name, MaxFaceNameLen)
 	}
 	if err := checkText(o.OpName(), "glyphs", o.Glyphs, 4*MaxFaceGlyphs); err != nil {
@@ -191,7 +192,7 @@ func (o CaptureLearning) Validate() error {
 		return invalid(o.OpName(), "%d tags, over the cap of %d", len(o.Tags), MaxLearningTags)
 	}
 	for _, t := range o.Tags {
-		if len(t) > 40 || !slugPattern.MatchString(t) {
+		if len(t) > 40 || !slugPattern().MatchString(t) {
 			return invalid(o.OpName(), "tag %q must be lower-case letters, digits and dashes, at most 40", t)
 		}
 	}
@@ -200,7 +201,7 @@ func (o CaptureLearning) Validate() error {
 
 // Validate implements [OpBody].
 func (o RequestToolApproval) Validate() error {
-	if !toolNamePattern.MatchString(o.Call.Name) {
+	if !toolNamePattern().MatchString(o.Call.Name) {
 		return invalid(o.OpName(), "call names no tool (%q)", o.Call.Name)
 	}
 	if o.Call.ID == "" {
@@ -243,7 +244,7 @@ func (o CancelSchedule) Validate() error {
 
 // Validate implements [OpBody].
 func (o ProposeTool) Validate() error {
-	if len(o.Name) > 40 || !toolNamePattern.MatchString(o.Name) {
+	if len(o.Name) > 40 || !toolNamePattern().MatchString(o.Name) {
 		return invalid(o.OpName(), "name %q must be a Python identifier of at most 40 characters", o.Name)
 	}
 	if err := checkText(o.OpName(), "code", o.Code, MaxToolSourceSize); err != nil {

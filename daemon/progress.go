@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"shelldon/contracts"
 	"shelldon/daemon/owner"
@@ -121,7 +122,9 @@ func settledLine(steps int) string {
 // pytestSummary finds pytest's summary line, with or without its "="
 // rule: "12 passed in 0.03s", "1 failed, 11 passed, 2 warnings in 1.20s",
 // "no tests ran in 0.01s".
-var pytestSummary = regexp.MustCompile(`(?m)^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+|no tests ran) in [0-9.]+s\b`)
+var pytestSummary = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)^=*\s*((?:\d+ (?:passed|failed|errors?|skipped|xfailed|xpassed|warnings?|deselected|rerun)(?:, )?)+|no tests ran) in [0-9.]+s\b`)
+})
 
 // runOutcome is a command's outcome in a few words, from the run as
 // approved.DescribeRun told it (its first line "exit N" or "killed: …",
@@ -129,7 +132,7 @@ var pytestSummary = regexp.MustCompile(`(?m)^=*\s*((?:\d+ (?:passed|failed|error
 // else the exit status when it failed, else "done".
 func runOutcome(described string) string {
 	head, output, _ := strings.Cut(described, "\n")
-	if m := pytestSummary.FindAllStringSubmatch(output, -1); m != nil {
+	if m := pytestSummary().FindAllStringSubmatch(output, -1); m != nil {
 		return strings.TrimSuffix(m[len(m)-1][1], ", ")
 	}
 	switch {

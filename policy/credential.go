@@ -5,6 +5,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -185,7 +186,8 @@ func Denied(path string) (reason string, denied bool) {
 // each: a whole name and an extension are looked up, and a word rule is
 // tried only where a word ends. Every lookup returns the rule's index in
 // credentialRules, so that the first rule that holds gives the reason.
-var credentialIndex = func() (ix struct {
+// It is built at its first use, not at every process's start.
+var credentialIndex = sync.OnceValue(func() (ix struct {
 	exact, ext   map[string]int
 	other, words []int
 }) {
@@ -205,7 +207,7 @@ var credentialIndex = func() (ix struct {
 		}
 	}
 	return ix
-}()
+})
 
 // credentialReason says why name looks like a credential, or "".
 func credentialReason(name string) string {
@@ -220,11 +222,12 @@ func credentialReason(name string) string {
 			first = i
 		}
 	}
-	i, ok := credentialIndex.exact[lower]
+	index := credentialIndex()
+	i, ok := index.exact[lower]
 	holds(i, ok)
-	i, ok = credentialIndex.ext[path.Ext(lower)]
+	i, ok = index.ext[path.Ext(lower)]
 	holds(i, ok)
-	for _, i := range credentialIndex.other {
+	for _, i := range index.other {
 		holds(i, credentialRules[i].matches(lower))
 	}
 	if !code {
@@ -232,7 +235,7 @@ func credentialReason(name string) string {
 			if end < len(lower) && strings.IndexByte(credentialWordEnds, lower[end]) < 0 {
 				continue
 			}
-			for _, i := range credentialIndex.words {
+			for _, i := range index.words {
 				holds(i, strings.HasSuffix(lower[:end], credentialRules[i].text))
 			}
 		}
@@ -381,8 +384,8 @@ type credentialGlobRule struct {
 
 // credentialGlobs are the rules as glob patterns: an exact name is
 // itself, a prefix P is P*, a suffix S is *S, and a word W is *W or
-// *W[._-]*.
-var credentialGlobs = func() []credentialGlobRule {
+// *W[._-]*. They are made at their first use.
+var credentialGlobs = sync.OnceValue(func() []credentialGlobRule {
 	var globs []credentialGlobRule
 	for i := range credentialRules {
 		r := &credentialRules[i]
@@ -406,7 +409,7 @@ var credentialGlobs = func() []credentialGlobRule {
 		}
 	}
 	return globs
-}()
+})
 
 // credentialNameMax is the longest file name, in bytes (NAME_MAX).
 const credentialNameMax = 255
@@ -428,7 +431,7 @@ func credentialGlob(pattern string, dots bool) (shape string, matches bool) {
 	}
 	tail := pattern[strings.LastIndexAny(pattern, "*?[]")+1:]
 	code := credentialCodeExtensions[path.Ext(strings.ToLower(tail))]
-	for _, g := range credentialGlobs {
+	for _, g := range credentialGlobs() {
 		if g.rule.code && code {
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -119,7 +120,7 @@ const gitMinAbbreviation = 3
 
 // gitTransport matches git's "<transport>::<address>" syntax, which runs
 // the remote helper git-remote-<transport>; ext:: runs any command.
-var gitTransport = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*::`)
+var gitTransport = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*::`) })
 
 // ParseGit splits command with [SplitArgs] and checks it with [CheckGit],
 // returning the argument vector to run. The leading "git" may be left out:
@@ -217,7 +218,7 @@ func gitArgumentReason(arg string) string {
 		}
 	}
 	_, value, _ := strings.Cut(arg, "=")
-	if gitTransport.MatchString(arg) || gitTransport.MatchString(value) {
+	if gitTransport().MatchString(arg) || gitTransport().MatchString(value) {
 		return "uses the \"transport::address\" form, which runs a remote helper program (ext:: runs any command)"
 	}
 	return ""

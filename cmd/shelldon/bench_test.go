@@ -94,7 +94,11 @@ func BenchmarkTurnInSystemdUnit(b *testing.B) {
 	host := systemdhost.Boot(b)
 	model := demomodel.New()
 	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
-	measureTurns(b, newPetInUnits(b, host, model, builtBinary(b)))
+	worker, err := workerBeside(builtBinary(b))
+	if err != nil {
+		b.Skipf("needs bin/shelldon-worker: run `make build` (make bench does): %v", err)
+	}
+	measureTurns(b, newPetInUnits(b, host, model, worker[0]))
 }
 
 // measureTurns sends b.N messages one turn at a time and reports the
@@ -150,8 +154,10 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	b.ReportMetric(float64(peak)/(1<<20), "worker-peak-rss-MB")
 
-	// The long-lived processes, as systemd would run them.
+	// The long-lived processes, as systemd would run them: the test's own
+	// core and broker make way (its broker would join the new core first).
 	p.stopCore()
+	p.stopBroker()
 	cfgPath := writeConfig(b, p)
 	daemon := startProcess(b, bin, "daemon", "--config", cfgPath)
 	time.Sleep(200 * time.Millisecond)
@@ -189,9 +195,14 @@ func builtBinary(b testing.TB) string {
 	return bin
 }
 
+// useBuiltBinary makes core start bin/shelldon-worker, built with
+// bin/shelldon by `make build`.
 func useBuiltBinary(b testing.TB) petOption {
-	bin := builtBinary(b)
-	return func(c *config.Config) { c.Turn.WorkerCommand = []string{bin, "worker"} }
+	worker, err := workerBeside(builtBinary(b))
+	if err != nil {
+		b.Skipf("needs bin/shelldon-worker: run `make build` (make bench does): %v", err)
+	}
+	return func(c *config.Config) { c.Turn.WorkerCommand = worker }
 }
 
 // startProcess runs a shelldon command in a process of its own, as systemd

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"shelldon/contracts"
@@ -266,27 +265,5 @@ func TestCLIDoctorWithABadConfiguration(t *testing.T) {
 	}
 	if errOut != "" {
 		t.Errorf("shelldon doctor wrote %q to stderr", errOut)
-	}
-}
-
-// TestEvalSubcommand runs `shelldon eval` as a worker does: this test
-// binary again, the request on stdin, the answer on stdout.
-func TestEvalSubcommand(t *testing.T) {
-	tests := []struct{ expression, want string }{
-		{"6 * 7", `{"value":"42"}`},
-		{`int("9" * 1048576)`, `{"error":"int: 1048576 digits are more than an int of at most 65536 bits has"}`},
-		{"1 +", `not a Starlark expression`},
-	}
-	for _, tt := range tests {
-		request, _ := json.Marshal(map[string]string{"expression": tt.expression})
-		cmd := exec.Command(os.Args[0], "eval")
-		cmd.Stdin = bytes.NewReader(request)
-		out, err := cmd.Output()
-		if err != nil || !strings.Contains(string(out), tt.want) {
-			t.Errorf("shelldon eval of %q = %s, %v; want %s", tt.expression, out, err, tt.want)
-		}
-	}
-	if _, _, err := runCLI(t, "eval", "extra"); err == nil || !strings.Contains(err.Error(), `unexpected argument "extra"`) {
-		t.Errorf("shelldon eval extra = %v, want the argument refused", err)
 	}
 }

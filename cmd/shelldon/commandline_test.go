@@ -16,7 +16,7 @@ import (
 // helpTopics are every command and verb an owner can ask about, as
 // `shelldon help` lists them.
 var helpTopics = []string{
-	"up", "daemon", "broker", "worker", "chat", "turns", "doctor",
+	"up", "daemon", "broker", "chat", "turns", "doctor",
 	"policy", "policy check", "image", "image build", "image status",
 	"sandbox", "sandbox run", "panel", "tools", "tools restore", "version",
 }
@@ -40,7 +40,7 @@ func commandLineCases(t *testing.T) []cliCase {
 	for _, topic := range helpTopics {
 		words := strings.Fields(topic)
 		want := []string{"usage: shelldon " + topic, "example:\n  "}
-		if topic != "worker" && topic != "image" {
+		if topic != "image" {
 			want = append(want, "--config FILE", "--state-dir DIR")
 		}
 		for _, args := range [][]string{append(words, "--help"), append(words, "-h"), append([]string{"help"}, words...)} {
@@ -80,13 +80,14 @@ func commandLineCases(t *testing.T) []cliCase {
 		usage([]string{"turns", "-n", "-5"}, "-n -5", "1 or more"),
 		usage([]string{"turns", "-n", "many"}, "many"),
 		usage([]string{"doctor", "extra"}, `unexpected argument "extra"`),
-		usage([]string{"worker"}, "--turn", "--socket", "--state-dir", "required", "shelldon up"),
-		usage([]string{"worker", "--turn", "t-1"}, "required"),
+		// The worker and the evaluator are shelldon-worker's now.
+		usage([]string{"worker"}, `unknown command "worker"`),
+		usage([]string{"eval"}, `unknown command "eval"`),
 	)
 	for _, args := range [][]string{
-		{"up"}, {"daemon"}, {"broker"}, {"worker"}, {"chat"}, {"turns"}, {"doctor"}, {"policy", "check"},
+		{"up"}, {"daemon"}, {"broker"}, {"chat"}, {"turns"}, {"doctor"}, {"policy", "check"},
 		{"image", "build"}, {"image", "status"}, {"sandbox", "run"}, {"panel"}, {"tools"}, {"tools", "restore", "x"},
-		{"version"}, {"eval"},
+		{"version"},
 	} {
 		cases = append(cases, usage(append(args, "--bogus"), "flag provided but not defined: -bogus", "shelldon help "+strings.Join(args[:min(len(args), 2)], " ")))
 	}

@@ -28,7 +28,7 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	if err != nil {
 		t.Fatalf("dpkg-deb --contents: %v\n%s", err, contents)
 	}
-	for _, want := range []string{"./usr/bin/shelldon", "./lib/systemd/system/shelldon.service", "./lib/systemd/system/shelldon-broker.service",
+	for _, want := range []string{"./usr/bin/shelldon", "./usr/bin/shelldon-worker", "./lib/systemd/system/shelldon.service", "./lib/systemd/system/shelldon-broker.service",
 		"./lib/systemd/system/shelldon-panel.service", "./lib/systemd/system/shelldon.slice", "./usr/lib/sysusers.d/shelldon.conf",
 		"./usr/lib/tmpfiles.d/shelldon.conf", "./etc/shelldon/shelldon.toml",
 		// Debian's policy asks for the licence; the slice's Documentation= names the README.
@@ -147,28 +147,36 @@ func TestDebForEveryArch(t *testing.T) {
 			if out, err := exec.Command(dpkgDeb, "--extract", deb, root).CombinedOutput(); err != nil {
 				t.Fatalf("dpkg-deb --extract: %v\n%s", err, out)
 			}
-			bin := filepath.Join(root, "usr/bin/shelldon")
-			f, err := elf.Open(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			if f.Machine != tc.machine || f.Class != tc.class {
-				t.Errorf("usr/bin/shelldon is %v %v, want %v %v", f.Class, f.Machine, tc.class, tc.machine)
-			}
-			info, err := buildinfo.ReadFile(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := map[string]string{}
-			for _, s := range info.Settings {
-				got[s.Key] = s.Value
-			}
-			for key, value := range tc.settings {
-				if got[key] != value {
-					t.Errorf("usr/bin/shelldon was built with %s=%q, want %q", key, got[key], value)
-				}
+			for _, name := range []string{"usr/bin/shelldon", "usr/bin/shelldon-worker"} {
+				checkBinary(t, filepath.Join(root, name), name, tc.machine, tc.class, tc.settings)
 			}
 		})
+	}
+}
+
+// checkBinary checks that the binary at path (name, in the package) is for
+// machine and class and was built with settings.
+func checkBinary(t *testing.T, path, name string, machine elf.Machine, class elf.Class, settings map[string]string) {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if f.Machine != machine || f.Class != class {
+		t.Errorf("%s is %v %v, want %v %v", name, f.Class, f.Machine, class, machine)
+	}
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range info.Settings {
+		got[s.Key] = s.Value
+	}
+	for key, value := range settings {
+		if got[key] != value {
+			t.Errorf("%s was built with %s=%q, want %q", name, key, got[key], value)
+		}
 	}
 }

@@ -33,7 +33,7 @@ import (
 // Telegram loses none of them.
 func TestInstalledUnderSystemd(t *testing.T) {
 	host := systemdhost.Boot(t)
-	host.Install(t, buildForHost(t, "shelldon"), buildForHost(t, "shelldon-demo-model"))
+	host.Install(t, buildForHost(t, "shelldon"), buildForHost(t, "shelldon-worker"), buildForHost(t, "shelldon-demo-model"))
 
 	const modelAddr = "127.0.0.1:18080"
 	script := []demomodel.Step{

@@ -1,6 +1,7 @@
-// Command shelldon is the one binary of the pet: core, broker, worker,
-// the terminal chat and the tools an owner uses to look inside. Run
-// `shelldon help` for the subcommands.
+// Command shelldon is the pet's main binary: core, broker, panel, the
+// terminal chat and the tools an owner uses to look inside. Run `shelldon
+// help` for the subcommands. A turn's worker is a binary of its own,
+// shelldon-worker, installed beside this one (see workerArgv).
 package main
 
 import (
@@ -35,9 +36,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
-	"shelldon/daemon/worker"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image"
 )
@@ -59,7 +58,6 @@ var commands = map[string]commandFunc{
 	"up":      cmdUp,
 	"daemon":  cmdDaemon,
 	"broker":  cmdBroker,
-	"worker":  cmdWorker,
 	"chat":    cmdChat,
 	"turns":   cmdTurns,
 	"doctor":  cmdDoctor,
@@ -68,7 +66,6 @@ var commands = map[string]commandFunc{
 	"sandbox": cmdSandbox,
 	"tools":   cmdTools,
 	"panel":   cmdPanel,
-	"eval":    cmdEval,
 	"version": cmdVersion,
 }
 
@@ -186,28 +183,53 @@ func parseConfigArgs(name string, args []string, extra func(*flag.FlagSet), chec
 	return cfg, rest, err
 }
 
-// newLogger logs for one actor: to journald with SHELLDON_* fields where
-// there is a journal (so `journalctl SHELLDON_TURN=<id>` tells a turn's
-// story across core, worker and sandbox), as text to w elsewhere.
-func newLogger(actor string, w io.Writer) *slog.Logger {
-	return slog.New(journal.New(journal.Options{
-		Actor:    actor,
-		Level:    slog.LevelInfo,
-		Fallback: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}),
-	}))
-}
+// workerProgram is the worker's binary, which every way of installing
+// shelldon (`make build`, `make install`, the .deb) puts in the directory
+// of this one.
+const workerProgram = "shelldon-worker"
 
-// workerArgv is how core starts a worker: the configured command, or this
-// very binary.
+// workerArgv is how core starts a worker: the configured command, or
+// shelldon-worker from this binary's directory. This is the one place
+// that decides where the worker is; a missing one is found here, when
+// core starts, rather than by every turn.
 func workerArgv(cfg config.Config) ([]string, error) {
 	if len(cfg.Turn.WorkerCommand) > 0 {
 		return cfg.Turn.WorkerCommand, nil
 	}
 	self, err := os.Executable()
 	if err != nil {
-		return nil, fmt.Errorf("find this binary to start workers: %w", err)
+		return nil, fmt.Errorf("find this binary, beside which %s is: %w", workerProgram, err)
 	}
-	return []string{self, "worker"}, nil
+	return workerBeside(self)
+}
+
+// workerBeside is the argv of the worker program in the directory of the
+// binary self, or why there is no program to run there.
+func workerBeside(self string) ([]string, error) {
+	program := filepath.Join(filepath.Dir(self), workerProgram)
+	info, err := os.Stat(program)
+	if err == nil && (!info.Mode().IsRegular() || info.Mode().Perm()&0o111 == 0) {
+		err = fmt.Errorf("%s is not an executable file", program)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("no worker program: %w; it belongs beside %s (%s)", err, self, workerFix)
+	}
+	return []string{program}, nil
+}
+
+// workerFix says how to put the worker where core looks for it.
+const workerFix = "`make build` puts it in bin/, `make install` and the .deb in /usr/bin; or set turn.worker_command"
+
+// workerCheck is `shelldon doctor`'s line on the worker program: the
+// argv workerArgv gave core, or its error.
+func workerCheck(argv []string, err error) doctor.Check {
+	c := doctor.Check{Name: "worker program"}
+	if err != nil {
+		c.Status, c.Detail, c.Fix = doctor.Fail, err.Error(), workerFix
+		return c
+	}
+	c.Status, c.Detail = doctor.OK, strings.Join(argv, " ")
+	return c
 }
 
 // runCore runs core on store until ctx is done, starting workers with
@@ -402,7 +424,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer store.Close()
-	log := newLogger("core", env.stderr)
+	log := journal.NewLogger("core", env.stderr)
 	launcher, closeLauncher := chooseLauncher(ctx, cfg, log.With("actor", "core"), env.stderr)
 	defer closeLauncher()
 	return runCore(ctx, cfg, store, log, launcher, sdnotify.New(), "", nil)
@@ -417,39 +439,7 @@ func cmdBroker(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	return broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, newLogger("broker", env.stderr))
-}
-
-func cmdWorker(ctx context.Context, env *environment, args []string) error {
-	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
-	var opts worker.Options
-	fs.StringVar(&opts.Turn, "turn", "", "the turn to serve, by its `ID`")
-	fs.StringVar(&opts.Socket, "socket", "", "the `PATH` of core's bus socket")
-	fs.StringVar(&opts.StateDir, "state-dir", "", "the state directory `DIR` (read-only)")
-	fs.IntVar(&opts.MaxFrame, "max-frame", 0, "the largest bus frame in `BYTES`")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if opts.Turn == "" || opts.Socket == "" || opts.StateDir == "" {
-		return usagef("worker", "worker: --turn, --socket and --state-dir are required (core starts workers; see `shelldon up`)")
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("worker: find this binary to evaluate python_eval in: %w", err)
-	}
-	opts.Evaluator = []string{self, "eval"}
-	opts.Log = newLogger("worker", env.stderr).With("turn", opts.Turn, "actor", "worker")
-	return worker.Run(ctx, opts)
-}
-
-// cmdEval is the process a worker starts for one python_eval: it reads
-// the expression on stdin and writes the answer on stdout, under bounds
-// it sets before it reads. Not in the list of commands: only workers run it.
-func cmdEval(_ context.Context, env *environment, args []string) error {
-	if err := parse(flag.NewFlagSet("eval", flag.ContinueOnError), args); err != nil {
-		return err
-	}
-	return tools.ServeEval(env.stdin, env.stdout)
+	return broker.Serve(ctx, cfg.Socket, int(cfg.Bus.MaxFrame), chain, journal.NewLogger("broker", env.stderr))
 }
 
 func cmdChat(ctx context.Context, env *environment, args []string) error {
@@ -591,7 +581,7 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 		}
 		return errQuiet
 	}
-	if !doctor.Write(env.stdout, doctor.System().Run(ctx, cfg)) {
+	if !doctor.Write(env.stdout, append(doctor.System().Run(ctx, cfg), workerCheck(workerArgv(cfg)))) {
 		return errQuiet
 	}
 	return nil

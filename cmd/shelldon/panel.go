@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/config"
+	"shelldon/daemon/journal"
 	"shelldon/panel"
 	"shelldon/panel/epd"
 )
@@ -28,7 +29,7 @@ func cmdPanel(ctx context.Context, env *environment, args []string) error {
 	if preview {
 		cfg.Panel.Display = "terminal"
 	}
-	log := newLogger("panel", env.stderr)
+	log := journal.NewLogger("panel", env.stderr)
 	display, err := openDisplay(cfg.Panel, env, log)
 	if err != nil {
 		return err

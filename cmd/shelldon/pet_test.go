@@ -27,9 +27,10 @@ import (
 	"shelldon/testhost"
 )
 
-// The test binary doubles as the shelldon binary: core starts workers by
-// running it again with SHELLDON_TEST_MAIN=1, so every turn in these tests
-// runs a real worker in a real child process. With intruderEnv set it
+// The test binary doubles as the shelldon binary: tests run it again
+// with SHELLDON_TEST_MAIN=1 as `shelldon daemon`, `broker`, `up`…, and core
+// starts the real shelldon-worker, built beside it (workerBinary), so
+// every turn in these tests runs a real worker in a real child process. With intruderEnv set it
 // plays a hostile bus client instead (see intrude).
 func TestMain(m *testing.M) {
 	if role := os.Getenv(intruderEnv); role != "" {
@@ -108,11 +109,8 @@ func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config 
 	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
 	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 8*time.Second, 9*time.Second, 10*time.Second
 	cfg.Worker.CPUSeconds = 10
-	// The workers here are this test binary, which under the race
-	// detector reserves far more address space than any RLIMIT_AS allows.
-	cfg.Worker.MemoryLimit = 0
 	cfg.Turn.ReactionDwell.Duration = time.Minute
-	cfg.Turn.WorkerCommand = []string{os.Args[0], "worker"}
+	cfg.Turn.WorkerCommand = []string{workerBinary(t)}
 	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: modelURL, Model: demomodel.ModelName}}
 	for _, o := range opts {
 		o(&cfg)

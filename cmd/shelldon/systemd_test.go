@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,7 +25,7 @@ func TestTurnInASystemdUnit(t *testing.T) {
 	host := systemdhost.Boot(t)
 	ctx := context.Background()
 	model := demomodel.New(demomodel.Step{Text: "hello from a unit", Delay: 500 * time.Millisecond})
-	p := newPetInUnits(t, host, model, os.Args[0])
+	p := newPetInUnits(t, host, model, workerBinary(t))
 	p.say("hi there, pet")
 	// While the model thinks, the owner can see the turn as a unit.
 	p.waitRequests(1)
@@ -80,7 +79,7 @@ func TestToolCallsInASystemdUnit(t *testing.T) {
 		}},
 		demomodel.Step{Text: "It is 42."},
 	)
-	p := newPetInUnits(t, host, model, os.Args[0])
+	p := newPetInUnits(t, host, model, workerBinary(t))
 	p.say("what is six times seven?")
 	if r := p.reply(30 * time.Second); r.Text != "It is 42." {
 		t.Fatalf("reply = %+v", r)
@@ -119,7 +118,7 @@ func newPetInUnits(t testing.TB, host *systemdhost.Host, model *demomodel.Server
 	return newPetLaunchedBy(t, sd, model, func(c *config.Config) {
 		c.StateDir = state
 		c.Socket = filepath.Join(state, "bus.sock")
-		c.Turn.WorkerCommand = []string{bin, "worker"}
+		c.Turn.WorkerCommand = []string{bin}
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 	"shelldon/broker"
 	"shelldon/config"
 	"shelldon/daemon/chat"
+	"shelldon/daemon/journal"
 	"shelldon/daemon/launch"
 	"shelldon/demomodel/phrases"
 	"shelldon/panel"
@@ -61,7 +62,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		defer f.Close()
 		logOut = f
 	}
-	log := newLogger("up", logOut)
+	log := journal.NewLogger("up", logOut)
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

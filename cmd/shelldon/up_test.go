@@ -60,8 +60,7 @@ func upOnTheDemoModel(t *testing.T, flags ...string) {
 		t.Fatalf("build the demo model: %v\n%s", err, out)
 	}
 	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
-	// The workers are this race-built test binary; see testConfig.
-	t.Setenv("SHELLDON_WORKER_MEMORY_LIMIT", "0")
+	workerBinary(t) // `up` runs the worker from beside this test binary
 	state := testhost.ShortDir(t)
 
 	in, typed := io.Pipe()
@@ -142,7 +141,7 @@ func upOnTheDemoModel(t *testing.T, flags ...string) {
 func TestSecondUpOnTheSameStateIsRefused(t *testing.T) {
 	demo := demoModelForOthers(t)
 	t.Setenv("PATH", demo+string(os.PathListSeparator)+os.Getenv("PATH"))
-	t.Setenv("SHELLDON_WORKER_MEMORY_LIMIT", "0") // the workers are this race-built test binary
+	workerBinary(t) // `up` runs the worker from beside this test binary
 	dir := testhost.ShortDir(t)
 
 	first := exec.Command(os.Args[0], "up", "--chat", "--state-dir", dir)

@@ -166,11 +166,6 @@ bot. shelldon.service runs it; it thinks through a broker (shelldon broker).`,
 [[provider]] chain, each provider tried in order with one retry.
 shelldon-broker.service runs it.`,
 		example: "shelldon broker --config /etc/shelldon/shelldon.toml"},
-	{name: "worker", summary: "one turn's worker (core starts it, not you)",
-		synopsis: "shelldon worker --turn ID --socket PATH --state-dir DIR\n                       [--max-frame BYTES]",
-		about: `Serves one turn: core starts a worker for each turn with these flags. It reads
-no configuration file: everything it needs comes from core.`,
-		example: "shelldon worker --turn t-1 --socket var/bus.sock --state-dir var"},
 	{name: "chat", summary: "talk to a running core from this terminal",
 		synopsis: "shelldon chat [--config FILE] [--state-dir DIR]",
 		about: `Talks to the running core from this terminal: each line is a message, /help
@@ -246,11 +241,6 @@ answer. Exits 1 when core did not restore it.`,
 		about: `Prints which build this is. Like every command it stops on a configuration
 file that is missing or does not load.`,
 		example: "shelldon version"},
-	{name: "eval",
-		synopsis: "shelldon eval < REQUEST",
-		about: `Evaluates one python_eval expression for a worker: a JSON request on stdin,
-the answer on stdout. Workers start it; it is not for running by hand.`,
-		example: `echo '{"expression": "6 * 7"}' | shelldon eval`},
 }
 
 // docFor is the doc of the command called name.
@@ -282,10 +272,10 @@ commands:
 	}
 	writeColumns(w, listed)
 	fmt.Fprint(w, `
-Every command but worker takes --config FILE (default $SHELLDON_CONFIG, else
+Every command takes --config FILE (default $SHELLDON_CONFIG, else
 /etc/shelldon/shelldon.toml if it exists) and --state-dir DIR (overrides
 state_dir). Exit status: 0 done, 1 a failure or a "no", 2 a command line
-shelldon cannot take.
+shelldon cannot take. Core starts each turn's worker, shelldon-worker.
 `)
 }
 

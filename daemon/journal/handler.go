@@ -5,6 +5,7 @@ import (
 	"encoding"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"runtime"
@@ -355,4 +356,15 @@ func (s *sender) noteFailure(ctx context.Context, err error) {
 	r := slog.NewRecord(time.Now(), slog.LevelWarn, "journald did not take a record; records it does not take are written here instead", 0)
 	r.AddAttrs(slog.String("err", err.Error()))
 	_ = s.fallback.Handle(ctx, r)
+}
+
+// NewLogger is the logger of one actor's process: to the journal, under
+// SYSLOG_IDENTIFIER shelldon-<actor>, where journald listens, and as text
+// to w at slog.LevelInfo elsewhere.
+func NewLogger(actor string, w io.Writer) *slog.Logger {
+	return slog.New(New(Options{
+		Actor:    actor,
+		Level:    slog.LevelInfo,
+		Fallback: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}),
+	}))
 }

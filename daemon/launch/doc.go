@@ -1,5 +1,5 @@
 // Package launch is the seam through which core starts a turn's worker: a
-// [Launcher] starts `shelldon worker --turn ID` somewhere bounded, tells
+// [Launcher] starts `shelldon-worker --turn ID` somewhere bounded, tells
 // core which processes belong to that worker (so the bus can check a
 // worker's credentials), kills it at the reap deadline R, and always
 // reports its end.

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // MaxFileBytes caps the module and the test, each.
@@ -19,7 +20,7 @@ var pythonKeywords = []string{"False", "None", "True", "and", "as", "assert", "a
 	"continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global", "if", "import", "in",
 	"is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return", "try", "while", "with", "yield"}
 
-var nonIdent = regexp.MustCompile(`[^a-z0-9_]+`)
+var nonIdent = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[^a-z0-9_]+`) })
 
 // maxStemBytes keeps file names and tool names short.
 const maxStemBytes = 48
@@ -28,7 +29,7 @@ const maxStemBytes = 48
 // lower case, runs of other characters become "_", no leading digit, a
 // Python keyword gets "_tool". A name with nothing usable is refused.
 func Stem(name string) (string, error) {
-	s := nonIdent.ReplaceAllString(strings.ToLower(strings.TrimSpace(name)), "_")
+	s := nonIdent().ReplaceAllString(strings.ToLower(strings.TrimSpace(name)), "_")
 	s = strings.Trim(s, "_")
 	if s == "" {
 		return "", fmt.Errorf("%w: %q has no letters or digits to name a module", ErrRefused, name)

@@ -18,7 +18,7 @@
 // python_eval evaluates one Starlark expression. Starlark bounds CPU only
 // through its step counter, which does not see the work done inside a
 // builtin, and has no allocation limit. So each expression runs in a
-// process of its own, `shelldon eval` ([ServeEval]), which the worker
+// process of its own, `shelldon-worker eval` ([ServeEval]), which the worker
 // starts and kills at 2 s, and which bounds its own memory, CPU time and
 // descriptors before it reads the expression (see pyproc.go); and inside
 // it, every operator and builtin that can build or walk a large value goes

@@ -8,7 +8,7 @@ import (
 )
 
 // evalChildEnv makes this test binary the evaluator, as the worker makes
-// shelldon one with `shelldon eval`: every python_eval call of these
+// shelldon one with `shelldon-worker eval`: every python_eval call of these
 // tests runs in a real child process under the real bounds.
 const evalChildEnv = "SHELLDON_TOOLS_TEST_EVALUATOR"
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.starlark.net/lib/math"
@@ -117,7 +118,7 @@ func evaluate(src string) (string, error) {
 	defer timer.Stop()
 	defer watchMemory(thread)()
 
-	value, err := starlark.EvalExprOptions(evalOptions, thread, expr, predeclared)
+	value, err := starlark.EvalExprOptions(evalOptions, thread, expr, predeclared())
 	if err != nil {
 		var evalErr *starlark.EvalError
 		if errors.As(err, &evalErr) {
@@ -134,8 +135,10 @@ func unavailable(_ *starlark.Thread, b *starlark.Builtin, _ starlark.Tuple, _ []
 }
 
 // predeclared is the environment of every evaluation: Starlark's universe
-// with its builtins guarded, sum, and the math module.
-var predeclared = func() starlark.StringDict {
+// with its builtins guarded, sum, and the math module. It is made at the
+// first evaluation, which only the evaluator process runs, not at the
+// start of every worker and core.
+var predeclared = sync.OnceValue(func() starlark.StringDict {
 	env := starlark.StringDict{"math": math.Module}
 	for name, value := range starlark.Universe {
 		if name == "print" || name == "fail" {
@@ -149,9 +152,9 @@ var predeclared = func() starlark.StringDict {
 	}
 	env["sum"] = starlark.NewBuiltin("sum", sum)
 	env["getattr"] = starlark.NewBuiltin("getattr", getattr)
-	for name, fn := range guardBuiltins {
+	for name, fn := range guardBuiltins() {
 		env[name] = starlark.NewBuiltin(name, fn)
 	}
 	env.Freeze()
 	return env
-}()
+})

@@ -211,21 +211,23 @@ var guardedOps = map[syntax.Token]string{
 type builtinFunc = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error)
 
 // guardBuiltins are the targets of guardExpr's rewriting.
-var guardBuiltins = map[string]builtinFunc{
-	"_add":     binaryGuard(syntax.PLUS),
-	"_mul":     binaryGuard(syntax.STAR),
-	"_mod":     binaryGuard(syntax.PERCENT),
-	"_lsh":     binaryGuard(syntax.LTLT),
-	"_eq":      compareGuard(syntax.EQL),
-	"_ne":      compareGuard(syntax.NEQ),
-	"_lt":      compareGuard(syntax.LT),
-	"_le":      compareGuard(syntax.LE),
-	"_gt":      compareGuard(syntax.GT),
-	"_ge":      compareGuard(syntax.GE),
-	"_in":      compareGuard(syntax.IN),
-	"_not_in":  compareGuard(syntax.NOT_IN),
-	"_charged": charged,
-	"_attr":    getattr,
+func guardBuiltins() map[string]builtinFunc {
+	return map[string]builtinFunc{
+		"_add":     binaryGuard(syntax.PLUS),
+		"_mul":     binaryGuard(syntax.STAR),
+		"_mod":     binaryGuard(syntax.PERCENT),
+		"_lsh":     binaryGuard(syntax.LTLT),
+		"_eq":      compareGuard(syntax.EQL),
+		"_ne":      compareGuard(syntax.NEQ),
+		"_lt":      compareGuard(syntax.LT),
+		"_le":      compareGuard(syntax.LE),
+		"_gt":      compareGuard(syntax.GT),
+		"_ge":      compareGuard(syntax.GE),
+		"_in":      compareGuard(syntax.IN),
+		"_not_in":  compareGuard(syntax.NOT_IN),
+		"_charged": charged,
+		"_attr":    getattr,
+	}
 }
 
 // charged is the identity, charging its argument: the target of every slice.

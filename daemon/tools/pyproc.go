@@ -151,7 +151,7 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// ServeEval is the evaluator, `shelldon eval`: it bounds this process,
+// ServeEval is the evaluator, `shelldon-worker eval`: it bounds this process,
 // then reads one request from stdin, evaluates it and writes the answer
 // to stdout. The expression is read only once the bounds hold, so nothing
 // the model wrote runs without them.

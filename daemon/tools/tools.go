@@ -30,7 +30,7 @@ type Env struct {
 	// Clock tells get_time the time.
 	Clock clock.Clock
 	// Evaluator is the command python_eval starts for each expression:
-	// this binary's `shelldon eval`, which runs [ServeEval]. Without it
+	// `shelldon-worker eval`, which runs [ServeEval]. Without it
 	// python_eval cannot run (core only checks its calls).
 	Evaluator []string
 }

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 
 	"shelldon/beneath"
 	"shelldon/contracts"
@@ -45,13 +46,13 @@ var (
 
 // stemPattern is what a tool's name looks like: an importable module
 // name, as package selfcode makes them.
-var stemPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`)
+var stemPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z_][a-z0-9_]{0,63}$`) })
 
 // idPattern is what the name of a staging or run directory looks like.
-var idPattern = regexp.MustCompile(`^[a-z0-9]{1,32}$`)
+var idPattern = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9]{1,32}$`) })
 
 func checkName(name string) error {
-	if !stemPattern.MatchString(name) || strings.HasPrefix(name, "test_") {
+	if !stemPattern().MatchString(name) || strings.HasPrefix(name, "test_") {
 		return fmt.Errorf("%w: %q", ErrBadName, name)
 	}
 	return nil
@@ -305,7 +306,7 @@ func (s *Store) Stage(id, stem, module, test string) (Staged, error) {
 	if err := checkName(stem); err != nil {
 		return Staged{}, err
 	}
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return Staged{}, fmt.Errorf("stage %s: %w: the staging id %q", stem, ErrBadName, id)
 	}
 	st := Staged{Stem: stem, store: s, rel: stagingDir + "/" + id}
@@ -351,7 +352,7 @@ func (s *Store) LiveDigest(name string) string {
 // directory for one run, to be shown read-only to the sandbox: the run
 // imports exactly the bytes that were checked. Done removes it.
 func (s *Store) Prepare(id string, t Tool) (dir string, done func(), err error) {
-	if !idPattern.MatchString(id) {
+	if !idPattern().MatchString(id) {
 		return "", nil, fmt.Errorf("prepare %s: %w: the run id %q", t.Name, ErrBadName, id)
 	}
 	rel := runDir + "/" + id

@@ -1,5 +1,6 @@
-// Package worker is the brain adapter of one turn: `shelldon worker
-// --turn ID`, started fresh for every turn and gone after it.
+// Package worker is the brain adapter of one turn: `shelldon-worker
+// --turn ID` (cmd/shelldon-worker), started fresh for every turn and gone
+// after it.
 //
 // The worker joins the bus as the turn it was started for, takes its input
 // from core, reads DIRECTIVE.md and about.md (read-only: the worker writes
@@ -11,7 +12,7 @@
 //
 // The tools that run in the worker run in its process, but for
 // python_eval: each expression is evaluated in a child of its own,
-// `shelldon eval`, under bounds of its own and killed at its 2 s, since
+// `shelldon-worker eval`, under bounds of its own and killed at its 2 s, since
 // the work done inside a Starlark builtin escapes every bound the worker
 // could set from inside.
 package worker

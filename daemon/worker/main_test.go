@@ -9,7 +9,7 @@ import (
 )
 
 // evalChildEnv makes this test binary the evaluator python_eval starts,
-// as `shelldon eval` is in the shipped binary.
+// as `shelldon-worker eval` is in the shipped binary.
 const evalChildEnv = "SHELLDON_WORKER_TEST_EVALUATOR"
 
 func TestMain(m *testing.M) {

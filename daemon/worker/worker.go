@@ -25,7 +25,7 @@ type Options struct {
 	StateDir string
 	MaxFrame int
 	// Evaluator is the command python_eval starts for each expression:
-	// this binary's `shelldon eval`.
+	// `shelldon-worker eval`.
 	Evaluator []string
 	// Log reports the turn's progress and what the audit trail keeps of
 	// it (an http_get the address rules refused); nil discards it.

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/containerd/cgroups/v3"
-	"github.com/containerd/cgroups/v3/cgroup1"
-	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 )
 
@@ -102,7 +100,7 @@ type host struct {
 	root string
 	// nestV1 and nestV2 give the path of suffix below the caller's own
 	// cgroup.
-	nestV1 func(suffix string) cgroup1.Path
+	nestV1 func(suffix string) v1Path
 	nestV2 func(suffix string) (string, error)
 }
 
@@ -110,8 +108,8 @@ func thisHost() host {
 	return host{
 		mode:   cgroups.Mode(),
 		root:   "/sys/fs/cgroup",
-		nestV1: cgroup1.NestedPath,
-		nestV2: cgroup2.NestedGroupPath,
+		nestV1: ownV1Path,
+		nestV2: ownV2Path,
 	}
 }
 
@@ -157,8 +155,8 @@ func Load(path string) (*Group, error) {
 }
 
 func (h host) load(p string) (*Group, error) {
-	if err := cgroup2.VerifyGroupPath(p); err != nil {
-		return nil, fmt.Errorf("load cgroup %q: %w: want an absolute, clean path", p, ErrInvalid)
+	if err := checkGroupPath(p); err != nil {
+		return nil, fmt.Errorf("load cgroup: %w", err)
 	}
 	var b backend
 	var err error
@@ -208,7 +206,7 @@ func (g *Group) Kill() error {
 	pause := time.Millisecond
 	for {
 		pids, err := g.b.procs()
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, cgroup1.ErrCgroupDeleted) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return nil
 		}
 		if err != nil {

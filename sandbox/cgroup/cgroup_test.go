@@ -12,7 +12,6 @@ import (
 	"testing"
 
 	"github.com/containerd/cgroups/v3"
-	"github.com/containerd/cgroups/v3/cgroup1"
 )
 
 // fakeHost is a host whose cgroup tree is plain files under t.TempDir and
@@ -22,8 +21,8 @@ func fakeHost(t *testing.T, mode cgroups.CGMode, own string) host {
 	return host{
 		mode: mode,
 		root: t.TempDir(),
-		nestV1: func(suffix string) cgroup1.Path {
-			return cgroup1.StaticPath(path.Join(own, suffix))
+		nestV1: func(suffix string) v1Path {
+			return staticV1Path(path.Join(own, suffix))
 		},
 		nestV2: func(suffix string) (string, error) {
 			return path.Join(own, suffix), nil
@@ -46,8 +45,7 @@ func writeFiles(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// readLimit reads a file cgroups wrote into the fake tree; it writes with
-// mode 0, which only root could read back.
+// readLimit reads a file New wrote into the fake tree.
 func readLimit(t *testing.T, p string) string {
 	t.Helper()
 	if err := os.Chmod(p, 0o600); err != nil {

@@ -10,9 +10,10 @@
 // used, and [Group.Delete] removes it. [Load] opens an existing group, such
 // as a turn unit's, to read its statistics.
 //
-// Both cgroup layouts work, through github.com/containerd/cgroups/v3: the
-// unified v2 hierarchy (a Raspberry Pi), and v1 with one hierarchy per
-// controller (older hosts, and hybrid hosts whose controllers all sit in
-// v1). Where neither offers a writable hierarchy with the memory and pids
+// Both cgroup layouts work: the unified v2 hierarchy (a Raspberry Pi), and
+// v1 with one hierarchy per controller (older hosts, and hybrid hosts
+// whose controllers all sit in v1). github.com/containerd/cgroups/v3 tells
+// which the host has; the few files a group needs are read and written
+// here (files.go says why). Where neither offers a writable hierarchy with the memory and pids
 // controllers, New fails with [ErrUnavailable].
 package cgroup

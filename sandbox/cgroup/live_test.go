@@ -18,7 +18,6 @@ import (
 	"testing"
 
 	"github.com/containerd/cgroups/v3"
-	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 
 	"shelldon/testhost"
@@ -60,7 +59,11 @@ func newLive(t *testing.T, l Limits) *Group {
 func groupDirs(g *Group) []string {
 	switch b := g.b.(type) {
 	case v1Group:
-		return b.dirs
+		var dirs []string
+		for _, d := range b.dirs {
+			dirs = append(dirs, d.dir)
+		}
+		return dirs
 	case v2Group:
 		return []string{b.dir}
 	}
@@ -401,11 +404,11 @@ func TestV2StartAndKillOnHybridHost(t *testing.T) {
 		t.Skip("no hybrid v2 mount; on a v2 host the other tests run the v2 code")
 	}
 	name := testName(t)
-	group, err := cgroup2.NestedGroupPath(groupSuffix(name))
+	group, err := ownV2Path(groupSuffix(name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := createV2(unified, group, &cgroup2.Resources{})
+	b, err := createV2(unified, group, nil, nil)
 	if err != nil {
 		t.Fatalf("createV2(%s): %v", group, err)
 	}

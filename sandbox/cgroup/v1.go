@@ -12,25 +12,48 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/containerd/cgroups/v3/cgroup1"
-	specs "github.com/opencontainers/runtime-spec/specs-go"
 )
 
 // v1Group is a group on a cgroup v1 host: one directory per hierarchy.
 type v1Group struct {
-	cg cgroup1.Cgroup
-	// dirs is the group's directory in each of its hierarchies.
-	dirs []string
-	// freezer is the group's directory in the freezer hierarchy, "" when
-	// there is none.
-	freezer string
+	dirs []v1Dir
 }
 
-// pather is a v1 subsystem that lives in a directory tree.
-type pather interface {
-	cgroup1.Subsystem
-	Path(path string) string
+// v1Dir is a group's directory in the hierarchy of one controller.
+type v1Dir struct{ controller, dir string }
+
+// dir is the group's directory in controller's hierarchy, "" when it
+// has none there.
+func (g v1Group) dir(controller string) string {
+	for _, d := range g.dirs {
+		if d.controller == controller {
+			return d.dir
+		}
+	}
+	return ""
+}
+
+// The v1 controllers a group uses: memory and pids, which New requires,
+// and cpu, cpuacct and freezer where they are mounted.
+const (
+	v1Memory  = "memory"
+	v1Pids    = "pids"
+	v1CPU     = "cpu"
+	v1CPUAcct = "cpuacct"
+	v1Freezer = "freezer"
+)
+
+// v1Hierarchies are the controllers a group uses whose hierarchies are
+// mounted under root (each at root/<controller>; co-mounted ones, such as
+// cpu,cpuacct, through the links a distribution makes).
+func v1Hierarchies(root string) []string {
+	var mounted []string
+	for _, c := range []string{v1Memory, v1Pids, v1CPU, v1CPUAcct, v1Freezer} {
+		if _, err := os.Lstat(filepath.Join(root, c)); err == nil {
+			mounted = append(mounted, c)
+		}
+	}
+	return mounted
 }
 
 // freezeWait bounds how long one round of Kill waits for the group to
@@ -51,64 +74,31 @@ exec "$@"`
 // joined is what joinScript reports once it is in every hierarchy.
 const joined = "joined"
 
-// v1Hierarchies are the v1 hierarchies under root that a group uses:
-// memory and pids, which New requires, and cpu, cpuacct and freezer where
-// they are mounted.
-func v1Hierarchies(root string) []pather {
-	var mounted []pather
-	for _, s := range []pather{
-		cgroup1.NewMemory(root, cgroup1.OptionalSwap()),
-		cgroup1.NewPids(root),
-		cgroup1.NewCpu(root),
-		cgroup1.NewCpuacct(root),
-		cgroup1.NewFreezer(root),
-	} {
-		if _, err := os.Lstat(s.Path("/")); err == nil {
-			mounted = append(mounted, s)
-		}
-	}
-	return mounted
-}
-
-func hierarchyOf(subsystems []pather) cgroup1.Hierarchy {
-	return func() ([]cgroup1.Subsystem, error) {
-		out := make([]cgroup1.Subsystem, len(subsystems))
-		for i, s := range subsystems {
-			out[i] = s
-		}
-		return out, nil
-	}
-}
-
 func (h host) newV1(name string, l Limits) (_ *Group, err error) {
 	nested := h.nestV1(groupSuffix(name))
-	var used []pather
-	var dirs []string
+	var g v1Group
 	var memoryPath string
-	have := map[cgroup1.Name]bool{}
-	for _, s := range v1Hierarchies(h.root) {
-		p, err := nested(s.Name())
-		if errors.Is(err, cgroup1.ErrControllerNotActive) {
-			continue // this process is in no group of that hierarchy
+	for _, c := range v1Hierarchies(h.root) {
+		p, err := nested(c)
+		if errors.Is(err, errNotInHierarchy) {
+			continue
 		}
 		if err != nil {
 			return nil, fmt.Errorf("find own cgroup: %w", err)
 		}
-		dir := s.Path(p)
+		dir := filepath.Join(h.root, c, p)
 		if _, err := os.Lstat(dir); err == nil {
 			return nil, fmt.Errorf("%s: %w", dir, fs.ErrExist)
 		}
-		used = append(used, s)
-		dirs = append(dirs, dir)
-		have[s.Name()] = true
-		if s.Name() == cgroup1.Memory {
+		g.dirs = append(g.dirs, v1Dir{c, dir})
+		if c == v1Memory {
 			memoryPath = p
 		}
 	}
 	var missing []string
-	for _, c := range []cgroup1.Name{cgroup1.Memory, cgroup1.Pids} {
-		if !have[c] {
-			missing = append(missing, string(c))
+	for _, c := range []string{v1Memory, v1Pids} {
+		if g.dir(c) == "" {
+			missing = append(missing, c)
 		}
 	}
 	if len(missing) > 0 {
@@ -117,66 +107,60 @@ func (h host) newV1(name string, l Limits) (_ *Group, err error) {
 
 	// Swap counts against the limit only where the kernel accounts it
 	// (no swapaccount=0 on its command line).
-	_, swapErr := os.Stat(filepath.Join(h.root, string(cgroup1.Memory), "memory.memsw.limit_in_bytes"))
+	_, swapErr := os.Stat(filepath.Join(h.root, v1Memory, "memory.memsw.limit_in_bytes"))
 	swap := l.MemoryMax > 0 && swapErr == nil
 	// Without CFS bandwidth control in the kernel there is no quota file.
-	_, quotaErr := os.Stat(filepath.Join(h.root, string(cgroup1.Cpu), "cpu.cfs_quota_us"))
-	cpu := l.CPUQuota > 0 && have[cgroup1.Cpu] && quotaErr == nil
-	res := &specs.LinuxResources{Memory: &specs.LinuxMemory{}, Pids: &specs.LinuxPids{}, CPU: &specs.LinuxCPU{}}
+	_, quotaErr := os.Stat(filepath.Join(h.root, v1CPU, "cpu.cfs_quota_us"))
+	cpu := l.CPUQuota > 0 && g.dir(v1CPU) != "" && quotaErr == nil
+	settings := map[string][]setting{}
 	if l.MemoryMax > 0 {
-		res.Memory.Limit = &l.MemoryMax
+		// The limit before the limit of memory and swap, which may not be below it.
+		settings[v1Memory] = append(settings[v1Memory], setting{"memory.limit_in_bytes", strconv.FormatInt(l.MemoryMax, 10)})
 	}
 	if swap {
-		res.Memory.Swap = &l.MemoryMax
+		settings[v1Memory] = append(settings[v1Memory], setting{"memory.memsw.limit_in_bytes", strconv.FormatInt(l.MemoryMax, 10)})
 	}
 	if l.TasksMax > 0 {
-		res.Pids.Limit = &l.TasksMax
+		settings[v1Pids] = []setting{{"pids.max", strconv.FormatInt(l.TasksMax, 10)}}
 	}
 	if cpu {
-		quota, period := quotaMicros(l), uint64(cpuPeriod)
-		res.CPU.Quota, res.CPU.Period = &quota, &period
+		settings[v1CPU] = []setting{{"cpu.cfs_period_us", strconv.Itoa(cpuPeriod)}, {"cpu.cfs_quota_us", strconv.FormatInt(quotaMicros(l), 10)}}
 	}
 
 	defer func() {
 		if err != nil {
 			// The directories are empty, so rmdir takes them.
-			for _, d := range dirs {
-				_ = os.Remove(d)
+			for _, d := range g.dirs {
+				_ = os.Remove(d.dir)
 			}
 		}
 	}()
-	cg, err := cgroup1.New(nested, res, cgroup1.WithHierarchy(hierarchyOf(used)))
-	if err != nil {
-		return nil, unavailableIfDenied(err)
-	}
-	return &Group{path: memoryPath, enforced: enforcedList(l, swap, cpu), b: newV1Group(cg, nested)}, nil
-}
-
-func loadV1(root, path string) (backend, error) {
-	p := cgroup1.StaticPath(path)
-	cg, err := cgroup1.Load(p, cgroup1.WithHierarchy(hierarchyOf(v1Hierarchies(root))))
-	if errors.Is(err, cgroup1.ErrCgroupDeleted) {
-		return nil, fmt.Errorf("%w: in no v1 hierarchy under %s", fs.ErrNotExist, root)
-	}
-	if err != nil {
-		return nil, err
-	}
-	return newV1Group(cg, p), nil
-}
-
-func newV1Group(cg cgroup1.Cgroup, p cgroup1.Path) v1Group {
-	var g v1Group
-	g.cg = cg
-	for _, s := range cg.Subsystems() {
-		// Both New and Load resolved every subsystem's path already.
-		rel, _ := p(s.Name())
-		dir := s.(pather).Path(rel)
-		g.dirs = append(g.dirs, dir)
-		if s.Name() == cgroup1.Freezer {
-			g.freezer = dir
+	for _, d := range g.dirs {
+		if err := os.MkdirAll(d.dir, 0o755); err != nil {
+			return nil, unavailableIfDenied(err)
+		}
+		if err := write(d.dir, settings[d.controller]...); err != nil {
+			return nil, unavailableIfDenied(err)
 		}
 	}
-	return g
+	return &Group{path: memoryPath, enforced: enforcedList(l, swap, cpu), b: g}, nil
+}
+
+func loadV1(root, p string) (backend, error) {
+	var g v1Group
+	for _, c := range v1Hierarchies(root) {
+		dir := filepath.Join(root, c, p)
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			continue
+		} else if err != nil {
+			return nil, err
+		}
+		g.dirs = append(g.dirs, v1Dir{c, dir})
+	}
+	if len(g.dirs) == 0 {
+		return nil, fmt.Errorf("%w: in no v1 hierarchy under %s", fs.ErrNotExist, root)
+	}
+	return g, nil
 }
 
 // start runs cmd through joinScript and returns once the shell is in the
@@ -201,7 +185,7 @@ func (g v1Group) start(cmd *exec.Cmd) error {
 	reportFD := 2 + len(cmd.ExtraFiles) // ExtraFiles start at descriptor 3
 	args := []string{"/bin/sh", "-c", fmt.Sprintf(joinScript, joined, reportFD), "shelldon-cgroup-join", strconv.Itoa(len(g.dirs))}
 	for _, d := range g.dirs {
-		args = append(args, filepath.Join(d, "cgroup.procs"))
+		args = append(args, filepath.Join(d.dir, "cgroup.procs"))
 	}
 	args = append(args, prog)
 	if len(origArgs) > 1 {
@@ -227,15 +211,15 @@ func (g v1Group) procs() ([]int, error) {
 	// A process moved out of one hierarchy is still found through another.
 	seen := map[int]bool{}
 	var pids []int
-	for _, s := range g.cg.Subsystems() {
-		ps, err := g.cg.Processes(s.Name(), true)
+	for _, d := range g.dirs {
+		ps, err := groupProcs(d.dir)
 		if err != nil {
 			return nil, err
 		}
 		for _, p := range ps {
-			if !seen[p.Pid] {
-				seen[p.Pid] = true
-				pids = append(pids, p.Pid)
+			if !seen[p] {
+				seen[p] = true
+				pids = append(pids, p)
 			}
 		}
 	}
@@ -243,8 +227,8 @@ func (g v1Group) procs() ([]int, error) {
 }
 
 func (g v1Group) kill(deadline time.Time) (err error) {
-	if g.freezer != "" {
-		state := filepath.Join(g.freezer, "freezer.state")
+	if freezer := g.dir(v1Freezer); freezer != "" {
+		state := filepath.Join(freezer, "freezer.state")
 		// Thaw even after a half-done freeze: a group left frozen would
 		// never die.
 		defer func() {
@@ -288,21 +272,26 @@ func freezeV1(state string, deadline time.Time) error {
 }
 
 func (g v1Group) stats() (Stats, error) {
-	m, err := g.cg.Stat(cgroup1.IgnoreNotExist)
-	if err != nil {
+	memory := g.dir(v1Memory)
+	peak, errPeak := readCounter(memory, "memory.max_usage_in_bytes")
+	oomKills, errOOM := readKeyed(memory, "memory.oom_control", "oom_kill")
+	cpuNanos, errCPU := readCounter(g.dir(v1CPUAcct), "cpuacct.usage")
+	tasks, errTasks := readCounter(g.dir(v1Pids), "pids.current")
+	if err := errors.Join(errPeak, errOOM, errCPU, errTasks); err != nil {
 		return Stats{}, err
 	}
 	return Stats{
-		MemoryPeak: int64(m.GetMemory().GetUsage().GetMax()),
-		OOMKills:   int64(m.GetMemoryOomControl().GetOomKill()),
-		CPUTime:    time.Duration(m.GetCPU().GetUsage().GetTotal()),
-		Tasks:      int64(m.GetPids().GetCurrent()),
+		MemoryPeak: int64(peak),
+		OOMKills:   int64(oomKills),
+		CPUTime:    time.Duration(cpuNanos),
+		Tasks:      int64(tasks),
 	}, nil
 }
 
 func (g v1Group) remove() error {
-	if err := g.cg.Delete(); err != nil && !errors.Is(err, cgroup1.ErrCgroupDeleted) {
-		return err
+	var errs []error
+	for _, d := range g.dirs {
+		errs = append(errs, removeGroupDir(d.dir))
 	}
-	return nil
+	return errors.Join(errs...)
 }

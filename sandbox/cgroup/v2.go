@@ -8,17 +8,16 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/containerd/cgroups/v3/cgroup2"
 	"golang.org/x/sys/unix"
 )
 
 // v2Group is a group in the unified cgroup v2 hierarchy.
 type v2Group struct {
-	m   *cgroup2.Manager
 	dir string
 }
 
@@ -93,16 +92,20 @@ func (h host) newV2(name string, l Limits) (_ *Group, err error) {
 	}
 
 	// memory and pids are on even without a limit, for Stats.
-	res := &cgroup2.Resources{Memory: &cgroup2.Memory{}, Pids: &cgroup2.Pids{Max: l.TasksMax}}
+	controllers := []string{"memory", "pids"}
+	var settings []setting
 	if l.MemoryMax > 0 {
-		res.Memory.Max = &l.MemoryMax
+		settings = append(settings, setting{"memory.max", strconv.FormatInt(l.MemoryMax, 10)})
+	}
+	if l.TasksMax > 0 {
+		settings = append(settings, setting{"pids.max", strconv.FormatInt(l.TasksMax, 10)})
 	}
 	cpu := l.CPUQuota > 0 && parent.usable("cpu")
 	if cpu {
-		quota, period := quotaMicros(l), uint64(cpuPeriod)
-		res.CPU = &cgroup2.CPU{Max: cgroup2.NewCPUMax(&quota, &period)}
+		controllers = append([]string{"cpu"}, controllers...)
+		settings = append(settings, setting{"cpu.max", fmt.Sprintf("%d %d", quotaMicros(l), cpuPeriod)})
 	}
-	g, err := createV2(h.root, group, res)
+	g, err := createV2(h.root, group, controllers, settings)
 	if err != nil {
 		return nil, unavailableIfDenied(err)
 	}
@@ -116,22 +119,61 @@ func (h host) newV2(name string, l Limits) (_ *Group, err error) {
 	_, swapErr := os.Stat(filepath.Join(dir, "memory.swap.max"))
 	swap := l.MemoryMax > 0 && swapErr == nil
 	if swap {
-		var noSwap int64
-		if err := g.m.Update(&cgroup2.Resources{Memory: &cgroup2.Memory{Swap: &noSwap}}); err != nil {
+		if err := write(dir, setting{"memory.swap.max", "0"}); err != nil {
 			return nil, fmt.Errorf("cap swap: %w", err)
 		}
 	}
 	return &Group{path: group, enforced: enforcedList(l, swap, cpu), b: g}, nil
 }
 
-// createV2 makes the group at group below the v2 mount root, enabling in
-// every ancestor the controllers res uses.
-func createV2(root, group string, res *cgroup2.Resources) (v2Group, error) {
-	m, err := cgroup2.NewManager(root, group, res)
-	if err != nil {
+// createV2 makes the group at group below the v2 mount root, enables
+// controllers for it in every ancestor, and writes settings into it.
+func createV2(root, group string, controllers []string, settings []setting) (v2Group, error) {
+	dir := filepath.Join(root, group)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return v2Group{}, err
 	}
-	return v2Group{m: m, dir: filepath.Join(root, group)}, nil
+	g := v2Group{dir: dir}
+	if err := enableV2(root, group, controllers); err != nil {
+		_ = g.remove()
+		return v2Group{}, err
+	}
+	if err := write(dir, settings...); err != nil {
+		_ = g.remove()
+		return v2Group{}, err
+	}
+	return g, nil
+}
+
+// enableV2 hands controllers down to group through every ancestor, from
+// the mount's root to its parent, each cgroup.subtree_control in turn.
+// Only the parent's write decides: one above it may fail where the
+// controllers are on already and the subtree was delegated to us.
+func enableV2(root, group string, controllers []string) error {
+	if len(controllers) == 0 {
+		return nil
+	}
+	line := "+" + strings.Join(controllers, " +")
+	parts := strings.Split(strings.Trim(group, "/"), "/")
+	var err error
+	for i := range parts {
+		file := filepath.Join(root, filepath.Join(parts[:i]...), "cgroup.subtree_control")
+		err = writeExisting(file, line)
+	}
+	if err != nil {
+		return fmt.Errorf("enable %s for %s: %w", strings.Join(controllers, ", "), group, err)
+	}
+	return nil
+}
+
+// writeExisting writes value into a file that must exist.
+func writeExisting(file, value string) error {
+	f, err := os.OpenFile(file, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(value)
+	return errors.Join(err, f.Close())
 }
 
 func loadV2(root, group string) (backend, error) {
@@ -139,11 +181,7 @@ func loadV2(root, group string) (backend, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return nil, err
 	}
-	m, err := cgroup2.Load(group, cgroup2.WithMountpoint(root))
-	if err != nil {
-		return nil, err
-	}
-	return v2Group{m: m, dir: dir}, nil
+	return v2Group{dir: dir}, nil
 }
 
 func (g v2Group) start(cmd *exec.Cmd) error {
@@ -161,23 +199,13 @@ func (g v2Group) start(cmd *exec.Cmd) error {
 	return cmd.Start()
 }
 
-func (g v2Group) procs() ([]int, error) {
-	pids, err := g.m.Procs(true)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]int, len(pids))
-	for i, p := range pids {
-		out[i] = int(p)
-	}
-	return out, nil
-}
+func (g v2Group) procs() ([]int, error) { return groupProcs(g.dir) }
 
 func (g v2Group) kill(time.Time) error {
 	// cgroup.kill (Linux 5.14) kills the whole subtree at once, forks in
 	// flight included; before it, one signal per listed process.
 	if _, err := os.Stat(filepath.Join(g.dir, "cgroup.kill")); err == nil {
-		return g.m.Kill()
+		return write(g.dir, setting{"cgroup.kill", "1"})
 	}
 	pids, err := g.procs()
 	if err != nil {
@@ -187,21 +215,19 @@ func (g v2Group) kill(time.Time) error {
 }
 
 func (g v2Group) stats() (Stats, error) {
-	m, err := g.m.StatFiltered(cgroup2.StatPids | cgroup2.StatCPU | cgroup2.StatMemory | cgroup2.StatMemoryEvents)
-	if err != nil {
+	peak, errPeak := readCounter(g.dir, "memory.peak")
+	oomKills, errOOM := readKeyed(g.dir, "memory.events", "oom_kill")
+	cpuMicros, errCPU := readKeyed(g.dir, "cpu.stat", "usage_usec")
+	tasks, errTasks := readCounter(g.dir, "pids.current")
+	if err := errors.Join(errPeak, errOOM, errCPU, errTasks); err != nil {
 		return Stats{}, err
 	}
 	return Stats{
-		MemoryPeak: int64(m.GetMemory().GetMaxUsage()),
-		OOMKills:   int64(m.GetMemoryEvents().GetOomKill()),
-		CPUTime:    time.Duration(m.GetCPU().GetUsageUsec()) * time.Microsecond,
-		Tasks:      int64(m.GetPids().GetCurrent()),
+		MemoryPeak: int64(peak),
+		OOMKills:   int64(oomKills),
+		CPUTime:    time.Duration(cpuMicros) * time.Microsecond,
+		Tasks:      int64(tasks),
 	}, nil
 }
 
-func (g v2Group) remove() error {
-	if err := g.m.Delete(); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
-	}
-	return nil
-}
+func (g v2Group) remove() error { return removeGroupDir(g.dir) }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"shelldon/images"
 )
@@ -36,10 +37,10 @@ type Recipe struct {
 }
 
 var (
-	debianName = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]*$`)
+	debianName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]*$`) })
 	// verifyWord keeps verification commands to plain words, since they are
 	// split on spaces and never pass through a shell.
-	verifyWord = regexp.MustCompile(`^[A-Za-z0-9_./=:+-]+$`)
+	verifyWord = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_./=:+-]+$`) })
 	variants   = []string{"extract", "custom", "essential", "apt", "required", "minbase", "buildd", "important", "debootstrap", "standard"}
 )
 
@@ -85,7 +86,7 @@ func ParseRecipe(name string, data []byte) (Recipe, error) {
 		seen[key] = n
 		switch key {
 		case "suite":
-			if !debianName.MatchString(value) {
+			if !debianName().MatchString(value) {
 				return Recipe{}, bad("suite %q is not a Debian suite name", value)
 			}
 			r.Suite = value
@@ -96,7 +97,7 @@ func ParseRecipe(name string, data []byte) (Recipe, error) {
 			r.Variant = value
 		case "packages":
 			for _, p := range strings.Fields(value) {
-				if !debianName.MatchString(p) {
+				if !debianName().MatchString(p) {
 					return Recipe{}, bad("%q is not a Debian package name", p)
 				}
 				r.Packages = append(r.Packages, p)
@@ -104,7 +105,7 @@ func ParseRecipe(name string, data []byte) (Recipe, error) {
 		case "verify":
 			argv := strings.Fields(value)
 			for _, w := range argv {
-				if !verifyWord.MatchString(w) {
+				if !verifyWord().MatchString(w) {
 					return Recipe{}, bad("verify word %q: only letters, digits and _./=:+- (no shell)", w)
 				}
 			}
