@@ -32,11 +32,11 @@ const (
 // largest sandboxed command's, and the memory of shelldon.slice.
 // Run by make bench with -benchtime 1x.
 func BenchmarkFootprintInVM(b *testing.B) {
-	vm.Require(b)
+	vm.Require(b, "amd64")
 	sandboxImage := imagetest.Image(b)
 	deb := vm.BuildDeb(b, "amd64")
 	for range b.N {
-		measureFootprintInVM(b, bootPet(b, sandboxImage, deb, footprintModel()))
+		measureFootprintInVM(b, bootPet(b, "amd64", sandboxImage, deb, footprintModel()))
 	}
 }
 
