@@ -58,7 +58,7 @@ func TestBoardPetInAnArm64VM(t *testing.T) {
 		checkFirstTurn(t, pet, model, "hello board", greeting)
 		pet.api.SendText(ownerID, "what do you run on?")
 		pet.api.WaitMessage(t, ownerID, textHas("I know what I run on."))
-		if got := toolAnswer(model.Requests(), "u1"); got != "exit 0\naarch64" {
+		if got := toolAnswer(model.Requests(), "u1"); got != "exit 0\naarch64\n" {
 			t.Errorf("uname -m in the sandbox answered %q, want exit 0 and aarch64", got)
 		}
 		checkApprovedCommand(t, pet, "make me a file", "board.txt", "made on the board\n", "Done: board.txt is there.")
