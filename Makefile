@@ -108,7 +108,7 @@ bench: build
 	@$(MAKE) --no-print-directory deb >/dev/null && stat -c '%n: %s bytes' $(DIST)/*.deb
 
 # The installed pet's footprint on the board's architecture: the arm64
-# .deb in the arm64 VM after 100 turns (3 runs; about 1 h under TCG). Its
+# .deb in the arm64 VM after 100 turns (3 runs; about 20 min under TCG). Its
 # memory figures are the board's binaries'; its times are no board's.
 bench-arm64:
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprintInAnArm64VM$$' -benchtime 1x -count 3 -timeout 150m ./cmd/shelldon
