@@ -58,7 +58,7 @@
 //	units/                        the systemd units, slices, users and tmpfiles
 //	testhost/                     what this machine can do, and skips that name what is missing
 //	testhost/systemdhost          a real systemd booted from a root of its own, for tests
-//	testhost/vm                   a whole Debian machine under qemu, for end-to-end tests
+//	testhost/vm                   a whole Debian machine under qemu, amd64 or the board's arm64, for end-to-end tests
 //	cmd/shelldon                  the main binary: core, broker, panel, chat and the owner's tools
 //	cmd/shelldon-worker           one turn's worker (and python_eval's evaluator), linking only what it runs
 //	cmd/shelldon-demo-model       the scripted model as a program of its own

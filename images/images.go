@@ -18,3 +18,9 @@ var TestHostRecipe []byte
 //
 //go:embed testvm.recipe
 var TestVMRecipe []byte
+
+// TestVMArm64Recipe is the recipe of the test VM's root for the board's
+// architecture, arm64, booted under emulation (testvm-arm64.recipe).
+//
+//go:embed testvm-arm64.recipe
+var TestVMArm64Recipe []byte

@@ -22,7 +22,7 @@ import (
 // pet starts as installed; removal stops and disables it and keeps the
 // pet's memory.
 func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
-	vm.Require(t) // root and the tools: the same as for booting a host
+	vm.Require(t, "amd64") // root and the tools: the same as for booting a host
 	deb := vm.BuildDeb(t, "amd64")
 	contents, err := exec.Command("dpkg-deb", "--contents", deb).CombinedOutput()
 	if err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"image"
 	"image/png"
 	"strconv"
@@ -12,10 +11,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon"
-	"shelldon/daemon/owner"
 	"shelldon/daemon/telegram/telegramtest"
-	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/panel/faces"
 	"shelldon/panel/render"
@@ -28,7 +24,7 @@ import (
 // machine, and lives the owner's life with it: everything through
 // Telegram and the installed services, as on the board.
 func TestWholePetInAVM(t *testing.T) {
-	vm.Require(t)
+	vm.Require(t, "amd64")
 	sandboxImage := imagetest.Image(t) // the guest has no network to build one
 	deb := vm.BuildDebWithTestHooks(t, "amd64")
 	model := demomodel.New(
@@ -68,61 +64,18 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "r3", Name: "run_shell", Args: `{"command": "touch stamp.txt"}`}}},
 		demomodel.Step{Text: "Not stamped."},
 	)
-	pet := bootPet(t, sandboxImage, deb, model)
+	pet := bootPet(t, "amd64", sandboxImage, deb, model)
 	guest, api, ctx := pet.guest, pet.api, context.Background()
 	ws := "/var/lib/shelldon/workspace/"
 
-	t.Run("1 the services run and doctor is content", func(t *testing.T) {
-		for _, unit := range []string{"shelldon.service", "shelldon-broker.service", "shelldon-panel.service"} {
-			waitFor(t, fmt.Sprintf("%s active", unit), func() bool {
-				out, _ := guest.Exec(ctx, "systemctl", "is-active", unit)
-				return strings.TrimSpace(string(out)) == "active"
-			})
-		}
-		// The bot is up once it registered its commands.
-		api.WaitCall(t, "setMyCommands", nil)
-		out, err := guest.Exec(ctx, "shelldon", "doctor")
-		if err != nil {
-			t.Errorf("shelldon doctor: %v\n%s", err, out)
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			// The VM has no SPI header; every other check must pass.
-			if !strings.HasPrefix(line, "ok") && line != "" && !strings.Contains(line, "SPI (panel)") {
-				t.Errorf("doctor: %s", line)
-			}
-		}
-	})
+	t.Run("1 the services run and doctor is content", func(t *testing.T) { checkServicesAndDoctor(t, pet) })
 
 	t.Run("2 the owner's life over Telegram", func(t *testing.T) {
-		api.SendText(ownerID, "hello VM")
-		api.WaitMessage(t, ownerID, textHas("Hello from the VM!"))
-		// What the first turn cost, as the model counted it, in /status:
-		// today's per provider, with the estimate at the configured price.
-		used := demoTokens(model.Requests()[0], len("Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited"))
-		cost := owner.Cost((float64(used.PromptTokens)*2+float64(used.CompletionTokens)*10)/1e6, "USD")
-		// The reply goes out before the turn has ended and its tokens are
-		// counted, so /status is asked again until the turn is in it.
-		today := textHas(fmt.Sprintf("Today: %[1]d+%[2]d — demo %[1]d+%[2]d ≈ %[3]s.", used.PromptTokens, used.CompletionTokens, cost))
-		waitFor(t, "/status to count the first turn's tokens", func() bool {
-			for _, m := range api.Messages(ownerID) {
-				if today(m) {
-					return true
-				}
-			}
-			api.SendText(ownerID, "/status")
-			time.Sleep(2 * time.Second)
-			return false
-		})
+		checkFirstTurn(t, pet, model, "hello VM", "Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited")
 		api.SendText(ownerID, "what time is it?")
 		api.WaitMessage(t, ownerID, textHas("I looked at the clock."))
 
-		api.SendText(ownerID, "make me a file")
-		ask := waitAsk(t, api, "sandboxed.txt")
-		tap(api, ask, "Approve")
-		api.WaitMessage(t, ownerID, textHas("Done: sandboxed.txt is there."))
-		if got, err := guest.ReadFile(ctx, ws+"sandboxed.txt"); err != nil || string(got) != "made in the sandbox\n" {
-			t.Errorf("sandboxed.txt = %q, %v", got, err)
-		}
+		checkApprovedCommand(t, pet, "make me a file", "sandboxed.txt", "made in the sandbox\n", "Done: sandboxed.txt is there.")
 
 		api.SendText(ownerID, "push it")
 		push := waitAsk(t, api, "push")
@@ -147,43 +100,11 @@ func TestWholePetInAVM(t *testing.T) {
 	})
 
 	t.Run("3 a slow turn in its unit, and its story in the journal", func(t *testing.T) {
-		api.SendText(ownerID, "take your time")
-		var unit string
-		waitFor(t, "the turn's unit", func() bool {
-			out, _ := guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "--state=running", "shelldon-turn@*")
-			fields := strings.Fields(string(out))
-			if len(fields) > 0 {
-				unit = fields[0]
-			}
-			return unit != ""
-		})
-		out, _ := guest.Exec(ctx, "systemctl", "status", "--no-pager", unit)
-		if status := string(out); !strings.Contains(status, "Memory:") || !strings.Contains(status, "max: 256.0M") {
-			t.Errorf("systemctl status %s shows no MemoryMax:\n%s", unit, status)
-		}
-		api.WaitMessage(t, ownerID, textHas("that took a while"))
-		turn := strings.TrimSuffix(strings.TrimPrefix(unit, "shelldon-turn@"), ".service")
-		story := guest.Must(t, "journalctl", "--no-pager", "-o", "json", "SHELLDON_TURN="+turn)
-		for _, want := range []string{`"SHELLDON_EVENT":"turn-start"`, `"SHELLDON_EVENT":"turn-end"`, `"SYSLOG_IDENTIFIER":"shelldon-worker"`} {
-			if !strings.Contains(story, want) {
-				t.Errorf("journalctl SHELLDON_TURN=%s lacks %s", turn, want)
-			}
-		}
+		checkTurnStory(t, pet, "take your time", "that took a while")
 	})
 
 	t.Run("4 the kernel's OOM killer ends a turn and a command, and the pet goes on", func(t *testing.T) {
-		api.SendText(ownerID, worker.HogMessage)
-		api.WaitMessage(t, ownerID, textHas(daemon.DegradeText))
-		last := guestTurns(t, guest, 1)
-		if len(last) != 1 || last[0].WorkerResult != "oom-kill" {
-			t.Fatalf("shelldon turns records %+v, want the last turn's worker oom-killed", last)
-		}
-		unit := "shelldon-turn@" + last[0].ID + ".service"
-		if story := guest.Must(t, "journalctl", "--no-pager", "-u", unit); !strings.Contains(story, "oom-kill") {
-			t.Errorf("the journal of %s says no oom-kill:\n%s", unit, story)
-		}
-		api.SendText(ownerID, "are you all right?")
-		api.WaitMessage(t, ownerID, textHas("Fine again."))
+		checkWorkerOOMKilled(t, pet, "are you all right?", "Fine again.")
 
 		api.SendText(ownerID, "read all the zeros")
 		ask := waitAsk(t, api, "/dev/zero")

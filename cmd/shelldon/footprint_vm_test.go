@@ -31,12 +31,20 @@ const (
 // panel, the largest turn's peak (memory.peak of its unit's cgroup), the
 // largest sandboxed command's, and the memory of shelldon.slice.
 // Run by make bench with -benchtime 1x.
-func BenchmarkFootprintInVM(b *testing.B) {
-	vm.Require(b)
-	sandboxImage := imagetest.Image(b)
-	deb := vm.BuildDeb(b, "amd64")
+func BenchmarkFootprintInVM(b *testing.B) { footprintInVM(b, "amd64") }
+
+// BenchmarkFootprintInAnArm64VM is BenchmarkFootprintInVM on the board's
+// architecture: the arm64 .deb on the arm64 VM (a Cortex-A53 under TCG).
+// Its memory figures are the board's binaries' own; its times are an
+// emulated CPU's, no board's. Run by make bench-arm64.
+func BenchmarkFootprintInAnArm64VM(b *testing.B) { footprintInVM(b, "arm64") }
+
+func footprintInVM(b *testing.B, arch string) {
+	vm.Require(b, arch)
+	sandboxImage := imagetest.ForArch(b, arch)
+	deb := vm.BuildDeb(b, arch)
 	for range b.N {
-		measureFootprintInVM(b, bootPet(b, sandboxImage, deb, footprintModel()))
+		measureFootprintInVM(b, bootPet(b, arch, sandboxImage, deb, footprintModel()))
 	}
 }
 

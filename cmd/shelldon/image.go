@@ -75,6 +75,9 @@ func printImageStatus(env *environment, cache string, recipe image.Recipe) error
 	for _, s := range st.Stale {
 		fmt.Fprintf(env.stdout, "stale: %s (built %s; the next build removes it)\n", s.Dir, s.Built.Local().Format(time.DateTime))
 	}
+	for _, f := range st.Foreign {
+		fmt.Fprintf(env.stdout, "other architecture: %s (%s, built %s; builds for this one keep it)\n", f.Dir, f.Arch, f.Built.Local().Format(time.DateTime))
+	}
 	for _, dir := range st.Unfinished {
 		fmt.Fprintf(env.stdout, "unfinished: %s (the next build removes it)\n", dir)
 	}

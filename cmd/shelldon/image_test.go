@@ -50,22 +50,30 @@ func TestImageStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(cache, "sandbox-"+r.Hash())
-	if err := os.MkdirAll(filepath.Join(dir, "root"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	marker, err := json.Marshal(image.Image{Hash: r.Hash(), Suite: "bookworm", Arch: "amd64", Mirror: "http://m.example/debian",
-		Built: time.Now(), Checks: []image.Check{{Command: "git --version", Output: "git version 2.39.5"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, ".verified"), marker, 0o644); err != nil {
-		t.Fatal(err)
+	// The board's image beside it, as its test VM leaves it.
+	foreign := filepath.Join(cache, "sandbox-a64a64a64a64a64a")
+	for _, img := range []image.Image{
+		{Dir: dir, Hash: r.Hash(), Suite: "bookworm", Arch: "amd64", Mirror: "http://m.example/debian",
+			Built: time.Now(), Checks: []image.Check{{Command: "git --version", Output: "git version 2.39.5"}}},
+		{Dir: foreign, Hash: "a64a64a64a64a64a", Suite: "bookworm", Arch: "arm64", Mirror: "http://m.example/debian", Built: time.Now()},
+	} {
+		if err := os.MkdirAll(filepath.Join(img.Dir, "root"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		marker, err := json.Marshal(img)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(img.Dir, ".verified"), marker, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.Mkdir(filepath.Join(cache, ".sandbox-x.tmp-1"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = runCLI(t, "image", "status", "--cache", cache)
-	for _, want := range []string{"current: " + r.Hash(), filepath.Join(dir, "root"), "git version 2.39.5", "unfinished: " + filepath.Join(cache, ".sandbox-x.tmp-1")} {
+	for _, want := range []string{"current: " + r.Hash(), filepath.Join(dir, "root"), "git version 2.39.5", "unfinished: " + filepath.Join(cache, ".sandbox-x.tmp-1"),
+		"other architecture: " + foreign + " (arm64"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("image status = %q, %v; want it to mention %q", out, err, want)
 		}

@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/daemon"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image"
 	"shelldon/testhost/vm"
@@ -24,6 +27,16 @@ const (
 	e2eModelPort  = 8082
 )
 
+// guestWait bounds each wait for what the guest does in its own time:
+// generous, for an emulated CPU (the arm64 guest's every instruction is
+// translated), and only ever reached when something is wrong.
+const guestWait = 5 * time.Minute
+
+// replyWait is how long the suites wait for each of the pet's messages,
+// by the guest's architecture: under TCG an x86 turn takes seconds, an
+// arm64 one on the board's Cortex-A53 several times as long.
+var replyWait = map[string]time.Duration{"amd64": 90 * time.Second, "arm64": 4 * time.Minute}
+
 // petInAVM is the pet installed from its .deb on a booted test VM, its
 // three services running and its bot connected to a local Bot API server.
 type petInAVM struct {
@@ -31,16 +44,21 @@ type petInAVM struct {
 	api   *telegramtest.Server
 }
 
-// bootPet boots a VM with deb installed and the sandbox image in place,
+// bootPet boots a VM of the Debian architecture arch with deb (of the
+// same architecture) installed and the sandbox image (also) in place,
 // configures the pet to talk to model and to a fresh Bot API server on
 // this machine, enables its services and waits for the bot to connect.
-func bootPet(t testing.TB, sandboxImage image.Image, deb string, model http.Handler) petInAVM {
+func bootPet(t testing.TB, arch string, sandboxImage image.Image, deb string, model http.Handler) petInAVM {
 	t.Helper()
+	if sandboxImage.Arch != arch || !strings.HasSuffix(deb, "_"+arch+".deb") {
+		t.Fatalf("bootPet(%s): the sandbox image is for %s and the .deb is %s; want both for %s", arch, sandboxImage.Arch, deb, arch)
+	}
 	modelServer := httptest.NewServer(model)
 	t.Cleanup(modelServer.Close)
 	api := telegramtest.New(t, botToken)
-	api.SetWaitLimit(90 * time.Second) // an emulated CPU: turns take seconds
+	api.SetWaitLimit(replyWait[arch])
 	guest := vm.Boot(t, vm.Options{
+		Arch:    arch,
 		Debs:    []string{deb},
 		Trees:   []string{sandboxImage.Dir},
 		Forward: map[int]int{e2eBotAPIPort: urlPort(t, api.URL()), e2eModelPort: urlPort(t, modelServer.URL)},
@@ -86,7 +104,7 @@ display = "png"
 		}
 	})
 	// Nothing can work without the bot: fail at once, with the story.
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(guestWait)
 	for !strings.Contains(journal(), "telegram: connected") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the bot never connected; the guest's journal:\n%s", journal())
@@ -112,7 +130,7 @@ func urlPort(t testing.TB, raw string) int {
 // waitFor polls cond, for what the guest does in its own time.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(guestWait)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("waited in vain: %s", what)
@@ -151,4 +169,120 @@ func guestTurns(t testing.TB, guest *vm.VM, n int) []turnJSON {
 		turns = append(turns, j)
 	}
 	return turns
+}
+
+// The steps both VM suites take (the x86 one, TestWholePetInAVM, and the
+// board's, TestBoardPetInAnArm64VM), each sending the owner's messages and
+// waiting for the answers the suite's scripted model gives.
+
+// checkServicesAndDoctor waits for the three services and the bot, and
+// has `shelldon doctor` find everything in order but the panel's SPI
+// header, which no VM has.
+func checkServicesAndDoctor(t *testing.T, pet petInAVM) {
+	ctx := context.Background()
+	for _, unit := range []string{"shelldon.service", "shelldon-broker.service", "shelldon-panel.service"} {
+		waitFor(t, fmt.Sprintf("%s active", unit), func() bool {
+			out, _ := pet.guest.Exec(ctx, "systemctl", "is-active", unit)
+			return strings.TrimSpace(string(out)) == "active"
+		})
+	}
+	// The bot is up once it registered its commands.
+	pet.api.WaitCall(t, "setMyCommands", nil)
+	out, err := pet.guest.Exec(ctx, "shelldon", "doctor")
+	if err != nil {
+		t.Errorf("shelldon doctor: %v\n%s", err, out)
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if !strings.HasPrefix(line, "ok") && line != "" && !strings.Contains(line, "SPI (panel)") {
+			t.Errorf("doctor: %s", line)
+		}
+	}
+}
+
+// checkFirstTurn sends the pet's first message and waits for the model's
+// answer (its first line), then for /status to count what the turn cost
+// as the model counted it: today's tokens per provider, with the
+// estimate at the configured price.
+func checkFirstTurn(t *testing.T, pet petInAVM, model *demomodel.Server, message, answer string) {
+	pet.api.SendText(ownerID, message)
+	firstLine, _, _ := strings.Cut(answer, "\n")
+	pet.api.WaitMessage(t, ownerID, textHas(firstLine))
+	used := demoTokens(model.Requests()[0], len(answer))
+	cost := owner.Cost((float64(used.PromptTokens)*2+float64(used.CompletionTokens)*10)/1e6, "USD")
+	// The reply goes out before the turn has ended and its tokens are
+	// counted, so /status is asked again until the turn is in it.
+	today := textHas(fmt.Sprintf("Today: %[1]d+%[2]d — demo %[1]d+%[2]d ≈ %[3]s.", used.PromptTokens, used.CompletionTokens, cost))
+	waitFor(t, "/status to count the first turn's tokens", func() bool {
+		for _, m := range pet.api.Messages(ownerID) {
+			if today(m) {
+				return true
+			}
+		}
+		pet.api.SendText(ownerID, "/status")
+		time.Sleep(2 * time.Second)
+		return false
+	})
+}
+
+// checkApprovedCommand sends message, for which the model runs a RISKY
+// command writing content to file in the workspace; the owner approves
+// it, the model's answer comes, and the sandboxed command's file is in
+// the guest's workspace.
+func checkApprovedCommand(t *testing.T, pet petInAVM, message, file, content, answer string) {
+	pet.api.SendText(ownerID, message)
+	tap(pet.api, waitAsk(t, pet.api, file), "Approve")
+	pet.api.WaitMessage(t, ownerID, textHas(answer))
+	if got, err := pet.guest.ReadFile(context.Background(), "/var/lib/shelldon/workspace/"+file); err != nil || string(got) != content {
+		t.Errorf("%s = %q, %v; want %q", file, got, err, content)
+	}
+}
+
+// checkTurnStory sends message, whose answer the model delays: the turn
+// is caught running in its transient unit, whose `systemctl status`
+// shows its MemoryMax, and once answered, `journalctl SHELLDON_TURN=<id>`
+// tells its story from start to end, the worker's lines included.
+func checkTurnStory(t *testing.T, pet petInAVM, message, answer string) {
+	ctx := context.Background()
+	pet.api.SendText(ownerID, message)
+	var unit string
+	waitFor(t, "the turn's unit", func() bool {
+		out, _ := pet.guest.Exec(ctx, "systemctl", "list-units", "--no-legend", "--plain", "--state=running", "shelldon-turn@*")
+		fields := strings.Fields(string(out))
+		if len(fields) > 0 {
+			unit = fields[0]
+		}
+		return unit != ""
+	})
+	out, _ := pet.guest.Exec(ctx, "systemctl", "status", "--no-pager", unit)
+	if status := string(out); !strings.Contains(status, "Memory:") || !strings.Contains(status, "max: 256.0M") {
+		t.Errorf("systemctl status %s shows no MemoryMax:\n%s", unit, status)
+	}
+	pet.api.WaitMessage(t, ownerID, textHas(answer))
+	turn := strings.TrimSuffix(strings.TrimPrefix(unit, "shelldon-turn@"), ".service")
+	story := pet.guest.Must(t, "journalctl", "--no-pager", "-o", "json", "SHELLDON_TURN="+turn)
+	for _, want := range []string{`"SHELLDON_EVENT":"turn-start"`, `"SHELLDON_EVENT":"turn-end"`, `"SYSLOG_IDENTIFIER":"shelldon-worker"`} {
+		if !strings.Contains(story, want) {
+			t.Errorf("journalctl SHELLDON_TURN=%s lacks %s", turn, want)
+		}
+	}
+}
+
+// checkWorkerOOMKilled sends the test hooks' message that makes the
+// turn's worker grow past its MemoryMax: the kernel kills it, the owner
+// hears the degraded answer (the model is asked nothing), the turn's
+// record and journal say oom-kill, and the next message, then, gets the
+// model's answer.
+func checkWorkerOOMKilled(t *testing.T, pet petInAVM, then, answer string) {
+	pet.api.SendText(ownerID, worker.HogMessage)
+	pet.api.WaitMessage(t, ownerID, textHas(daemon.DegradeText))
+	last := guestTurns(t, pet.guest, 1)
+	if len(last) != 1 || last[0].WorkerResult != "oom-kill" {
+		t.Fatalf("shelldon turns records %+v, want the last turn's worker oom-killed", last)
+	}
+	unit := "shelldon-turn@" + last[0].ID + ".service"
+	if story := pet.guest.Must(t, "journalctl", "--no-pager", "-u", unit); !strings.Contains(story, "oom-kill") {
+		t.Errorf("the journal of %s says no oom-kill:\n%s", unit, story)
+	}
+	pet.api.SendText(ownerID, then)
+	pet.api.WaitMessage(t, ownerID, textHas(answer))
 }

@@ -8,4 +8,10 @@
 // sandbox-<hash>, where the hash covers the recipe, the builder's format
 // and the Debian architecture, but not the mirror. A cached image whose
 // hash matches is used as it is, so building is cheap to call again.
+//
+// An image may be built for another architecture than this machine's
+// (BuildOptions.Arch: the board's arm64 on an amd64 host, for the test VM
+// of the board's architecture); its programs then run under
+// qemu-user-static through binfmt_misc ([CheckEmulation]). A build
+// replaces only the images of its own architecture.
 package image

@@ -48,10 +48,15 @@ const (
 
 // BuildOptions says where and from what to build.
 type BuildOptions struct {
-	CacheDir string    // default DefaultCacheDir
-	Mirror   string    // Debian mirror URL; default DefaultMirror()
-	Recipe   Recipe    // zero value: DefaultRecipe()
-	Log      io.Writer // progress and the tools' output; nil discards it
+	CacheDir string // default DefaultCacheDir
+	Mirror   string // Debian mirror URL; default DefaultMirror()
+	Recipe   Recipe // zero value: DefaultRecipe()
+	// Arch is the Debian architecture to build for; "" is this machine's
+	// own ([NativeArch]). Another one (arm64 on an amd64 host, say: the
+	// board's image) runs its programs through qemu-user-static, which
+	// binfmt_misc must have registered ([ErrNoEmulation]).
+	Arch string
+	Log  io.Writer // progress and the tools' output; nil discards it
 }
 
 // Check is one verification command and what it printed.
@@ -104,12 +109,19 @@ func Build(ctx context.Context, opts BuildOptions) (img Image, err error) {
 	if log == nil {
 		log = io.Discard
 	}
-	arch, err := NativeArch()
+	arch, err := opts.arch()
 	if err != nil {
 		return Image{}, err
 	}
 	hash := recipe.hashFor(arch)
 
+	final := filepath.Join(cache, imagePrefix+hash)
+	// A verified image is only ever renamed into place whole, so finding
+	// one takes no lock, and a long build of another architecture in the
+	// same cache does not hold up this one's users.
+	if img, err := readImage(final); err == nil {
+		return img, nil
+	}
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return Image{}, fmt.Errorf("image cache: %w", err)
 	}
@@ -119,9 +131,8 @@ func Build(ctx context.Context, opts BuildOptions) (img Image, err error) {
 	}
 	defer unlock()
 
-	final := filepath.Join(cache, imagePrefix+hash)
 	if img, err := readImage(final); err == nil {
-		return img, nil
+		return img, nil // built while this waited for the lock
 	}
 	// Holding the lock, anything unfinished — a temporary directory, an
 	// image directory without a valid marker (this one included) — is left
@@ -189,21 +200,37 @@ func Build(ctx context.Context, opts BuildOptions) (img Image, err error) {
 	}
 	img.Dir, img.Root, img.Fresh = final, filepath.Join(final, rootName), true
 	fmt.Fprintf(log, "sandbox image %s ready in %s: %s\n", hash, img.Took, img.Root)
-	removeOlder(cache, final, log)
+	removeOlder(cache, final, arch, log)
 	return img, nil
 }
 
 // BuildRecipe builds the image of a recipe held in memory (an embedded one
-// of images/, named for errors) into cacheDir, as Build does, within 15
-// minutes.
-func BuildRecipe(cacheDir, name string, data []byte) (Image, error) {
+// of images/, named for errors) for the Debian architecture arch ("" for
+// this machine's) into cacheDir, as Build does, within 45 minutes: a
+// foreign architecture's packages are configured under emulation, and
+// the arm64 test VM's root, its initrd made by qemu-user, took 15 minutes
+// on a loaded 2-core host.
+func BuildRecipe(cacheDir, name string, data []byte, arch string) (Image, error) {
 	recipe, err := ParseRecipe(name, data)
 	if err != nil {
 		return Image{}, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Minute)
 	defer cancel()
-	return Build(ctx, BuildOptions{CacheDir: cacheDir, Recipe: recipe})
+	return Build(ctx, BuildOptions{CacheDir: cacheDir, Recipe: recipe, Arch: arch})
+}
+
+// arch is the architecture to build for, checked: a foreign one must be
+// one Debian has and this host must run its programs.
+func (o BuildOptions) arch() (string, error) {
+	native, err := NativeArch()
+	if o.Arch == "" || err == nil && o.Arch == native {
+		return native, err
+	}
+	if err := CheckEmulation(o.Arch); err != nil {
+		return "", err
+	}
+	return o.Arch, nil
 }
 
 func (o BuildOptions) recipe() (Recipe, error) {
@@ -219,6 +246,9 @@ type CacheStatus struct {
 	Want     string  // the hash the recipe builds on this machine
 	Current  *Image  // the verified image of that hash, if there is one
 	Stale    []Image // verified images of other recipes (the next build removes them)
+	// Foreign are verified images for other architectures (a board's,
+	// built here for its test VM); builds leave them alone.
+	Foreign []Image
 	// Unfinished are directories of builds that did not finish; the next
 	// build removes them.
 	Unfinished []string
@@ -228,6 +258,7 @@ type CacheStatus struct {
 // yet is empty, not an error.
 func Status(cacheDir string, r Recipe) (CacheStatus, error) {
 	st := CacheStatus{CacheDir: cacheDir, Want: r.Hash()}
+	native, _ := NativeArch()
 	entries, err := os.ReadDir(cacheDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return st, nil
@@ -247,6 +278,8 @@ func Status(cacheDir string, r Recipe) (CacheStatus, error) {
 				st.Unfinished = append(st.Unfinished, dir)
 			case img.Hash == st.Want:
 				st.Current = &img
+			case img.Arch != native:
+				st.Foreign = append(st.Foreign, img)
 			default:
 				st.Stale = append(st.Stale, img)
 			}
@@ -299,9 +332,10 @@ func removeUnfinished(cache string, log io.Writer) error {
 	return nil
 }
 
-// removeOlder removes every image but keep. Failing to is not failing
-// the build, so it is only reported.
-func removeOlder(cache, keep string, log io.Writer) {
+// removeOlder removes every image of keep's architecture but keep; the
+// images of other architectures are other builds' to replace. Failing to
+// is not failing the build, so it is only reported.
+func removeOlder(cache, keep, arch string, log io.Writer) {
 	entries, err := os.ReadDir(cache)
 	if err != nil {
 		fmt.Fprintf(log, "could not look for older images: %v\n", err)
@@ -310,6 +344,10 @@ func removeOlder(cache, keep string, log io.Writer) {
 	for _, e := range entries {
 		dir := filepath.Join(cache, e.Name())
 		if !strings.HasPrefix(e.Name(), imagePrefix) || dir == keep {
+			continue
+		}
+		// An image without a readable marker is unfinished, and removed.
+		if img, err := readImage(dir); err == nil && img.Arch != arch {
 			continue
 		}
 		fmt.Fprintf(log, "removing older image %s\n", dir)

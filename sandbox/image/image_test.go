@@ -212,14 +212,20 @@ func TestRunToolQuotesTheEnd(t *testing.T) {
 	}
 }
 
-// fakeImage puts a verified-looking image of hash into cache.
+// fakeImage puts a verified-looking amd64 image of hash into cache.
 func fakeImage(t *testing.T, cache, hash string, built time.Time) string {
+	t.Helper()
+	return fakeArchImage(t, cache, hash, "amd64", built)
+}
+
+// fakeArchImage is fakeImage for the Debian architecture arch.
+func fakeArchImage(t *testing.T, cache, hash, arch string, built time.Time) string {
 	t.Helper()
 	dir := filepath.Join(cache, imagePrefix+hash)
 	if err := os.MkdirAll(filepath.Join(dir, rootName), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	marker, err := json.Marshal(Image{Hash: hash, Arch: "amd64", Suite: "bookworm", Built: built})
+	marker, err := json.Marshal(Image{Hash: hash, Arch: arch, Suite: "bookworm", Built: built})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,9 +262,17 @@ func TestStatus(t *testing.T) {
 	}
 	mkdirs(t, tmp, unmarked, filepath.Join(cache, "unrelated"))
 	stale := fakeImage(t, cache, "feedfacefeedface", built)
+	other := "arm64" // an architecture not this machine's
+	if mustNativeArch(t) == other {
+		other = "amd64"
+	}
+	foreign := fakeArchImage(t, cache, "a64a64a64a64a64a", other, built)
 	st, err = Status(cache, r)
 	if err != nil || st.Current != nil {
 		t.Fatalf("Status(partial cache) = %+v, %v; want no current image", st, err)
+	}
+	if len(st.Foreign) != 1 || st.Foreign[0].Dir != foreign {
+		t.Errorf("Status(partial cache).Foreign = %+v, want just the %s image %s", st.Foreign, other, foreign)
 	}
 	if len(st.Stale) != 1 || st.Stale[0].Dir != stale || !st.Stale[0].Built.Equal(built) {
 		t.Errorf("Status(partial cache).Stale = %+v, want just %s built %v", st.Stale, stale, built)
@@ -322,6 +336,7 @@ func TestBuildRefusesBadInput(t *testing.T) {
 	}{
 		{"option as mirror", BuildOptions{CacheDir: cache, Mirror: "--customize-hook=rm -rf /"}, "is not a URL"},
 		{"cache is a file", BuildOptions{CacheDir: filepath.Join(cache, "f", "x"), Mirror: "http://m.example/debian"}, "image cache"},
+		{"unknown architecture", BuildOptions{CacheDir: cache, Mirror: "http://m.example/debian", Arch: "--arch=x"}, "want one of amd64, arm64, armhf"},
 	} {
 		if tc.name == "cache is a file" {
 			if err := os.WriteFile(filepath.Join(cache, "f"), nil, 0o644); err != nil {
@@ -331,6 +346,59 @@ func TestBuildRefusesBadInput(t *testing.T) {
 		if _, err := Build(context.Background(), tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: Build = %v, want an error mentioning %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestRemoveOlderKeepsOtherArchitectures: a build replaces the images of
+// its own architecture only, so the board's arm64 image, built here for
+// its test VM, and this host's own can share the cache.
+func TestRemoveOlderKeepsOtherArchitectures(t *testing.T) {
+	cache := t.TempDir()
+	built := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	older := fakeImage(t, cache, "0000000000000001", built)
+	foreign := fakeArchImage(t, cache, "0000000000000002", "arm64", built)
+	unmarked := filepath.Join(cache, imagePrefix+"0000000000000003")
+	mkdirs(t, unmarked)
+	keep := fakeImage(t, cache, "0000000000000004", built)
+	var log strings.Builder
+	removeOlder(cache, keep, "amd64", &log)
+	for _, gone := range []string{older, unmarked} {
+		if _, err := os.Stat(gone); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("after removeOlder, %s: %v; want it removed", gone, err)
+		}
+	}
+	for _, kept := range []string{keep, foreign} {
+		if _, err := os.Stat(kept); err != nil {
+			t.Errorf("removeOlder removed %s: %v (log: %s)", kept, err, log.String())
+		}
+	}
+}
+
+func TestCheckBinfmt(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("qemu-aarch64", "enabled\ninterpreter /usr/libexec/qemu-binfmt/aarch64-binfmt-P\nflags: POF\noffset 0\n")
+	write("qemu-arm", "disabled\ninterpreter /usr/libexec/qemu-binfmt/arm-binfmt-P\nflags: POF\n")
+	write("qemu-x86_64", "enabled\ninterpreter /usr/libexec/qemu-binfmt/x86_64-binfmt-P\nflags: P\n")
+	if err := checkBinfmt(dir, "arm64", "qemu-aarch64"); err != nil {
+		t.Errorf("checkBinfmt(enabled, flags POF) = %v, want nil", err)
+	}
+	for _, tc := range []struct{ arch, name, want string }{
+		{"arm64", "qemu-missing", "make test-deps installs qemu-user-static and registers it"},
+		{"armhf", "qemu-arm", "entry is disabled"},
+		{"amd64", "qemu-x86_64", "lacks the F flag"},
+	} {
+		if err := checkBinfmt(dir, tc.arch, tc.name); !errors.Is(err, ErrNoEmulation) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("checkBinfmt(%s) = %v, want ErrNoEmulation saying %q", tc.name, err, tc.want)
+		}
+	}
+	if err := CheckEmulation("sparc"); !errors.Is(err, ErrUnsupportedArch) {
+		t.Errorf("CheckEmulation(sparc) = %v, want ErrUnsupportedArch", err)
 	}
 }
 

@@ -96,7 +96,7 @@ func Boot(t testing.TB, readOnly ...string) *Host {
 }
 
 func buildImage() (image.Image, error) {
-	return image.BuildRecipe(CacheDir, "images/testhost.recipe", images.TestHostRecipe)
+	return image.BuildRecipe(CacheDir, "images/testhost.recipe", images.TestHostRecipe, "")
 }
 
 func boot(t testing.TB, nspawn, root string, readOnly []string) (*Host, error) {

@@ -35,9 +35,6 @@ const (
 	defaultMemoryMB = 512
 	// minMemoryMB is about what systemd, sshd and a python3 need to boot.
 	minMemoryMB = 256
-	// bootTimeout bounds the boot from starting qemu to a settled system
-	// state; under TCG a boot takes about 20 s on a 2026 amd64 host.
-	bootTimeout = 180 * time.Second
 	// diskTimeout bounds making a test's disk, installing its debs included.
 	diskTimeout = 5 * time.Minute
 	// probeTimeout bounds one ssh attempt while the guest boots.
@@ -48,11 +45,71 @@ const (
 	poweroffTimeout = 60 * time.Second
 	// consoleTailLines is how much of the serial console an error quotes.
 	consoleTailLines = 40
-	kernelCmdline    = "root=/dev/vda rw console=ttyS0 systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all quiet"
+	kernelCmdline    = "root=/dev/vda rw systemd.unified_cgroup_hierarchy=1 cgroup_no_v1=all quiet console="
 )
+
+// machine is what a guest architecture decides: the qemu that emulates
+// it, its machine's flags, the console's device and the root's recipe.
+type machine struct {
+	qemu, qemuPackage string
+	flags             []string // after -accel: the board and its CPU
+	console           string   // the serial console's device in the guest
+	// bootTimeout bounds the boot from starting qemu to a settled
+	// system state.
+	bootTimeout time.Duration
+	recipeName  string
+	// image builds the root from the recipe once per test binary.
+	image func() (image.Image, error)
+}
+
+// machines are the guests Boot can boot, by Debian architecture: the
+// host's own (amd64) and the board's (arm64, a Raspberry Pi Zero 2W's
+// Cortex-A53, emulated by TCG).
+var machines = map[string]*machine{
+	"amd64": {
+		qemu: "qemu-system-x86_64", qemuPackage: "qemu-system-x86", console: "ttyS0",
+		// Under TCG a boot takes about 20 s on a 2026 amd64 host.
+		bootTimeout: 180 * time.Second,
+		recipeName:  "images/testvm.recipe",
+		image:       buildOnce("images/testvm.recipe", images.TestVMRecipe, "amd64"),
+	},
+	"arm64": {
+		qemu: "qemu-system-aarch64", qemuPackage: "qemu-system-arm", console: "ttyAMA0",
+		flags: []string{"-M", "virt", "-cpu", "cortex-a53"},
+		// Every instruction emulated: TCG boots an arm64 guest in
+		// minutes, not seconds, on a loaded host.
+		bootTimeout: 10 * time.Minute,
+		recipeName:  "images/testvm-arm64.recipe",
+		image:       buildOnce("images/testvm-arm64.recipe", images.TestVMArm64Recipe, "arm64"),
+	},
+}
+
+// buildOnce builds an architecture's root (once per cache and recipe; then
+// it is found in the cache) the first time a test asks.
+func buildOnce(name string, recipe []byte, arch string) func() (image.Image, error) {
+	return sync.OnceValues(func() (image.Image, error) {
+		return image.BuildRecipe(CacheDir, name, recipe, arch)
+	})
+}
+
+// machineFor is the machine of a Debian architecture; "" is amd64.
+func machineFor(arch string) (*machine, error) {
+	if arch == "" {
+		arch = "amd64"
+	}
+	m, ok := machines[arch]
+	if !ok {
+		return nil, fmt.Errorf("options: Arch %q: want amd64 or arm64", arch)
+	}
+	return m, nil
+}
 
 // Options says what to boot.
 type Options struct {
+	// Arch is the guest's Debian architecture: "" or amd64 (this host's,
+	// under KVM where it works), or arm64 (the board's, always under
+	// TCG).
+	Arch string
 	// MemoryMB is the guest's memory; 0 means 512.
 	MemoryMB int
 	// Debs are .deb files installed into the guest's root before it
@@ -84,19 +141,19 @@ type VM struct {
 	control string // the socket of the ssh master connection
 }
 
-var (
-	buildOnce sync.Once
-	built     image.Image
-	buildErr  error
-)
-
 // Require skips t, or fails it under SHELLDON_REQUIRE_ALL=1, unless this
-// host can boot a test VM: amd64, root, and the tools installed. Boot
-// checks the same; a test calls Require first when it has slow work to
-// do before booting (building a .deb, say).
-func Require(t testing.TB) {
+// host can boot a test VM of the Debian architecture arch ("" for amd64):
+// an amd64 host, root, and the tools installed (for arm64 also
+// qemu-user-static registered with binfmt_misc, which builds its root).
+// Boot checks the same; a test calls Require first when it has slow work
+// to do before booting (building a .deb, say).
+func Require(t testing.TB, arch string) {
 	t.Helper()
-	requireTools(t)
+	m, err := machineFor(arch)
+	if err != nil {
+		t.Fatalf("vm.Require: %v", err)
+	}
+	requireTools(t, arch, m)
 }
 
 // tools are the paths of the programs Boot runs.
@@ -104,14 +161,19 @@ type tools struct {
 	qemu, mkfs, ssh, sshKeygen, nspawn string
 }
 
-func requireTools(t testing.TB) tools {
+func requireTools(t testing.TB, arch string, m *machine) tools {
 	t.Helper()
 	if runtime.GOARCH != "amd64" {
-		testhost.Missing(t, "an amd64 host", "the test VM's kernel is linux-image-cloud-amd64")
+		testhost.Missing(t, "an amd64 host", "the test VMs' roots are built with this host's Debian tools for amd64 and, under qemu-user-static, arm64")
 	}
 	testhost.Root(t)
+	if arch != "" && arch != "amd64" {
+		if err := image.CheckEmulation(arch); err != nil {
+			testhost.Missing(t, "qemu-user-static registered with binfmt_misc", err.Error())
+		}
+	}
 	found := tools{
-		qemu:      testhost.Tool(t, "qemu-system-x86_64", "qemu-system-x86"),
+		qemu:      testhost.Tool(t, m.qemu, m.qemuPackage),
 		mkfs:      testhost.Tool(t, "mkfs.ext4", "e2fsprogs"),
 		ssh:       testhost.Tool(t, "ssh", "openssh-client"),
 		sshKeygen: testhost.Tool(t, "ssh-keygen", "openssh-client"),
@@ -121,15 +183,20 @@ func requireTools(t testing.TB) tools {
 	return found
 }
 
-// Boot builds the VM's root file system (once per cache and recipe),
-// makes this test a disk from a copy of it, boots it under qemu and waits
-// until systemd says the system is running (or degraded, whose failed
-// units it logs). The guest is powered off when the test ends. It skips
-// the test when root or a tool is missing, and fails it when the guest
-// does not come up within 180 s, quoting the serial console's end.
+// Boot builds the VM's root file system (once per cache, recipe and
+// architecture), makes this test a disk from a copy of it, boots it under
+// qemu and waits until systemd says the system is running (or degraded,
+// whose failed units it logs). The guest is powered off when the test
+// ends. It skips the test when root or a tool is missing, and fails it
+// when the guest does not come up within its machine's boot timeout (3
+// minutes for amd64, 10 for arm64), quoting the serial console's end.
 func Boot(t testing.TB, opts Options) *VM {
 	t.Helper()
-	tools := requireTools(t)
+	m, err := machineFor(opts.Arch)
+	if err != nil {
+		t.Fatalf("vm.Boot: %v", err)
+	}
+	tools := requireTools(t, opts.Arch, m)
 	var socat string
 	if len(opts.Forward) > 0 {
 		socat = testhost.Tool(t, "socat", "socat")
@@ -137,14 +204,12 @@ func Boot(t testing.TB, opts Options) *VM {
 	if err := opts.check(); err != nil {
 		t.Fatalf("vm.Boot: %v", err)
 	}
-	buildOnce.Do(func() {
-		built, buildErr = buildImage()
-		if buildErr == nil && built.Fresh {
-			t.Logf("test VM image built in %s: %s", built.Took, built.Root)
-		}
-	})
-	if buildErr != nil {
-		t.Fatalf("build the test VM image: %v", buildErr)
+	built, err := m.image()
+	if err != nil {
+		t.Fatalf("build the test VM image from %s: %v", m.recipeName, err)
+	}
+	if built.Fresh {
+		t.Logf("test VM image built in %s: %s", built.Took, built.Root)
 	}
 
 	// A short directory: the ssh master's socket path must fit sun_path,
@@ -182,12 +247,15 @@ func Boot(t testing.TB, opts Options) *VM {
 		t.Fatal(err)
 	}
 	defer logFile.Close()
-	accel := chooseAccelerator(tools.qemu, kernel, initrd)
-	cmd := exec.Command(tools.qemu, qemuArgs(opts, v, accel.name, kernel, initrd, socat)...)
+	accel := acceleration{"tcg,thread=multi", "an emulated architecture"}
+	if m == machines["amd64"] {
+		accel = chooseAccelerator(tools.qemu, kernel, initrd)
+	}
+	cmd := exec.Command(tools.qemu, qemuArgs(opts, m, v, accel.name, kernel, initrd, socat)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// qemu must not outlive a test binary that dies without cleaning up.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	ctx, cancel := context.WithTimeout(context.Background(), bootTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), m.bootTimeout)
 	defer cancel()
 	started = time.Now()
 	if err := cmd.Start(); err != nil {
@@ -204,7 +272,7 @@ func Boot(t testing.TB, opts Options) *VM {
 		master.stop()
 	})
 
-	master, err = v.waitReady(ctx, t, exited)
+	master, err = v.waitReady(ctx, t, exited, m.bootTimeout)
 	if err != nil {
 		qemuOut, _ := os.ReadFile(qemuLog)
 		t.Fatalf("boot the test VM: %v\nqemu: %s\nconsole (%s):\n%s", err, qemuOut, v.Console, v.consoleTail())
@@ -232,10 +300,6 @@ func (o Options) check() error {
 		}
 	}
 	return nil
-}
-
-func buildImage() (image.Image, error) {
-	return image.BuildRecipe(CacheDir, "images/testvm.recipe", images.TestVMRecipe)
 }
 
 // bootFiles finds the kernel and its initrd in the root's /boot. The
@@ -274,7 +338,7 @@ func freePort() (int, error) {
 // host forward on loopback, and each Options.Forward through a guest
 // forward that runs socat for every connection (a guest forward to a tcp
 // character device would carry one connection for the whole boot).
-func qemuArgs(opts Options, v *VM, accel, kernel, initrd, socat string) []string {
+func qemuArgs(opts Options, m *machine, v *VM, accel, kernel, initrd, socat string) []string {
 	memory := opts.MemoryMB
 	if memory == 0 {
 		memory = defaultMemoryMB
@@ -288,14 +352,14 @@ func qemuArgs(opts Options, v *VM, accel, kernel, initrd, socat string) []string
 	for _, guest := range guestPorts {
 		netdev += fmt.Sprintf(",guestfwd=tcp:%s:%d-cmd:%s - TCP:127.0.0.1:%d", ForwardAddress, guest, socat, opts.Forward[guest])
 	}
-	args := []string{"-accel", accel}
+	args := append([]string{"-accel", accel}, m.flags...)
 	if accel == "kvm" {
 		args = append(args, "-cpu", "host")
 	}
 	return append(args,
 		"-m", strconv.Itoa(memory), "-smp", "2",
 		"-nodefaults", "-nographic", "-no-reboot",
-		"-kernel", kernel, "-initrd", initrd, "-append", kernelCmdline,
+		"-kernel", kernel, "-initrd", initrd, "-append", kernelCmdline+m.console,
 		// The disk is thrown away with the test, so nothing needs flushing.
 		"-drive", "file="+v.Disk+",format=raw,if=virtio,cache=unsafe",
 		"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,romfile=", // no network boot ROM: the kernel is given
@@ -305,7 +369,7 @@ func qemuArgs(opts Options, v *VM, accel, kernel, initrd, socat string) []string
 
 // waitReady waits for sshd to answer, opens the master connection every
 // later command shares, and waits for systemd to settle.
-func (v *VM) waitReady(ctx context.Context, t testing.TB, exited chan error) (*sshMaster, error) {
+func (v *VM) waitReady(ctx context.Context, t testing.TB, exited chan error, bootTimeout time.Duration) (*sshMaster, error) {
 	tick := time.NewTicker(probeInterval)
 	defer tick.Stop()
 	for {

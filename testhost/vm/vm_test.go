@@ -135,7 +135,7 @@ print(result, round(time.monotonic() - start, 2))`
 // installed into its root: the package is there, its users made, its
 // units known (and left disabled until the owner configures the pet).
 func TestGuestBootsWithTheDebInstalled(t *testing.T) {
-	Require(t) // before the slow build
+	Require(t, "amd64") // before the slow build
 	deb := BuildDeb(t, "amd64")
 	v := Boot(t, Options{Debs: []string{deb}})
 	if got := v.Must(t, "dpkg-query", "-W", "-f", "${Status}", "shelldon"); got != "install ok installed" {
@@ -159,5 +159,38 @@ func TestExecWithoutCommand(t *testing.T) {
 	defer cancel()
 	if _, err := (&VM{}).Exec(ctx); !errors.Is(err, ErrNoCommand) {
 		t.Errorf("Exec() with no command = %v, want %v", err, ErrNoCommand)
+	}
+}
+
+// TestMachinesByArchitecture: the architecture decides the qemu, the
+// board and CPU, and the console the kernel writes to.
+func TestMachinesByArchitecture(t *testing.T) {
+	v := &VM{Disk: "/d/disk.img", Console: "/d/console.log", SSHPort: 2222}
+	for _, tc := range []struct {
+		arch, qemu, console string
+		flags               string // in the order qemu gets them; "" for none
+	}{
+		{"", "qemu-system-x86_64", "console=ttyS0", ""},
+		{"amd64", "qemu-system-x86_64", "console=ttyS0", ""},
+		{"arm64", "qemu-system-aarch64", "console=ttyAMA0", "-M virt -cpu cortex-a53"},
+	} {
+		m, err := machineFor(tc.arch)
+		if err != nil {
+			t.Fatalf("machineFor(%q) = %v", tc.arch, err)
+		}
+		args := strings.Join(qemuArgs(Options{Arch: tc.arch}, m, v, "tcg", "/k", "/i", ""), " ")
+		// The console ends the kernel's command line, which the disk follows.
+		if m.qemu != tc.qemu || !strings.Contains(args, tc.console+" -drive ") {
+			t.Errorf("%q: %s %s; want %s with %s", tc.arch, m.qemu, args, tc.qemu, tc.console)
+		}
+		if tc.flags != "" && !strings.Contains(args, "-accel tcg "+tc.flags+" ") {
+			t.Errorf("%q: %s; want %s after the accelerator", tc.arch, args, tc.flags)
+		}
+		if tc.flags == "" && strings.Contains(args, " -M ") {
+			t.Errorf("%q: %s; want qemu's default machine", tc.arch, args)
+		}
+	}
+	if _, err := machineFor("armhf"); err == nil || !strings.Contains(err.Error(), "want amd64 or arm64") {
+		t.Errorf("machineFor(armhf) = %v, want an error naming the architectures there are", err)
 	}
 }

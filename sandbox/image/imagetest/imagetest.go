@@ -16,10 +16,16 @@ import (
 // CacheEnv names a variable that overrides where test images are cached.
 const CacheEnv = "SHELLDON_IMAGE_CACHE"
 
+// build is one architecture's image, built once per test binary.
+type build struct {
+	once sync.Once
+	img  image.Image
+	err  error
+}
+
 var (
-	once  sync.Once
-	built image.Image
-	err   error
+	buildsMu sync.Mutex
+	builds   = map[string]*build{}
 )
 
 // Image returns the default sandbox image, building it first if the cache
@@ -29,20 +35,43 @@ var (
 // required, when the host lacks root or the tools.
 func Image(t testing.TB) image.Image {
 	t.Helper()
+	return ForArch(t, "")
+}
+
+// ForArch is [Image] for the Debian architecture arch ("" for this
+// machine's): the board's arm64 image, say, for a test VM of the board's
+// architecture, built here under qemu-user-static (minutes, not
+// seconds). It skips, naming what is missing, where binfmt_misc cannot
+// run arch's programs.
+func ForArch(t testing.TB, arch string) image.Image {
+	t.Helper()
 	testhost.Root(t)
 	testhost.Tool(t, "systemd-nspawn", "systemd-container")
-	once.Do(func() {
+	buildsMu.Lock()
+	b := builds[arch]
+	if b == nil {
+		b = &build{}
+		builds[arch] = b
+	}
+	buildsMu.Unlock()
+	b.once.Do(func() {
 		cache := os.Getenv(CacheEnv)
 		if cache == "" {
 			cache = image.DefaultCacheDir
 		}
-		built, err = image.Build(context.Background(), image.BuildOptions{CacheDir: cache})
+		b.img, b.err = image.Build(context.Background(), image.BuildOptions{CacheDir: cache, Arch: arch})
+		if b.err == nil && b.img.Fresh {
+			t.Logf("sandbox image for %s built in %s: %s", b.img.Arch, b.img.Took, b.img.Root)
+		}
 	})
-	if errors.Is(err, image.ErrMissingTool) {
+	if errors.Is(b.err, image.ErrMissingTool) {
 		testhost.Missing(t, "the sandbox image or mmdebstrap to build it", "apt-get install mmdebstrap, or run `make image`")
 	}
-	if err != nil {
-		t.Fatalf("building the sandbox image: %v", err)
+	if errors.Is(b.err, image.ErrNoEmulation) {
+		testhost.Missing(t, "qemu-user-static registered with binfmt_misc", b.err.Error())
 	}
-	return built
+	if b.err != nil {
+		t.Fatalf("building the sandbox image: %v", b.err)
+	}
+	return b.img
 }
