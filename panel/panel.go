@@ -34,6 +34,11 @@ type Options struct {
 // frame is not sent to the display.
 const redrawEvery = time.Minute
 
+// settleAfter is how long after the last frame drawn the panel gives the
+// memory drawing took back to the kernel: the frames of a turn come
+// within it.
+const settleAfter = time.Second
+
 // maxRedial caps the wait between the panel's redials while core is
 // away; the wait starts at 50 ms, so a restart is barely noticed.
 const maxRedial = time.Minute
@@ -57,6 +62,7 @@ type Panel struct {
 	awayTimer clock.Timer
 	holdTimer clock.Timer
 	tick      clock.Timer
+	settle    clock.Timer // gives memory back once frames stop
 	stopped   bool
 }
 
@@ -225,19 +231,27 @@ func (p *Panel) drawLocked() {
 	if p.stopped {
 		return
 	}
-	if err := p.refresh.show(render.Render(p.sceneLocked())); err != nil {
+	drew, err := p.refresh.show(p.sceneLocked())
+	if err != nil {
 		p.log.Error("panel: drawing failed; the next change tries again", "err", err)
 	}
+	if !drew {
+		return
+	}
 	// Frames come a few per turn and then none for minutes; what drawing
-	// one left behind goes back to the kernel at once.
-	debug.FreeOSMemory()
+	// them left behind goes back to the kernel once they stop, in one
+	// collection rather than one a frame.
+	if p.settle != nil {
+		p.settle.Stop()
+	}
+	p.settle = p.clock.AfterFunc(settleAfter, debug.FreeOSMemory)
 }
 
 func (p *Panel) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopped = true
-	for _, t := range []clock.Timer{p.awayTimer, p.holdTimer, p.tick} {
+	for _, t := range []clock.Timer{p.awayTimer, p.holdTimer, p.tick, p.settle} {
 		if t != nil {
 			t.Stop()
 		}
