@@ -94,7 +94,7 @@ type chatPeer struct {
 	cmd  *exec.Cmd
 	// latencies are every timed turn's; cpu is the CPU time of each round
 	// over its turns.
-	latencies []time.Duration
+	latencies  []time.Duration
 	cpuPerTurn []time.Duration
 	sent       int
 }
