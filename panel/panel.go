@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/procmem"
 	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )
@@ -33,11 +33,6 @@ type Options struct {
 // redrawEvery redraws the scene so the strip's uptime moves; an unchanged
 // frame is not sent to the display.
 const redrawEvery = time.Minute
-
-// settleAfter is how long after the last frame drawn the panel gives the
-// memory drawing took back to the kernel: the frames of a turn come
-// within it.
-const settleAfter = time.Second
 
 // maxRedial caps the wait between the panel's redials while core is
 // away; the wait starts at 50 ms, so a restart is barely noticed.
@@ -62,7 +57,6 @@ type Panel struct {
 	awayTimer clock.Timer
 	holdTimer clock.Timer
 	tick      clock.Timer
-	settle    clock.Timer // gives memory back once frames stop
 	stopped   bool
 }
 
@@ -239,19 +233,15 @@ func (p *Panel) drawLocked() {
 		return
 	}
 	// Frames come a few per turn and then none for minutes; what drawing
-	// them left behind goes back to the kernel once they stop, in one
-	// collection rather than one a frame.
-	if p.settle != nil {
-		p.settle.Stop()
-	}
-	p.settle = p.clock.AfterFunc(settleAfter, debug.FreeOSMemory)
+	// them left behind goes back to the kernel once they stop.
+	procmem.ReleaseWhenQuiet()
 }
 
 func (p *Panel) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopped = true
-	for _, t := range []clock.Timer{p.awayTimer, p.holdTimer, p.tick, p.settle} {
+	for _, t := range []clock.Timer{p.awayTimer, p.holdTimer, p.tick} {
 		if t != nil {
 			t.Stop()
 		}
