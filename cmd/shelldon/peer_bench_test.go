@@ -29,12 +29,11 @@ const peerEnv = "PEER_PICOCLAW_BIN"
 // a token's form, which wants 35 characters after the colon.
 const peerBotToken = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQr"
 
-// The side-by-side's shape: rounds of turns, shelldon's and PicoClaw's
-// interleaved, with a pause between turns as between an owner's
-// messages, long enough for what a pet does once a turn is over (the
-// panel gives its memory back a second after its last frame).
+// The side-by-side's shape: rounds of turns (b.N of them), shelldon's and
+// PicoClaw's interleaved, with a pause between turns as between an
+// owner's messages, long enough for what a pet does once a turn is over
+// (it gives its memory back half a second after).
 const (
-	peerRounds        = 5
 	peerTurnsPerRound = 20
 	peerPause         = 1100 * time.Millisecond
 )
@@ -52,7 +51,7 @@ const (
 // whole round, pauses included), and the ratios shelldon / PicoClaw.
 //
 // Nothing here leaves loopback; make bench-peer runs it in a network
-// namespace of its own besides. Run with -benchtime 1x.
+// namespace of its own besides. -benchtime 5x runs 5 rounds.
 func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 	peerBin := os.Getenv(peerEnv)
 	if peerBin == "" {
@@ -67,10 +66,8 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 	}
 	b.ResetTimer()
 	for range b.N {
-		for range peerRounds {
-			for _, p := range peers {
-				p.round(b, peerTurnsPerRound)
-			}
+		for _, p := range peers {
+			p.round(b, peerTurnsPerRound)
 		}
 	}
 	b.StopTimer()
@@ -83,6 +80,8 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 		b.ReportMetric(f.p, "picoclaw-"+f.unit)
 		b.ReportMetric(f.s/f.p, "ratio-"+f.unit)
 	}
+	// Of shelldon's CPU, what its workers took (a process each turn).
+	b.ReportMetric(ms(median(peers[0].childCPUPerTurn)), "shelldon-workers-cpu-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -92,11 +91,13 @@ type chatPeer struct {
 	name string
 	api  *telegramtest.Server
 	cmd  *exec.Cmd
-	// latencies are every timed turn's; cpu is the CPU time of each round
-	// over its turns.
-	latencies  []time.Duration
-	cpuPerTurn []time.Duration
-	sent       int
+	// latencies are every timed turn's; cpuPerTurn is each round's CPU
+	// time over its turns, childCPUPerTurn the part of it its reaped
+	// children took.
+	latencies       []time.Duration
+	cpuPerTurn      []time.Duration
+	childCPUPerTurn []time.Duration
+	sent            int
 }
 
 // waitPolling waits until the peer's channel is long-polling the Bot API
@@ -143,13 +144,15 @@ func (p *chatPeer) isNew(m telegramtest.Message, before int) bool {
 // the CPU the peer spent over the round.
 func (p *chatPeer) round(b *testing.B, n int) {
 	b.Helper()
-	cpu := processCPU(b, p.cmd.Process.Pid)
+	self, children := processCPU(b, p.cmd.Process.Pid)
 	for range n {
 		p.sent++
 		p.latencies = append(p.latencies, p.turn(b, fmt.Sprintf("message %d", p.sent)))
 		time.Sleep(peerPause)
 	}
-	p.cpuPerTurn = append(p.cpuPerTurn, (processCPU(b, p.cmd.Process.Pid)-cpu)/time.Duration(n))
+	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
+	p.cpuPerTurn = append(p.cpuPerTurn, (selfAfter+childrenAfter-self-children)/time.Duration(n))
+	p.childCPUPerTurn = append(p.childCPUPerTurn, (childrenAfter-children)/time.Duration(n))
 }
 
 type peerFigures struct{ medianMS, cpuMS float64 }
@@ -170,9 +173,9 @@ func median(d []time.Duration) time.Duration {
 // Linux architecture shelldon runs on.
 const clockTicks = 100
 
-// processCPU is the user and system time of process pid and of the
+// processCPU is the user and system time of process pid, and that of the
 // children it has waited for (a worker per turn, for shelldon).
-func processCPU(b *testing.B, pid int) time.Duration {
+func processCPU(b *testing.B, pid int) (self, children time.Duration) {
 	b.Helper()
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
@@ -181,15 +184,14 @@ func processCPU(b *testing.B, pid int) time.Duration {
 	// The command name, in parentheses, may hold spaces: the fields are
 	// counted after its closing one, the state being field 3.
 	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
-	var ticks int64
-	for _, f := range fields[11:15] { // utime, stime, cutime, cstime: fields 14 to 17
-		n, err := strconv.ParseInt(f, 10, 64)
-		if err != nil {
+	var ticks [4]int64 // utime, stime, cutime, cstime: fields 14 to 17
+	for i, f := range fields[11:15] {
+		if ticks[i], err = strconv.ParseInt(f, 10, 64); err != nil {
 			b.Fatalf("/proc/%d/stat: %v", pid, err)
 		}
-		ticks += n
 	}
-	return time.Duration(ticks) * time.Second / clockTicks
+	tick := time.Second / clockTicks
+	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick
 }
 
 // scriptedPeerModel is the model both peers talk to: it answers every
