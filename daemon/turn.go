@@ -14,9 +14,9 @@ import (
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/owner"
-	"shelldon/daemon/procmem"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
+	"shelldon/giveback"
 )
 
 // DegradeText is the answer of a turn that failed or timed out.
@@ -291,7 +291,7 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 		// runtime's own pace, since on a 416 MB board every resident MB
 		// counts; off the loop, so that a message arriving meanwhile does
 		// not wait for the collection.
-		procmem.ReleaseWhenQuiet()
+		giveback.WhenQuiet()
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/procmem"
+	"shelldon/giveback"
 	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )
@@ -234,7 +234,7 @@ func (p *Panel) drawLocked() {
 	}
 	// Frames come a few per turn and then none for minutes; what drawing
 	// them left behind goes back to the kernel once they stop.
-	procmem.ReleaseWhenQuiet()
+	giveback.WhenQuiet()
 }
 
 func (p *Panel) stop() {

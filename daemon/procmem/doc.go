@@ -2,6 +2,4 @@
 // this process, the machine and the process's cgroup, for reports to the
 // owner (/status) and turn records. Each reader returns false where the
 // kernel does not say, so callers degrade to "unknown" rather than fail.
-// ReleaseWhenQuiet gives the process's spare memory back to the kernel
-// once its parts have gone idle.
 package procmem

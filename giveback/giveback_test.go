@@ -1,4 +1,4 @@
-package procmem
+package giveback
 
 import (
 	"runtime/metrics"
@@ -14,19 +14,19 @@ func forcedCollections() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// TestReleaseWhenQuietCollectsOnceForABurst: the asks of one turn (the
+// TestWhenQuietCollectsOnceForABurst: the asks of one turn (the
 // broker's, core's, the panel's frames) make one collection, after they
 // stop.
-func TestReleaseWhenQuietCollectsOnceForABurst(t *testing.T) {
+func TestWhenQuietCollectsOnceForABurst(t *testing.T) {
 	before := forcedCollections()
 	for range 5 {
-		ReleaseWhenQuiet()
+		WhenQuiet()
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for forcedCollections() == before && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(2 * releaseQuiet) // room for any collection more
+	time.Sleep(2 * quiet) // room for any collection more
 	if got := forcedCollections() - before; got != 1 {
 		t.Errorf("five asks in a burst made %d forced collections, want 1", got)
 	}
