@@ -36,6 +36,9 @@ const peerBotToken = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQr"
 const (
 	peerTurnsPerRound = 20
 	peerPause         = 1100 * time.Millisecond
+	// peerIdleWindow is how long each peer is watched doing nothing, a
+	// pause's length after its first turn.
+	peerIdleWindow = 5 * time.Second
 )
 
 // BenchmarkTurnBesidePicoClaw runs shelldon (`bin/shelldon up`: core, the
@@ -64,6 +67,11 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 	for _, p := range peers {
 		p.turn(b, "hello") // the first turn of a process warms what it loads once
 	}
+	// What each costs doing nothing, part of every pause below.
+	idle := make([]float64, len(peers))
+	for i, p := range peers {
+		idle[i] = p.idleCPU(b, peerIdleWindow)
+	}
 	b.ResetTimer()
 	for range b.N {
 		for _, p := range peers {
@@ -80,6 +88,8 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 		b.ReportMetric(f.p, "picoclaw-"+f.unit)
 		b.ReportMetric(f.s/f.p, "ratio-"+f.unit)
 	}
+	b.ReportMetric(idle[0], "shelldon-idle-cpu-ms/s")
+	b.ReportMetric(idle[1], "picoclaw-idle-cpu-ms/s")
 	// Of shelldon's CPU, what its workers took (a process each turn).
 	b.ReportMetric(ms(median(peers[0].childCPUPerTurn)), "shelldon-workers-cpu-ms")
 	b.ReportMetric(0, "ns/op")
@@ -153,6 +163,17 @@ func (p *chatPeer) round(b *testing.B, n int) {
 	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
 	p.cpuPerTurn = append(p.cpuPerTurn, (selfAfter+childrenAfter-self-children)/time.Duration(n))
 	p.childCPUPerTurn = append(p.childCPUPerTurn, (childrenAfter-children)/time.Duration(n))
+}
+
+// idleCPU is the CPU the peer spends a second while nothing happens,
+// watched over window once what its last turn left has settled.
+func (p *chatPeer) idleCPU(b *testing.B, window time.Duration) float64 {
+	b.Helper()
+	time.Sleep(peerPause)
+	self, children := processCPU(b, p.cmd.Process.Pid)
+	time.Sleep(window)
+	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
+	return ms(selfAfter+childrenAfter-self-children) / window.Seconds()
 }
 
 type peerFigures struct{ medianMS, cpuMS float64 }
