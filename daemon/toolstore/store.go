@@ -265,7 +265,9 @@ func (s *Store) Live() (live []Manifest, bad []Problem) {
 }
 
 // forget drops what Live knew of name: the store itself changed the
-// tool's files.
+// tool's files. Their stamps would mostly tell as much, but a replaced
+// file's inode number is free again, and a new file of the same size may
+// get it within the same tick of the change time.
 func (s *Store) forget(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
