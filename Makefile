@@ -18,7 +18,7 @@ DESTDIR ?=
 override CGO_ENABLED := 0
 export CGO_ENABLED
 
-.PHONY: all build run test test-deps test-cross e2e e2e-arm64 bench bench-arm64 release install clean image deb
+.PHONY: all build run test test-deps test-cross e2e e2e-arm64 bench bench-arm64 bench-peer release install clean image deb
 
 # Debian versions must start with a digit; git's description follows.
 DEB_VERSION ?= 0.1.0+git$(subst -,.,$(VERSION))
@@ -108,6 +108,7 @@ bench: build
 	$(GO) test -run '^$$' -bench '^BenchmarkTurn$$|^BenchmarkTurnWith100Tools$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprint$$' -benchtime 1x -count 3 -timeout 30m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench '^BenchmarkTurnInSystemdUnit$$' -benchtime 200x -count 5 -timeout 30m ./cmd/shelldon
+	@$(MAKE) --no-print-directory bench-peer
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprintInVM$$' -benchtime 1x -count 3 -timeout 60m ./cmd/shelldon
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 -skip 'BenchmarkTurn|BenchmarkFootprint|BenchmarkStart|BenchmarkBinarySize' -timeout 30m ./...
 	$(GO) test -run '^$$' -bench '^BenchmarkStart$$' -benchtime 200x -count 5 ./cmd/shelldon
@@ -119,6 +120,14 @@ bench: build
 # memory figures are the board's binaries'; its times are no board's.
 bench-arm64:
 	$(GO) test -run '^$$' -bench '^BenchmarkFootprintInAnArm64VM$$' -benchtime 1x -count 3 -timeout 150m ./cmd/shelldon
+
+# shelldon up and PicoClaw's gateway side by side, 5 interleaved rounds of
+# 20 turns each over Telegram to a local Bot API server, in a network
+# namespace of its own (as root): PEER_PICOCLAW_BIN names the PicoClaw
+# binary (BENCHMARKS.md, "Beside PicoClaw", says which was measured).
+bench-peer: build
+	@if [ -z "$$PEER_PICOCLAW_BIN" ]; then echo "bench-peer: skipped, PEER_PICOCLAW_BIN names no PicoClaw binary (see BENCHMARKS.md)"; \
+	else unshare --net sh -c "ip link set lo up && exec $(GO) test -run '^\$$' -bench '^BenchmarkTurnBesidePicoClaw\$$' -benchtime 5x -timeout 30m ./cmd/shelldon"; fi
 
 release:
 	@mkdir -p $(DIST)

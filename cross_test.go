@@ -27,6 +27,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/broker":                       {},
 	"shelldon/bus":                          {},
 	"shelldon/clock":                        {},
+	"shelldon/giveback":                     {},
 	"shelldon/config":                       {},
 	"shelldon/contracts":                    {},
 	"shelldon/daemon/approval":              {},

@@ -52,6 +52,7 @@
 //	panel/epd                     the Waveshare 2.13" V4 driver
 //	config/                       the TOML file and its environment overrides
 //	clock/                        real time in production, a fake clock in tests
+//	giveback/                     a process's spare memory back to the kernel once it goes quiet
 //	demomodel/                    the scripted OpenAI-compatible model for tests and demos
 //	demomodel/phrases             the phrases the demo persona understands, for the banner and /help
 //	images/                       the recipes of the root file systems, carried in the binary

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"strings"
 	"time"
 
 	"shelldon/bus"
 	"shelldon/contracts"
+	"shelldon/giveback"
 )
 
 // maxConcurrentJobs bounds how many completions the broker runs at once.
@@ -65,7 +65,7 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 				// The last job in flight: the broker idles until the next
 				// turn, so the answer's garbage goes back to the kernel now
 				// (about 3.5 MB of the broker's idle PSS; see BENCHMARKS.md).
-				debug.FreeOSMemory()
+				giveback.WhenQuiet()
 			}
 		}()
 	})

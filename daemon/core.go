@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"shelldon/clock"
@@ -75,8 +74,6 @@ type Core struct {
 	probes  chan chan struct{}         // the watchdog's: answered by the loop
 	stopped chan struct{}              // closed when the loop ends; late work is dropped
 	hub     *hub.Hub
-	// returning is set while an idle core gives memory back to the kernel.
-	returning atomic.Bool
 	// offLoop is the work running off the loop that uses the store, the
 	// tool store or the workspace (a backup, a sandboxed command, an
 	// approved call, a gate): Run waits for it before they close.

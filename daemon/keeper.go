@@ -207,7 +207,7 @@ func (k *keeper) toolbox(to approval.Audience) *tools.Registry {
 
 // liveTools are the live self-coded tools that pass their check; the
 // ones that do not are put away.
-func (k *keeper) liveTools(to approval.Audience) []toolstore.Tool {
+func (k *keeper) liveTools(to approval.Audience) []toolstore.Manifest {
 	live, bad := k.tools.Live()
 	for _, p := range bad {
 		k.putAway(p.Name, p.Err, to)
@@ -215,7 +215,7 @@ func (k *keeper) liveTools(to approval.Audience) []toolstore.Tool {
 	return live
 }
 
-func definitions(live []toolstore.Tool) []contracts.ToolDefinition {
+func definitions(live []toolstore.Manifest) []contracts.ToolDefinition {
 	defs := make([]contracts.ToolDefinition, 0, len(live))
 	for _, t := range live {
 		defs = append(defs, t.Definition())

@@ -29,7 +29,7 @@ const (
 // those called or kept most lately, then those called most often, each
 // while it fits within maxToolsInFull and maxInFullBytes; the rest are
 // named in the prompt, and calling one by name works as for the others.
-func byNameOnly(live []toolstore.Tool, text string, uses map[string]state.ToolUse) []string {
+func byNameOnly(live []toolstore.Manifest, text string, uses map[string]state.ToolUse) []string {
 	text = strings.ToLower(text)
 	type candidate struct {
 		name   string

@@ -33,14 +33,14 @@ func TestNames(t *testing.T) {
 
 // liveToolsForTest are n kept tools, tool_0 … tool_<n-1>, kept a minute
 // apart, the later ones later.
-func liveToolsForTest(n int, kept time.Time) []toolstore.Tool {
-	var out []toolstore.Tool
+func liveToolsForTest(n int, kept time.Time) []toolstore.Manifest {
+	var out []toolstore.Manifest
 	for i := range n {
-		out = append(out, toolstore.Tool{Manifest: toolstore.Manifest{
+		out = append(out, toolstore.Manifest{
 			Name: fmt.Sprintf("tool_%d", i), Description: "Does thing " + fmt.Sprint(i) + ".",
 			Schema:     map[string]any{"type": "object", "properties": map[string]any{"x": map[string]any{"type": "string"}}},
 			PromotedAt: kept.Add(time.Duration(i) * time.Minute).Format(time.RFC3339),
-		}})
+		})
 	}
 	return out
 }
@@ -48,7 +48,7 @@ func liveToolsForTest(n int, kept time.Time) []toolstore.Tool {
 func TestByNameOnly(t *testing.T) {
 	kept := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	lately := kept.Add(24 * time.Hour)
-	inFull := func(live []toolstore.Tool, byName []string) []string {
+	inFull := func(live []toolstore.Manifest, byName []string) []string {
 		var out []string
 		for _, tl := range live {
 			if !slices.Contains(byName, tl.Name) {
@@ -61,7 +61,7 @@ func TestByNameOnly(t *testing.T) {
 	huge[1].Description = strings.Repeat("long ", maxInFullBytes/5)
 	for _, c := range []struct {
 		about  string
-		live   []toolstore.Tool
+		live   []toolstore.Manifest
 		text   string
 		uses   map[string]state.ToolUse
 		inFull []string // sorted by name

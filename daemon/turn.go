@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
+	"shelldon/giveback"
 )
 
 // DegradeText is the answer of a turn that failed or timed out.
@@ -285,16 +285,13 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.brain.show() }) })
 	c.release(ctx)
-	if c.turns.Current() == nil && c.returning.CompareAndSwap(false, true) {
+	if c.turns.Current() == nil {
 		// Idle until the next message, perhaps for hours: the garbage of
 		// the turn goes back to the kernel now rather than at the
 		// runtime's own pace, since on a 416 MB board every resident MB
-		// counts. Off the loop, so that a message arriving meanwhile
-		// does not wait for the collection.
-		go func() {
-			defer c.returning.Store(false)
-			debug.FreeOSMemory()
-		}()
+		// counts; off the loop, so that a message arriving meanwhile does
+		// not wait for the collection.
+		giveback.WhenQuiet()
 	}
 }
 

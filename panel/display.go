@@ -43,7 +43,9 @@ func (p PNGFile) Show(img image.Image, _ bool) error {
 	if err := os.MkdirAll(filepath.Dir(p.Path), 0o755); err != nil {
 		return fmt.Errorf("png display: %w", err)
 	}
-	if err := atomicfile.WriteFile(p.Path, buf.Bytes(), 0o644); err != nil {
+	// A picture of the pet, not its state: replaced whole for whoever
+	// looks, not flushed to disk at every frame.
+	if err := atomicfile.WriteView(p.Path, buf.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("png display: %w", err)
 	}
 	return nil

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/giveback"
 	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )
@@ -225,12 +225,16 @@ func (p *Panel) drawLocked() {
 	if p.stopped {
 		return
 	}
-	if err := p.refresh.show(render.Render(p.sceneLocked())); err != nil {
+	drew, err := p.refresh.show(p.sceneLocked())
+	if err != nil {
 		p.log.Error("panel: drawing failed; the next change tries again", "err", err)
 	}
+	if !drew {
+		return
+	}
 	// Frames come a few per turn and then none for minutes; what drawing
-	// one left behind goes back to the kernel at once.
-	debug.FreeOSMemory()
+	// them left behind goes back to the kernel once they stop.
+	giveback.WhenQuiet()
 }
 
 func (p *Panel) stop() {

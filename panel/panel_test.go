@@ -88,8 +88,8 @@ func (r *recorder) waitFor(t *testing.T, want *render.Frame, what string) {
 	}
 }
 
-func caption(text string) *render.Frame {
-	return render.Render(render.Scene{Face: "(^‿^)", Caption: text, Status: render.Status{Name: "shelldon"}})
+func caption(text string) render.Scene {
+	return render.Scene{Face: "(^‿^)", Caption: text, Status: render.Status{Name: "shelldon"}}
 }
 
 func TestRefreshPolicy(t *testing.T) {
@@ -99,7 +99,7 @@ func TestRefreshPolicy(t *testing.T) {
 	steps := []struct {
 		name    string
 		advance time.Duration
-		frame   *render.Frame
+		scene   render.Scene
 		want    string // "full", "partial", "unchanged"
 	}{
 		{"the first frame is full", 0, caption("a"), "full"},
@@ -119,7 +119,7 @@ func TestRefreshPolicy(t *testing.T) {
 	for _, step := range steps {
 		before := d.count()
 		clk.Advance(step.advance)
-		if err := r.show(step.frame); err != nil {
+		if _, err := r.show(step.scene); err != nil {
 			t.Fatal(err)
 		}
 		got := "unchanged"
@@ -136,7 +136,7 @@ func TestRefreshPolicy(t *testing.T) {
 	if d.sleeps != 1 {
 		t.Errorf("the display slept %d times, want once", d.sleeps)
 	}
-	want := Counts{Full: 4, Partial: 6, Unchanged: 1, Sleeps: 1}
+	want := Counts{Drawn: 10, Full: 4, Partial: 6, Unchanged: 1, Sleeps: 1}
 	if got := r.stats(); got != want {
 		t.Errorf("counts = %+v, want %+v", got, want)
 	}
@@ -147,11 +147,11 @@ func TestAFailedFrameIsNotTakenAsShown(t *testing.T) {
 	d := newRecorder()
 	r := &refresher{display: d, clock: clk, policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}}
 	d.fail = errors.New("SPI gone")
-	if err := r.show(caption("a")); err == nil {
+	if _, err := r.show(caption("a")); err == nil {
 		t.Fatal("show on a failing display: no error")
 	}
 	d.fail = nil
-	if err := r.show(caption("a")); err != nil || d.count() != 1 || d.last().partial {
+	if _, err := r.show(caption("a")); err != nil || d.count() != 1 || d.last().partial {
 		t.Errorf("after a failure the same frame: err %v, %d frames, want it sent in full", err, d.count())
 	}
 }
@@ -273,6 +273,35 @@ func TestCoreRestartReconnects(t *testing.T) {
 	}
 	show(second)
 	d.waitFor(t, withCore, "core's face after core came back")
+}
+
+// TestAnUnchangedLookDrawsNothing: snapshots that differ only in what
+// the frame does not show (the memory within its megabyte, the uptime
+// within its hour, the hold of a reaction) are not drawn again, let alone
+// sent to the display.
+func TestAnUnchangedLookDrawsNothing(t *testing.T) {
+	clk := clock.NewFake(start)
+	p, d := offline(t, clk)
+	status := contracts.PanelStatus{Name: "shelldon", Since: start.Add(-3 * time.Hour), TurnsToday: 2, Memory: 23<<20 + 1000}
+	happy := snapshot(moment.Reply(faces.Builtin(), "happy", "hello"), status, false)
+	p.take(happy)
+	if got := p.Counts(); got.Drawn != 1 || d.count() != 1 {
+		t.Fatalf("the first snapshot: %+v, %d frames shown; want it drawn and shown", got, d.count())
+	}
+	clk.Advance(10 * time.Minute)
+	again := happy
+	again.Status.Memory = 23<<20 + 5000
+	again.HoldUntil = clk.Now().Add(time.Minute)
+	p.take(again)
+	if got := p.Counts(); got.Drawn != 1 || d.count() != 1 {
+		t.Errorf("a snapshot that looks the same: %+v, %d frames shown; want nothing drawn", got, d.count())
+	}
+	more := again
+	more.Status.TurnsToday = 3
+	p.take(more)
+	if got := p.Counts(); got.Drawn != 2 || d.count() != 2 {
+		t.Errorf("a snapshot with another turn count: %+v, %d frames shown; want it drawn and shown", got, d.count())
+	}
 }
 
 // TestAwayTellsNothingStale: while core is away the panel shows the pet

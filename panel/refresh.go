@@ -26,9 +26,11 @@ type Policy struct {
 // one flashes.
 const bigChange = 0.6
 
-// Counts are what a refresher did, for the logs and the benchmarks.
+// Counts are what a panel did, for the logs, the tests and the
+// benchmarks: the frames it drew, and what its refresh policy did with
+// them.
 type Counts struct {
-	Full, Partial, Unchanged, Sleeps int
+	Drawn, Full, Partial, Unchanged, Sleeps int
 }
 
 // refresher sends frames to a display by the policy. It is safe for use by
@@ -39,23 +41,36 @@ type refresher struct {
 	clock   clock.Clock
 	log     *slog.Logger
 
-	mu       sync.Mutex
-	shown    *render.Frame // the frame on the display; nil before the first
-	partials int           // since the last full refresh
-	lastFull time.Time
-	asleep   bool
-	sleep    clock.Timer
-	counts   Counts
+	mu    sync.Mutex
+	shown *render.Frame // the frame on the display; nil before the first
+	// shownLook is what the scene of the frame shown looked like.
+	shownLook render.Look
+	partials  int // since the last full refresh
+	lastFull  time.Time
+	asleep    bool
+	sleep     clock.Timer
+	counts    Counts
 }
 
-// show sends f unless it is what the display shows. A failed frame is not
-// taken as shown, so the next one is compared with what really is there.
-func (r *refresher) show(f *render.Frame) error {
+// show draws scene and sends the frame unless it is what the display
+// shows: a scene that looks as the one shown is not even drawn, and a
+// frame that came out the same is not sent. A failed frame is not taken
+// as shown, so the next one is compared with what really is there. It
+// reports whether it drew.
+func (r *refresher) show(scene render.Scene) (drew bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.shown != nil && f.Equal(r.shown) {
+	look := scene.Look()
+	if r.shown != nil && look == r.shownLook {
 		r.counts.Unchanged++
-		return nil
+		return false, nil
+	}
+	f := render.Render(scene)
+	r.counts.Drawn++
+	if r.shown != nil && f.Equal(r.shown) {
+		r.shownLook = look
+		r.counts.Unchanged++
+		return true, nil
 	}
 	now := r.clock.Now()
 	full := r.shown == nil || r.asleep ||
@@ -63,9 +78,9 @@ func (r *refresher) show(f *render.Frame) error {
 		now.Sub(r.lastFull) >= r.policy.FullAfter ||
 		changedShare(f, r.shown) > bigChange
 	if err := r.display.Show(f, !full); err != nil {
-		return fmt.Errorf("show a frame on %s: %w", r.display.Name(), err)
+		return true, fmt.Errorf("show a frame on %s: %w", r.display.Name(), err)
 	}
-	r.shown, r.asleep = f, false
+	r.shown, r.shownLook, r.asleep = f, look, false
 	if full {
 		r.partials, r.lastFull = 0, now
 		r.counts.Full++
@@ -77,7 +92,7 @@ func (r *refresher) show(f *render.Frame) error {
 		r.sleep.Stop()
 	}
 	r.sleep = r.clock.AfterFunc(r.policy.SleepAfter, r.doze)
-	return nil
+	return true, nil
 }
 
 // doze puts the display to sleep; the next frame wakes it with a full

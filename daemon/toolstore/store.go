@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"shelldon/beneath"
 	"shelldon/contracts"
@@ -94,6 +95,44 @@ func (t Tool) Digest() string { return t.SHA256 + ":" + t.TestSHA256 }
 // Store is the tool store in one directory.
 type Store struct {
 	root *beneath.Root
+
+	// verified holds, by name, the manifest of each live tool that
+	// passed its check, with the stamps its three files had: a turn's
+	// offer lists the live tools and re-reads only those whose files
+	// changed since.
+	mu       sync.Mutex
+	verified map[string]verifiedTool
+}
+
+// verifiedTool is a live tool's manifest as checked, and the stamps of
+// its module, test and manifest before that check.
+type verifiedTool struct {
+	stamps   [3]fileStamp
+	manifest Manifest
+}
+
+// fileStamp tells one version of a file from another without reading
+// it. The change time moves with every write, rename and change of mode,
+// and nothing can set it back, so a file rewritten in place with its
+// size and modification time put back still gets a new stamp. (It moves
+// in the kernel's coarse ticks, a few milliseconds: a same-size rewrite
+// within the tick of the check is not seen here; the call itself loads
+// and checks the tool again, so such a file is never run.)
+type fileStamp struct {
+	dev, ino     uint64
+	mode         uint32
+	size         int64
+	mtime, ctime syscall.Timespec
+}
+
+// stampOf is the stamp of a file as [beneath.Root.ReadDir] described it;
+// the zero stamp, which no file has, when there is no such file.
+func stampOf(info fs.FileInfo) fileStamp {
+	st, ok := info.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileStamp{}
+	}
+	return fileStamp{dev: st.Dev, ino: st.Ino, mode: st.Mode, size: st.Size, mtime: st.Mtim, ctime: st.Ctim}
 }
 
 // Open opens the store in dir, making it (mode 0700: it is core's alone)
@@ -112,7 +151,7 @@ func Open(dir string) (*Store, error) {
 			return nil, fmt.Errorf("open the tool store: %w", err)
 		}
 	}
-	return &Store{root: root}, nil
+	return &Store{root: root, verified: map[string]verifiedTool{}}, nil
 }
 
 // Close closes the store.
@@ -182,18 +221,57 @@ type Problem struct {
 	Err  error
 }
 
-// Live lists the live tools that pass their check, by name; the ones
-// that do not are returned as problems, for core to put away.
-func (s *Store) Live() (live []Tool, bad []Problem) {
-	for _, name := range s.names(liveDir, ".json") {
+// Live lists the manifests of the live tools that pass their check, by
+// name; the ones that do not are returned as problems, for core to put
+// away. A tool whose files have the stamps they had when it last passed
+// is not read again (see [fileStamp]).
+func (s *Store) Live() (live []Manifest, bad []Problem) {
+	entries, err := s.root.ReadDir(liveDir)
+	if err != nil {
+		return nil, nil
+	}
+	stamps := make(map[string]fileStamp, len(entries))
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil {
+			stamps[e.Name()] = stampOf(info)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	seen := make(map[string]bool)
+	for _, name := range toolNames(entries, ".json") {
+		seen[name] = true
+		mod, tst, man := files(name)
+		now := [3]fileStamp{stamps[mod], stamps[tst], stamps[man]}
+		if v, ok := s.verified[name]; ok && v.stamps == now {
+			live = append(live, v.manifest)
+			continue
+		}
 		t, err := s.Load(name)
 		if err != nil {
+			delete(s.verified, name)
 			bad = append(bad, Problem{Name: name, Err: err})
 			continue
 		}
-		live = append(live, t)
+		s.verified[name] = verifiedTool{stamps: now, manifest: t.Manifest}
+		live = append(live, t.Manifest)
+	}
+	for name := range s.verified {
+		if !seen[name] {
+			delete(s.verified, name)
+		}
 	}
 	return live, bad
+}
+
+// forget drops what Live knew of name: the store itself changed the
+// tool's files. Their stamps would mostly tell as much, but a replaced
+// file's inode number is free again, and a new file of the same size may
+// get it within the same tick of the change time.
+func (s *Store) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.verified, name)
 }
 
 // names lists the tools in dir by the files ending in suffix; unreadable
@@ -203,6 +281,12 @@ func (s *Store) names(dir, suffix string) []string {
 	if err != nil {
 		return nil
 	}
+	return toolNames(entries, suffix)
+}
+
+// toolNames is the names of the tools among entries, by the files ending
+// in suffix.
+func toolNames(entries []fs.DirEntry, suffix string) []string {
 	var out []string
 	for _, e := range entries {
 		name, ok := strings.CutSuffix(e.Name(), suffix)
@@ -228,6 +312,7 @@ func (s *Store) Keep(m Manifest, module, test []byte) error {
 	if err != nil {
 		return fmt.Errorf("keep %s: %w", m.Name, err)
 	}
+	defer s.forget(m.Name)
 	mod, tst, man := files(m.Name)
 	// The old manifest first: while the files change, no version is live.
 	if err := s.root.Remove(liveDir + "/" + man); err != nil {
@@ -248,6 +333,7 @@ func (s *Store) Keep(m Manifest, module, test []byte) error {
 // first when it leaves the live tools (it stops being offered at once),
 // last when it arrives there (it is offered only once whole).
 func (s *Store) move(name, from, to string) error {
+	defer s.forget(name)
 	mod, tst, man := files(name)
 	order := []string{man, mod, tst}
 	if to == liveDir {

@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,6 +99,101 @@ func TestAToolChangedBehindTheStoreIsRefused(t *testing.T) {
 				t.Errorf("Restore(tampered) = %v, want ErrTampered", err)
 			}
 		})
+	}
+}
+
+// TestAToolChangedAfterLiveCheckedItIsRefused: Live checked the tool
+// once, and does not read unchanged files again; a file changed after
+// that is still caught at the next Live, even rewritten in place with its
+// size and modification time put back.
+func TestAToolChangedAfterLiveCheckedItIsRefused(t *testing.T) {
+	sameSize := func(dir string) {
+		path := filepath.Join(dir, "greet.py")
+		before, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		forged := []byte(strings.Replace(greetModule, "'hello'", "'HELLO'", 1))
+		if len(forged) != len(greetModule) {
+			t.Fatal("the forged module must keep the size")
+		}
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteAt(forged, 0); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if err := os.Chtimes(path, before.ModTime(), before.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cases := map[string]func(dir string){
+		"module rewritten, same size and time": sameSize,
+		"test rewritten":                       func(dir string) { write(t, filepath.Join(dir, "test_greet.py"), "def test_x(): pass\n") },
+		"manifest rewritten": func(dir string) {
+			write(t, filepath.Join(dir, "greet.json"), `{"name": "greet", "description": "Now does more.", "sha256": "x"}`)
+		},
+		"module gone": func(dir string) { os.Remove(filepath.Join(dir, "greet.py")) },
+	}
+	for name, tamper := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := openStore(t)
+			keepGreet(t, s)
+			for range 2 { // the second Live is served from what the first checked
+				if live, bad := s.Live(); len(live) != 1 || len(bad) != 0 {
+					t.Fatalf("Live() = %d live, %+v bad; want greet alone", len(live), bad)
+				}
+			}
+			// Past the kernel's coarse tick of change times (see fileStamp).
+			time.Sleep(20 * time.Millisecond)
+			tamper(filepath.Join(s.Dir(), liveDir))
+			live, bad := s.Live()
+			if len(live) != 0 || len(bad) != 1 || bad[0].Name != "greet" {
+				t.Errorf("Live() after the change = %d live, %+v; want greet reported", len(live), bad)
+			}
+		})
+	}
+}
+
+// TestLiveShowsWhatTheStoreChanged: a tool kept again, put away or
+// brought back is offered as it now is.
+func TestLiveShowsWhatTheStoreChanged(t *testing.T) {
+	s := openStore(t)
+	keepGreet(t, s)
+	described := func() []string {
+		t.Helper()
+		live, bad := s.Live()
+		if len(bad) != 0 {
+			t.Fatalf("Live() reported %+v", bad)
+		}
+		var out []string
+		for _, m := range live {
+			out = append(out, m.Name+": "+m.Description)
+		}
+		return out
+	}
+	if got := described(); !slices.Equal(got, []string{"greet: Greets."}) {
+		t.Fatalf("Live() = %q", got)
+	}
+	if err := s.Keep(Manifest{Name: "greet", Description: "Greets warmly."}, []byte(greetModule), []byte(greetTest)); err != nil {
+		t.Fatal(err)
+	}
+	if got := described(); !slices.Equal(got, []string{"greet: Greets warmly."}) {
+		t.Errorf("Live() after keeping a new version = %q", got)
+	}
+	if err := s.Quarantine("greet"); err != nil {
+		t.Fatal(err)
+	}
+	if got := described(); len(got) != 0 {
+		t.Errorf("Live() after quarantine = %q", got)
+	}
+	if err := s.Restore("greet"); err != nil {
+		t.Fatal(err)
+	}
+	if got := described(); !slices.Equal(got, []string{"greet: Greets warmly."}) {
+		t.Errorf("Live() after restore = %q", got)
 	}
 }
 
@@ -305,6 +402,27 @@ func BenchmarkLoad(b *testing.B) {
 	for b.Loop() {
 		if _, err := s.Load("big"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLive100 is the check of 100 kept tools a turn's offer makes,
+// once the store has checked them before.
+func BenchmarkLive100(b *testing.B) {
+	s, err := Open(filepath.Join(b.TempDir(), "tools"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	for i := range 100 {
+		name := "tool_" + strconv.Itoa(i)
+		if err := s.Keep(Manifest{Name: name, Description: "Does thing " + strconv.Itoa(i) + "."}, []byte(greetModule), []byte(greetTest)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		if live, bad := s.Live(); len(live) != 100 || len(bad) != 0 {
+			b.Fatalf("Live() = %d live, %d bad", len(live), len(bad))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"image"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,27 @@ type Status struct {
 	// Figures are nil when no core vouches for them: while it is away, or
 	// before it is first heard from.
 	Figures *Figures
+}
+
+// Look is what a scene shows: scenes of the same look draw the same
+// frame, so a panel compares looks, and draws only a new one.
+type Look struct {
+	Face, Caption, Name, Word string
+	Away                      bool
+	// Figures are core's figures as the strip writes them ("up 3h",
+	// "2 turns", "23M"): an uptime within its hour or a memory within its
+	// megabyte looks the same.
+	Figures string
+}
+
+// Look is what s shows.
+func (s Scene) Look() Look {
+	var shown []string
+	for _, fig := range figures(s.Status.Figures) {
+		shown = append(shown, fig.text)
+	}
+	return Look{Face: s.Face, Caption: s.Caption, Name: s.Status.Name, Word: s.Status.Word, Away: s.Status.Away,
+		Figures: strings.Join(shown, "\x00")}
 }
 
 // Figures are core's vital signs.

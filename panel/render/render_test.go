@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"image"
 	"maps"
 	"slices"
@@ -163,5 +164,18 @@ func BenchmarkRender(b *testing.B) {
 	scene := Scene{Face: "(^‿^)", Caption: typicalCaption, Status: typicalStatus}
 	for b.Loop() {
 		Render(scene)
+	}
+}
+
+// BenchmarkEncodePNG is a typical frame encoded as the PNG file display
+// writes it.
+func BenchmarkEncodePNG(b *testing.B) {
+	f := Render(Scene{Face: "(^‿^)", Caption: typicalCaption, Status: typicalStatus})
+	var buf bytes.Buffer
+	for b.Loop() {
+		buf.Reset()
+		if err := f.EncodePNG(&buf); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -66,20 +66,36 @@ func statusParts(s Status) []statusPart {
 	} else {
 		add(s.Word, wordImportance, false, false)
 	}
-	if f := s.Figures; f != nil {
-		if f.Uptime > 0 {
-			add("up "+formatUptime(f.Uptime), uptimeImportance, true, false)
-		}
-		turns := "turns"
-		if f.TurnsToday == 1 {
-			turns = "turn"
-		}
-		add(fmt.Sprintf("%d %s", f.TurnsToday, turns), turnsImportance, true, false)
-		if f.Memory > 0 {
-			add(formatMemory(f.Memory), memoryImportance, true, false)
-		}
+	for _, fig := range figures(s.Figures) {
+		add(fig.text, fig.importance, true, false)
 	}
 	return parts
+}
+
+// figure is one of core's figures as the strip writes it.
+type figure struct {
+	text       string
+	importance int
+}
+
+// figures are f as the strip writes them, none when f is nil.
+func figures(f *Figures) []figure {
+	if f == nil {
+		return nil
+	}
+	var out []figure
+	if f.Uptime > 0 {
+		out = append(out, figure{"up " + formatUptime(f.Uptime), uptimeImportance})
+	}
+	turns := "turns"
+	if f.TurnsToday == 1 {
+		turns = "turn"
+	}
+	out = append(out, figure{fmt.Sprintf("%d %s", f.TurnsToday, turns), turnsImportance})
+	if f.Memory > 0 {
+		out = append(out, figure{formatMemory(f.Memory), memoryImportance})
+	}
+	return out
 }
 
 // minWordLetters is the least of a word cut short worth showing.

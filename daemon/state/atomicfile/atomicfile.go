@@ -11,7 +11,22 @@ import (
 // file system), flushes it to disk, renames it over path and flushes the
 // directory so the rename itself survives a power cut. On any failure the
 // temporary file is removed and path is left as it was.
-func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
+func WriteFile(path string, data []byte, perm os.FileMode) error {
+	return replace(path, data, perm, true)
+}
+
+// WriteView replaces the file at path with data as WriteFile does, as
+// atomically for a reader, but flushes nothing to disk: for a file that
+// only shows what is kept elsewhere (the panel's picture, written a few
+// times a turn), which a power cut may take back to an older version
+// without anything being lost.
+func WriteView(path string, data []byte, perm os.FileMode) error {
+	return replace(path, data, perm, false)
+}
+
+// replace writes data to a temporary file beside path and renames it over
+// path; durable flushes the file and then the directory.
+func replace(path string, data []byte, perm os.FileMode, durable bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -29,8 +44,10 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("write %s: flush: %w", path, err)
+	if durable {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("write %s: flush: %w", path, err)
+		}
 	}
 	// Chmod rather than a mode at creation, so the umask cannot narrow perm.
 	if err := tmp.Chmod(perm); err != nil {
@@ -41,6 +58,9 @@ func WriteFile(path string, data []byte, perm os.FileMode) (err error) {
 	}
 	if err := os.Rename(tmpName, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if !durable {
+		return nil
 	}
 	return syncDir(dir)
 }

@@ -45,36 +45,39 @@ func TestWriteFileReplacesContentAndSetsMode(t *testing.T) {
 		{name: "replace with empty", existing: []byte("old"), data: []byte{}, perm: 0o644},
 		{name: "mode wider than umask", data: []byte("x"), perm: 0o666},
 	}
+	writers := map[string]func(string, []byte, os.FileMode) error{"WriteFile": WriteFile, "WriteView": WriteView}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			path := filepath.Join(dir, "f.md")
-			if tt.existing != nil {
-				if err := os.WriteFile(path, tt.existing, 0o600); err != nil {
+		for writerName, write := range writers {
+			t.Run(writerName+"/"+tt.name, func(t *testing.T) {
+				dir := t.TempDir()
+				path := filepath.Join(dir, "f.md")
+				if tt.existing != nil {
+					if err := os.WriteFile(path, tt.existing, 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := write(path, tt.data, tt.perm); err != nil {
+					t.Fatalf("%s(%s) = %v, want nil", writerName, path, err)
+				}
+				got, err := os.ReadFile(path)
+				if err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := WriteFile(path, tt.data, tt.perm); err != nil {
-				t.Fatalf("WriteFile(%s) = %v, want nil", path, err)
-			}
-			got, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if string(got) != string(tt.data) {
-				t.Errorf("content = %q, want %q", got, tt.data)
-			}
-			info, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if info.Mode().Perm() != tt.perm {
-				t.Errorf("mode = %v, want %v", info.Mode().Perm(), tt.perm)
-			}
-			if extra := leftovers(t, dir, "f.md"); len(extra) > 0 {
-				t.Errorf("left behind %v", extra)
-			}
-		})
+				if string(got) != string(tt.data) {
+					t.Errorf("content = %q, want %q", got, tt.data)
+				}
+				info, err := os.Stat(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if info.Mode().Perm() != tt.perm {
+					t.Errorf("mode = %v, want %v", info.Mode().Perm(), tt.perm)
+				}
+				if extra := leftovers(t, dir, "f.md"); len(extra) > 0 {
+					t.Errorf("left behind %v", extra)
+				}
+			})
+		}
 	}
 }
 

@@ -1,0 +1,312 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/BurntSushi/toml"
+
+	"shelldon/config"
+	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/demomodel"
+	"shelldon/testhost"
+)
+
+// peerEnv names the PicoClaw binary BenchmarkTurnBesidePicoClaw runs
+// beside shelldon; BENCHMARKS.md says which version was measured.
+const peerEnv = "PEER_PICOCLAW_BIN"
+
+// peerBotToken is both peers' bot token; PicoClaw's Telegram client checks
+// a token's form, which wants 35 characters after the colon.
+const peerBotToken = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQr"
+
+// The side-by-side's shape: rounds of turns (b.N of them), shelldon's and
+// PicoClaw's interleaved, with a pause between turns as between an
+// owner's messages, long enough for what a pet does once a turn is over
+// (it gives its memory back half a second after).
+const (
+	peerTurnsPerRound = 20
+	peerPause         = 1100 * time.Millisecond
+	// peerIdleWindow is how long each peer is watched doing nothing, a
+	// pause's length after its first turn.
+	peerIdleWindow = 5 * time.Second
+)
+
+// BenchmarkTurnBesidePicoClaw runs shelldon (`bin/shelldon up`: core, the
+// broker, the panel drawing to a PNG file, a worker process per turn) and
+// PicoClaw (`picoclaw gateway`, its agent loop in the one process) side by
+// side, each the program an owner runs, each with its Telegram channel on
+// a local Bot API server of its own and the same scripted model on
+// loopback behind its OpenAI-compatible provider. Each gets the same
+// messages one at a time, in interleaved rounds, and the benchmark reports
+// for each the median from the message queued at the Bot API server to
+// the reply held there, the CPU per turn (user and system time of the
+// process and of the children it reaped, from /proc/PID/stat, over the
+// whole round, pauses included), and the ratios shelldon / PicoClaw.
+//
+// Nothing here leaves loopback; make bench-peer runs it in a network
+// namespace of its own besides. -benchtime 5x runs 5 rounds.
+func BenchmarkTurnBesidePicoClaw(b *testing.B) {
+	peerBin := os.Getenv(peerEnv)
+	if peerBin == "" {
+		testhost.Missing(b, "a PicoClaw binary named by $"+peerEnv, "see BENCHMARKS.md, 'Beside PicoClaw'")
+	}
+	peers := []*chatPeer{startShelldonPeer(b), startPicoClawPeer(b, peerBin)}
+	for _, p := range peers {
+		p.waitPolling(b)
+	}
+	for _, p := range peers {
+		p.turn(b, "hello") // the first turn of a process warms what it loads once
+	}
+	// What each costs doing nothing, part of every pause below.
+	idle := make([]float64, len(peers))
+	for i, p := range peers {
+		idle[i] = p.idleCPU(b, peerIdleWindow)
+	}
+	b.ResetTimer()
+	for range b.N {
+		for _, p := range peers {
+			p.round(b, peerTurnsPerRound)
+		}
+	}
+	b.StopTimer()
+	shelldon, picoclaw := peers[0].figures(), peers[1].figures()
+	for _, f := range []struct {
+		unit string
+		s, p float64
+	}{{"median-ms", shelldon.medianMS, picoclaw.medianMS}, {"cpu-ms", shelldon.cpuMS, picoclaw.cpuMS}} {
+		b.ReportMetric(f.s, "shelldon-"+f.unit)
+		b.ReportMetric(f.p, "picoclaw-"+f.unit)
+		b.ReportMetric(f.s/f.p, "ratio-"+f.unit)
+	}
+	b.ReportMetric(idle[0], "shelldon-idle-cpu-ms/s")
+	b.ReportMetric(idle[1], "picoclaw-idle-cpu-ms/s")
+	// Of shelldon's CPU, what its workers took (a process each turn).
+	b.ReportMetric(ms(median(peers[0].childCPUPerTurn)), "shelldon-workers-cpu-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// chatPeer is one program under the side-by-side: its process, the Bot
+// API server its Telegram channel polls, and what its turns took.
+type chatPeer struct {
+	name string
+	api  *telegramtest.Server
+	cmd  *exec.Cmd
+	// latencies are every timed turn's; cpuPerTurn is each round's CPU
+	// time over its turns, childCPUPerTurn the part of it its reaped
+	// children took.
+	latencies       []time.Duration
+	cpuPerTurn      []time.Duration
+	childCPUPerTurn []time.Duration
+	sent            int
+}
+
+// waitPolling waits until the peer's channel is long-polling the Bot API
+// server: a message sent before may be dropped as a backlog.
+func (p *chatPeer) waitPolling(b *testing.B) {
+	b.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, c := range p.api.Calls("getUpdates") {
+			if t, ok := c.Params["timeout"]; ok && t != "0" {
+				return
+			}
+		}
+	}
+	b.Fatalf("%s never long-polled its Bot API server", p.name)
+}
+
+// turn sends one message and waits for the reply: the bot's first message
+// after what was there, once its text is the model's answer (a channel
+// may send a placeholder first and edit it).
+func (p *chatPeer) turn(b *testing.B, text string) time.Duration {
+	b.Helper()
+	before := len(p.api.Messages(ownerID))
+	start := time.Now()
+	p.api.SendText(ownerID, text)
+	p.api.WaitMessage(b, ownerID, func(m telegramtest.Message) bool {
+		return len(p.api.Messages(ownerID)) > before && strings.HasPrefix(m.Text, "ok") && p.isNew(m, before)
+	})
+	return time.Since(start)
+}
+
+// isNew reports whether m is one of the bot's messages after the first
+// before ones.
+func (p *chatPeer) isNew(m telegramtest.Message, before int) bool {
+	all := p.api.Messages(ownerID)
+	for _, seen := range all[:min(before, len(all))] {
+		if seen.ID == m.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// round runs n turns, a pause after each, and keeps their latencies and
+// the CPU the peer spent over the round.
+func (p *chatPeer) round(b *testing.B, n int) {
+	b.Helper()
+	self, children := processCPU(b, p.cmd.Process.Pid)
+	for range n {
+		p.sent++
+		p.latencies = append(p.latencies, p.turn(b, fmt.Sprintf("message %d", p.sent)))
+		time.Sleep(peerPause)
+	}
+	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
+	p.cpuPerTurn = append(p.cpuPerTurn, (selfAfter+childrenAfter-self-children)/time.Duration(n))
+	p.childCPUPerTurn = append(p.childCPUPerTurn, (childrenAfter-children)/time.Duration(n))
+}
+
+// idleCPU is the CPU the peer spends a second while nothing happens,
+// watched over window once what its last turn left has settled.
+func (p *chatPeer) idleCPU(b *testing.B, window time.Duration) float64 {
+	b.Helper()
+	time.Sleep(peerPause)
+	self, children := processCPU(b, p.cmd.Process.Pid)
+	time.Sleep(window)
+	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
+	return ms(selfAfter+childrenAfter-self-children) / window.Seconds()
+}
+
+type peerFigures struct{ medianMS, cpuMS float64 }
+
+// figures are the median latency of all turns and the median of the
+// rounds' CPU per turn.
+func (p *chatPeer) figures() peerFigures {
+	return peerFigures{medianMS: ms(median(p.latencies)), cpuMS: ms(median(p.cpuPerTurn))}
+}
+
+func median(d []time.Duration) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// clockTicks is USER_HZ, the unit of /proc/PID/stat's times: 100 on every
+// Linux architecture shelldon runs on.
+const clockTicks = 100
+
+// processCPU is the user and system time of process pid, and that of the
+// children it has waited for (a worker per turn, for shelldon).
+func processCPU(b *testing.B, pid int) (self, children time.Duration) {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	// The command name, in parentheses, may hold spaces: the fields are
+	// counted after its closing one, the state being field 3.
+	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	var ticks [4]int64 // utime, stime, cutime, cstime: fields 14 to 17
+	for i, f := range fields[11:15] {
+		if ticks[i], err = strconv.ParseInt(f, 10, 64); err != nil {
+			b.Fatalf("/proc/%d/stat: %v", pid, err)
+		}
+	}
+	tick := time.Second / clockTicks
+	return time.Duration(ticks[0]+ticks[1]) * tick, time.Duration(ticks[2]+ticks[3]) * tick
+}
+
+// scriptedPeerModel is the model both peers talk to: it answers every
+// request at once with the same reply.
+func scriptedPeerModel(b *testing.B) string {
+	model := demomodel.New()
+	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
+	return serve(b, model)
+}
+
+// startShelldonPeer runs `bin/shelldon up` as its owner would, with its
+// Telegram transport on a local Bot API server and the scripted model as
+// its provider.
+func startShelldonPeer(b *testing.B) *chatPeer {
+	bin := builtBinary(b)
+	api := telegramtest.New(b, peerBotToken)
+	cfg := config.Default()
+	cfg.StateDir = testhost.ShortDir(b)
+	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
+	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: scriptedPeerModel(b), Model: demomodel.ModelName}}
+	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = peerBotToken, api.URL(), []int64{ownerID}
+	cfg.Turn.WorkerCommand = []string{bin, "worker"}
+	path := filepath.Join(b.TempDir(), "shelldon.toml")
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := toml.NewEncoder(f).Encode(cfg); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	return &chatPeer{name: "shelldon", api: api, cmd: startProcess(b, bin, "up", "--config", path)}
+}
+
+// startPicoClawPeer runs `picoclaw gateway` with a configuration of its
+// own: its Telegram channel on a local Bot API server, the scripted model
+// behind its OpenAI-compatible provider, and nothing that would reach
+// past loopback (no skill registries, web tools, heartbeat or update
+// checks).
+func startPicoClawPeer(b *testing.B, bin string) *chatPeer {
+	api := telegramtest.New(b, peerBotToken)
+	home := b.TempDir()
+	workspace := filepath.Join(home, "workspace")
+	cfg := map[string]any{
+		"version": 3,
+		"agents": map[string]any{"defaults": map[string]any{
+			"workspace": workspace, "restrict_to_workspace": true, "model_name": "scripted",
+			"max_tokens": 1024, "max_tool_iterations": 20,
+		}},
+		"model_list": []any{map[string]any{
+			"model_name": "scripted", "model": "openai/" + demomodel.ModelName,
+			"api_keys": []string{"scripted"}, "api_base": scriptedPeerModel(b),
+		}},
+		"channel_list": map[string]any{"telegram": map[string]any{
+			"enabled": true, "type": "telegram", "allow_from": []string{strconv.Itoa(ownerID)},
+			"settings": map[string]any{"token": peerBotToken, "base_url": api.URL(), "streaming": map[string]any{"enabled": false}},
+		}},
+		"heartbeat": map[string]any{"enabled": false},
+		"gateway":   map[string]any{"host": "127.0.0.1", "port": freePort(b), "log_level": "fatal"},
+		"tools": map[string]any{
+			"web":    map[string]any{"enabled": false},
+			"skills": map[string]any{"enabled": false},
+			"cron":   map[string]any{"enabled": false},
+		},
+	}
+	raw, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		b.Fatal(err)
+	}
+	path := filepath.Join(home, "config.json")
+	if err := os.WriteFile(path, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(bin, "gateway")
+	cmd.Env = append(os.Environ(), "PICOCLAW_HOME="+home, "PICOCLAW_CONFIG="+path, "HOME="+home,
+		// Whatever would still reach out is sent to a closed port on
+		// loopback.
+		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost")
+	if testing.Verbose() {
+		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &chatPeer{name: "picoclaw", api: api, cmd: cmd}
+}
+
+// freePort is a loopback TCP port free a moment ago.
+func freePort(b *testing.B) int {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
