@@ -217,6 +217,26 @@ func workerBeside(self string) ([]string, error) {
 	return []string{program}, nil
 }
 
+// readThrough reads the file at path once, so that its pages are in the
+// page cache charged to core's control group before any turn runs it.
+// The kernel charges a page of a file to the group that first reads it:
+// left to the first turn, the worker program's pages would be charged to
+// that turn's unit, and a worker that later grows to its MemoryMax finds
+// its own program's pages there to reclaim and fault back in, for as long
+// as its unit may run, instead of being killed at once (seen on the arm64
+// VM: a leaking worker thrashed at 256 MiB for 25 s until its time limit).
+func readThrough(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if _, err := io.Copy(io.Discard, f); err != nil {
+		return fmt.Errorf("read %s: %w", path, err)
+	}
+	return nil
+}
+
 // workerFix says how to put the worker where core looks for it.
 const workerFix = "`make build` puts it in bin/, `make install` and the .deb in /usr/bin; or set turn.worker_command"
 
@@ -243,6 +263,9 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 		return err
 	}
 	coreLog := log.With("actor", "core")
+	if err := readThrough(argv[0]); err != nil {
+		coreLog.Warn("could not read the worker program ahead of its first turn", "err", err)
+	}
 	tg, err := newTelegram(cfg, store, log.With("actor", "telegram"))
 	if err != nil {
 		return err
