@@ -234,7 +234,6 @@ func startShelldonPeer(b *testing.B) *chatPeer {
 	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
 	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: scriptedPeerModel(b), Model: demomodel.ModelName}}
 	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = peerBotToken, api.URL(), []int64{ownerID}
-	cfg.Turn.WorkerCommand = []string{bin, "worker"}
 	path := filepath.Join(b.TempDir(), "shelldon.toml")
 	f, err := os.Create(path)
 	if err != nil {
