@@ -15,7 +15,7 @@ import (
 // The binaries go onto a board's SD card and every page of them that a
 // process touches is memory, so their size is measured as `make release`
 // builds them, and what makes it up is broken down by package: the
-// figures behind BENCHMARKS.md's "Binary size". Reproduce with
+// figures behind BENCHMARKS.md's "Size". Reproduce with
 //
 //	go test -run '^$' -bench '^BenchmarkBinarySize$' -benchtime 1x .
 //
