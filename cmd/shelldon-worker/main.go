@@ -93,5 +93,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	opts.Evaluator = []string{self, evalCommand}
 	opts.Log = journal.NewLogger("worker", stderr).With("turn", opts.Turn, "actor", "worker")
-	return worker.Run(ctx, opts)
+	err = worker.Run(ctx, opts)
+	journal.Linger()
+	return err
 }

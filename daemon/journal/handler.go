@@ -368,3 +368,22 @@ func NewLogger(actor string, w io.Writer) *slog.Logger {
 		Fallback: slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelInfo}),
 	}))
 }
+
+// lingerForJournald is how long a process that is about to exit waits for
+// journald to take its last entries; see [Linger].
+const lingerForJournald = 50 * time.Millisecond
+
+// Linger waits a moment, when this process logs to journald, before the
+// caller exits. journald learns which unit an entry came from by reading
+// the sender's /proc entry when it takes the datagram; an entry still
+// queued when its process has exited and been reaped carries no
+// _SYSTEMD_UNIT, so `systemctl status` and `journalctl -u` leave it out.
+// A turn's worker writes its summary last, right before it exits (seen in
+// CI: the summary of a turn missing from its unit's journal). The wait
+// comes after the worker's result has gone to core, so no reply waits on
+// it.
+func Linger() {
+	if sdjournal.Enabled() {
+		time.Sleep(lingerForJournald)
+	}
+}
