@@ -591,7 +591,7 @@ func TestSilentBrokerDegradesAndRecovers(t *testing.T) {
 
 // TestToolCallsThroughTheWholePet: the model's tool calls travel through
 // the real broker and go-openai client, run in the worker (python_eval in
-// its own `shelldon eval`, killed at its 2 s), and their results reach
+// its own `shelldon-worker eval`, killed at its 2 s), and their results reach
 // the model's next request, each answering its call.
 func TestToolCallsThroughTheWholePet(t *testing.T) {
 	// A dict key is hashed in one step: 10^12 items, until the kill.
