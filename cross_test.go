@@ -58,7 +58,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 		"the gates need the sandbox's image (" + foreignImage + "), and the trust test " + selfExec + " as other users"},
 	"shelldon/daemon/launch": {`^TestChildAppliesLimits$|^TestSystemdAgainstRealSystemd$|^TestStopLeftovers$`,
 		"qemu-user ignores a guest's RLIMIT_DATA, which would bound qemu itself, and a real systemd needs a test host's image (" + foreignImage + ")"},
-	"shelldon/sandbox/cgroup": {`^TestV2StartAndKillOnHybridHost$`,
+	"shelldon/sandbox/cgroup": {`^TestV2StartAndKillOnTheV2Mount$`,
 		"qemu-user does not implement clone3, which starting a process inside a control group of cgroup v2 takes"},
 	"shelldon/beneath":                 {`/^openat2$`, "qemu-user does not implement openat2; each test's walk way runs"},
 	"shelldon/daemon/fetch":            {`^TestGetIgnoresProxyFromEnvironment$`, selfExec},

@@ -94,11 +94,7 @@ func BenchmarkTurnInSystemdUnit(b *testing.B) {
 	host := systemdhost.Boot(b)
 	model := demomodel.New()
 	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok\nFACE: happy"} }
-	worker, err := workerBeside(builtBinary(b))
-	if err != nil {
-		b.Skipf("needs bin/shelldon-worker: run `make build` (make bench does): %v", err)
-	}
-	measureTurns(b, newPetInUnits(b, host, model, worker[0]))
+	measureTurns(b, newPetInUnits(b, host, model, madeWorker(b)[0]))
 }
 
 // measureTurns sends b.N messages one turn at a time and reports the
@@ -195,13 +191,19 @@ func builtBinary(b testing.TB) string {
 	return bin
 }
 
-// useBuiltBinary makes core start bin/shelldon-worker, built with
+// madeWorker is the argv of bin/shelldon-worker, built beside
 // bin/shelldon by `make build`.
-func useBuiltBinary(b testing.TB) petOption {
+func madeWorker(b testing.TB) []string {
 	worker, err := workerBeside(builtBinary(b))
 	if err != nil {
-		b.Skipf("needs bin/shelldon-worker: run `make build` (make bench does): %v", err)
+		testhost.Missing(b, "bin/shelldon-worker ("+err.Error()+")", "run `make build`; make bench does")
 	}
+	return worker
+}
+
+// useBuiltBinary makes core start bin/shelldon-worker.
+func useBuiltBinary(b testing.TB) petOption {
+	worker := madeWorker(b)
 	return func(c *config.Config) { c.Turn.WorkerCommand = worker }
 }
 

@@ -20,11 +20,7 @@ import (
 // packages ran an init, their summed clock time and the bytes they
 // allocated. Run with -benchtime=200x.
 func BenchmarkStart(b *testing.B) {
-	shelldon := builtBinary(b)
-	worker, err := workerBeside(shelldon)
-	if err != nil {
-		b.Skipf("needs bin/shelldon-worker: run `make build` (make bench does): %v", err)
-	}
+	shelldon, worker := builtBinary(b), madeWorker(b)
 	for _, run := range []struct {
 		name  string
 		argv  []string

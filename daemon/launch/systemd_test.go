@@ -273,25 +273,11 @@ func TestSystemdAgainstRealSystemd(t *testing.T) {
 		}
 	})
 
-	t.Run("oom", func(t *testing.T) {
-		h := start(t, "oom", time.Minute, Limits{Memory: 32 << 20}, "read _ < '"+host.Dir+"/go'; head -c 400000000 /dev/zero | tail -n 1 >/dev/null")
-		current, err := s.conn.GetUnitTypePropertyContext(ctx, UnitName("oom"), "Service", "MemoryCurrent")
-		if err != nil {
-			h.Kill()
-			t.Fatalf("read MemoryCurrent: %v", err)
-		}
-		if v, _ := current.Value.Value().(uint64); v == ^uint64(0) {
-			h.Kill()
-			waitExit(t, h)
-			t.Skip("the test host's systemd has no memory controller (MemoryCurrent is not set): this host's cgroups are v1 and nspawn hands the container's systemd a read-only memory hierarchy, so MemoryMax cannot be enforced")
-		}
-		if err := os.WriteFile(host.Dir+"/go", []byte("go\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if got := waitExit(t, h); got.Result != ResultOOMKill {
-			t.Errorf("Done() of a memory hog under MemoryMax=32M = %+v, want oom-kill", got)
-		}
-	})
+	// MemoryMax's kill is not tested here: on a host of cgroup v1, as this
+	// one is, nspawn hands the booted systemd a read-only memory hierarchy,
+	// so no limit could hold. Both VM suites, which boot a kernel with
+	// cgroup v2, test it through this launcher: a worker grown past its
+	// MemoryMax ends as oom-kill (checkWorkerOOMKilled in cmd/shelldon).
 }
 
 // waitExit waits, with a deadline, for the one Exit a handle reports.
