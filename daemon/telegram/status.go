@@ -166,7 +166,9 @@ func (b *statusBoard) send(ctx context.Context, chat int64, text string) (int, e
 	if err != nil {
 		return 0, err
 	}
-	b.remember(ctx, func(kept map[int64]int) bool {
+	// Sent is showing: it is remembered even when the transport is
+	// stopping now, or the next start would leave it saying "running…".
+	b.remember(context.WithoutCancel(ctx), func(kept map[int64]int) bool {
 		if len(kept) >= maxStatusKept {
 			return false
 		}

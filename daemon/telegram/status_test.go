@@ -1,6 +1,8 @@
 package telegram
 
 import (
+	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -180,6 +182,13 @@ func TestARestartDeletesTheStatusLeftShowing(t *testing.T) {
 	r.barrier(t, 1)
 	advanceUntil(t, clk, "a status message", func() bool { return len(r.statusMessages(owner)) > 0 })
 	status := r.api.WaitMessage(t, owner, hasText(statusPrefix+"running `pytest -q`…"))
+	// The server has the message before the transport has its id back:
+	// the stop comes once the transport remembers it.
+	eventually(t, "the status remembered", func() bool {
+		raw, _, err := r.store.Get(context.Background(), statusKey)
+		var byChat map[string]int64
+		return err == nil && json.Unmarshal(raw, &byChat) == nil && byChat[strconv.FormatInt(owner, 10)] == status.ID
+	})
 	r.stop()
 	if slices.Contains(r.api.Deleted(owner), status.ID) {
 		t.Fatal("the status was deleted by the stop; the test shows nothing")
