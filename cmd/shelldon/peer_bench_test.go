@@ -41,9 +41,12 @@ const (
 	peerIdleWindow = 5 * time.Second
 )
 
-// BenchmarkTurnBesidePicoClaw runs shelldon (`bin/shelldon up`: core, the
-// broker, the panel drawing to a PNG file, a worker process per turn) and
-// PicoClaw (`picoclaw gateway`, its agent loop in the one process) side by
+// BenchmarkTurnBesidePicoClaw runs shelldon twice — as `bin/shelldon up`
+// (core, the broker and the panel drawing to a PNG file in one process, a
+// worker process per turn) and as the installed pet runs (`shelldon
+// daemon`, `shelldon broker` and `shelldon panel`, a process each, a
+// worker process per turn; without systemd here, core starts the workers
+// itself) — and PicoClaw (`picoclaw gateway`, its agent loop in the one process) side by
 // side, each the program an owner runs, each with its Telegram channel on
 // a local Bot API server of its own and the same scripted model on
 // loopback behind its OpenAI-compatible provider. Each gets the same
@@ -51,7 +54,8 @@ const (
 // for each the median from the message queued at the Bot API server to
 // the reply held there, the CPU per turn (user and system time of the
 // process and of the children it reaped, from /proc/PID/stat, over the
-// whole round, pauses included), and the ratios shelldon / PicoClaw.
+// whole round, pauses included; for the installed shape, the sum of its
+// three processes), and the ratios shelldon / PicoClaw.
 //
 // Nothing here leaves loopback; make bench-peer runs it in a network
 // namespace of its own besides. -benchtime 5x runs 5 rounds.
@@ -60,7 +64,7 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 	if peerBin == "" {
 		testhost.Missing(b, "a PicoClaw binary named by $"+peerEnv, "see BENCHMARKS.md, 'Beside PicoClaw'")
 	}
-	peers := []*chatPeer{startShelldonPeer(b), startPicoClawPeer(b, peerBin)}
+	peers := []*chatPeer{startShelldonPeer(b, false), startShelldonPeer(b, true), startPicoClawPeer(b, peerBin)}
 	for _, p := range peers {
 		p.waitPolling(b)
 	}
@@ -79,28 +83,29 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	shelldon, picoclaw := peers[0].figures(), peers[1].figures()
-	for _, f := range []struct {
-		unit string
-		s, p float64
-	}{{"median-ms", shelldon.medianMS, picoclaw.medianMS}, {"cpu-ms", shelldon.cpuMS, picoclaw.cpuMS}} {
-		b.ReportMetric(f.s, "shelldon-"+f.unit)
-		b.ReportMetric(f.p, "picoclaw-"+f.unit)
-		b.ReportMetric(f.s/f.p, "ratio-"+f.unit)
+	picoclaw := peers[2].figures()
+	b.ReportMetric(picoclaw.medianMS, "picoclaw-median-ms")
+	b.ReportMetric(picoclaw.cpuMS, "picoclaw-cpu-ms")
+	b.ReportMetric(idle[2], "picoclaw-idle-cpu-ms/s")
+	for i, p := range peers[:2] {
+		shelldon := p.figures()
+		b.ReportMetric(shelldon.medianMS, p.name+"-median-ms")
+		b.ReportMetric(shelldon.cpuMS, p.name+"-cpu-ms")
+		b.ReportMetric(shelldon.medianMS/picoclaw.medianMS, p.name+"-ratio-median-ms")
+		b.ReportMetric(shelldon.cpuMS/picoclaw.cpuMS, p.name+"-ratio-cpu-ms")
+		b.ReportMetric(idle[i], p.name+"-idle-cpu-ms/s")
+		// Of shelldon's CPU, what its workers took (a process each turn).
+		b.ReportMetric(ms(median(p.childCPUPerTurn)), p.name+"-workers-cpu-ms")
 	}
-	b.ReportMetric(idle[0], "shelldon-idle-cpu-ms/s")
-	b.ReportMetric(idle[1], "picoclaw-idle-cpu-ms/s")
-	// Of shelldon's CPU, what its workers took (a process each turn).
-	b.ReportMetric(ms(median(peers[0].childCPUPerTurn)), "shelldon-workers-cpu-ms")
 	b.ReportMetric(0, "ns/op")
 }
 
-// chatPeer is one program under the side-by-side: its process, the Bot
+// chatPeer is one program under the side-by-side: its processes, the Bot
 // API server its Telegram channel polls, and what its turns took.
 type chatPeer struct {
-	name string
-	api  *telegramtest.Server
-	cmd  *exec.Cmd
+	name  string
+	api   *telegramtest.Server
+	procs []*exec.Cmd
 	// latencies are every timed turn's; cpuPerTurn is each round's CPU
 	// time over its turns, childCPUPerTurn the part of it its reaped
 	// children took.
@@ -154,13 +159,13 @@ func (p *chatPeer) isNew(m telegramtest.Message, before int) bool {
 // the CPU the peer spent over the round.
 func (p *chatPeer) round(b *testing.B, n int) {
 	b.Helper()
-	self, children := processCPU(b, p.cmd.Process.Pid)
+	self, children := p.cpu(b)
 	for range n {
 		p.sent++
 		p.latencies = append(p.latencies, p.turn(b, fmt.Sprintf("message %d", p.sent)))
 		time.Sleep(peerPause)
 	}
-	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
+	selfAfter, childrenAfter := p.cpu(b)
 	p.cpuPerTurn = append(p.cpuPerTurn, (selfAfter+childrenAfter-self-children)/time.Duration(n))
 	p.childCPUPerTurn = append(p.childCPUPerTurn, (childrenAfter-children)/time.Duration(n))
 }
@@ -170,10 +175,21 @@ func (p *chatPeer) round(b *testing.B, n int) {
 func (p *chatPeer) idleCPU(b *testing.B, window time.Duration) float64 {
 	b.Helper()
 	time.Sleep(peerPause)
-	self, children := processCPU(b, p.cmd.Process.Pid)
+	self, children := p.cpu(b)
 	time.Sleep(window)
-	selfAfter, childrenAfter := processCPU(b, p.cmd.Process.Pid)
+	selfAfter, childrenAfter := p.cpu(b)
 	return ms(selfAfter+childrenAfter-self-children) / window.Seconds()
+}
+
+// cpu is the CPU time of the peer's processes and of the children they
+// reaped.
+func (p *chatPeer) cpu(b *testing.B) (self, children time.Duration) {
+	b.Helper()
+	for _, proc := range p.procs {
+		s, c := processCPU(b, proc.Process.Pid)
+		self, children = self+s, children+c
+	}
+	return self, children
 }
 
 type peerFigures struct{ medianMS, cpuMS float64 }
@@ -223,10 +239,11 @@ func scriptedPeerModel(b *testing.B) string {
 	return serve(b, model)
 }
 
-// startShelldonPeer runs `bin/shelldon up` as its owner would, with its
-// Telegram transport on a local Bot API server and the scripted model as
-// its provider.
-func startShelldonPeer(b *testing.B) *chatPeer {
+// startShelldonPeer runs shelldon as its owner would — `bin/shelldon up`,
+// or installed, its daemon, broker and panel (drawing to a PNG file) each
+// a process — with its Telegram transport on a local Bot API server and
+// the scripted model as its provider.
+func startShelldonPeer(b *testing.B, installed bool) *chatPeer {
 	bin := builtBinary(b)
 	api := telegramtest.New(b, peerBotToken)
 	cfg := config.Default()
@@ -234,6 +251,7 @@ func startShelldonPeer(b *testing.B) *chatPeer {
 	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
 	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: scriptedPeerModel(b), Model: demomodel.ModelName}}
 	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = peerBotToken, api.URL(), []int64{ownerID}
+	cfg.Panel.Display, cfg.Panel.PNGPath = "png", filepath.Join(cfg.StateDir, "panel.png")
 	path := filepath.Join(b.TempDir(), "shelldon.toml")
 	f, err := os.Create(path)
 	if err != nil {
@@ -243,7 +261,14 @@ func startShelldonPeer(b *testing.B) *chatPeer {
 		b.Fatal(err)
 	}
 	f.Close()
-	return &chatPeer{name: "shelldon", api: api, cmd: startProcess(b, bin, "up", "--config", path)}
+	if !installed {
+		return &chatPeer{name: "shelldon", api: api, procs: []*exec.Cmd{startProcess(b, bin, "up", "--config", path)}}
+	}
+	var procs []*exec.Cmd
+	for _, service := range []string{"daemon", "broker", "panel"} {
+		procs = append(procs, startProcess(b, bin, service, "--config", path))
+	}
+	return &chatPeer{name: "shelldon-installed", api: api, procs: procs}
 }
 
 // startPicoClawPeer runs `picoclaw gateway` with a configuration of its
@@ -297,7 +322,7 @@ func startPicoClawPeer(b *testing.B, bin string) *chatPeer {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return &chatPeer{name: "picoclaw", api: api, cmd: cmd}
+	return &chatPeer{name: "picoclaw", api: api, procs: []*exec.Cmd{cmd}}
 }
 
 // freePort is a loopback TCP port free a moment ago.
