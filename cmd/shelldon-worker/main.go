@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 
 	"shelldon/daemon/journal"
@@ -46,13 +45,6 @@ Core starts it for every turn (see ` + "`shelldon up`" + `); it is not for runni
 `
 
 func main() {
-	// One processor, unless GOMAXPROCS says otherwise: a turn's worker
-	// waits on core and the broker, and python_eval's evaluator is held to
-	// one (tools.ServeEval); a second would only cost the runtime threads
-	// to wake and pages to fault (BENCHMARKS.md).
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -1,21 +1,13 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"runtime"
 	"strings"
 	"testing"
-	"time"
-
-	"shelldon/testhost"
 )
 
 // The test binary doubles as shelldon-worker: run again with mainEnv set,
@@ -88,79 +80,5 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("shelldon-worker %q said %q, want %q in it", tt.args, errOut, w)
 			}
 		}
-	}
-}
-
-// schedLine is the Go runtime's own account of its processors, printed
-// every interval under GODEBUG=schedtrace.
-var schedLine = regexp.MustCompile(`^SCHED .* gomaxprocs=(\d+)`)
-
-// TestWorkerRunsOnOneProcessor: a worker runs its goroutines on one
-// processor, as the runtime itself reports it once main has begun, unless
-// GOMAXPROCS asks for more. The worker waits here on a bus that takes its
-// connection and never answers.
-func TestWorkerRunsOnOneProcessor(t *testing.T) {
-	if runtime.NumCPU() < 2 {
-		testhost.Missing(t, "a second CPU", "run on a machine with two or more")
-	}
-	sock := filepath.Join(testhost.ShortDir(t), "bus.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	for _, tc := range []struct{ env, want string }{{"", "1"}, {"GOMAXPROCS=2", "2"}} {
-		t.Run("env="+tc.env, func(t *testing.T) {
-			cmd := exec.Command(os.Args[0], "--turn", "t-1", "--socket", sock, "--state-dir", t.TempDir())
-			cmd.Env = append(os.Environ(), "GODEBUG=schedtrace=50")
-			if tc.env != "" {
-				cmd.Env = append(cmd.Env, tc.env)
-			}
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			lines := make(chan string)
-			go func() {
-				defer close(lines)
-				sc := bufio.NewScanner(stderr)
-				for sc.Scan() {
-					if m := schedLine.FindStringSubmatch(sc.Text()); m != nil {
-						lines <- m[1]
-					}
-				}
-			}()
-			// The first line comes from the runtime's start, before main;
-			// the third is well after.
-			var got []string
-			deadline := time.After(20 * time.Second)
-			for len(got) < 3 {
-				select {
-				case n, ok := <-lines:
-					if !ok {
-						t.Fatalf("the worker ended after %v", got)
-					}
-					got = append(got, n)
-				case <-deadline:
-					t.Fatalf("no schedtrace lines from the worker: %v", got)
-				}
-			}
-			if got[2] != tc.want {
-				t.Errorf("the worker runs on %s processors (schedtrace: %v), want %s", got[2], got, tc.want)
-			}
-		})
 	}
 }
