@@ -88,10 +88,10 @@ const longLivedGCPercent = 50
 // command waits on sockets and SQLite, a small turn's work at a time, and
 // on two or more processors the Go runtime spends more than that work on
 // waking idle threads to steal it and on idle-time collection. Measured
-// beside the same build on two: 0.68× the CPU a turn under `up` (with the
-// worker's own processor), the same latency, and 0.5 MB less PSS for each
-// of core and the broker (BENCHMARKS.md). It is set by main, not run: a
-// test that runs a command in its own process keeps its processors.
+// beside the same build on two: 0.68× the CPU a turn under `up` (with
+// the worker on one too, workerEnv), the same latency, and no more idle
+// PSS (BENCHMARKS.md). It is set by main, not run: a test that runs a
+// command in its own process keeps its processors.
 func oneProcessor(args []string, getenv func(string) string) bool {
 	return len(args) > 0 && longLived[args[0]] && getenv("GOMAXPROCS") == ""
 }
