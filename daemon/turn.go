@@ -357,13 +357,25 @@ var workerEnvKeep = []string{"PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "
 // to act as shelldon; it carries no secret.
 const workerEnvTestPrefix = "SHELLDON_TEST_"
 
+// workerProcessors is the worker's GOMAXPROCS when core's environment
+// sets none: a worker waits on core and the broker, and a second
+// processor only costs the runtime threads to wake and pages to fault
+// (0.3 MB of a worker's peak; BENCHMARKS.md). Given in the environment,
+// the runtime starts with it rather than shrinking to it.
+const workerProcessors = "GOMAXPROCS=1"
+
 func workerEnv(environ []string) []string {
 	var out []string
+	processors := false
 	for _, kv := range environ {
 		name, _, _ := strings.Cut(kv, "=")
 		if slices.Contains(workerEnvKeep, name) || strings.HasPrefix(name, "LC_") || strings.HasPrefix(name, workerEnvTestPrefix) {
 			out = append(out, kv)
+			processors = processors || name == "GOMAXPROCS"
 		}
+	}
+	if !processors {
+		out = append(out, workerProcessors)
 	}
 	return out
 }

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -42,6 +43,9 @@ import (
 )
 
 func main() {
+	if oneProcessor(os.Args[1:], os.Getenv) {
+		runtime.GOMAXPROCS(1)
+	}
 	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	if err != nil && !errors.As(err, new(reported)) {
 		fmt.Fprintf(os.Stderr, "shelldon: %v\n", err)
@@ -78,6 +82,19 @@ var commands = map[string]commandFunc{
 var longLived = map[string]bool{"up": true, "daemon": true, "broker": true, "panel": true}
 
 const longLivedGCPercent = 50
+
+// oneProcessor reports whether the command of args runs its goroutines on
+// one processor (GOMAXPROCS=1 unless GOMAXPROCS is set): a long-lived
+// command waits on sockets and SQLite, a small turn's work at a time, and
+// on two or more processors the Go runtime spends more than that work on
+// waking idle threads to steal it and on idle-time collection. Measured
+// beside the same build on two: 0.68× the CPU a turn under `up` (with
+// the worker on one too, workerEnv), the same latency, and no more idle
+// PSS (BENCHMARKS.md). It is set by main, not run: a test that runs a
+// command in its own process keeps its processors.
+func oneProcessor(args []string, getenv func(string) string) bool {
+	return len(args) > 0 && longLived[args[0]] && getenv("GOMAXPROCS") == ""
+}
 
 // environment is what a command gets besides its flags.
 type environment struct {

@@ -74,7 +74,9 @@ func (s *Store) markAdmitted(ctx context.Context, what, query string, first any,
 	for i, id := range ids {
 		marks[i], args = "?", append(args, id)
 	}
-	if _, err := s.db.ExecContext(ctx, fmt.Sprintf(query, strings.Join(marks, ",")), args...); err != nil {
+	// Each length of the IN list is a statement of its own: run unprepared,
+	// not kept.
+	if _, err := s.db.DB.ExecContext(ctx, fmt.Sprintf(query, strings.Join(marks, ",")), args...); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

@@ -157,7 +157,7 @@ func BenchmarkQuickCheck(b *testing.B) {
 	s.db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	info, _ := os.Stat(l.DB())
 	for b.Loop() {
-		if err := quickCheck(ctx, s.db); err != nil {
+		if err := quickCheck(ctx, s.db.DB); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -325,7 +325,7 @@ func TestUpgradeToSchedules(t *testing.T) {
 	migrations = saved
 
 	s := openStore(t, l)
-	if v := userVersion(t, s.db); v != len(migrations) {
+	if v := userVersion(t, s.db.DB); v != len(migrations) {
 		t.Errorf("user_version after the upgrade = %d, want %d", v, len(migrations))
 	}
 	if n, last, err := s.TurnsOfKindSince(ctx, "scheduled", epoch); err != nil || n != 1 || !last.Equal(epoch) {

@@ -48,7 +48,7 @@ var defaultDirective []byte
 // Store is shelldon's state. Its methods are safe for concurrent use.
 type Store struct {
 	layout    statedir.Layout
-	db        *sql.DB
+	db        *preparedDB
 	lock      *os.File // the state directory's lock, held while open for writing
 	readOnly  bool
 	recovered int
@@ -113,7 +113,7 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	return &Store{layout: layout, db: db, lock: lock, recovered: recovered, damage: damage}, nil
+	return &Store{layout: layout, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage}, nil
 }
 
 // openDB opens the database at path for core's writing.
@@ -201,7 +201,7 @@ func OpenReadOnly(layout statedir.Layout) (s *Store, err error) {
 	case version < len(migrations):
 		return nil, fmt.Errorf("open state database %s read-only: schema version %d is older than this shelldon's %d; start the daemon once to upgrade it", path, version, len(migrations))
 	}
-	return &Store{layout: layout, db: db, readOnly: true}, nil
+	return &Store{layout: layout, db: newPreparedDB(db), readOnly: true}, nil
 }
 
 // readable opens the file at path and closes it again, for the error

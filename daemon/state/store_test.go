@@ -174,7 +174,7 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 		if err != nil {
 			t.Fatalf("reopen %d: %v", i, err)
 		}
-		if v := userVersion(t, s.db); v != len(migrations) {
+		if v := userVersion(t, s.db.DB); v != len(migrations) {
 			t.Errorf("reopen %d: user_version = %d, want %d", i, v, len(migrations))
 		}
 		got, err := s.RecentHistory(ctx, 10)
@@ -198,7 +198,7 @@ func TestAppendedMigrationRunsOnce(t *testing.T) {
 		if err != nil {
 			t.Fatalf("open %d with an appended migration: %v", i, err)
 		}
-		if v := userVersion(t, s.db); v != len(migrations) {
+		if v := userVersion(t, s.db.DB); v != len(migrations) {
 			t.Errorf("open %d: user_version = %d, want %d", i, v, len(migrations))
 		}
 		if _, err := s.db.Exec(`INSERT INTO extra (x) VALUES (1)`); err != nil {

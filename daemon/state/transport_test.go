@@ -859,7 +859,7 @@ func TestUpgradeToTransportTables(t *testing.T) {
 	migrations = saved
 
 	s := openStore(t, l)
-	if v := userVersion(t, s.db); v != len(migrations) {
+	if v := userVersion(t, s.db.DB); v != len(migrations) {
 		t.Errorf("user_version after the upgrade = %d, want %d", v, len(migrations))
 	}
 	if hs, err := s.ToolHealths(ctx); err != nil || len(hs) != 1 || hs[0].Strikes != 1 {

@@ -1,0 +1,93 @@
+package state
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+)
+
+// maxPrepared bounds how many statements a store keeps prepared. The
+// store's queries are fixed strings, a few dozen; a query past the bound
+// is run unprepared, as before, rather than growing the cache.
+const maxPrepared = 128
+
+// preparedDB is the store's database with each query prepared once and
+// kept: SQLite parses and plans a statement at every prepare, and core
+// runs the same few statements at every turn, where modernc's driver
+// would prepare each afresh. Queries run outside a transaction go through
+// it; a transaction's statements are its own (database/sql's Tx).
+type preparedDB struct {
+	*sql.DB
+	mu    sync.Mutex
+	stmts map[string]*sql.Stmt
+}
+
+func newPreparedDB(db *sql.DB) *preparedDB {
+	return &preparedDB{DB: db, stmts: map[string]*sql.Stmt{}}
+}
+
+// prepared is query's kept statement, prepared now if it was not yet, or
+// nil when the cache is full (or the store closed) and query should run
+// unprepared. A query that fails to prepare is not kept: the error comes
+// from running it unprepared, as it would have.
+func (d *preparedDB) prepared(ctx context.Context, query string) *sql.Stmt {
+	d.mu.Lock()
+	stmt, ok := d.stmts[query]
+	full := d.stmts == nil || len(d.stmts) >= maxPrepared
+	d.mu.Unlock()
+	if ok || full {
+		return stmt
+	}
+	// Prepared outside the lock: preparing waits for the connection, which
+	// a transaction may hold.
+	stmt, err := d.DB.PrepareContext(ctx, query)
+	if err != nil {
+		return nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if kept, ok := d.stmts[query]; ok || d.stmts == nil || len(d.stmts) >= maxPrepared {
+		stmt.Close()
+		return kept
+	}
+	d.stmts[query] = stmt
+	return stmt
+}
+
+// ExecContext runs query, prepared once.
+func (d *preparedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if stmt := d.prepared(ctx, query); stmt != nil {
+		return stmt.ExecContext(ctx, args...)
+	}
+	return d.DB.ExecContext(ctx, query, args...)
+}
+
+// QueryContext runs query, prepared once.
+func (d *preparedDB) QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error) {
+	if stmt := d.prepared(ctx, query); stmt != nil {
+		return stmt.QueryContext(ctx, args...)
+	}
+	return d.DB.QueryContext(ctx, query, args...)
+}
+
+// QueryRowContext runs query, prepared once.
+func (d *preparedDB) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if stmt := d.prepared(ctx, query); stmt != nil {
+		return stmt.QueryRowContext(ctx, args...)
+	}
+	return d.DB.QueryRowContext(ctx, query, args...)
+}
+
+// Close closes the kept statements, then the database.
+func (d *preparedDB) Close() error {
+	d.mu.Lock()
+	stmts := d.stmts
+	d.stmts = nil
+	d.mu.Unlock()
+	var errs []error
+	for _, stmt := range stmts {
+		errs = append(errs, stmt.Close())
+	}
+	return errors.Join(append(errs, d.DB.Close())...)
+}
