@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -102,6 +104,12 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 		pid := strings.TrimSpace(pet.guest.Must(b, "systemctl", "show", "-P", "MainPID", svc.unit))
 		rollup := pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps_rollup")
 		b.Logf("%s (pid %s) smaps_rollup:\n%s", svc.name, pid, rollup)
+		smaps := pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps")
+		b.Logf("%s (pid %s) by mapping:\n%s", svc.name, pid, smapsByMapping([]byte(smaps)))
+		if d := os.Getenv("PSS21_DUMP"); d != "" { // TEMP
+			os.WriteFile(filepath.Join(d, svc.name+".smaps"), []byte(smaps), 0o644)
+		}
+		b.Logf("%s (pid %s) status:\n%s", svc.name, pid, pet.guest.Must(b, "grep", "-E", "^(Threads|VmRSS|RssAnon|RssFile|VmHWM)", "/proc/"+pid+"/status"))
 		rss, pss := parseSmapsRollup([]byte(rollup))
 		b.ReportMetric(rss, svc.name+"-rss-MB")
 		b.ReportMetric(pss, svc.name+"-pss-MB")
