@@ -165,7 +165,7 @@ func BenchmarkFootprint(b *testing.B) {
 		p.reply(30 * time.Second)
 		p.waitTurns(start + i + 1)
 	}
-	time.Sleep(time.Second) // idle: let the runtimes settle after the last turn
+	time.Sleep(footprintIdle) // idle: the runtimes settle and give back what they can
 	for _, proc := range []struct {
 		name string
 		pid  int
@@ -173,12 +173,6 @@ func BenchmarkFootprint(b *testing.B) {
 		rss, pss := smapsRollup(b, proc.pid)
 		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", proc.pid)); err == nil {
 			b.Logf("%s (pid %d) by mapping:\n%s", proc.name, proc.pid, smapsByMapping(smaps))
-			if d := os.Getenv("PSS21_DUMP"); d != "" { // TEMP
-				os.WriteFile(filepath.Join(d, proc.name+".smaps"), smaps, 0o644)
-				if os.Getenv("PSS21_WAIT") != "" {
-					time.Sleep(120 * time.Second)
-				}
-			}
 		}
 		b.ReportMetric(rss, proc.name+"-rss-MB")
 		b.ReportMetric(pss, proc.name+"-pss-MB")
