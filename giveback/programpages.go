@@ -11,9 +11,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// maxMapsBytes bounds how much of /proc/self/maps is read: a Go process
-// of the pet's has a few dozen mappings, well under a kilobyte each.
-const maxMapsBytes = 1 << 20
+// maxSmapsBytes bounds how much of /proc/self/smaps is read: a Go
+// process of the pet's has a few dozen mappings, about a kilobyte each.
+const maxSmapsBytes = 1 << 20
 
 // unmapProgramPages drops this process's mappings of its own binary's
 // read-only pages: its code, read-only data and the runtime's pc tables.
@@ -25,8 +25,9 @@ const maxMapsBytes = 1 << 20
 // mapped 14.6 MB of a 15 MB binary, and the three services' Pss_File was
 // half their PSS (BENCHMARKS.md). Mapped code is also what the kernel
 // keeps longest under memory pressure; unmapped, the cold part goes first.
-// The writable segment (its data and bss) is left alone: its written
-// pages are the process's own.
+// A mapping with pages of the process's own (the data segment, or a
+// read-only one the loader wrote relocations into, as in a PIE build) is
+// left alone: dropping those would lose what was written.
 func unmapProgramPages() error {
 	// The kernel writes a mapping's path as it writes this link, " (deleted)"
 	// and all once the file is replaced (an upgrade while the pet runs).
@@ -34,12 +35,12 @@ func unmapProgramPages() error {
 	if err != nil {
 		return fmt.Errorf("finding this program's file: %w", err)
 	}
-	maps, err := os.Open("/proc/self/maps")
+	smaps, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return fmt.Errorf("reading this process's mappings: %w", err)
 	}
-	defer maps.Close()
-	ranges, err := readOnlyRangesOf(io.LimitReader(maps, maxMapsBytes), exe)
+	defer smaps.Close()
+	ranges, err := cleanReadOnlyRangesOf(io.LimitReader(smaps, maxSmapsBytes), exe)
 	if err != nil {
 		return fmt.Errorf("reading this process's mappings: %w", err)
 	}
@@ -54,16 +55,32 @@ func unmapProgramPages() error {
 // addressRange is a mapping's [start, end) in this process's memory.
 type addressRange struct{ start, end uintptr }
 
-// readOnlyRangesOf picks, from a /proc/PID/maps listing, the private
-// mappings of the file at path that are not writable. A writable mapping
-// (the data segment) is never picked: its written pages would be lost.
-func readOnlyRangesOf(maps io.Reader, path string) ([]addressRange, error) {
+// cleanReadOnlyRangesOf picks, from a /proc/PID/smaps listing, the
+// private mappings of the file at path that are not writable and hold no
+// anonymous page (one written since it was mapped). Every other mapping is
+// never picked: its written pages would be lost.
+func cleanReadOnlyRangesOf(smaps io.Reader, path string) ([]addressRange, error) {
 	var ranges []addressRange
-	lines := bufio.NewScanner(maps)
+	var candidate *addressRange // the mapping being read, while it may be picked
+	lines := bufio.NewScanner(smaps)
 	for lines.Scan() {
-		// address perms offset dev inode path, the path alone holding spaces
 		line := lines.Text()
 		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if strings.HasSuffix(fields[0], ":") { // a field of the mapping above
+			if candidate != nil && fields[0] == "Anonymous:" && (len(fields) < 2 || fields[1] != "0") {
+				candidate = nil
+			}
+			continue
+		}
+		if candidate != nil {
+			ranges = append(ranges, *candidate)
+			candidate = nil
+		}
+		// A mapping: address perms offset dev inode path, the path alone
+		// holding spaces.
 		if len(fields) < 6 {
 			continue
 		}
@@ -85,10 +102,13 @@ func readOnlyRangesOf(maps io.Reader, path string) ([]addressRange, error) {
 		if !found || err1 != nil || err2 != nil || end <= start {
 			return nil, fmt.Errorf("mapping %q: address range %q is not start-end", line, fields[0])
 		}
-		ranges = append(ranges, addressRange{uintptr(start), uintptr(end)})
+		candidate = &addressRange{uintptr(start), uintptr(end)}
 	}
 	if err := lines.Err(); err != nil {
 		return nil, err
+	}
+	if candidate != nil {
+		ranges = append(ranges, *candidate)
 	}
 	return ranges, nil
 }

@@ -3,40 +3,48 @@ package giveback
 import (
 	"bufio"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
 
-// TestReadOnlyRangesOfPicksTheProgramsReadOnlyMappings: the code and
-// read-only segments of the program's file, its path as the kernel writes
-// it (spaces, " (deleted)"); never its writable segment, another file's
-// mappings or anonymous memory.
-func TestReadOnlyRangesOfPicksTheProgramsReadOnlyMappings(t *testing.T) {
+// TestCleanReadOnlyRangesOfPicksTheProgramsUnwrittenMappings: the code
+// and read-only segments of the program's file, its path as the kernel
+// writes it (spaces, " (deleted)"); never its writable segment, a
+// read-only one with written pages (relocations in a PIE build), another
+// file's mappings or anonymous memory.
+func TestCleanReadOnlyRangesOfPicksTheProgramsUnwrittenMappings(t *testing.T) {
 	const path = "/usr/lib/my pet/shelldon (deleted)"
-	maps := strings.Join([]string{
-		"00400000-00bb3000 r-xp 00000000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)",
-		"00bb3000-0130a000 r--p 007b3000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)",
-		"0130a000-013f3000 rw-p 00f0a000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)",
-		"013f3000-0343e000 rw-p 00000000 00:00 0 ",
-		"7fd239c58000-7fd239c60000 rw-s 00000000 fe:00 10428926                   /var/lib/shelldon/state.db-shm",
-		"7fd239c60000-7fd239c70000 r--p 00000000 fe:00 10428927                   /usr/lib/my pet/shelldon",
-		"7fd239c70000-7fd239c80000 r--s 00000000 fe:00 10618366                   /usr/lib/my pet/shelldon (deleted)",
-		"7ffe6e56b000-7ffe6e58c000 rw-p 00000000 00:00 0                          [stack]",
-	}, "\n")
-	got, err := readOnlyRangesOf(strings.NewReader(maps), path)
+	mapping := func(header string, anonymousKB int) string {
+		return header + "\nSize:               7876 kB\nRss:                7308 kB\n" +
+			"Anonymous:          " + strconv.Itoa(anonymousKB) + " kB\nVmFlags: rd ex mr mw me\n"
+	}
+	smaps := strings.Join([]string{
+		mapping("00400000-00bb3000 r-xp 00000000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)", 0),
+		mapping("00bb3000-0130a000 r--p 007b3000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)", 0),
+		mapping("0130a000-0130c000 r--p 00f0a000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)", 8),
+		mapping("0130c000-013f3000 rw-p 00f0c000 fe:00 10618366                           /usr/lib/my pet/shelldon (deleted)", 204),
+		mapping("013f3000-0343e000 rw-p 00000000 00:00 0 ", 148),
+		mapping("b6c58000-b6c60000 rw-s 00000000 fe:00 10428926                   /var/lib/shelldon/state.db-shm", 0),
+		mapping("b6c60000-b6c70000 r--p 00000000 fe:00 10428927                   /usr/lib/my pet/shelldon", 0),
+		mapping("b6c70000-b6c80000 r--s 00000000 fe:00 10618366                   /usr/lib/my pet/shelldon (deleted)", 0),
+		mapping("b6c80000-b6c90000 r--p 00000000 fe:00 10618366                   /usr/lib/my pet/shelldon (deleted)", 0),
+	}, "")
+	got, err := cleanReadOnlyRangesOf(strings.NewReader(smaps), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []addressRange{{0x400000, 0xbb3000}, {0xbb3000, 0x130a000}}
-	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+	want := []addressRange{{0x400000, 0xbb3000}, {0xbb3000, 0x130a000}, {0xb6c80000, 0xb6c90000}}
+	if !slices.Equal(got, want) {
 		t.Errorf("picked %#x, want %#x", got, want)
 	}
 }
 
-// TestReadOnlyRangesOfRefusesABrokenRange names the line it cannot read.
-func TestReadOnlyRangesOfRefusesABrokenRange(t *testing.T) {
-	_, err := readOnlyRangesOf(strings.NewReader("00bb3000-0040zz00 r-xp 00000000 fe:00 1 /bin/pet\n"), "/bin/pet")
+// TestCleanReadOnlyRangesOfRefusesABrokenRange names the line it cannot
+// read.
+func TestCleanReadOnlyRangesOfRefusesABrokenRange(t *testing.T) {
+	_, err := cleanReadOnlyRangesOf(strings.NewReader("00bb3000-0040zz00 r-xp 00000000 fe:00 1 /bin/pet\nAnonymous: 0 kB\n"), "/bin/pet")
 	if err == nil || !strings.Contains(err.Error(), "00bb3000-0040zz00") {
 		t.Errorf("err = %v, want one naming the range", err)
 	}
