@@ -16,8 +16,9 @@ const quiet = 500 * time.Millisecond
 // longQuiet is how long a process goes without another ask before
 // WhenQuiet also lets go of the pages of its binary it has mapped
 // (unmapProgramPages). The next turn maps back what it runs, at a cost of
-// about a millisecond of CPU in each process (BENCHMARKS.md); the turns of
-// one exchange, which come closer together than this, do not pay it.
+// about 2 ms of CPU in each process on x86-64 (BENCHMARKS.md); the turns
+// of one exchange, which come closer together than this, do not pay it,
+// and the panel, which redraws every minute, lets go again after each.
 const longQuiet = 20 * time.Second
 
 var pending struct {
