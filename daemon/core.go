@@ -24,6 +24,7 @@ import (
 	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/turns"
+	"shelldon/giveback"
 	"shelldon/sandbox"
 )
 
@@ -440,6 +441,11 @@ func (c *Core) expire(ctx context.Context) {
 		}
 	}
 	c.face.refresh() // the status strip's memory figure moves between turns
+	if c.turns.Current() == nil {
+		// The check ran SQLite's code and the snapshot's, idle: core lets
+		// go of them again when quiet, as after a turn.
+		giveback.WhenQuiet()
+	}
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -164,12 +165,15 @@ func BenchmarkFootprint(b *testing.B) {
 		p.reply(30 * time.Second)
 		p.waitTurns(start + i + 1)
 	}
-	time.Sleep(time.Second) // idle: let the runtimes settle after the last turn
+	time.Sleep(footprintIdle) // idle: the runtimes settle and give back what they can
 	for _, proc := range []struct {
 		name string
 		pid  int
 	}{{"daemon", daemon.Process.Pid}, {"broker", broker.Process.Pid}} {
 		rss, pss := smapsRollup(b, proc.pid)
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", proc.pid)); err == nil {
+			b.Logf("%s (pid %d) by mapping:\n%s", proc.name, proc.pid, smapsByMapping(smaps))
+		}
 		b.ReportMetric(rss, proc.name+"-rss-MB")
 		b.ReportMetric(pss, proc.name+"-pss-MB")
 	}
@@ -247,6 +251,59 @@ func parseSmapsRollup(data []byte) (rss, pss float64) {
 		}
 	}
 	return rss, pss
+}
+
+// smapsByMapping sums a /proc/PID/smaps file's Rss, Pss and anonymous PSS
+// by what is mapped and how (its permissions and a file's path, [heap],
+// [stack], or "anon" for anonymous mappings, which hold the Go heap, its
+// metadata and goroutine stacks), largest Pss first, as a table for the benchmark's log: where a
+// process's resident memory is, not only how much.
+func smapsByMapping(data []byte) string {
+	type sums struct{ rss, pss, anon float64 }
+	byName := map[string]*sums{}
+	var names []string
+	var current *sums
+	for _, line := range strings.Split(string(data), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(fields[0], ":") { // a mapping's header: range perms offset dev inode [name]
+			name := fields[1] + " anon"
+			if len(fields) >= 6 {
+				name = fields[1] + " " + fields[5]
+			}
+			if byName[name] == nil {
+				byName[name] = &sums{}
+				names = append(names, name)
+			}
+			current = byName[name]
+			continue
+		}
+		if current == nil || len(fields) < 2 {
+			continue
+		}
+		kb, _ := strconv.ParseFloat(fields[1], 64)
+		switch fields[0] {
+		case "Rss:":
+			current.rss += kb
+		case "Pss:":
+			current.pss += kb
+		case "Anonymous:":
+			current.anon += kb
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(byName[b].pss, byName[a].pss) })
+	var out strings.Builder
+	fmt.Fprintf(&out, "%10s %10s %10s  %s\n", "Rss kB", "Pss kB", "anon kB", "perms mapping")
+	for _, name := range names {
+		s := byName[name]
+		if s.rss == 0 {
+			continue
+		}
+		fmt.Fprintf(&out, "%10.0f %10.0f %10.0f  %s\n", s.rss, s.pss, s.anon, name)
+	}
+	return out.String()
 }
 
 // BenchmarkRecoveryAfterKill kills `shelldon daemon` (the built binary, a

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -200,7 +201,8 @@ func (p *chatPeer) figures() peerFigures {
 	return peerFigures{medianMS: ms(median(p.latencies)), cpuMS: ms(median(p.cpuPerTurn))}
 }
 
-func median(d []time.Duration) time.Duration {
+// median is the middle of figures (the upper middle of an even count).
+func median[T cmp.Ordered](d []T) T {
 	s := slices.Clone(d)
 	slices.Sort(s)
 	return s[len(s)/2]
