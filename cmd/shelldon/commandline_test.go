@@ -68,6 +68,7 @@ func commandLineCases(t *testing.T) []cliCase {
 		usage([]string{"policy", "judge", "ls"}, `"judge"`),
 		usage([]string{"policy", "check"}, "one argument"),
 		usage([]string{"policy", "check", "ls", "extra"}, "one argument"),
+		usage([]string{"policy", "check", "rm -rf x", "--json"}, "flags go before the command", "shelldon policy check --json 'rm -rf x'"),
 		usage([]string{"image"}, "build", "status"),
 		usage([]string{"image", "frob"}, `"frob"`),
 		usage([]string{"image", "status", "extra"}, `unexpected argument "extra"`),
