@@ -20,7 +20,7 @@ import (
 // owner types the banner's phrases: a write is asked about, a message and
 // /help typed while it waits are what they are (the help saying nothing
 // of buttons, which a terminal has none of), y approves it and the file
-// is written; a note is remembered; nothing reaches the terminal raw;
+// is written; a note is remembered; /rules says how to grant one here; nothing reaches the terminal raw;
 // Ctrl-D ends it all.
 func TestMakeRunInATerminal(t *testing.T) {
 	demo := demoModelForOthers(t)
@@ -83,6 +83,14 @@ func TestMakeRunInATerminal(t *testing.T) {
 
 	term.Line(t, "remember I like hazelnut coffee")
 	term.WaitFor(t, "Noted! I'll remember: “I like hazelnut coffee”.")
+
+	before = len(term.Screen())
+	term.Line(t, "/rules")
+	term.WaitFor(t, "No rules: everything that needs your approval asks.")
+	term.WaitUntil(t, "the prompt after /rules", func(string) bool { return term.LastLine() == ">" })
+	if rules := term.Screen()[before:]; strings.Contains(rules, "Tap") {
+		t.Errorf("/rules in the terminal says to tap, which it cannot:\n%s", rules)
+	}
 
 	term.Type(t, "\x04")
 	term.WaitFor(t, "bye")
