@@ -31,7 +31,7 @@ const demoModelBinary = "shelldon-demo-model"
 var demoBanner = `*** DEMO MODEL: no provider is configured, so shelldon is talking to a scripted
 *** demo model (shelldon-demo-model), not a real LLM. Configure one with a
 *** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY (see README.md).
-*** It understands a few phrases, and each runs the real thing (/help lists them):
+*** It understands a few phrases; each runs the real thing (/help lists them):
 ` + phrases.List("***   ")
 
 // demoHelp ends /help on the demo model.

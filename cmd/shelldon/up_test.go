@@ -203,3 +203,21 @@ func TestSecondUpOnTheSameStateIsRefused(t *testing.T) {
 		t.Errorf("shelldon.log tells of %d demo models, want the first's alone:\n%s", strings.Count(string(log), "using the scripted demo model"), log)
 	}
 }
+
+// TestDemoBannerFitsATerminal: the demo banner, and the phrases as /help
+// lists them under the terminal's indent of a reply's later lines (ten
+// columns), fit a terminal of 80 columns, so that a first `make run`
+// shows no phrase broken across lines.
+func TestDemoBannerFitsATerminal(t *testing.T) {
+	lines := strings.Split(demoBanner, "\n")
+	for _, line := range strings.Split(demoHelp, "\n") {
+		if strings.HasPrefix(line, "try: ") {
+			lines = append(lines, strings.Repeat(" ", 10)+line)
+		}
+	}
+	for _, line := range lines {
+		if n := len([]rune(line)); n > helpWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+}
