@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"shelldon/broker"
@@ -174,13 +176,28 @@ func startDemoModel(ctx context.Context, stateDir string, logOut io.Writer) (url
 	addrFile := filepath.Join(stateDir, "demo-model.addr")
 	os.Remove(addrFile)
 	cmd := exec.CommandContext(ctx, path, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
+	// It goes with this process however this one ends, kill -9 too: a
+	// demo model left behind would hold its port and memory for good.
+	// The signal comes when the thread that started it ends, so it is
+	// started, and waited for, on a thread locked for its whole life (the
+	// runtime ends threads, as the sandbox's egress does its own).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var said lastLine
 	cmd.Stdout, cmd.Stderr = logOut, io.MultiWriter(logOut, &said)
-	if err := cmd.Start(); err != nil {
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return "", nil, fmt.Errorf("start the demo model: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	stop = func() {
 		cmd.Process.Kill()
 		<-exited

@@ -136,45 +136,75 @@ func upOnTheDemoModel(t *testing.T, flags ...string) {
 	}
 }
 
+// upInTheBackground starts `shelldon up --chat` on dir, as `make run`
+// does but with a pipe for its terminal, and waits until core is ready;
+// it returns the process and the demo model's address.
+func upInTheBackground(t *testing.T, dir string) (*exec.Cmd, []byte) {
+	t.Helper()
+	demo := demoModelForOthers(t)
+	t.Setenv("PATH", demo+string(os.PathListSeparator)+os.Getenv("PATH"))
+	workerBinary(t) // `up` runs the worker from beside this test binary
+	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", dir)
+	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1")
+	typed, err := up.StdinPipe() // held open: the chat runs until it closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		typed.Close()
+		up.Process.Kill()
+		up.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		log, _ := os.ReadFile(filepath.Join(dir, "shelldon.log"))
+		if addr, err := os.ReadFile(filepath.Join(dir, "demo-model.addr")); err == nil && strings.Contains(string(log), "core ready") {
+			return up, addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("up did not come up:\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAKilledUpTakesItsDemoModel: `make run` killed (kill -9, an
+// out-of-memory kill) leaves no demo model behind it, holding its port
+// and memory for good.
+func TestAKilledUpTakesItsDemoModel(t *testing.T) {
+	up, addr := upInTheBackground(t, testhost.ShortDir(t))
+	if err := up.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	up.Wait()
+	models := strings.TrimSpace(string(addr)) + "/models"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(models)
+		if err != nil {
+			return // nothing answers there any more
+		}
+		res.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo model of a killed up still answers at %s", models)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestSecondUpOnTheSameStateIsRefused is a second `make run` in another
 // terminal on the same ./var: it is refused at once, naming the first,
 // before it starts a demo model of its own, prints the demo banner or
 // writes to the first one's log; the first goes on with its demo model
 // and address file as they were.
 func TestSecondUpOnTheSameStateIsRefused(t *testing.T) {
-	demo := demoModelForOthers(t)
-	t.Setenv("PATH", demo+string(os.PathListSeparator)+os.Getenv("PATH"))
-	workerBinary(t) // `up` runs the worker from beside this test binary
 	dir := testhost.ShortDir(t)
-
-	first := exec.Command(os.Args[0], "up", "--chat", "--state-dir", dir)
-	first.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1")
-	typed, err := first.StdinPipe() // held open: the chat runs until it closes
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		typed.Close()
-		first.Process.Kill()
-		first.Wait()
-	})
+	first, addr := upInTheBackground(t, dir)
 	addrFile := filepath.Join(dir, "demo-model.addr")
 	logFile := filepath.Join(dir, "shelldon.log")
-	var addr []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		log, _ := os.ReadFile(logFile)
-		if addr, err = os.ReadFile(addrFile); err == nil && strings.Contains(string(log), "core ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first up did not come up:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 
 	for _, args := range [][]string{{"up", "--chat", "--state-dir", dir}, {"up", "--state-dir", dir}} {
 		second := exec.Command(os.Args[0], args...)
