@@ -176,12 +176,14 @@ func startDemoModel(ctx context.Context, stateDir string, logOut io.Writer) (url
 	addrFile := filepath.Join(stateDir, "demo-model.addr")
 	os.Remove(addrFile)
 	cmd := exec.CommandContext(ctx, path, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
-	// It goes with this process however this one ends, kill -9 too: a
-	// demo model left behind would hold its port and memory for good.
-	// The signal comes when the thread that started it ends, so it is
-	// started, and waited for, on a thread locked for its whole life (the
-	// runtime ends threads, as the sandbox's egress does its own).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// In a process group of its own, the terminal's Ctrl-C is up's alone:
+	// up lets the turn in flight finish, which needs the model, and stops
+	// it after (stop). It goes with this process however this one ends,
+	// kill -9 too: a demo model left behind would hold its port and memory
+	// for good. The signal comes when the thread that started it ends, so
+	// it is started, and waited for, on a thread locked for its whole life
+	// (the runtime ends threads, as the sandbox's egress does its own).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var said lastLine
 	cmd.Stdout, cmd.Stderr = logOut, io.MultiWriter(logOut, &said)
 	started, exited := make(chan error, 1), make(chan error, 1)

@@ -350,3 +350,74 @@ func TestMakeRunInATerminal(t *testing.T) {
 		t.Errorf("these reached the terminal raw: %q", raw)
 	}
 }
+
+// TestCtrlCLetsTheTurnFinish: Ctrl-C in `make run` while a turn waits for
+// the model stops the pet as systemctl stop does — the turn in flight is
+// let finish, and its answer shown — for the demo model as for any: the
+// terminal's Ctrl-C goes to `up`, not to the demo model beside it, which
+// up stops itself once its turns are done.
+func TestCtrlCLetsTheTurnFinish(t *testing.T) {
+	demo := demoModelForOthers(t)
+	// The demo model, as up finds it on $PATH, answers the first request
+	// slowly: the turn is in flight when the owner presses Ctrl-C.
+	slow := t.TempDir()
+	script := filepath.Join(slow, "slow.json")
+	if err := os.WriteFile(script, []byte(`[{"text": "the slow answer", "delay": "2s"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\nexec " + filepath.Join(demo, demoModelBinary) + " --script " + script + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(slow, demoModelBinary), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	workerBinary(t) // `up` runs the worker from beside this test binary
+	state := testhost.ShortDir(t)
+	term := chattest.New(t)
+	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", state)
+	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1", "PATH="+slow+string(os.PathListSeparator)+os.Getenv("PATH"))
+	up.Stdin, up.Stdout, up.Stderr = term.Slave, term.Slave, term.Slave
+	// The terminal is up's controlling terminal, as make run's is: its
+	// Ctrl-C is a SIGINT to the terminal's foreground process group.
+	up.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var waitErr error
+	exited := make(chan struct{})
+	go func() { waitErr = up.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		up.Process.Kill()
+		<-exited
+	})
+	term.Slave.Close()
+
+	term.WaitFor(t, "*** DEMO MODEL")
+	term.WaitFor(t, "\n          (") // the mood's face: the chat has joined core
+	term.Line(t, "tell me slowly")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		log, _ := os.ReadFile(filepath.Join(state, "shelldon.log"))
+		if strings.Contains(string(log), "event=turn-start") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn started:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	term.Type(t, "\x03")
+	term.WaitFor(t, "(Stopping: ")
+	term.WaitFor(t, "shelldon: the slow answer")
+	term.WaitFor(t, "bye")
+	select {
+	case <-exited:
+		if waitErr != nil {
+			t.Errorf("up after Ctrl-C = %v, want a clean exit", waitErr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("up did not stop after Ctrl-C:\n%s", term.Screen())
+	}
+	out, _, _ := runBinary(t, "turns", "--json", "--state-dir", state)
+	if !strings.Contains(out, `"outcome":"ok"`) || !strings.Contains(out, `"preview":"tell me slowly"`) {
+		t.Errorf("the turn in flight at Ctrl-C ended %s, want ok", out)
+	}
+}
