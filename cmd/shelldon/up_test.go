@@ -255,37 +255,63 @@ func TestDemoBannerFitsATerminal(t *testing.T) {
 	}
 }
 
+// terminalUp is `shelldon up --chat` on a pseudo-terminal that is its
+// controlling terminal, as make run's terminal is: Ctrl-C typed there is
+// a SIGINT to its foreground process group.
+type terminalUp struct {
+	term   *chattest.Terminal
+	state  string
+	exited chan struct{}
+	err    error // how up ended, once exited is closed
+}
+
+// upInATerminal starts `shelldon up --chat` on a fresh state directory,
+// with demoDir (where its shelldon-demo-model is) first on $PATH.
+func upInATerminal(t *testing.T, demoDir string) *terminalUp {
+	t.Helper()
+	workerBinary(t) // `up` runs the worker from beside this test binary
+	u := &terminalUp{term: chattest.New(t), state: testhost.ShortDir(t), exited: make(chan struct{})}
+	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", u.state)
+	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1", "PATH="+demoDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	up.Stdin, up.Stdout, up.Stderr = u.term.Slave, u.term.Slave, u.term.Slave
+	up.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { u.err = up.Wait(); close(u.exited) }()
+	t.Cleanup(func() {
+		up.Process.Kill()
+		<-u.exited
+	})
+	u.term.Slave.Close() // up's now: the terminal closes when it exits
+	u.term.WaitFor(t, "*** DEMO MODEL")
+	return u
+}
+
+// waitExit waits for up to end after what the test did, cleanly.
+func (u *terminalUp) waitExit(t *testing.T, after string) {
+	t.Helper()
+	select {
+	case <-u.exited:
+		if u.err != nil {
+			t.Errorf("up after %s = %v, want a clean exit", after, u.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("up did not stop after %s:\n%s", after, u.term.Screen())
+	}
+}
+
 // TestMakeRunInATerminal is `make run` as its owner lives it: `shelldon
 // up --chat` in a pseudo-terminal of its own, the demo model it starts
 // beside it, a real core, broker, worker and panel behind the chat. The
 // owner types the banner's phrases: a write is asked about, a message and
 // /help typed while it waits are what they are (the help saying nothing
 // of buttons, which a terminal has none of), y approves it and the file
-// is written; a note is remembered; /rules says how to grant one here; nothing reaches the terminal raw;
-// Ctrl-D ends it all.
+// is written; a note is remembered; /rules says how to grant one here;
+// nothing reaches the terminal raw; Ctrl-D ends it all.
 func TestMakeRunInATerminal(t *testing.T) {
-	demo := demoModelForOthers(t)
-	workerBinary(t) // `up` runs the worker from beside this test binary
-	state := testhost.ShortDir(t)
-	term := chattest.New(t)
-
-	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", state)
-	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1", "PATH="+demo+string(os.PathListSeparator)+os.Getenv("PATH"))
-	up.Stdin, up.Stdout, up.Stderr = term.Slave, term.Slave, term.Slave
-	up.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() { waitErr = up.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		up.Process.Kill()
-		<-exited
-	})
-	term.Slave.Close() // the pet's now: the terminal closes when it exits
-
-	term.WaitFor(t, "*** DEMO MODEL")
+	u := upInATerminal(t, demoModelForOthers(t))
+	term, state := u.term, u.state
 	term.WaitFor(t, "***   try: write a haiku to poem.txt — ")
 	// A line typed before the chat has joined core is refused with a
 	// note; type until one is taken.
@@ -335,14 +361,7 @@ func TestMakeRunInATerminal(t *testing.T) {
 
 	term.Type(t, "\x04")
 	term.WaitFor(t, "bye")
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("up --chat after Ctrl-D = %v, want a clean exit", waitErr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("up --chat did not stop after Ctrl-D:\n%s", term.Screen())
-	}
+	u.waitExit(t, "Ctrl-D")
 	if notes, err := os.ReadFile(layout.MemoryTopic("notes")); err != nil || !strings.Contains(string(notes), "I like hazelnut coffee") {
 		t.Errorf("memory/notes.md = %q, %v; want the note", notes, err)
 	}
@@ -369,28 +388,8 @@ func TestCtrlCLetsTheTurnFinish(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(slow, demoModelBinary), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	workerBinary(t) // `up` runs the worker from beside this test binary
-	state := testhost.ShortDir(t)
-	term := chattest.New(t)
-	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", state)
-	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1", "PATH="+slow+string(os.PathListSeparator)+os.Getenv("PATH"))
-	up.Stdin, up.Stdout, up.Stderr = term.Slave, term.Slave, term.Slave
-	// The terminal is up's controlling terminal, as make run's is: its
-	// Ctrl-C is a SIGINT to the terminal's foreground process group.
-	up.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
-	if err := up.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var waitErr error
-	exited := make(chan struct{})
-	go func() { waitErr = up.Wait(); close(exited) }()
-	t.Cleanup(func() {
-		up.Process.Kill()
-		<-exited
-	})
-	term.Slave.Close()
-
-	term.WaitFor(t, "*** DEMO MODEL")
+	u := upInATerminal(t, slow)
+	term, state := u.term, u.state
 	term.WaitFor(t, "\n          (") // the mood's face: the chat has joined core
 	term.Line(t, "tell me slowly")
 	deadline := time.Now().Add(20 * time.Second)
@@ -408,14 +407,7 @@ func TestCtrlCLetsTheTurnFinish(t *testing.T) {
 	term.WaitFor(t, "(Stopping: ")
 	term.WaitFor(t, "shelldon: the slow answer")
 	term.WaitFor(t, "bye")
-	select {
-	case <-exited:
-		if waitErr != nil {
-			t.Errorf("up after Ctrl-C = %v, want a clean exit", waitErr)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("up did not stop after Ctrl-C:\n%s", term.Screen())
-	}
+	u.waitExit(t, "Ctrl-C")
 	out, _, _ := runBinary(t, "turns", "--json", "--state-dir", state)
 	if !strings.Contains(out, `"outcome":"ok"`) || !strings.Contains(out, `"preview":"tell me slowly"`) {
 		t.Errorf("the turn in flight at Ctrl-C ended %s, want ok", out)
