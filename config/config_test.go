@@ -78,6 +78,46 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 	}
 }
 
+// TestREADMEConfigurationsLoad: every configuration README.md shows the
+// owner loads as it stands — each ```toml block as a file, and the
+// SHELLDON_ variables of its shell examples as an environment — and
+// means what README says of it: a provider each.
+func TestREADMEConfigurationsLoad(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var block, environ []string
+	fence := ""
+	files := 0
+	for _, line := range strings.Split(string(readme), "\n") {
+		switch {
+		case fence == "" && strings.HasPrefix(line, "```"):
+			fence, block = strings.TrimPrefix(line, "```"), nil
+		case fence != "" && line == "```":
+			if fence == "toml" {
+				files++
+				got, err := Load(writeConfig(t, strings.Join(block, "\n")+"\n"), nil)
+				if err != nil || len(got.Providers) != 1 {
+					t.Errorf("README.md's configuration\n%s\nloads as %+v, %v; want it to load, with its provider", strings.Join(block, "\n"), got.Providers, err)
+				}
+			}
+			fence = ""
+		case fence == "sh" && strings.HasPrefix(line, "SHELLDON_"):
+			environ = append(environ, strings.TrimSpace(strings.TrimSuffix(strings.Fields(line)[0], "\\")))
+		case fence != "":
+			block = append(block, line)
+		}
+	}
+	if files == 0 || len(environ) == 0 {
+		t.Fatalf("README.md shows %d configuration files and the variables %q; want both kinds", files, environ)
+	}
+	got, err := Load("", environ)
+	if err != nil || len(got.Providers) != 1 || got.Providers[0].APIKey == "" {
+		t.Errorf("README.md's environment %q loads as %+v, %v; want one provider with its key", environ, got.Providers, err)
+	}
+}
+
 // TestExampleProviderAsTheREADMESays: the example's provider, once
 // uncommented, is the one README.md tells the owner to set up: the same
 // credential name in api_key_credential and under /etc/shelldon/credentials.

@@ -22,7 +22,7 @@ var Commands = []Command{
 	{Name: "help", Description: "what I understand and how approvals work"},
 	{Name: "status", Description: "uptime, current turn, memory, last turns"},
 	{Name: "tools", Description: "my tools: live, waiting for you, put away"},
-	{Name: "pending", Description: "requests waiting for your answer, with their buttons"},
+	{Name: "pending", Description: "requests waiting for your answer, shown again to answer"},
 	{Name: "schedule", Description: "what I will do by myself; /schedule cancel ID drops one", Arg: "[cancel ID]"},
 	{Name: "restore", Description: "put a tool I put away back: /restore NAME", Arg: "NAME"},
 	{Name: "rules", Description: "what you let me do without asking; /rules revoke N drops one", Arg: "[revoke N]"},

@@ -217,7 +217,7 @@ func (c *Core) rulesCommand(ctx context.Context, from turns.Origin, arg string) 
 		return "I could not read the rules: " + err.Error(), true
 	}
 	if len(rules) == 0 {
-		return "No rules: everything that needs your approval asks. Tap \"Always for …\" on a request to grant one.", false
+		return "No rules: everything that needs your approval asks. Approve a request that offers one with \"Always for …\" (a in a terminal) to grant it.", false
 	}
 	var b strings.Builder
 	b.WriteString("What runs without asking (/rules revoke N drops one):")

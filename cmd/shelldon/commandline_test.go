@@ -68,6 +68,7 @@ func commandLineCases(t *testing.T) []cliCase {
 		usage([]string{"policy", "judge", "ls"}, `"judge"`),
 		usage([]string{"policy", "check"}, "one argument"),
 		usage([]string{"policy", "check", "ls", "extra"}, "one argument"),
+		usage([]string{"policy", "check", "rm -rf x", "--json"}, "flags go before the command", "shelldon policy check --json 'rm -rf x'"),
 		usage([]string{"image"}, "build", "status"),
 		usage([]string{"image", "frob"}, `"frob"`),
 		usage([]string{"image", "status", "extra"}, `unexpected argument "extra"`),
@@ -186,12 +187,17 @@ func TestCommandLine(t *testing.T) {
 // never put away, and the command says so and fails, for a script too.
 func TestToolsRestoreOfAnUnknownToolFails(t *testing.T) {
 	p := newPet(t, demomodel.New())
-	args := []string{"tools", "restore", "nosuch", "--state-dir", p.cfg.StateDir}
 	want := "No quarantined tool is called nosuch"
-	if out, _, err := runCLI(t, args...); exitCode(err) != exitNo || !strings.Contains(fmt.Sprint(err), want) || out != "" {
-		t.Errorf("shelldon %q = %q, %v; want the error %q and exit status 1", args, out, err, want)
-	}
-	if _, stderr, status := runBinary(t, args...); status != exitNo || !strings.Contains(stderr, want) {
-		t.Errorf("shelldon %q exited %d, printed %q; want status 1 and %q", args, status, stderr, want)
+	// The name before the flags, as the synopsis has it, or after them.
+	for _, args := range [][]string{
+		{"tools", "restore", "nosuch", "--state-dir", p.cfg.StateDir},
+		{"tools", "restore", "--state-dir", p.cfg.StateDir, "nosuch"},
+	} {
+		if out, _, err := runCLI(t, args...); exitCode(err) != exitNo || !strings.Contains(fmt.Sprint(err), want) || out != "" {
+			t.Errorf("shelldon %q = %q, %v; want the error %q and exit status 1", args, out, err, want)
+		}
+		if _, stderr, status := runBinary(t, args...); status != exitNo || !strings.Contains(stderr, want) {
+			t.Errorf("shelldon %q exited %d, printed %q; want status 1 and %q", args, status, stderr, want)
+		}
 	}
 }

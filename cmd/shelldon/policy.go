@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"shelldon/daemon/statedir"
 	"shelldon/policy"
 )
@@ -25,6 +27,14 @@ func cmdPolicy(_ context.Context, env *environment, args []string) error {
 		fs.BoolVar(&asJSON, "json", false, "print the verdict as one JSON object (fields in README.md)")
 		fs.StringVar(&workspace, "workspace", "", "judge the command as run in the workspace `DIR` (absolute; default <state-dir>/workspace)")
 	}, func(rest []string) error {
+		if len(rest) > 1 && strings.HasPrefix(rest[1], "-") {
+			// Go's flags end at the first argument that is not one.
+			quoted, err := syntax.Quote(rest[0], syntax.LangPOSIX)
+			if err != nil {
+				quoted = "'COMMAND'"
+			}
+			return usagef("policy check", "policy check: flags go before the command: shelldon policy check %s %s", strings.Join(rest[1:], " "), quoted)
+		}
 		if len(rest) != 1 {
 			return usagef("policy check", "policy check: give the command as one argument, quoted: shelldon policy check 'ls -la | head'")
 		}

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"mvdan.cc/sh/v3/shell"
+
+	"shelldon/demomodel/phrases"
 )
 
 // readme is README.md's lines.
@@ -241,5 +243,20 @@ func TestHelpFitsATerminal(t *testing.T) {
 				t.Errorf("shelldon help %s: a line of %d columns: %q", strings.Join(words, " "), n, sc.Text())
 			}
 		}
+	}
+}
+
+// TestREADMEListsTheDemoPhrases: README's table of what to type on the
+// demo model is the list the banner and /help show, in its order.
+func TestREADMEListsTheDemoPhrases(t *testing.T) {
+	var inREADME, listed []string
+	for _, row := range readmeTable(t, "type") {
+		inREADME = append(inREADME, strings.Split(row[0], "`, then `")...)
+	}
+	for _, p := range phrases.Try {
+		listed = append(listed, p.Say)
+	}
+	if !slices.Equal(inREADME, listed) {
+		t.Errorf("README's table of the demo's phrases has %q, the banner and /help %q", inREADME, listed)
 	}
 }

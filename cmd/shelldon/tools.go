@@ -75,13 +75,23 @@ func toolStrikes(ctx context.Context, layout statedir.Layout) (map[string]int, e
 // and the strikes. Core's answer is printed; one that did not restore
 // the tool is an error.
 func cmdToolsRestore(ctx context.Context, env *environment, args []string) error {
+	// The name comes before the flags, as the synopsis has it, or after
+	// them, as for every other command.
 	name, flags := "", args
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, flags = args[0], args[1:]
 	}
-	cfg, err := parseConfig("tools restore", flags, nil)
+	cfg, rest, err := parseConfigArgs("tools restore", flags, nil, func(rest []string) error {
+		if name == "" && len(rest) == 1 {
+			return nil
+		}
+		return noArguments("tools restore")(rest)
+	})
 	if err != nil {
 		return err
+	}
+	if name == "" && len(rest) == 1 {
+		name = rest[0]
 	}
 	if name == "" {
 		return usagef("tools restore", "tools restore: name the tool: shelldon tools restore NAME (shelldon tools lists them)")

@@ -8,8 +8,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"shelldon/broker"
@@ -31,7 +33,7 @@ const demoModelBinary = "shelldon-demo-model"
 var demoBanner = `*** DEMO MODEL: no provider is configured, so shelldon is talking to a scripted
 *** demo model (shelldon-demo-model), not a real LLM. Configure one with a
 *** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY (see README.md).
-*** It understands a few phrases, and each runs the real thing (/help lists them):
+*** It understands a few phrases; each runs the real thing (/help lists them):
 ` + phrases.List("***   ")
 
 // demoHelp ends /help on the demo model.
@@ -174,13 +176,30 @@ func startDemoModel(ctx context.Context, stateDir string, logOut io.Writer) (url
 	addrFile := filepath.Join(stateDir, "demo-model.addr")
 	os.Remove(addrFile)
 	cmd := exec.CommandContext(ctx, path, "--listen", "127.0.0.1:0", "--addr-file", addrFile)
+	// In a process group of its own, the terminal's Ctrl-C is up's alone:
+	// up lets the turn in flight finish, which needs the model, and stops
+	// it after (stop). It goes with this process however this one ends,
+	// kill -9 too: a demo model left behind would hold its port and memory
+	// for good. The signal comes when the thread that started it ends, so
+	// it is started, and waited for, on a thread locked for its whole life
+	// (the runtime ends threads, as the sandbox's egress does its own).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var said lastLine
 	cmd.Stdout, cmd.Stderr = logOut, io.MultiWriter(logOut, &said)
-	if err := cmd.Start(); err != nil {
+	started, exited := make(chan error, 1), make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		exited <- cmd.Wait()
+	}()
+	if err := <-started; err != nil {
 		return "", nil, fmt.Errorf("start the demo model: %w", err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
 	stop = func() {
 		cmd.Process.Kill()
 		<-exited

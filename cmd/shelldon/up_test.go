@@ -13,10 +13,13 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"shelldon/config"
+	"shelldon/daemon/chat/chattest"
+	"shelldon/daemon/statedir"
 	"shelldon/testhost"
 )
 
@@ -133,45 +136,75 @@ func upOnTheDemoModel(t *testing.T, flags ...string) {
 	}
 }
 
+// upInTheBackground starts `shelldon up --chat` on dir, as `make run`
+// does but with a pipe for its terminal, and waits until core is ready;
+// it returns the process and the demo model's address.
+func upInTheBackground(t *testing.T, dir string) (*exec.Cmd, []byte) {
+	t.Helper()
+	demo := demoModelForOthers(t)
+	t.Setenv("PATH", demo+string(os.PathListSeparator)+os.Getenv("PATH"))
+	workerBinary(t) // `up` runs the worker from beside this test binary
+	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", dir)
+	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1")
+	typed, err := up.StdinPipe() // held open: the chat runs until it closes
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		typed.Close()
+		up.Process.Kill()
+		up.Wait()
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		log, _ := os.ReadFile(filepath.Join(dir, "shelldon.log"))
+		if addr, err := os.ReadFile(filepath.Join(dir, "demo-model.addr")); err == nil && strings.Contains(string(log), "core ready") {
+			return up, addr
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("up did not come up:\n%s", log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestAKilledUpTakesItsDemoModel: `make run` killed (kill -9, an
+// out-of-memory kill) leaves no demo model behind it, holding its port
+// and memory for good.
+func TestAKilledUpTakesItsDemoModel(t *testing.T) {
+	up, addr := upInTheBackground(t, testhost.ShortDir(t))
+	if err := up.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	up.Wait()
+	models := strings.TrimSpace(string(addr)) + "/models"
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		res, err := http.Get(models)
+		if err != nil {
+			return // nothing answers there any more
+		}
+		res.Body.Close()
+		if time.Now().After(deadline) {
+			t.Fatalf("the demo model of a killed up still answers at %s", models)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // TestSecondUpOnTheSameStateIsRefused is a second `make run` in another
 // terminal on the same ./var: it is refused at once, naming the first,
 // before it starts a demo model of its own, prints the demo banner or
 // writes to the first one's log; the first goes on with its demo model
 // and address file as they were.
 func TestSecondUpOnTheSameStateIsRefused(t *testing.T) {
-	demo := demoModelForOthers(t)
-	t.Setenv("PATH", demo+string(os.PathListSeparator)+os.Getenv("PATH"))
-	workerBinary(t) // `up` runs the worker from beside this test binary
 	dir := testhost.ShortDir(t)
-
-	first := exec.Command(os.Args[0], "up", "--chat", "--state-dir", dir)
-	first.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1")
-	typed, err := first.StdinPipe() // held open: the chat runs until it closes
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := first.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		typed.Close()
-		first.Process.Kill()
-		first.Wait()
-	})
+	first, addr := upInTheBackground(t, dir)
 	addrFile := filepath.Join(dir, "demo-model.addr")
 	logFile := filepath.Join(dir, "shelldon.log")
-	var addr []byte
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		log, _ := os.ReadFile(logFile)
-		if addr, err = os.ReadFile(addrFile); err == nil && strings.Contains(string(log), "core ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first up did not come up:\n%s", log)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 
 	for _, args := range [][]string{{"up", "--chat", "--state-dir", dir}, {"up", "--state-dir", dir}} {
 		second := exec.Command(os.Args[0], args...)
@@ -201,5 +234,182 @@ func TestSecondUpOnTheSameStateIsRefused(t *testing.T) {
 	res.Body.Close()
 	if log, _ := os.ReadFile(logFile); strings.Count(string(log), "using the scripted demo model") != 1 {
 		t.Errorf("shelldon.log tells of %d demo models, want the first's alone:\n%s", strings.Count(string(log), "using the scripted demo model"), log)
+	}
+}
+
+// TestDemoBannerFitsATerminal: the demo banner, and the phrases as /help
+// lists them under the terminal's indent of a reply's later lines (ten
+// columns), fit a terminal of 80 columns, so that a first `make run`
+// shows no phrase broken across lines.
+func TestDemoBannerFitsATerminal(t *testing.T) {
+	lines := strings.Split(demoBanner, "\n")
+	for _, line := range strings.Split(demoHelp, "\n") {
+		if strings.HasPrefix(line, "try: ") {
+			lines = append(lines, strings.Repeat(" ", 10)+line)
+		}
+	}
+	for _, line := range lines {
+		if n := len([]rune(line)); n > helpWidth {
+			t.Errorf("a line of %d columns: %q", n, line)
+		}
+	}
+}
+
+// terminalUp is `shelldon up --chat` on a pseudo-terminal that is its
+// controlling terminal, as make run's terminal is: Ctrl-C typed there is
+// a SIGINT to its foreground process group.
+type terminalUp struct {
+	term   *chattest.Terminal
+	state  string
+	exited chan struct{}
+	err    error // how up ended, once exited is closed
+}
+
+// upInATerminal starts `shelldon up --chat` on a fresh state directory,
+// with demoDir (where its shelldon-demo-model is) first on $PATH.
+func upInATerminal(t *testing.T, demoDir string) *terminalUp {
+	t.Helper()
+	workerBinary(t) // `up` runs the worker from beside this test binary
+	u := &terminalUp{term: chattest.New(t), state: testhost.ShortDir(t), exited: make(chan struct{})}
+	up := exec.Command(os.Args[0], "up", "--chat", "--state-dir", u.state)
+	up.Env = append(os.Environ(), "SHELLDON_TEST_MAIN=1", "PATH="+demoDir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	up.Stdin, up.Stdout, up.Stderr = u.term.Slave, u.term.Slave, u.term.Slave
+	up.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true}
+	if err := up.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { u.err = up.Wait(); close(u.exited) }()
+	t.Cleanup(func() {
+		up.Process.Kill()
+		<-u.exited
+	})
+	u.term.Slave.Close() // up's now: the terminal closes when it exits
+	u.term.WaitFor(t, "*** DEMO MODEL")
+	return u
+}
+
+// waitExit waits for up to end after what the test did, cleanly.
+func (u *terminalUp) waitExit(t *testing.T, after string) {
+	t.Helper()
+	select {
+	case <-u.exited:
+		if u.err != nil {
+			t.Errorf("up after %s = %v, want a clean exit", after, u.err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("up did not stop after %s:\n%s", after, u.term.Screen())
+	}
+}
+
+// TestMakeRunInATerminal is `make run` as its owner lives it: `shelldon
+// up --chat` in a pseudo-terminal of its own, the demo model it starts
+// beside it, a real core, broker, worker and panel behind the chat. The
+// owner types the banner's phrases: a write is asked about, a message and
+// /help typed while it waits are what they are (the help saying nothing
+// of buttons, which a terminal has none of), y approves it and the file
+// is written; a note is remembered; /rules says how to grant one here;
+// nothing reaches the terminal raw; Ctrl-D ends it all.
+func TestMakeRunInATerminal(t *testing.T) {
+	u := upInATerminal(t, demoModelForOthers(t))
+	term, state := u.term, u.state
+	term.WaitFor(t, "***   try: write a haiku to poem.txt — ")
+	// A line typed before the chat has joined core is refused with a
+	// note; type until one is taken.
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(term.Screen(), "You said: “hello there”") {
+		if time.Now().After(deadline) {
+			t.Fatalf("no reply in the terminal:\n%s", term.Screen())
+		}
+		term.Line(t, "hello there")
+		time.Sleep(300 * time.Millisecond)
+	}
+
+	term.Line(t, "write a haiku to poem.txt")
+	term.WaitFor(t, "── shelldon asks to use write_file [")
+	term.WaitUntil(t, "the approval prompt", func(string) bool { return strings.HasPrefix(term.LastLine(), "approve? [y/n") })
+
+	term.Line(t, "tell me a long story")
+	term.WaitFor(t, "You said: “tell me a long story”")
+	before := len(term.Screen())
+	term.Line(t, "/help")
+	term.WaitUntil(t, "/help's phrases", func(screen string) bool {
+		return strings.Contains(screen[before:], "only these phrases") && strings.Contains(screen[before:], "try: remember I like hazelnut coffee — ")
+	})
+	if help := term.Screen()[before:]; strings.Contains(strings.ToLower(help), "button") {
+		t.Errorf("/help in the terminal speaks of buttons, which it has none of:\n%s", help)
+	}
+	term.WaitUntil(t, "the approval prompt again", func(string) bool { return strings.HasPrefix(term.LastLine(), "approve? [y/n") })
+
+	term.Line(t, "y")
+	term.WaitFor(t, "✅ Approved — running write_file")
+	term.WaitFor(t, "Done: wrote 78 bytes to poem.txt")
+	layout := statedir.Layout{Root: state}
+	if poem, err := os.ReadFile(filepath.Join(layout.Workspace(), "poem.txt")); err != nil || !strings.Contains(string(poem), "beneath the moon") {
+		t.Errorf("poem.txt after y = %q, %v; want the haiku", poem, err)
+	}
+
+	term.Line(t, "remember I like hazelnut coffee")
+	term.WaitFor(t, "Noted! I'll remember: “I like hazelnut coffee”.")
+
+	before = len(term.Screen())
+	term.Line(t, "/rules")
+	term.WaitFor(t, "No rules: everything that needs your approval asks.")
+	term.WaitUntil(t, "the prompt after /rules", func(string) bool { return term.LastLine() == ">" })
+	if rules := term.Screen()[before:]; strings.Contains(rules, "Tap") {
+		t.Errorf("/rules in the terminal says to tap, which it cannot:\n%s", rules)
+	}
+
+	term.Type(t, "\x04")
+	term.WaitFor(t, "bye")
+	u.waitExit(t, "Ctrl-D")
+	if notes, err := os.ReadFile(layout.MemoryTopic("notes")); err != nil || !strings.Contains(string(notes), "I like hazelnut coffee") {
+		t.Errorf("memory/notes.md = %q, %v; want the note", notes, err)
+	}
+	if raw := term.Foreign(); len(raw) > 0 {
+		t.Errorf("these reached the terminal raw: %q", raw)
+	}
+}
+
+// TestCtrlCLetsTheTurnFinish: Ctrl-C in `make run` while a turn waits for
+// the model stops the pet as systemctl stop does — the turn in flight is
+// let finish, and its answer shown — for the demo model as for any: the
+// terminal's Ctrl-C goes to `up`, not to the demo model beside it, which
+// up stops itself once its turns are done.
+func TestCtrlCLetsTheTurnFinish(t *testing.T) {
+	demo := demoModelForOthers(t)
+	// The demo model, as up finds it on $PATH, answers the first request
+	// slowly: the turn is in flight when the owner presses Ctrl-C.
+	slow := t.TempDir()
+	script := filepath.Join(slow, "slow.json")
+	if err := os.WriteFile(script, []byte(`[{"text": "the slow answer", "delay": "2s"}]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\nexec " + filepath.Join(demo, demoModelBinary) + " --script " + script + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(slow, demoModelBinary), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	u := upInATerminal(t, slow)
+	term, state := u.term, u.state
+	term.WaitFor(t, "\n          (") // the mood's face: the chat has joined core
+	term.Line(t, "tell me slowly")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		log, _ := os.ReadFile(filepath.Join(state, "shelldon.log"))
+		if strings.Contains(string(log), "event=turn-start") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no turn started:\n%s", log)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	term.Type(t, "\x03")
+	term.WaitFor(t, "(Stopping: ")
+	term.WaitFor(t, "shelldon: the slow answer")
+	term.WaitFor(t, "bye")
+	u.waitExit(t, "Ctrl-C")
+	out, _, _ := runBinary(t, "turns", "--json", "--state-dir", state)
+	if !strings.Contains(out, `"outcome":"ok"`) || !strings.Contains(out, `"preview":"tell me slowly"`) {
+		t.Errorf("the turn in flight at Ctrl-C ended %s, want ok", out)
 	}
 }

@@ -15,14 +15,14 @@ type Phrase struct {
 // makes the real tool call or op, so the real path runs.
 var Try = []Phrase{
 	{"run ls", "a read-only command: runs at once, in the sandbox"},
-	{"run touch hello.txt", "a command that changes something: asks you first"},
+	{"run touch hello.txt", "a command that changes files: asks first"},
 	{"write a haiku to poem.txt", "write_file: asks you first"},
 	{"replace moon with sun in poem.txt", "edit_file: asks you first"},
-	{"git init", "git: asks you first, then shows you the new .git on its own"},
-	{"fetch the demo page", "http_get: asks, then the network policy refuses this machine's own address"},
-	{"make a tool that reverses text", "a tool of its own (Python and a pytest test) through the gate; you decide whether it is kept"},
+	{"git init", "git: asks first, then asks about the new .git alone"},
+	{"fetch the demo page", "http_get: asks, then the policy refuses it"},
+	{"make a tool that reverses text", "its own tool, through the gate"},
 	{"reverse hello world", "calls that tool, once kept"},
-	{"remind me in 1m to stretch", "a schedule: a turn the pet starts by itself"},
+	{"remind me in 1m to stretch", "a schedule: a turn of its own"},
 	{"remember I like hazelnut coffee", "a note in memory/notes.md"},
 }
 
