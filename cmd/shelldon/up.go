@@ -147,8 +147,26 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	}
 
 	if withChat {
-		err := chat.Run(serving, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout,
+		// The chat ends when core closes its connection, once core has
+		// stopped and its last words (the answer of the turn it let
+		// finish) have been written, not as soon as core's goroutine
+		// returns: the answer may still be on its way to the terminal.
+		// chatAfterCore bounds the wait for a chat that never hears it.
+		chatCtx, endChat := context.WithCancel(context.WithoutCancel(ctx))
+		defer endChat()
+		go func() {
+			<-coreStopped
+			linger := time.NewTimer(chatAfterCore)
+			defer linger.Stop()
+			select {
+			case <-linger.C:
+				endChat()
+			case <-chatCtx.Done():
+			}
+		}()
+		err := chat.Run(chatCtx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout,
 			Banner: banner, Stopping: ctx.Done()})
+		endChat()
 		cancel()
 		<-coreStopped
 		if err == nil {
@@ -159,6 +177,11 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	<-coreStopped
 	return coreErr
 }
+
+// chatAfterCore is how long `up --chat` waits, once core has stopped,
+// for the chat to hear core close its connection: longer than the hub
+// takes to write what it still holds for its peers.
+const chatAfterCore = 3 * time.Second
 
 // startDemoModel starts the scripted model server beside this binary (or
 // on $PATH) on a loopback port and returns its base URL.

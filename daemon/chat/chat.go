@@ -105,6 +105,10 @@ type chat struct {
 	away     string
 	told     bool
 	stopping bool
+	// closedByStop says core closed the connection after the stop began:
+	// what core had to say before it stopped has arrived, and the chat
+	// ends.
+	closedByStop bool
 
 	// busy says a turn of this terminal's runs; answering says a line
 	// went to core whose answer has not come. Faces come on the panel's
@@ -174,7 +178,7 @@ func Run(ctx context.Context, opts Options) error {
 	stopping := opts.Stopping
 	for {
 		c.expire()
-		if c.ended() {
+		if c.ended() || c.closedByStop {
 			return c.finish()
 		}
 		// The timer is set before the prompt shows the request waits.
@@ -352,6 +356,7 @@ func (c *chat) handle(ev event) {
 		c.owed = c.owed || c.busy || c.answering
 		c.busy, c.answering = false, false
 		c.showHeld()
+		c.closedByStop = c.stopping
 		if !c.stopping {
 			c.told = true
 			c.term.say(fmt.Sprintf("(lost core at %s; reconnecting…)", c.opts.Socket))
