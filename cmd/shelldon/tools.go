@@ -81,17 +81,15 @@ func cmdToolsRestore(ctx context.Context, env *environment, args []string) error
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, flags = args[0], args[1:]
 	}
-	cfg, rest, err := parseConfigArgs("tools restore", flags, nil, func(rest []string) error {
+	cfg, _, err := parseConfigArgs("tools restore", flags, nil, func(rest []string) error {
 		if name == "" && len(rest) == 1 {
+			name = rest[0]
 			return nil
 		}
 		return noArguments("tools restore")(rest)
 	})
 	if err != nil {
 		return err
-	}
-	if name == "" && len(rest) == 1 {
-		name = rest[0]
 	}
 	if name == "" {
 		return usagef("tools restore", "tools restore: name the tool: shelldon tools restore NAME (shelldon tools lists them)")
