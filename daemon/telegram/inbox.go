@@ -60,7 +60,7 @@ var allowedUpdates = []string{"message", "callback_query"}
 // waiting with an offset past it would make Telegram forget the owner's
 // next message unseen.
 func (t *Transport) poll(ctx context.Context, offset int64) {
-	client := &http.Client{Timeout: t.cfg.PollTimeout + sendTimeout}
+	client := t.httpClient(t.cfg.PollTimeout + sendTimeout)
 	confirm := true // an earlier transport may have stored a batch and died before telling
 	for fails := 0; ctx.Err() == nil; {
 		var from int64

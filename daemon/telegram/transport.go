@@ -54,6 +54,23 @@ const (
 	// keepSettled is how long settled requests are remembered, so a tap
 	// on an old message is answered with its outcome.
 	keepSettled = 30 * 24 * time.Hour
+	// botCallTimeout bounds a call of the Bot API client, as its own
+	// default client does; the callers' contexts are mostly shorter.
+	botCallTimeout = time.Minute
+)
+
+// Connections to the Bot API, which the transport keeps alive between
+// turns: against Telegram each new one is a TLS handshake, several ms of
+// a Pi Zero's CPU.
+const (
+	// maxIdleConns is more than a turn's calls at once (the long poll,
+	// typing, the reaction, the status message, the reply): with
+	// net/http's default of 2 idle a host, one or two connections closed
+	// after every turn, and the next turn opened them again.
+	maxIdleConns = 8
+	// idleConnTimeout keeps a turn's connections for the owner's next
+	// message in a conversation; the long poll keeps one busy anyway.
+	idleConnTimeout = 5 * time.Minute
 )
 
 // Config configures a Telegram transport.
@@ -130,6 +147,9 @@ type Transport struct {
 	bot        *bot.Bot
 	// apiURL is the Bot API server's base URL, without a trailing slash.
 	apiURL string
+	// conns are the connections to it, which the long poll, the Bot API
+	// client and the downloads share.
+	conns *http.Transport
 	// files downloads what the owner sends; transcripts waits for the
 	// broker's words of their voice notes.
 	files       *http.Client
@@ -199,7 +219,10 @@ func New(cfg Config) (*Transport, error) {
 	if t.cfg.PhotoMaxSide <= 0 {
 		t.cfg.PhotoMaxSide = defaultPhotoMaxSide
 	}
-	t.files = &http.Client{Timeout: downloadTimeout}
+	t.conns = http.DefaultTransport.(*http.Transport).Clone()
+	t.conns.MaxIdleConns, t.conns.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
+	t.conns.IdleConnTimeout = idleConnTimeout
+	t.files = t.httpClient(downloadTimeout)
 	t.client = &bus.Client{
 		Socket: cfg.Socket, MaxFrame: cfg.MaxFrame,
 		Hello: contracts.Hello{Role: contracts.RoleTransport, Name: TransportName},
@@ -235,12 +258,15 @@ func (t *Transport) Run(ctx context.Context) error {
 	b, err := bot.New(t.cfg.Token,
 		bot.WithSkipGetMe(),
 		bot.WithServerURL(t.apiURL),
+		// The poll timeout given is the library's own long poll's, not used.
+		bot.WithHTTPClient(t.cfg.PollTimeout, t.httpClient(botCallTimeout)),
 		bot.WithErrorsHandler(func(err error) { t.log.Warn("telegram: Bot API client", "err", err) }),
 	)
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
 	t.bot = b
+	defer t.conns.CloseIdleConnections()
 	if n, err := t.store.PruneApprovals(ctx, t.clock.Now().Add(-keepSettled)); err != nil {
 		t.log.Warn("telegram: pruning settled requests", "err", err)
 	} else if n > 0 {
@@ -284,6 +310,12 @@ func (t *Transport) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		return nil
 	}
+}
+
+// httpClient is a client of the Bot API server over the transport's
+// connections, whose calls take at most timeout.
+func (t *Transport) httpClient(timeout time.Duration) *http.Client {
+	return &http.Client{Transport: t.conns, Timeout: timeout}
 }
 
 func busError(err error) error {

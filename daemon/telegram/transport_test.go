@@ -633,3 +633,60 @@ func TestBadEnvelopesFromCoreAreSurvived(t *testing.T) {
 		t.Errorf("core got %+v", in)
 	}
 }
+
+// TestTurnsKeepTheirConnections: a chat turn's Bot API calls (the long
+// poll, the typing hint, the reaction and the reply, at once over a
+// network's round trip) reuse the connections the turns before opened;
+// against Telegram each new one is a TLS handshake, several ms of a Pi
+// Zero's CPU.
+func TestTurnsKeepTheirConnections(t *testing.T) {
+	const turns, warmUp = 10, 2
+	r := newRig(t, func(r *rig) { r.react = true })
+	r.api.SetLatency(20 * time.Millisecond)
+	var opened []int // new connections, turn by turn
+	for turn := range turns {
+		before := r.api.Connections()
+		r.turn(t, fmt.Sprintf("turn %d", turn+1))
+		opened = append(opened, r.api.Connections()-before)
+	}
+	t.Logf("new connections by turn: %v", opened)
+	if n := sum(opened[warmUp:]); n > 1 {
+		t.Errorf("turns %d to %d opened %d new connections (by turn: %v), want at most 1", warmUp+1, turns, n, opened)
+	}
+}
+
+// turn plays one chat turn as core does: the owner's message comes, core
+// keeps it (👀), says it is busy (typing) and replies, and once the
+// typing hint is shown it is idle again (stopping the hint sooner would
+// cut its call, and its connection, short, as no turn of a model does).
+// It ends once every call of the turn was answered.
+func (r *rig) turn(t *testing.T, text string) {
+	t.Helper()
+	reactions, typings := len(r.api.Calls("setMessageReaction")), len(r.api.Calls("sendChatAction"))
+	in := r.say(t, owner, text)
+	r.route(t, contracts.KindActivity, contracts.Activity{Chat: in.Chat, Turn: text, Busy: true})
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Chat: in.Chat, Text: "re: " + text})
+	eventually(t, "the turn's typing hint answered", func() bool { return answered(r.api.Calls("sendChatAction")) > typings })
+	r.route(t, contracts.KindActivity, contracts.Activity{Chat: in.Chat, Turn: text, Busy: false})
+	r.api.WaitMessage(t, owner, hasText("re: "+text))
+	eventually(t, "the turn's reaction answered", func() bool { return answered(r.api.Calls("setMessageReaction")) > reactions })
+}
+
+// answered counts the calls given an answer.
+func answered(calls []telegramtest.Call) int {
+	n := 0
+	for _, c := range calls {
+		if c.Status != 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func sum(ns []int) int {
+	total := 0
+	for _, n := range ns {
+		total += n
+	}
+	return total
+}

@@ -1,11 +1,11 @@
 // Package telegramtest is a local Telegram Bot API server for tests: the
 // real go-telegram/bot client talks to it over loopback HTTP, and a test
 // plays the owner's side (SendText, SendSticker, SendVoice, SendAudio,
-// SendPhoto, Tap), inspects what the
-// bot did (Calls, Messages, Commands, Delivered, Confirmed, Reactions,
-// Deleted) and injects faults (RateLimit, SetDown, Fail, FailDownloads,
-// SetReactionsAllowed, a Voice's or Photo's ClaimedSize that lies about
-// the file's size).
+// SendPhoto, Tap), inspects what the bot did (Calls, Messages, Commands,
+// Delivered, Confirmed, Reactions, Deleted, Connections), injects faults
+// (RateLimit, SetDown, Fail, FailDownloads, SetReactionsAllowed, a
+// Voice's or Photo's ClaimedSize that lies about the file's size) and
+// holds answers back as a network's round trip would (SetLatency).
 //
 // It is strict on purpose, so that a wrong call by the code under test
 // fails as it would against Telegram: answers have the Bot API's JSON

@@ -71,6 +71,11 @@ type Server struct {
 	files         map[string]*storedFile
 	downloads     []string
 	downloadFault int
+
+	// connections counts the TCP connections accepted.
+	connections int
+	// latency holds back every answer, as a network's round trip does.
+	latency time.Duration
 }
 
 // Call is one request the server received.
@@ -133,6 +138,7 @@ func NewOn(t testing.TB, token string, ln net.Listener) *Server {
 		faults:      map[faultKey]Fault{},
 	}
 	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.http.Config.ConnState = s.connState
 	if ln != nil {
 		s.http.Listener.Close()
 		s.http.Listener = ln
@@ -144,6 +150,34 @@ func NewOn(t testing.TB, token string, ln net.Listener) *Server {
 
 // URL is the base URL to give bot.WithServerURL.
 func (s *Server) URL() string { return s.http.URL }
+
+// Connections counts the TCP connections the server has accepted. A
+// client that keeps its connections alive opens few; against Telegram
+// each new one costs a TLS handshake, so a test can hold the code under
+// test to reusing them.
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.connections
+}
+
+// SetLatency holds back every answer by d from now on, as the round trip
+// to Telegram holds it back: a client's calls then overlap as they do
+// against Telegram, where on loopback each would be done before the next
+// began.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
+func (s *Server) connState(_ net.Conn, state http.ConnState) {
+	if state == http.StateNew {
+		s.mu.Lock()
+		s.connections++
+		s.mu.Unlock()
+	}
+}
 
 // close ends waiting long polls, then the server; httptest's Close would
 // otherwise wait for them.
@@ -250,6 +284,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		if apiErr.retryAfter > 0 {
 			answer.Parameters = &responseParameters{RetryAfter: apiErr.retryAfter}
 		}
+	}
+	s.mu.Lock()
+	latency := s.latency
+	s.mu.Unlock()
+	select {
+	case <-time.After(latency):
+	case <-r.Context().Done():
 	}
 	s.finish(call, status, answer.Description)
 	w.Header().Set("Content-Type", "application/json")

@@ -439,6 +439,48 @@ func TestCallsRecordArrivalOrder(t *testing.T) {
 	}
 }
 
+// TestConnectionsCountsAccepted: calls over a kept-alive connection add
+// none; a client that closes each connection adds one a call.
+func TestConnectionsCountsAccepted(t *testing.T) {
+	tests := []struct {
+		name       string
+		keepAlives bool
+		want       int
+	}{
+		{"kept alive", true, 1},
+		{"closed after each call", false, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(t, testToken)
+			conns := &http.Transport{DisableKeepAlives: !tt.keepAlives}
+			defer conns.CloseIdleConnections()
+			b := newBot(t, s, bot.WithHTTPClient(time.Minute, &http.Client{Transport: conns, Timeout: guard}))
+			for range 3 {
+				if _, err := b.GetMe(context.Background()); err != nil {
+					t.Fatalf("GetMe: %v", err)
+				}
+			}
+			if got := s.Connections(); got != tt.want {
+				t.Errorf("Connections() after 3 calls = %d, want %d", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestSetLatencyHoldsAnswersBack(t *testing.T) {
+	s := New(t, testToken)
+	const latency = 50 * time.Millisecond
+	s.SetLatency(latency)
+	start := time.Now()
+	if _, err := newBot(t, s).GetMe(context.Background()); err != nil {
+		t.Fatalf("GetMe: %v", err)
+	}
+	if took := time.Since(start); took < latency {
+		t.Errorf("GetMe with SetLatency(%v) took %v, want at least %v", latency, took, latency)
+	}
+}
+
 // fatalRecorder stands in for a test to catch a wait giving up.
 type fatalRecorder struct {
 	testing.TB
