@@ -138,11 +138,13 @@ func pythonHook(c FileChange) string {
 
 // pytestSections are the sections of the shared configuration files that
 // pytest reads, by file name.
-var pytestSections = map[string][]string{
-	"pyproject.toml": {"[tool.pytest.ini_options]", "[tool.pytest]"},
-	"tox.ini":        {"[pytest]"},
-	"setup.cfg":      {"[tool:pytest]"},
-}
+var pytestSections = lazy[map[string][]string]{build: func() map[string][]string {
+	return map[string][]string{
+		"pyproject.toml": {"[tool.pytest.ini_options]", "[tool.pytest]"},
+		"tox.ini":        {"[pytest]"},
+		"setup.cfg":      {"[tool:pytest]"},
+	}
+}}
 
 // PytestConfig reports whether a file named name (its base name) with
 // content configures pytest: pytest.ini and .pytest.ini always do; the
@@ -154,7 +156,7 @@ func PytestConfig(name string, content []byte) bool {
 	}
 	for _, line := range bytes.Split(content, []byte("\n")) {
 		line = bytes.TrimSpace(line)
-		for _, section := range pytestSections[name] {
+		for _, section := range pytestSections.get()[name] {
 			if bytes.HasPrefix(line, []byte(section)) {
 				return true
 			}

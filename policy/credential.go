@@ -5,7 +5,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -41,45 +40,47 @@ type credentialRule struct {
 // credentialRules are the credential-shaped names, in the order their
 // reasons are preferred: a tool's own file is named before the word it
 // holds (".vault-token" is Vault's, before it is a token).
-var credentialRules = slices.Concat(
-	credentialExacts("%q is the file where %s",
-		".netrc", "curl, ftp and git keep passwords",
-		"_netrc", "curl, ftp and git keep passwords",
-		".git-credentials", "git's credential store keeps passwords",
-		".npmrc", "npm keeps registry tokens",
-		".pypirc", "PyPI uploads keep passwords and tokens",
-		".pgpass", "PostgreSQL clients keep passwords",
-		".my.cnf", "MySQL clients keep passwords",
-		".boto", "boto and gsutil keep cloud keys",
-		".s3cfg", "s3cmd keeps cloud keys",
-		".vault-token", "HashiCorp Vault keeps its token",
-		".dockercfg", "old Docker clients keep registry passwords"),
-	credentialExacts("%q is a directory where %s",
-		".ssh", "SSH keeps keys",
-		".gnupg", "GnuPG keeps private keys",
-		".aws", "AWS tools keep access keys",
-		".azure", "Azure tools keep tokens",
-		".kube", "Kubernetes tools keep cluster credentials",
-		".docker", "Docker keeps registry credentials",
-		"gcloud", "the Google Cloud SDK keeps tokens",
-		".password-store", "pass keeps passwords"),
-	[]credentialRule{
-		{match: credentialPrefix, text: ".env", reason: "%q is named like an environment file, which holds secrets"},
-		{match: credentialSuffix, text: ".env", reason: "%q is named like an environment file, which holds secrets"},
-		{match: credentialPrefix, text: "id_", code: true, reason: "%q is named like an SSH key (id_*)"},
-	},
-	credentialSuffixes("like an SSH key", "_rsa", "_rsa.pub", "_dsa", "_dsa.pub", "_ecdsa", "_ecdsa.pub", "_ed25519", "_ed25519.pub"),
-	credentialSuffixes("like a key, certificate or password file",
-		".pem", ".key", ".crt", ".cer", ".p12", ".pfx", ".p8", ".jks", ".keystore", ".ppk", ".htpasswd"),
-	credentialSuffixes("like a PGP key or a file encrypted for one", ".asc", ".gpg"),
-	credentialSuffixes("like a KeePass password database", ".kdbx", ".kdb"),
-	credentialWords("a token", "token"),
-	credentialWords("a secret", "secret", "secrets"),
-	credentialWords("a password", "password", "passwords"),
-	credentialWords("credentials", "credential", "credentials"),
-	credentialWords("an API key", "apikey", "api_key", "api-key"),
-	credentialWords("a private key", "privatekey", "private_key", "private-key"),
-)
+var credentialRules = lazy[[]credentialRule]{build: func() []credentialRule {
+	return slices.Concat(
+		credentialExacts("%q is the file where %s",
+			".netrc", "curl, ftp and git keep passwords",
+			"_netrc", "curl, ftp and git keep passwords",
+			".git-credentials", "git's credential store keeps passwords",
+			".npmrc", "npm keeps registry tokens",
+			".pypirc", "PyPI uploads keep passwords and tokens",
+			".pgpass", "PostgreSQL clients keep passwords",
+			".my.cnf", "MySQL clients keep passwords",
+			".boto", "boto and gsutil keep cloud keys",
+			".s3cfg", "s3cmd keeps cloud keys",
+			".vault-token", "HashiCorp Vault keeps its token",
+			".dockercfg", "old Docker clients keep registry passwords"),
+		credentialExacts("%q is a directory where %s",
+			".ssh", "SSH keeps keys",
+			".gnupg", "GnuPG keeps private keys",
+			".aws", "AWS tools keep access keys",
+			".azure", "Azure tools keep tokens",
+			".kube", "Kubernetes tools keep cluster credentials",
+			".docker", "Docker keeps registry credentials",
+			"gcloud", "the Google Cloud SDK keeps tokens",
+			".password-store", "pass keeps passwords"),
+		[]credentialRule{
+			{match: credentialPrefix, text: ".env", reason: "%q is named like an environment file, which holds secrets"},
+			{match: credentialSuffix, text: ".env", reason: "%q is named like an environment file, which holds secrets"},
+			{match: credentialPrefix, text: "id_", code: true, reason: "%q is named like an SSH key (id_*)"},
+		},
+		credentialSuffixes("like an SSH key", "_rsa", "_rsa.pub", "_dsa", "_dsa.pub", "_ecdsa", "_ecdsa.pub", "_ed25519", "_ed25519.pub"),
+		credentialSuffixes("like a key, certificate or password file",
+			".pem", ".key", ".crt", ".cer", ".p12", ".pfx", ".p8", ".jks", ".keystore", ".ppk", ".htpasswd"),
+		credentialSuffixes("like a PGP key or a file encrypted for one", ".asc", ".gpg"),
+		credentialSuffixes("like a KeePass password database", ".kdbx", ".kdb"),
+		credentialWords("a token", "token"),
+		credentialWords("a secret", "secret", "secrets"),
+		credentialWords("a password", "password", "passwords"),
+		credentialWords("credentials", "credential", "credentials"),
+		credentialWords("an API key", "apikey", "api_key", "api-key"),
+		credentialWords("a private key", "privatekey", "private_key", "private-key"),
+	)
+}}
 
 // credentialExacts makes rules for whole names, given as name, what
 // pairs.
@@ -115,12 +116,14 @@ func credentialWords(what string, words ...string) []credentialRule {
 // documentation: such a file holds text a person or the tests read, so
 // its name describes its subject (tokenizer code, a test of passwords),
 // and the sandbox must show it to the tests that import it.
-var credentialCodeExtensions = map[string]bool{
-	".py": true, ".pyi": true, ".go": true, ".rs": true, ".js": true, ".mjs": true, ".cjs": true,
-	".ts": true, ".tsx": true, ".jsx": true, ".java": true, ".kt": true, ".c": true, ".h": true,
-	".cc": true, ".cpp": true, ".hpp": true, ".rb": true, ".php": true, ".cs": true, ".swift": true,
-	".lua": true, ".pl": true, ".sh": true, ".html": true, ".css": true, ".md": true, ".rst": true,
-}
+var credentialCodeExtensions = lazy[map[string]bool]{build: func() map[string]bool {
+	return map[string]bool{
+		".py": true, ".pyi": true, ".go": true, ".rs": true, ".js": true, ".mjs": true, ".cjs": true,
+		".ts": true, ".tsx": true, ".jsx": true, ".java": true, ".kt": true, ".c": true, ".h": true,
+		".cc": true, ".cpp": true, ".hpp": true, ".rb": true, ".php": true, ".cs": true, ".swift": true,
+		".lua": true, ".pl": true, ".sh": true, ".html": true, ".css": true, ".md": true, ".rst": true,
+	}
+}}
 
 // DeniedName reports whether a single file name is shaped like a
 // credential, ignoring case. The groups, and why each is there:
@@ -187,12 +190,9 @@ func Denied(path string) (reason string, denied bool) {
 // tried only where a word ends. Every lookup returns the rule's index in
 // credentialRules, so that the first rule that holds gives the reason.
 // It is built at its first use, not at every process's start.
-var credentialIndex = sync.OnceValue(func() (ix struct {
-	exact, ext   map[string]int
-	other, words []int
-}) {
+var credentialIndex = lazy[credentialLookup]{build: func() (ix credentialLookup) {
 	ix.exact, ix.ext = make(map[string]int), make(map[string]int)
-	for i, r := range credentialRules {
+	for i, r := range credentialRules.get() {
 		switch {
 		case r.match == credentialExact:
 			ix.exact[r.text] = i
@@ -207,28 +207,36 @@ var credentialIndex = sync.OnceValue(func() (ix struct {
 		}
 	}
 	return ix
-})
+}}
+
+// credentialLookup is credentialIndex: the rules of whole names and of
+// extensions by their text, and the word rules and the rest in order.
+type credentialLookup struct {
+	exact, ext   map[string]int
+	other, words []int
+}
 
 // credentialReason says why name looks like a credential, or "".
 func credentialReason(name string) string {
 	if name == "" {
 		return ""
 	}
+	rules := credentialRules.get()
 	lower := strings.ToLower(name)
-	code := credentialCodeExtensions[path.Ext(lower)]
-	first := len(credentialRules)
+	code := credentialCodeExtensions.get()[path.Ext(lower)]
+	first := len(rules)
 	holds := func(i int, ok bool) {
-		if ok && i < first && !(credentialRules[i].code && code) {
+		if ok && i < first && !(rules[i].code && code) {
 			first = i
 		}
 	}
-	index := credentialIndex()
+	index := credentialIndex.get()
 	i, ok := index.exact[lower]
 	holds(i, ok)
 	i, ok = index.ext[path.Ext(lower)]
 	holds(i, ok)
 	for _, i := range index.other {
-		holds(i, credentialRules[i].matches(lower))
+		holds(i, rules[i].matches(lower))
 	}
 	if !code {
 		for end := 0; end <= len(lower); end++ {
@@ -236,14 +244,14 @@ func credentialReason(name string) string {
 				continue
 			}
 			for _, i := range index.words {
-				holds(i, strings.HasSuffix(lower[:end], credentialRules[i].text))
+				holds(i, strings.HasSuffix(lower[:end], rules[i].text))
 			}
 		}
 	}
-	if first == len(credentialRules) {
+	if first == len(rules) {
 		return ""
 	}
-	return fmt.Sprintf(credentialRules[first].reason, name)
+	return fmt.Sprintf(rules[first].reason, name)
 }
 
 // matches reports whether a prefix or suffix rule holds for a lowercased
@@ -385,10 +393,11 @@ type credentialGlobRule struct {
 // credentialGlobs are the rules as glob patterns: an exact name is
 // itself, a prefix P is P*, a suffix S is *S, and a word W is *W or
 // *W[._-]*. They are made at their first use.
-var credentialGlobs = sync.OnceValue(func() []credentialGlobRule {
+var credentialGlobs = lazy[[]credentialGlobRule]{build: func() []credentialGlobRule {
 	var globs []credentialGlobRule
-	for i := range credentialRules {
-		r := &credentialRules[i]
+	rules := credentialRules.get()
+	for i := range rules {
+		r := &rules[i]
 		var patterns []string
 		shape := r.text
 		switch r.match {
@@ -409,7 +418,7 @@ var credentialGlobs = sync.OnceValue(func() []credentialGlobRule {
 		}
 	}
 	return globs
-})
+}}
 
 // credentialNameMax is the longest file name, in bytes (NAME_MAX).
 const credentialNameMax = 255
@@ -430,8 +439,8 @@ func credentialGlob(pattern string, dots bool) (shape string, matches bool) {
 		return "", false
 	}
 	tail := pattern[strings.LastIndexAny(pattern, "*?[]")+1:]
-	code := credentialCodeExtensions[path.Ext(strings.ToLower(tail))]
-	for _, g := range credentialGlobs() {
+	code := credentialCodeExtensions.get()[path.Ext(strings.ToLower(tail))]
+	for _, g := range credentialGlobs.get() {
 		if g.rule.code && code {
 			continue
 		}

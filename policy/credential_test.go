@@ -65,7 +65,7 @@ func TestCredentialGlob(t *testing.T) {
 // leading dots), credentialGlob must say it could.
 func TestCredentialGlobSound(t *testing.T) {
 	var names []string
-	for _, r := range credentialRules {
+	for _, r := range credentialRules.get() {
 		base := r.text
 		switch r.match {
 		case credentialPrefix:
@@ -122,8 +122,8 @@ func credentialTestPatterns(name string) []string {
 func TestCredentialIndex(t *testing.T) {
 	reference := func(name string) string {
 		lower := strings.ToLower(name)
-		code := credentialCodeExtensions[filepath.Ext(lower)]
-		for _, r := range credentialRules {
+		code := credentialCodeExtensions.get()[filepath.Ext(lower)]
+		for _, r := range credentialRules.get() {
 			if r.code && code {
 				continue
 			}
@@ -151,7 +151,7 @@ func TestCredentialIndex(t *testing.T) {
 	}
 	names := []string{"", "README.md", "main.py", "notes.txt", "a", ".", "..", "x.y.z", "token.py.txt", "id_.py",
 		"my.env.py", ".env.py", "secrets.tar.gz", "Token_Secret.JSON", "api-key-token", "x_rsa.py", "._rsa"}
-	for _, r := range credentialRules {
+	for _, r := range credentialRules.get() {
 		for _, affix := range []string{"", "x", ".txt", ".py", "s", "_1", "-a.b"} {
 			names = append(names, r.text+affix, affix+r.text, "a"+affix+r.text+affix)
 		}

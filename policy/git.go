@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -35,35 +34,37 @@ type GitVerdict struct {
 // reads: reading and local history, plus the remote verbs the owner
 // approves one by one. clone, submodule, config, archive and the rest are
 // refused.
-var gitSubcommands = map[string]string{
-	"status":    "shows the state of the working tree",
-	"log":       "reads history",
-	"diff":      "shows changes",
-	"show":      "shows a commit or file as stored",
-	"rev-parse": "reads object names",
-	"ls-files":  "lists the files git tracks",
-	"ls-tree":   "lists the entries of a stored tree",
-	"cat-file":  "shows a stored object",
-	"blame":     "shows who last changed each line",
-	"describe":  "names a commit after the nearest tag",
-	"shortlog":  "summarizes history by author",
-	"add":       "stages changes",
-	"commit":    "records a commit",
-	"branch":    "lists or changes branches",
-	"checkout":  "switches branches or overwrites files with stored versions",
-	"switch":    "switches branches",
-	"restore":   "overwrites files with stored versions, discarding their changes",
-	"stash":     "shelves uncommitted changes",
-	"init":      "creates a repository",
-	"fetch":     "downloads from a remote",
-	"pull":      "downloads from a remote and merges",
-	"push":      "uploads to a remote",
-	"remote":    "lists or changes remotes",
-	"tag":       "lists or changes tags",
-	"reset":     "moves the branch head",
-	"mv":        "moves files",
-	"rm":        "deletes files",
-}
+var gitSubcommands = lazy[map[string]string]{build: func() map[string]string {
+	return map[string]string{
+		"status":    "shows the state of the working tree",
+		"log":       "reads history",
+		"diff":      "shows changes",
+		"show":      "shows a commit or file as stored",
+		"rev-parse": "reads object names",
+		"ls-files":  "lists the files git tracks",
+		"ls-tree":   "lists the entries of a stored tree",
+		"cat-file":  "shows a stored object",
+		"blame":     "shows who last changed each line",
+		"describe":  "names a commit after the nearest tag",
+		"shortlog":  "summarizes history by author",
+		"add":       "stages changes",
+		"commit":    "records a commit",
+		"branch":    "lists or changes branches",
+		"checkout":  "switches branches or overwrites files with stored versions",
+		"switch":    "switches branches",
+		"restore":   "overwrites files with stored versions, discarding their changes",
+		"stash":     "shelves uncommitted changes",
+		"init":      "creates a repository",
+		"fetch":     "downloads from a remote",
+		"pull":      "downloads from a remote and merges",
+		"push":      "uploads to a remote",
+		"remote":    "lists or changes remotes",
+		"tag":       "lists or changes tags",
+		"reset":     "moves the branch head",
+		"mv":        "moves files",
+		"rm":        "deletes files",
+	}
+}}
 
 // gitHookVerbs run the repository's hooks, scripts in the workspace that
 // the owner should know will run.
@@ -78,13 +79,15 @@ var gitHarmlessGlobals = []string{
 }
 
 // gitGlobalReasons explain the refusal of well-known global options.
-var gitGlobalReasons = map[string]string{
-	"-c":         "sets configuration for this run, and settings such as core.sshCommand or core.pager run programs",
-	"-C":         "changes the directory git works in, which may leave the workspace",
-	"-p":         "runs a pager, a program chosen by configuration",
-	"--paginate": "runs a pager, a program chosen by configuration",
-	"--bare":     "treats the working directory as the repository itself",
-}
+var gitGlobalReasons = lazy[map[string]string]{build: func() map[string]string {
+	return map[string]string{
+		"-c":         "sets configuration for this run, and settings such as core.sshCommand or core.pager run programs",
+		"-C":         "changes the directory git works in, which may leave the workspace",
+		"-p":         "runs a pager, a program chosen by configuration",
+		"--paginate": "runs a pager, a program chosen by configuration",
+		"--bare":     "treats the working directory as the repository itself",
+	}
+}}
 
 // gitForbiddenOption is a long option refused anywhere in the arguments,
 // with why.
@@ -120,7 +123,7 @@ const gitMinAbbreviation = 3
 
 // gitTransport matches git's "<transport>::<address>" syntax, which runs
 // the remote helper git-remote-<transport>; ext:: runs any command.
-var gitTransport = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*::`) })
+var gitTransport = lazy[*regexp.Regexp]{build: func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*::`) }}
 
 // ParseGit splits command with [SplitArgs] and checks it with [CheckGit],
 // returning the argument vector to run. The leading "git" may be left out:
@@ -177,7 +180,7 @@ func CheckGit(argv []string) (GitVerdict, error) {
 	if sub == "config" {
 		return GitVerdict{}, fmt.Errorf("%w: git config is never run: a setting such as core.sshCommand or core.hooksPath would make a later command run a program", ErrGitRefused)
 	}
-	if _, ok := gitSubcommands[sub]; !ok {
+	if _, ok := gitSubcommands.get()[sub]; !ok {
 		return GitVerdict{}, fmt.Errorf("%w: %q is not one of the allowed subcommands (%s)", ErrGitRefused, sub, strings.Join(gitAllowedList(), " "))
 	}
 	network := gitNetwork(sub, rest)
@@ -186,8 +189,8 @@ func CheckGit(argv []string) (GitVerdict, error) {
 
 // gitAllowedList returns the allowed subcommands in order, for messages.
 func gitAllowedList() []string {
-	names := make([]string, 0, len(gitSubcommands))
-	for name := range gitSubcommands {
+	names := make([]string, 0, len(gitSubcommands.get()))
+	for name := range gitSubcommands.get() {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -218,7 +221,7 @@ func gitArgumentReason(arg string) string {
 		}
 	}
 	_, value, _ := strings.Cut(arg, "=")
-	if gitTransport().MatchString(arg) || gitTransport().MatchString(value) {
+	if gitTransport.get().MatchString(arg) || gitTransport.get().MatchString(value) {
 		return "uses the \"transport::address\" form, which runs a remote helper program (ext:: runs any command)"
 	}
 	return ""
@@ -254,10 +257,10 @@ func gitGlobalReason(option string) string {
 	for _, flag := range []string{"-c", "-C"} {
 		// git reads "-c" only apart from its value, but a stuck "-cname=value" is refused all the same.
 		if strings.HasPrefix(option, flag) {
-			return gitGlobalReasons[flag]
+			return gitGlobalReasons.get()[flag]
 		}
 	}
-	if reason, ok := gitGlobalReasons[option]; ok {
+	if reason, ok := gitGlobalReasons.get()[option]; ok {
 		return reason
 	}
 	return fmt.Sprintf("is not one of the options allowed there (%s)", strings.Join(gitHarmlessGlobals, " "))
@@ -287,7 +290,7 @@ func gitNetwork(sub string, rest []string) bool {
 
 // gitNote composes the owner's one line about the command.
 func gitNote(sub string, rest []string, network bool) string {
-	parts := []string{gitSubcommands[sub]}
+	parts := []string{gitSubcommands.get()[sub]}
 	if network {
 		parts = append(parts, "over the network")
 	}
@@ -367,26 +370,30 @@ func gitHasOption(args []string, short string, long ...string) bool {
 
 // gitSplitRefusals say what a shell would do with the characters that
 // SplitArgs refuses outside quotes.
-var gitSplitRefusals = map[byte]string{
-	';':  "ends a command",
-	'|':  "starts a pipe or an alternative",
-	'&':  "runs in the background or chains commands",
-	'<':  "redirects input",
-	'>':  "redirects output",
-	'(':  "starts a subshell",
-	')':  "ends a subshell",
-	'$':  "expands a variable or runs a command",
-	'`':  "runs a command",
-	'\n': "starts a new command",
-	'\r': "is a line break, which starts a new command",
-}
+var gitSplitRefusals = lazy[map[byte]string]{build: func() map[byte]string {
+	return map[byte]string{
+		';':  "ends a command",
+		'|':  "starts a pipe or an alternative",
+		'&':  "runs in the background or chains commands",
+		'<':  "redirects input",
+		'>':  "redirects output",
+		'(':  "starts a subshell",
+		')':  "ends a subshell",
+		'$':  "expands a variable or runs a command",
+		'`':  "runs a command",
+		'\n': "starts a new command",
+		'\r': "is a line break, which starts a new command",
+	}
+}}
 
 // gitSplitWordStartRefusals are refused by SplitArgs at the start of a
 // word only, where a shell reads them.
-var gitSplitWordStartRefusals = map[byte]string{
-	'#': "starts a comment",
-	'~': "names a home directory",
-}
+var gitSplitWordStartRefusals = lazy[map[byte]string]{build: func() map[byte]string {
+	return map[byte]string{
+		'#': "starts a comment",
+		'~': "names a home directory",
+	}
+}}
 
 // SplitArgs splits s into arguments the way a POSIX shell splits words,
 // with no shell: blanks separate words, single quotes keep everything
@@ -439,10 +446,10 @@ func SplitArgs(s string) ([]string, error) {
 				word.WriteByte(s[i])
 				inWord = true
 			}
-		case gitSplitRefusals[c] != "":
-			return nil, refuse(i, fmt.Sprintf("%q outside quotes %s in a shell", c, gitSplitRefusals[c]))
-		case gitSplitWordStartRefusals[c] != "" && !inWord:
-			return nil, refuse(i, fmt.Sprintf("%q at the start of a word %s in a shell", c, gitSplitWordStartRefusals[c]))
+		case gitSplitRefusals.get()[c] != "":
+			return nil, refuse(i, fmt.Sprintf("%q outside quotes %s in a shell", c, gitSplitRefusals.get()[c]))
+		case gitSplitWordStartRefusals.get()[c] != "" && !inWord:
+			return nil, refuse(i, fmt.Sprintf("%q at the start of a word %s in a shell", c, gitSplitWordStartRefusals.get()[c]))
 		default:
 			word.WriteByte(c)
 			inWord = true

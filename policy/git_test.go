@@ -327,7 +327,7 @@ func FuzzParseGit(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if argv[0] != "git" || gitSubcommands[verdict.Subcommand] == "" || verdict.Subcommand == "config" {
+		if argv[0] != "git" || gitSubcommands.get()[verdict.Subcommand] == "" || verdict.Subcommand == "config" {
 			t.Fatalf("ParseGit(%q) = %q, %+v, which the allowlist does not allow", command, argv, verdict)
 		}
 		for _, arg := range argv {

@@ -41,173 +41,183 @@ type shellCommand struct {
 // other commands), less and more (pagers wait for a terminal), tee, yes
 // (it never ends on its own), yq (one yq writes files with -i and
 // --split-exp), sleep, and git grep (-O opens a pager program).
-var shellSafeCommands = []shellCommand{
-	{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
-	{name: "cat", reason: "prints files", contents: true},
-	{name: "head", reason: "prints the first lines of files; no option writes or waits", contents: true},
-	{name: "tail", reason: "prints the last lines of files; following a file never ends, so -f, -F and --follow ask",
-		check: shellTailCheck, contents: true},
-	{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program; its pattern is matched, never opened, so it may look like a path or a credential's name",
-		check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
-	{name: "egrep", reason: "is grep -E", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
-	{name: "fgrep", reason: "is grep -F", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
-	// A glob could expand to --files0-from only through a file so named,
-	// and then wc would print names and counts, never text: wc and du
-	// let such globs pass (wc -l *.py).
-	{name: "wc", reason: "counts lines, words and bytes; --files0-from asks, since it takes the file names from a file this check cannot see",
-		check: shellRefuseOptions(shellGetopt{}, shellFilesFrom), optionGlobsHarmless: true},
-	{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
-		check: shellFindCheck},
-	{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions), and not those that import by name, load other configuration, write, delete or reach the network",
-		check: shellPytestCheck, contents: true},
-	{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck, contents: true},
-	{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
-	{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
-	{name: "python", reason: "only as python -m pytest, which is pytest, or python --version, which prints the version; anything else runs Python code",
-		check: shellPythonCheck},
-	{name: "python3", reason: "only as python3 -m pytest or python3 --version, as python", check: shellPythonCheck},
-	{name: "echo", reason: "prints its arguments"},
-	{name: "printf", reason: "prints its arguments by a format; -v, which sets a shell variable instead, asks; options come only before the format, so a glob after it is never one",
-		check: shellPrintfCheck, optionGlobsHarmless: true},
-	{name: "pwd", reason: "prints the working directory"},
-	{name: "true", reason: "does nothing"},
-	{name: "false", reason: "does nothing and fails"},
-	{name: "test", reason: "tests strings and file attributes; prints and writes nothing"},
-	{name: "[", reason: "is test"},
-	{name: "expr", reason: "computes with its arguments and prints the result"},
-	{name: "seq", reason: "prints numbers"},
-	{name: "factor", reason: "prints the prime factors of numbers"},
-	{name: "sed", reason: "prints an edited stream; only scripts this check reads as GNU sed does and that only select, print and substitute pass: -i, -f, and the w, W, r, R and e commands and s///w and s///e ask",
-		check: shellSedCheck, contents: true},
-	{name: "awk", reason: "runs an awk program over its input; only a program given on the command line with -F and -v at most, that calls no system, getline, close or fflush, pipes nothing (|), touches no ARGV, ARGC or @-extension and, if it prints, holds no >, passes: those run commands, write files or read other files",
-		check: shellAwkCheck, contents: true},
-	{name: "mawk", reason: "is awk, as Debian's default", check: shellAwkCheck, contents: true},
-	{name: "gawk", reason: "is awk; its own options (-f, -i, -l, --load, --profile, --dump-variables) ask", check: shellAwkCheck, contents: true},
-	{name: "stat", reason: "prints file metadata"},
-	{name: "sort", reason: "sorts lines; -o writes a file, -T writes temporary files elsewhere, --compress-program runs a program, --files0-from reads names from a file: those ask",
-		check: shellRefuseOptions(shellGetopt{value: "kotST"},
-			shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
-			shellOptionRule{short: 'T', long: "temporary-directory", risk: shellWrites, what: "writes temporary files in another directory"},
-			shellOptionRule{long: "compress-program", risk: shellRunsCode, what: "runs a program to compress temporary files"},
-			shellFilesFrom), contents: true},
-	{name: "uniq", reason: "drops repeated lines; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
-		check: shellUniqCheck, contents: true},
-	{name: "cut", reason: "prints selected fields of each line; it has no option that writes", contents: true},
-	{name: "tr", reason: "translates its input; it opens no file at all"},
-	{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)",
-		contents: true},
-	{name: "cmp", reason: "compares files; -l and -b print the bytes that differ, and nothing writes", contents: true},
-	{name: "comm", reason: "prints the lines two sorted files share or do not", contents: true},
-	{name: "join", reason: "prints the lines of two files joined on a field", contents: true},
-	{name: "paste", reason: "prints files side by side", contents: true},
-	{name: "nl", reason: "prints files with line numbers", contents: true},
-	{name: "tac", reason: "prints files last line first", contents: true},
-	{name: "rev", reason: "prints each line reversed", contents: true},
-	{name: "fold", reason: "prints lines wrapped", contents: true},
-	{name: "fmt", reason: "prints paragraphs refilled", contents: true},
-	{name: "pr", reason: "prints files paginated", contents: true},
-	{name: "column", reason: "prints its input in columns", contents: true},
-	{name: "expand", reason: "prints files with tabs made spaces", contents: true},
-	{name: "unexpand", reason: "prints files with spaces made tabs", contents: true},
-	{name: "numfmt", reason: "prints numbers in other units"},
-	{name: "tsort", reason: "prints a topological order of the pairs it reads", contents: true},
-	{name: "look", reason: "prints the lines of a sorted file that start with a string", contents: true},
-	{name: "shuf", reason: "prints lines in random order; -o writes a file, so it asks",
-		check: shellRefuseOptions(shellGetopt{value: "ino", long: []string{"input-range", "head-count", "output", "random-source"}},
-			shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}), contents: true},
-	{name: "base64", reason: "prints files encoded, or decoded with -d, to its output; no option writes", contents: true},
-	{name: "base32", reason: "is base64 in base 32", contents: true},
-	{name: "basenc", reason: "is base64 in other bases", contents: true},
-	{name: "od", reason: "prints files as octal, hex or characters", contents: true},
-	{name: "hexdump", reason: "prints files in hex", contents: true},
-	{name: "xxd", reason: "prints files in hex, or turns hex back with -r; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
-		check: shellXxdCheck, contents: true},
-	{name: "strings", reason: "prints the text in binary files; @FILE reads more arguments from a file, so it asks", check: shellStringsCheck, contents: true},
-	{name: "cksum", reason: "prints checksums (of a secret too, which for a short password gives it away: a glob that could match one asks)", contents: true},
-	{name: "md5sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "sha1sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "sha224sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "sha256sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "sha384sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "sha512sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "b2sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "sum", reason: "prints checksums, as cksum", contents: true},
-	{name: "jq", reason: "prints JSON filtered; no option or builtin writes a file or runs a program, and what it reads beside its input (--rawfile, --slurpfile, -f) is named on the command line, but for modules and data that import and include load by a name inside the filter, so those ask",
-		check: shellJqCheck, contents: true, optionGlobsHarmless: true},
-	{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask; every file of an -m list is checked as a path",
-		check: shellFileCheck, contents: true},
-	{name: "rg", reason: "searches text like grep; --pre and --pre-glob run a program on every file, -z runs decompressors, --hostname-bin runs a program: those ask",
-		check: shellRefuseOptions(shellGetopt{value: "ABCdefgjmMrtTE"},
-			shellOptionRule{long: "pre", risk: shellRunsCode, what: "runs a program on every file it searches"},
-			shellOptionRule{long: "pre-glob", risk: shellRunsCode, what: "runs a program on every file it searches"},
-			shellOptionRule{short: 'z', long: "search-zip", risk: shellRunsCode, what: "runs decompression programs"},
-			shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"}), contents: true},
-	// tree reads an option's value from the next word and goes on with
-	// the cluster, so every letter of a cluster is checked.
-	{name: "tree", reason: "draws the directory tree; -o writes it to a file, -R writes 00Tree.html in every directory and --fromfile draws the lines of a file, so they ask",
-		check: shellRefuseOptions(shellGetopt{},
-			shellOptionRule{short: 'o', risk: shellDeletes, what: "writes its listing to a file, replacing it"},
-			shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"},
-			shellOptionRule{long: "fromfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"},
-			shellOptionRule{long: "fromtabfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"})},
-	{name: "du", reason: "sums disk usage; --files0-from asks",
-		check: shellRefuseOptions(shellGetopt{value: "BdXt"}, shellFilesFrom), optionGlobsHarmless: true},
-	{name: "df", reason: "prints the free space of file systems; no option writes"},
-	{name: "basename", reason: "prints a name without its directory"},
-	{name: "dirname", reason: "prints the directory of a name"},
-	{name: "realpath", reason: "prints where a path leads"},
-	{name: "readlink", reason: "prints a link's target"},
-	{name: "which", reason: "prints where a command is found on PATH"},
-	{name: "type", reason: "prints what the shell would run for a name"},
-	{name: "command", reason: "only as command -v or -V, which print what a name is; otherwise it runs the command",
-		check: shellCommandCheck},
-	{name: "date", reason: "prints the date; -s, --set and an operand not starting with + set the clock, so they ask (and -f reads a file, whose lines it prints in errors)",
-		check: shellDateCheck, contents: true},
-	{name: "cal", reason: "prints a calendar"},
-	{name: "uname", reason: "prints the kernel and machine"},
-	{name: "whoami", reason: "prints the user"},
-	{name: "id", reason: "prints the user's and groups' ids"},
-	{name: "groups", reason: "prints the user's groups"},
-	{name: "nproc", reason: "prints the number of processors"},
-	{name: "lscpu", reason: "prints the processors' details"},
-	{name: "uptime", reason: "prints how long the system has run and its load"},
-	{name: "free", reason: "prints memory use; -s repeats it and never ends, so it asks",
-		check: shellRefuseOptions(shellGetopt{value: "sc", long: []string{"seconds", "count"}},
-			shellOptionRule{short: 's', long: "seconds", risk: shellOther, what: "repeats and never ends"})},
-	{name: "locale", reason: "prints the locale settings"},
-	// The sandbox runs every command in a process namespace of its own.
-	{name: "ps", reason: "lists processes, which in the sandbox are the command's own; no option writes"},
-	{name: "hostname", reason: "only alone or with -s, which print the host name; an operand or -F sets it, and -i, -f and the others look names up on the network",
-		check: shellHostnameCheck},
-	// The sandbox starts every command with a fixed environment (PATH,
-	// HOME=/tmp, LANG and two settings for Python), nothing of
-	// shelldon's, so printing it gives nothing away.
-	{name: "printenv", reason: "prints the environment, which the sandbox fixes"},
-	{name: "env", reason: "alone, prints the environment, as printenv; with a command or a variable it runs or changes something, so it asks",
-		check: shellEnvCheck},
-	// Output is captured, never a terminal, so git starts no pager and
-	// --no-pager is not needed. status and diff may refresh .git/index, a
-	// write git makes on its own. What a word check cannot see: the
-	// workspace's own .git/config and .gitattributes may name programs
-	// (core.fsmonitor on status, diff.external on diff, textconv drivers
-	// on diff, log -p, show) that git runs as it reads; they change only
-	// through an approved write and run inside the sandbox, like the test
-	// code pytest runs. Nor can it see what history holds: git log -p and
-	// git show print a credential file someone committed, and git remote
-	// -v a token written into a remote's URL (as cat .git/config would).
-	{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
-		check: shellGitCheck},
-}
+var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
+	return []shellCommand{
+		{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
+		{name: "cat", reason: "prints files", contents: true},
+		{name: "head", reason: "prints the first lines of files; no option writes or waits", contents: true},
+		{name: "tail", reason: "prints the last lines of files; following a file never ends, so -f, -F and --follow ask",
+			check: shellTailCheck, contents: true},
+		{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program; its pattern is matched, never opened, so it may look like a path or a credential's name",
+			check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+		{name: "egrep", reason: "is grep -E", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+		{name: "fgrep", reason: "is grep -F", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+		// A glob could expand to --files0-from only through a file so named,
+		// and then wc would print names and counts, never text: wc and du
+		// let such globs pass (wc -l *.py).
+		{name: "wc", reason: "counts lines, words and bytes; --files0-from asks, since it takes the file names from a file this check cannot see",
+			check: shellRefuseOptions(shellGetopt{}, shellFilesFrom), optionGlobsHarmless: true},
+		{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
+			check: shellFindCheck},
+		{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions.get()), and not those that import by name, load other configuration, write, delete or reach the network",
+			check: shellPytestCheck, contents: true},
+		{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck, contents: true},
+		{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+		{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+		{name: "python", reason: "only as python -m pytest, which is pytest, or python --version, which prints the version; anything else runs Python code",
+			check: shellPythonCheck},
+		{name: "python3", reason: "only as python3 -m pytest or python3 --version, as python", check: shellPythonCheck},
+		{name: "echo", reason: "prints its arguments"},
+		{name: "printf", reason: "prints its arguments by a format; -v, which sets a shell variable instead, asks; options come only before the format, so a glob after it is never one",
+			check: shellPrintfCheck, optionGlobsHarmless: true},
+		{name: "pwd", reason: "prints the working directory"},
+		{name: "true", reason: "does nothing"},
+		{name: "false", reason: "does nothing and fails"},
+		{name: "test", reason: "tests strings and file attributes; prints and writes nothing"},
+		{name: "[", reason: "is test"},
+		{name: "expr", reason: "computes with its arguments and prints the result"},
+		{name: "seq", reason: "prints numbers"},
+		{name: "factor", reason: "prints the prime factors of numbers"},
+		{name: "sed", reason: "prints an edited stream; only scripts this check reads as GNU sed does and that only select, print and substitute pass: -i, -f, and the w, W, r, R and e commands and s///w and s///e ask",
+			check: shellSedCheck, contents: true},
+		{name: "awk", reason: "runs an awk program over its input; only a program given on the command line with -F and -v at most, that calls no system, getline, close or fflush, pipes nothing (|), touches no ARGV, ARGC or @-extension and, if it prints, holds no >, passes: those run commands, write files or read other files",
+			check: shellAwkCheck, contents: true},
+		{name: "mawk", reason: "is awk, as Debian's default", check: shellAwkCheck, contents: true},
+		{name: "gawk", reason: "is awk; its own options (-f, -i, -l, --load, --profile, --dump-variables) ask", check: shellAwkCheck, contents: true},
+		{name: "stat", reason: "prints file metadata"},
+		{name: "sort", reason: "sorts lines; -o writes a file, -T writes temporary files elsewhere, --compress-program runs a program, --files0-from reads names from a file: those ask",
+			check: shellRefuseOptions(shellGetopt{value: "kotST"},
+				shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
+				shellOptionRule{short: 'T', long: "temporary-directory", risk: shellWrites, what: "writes temporary files in another directory"},
+				shellOptionRule{long: "compress-program", risk: shellRunsCode, what: "runs a program to compress temporary files"},
+				shellFilesFrom), contents: true},
+		{name: "uniq", reason: "drops repeated lines; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
+			check: shellUniqCheck, contents: true},
+		{name: "cut", reason: "prints selected fields of each line; it has no option that writes", contents: true},
+		{name: "tr", reason: "translates its input; it opens no file at all"},
+		{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)",
+			contents: true},
+		{name: "cmp", reason: "compares files; -l and -b print the bytes that differ, and nothing writes", contents: true},
+		{name: "comm", reason: "prints the lines two sorted files share or do not", contents: true},
+		{name: "join", reason: "prints the lines of two files joined on a field", contents: true},
+		{name: "paste", reason: "prints files side by side", contents: true},
+		{name: "nl", reason: "prints files with line numbers", contents: true},
+		{name: "tac", reason: "prints files last line first", contents: true},
+		{name: "rev", reason: "prints each line reversed", contents: true},
+		{name: "fold", reason: "prints lines wrapped", contents: true},
+		{name: "fmt", reason: "prints paragraphs refilled", contents: true},
+		{name: "pr", reason: "prints files paginated", contents: true},
+		{name: "column", reason: "prints its input in columns", contents: true},
+		{name: "expand", reason: "prints files with tabs made spaces", contents: true},
+		{name: "unexpand", reason: "prints files with spaces made tabs", contents: true},
+		{name: "numfmt", reason: "prints numbers in other units"},
+		{name: "tsort", reason: "prints a topological order of the pairs it reads", contents: true},
+		{name: "look", reason: "prints the lines of a sorted file that start with a string", contents: true},
+		{name: "shuf", reason: "prints lines in random order; -o writes a file, so it asks",
+			check: shellRefuseOptions(shellGetopt{value: "ino", long: []string{"input-range", "head-count", "output", "random-source"}},
+				shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}), contents: true},
+		{name: "base64", reason: "prints files encoded, or decoded with -d, to its output; no option writes", contents: true},
+		{name: "base32", reason: "is base64 in base 32", contents: true},
+		{name: "basenc", reason: "is base64 in other bases", contents: true},
+		{name: "od", reason: "prints files as octal, hex or characters", contents: true},
+		{name: "hexdump", reason: "prints files in hex", contents: true},
+		{name: "xxd", reason: "prints files in hex, or turns hex back with -r; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
+			check: shellXxdCheck, contents: true},
+		{name: "strings", reason: "prints the text in binary files; @FILE reads more arguments from a file, so it asks", check: shellStringsCheck, contents: true},
+		{name: "cksum", reason: "prints checksums (of a secret too, which for a short password gives it away: a glob that could match one asks)", contents: true},
+		{name: "md5sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "sha1sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "sha224sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "sha256sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "sha384sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "sha512sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "b2sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "sum", reason: "prints checksums, as cksum", contents: true},
+		{name: "jq", reason: "prints JSON filtered; no option or builtin writes a file or runs a program, and what it reads beside its input (--rawfile, --slurpfile, -f) is named on the command line, but for modules and data that import and include load by a name inside the filter, so those ask",
+			check: shellJqCheck, contents: true, optionGlobsHarmless: true},
+		{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask; every file of an -m list is checked as a path",
+			check: shellFileCheck, contents: true},
+		{name: "rg", reason: "searches text like grep; --pre and --pre-glob run a program on every file, -z runs decompressors, --hostname-bin runs a program: those ask",
+			check: shellRefuseOptions(shellGetopt{value: "ABCdefgjmMrtTE"},
+				shellOptionRule{long: "pre", risk: shellRunsCode, what: "runs a program on every file it searches"},
+				shellOptionRule{long: "pre-glob", risk: shellRunsCode, what: "runs a program on every file it searches"},
+				shellOptionRule{short: 'z', long: "search-zip", risk: shellRunsCode, what: "runs decompression programs"},
+				shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"}), contents: true},
+		// tree reads an option's value from the next word and goes on with
+		// the cluster, so every letter of a cluster is checked.
+		{name: "tree", reason: "draws the directory tree; -o writes it to a file, -R writes 00Tree.html in every directory and --fromfile draws the lines of a file, so they ask",
+			check: shellRefuseOptions(shellGetopt{},
+				shellOptionRule{short: 'o', risk: shellDeletes, what: "writes its listing to a file, replacing it"},
+				shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"},
+				shellOptionRule{long: "fromfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"},
+				shellOptionRule{long: "fromtabfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"})},
+		{name: "du", reason: "sums disk usage; --files0-from asks",
+			check: shellRefuseOptions(shellGetopt{value: "BdXt"}, shellFilesFrom), optionGlobsHarmless: true},
+		{name: "df", reason: "prints the free space of file systems; no option writes"},
+		{name: "basename", reason: "prints a name without its directory"},
+		{name: "dirname", reason: "prints the directory of a name"},
+		{name: "realpath", reason: "prints where a path leads"},
+		{name: "readlink", reason: "prints a link's target"},
+		{name: "which", reason: "prints where a command is found on PATH"},
+		{name: "type", reason: "prints what the shell would run for a name"},
+		{name: "command", reason: "only as command -v or -V, which print what a name is; otherwise it runs the command",
+			check: shellCommandCheck},
+		{name: "date", reason: "prints the date; -s, --set and an operand not starting with + set the clock, so they ask (and -f reads a file, whose lines it prints in errors)",
+			check: shellDateCheck, contents: true},
+		{name: "cal", reason: "prints a calendar"},
+		{name: "uname", reason: "prints the kernel and machine"},
+		{name: "whoami", reason: "prints the user"},
+		{name: "id", reason: "prints the user's and groups' ids"},
+		{name: "groups", reason: "prints the user's groups"},
+		{name: "nproc", reason: "prints the number of processors"},
+		{name: "lscpu", reason: "prints the processors' details"},
+		{name: "uptime", reason: "prints how long the system has run and its load"},
+		{name: "free", reason: "prints memory use; -s repeats it and never ends, so it asks",
+			check: shellRefuseOptions(shellGetopt{value: "sc", long: []string{"seconds", "count"}},
+				shellOptionRule{short: 's', long: "seconds", risk: shellOther, what: "repeats and never ends"})},
+		{name: "locale", reason: "prints the locale settings"},
+		// The sandbox runs every command in a process namespace of its own.
+		{name: "ps", reason: "lists processes, which in the sandbox are the command's own; no option writes"},
+		{name: "hostname", reason: "only alone or with -s, which print the host name; an operand or -F sets it, and -i, -f and the others look names up on the network",
+			check: shellHostnameCheck},
+		// The sandbox starts every command with a fixed environment (PATH,
+		// HOME=/tmp, LANG and two settings for Python), nothing of
+		// shelldon's, so printing it gives nothing away.
+		{name: "printenv", reason: "prints the environment, which the sandbox fixes"},
+		{name: "env", reason: "alone, prints the environment, as printenv; with a command or a variable it runs or changes something, so it asks",
+			check: shellEnvCheck},
+		// Output is captured, never a terminal, so git starts no pager and
+		// --no-pager is not needed. status and diff may refresh .git/index, a
+		// write git makes on its own. What a word check cannot see: the
+		// workspace's own .git/config and .gitattributes may name programs
+		// (core.fsmonitor on status, diff.external on diff, textconv drivers
+		// on diff, log -p, show) that git runs as it reads; they change only
+		// through an approved write and run inside the sandbox, like the test
+		// code pytest runs. Nor can it see what history holds: git log -p and
+		// git show print a credential file someone committed, and git remote
+		// -v a token written into a remote's URL (as cat .git/config would).
+		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
+			check: shellGitCheck},
+	}
+}}
 
-// shellSafeIndex finds a listed command by name. It is filled by init:
-// the checks judge commands they run (find -exec), so the list refers to
-// itself.
-var shellSafeIndex = make(map[string]*shellCommand)
+// shellSafeIndex finds a listed command by name. Its build is set by
+// init, not in its declaration: the checks judge commands they run (find
+// -exec), so the list refers to itself through the index.
+var shellSafeIndex lazy[map[string]*shellCommand]
 
 func init() {
-	for i := range shellSafeCommands {
-		shellSafeIndex[shellSafeCommands[i].name] = &shellSafeCommands[i]
+	shellSafeIndex.build = indexShellSafe
+}
+
+// indexShellSafe is shellSafeIndex's build.
+func indexShellSafe() map[string]*shellCommand {
+	commands := shellSafeCommands.get()
+	index := make(map[string]*shellCommand, len(commands))
+	for i := range commands {
+		index[commands[i].name] = &commands[i]
 	}
+	return index
 }
 
 // shellLookup finds the listed command that name with args runs, and the
@@ -215,9 +225,9 @@ func init() {
 // pytest.
 func shellLookup(name string, args []shellWord) (*shellCommand, []shellWord) {
 	if (name == "python" || name == "python3") && len(args) >= 2 && args[0].value == "-m" && args[1].value == "pytest" {
-		return shellSafeIndex["pytest"], args[2:]
+		return shellSafeIndex.get()["pytest"], args[2:]
 	}
-	return shellSafeIndex[name], args
+	return shellSafeIndex.get()[name], args
 }
 
 // shellGetopt describes a command's options for scan. Only options known
@@ -790,7 +800,9 @@ func shellDateCheck(c *shellCall) {
 // shellXxdValued are xxd's options that take a value, with the rest of
 // the long spelling xxd also accepts (-c or -cols): written alone or so
 // spelled, the value is the next word, else the rest of the word.
-var shellXxdValued = map[byte]string{'c': "ols", 'g': "roupsize", 'l': "en", 'n': "ame", 'o': "ffset", 's': "eek", 'R': ""}
+var shellXxdValued = lazy[map[byte]string]{build: func() map[byte]string {
+	return map[byte]string{'c': "ols", 'g': "roupsize", 'l': "en", 'n': "ame", 'o': "ffset", 's': "eek", 'R': ""}
+}}
 
 // shellXxdCheck allows one input operand at most, as for uniq: xxd writes
 // its second. xxd reads each option by its first letter, so -r is
@@ -810,7 +822,7 @@ func shellXxdCheck(c *shellCall) {
 			operands = append(operands, c.args[i:]...)
 			break
 		}
-		if rest, valued := shellXxdValued[v[1]]; valued {
+		if rest, valued := shellXxdValued.get()[v[1]]; valued {
 			if len(v) == 2 || rest != "" && strings.HasPrefix(v[2:], rest) {
 				i++
 			}

@@ -94,7 +94,7 @@ func (c *shellCall) describe() {
 	case "node", "nodejs", "deno", "bun", "ruby", "perl", "php", "lua", "Rscript":
 		c.interpreter()
 	default:
-		if wrapper, ok := shellWrappers[c.base]; ok {
+		if wrapper, ok := shellWrappers.get()[c.base]; ok {
 			inner := c.leading(wrapper.takesValue)
 			c.wrapped(inner[min(wrapper.skip, len(inner)):])
 			return
@@ -113,13 +113,19 @@ func (c *shellCall) describe() {
 
 // shellWrappers run the command that follows their options (and skip
 // positional words before it: the duration of timeout).
-var shellWrappers = map[string]struct {
+var shellWrappers = lazy[map[string]shellWrapper]{build: func() map[string]shellWrapper {
+	return map[string]shellWrapper{
+		"nohup": {}, "setsid": {}, "unbuffer": {}, "builtin": {}, "command": {},
+		"nice": {takesValue: "n"}, "ionice": {takesValue: "cnpP"}, "stdbuf": {takesValue: "ioe"},
+		"time": {takesValue: "fo"}, "timeout": {takesValue: "ks", skip: 1}, "strace": {takesValue: "abeEIoOpPsSuUX"},
+	}
+}}
+
+// shellWrapper is how a wrapper's options are read: the short letters
+// that take a value, and the positional words before the command.
+type shellWrapper struct {
 	takesValue string
 	skip       int
-}{
-	"nohup": {}, "setsid": {}, "unbuffer": {}, "builtin": {}, "command": {},
-	"nice": {takesValue: "n"}, "ionice": {takesValue: "cnpP"}, "stdbuf": {takesValue: "ioe"},
-	"time": {takesValue: "fo"}, "timeout": {takesValue: "ks", skip: 1}, "strace": {takesValue: "abeEIoOpPsSuUX"},
 }
 
 // shellSystemDirs hold the system's programs: /bin/rm is rm.
@@ -286,14 +292,16 @@ func (c *shellCall) pip(args []shellWord) {
 
 // shellToolchainVerbs are the verbs of language package managers that
 // fetch from the network, and those that run the project's code.
-var shellToolchainVerbs = map[string]struct{ network, runs []string }{
-	"npm":   {network: []string{"install", "i", "ci", "add", "update", "up", "upgrade", "publish", "exec", "x", "create", "init"}, runs: []string{"run", "run-script", "test", "t", "start"}},
-	"pnpm":  {network: []string{"install", "i", "add", "update", "up", "publish", "dlx", "exec", "create"}, runs: []string{"run", "test", "t", "start"}},
-	"yarn":  {network: []string{"install", "add", "upgrade", "up", "publish", "dlx", "create"}, runs: []string{"run", "test", "start"}},
-	"gem":   {network: []string{"install", "update", "push", "fetch"}},
-	"cargo": {network: []string{"install", "fetch", "update", "publish", "search", "add"}, runs: []string{"build", "run", "test", "bench"}},
-	"go":    {network: []string{"get", "install", "mod"}, runs: []string{"run", "test", "build", "generate"}},
-}
+var shellToolchainVerbs = lazy[map[string]struct{ network, runs []string }]{build: func() map[string]struct{ network, runs []string } {
+	return map[string]struct{ network, runs []string }{
+		"npm":   {network: []string{"install", "i", "ci", "add", "update", "up", "upgrade", "publish", "exec", "x", "create", "init"}, runs: []string{"run", "run-script", "test", "t", "start"}},
+		"pnpm":  {network: []string{"install", "i", "add", "update", "up", "publish", "dlx", "exec", "create"}, runs: []string{"run", "test", "t", "start"}},
+		"yarn":  {network: []string{"install", "add", "upgrade", "up", "publish", "dlx", "create"}, runs: []string{"run", "test", "start"}},
+		"gem":   {network: []string{"install", "update", "push", "fetch"}},
+		"cargo": {network: []string{"install", "fetch", "update", "publish", "search", "add"}, runs: []string{"build", "run", "test", "bench"}},
+		"go":    {network: []string{"get", "install", "mod"}, runs: []string{"run", "test", "build", "generate"}},
+	}
+}}
 
 func (c *shellCall) toolchain() {
 	verb := ""
@@ -301,7 +309,7 @@ func (c *shellCall) toolchain() {
 		verb = ops[0].value
 	}
 	how := shellShow(c.base + " " + verb)
-	switch verbs := shellToolchainVerbs[c.base]; {
+	switch verbs := shellToolchainVerbs.get()[c.base]; {
 	case slices.Contains(verbs.network, verb):
 		c.note(shellNetwork, "reaches the network to fetch packages", how)
 	case slices.Contains(verbs.runs, verb):
@@ -420,20 +428,22 @@ func (c *shellCall) awk() {
 
 // shellInline are the options with which interpreters run code given on
 // the command line.
-var shellInline = map[string][]string{
-	"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
-	"bun": {"-e", "--eval"}, "deno": {"eval"}, "ruby": {"-e"}, "perl": {"-e", "-E"},
-	"php": {"-r"}, "lua": {"-e"}, "Rscript": {"-e"},
-}
+var shellInline = lazy[map[string][]string]{build: func() map[string][]string {
+	return map[string][]string{
+		"node": {"-e", "-p", "--eval", "--print"}, "nodejs": {"-e", "-p", "--eval", "--print"},
+		"bun": {"-e", "--eval"}, "deno": {"eval"}, "ruby": {"-e"}, "perl": {"-e", "-E"},
+		"php": {"-r"}, "lua": {"-e"}, "Rscript": {"-e"},
+	}
+}}
 
 // interpreter notes a script interpreter: inline code, or a script file.
 func (c *shellCall) interpreter() {
 	for _, w := range c.args {
 		v := w.value
-		short := len(v) > 2 && v[0] == '-' && v[1] != '-' && slices.ContainsFunc(shellInline[c.base], func(o string) bool {
+		short := len(v) > 2 && v[0] == '-' && v[1] != '-' && slices.ContainsFunc(shellInline.get()[c.base], func(o string) bool {
 			return len(o) == 2 && strings.Contains(v[1:], o[1:])
 		})
-		if slices.Contains(shellInline[c.base], v) || short {
+		if slices.Contains(shellInline.get()[c.base], v) || short {
 			c.note(shellRunsCode, "runs inline code", c.base+" "+w.show())
 			return
 		}

@@ -111,7 +111,7 @@ func shellFuzzListed(name string, args []*syntax.Word) bool {
 		module, ok2 := shellFuzzLiteral(args[1])
 		return ok1 && ok2 && flag == "-m" && module == "pytest"
 	}
-	for _, c := range shellSafeCommands {
+	for _, c := range shellSafeCommands.get() {
 		if c.name == name {
 			return true
 		}

@@ -28,12 +28,13 @@ func pytestRefuse(risk shellRisk, what string) *shellOptionRule {
 	return &shellOptionRule{risk: risk, what: what}
 }
 
-// The refusals the table shares.
+// The refusals the table shares, written as literals so that the linker
+// lays them out (a call would run at init).
 var (
-	pytestPlugin   = pytestRefuse(shellRunsCode, "loads a plugin module by name")
-	pytestDebugger = pytestRefuse(shellRunsCode, "starts the debugger, which runs the Python it reads from its input")
-	pytestOverride = pytestRefuse(shellOther, "overrides ini settings, which can move the cache, logs and reports anywhere")
-	pytestConfig   = pytestRefuse(shellRunsCode, "loads its configuration from another file, which can add options and plugins")
+	pytestPlugin   = &shellOptionRule{risk: shellRunsCode, what: "loads a plugin module by name"}
+	pytestDebugger = &shellOptionRule{risk: shellRunsCode, what: "starts the debugger, which runs the Python it reads from its input"}
+	pytestOverride = &shellOptionRule{risk: shellOther, what: "overrides ini settings, which can move the cache, logs and reports anywhere"}
+	pytestConfig   = &shellOptionRule{risk: shellRunsCode, what: "loads its configuration from another file, which can add options and plugins"}
 )
 
 // shellPytestOptions are all the options `python3 -m pytest --help`
@@ -51,135 +52,137 @@ var (
 // reaches the network (--pastebin). A few options of other pytest
 // versions and of well-known plugins are listed to ask with a clear
 // note; every other option asks as unknown.
-var shellPytestOptions = map[string]shellPytestOption{
-	// general
-	"-k":                  {value: pytestValue, code: true},
-	"-m":                  {value: pytestValue, code: true},
-	"--markers":           {},
-	"-x":                  {},
-	"--exitfirst":         {},
-	"--fixtures":          {},
-	"--funcargs":          {},
-	"--fixtures-per-test": {},
-	"--pdb":               {refuse: pytestDebugger},
-	"--pdbcls":            {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "loads a debugger class by name")},
-	"--trace":             {refuse: pytestDebugger},
-	"--capture":           {value: pytestValue},
-	"-s":                  {},
-	"--runxfail":          {},
-	// reporting
-	"--durations":               {value: pytestValue},
-	"--durations-min":           {value: pytestValue},
-	"-v":                        {},
-	"--verbose":                 {},
-	"--no-header":               {},
-	"--no-summary":              {},
-	"-q":                        {},
-	"--quiet":                   {},
-	"--verbosity":               {value: pytestValue},
-	"-r":                        {value: pytestValue},
-	"--disable-warnings":        {},
-	"--disable-pytest-warnings": {},
-	"-l":                        {},
-	"--showlocals":              {},
-	"--no-showlocals":           {},
-	"--tb":                      {value: pytestValue},
-	"--show-capture":            {value: pytestValue},
-	"--full-trace":              {},
-	"--fulltrace":               {},
-	"--color":                   {value: pytestValue},
-	"--code-highlight":          {value: pytestValue},
-	"--pastebin":                {value: pytestValue, refuse: pytestRefuse(shellNetwork, "uploads test results to a paste service")},
-	"--junit-xml":               {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a JUnit report")},
-	"--junitxml":                {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a JUnit report")},
-	"--junit-prefix":            {value: pytestValue},
-	"--junitprefix":             {value: pytestValue},
-	// pytest-warnings; -W is checked for the category it would import
-	"-W":                              {value: pytestValue},
-	"--pythonwarnings":                {value: pytestValue},
-	"--maxfail":                       {value: pytestValue},
-	"--strict-config":                 {},
-	"--strict-markers":                {},
-	"--strict":                        {},
-	"-c":                              {value: pytestValue, refuse: pytestConfig},
-	"--continue-on-collection-errors": {},
-	"--rootdir":                       {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "moves the root directory, where its configuration, conftest.py files and cache are found")},
-	// collection
-	"--collect-only":                 {},
-	"--collectonly":                  {},
-	"--co":                           {},
-	"--pyargs":                       {refuse: pytestRefuse(shellRunsCode, "imports its arguments as Python packages by name")},
-	"--ignore":                       {value: pytestValue},
-	"--ignore-glob":                  {value: pytestValue},
-	"--deselect":                     {value: pytestValue},
-	"--confcutdir":                   {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "changes which conftest.py files it loads")},
-	"--noconftest":                   {},
-	"--keep-duplicates":              {},
-	"--keepduplicates":               {},
-	"--collect-in-virtualenv":        {},
-	"--import-mode":                  {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "changes where test modules are imported from")},
-	"--doctest-modules":              {},
-	"--doctest-report":               {value: pytestValue},
-	"--doctest-glob":                 {value: pytestValue},
-	"--doctest-ignore-import-errors": {},
-	"--doctest-continue-on-failure":  {},
-	// test session debugging and configuration
-	"--basetemp":     {value: pytestValue, refuse: pytestRefuse(shellDeletes, "empties that directory and writes test files there")},
-	"-V":             {},
-	"--version":      {},
-	"-h":             {},
-	"--help":         {},
-	"-p":             {value: pytestValue},
-	"--trace-config": {},
-	"--traceconfig":  {},
-	"--debug":        {value: pytestOptional, refuse: pytestRefuse(shellWrites, "writes a debug log")},
-	"-o":             {value: pytestValue, refuse: pytestOverride},
-	"--override-ini": {value: pytestValue, refuse: pytestOverride},
-	"--assert":       {value: pytestValue},
-	"--setup-only":   {},
-	"--setuponly":    {},
-	"--setup-show":   {},
-	"--setupshow":    {},
-	"--setup-plan":   {},
-	"--setupplan":    {},
-	// logging
-	"--log-level":            {value: pytestValue},
-	"--log-format":           {value: pytestValue},
-	"--log-date-format":      {value: pytestValue},
-	"--log-cli-level":        {value: pytestValue},
-	"--log-cli-format":       {value: pytestValue},
-	"--log-cli-date-format":  {value: pytestValue},
-	"--log-file":             {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a log file")},
-	"--log-file-level":       {value: pytestValue},
-	"--log-file-format":      {value: pytestValue},
-	"--log-file-date-format": {value: pytestValue},
-	"--log-auto-indent":      {value: pytestValue},
-	// the cacheprovider and stepwise plugins
-	"--lf":                      {},
-	"--last-failed":             {},
-	"--ff":                      {},
-	"--failed-first":            {},
-	"--nf":                      {},
-	"--new-first":               {},
-	"--cache-show":              {value: pytestOptional},
-	"--cache-clear":             {refuse: pytestRefuse(shellDeletes, "deletes the cache directory")},
-	"--lfnf":                    {value: pytestValue},
-	"--last-failed-no-failures": {value: pytestValue},
-	"--sw":                      {},
-	"--stepwise":                {},
-	"--sw-skip":                 {},
-	"--stepwise-skip":           {},
-	// other pytest versions and plugins, for the note
-	"--config-file": {value: pytestValue, refuse: pytestConfig},
-	"--resultlog":   {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a result log")},
-	"--result-log":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a result log")},
-	"--report-log":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a report log")},
-	"--html":        {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes an HTML report")},
-	"--cov":         {value: pytestOptional, refuse: pytestRefuse(shellWrites, "writes coverage data")},
-	"--cov-report":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a coverage report")},
-	"--tx":          {value: pytestValue, refuse: pytestRefuse(shellNetwork, "starts test workers on other hosts")},
-	"--rsyncdir":    {value: pytestValue, refuse: pytestRefuse(shellNetwork, "copies directories to remote test workers")},
-}
+var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[string]shellPytestOption {
+	return map[string]shellPytestOption{
+		// general
+		"-k":                  {value: pytestValue, code: true},
+		"-m":                  {value: pytestValue, code: true},
+		"--markers":           {},
+		"-x":                  {},
+		"--exitfirst":         {},
+		"--fixtures":          {},
+		"--funcargs":          {},
+		"--fixtures-per-test": {},
+		"--pdb":               {refuse: pytestDebugger},
+		"--pdbcls":            {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "loads a debugger class by name")},
+		"--trace":             {refuse: pytestDebugger},
+		"--capture":           {value: pytestValue},
+		"-s":                  {},
+		"--runxfail":          {},
+		// reporting
+		"--durations":               {value: pytestValue},
+		"--durations-min":           {value: pytestValue},
+		"-v":                        {},
+		"--verbose":                 {},
+		"--no-header":               {},
+		"--no-summary":              {},
+		"-q":                        {},
+		"--quiet":                   {},
+		"--verbosity":               {value: pytestValue},
+		"-r":                        {value: pytestValue},
+		"--disable-warnings":        {},
+		"--disable-pytest-warnings": {},
+		"-l":                        {},
+		"--showlocals":              {},
+		"--no-showlocals":           {},
+		"--tb":                      {value: pytestValue},
+		"--show-capture":            {value: pytestValue},
+		"--full-trace":              {},
+		"--fulltrace":               {},
+		"--color":                   {value: pytestValue},
+		"--code-highlight":          {value: pytestValue},
+		"--pastebin":                {value: pytestValue, refuse: pytestRefuse(shellNetwork, "uploads test results to a paste service")},
+		"--junit-xml":               {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a JUnit report")},
+		"--junitxml":                {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a JUnit report")},
+		"--junit-prefix":            {value: pytestValue},
+		"--junitprefix":             {value: pytestValue},
+		// pytest-warnings; -W is checked for the category it would import
+		"-W":                              {value: pytestValue},
+		"--pythonwarnings":                {value: pytestValue},
+		"--maxfail":                       {value: pytestValue},
+		"--strict-config":                 {},
+		"--strict-markers":                {},
+		"--strict":                        {},
+		"-c":                              {value: pytestValue, refuse: pytestConfig},
+		"--continue-on-collection-errors": {},
+		"--rootdir":                       {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "moves the root directory, where its configuration, conftest.py files and cache are found")},
+		// collection
+		"--collect-only":                 {},
+		"--collectonly":                  {},
+		"--co":                           {},
+		"--pyargs":                       {refuse: pytestRefuse(shellRunsCode, "imports its arguments as Python packages by name")},
+		"--ignore":                       {value: pytestValue},
+		"--ignore-glob":                  {value: pytestValue},
+		"--deselect":                     {value: pytestValue},
+		"--confcutdir":                   {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "changes which conftest.py files it loads")},
+		"--noconftest":                   {},
+		"--keep-duplicates":              {},
+		"--keepduplicates":               {},
+		"--collect-in-virtualenv":        {},
+		"--import-mode":                  {value: pytestValue, refuse: pytestRefuse(shellRunsCode, "changes where test modules are imported from")},
+		"--doctest-modules":              {},
+		"--doctest-report":               {value: pytestValue},
+		"--doctest-glob":                 {value: pytestValue},
+		"--doctest-ignore-import-errors": {},
+		"--doctest-continue-on-failure":  {},
+		// test session debugging and configuration
+		"--basetemp":     {value: pytestValue, refuse: pytestRefuse(shellDeletes, "empties that directory and writes test files there")},
+		"-V":             {},
+		"--version":      {},
+		"-h":             {},
+		"--help":         {},
+		"-p":             {value: pytestValue},
+		"--trace-config": {},
+		"--traceconfig":  {},
+		"--debug":        {value: pytestOptional, refuse: pytestRefuse(shellWrites, "writes a debug log")},
+		"-o":             {value: pytestValue, refuse: pytestOverride},
+		"--override-ini": {value: pytestValue, refuse: pytestOverride},
+		"--assert":       {value: pytestValue},
+		"--setup-only":   {},
+		"--setuponly":    {},
+		"--setup-show":   {},
+		"--setupshow":    {},
+		"--setup-plan":   {},
+		"--setupplan":    {},
+		// logging
+		"--log-level":            {value: pytestValue},
+		"--log-format":           {value: pytestValue},
+		"--log-date-format":      {value: pytestValue},
+		"--log-cli-level":        {value: pytestValue},
+		"--log-cli-format":       {value: pytestValue},
+		"--log-cli-date-format":  {value: pytestValue},
+		"--log-file":             {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a log file")},
+		"--log-file-level":       {value: pytestValue},
+		"--log-file-format":      {value: pytestValue},
+		"--log-file-date-format": {value: pytestValue},
+		"--log-auto-indent":      {value: pytestValue},
+		// the cacheprovider and stepwise plugins
+		"--lf":                      {},
+		"--last-failed":             {},
+		"--ff":                      {},
+		"--failed-first":            {},
+		"--nf":                      {},
+		"--new-first":               {},
+		"--cache-show":              {value: pytestOptional},
+		"--cache-clear":             {refuse: pytestRefuse(shellDeletes, "deletes the cache directory")},
+		"--lfnf":                    {value: pytestValue},
+		"--last-failed-no-failures": {value: pytestValue},
+		"--sw":                      {},
+		"--stepwise":                {},
+		"--sw-skip":                 {},
+		"--stepwise-skip":           {},
+		// other pytest versions and plugins, for the note
+		"--config-file": {value: pytestValue, refuse: pytestConfig},
+		"--resultlog":   {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a result log")},
+		"--result-log":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a result log")},
+		"--report-log":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a report log")},
+		"--html":        {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes an HTML report")},
+		"--cov":         {value: pytestOptional, refuse: pytestRefuse(shellWrites, "writes coverage data")},
+		"--cov-report":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a coverage report")},
+		"--tx":          {value: pytestValue, refuse: pytestRefuse(shellNetwork, "starts test workers on other hosts")},
+		"--rsyncdir":    {value: pytestValue, refuse: pytestRefuse(shellNetwork, "copies directories to remote test workers")},
+	}
+}}
 
 // shellPytestCheck lets pytest run with the options of shellPytestOptions
 // that pass, read as argparse reads them: "--name=value" or "--name
@@ -233,7 +236,7 @@ func shellPytestCheck(c *shellCall) {
 			return
 		case strings.HasPrefix(v, "--"):
 			name, value, given := strings.Cut(v, "=")
-			opt, ok := shellPytestOptions[name]
+			opt, ok := shellPytestOptions.get()[name]
 			text, at := w.show(), i
 			if ok && opt.value == pytestValue && !given && i+1 < len(c.args) {
 				i++
@@ -252,7 +255,7 @@ func (c *shellCall) pytestCluster(i int) int {
 	v, text := c.args[i].value, c.args[i].show()
 	for j := 1; j < len(v); j++ {
 		name := "-" + v[j:j+1]
-		opt, ok := shellPytestOptions[name]
+		opt, ok := shellPytestOptions.get()[name]
 		if !ok || opt.value == pytestFlag {
 			c.pytestOption(name, text, opt, ok, false, "", i)
 			if !ok {

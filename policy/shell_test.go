@@ -957,7 +957,7 @@ func TestShellSedScript(t *testing.T) {
 
 func TestShellSafeCommandsTable(t *testing.T) {
 	seen := map[string]bool{}
-	for _, c := range shellSafeCommands {
+	for _, c := range shellSafeCommands.get() {
 		if c.name == "" || c.reason == "" {
 			t.Errorf("safe command %+v lacks a name or a reason", c)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -80,5 +81,31 @@ func TestCommandLine(t *testing.T) {
 				t.Errorf("shelldon-worker %q said %q, want %q in it", tt.args, errOut, w)
 			}
 		}
+	}
+}
+
+// policyInit is the line GODEBUG=inittrace=1 writes for the policy
+// package's init, with the bytes it allocated.
+var policyInit = regexp.MustCompile(`(?m)^init shelldon/policy @.* ([0-9]+) bytes, ([0-9]+) allocs$`)
+
+// TestPolicyBuildsNothingAtStart: a worker starts for every turn and
+// every python_eval, and most judge no command, address or name, so the
+// policy package builds its tables at their first use, not at start. The
+// inittrace of an eval shows what the package's init allocated (its line
+// is absent when it runs no code at all).
+func TestPolicyBuildsNothingAtStart(t *testing.T) {
+	cmd := exec.Command(os.Args[0], evalCommand)
+	cmd.Env = append(os.Environ(), "GODEBUG=inittrace=1")
+	cmd.Stdin = strings.NewReader(`{"expression": "6 * 7"}`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("run shelldon-worker eval with GODEBUG=inittrace=1: %v\n%s", err, stderr.Bytes())
+	}
+	if !strings.Contains(stderr.String(), "init runtime @") {
+		t.Fatalf("shelldon-worker eval wrote no init trace:\n%s", stderr.Bytes())
+	}
+	if m := policyInit.FindStringSubmatch(stderr.String()); m != nil && (m[1] != "0" || m[2] != "0") {
+		t.Errorf("the policy package's init allocated %s bytes in %s allocations at start, want none:\n%s", m[1], m[2], m[0])
 	}
 }
