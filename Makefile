@@ -18,7 +18,7 @@ DESTDIR ?=
 override CGO_ENABLED := 0
 export CGO_ENABLED
 
-.PHONY: all build run test test-deps test-cross e2e e2e-arm64 bench bench-arm64 bench-peer release install clean image deb
+.PHONY: all build run test test-deps test-cross e2e e2e-arm64 bench bench-arm64 bench-peer peer-picoclaw release install clean image deb
 
 # Debian versions must start with a digit; git's description follows.
 DEB_VERSION ?= 0.1.0+git$(subst -,.,$(VERSION))
@@ -124,10 +124,28 @@ bench-arm64:
 # shelldon up and PicoClaw's gateway side by side, 5 interleaved rounds of
 # 20 turns each over Telegram to a local Bot API server, in a network
 # namespace of its own (as root): PEER_PICOCLAW_BIN names the PicoClaw
-# binary (BENCHMARKS.md, "Beside PicoClaw", says which was measured).
+# binary, or PEER_PICOCLAW_SRC a git repository of sipeed/picoclaw to
+# build it from (make peer-picoclaw; BENCHMARKS.md, "Beside PicoClaw",
+# says which was measured).
 bench-peer: build
-	@if [ -z "$$PEER_PICOCLAW_BIN" ]; then echo "bench-peer: skipped, PEER_PICOCLAW_BIN names no PicoClaw binary (see BENCHMARKS.md)"; \
+	@if [ -z "$$PEER_PICOCLAW_BIN" ] && [ -n "$$PEER_PICOCLAW_SRC" ]; then $(MAKE) --no-print-directory peer-picoclaw && export PEER_PICOCLAW_BIN=$(abspath $(BIN))/picoclaw; fi; \
+	if [ -z "$$PEER_PICOCLAW_BIN" ]; then echo "bench-peer: skipped, neither PEER_PICOCLAW_BIN nor PEER_PICOCLAW_SRC names PicoClaw (see BENCHMARKS.md)"; \
 	else unshare --net sh -c "ip link set lo up && exec $(GO) test -run '^\$$' -bench '^BenchmarkTurnBesidePicoClaw\$$' -benchtime 5x -timeout 30m ./cmd/shelldon"; fi
+
+# The peer of make bench-peer, built from its source as its own Makefile
+# builds it (static, CGO_ENABLED=0, stripped), at the commit BENCHMARKS.md
+# measured: PEER_PICOCLAW_SRC is a git repository of sipeed/picoclaw (a
+# clone or a bare mirror; nothing is fetched). The commit's assets/
+# folder (pictures for its README) is left out of the build tree, as a
+# mirror may lack its blobs. The binary lands in bin/picoclaw.
+PICOCLAW_COMMIT := cf67dd3851e7926bf04ea9016c2e61248f9f614e
+peer-picoclaw:
+	@test -n "$$PEER_PICOCLAW_SRC" || { echo "peer-picoclaw: PEER_PICOCLAW_SRC names no git repository of sipeed/picoclaw"; exit 2; }
+	@mkdir -p $(BIN)
+	tree=$$(mktemp -d) && trap 'rm -rf "$$tree"' EXIT && \
+	git --git-dir="$$(git -C "$$PEER_PICOCLAW_SRC" rev-parse --absolute-git-dir)" archive $(PICOCLAW_COMMIT) -- . ':!assets' | tar -x -C "$$tree" && \
+	$(MAKE) -C "$$tree" build GO=$(GO) >/dev/null && \
+	cp "$$tree/build/picoclaw" $(BIN)/picoclaw && ls -l $(BIN)/picoclaw
 
 release:
 	@mkdir -p $(DIST)
