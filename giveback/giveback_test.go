@@ -1,6 +1,7 @@
 package giveback
 
 import (
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -29,5 +30,56 @@ func TestWhenQuietCollectsOnceForABurst(t *testing.T) {
 	time.Sleep(2 * quiet) // room for any collection more
 	if got := forcedCollections() - before; got != 1 {
 		t.Errorf("five asks in a burst made %d forced collections, want 1", got)
+	}
+}
+
+// gcPercent and heapGoal are the collector's GOGC and the heap size at
+// which it collects next.
+func gcPercent() uint64 { return readMetric("/gc/gogc:percent") }
+func heapGoal() uint64  { return readMetric("/gc/heap/goal:bytes") }
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestBusyGrowsTheHeapGoalUntilTheGiveback: between Busy and the
+// giveback the collector lets the heap grow to the busy percent, so a
+// turn's garbage waits for the giveback's collection rather than paying
+// one of its own mid-turn; the giveback puts the idle percent back.
+func TestBusyGrowsTheHeapGoalUntilTheGiveback(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	TuneCollector()
+	t.Cleanup(func() { collector.tuned = false })
+	if got := gcPercent(); got != idlePercent {
+		t.Fatalf("GOGC after TuneCollector = %d, want %d", got, idlePercent)
+	}
+	idleGoal := heapGoal()
+	Busy()
+	if got, goal := gcPercent(), heapGoal(); got != busyPercent || goal <= idleGoal {
+		t.Errorf("busy: GOGC %d and heap goal %d bytes, want %d and more than the idle goal %d", got, goal, busyPercent, idleGoal)
+	}
+	before := forcedCollections()
+	WhenQuiet()
+	for deadline := time.Now().Add(10 * time.Second); forcedCollections() == before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := gcPercent(); got != idlePercent {
+		t.Errorf("GOGC after the giveback = %d, want %d", got, idlePercent)
+	}
+}
+
+// TestAGOGCInTheEnvironmentWins: an owner's GOGC is the collector's,
+// busy or not.
+func TestAGOGCInTheEnvironmentWins(t *testing.T) {
+	t.Setenv("GOGC", "100")
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	TuneCollector()
+	t.Cleanup(func() { collector.tuned = false })
+	Busy()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("GOGC = %d with GOGC=100 in the environment, want 100", got)
 	}
 }
