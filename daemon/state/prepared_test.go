@@ -3,7 +3,9 @@ package state
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestStatementsArePreparedOnceAndBounded: a query the store runs again
@@ -75,5 +77,53 @@ func TestPreparedStatementSeesASchemaChange(t *testing.T) {
 	}
 	if got := columns(); len(got) != 2 {
 		t.Errorf("columns after ALTER = %v, want a and b", got)
+	}
+}
+
+// TestATransactionRunsKeptStatements: the statements of a turn's
+// transactions (receiving an update, finishing the turn) are kept like
+// the rest, not prepared afresh at every turn, and marking admitted
+// messages is one kept statement whatever their number.
+func TestATransactionRunsKeptStatements(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	for i := range 3 {
+		turn := fmt.Sprintf("t%d", i)
+		if err := s.Receive(ctx, "telegram", []InboxItem{{ID: int64(i + 1), Body: []byte("{}")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StartTurn(ctx, TurnStart{ID: turn, Kind: "chat", Started: now}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for range i + 1 {
+			id, _, err := s.Admit(ctx, Admitted{Transport: "telegram", Chat: "1", Text: "hi", At: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := s.TakeUp(ctx, turn, ids); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishTurn(ctx, TurnEnd{ID: turn, Ended: now, Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"INSERT OR IGNORE INTO transport_inbox", "UPDATE turns SET ended_at", "UPDATE admitted SET turn"} {
+		var kept int
+		for query := range s.db.stmts {
+			if strings.Contains(query, want) {
+				kept++
+			}
+		}
+		if kept != 1 {
+			t.Errorf("%d statements kept for %q, want 1", kept, want)
+		}
+	}
+	var marked int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM admitted WHERE turn != ''`).Scan(&marked); err != nil || marked != 6 {
+		t.Errorf("%d admitted messages marked taken up (%v), want 6", marked, err)
 	}
 }
