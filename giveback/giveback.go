@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -36,15 +37,27 @@ const (
 	busyPercent = 200
 )
 
+// littleGarbage is how much a process may allocate after a giveback's
+// collection for the next giveback to skip its own: what it holds then
+// is within littleGarbage of what the last one gave back, and a forced
+// collection costs the same whatever little it frees.
+const littleGarbage = 256 << 10
+
 // pending is what is due once the process goes quiet; collector, under
 // the same lock, is whether TuneCollector took charge of GOGC and whether
-// Busy has raised it.
+// Busy has raised it, and given is whether a giveback collected yet and
+// the bytes the process had allocated in all (/gc/heap/allocs:bytes) just
+// after.
 var (
 	pending struct {
 		mu             sync.Mutex
 		collect, pages *time.Timer
 	}
 	collector struct{ tuned, raised bool }
+	given     struct {
+		collected bool
+		allocated uint64
+	}
 )
 
 // TuneCollector makes giveback decide the collector's GOGC, idlePercent
@@ -103,15 +116,34 @@ func arm(timer **time.Timer, d time.Duration, f func()) {
 }
 
 // giveBack puts the idle GOGC back after Busy and returns the memory the
-// garbage collector holds to the kernel.
+// garbage collector holds to the kernel, unless the process allocated
+// less than littleGarbage since the last giveback's collection.
 func giveBack() {
 	pending.mu.Lock()
 	if collector.raised {
 		collector.raised = false
 		debug.SetGCPercent(idlePercent)
 	}
+	little := given.collected && heapAllocated()-given.allocated < littleGarbage
 	pending.mu.Unlock()
+	if little {
+		return
+	}
+	// Collected outside the lock: a turn starting meanwhile (Busy) does
+	// not wait for the collection.
 	debug.FreeOSMemory()
+	allocated := heapAllocated()
+	pending.mu.Lock()
+	given.collected, given.allocated = true, allocated
+	pending.mu.Unlock()
+}
+
+// heapAllocated is how many bytes the process has allocated on its heap
+// in all.
+func heapAllocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // releaseProgramPages is unmapProgramPages for a timer: a process that

@@ -15,10 +15,34 @@ func forcedCollections() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// sink keeps what allocateGarbage allocates from being optimized away.
+var sink []byte
+
+// allocateGarbage allocates n bytes that are garbage at once.
+func allocateGarbage(n int) {
+	for range n / 4096 {
+		sink = make([]byte, 4096)
+	}
+	sink = nil
+}
+
+// givenBack asks WhenQuiet once and says how many forced collections
+// followed, given the time for one and any more.
+func givenBack() uint64 {
+	before := forcedCollections()
+	WhenQuiet()
+	for deadline := time.Now().Add(quiet + 3*time.Second); forcedCollections() == before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * quiet) // room for any collection more
+	return forcedCollections() - before
+}
+
 // TestWhenQuietCollectsOnceForABurst: the asks of one turn (the
 // broker's, core's, the panel's frames) make one collection, after they
 // stop.
 func TestWhenQuietCollectsOnceForABurst(t *testing.T) {
+	allocateGarbage(2 * littleGarbage)
 	before := forcedCollections()
 	for range 5 {
 		WhenQuiet()
@@ -30,6 +54,24 @@ func TestWhenQuietCollectsOnceForABurst(t *testing.T) {
 	time.Sleep(2 * quiet) // room for any collection more
 	if got := forcedCollections() - before; got != 1 {
 		t.Errorf("five asks in a burst made %d forced collections, want 1", got)
+	}
+}
+
+// TestLittleGarbageIsNotCollectedAgain: a giveback after less than
+// littleGarbage allocated since the last one's collection skips its own
+// (the heap is as that one left it, but for that little), and one after
+// more collects.
+func TestLittleGarbageIsNotCollectedAgain(t *testing.T) {
+	allocateGarbage(2 * littleGarbage)
+	if got := givenBack(); got != 1 {
+		t.Fatalf("a giveback after %d bytes of garbage made %d forced collections, want 1", 2*littleGarbage, got)
+	}
+	if got := givenBack(); got != 0 {
+		t.Errorf("a giveback after next to no garbage made %d forced collections, want 0", got)
+	}
+	allocateGarbage(2 * littleGarbage)
+	if got := givenBack(); got != 1 {
+		t.Errorf("a giveback after %d bytes of garbage made %d forced collections, want 1", 2*littleGarbage, got)
 	}
 }
 
@@ -61,11 +103,7 @@ func TestBusyGrowsTheHeapGoalUntilTheGiveback(t *testing.T) {
 	if got, goal := gcPercent(), heapGoal(); got != busyPercent || goal <= idleGoal {
 		t.Errorf("busy: GOGC %d and heap goal %d bytes, want %d and more than the idle goal %d", got, goal, busyPercent, idleGoal)
 	}
-	before := forcedCollections()
-	WhenQuiet()
-	for deadline := time.Now().Add(10 * time.Second); forcedCollections() == before && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
+	givenBack()
 	if got := gcPercent(); got != idlePercent {
 		t.Errorf("GOGC after the giveback = %d, want %d", got, idlePercent)
 	}
