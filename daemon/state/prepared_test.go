@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"modernc.org/sqlite"
 )
 
 // TestStatementsArePreparedOnceAndBounded: a query the store runs again
@@ -125,5 +128,50 @@ func TestATransactionRunsKeptStatements(t *testing.T) {
 	var marked int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM admitted WHERE turn != ''`).Scan(&marked); err != nil || marked != 6 {
 		t.Errorf("%d admitted messages marked taken up (%v), want 6", marked, err)
+	}
+}
+
+// TestUnhandledIsNotCompiledAgain: the telegram transport asks for its
+// next updates at every turn, as many as its batch and those it passed
+// over, a count that changes; the kept statement runs as it is, not
+// compiled again for each count (SQLite 3.54 compiles a statement again
+// when a bound LIMIT changes, its value being a hint to the planner).
+// SQLite asks the authorizer at each compile.
+func TestUnhandledIsNotCompiledAgain(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	conn, err := s.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compiled atomic.Int64
+	err = conn.Raw(func(driverConn any) error {
+		return driverConn.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(func(action sqlite.AuthorizerActionCode, _, _, _, _ string) sqlite.AuthorizerReturnCode {
+			if action == sqlite.AuthSelect {
+				compiled.Add(1)
+			}
+			return sqlite.AuthorizerOK
+		})
+	})
+	conn.Close() // the store's one connection, authorizer and all, back to it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Receive(ctx, "telegram", []InboxItem{{ID: 1, Body: []byte("{}")}, {ID: 2, Body: []byte("{}")}, {ID: 3, Body: []byte("{}")}}); err != nil {
+		t.Fatal(err)
+	}
+	unhandled := func(limit int) {
+		items, err := s.Unhandled(ctx, "telegram", limit)
+		if err != nil || len(items) != limit || items[0].ID != 1 {
+			t.Fatalf("Unhandled(%d) = %v, %v; want the first %d", limit, items, err, limit)
+		}
+	}
+	unhandled(1)
+	first := compiled.Load()
+	for _, limit := range []int{2, 1, 3} {
+		unhandled(limit)
+	}
+	if again := compiled.Load() - first; again != 0 {
+		t.Errorf("three more reads compiled %d SELECTs again, want 0", again)
 	}
 }

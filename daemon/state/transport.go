@@ -108,13 +108,16 @@ func (s *Store) Unhandled(ctx context.Context, transport string, limit int) ([]I
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id LIMIT ?`, transport, limit)
+	// No LIMIT ?: SQLite compiles a statement again whenever a bound LIMIT
+	// changes, and limit does. The rows come in the primary key's order,
+	// so reading stops after limit of them with no more work.
+	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id`, transport)
 	if err != nil {
 		return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
 	}
 	defer rows.Close()
 	var items []InboxItem
-	for rows.Next() {
+	for len(items) < limit && rows.Next() {
 		var it InboxItem
 		if err := rows.Scan(&it.ID, &it.Body); err != nil {
 			return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
