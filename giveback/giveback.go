@@ -40,14 +40,16 @@ const (
 // littleGarbage is how much a process may allocate after a giveback's
 // collection for the next giveback to skip its own: what it holds then
 // is within littleGarbage of what the last one gave back, and a forced
-// collection costs the same whatever little it frees.
+// collection costs the same whatever little it frees. The collection
+// skipped is made up after longQuiet, so the idle process holds no more
+// than before.
 const littleGarbage = 256 << 10
 
 // pending is what is due once the process goes quiet; collector, under
 // the same lock, is whether TuneCollector took charge of GOGC and whether
-// Busy has raised it, and given is whether a giveback collected yet and
-// the bytes the process had allocated in all (/gc/heap/allocs:bytes) just
-// after.
+// Busy has raised it, and given is whether a giveback collected yet, the
+// bytes the process had allocated in all (/gc/heap/allocs:bytes) just
+// after, and whether a giveback skipped its collection since.
 var (
 	pending struct {
 		mu             sync.Mutex
@@ -55,8 +57,8 @@ var (
 	}
 	collector struct{ tuned, raised bool }
 	given     struct {
-		collected bool
-		allocated uint64
+		collected, owed bool
+		allocated       uint64
 	}
 )
 
@@ -103,7 +105,7 @@ func WhenQuiet() {
 	pending.mu.Lock()
 	defer pending.mu.Unlock()
 	arm(&pending.collect, quiet, giveBack)
-	arm(&pending.pages, longQuiet, releaseProgramPages)
+	arm(&pending.pages, longQuiet, letGo)
 }
 
 // arm makes *timer run f after d, from now.
@@ -125,16 +127,34 @@ func giveBack() {
 		debug.SetGCPercent(idlePercent)
 	}
 	little := given.collected && heapAllocated()-given.allocated < littleGarbage
+	given.owed = given.owed || little
 	pending.mu.Unlock()
-	if little {
-		return
+	if !little {
+		collect()
 	}
-	// Collected outside the lock: a turn starting meanwhile (Busy) does
-	// not wait for the collection.
+}
+
+// letGo is what longQuiet brings: the collection a giveback skipped, so
+// that the idle process holds none of the garbage it left, and the
+// binary's pages.
+func letGo() {
+	pending.mu.Lock()
+	owed := given.owed
+	pending.mu.Unlock()
+	if owed {
+		collect()
+	}
+	releaseProgramPages()
+}
+
+// collect returns the memory the garbage collector holds to the kernel
+// (debug.FreeOSMemory, a whole collection), outside the lock: a turn
+// starting meanwhile (Busy) does not wait for it.
+func collect() {
 	debug.FreeOSMemory()
 	allocated := heapAllocated()
 	pending.mu.Lock()
-	given.collected, given.allocated = true, allocated
+	given.collected, given.owed, given.allocated = true, false, allocated
 	pending.mu.Unlock()
 }
 

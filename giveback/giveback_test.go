@@ -75,6 +75,28 @@ func TestLittleGarbageIsNotCollectedAgain(t *testing.T) {
 	}
 }
 
+// TestASkippedCollectionIsMadeUpWhenLongQuiet: the collection a giveback
+// skipped comes at longQuiet (letGo), so the idle process holds none of
+// the garbage it left; after one that collected, letGo does not collect
+// again.
+func TestASkippedCollectionIsMadeUpWhenLongQuiet(t *testing.T) {
+	allocateGarbage(2 * littleGarbage)
+	givenBack()
+	before := forcedCollections()
+	letGo()
+	if got := forcedCollections() - before; got != 0 {
+		t.Errorf("longQuiet after a giveback that collected made %d forced collections, want 0", got)
+	}
+	if got := givenBack(); got != 0 {
+		t.Fatalf("a giveback after next to no garbage made %d forced collections, want 0", got)
+	}
+	before = forcedCollections()
+	letGo()
+	if got := forcedCollections() - before; got != 1 {
+		t.Errorf("longQuiet after a giveback that skipped its collection made %d forced collections, want 1", got)
+	}
+}
+
 // gcPercent and heapGoal are the collector's GOGC and the heap size at
 // which it collects next.
 func gcPercent() uint64 { return readMetric("/gc/gogc:percent") }
