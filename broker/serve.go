@@ -47,6 +47,7 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 		}
 		go func() {
 			defer func() { <-slots }()
+			giveback.Busy() // the job's garbage waits for the giveback after it
 			// The work lasts no longer than the connection it came by: a
 			// core that is gone (killed, restarted) never reads the
 			// answer, and its jobs must not hold the slots its

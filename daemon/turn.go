@@ -68,6 +68,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	if adm.Overflow != "" {
 		adm.Text += c.keepOverflow(adm.Overflow)
 	}
+	giveback.Busy() // the turn's garbage waits for the giveback at its end
 	t := c.turns.Begin(adm)
 	r := &turnRun{turn: t}
 	c.run = r

@@ -2,7 +2,9 @@ package giveback
 
 import (
 	"log/slog"
+	"os"
 	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 )
@@ -21,9 +23,76 @@ const quiet = 500 * time.Millisecond
 // and the panel, which redraws every minute, lets go again after each.
 const longQuiet = 20 * time.Second
 
-var pending struct {
-	mu             sync.Mutex
-	collect, pages *time.Timer
+// idlePercent is the collector's GOGC in a long-lived process between
+// turns: half Go's default heap growth, which also halves the 4 MB heap
+// the runtime lets a small process reach before its first collection,
+// about 1.5 MB less PSS for each of core, the broker and the panel for a
+// few more collections of a heap that stays small (BENCHMARKS.md).
+// busyPercent is its GOGC from Busy to the giveback: a turn's garbage
+// (about 1 MB in core) would pass the idle heap goal and pay a
+// collection mid-turn besides the giveback's; at busyPercent the one
+// collection of the turn is the giveback's.
+const (
+	idlePercent = 50
+	busyPercent = 200
+)
+
+// littleGarbage is how much a process may allocate after a giveback's
+// collection for the next giveback to skip its own: what it holds then
+// is within littleGarbage of what the last one gave back, and a forced
+// collection costs the same whatever little it frees. The collection
+// skipped is made up after longQuiet, so the idle process holds no more
+// than before.
+const littleGarbage = 256 << 10
+
+// pending is what is due once the process goes quiet; collector, under
+// the same lock, is whether TuneCollector took charge of GOGC and whether
+// Busy has raised it, and given is whether a giveback collected yet, the
+// bytes the process had allocated in all (/gc/heap/allocs:bytes) just
+// after, and whether a giveback skipped its collection since.
+var (
+	pending struct {
+		mu             sync.Mutex
+		collect, pages *time.Timer
+	}
+	collector struct{ tuned, raised bool }
+	given     struct {
+		collected, owed bool
+		allocated       uint64
+	}
+)
+
+// TuneCollector makes giveback decide the collector's GOGC, idlePercent
+// from now on and busyPercent from Busy to the next giveback, for a
+// process that runs for months (core, the broker, the panel, or all in
+// one under `shelldon up`). A GOGC in the environment is the owner's and
+// wins: then giveback leaves the collector alone.
+func TuneCollector() {
+	if os.Getenv("GOGC") != "" {
+		return
+	}
+	pending.mu.Lock()
+	defer pending.mu.Unlock()
+	collector.tuned = true
+	debug.SetGCPercent(idlePercent)
+}
+
+// Busy says a part of the process starts work (core a turn, the broker a
+// job, the panel a snapshot): the collector lets the heap grow at
+// busyPercent until the giveback that follows, which collects what the
+// work left at once. A Busy no ask follows (a snapshot the panel does not
+// draw) still ends in a giveback, after longQuiet.
+func Busy() {
+	pending.mu.Lock()
+	defer pending.mu.Unlock()
+	if !collector.tuned {
+		return
+	}
+	arm(&pending.collect, longQuiet, giveBack)
+	if !collector.raised {
+		collector.raised = true
+		debug.SetGCPercent(busyPercent)
+	}
 }
 
 // WhenQuiet returns the memory the garbage collector holds to the
@@ -35,13 +104,66 @@ var pending struct {
 func WhenQuiet() {
 	pending.mu.Lock()
 	defer pending.mu.Unlock()
-	if pending.collect == nil {
-		pending.collect = time.AfterFunc(quiet, debug.FreeOSMemory)
-		pending.pages = time.AfterFunc(longQuiet, releaseProgramPages)
+	arm(&pending.collect, quiet, giveBack)
+	arm(&pending.pages, longQuiet, letGo)
+}
+
+// arm makes *timer run f after d, from now.
+func arm(timer **time.Timer, d time.Duration, f func()) {
+	if *timer == nil {
+		*timer = time.AfterFunc(d, f)
 		return
 	}
-	pending.collect.Reset(quiet)
-	pending.pages.Reset(longQuiet)
+	(*timer).Reset(d)
+}
+
+// giveBack puts the idle GOGC back after Busy and returns the memory the
+// garbage collector holds to the kernel, unless the process allocated
+// less than littleGarbage since the last giveback's collection.
+func giveBack() {
+	pending.mu.Lock()
+	if collector.raised {
+		collector.raised = false
+		debug.SetGCPercent(idlePercent)
+	}
+	little := given.collected && heapAllocated()-given.allocated < littleGarbage
+	given.owed = given.owed || little
+	pending.mu.Unlock()
+	if !little {
+		collect()
+	}
+}
+
+// letGo is what longQuiet brings: the collection a giveback skipped, so
+// that the idle process holds none of the garbage it left, and the
+// binary's pages.
+func letGo() {
+	pending.mu.Lock()
+	owed := given.owed
+	pending.mu.Unlock()
+	if owed {
+		collect()
+	}
+	releaseProgramPages()
+}
+
+// collect returns the memory the garbage collector holds to the kernel
+// (debug.FreeOSMemory, a whole collection), outside the lock: a turn
+// starting meanwhile (Busy) does not wait for it.
+func collect() {
+	debug.FreeOSMemory()
+	allocated := heapAllocated()
+	pending.mu.Lock()
+	given.collected, given.owed, given.allocated = true, false, allocated
+	pending.mu.Unlock()
+}
+
+// heapAllocated is how many bytes the process has allocated on its heap
+// in all.
+func heapAllocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // releaseProgramPages is unmapProgramPages for a timer: a process that

@@ -1,6 +1,7 @@
 package giveback
 
 import (
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -14,10 +15,34 @@ func forcedCollections() uint64 {
 	return s[0].Value.Uint64()
 }
 
+// sink keeps what allocateGarbage allocates from being optimized away.
+var sink []byte
+
+// allocateGarbage allocates n bytes that are garbage at once.
+func allocateGarbage(n int) {
+	for range n / 4096 {
+		sink = make([]byte, 4096)
+	}
+	sink = nil
+}
+
+// givenBack asks WhenQuiet once and says how many forced collections
+// followed, given the time for one and any more.
+func givenBack() uint64 {
+	before := forcedCollections()
+	WhenQuiet()
+	for deadline := time.Now().Add(quiet + 3*time.Second); forcedCollections() == before && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(2 * quiet) // room for any collection more
+	return forcedCollections() - before
+}
+
 // TestWhenQuietCollectsOnceForABurst: the asks of one turn (the
 // broker's, core's, the panel's frames) make one collection, after they
 // stop.
 func TestWhenQuietCollectsOnceForABurst(t *testing.T) {
+	allocateGarbage(2 * littleGarbage)
 	before := forcedCollections()
 	for range 5 {
 		WhenQuiet()
@@ -29,5 +54,92 @@ func TestWhenQuietCollectsOnceForABurst(t *testing.T) {
 	time.Sleep(2 * quiet) // room for any collection more
 	if got := forcedCollections() - before; got != 1 {
 		t.Errorf("five asks in a burst made %d forced collections, want 1", got)
+	}
+}
+
+// TestLittleGarbageIsNotCollectedAgain: a giveback after less than
+// littleGarbage allocated since the last one's collection skips its own
+// (the heap is as that one left it, but for that little), and one after
+// more collects.
+func TestLittleGarbageIsNotCollectedAgain(t *testing.T) {
+	allocateGarbage(2 * littleGarbage)
+	if got := givenBack(); got != 1 {
+		t.Fatalf("a giveback after %d bytes of garbage made %d forced collections, want 1", 2*littleGarbage, got)
+	}
+	if got := givenBack(); got != 0 {
+		t.Errorf("a giveback after next to no garbage made %d forced collections, want 0", got)
+	}
+	allocateGarbage(2 * littleGarbage)
+	if got := givenBack(); got != 1 {
+		t.Errorf("a giveback after %d bytes of garbage made %d forced collections, want 1", 2*littleGarbage, got)
+	}
+}
+
+// TestASkippedCollectionIsMadeUpWhenLongQuiet: the collection a giveback
+// skipped comes at longQuiet (letGo), so the idle process holds none of
+// the garbage it left; after one that collected, letGo does not collect
+// again.
+func TestASkippedCollectionIsMadeUpWhenLongQuiet(t *testing.T) {
+	allocateGarbage(2 * littleGarbage)
+	givenBack()
+	before := forcedCollections()
+	letGo()
+	if got := forcedCollections() - before; got != 0 {
+		t.Errorf("longQuiet after a giveback that collected made %d forced collections, want 0", got)
+	}
+	if got := givenBack(); got != 0 {
+		t.Fatalf("a giveback after next to no garbage made %d forced collections, want 0", got)
+	}
+	before = forcedCollections()
+	letGo()
+	if got := forcedCollections() - before; got != 1 {
+		t.Errorf("longQuiet after a giveback that skipped its collection made %d forced collections, want 1", got)
+	}
+}
+
+// gcPercent and heapGoal are the collector's GOGC and the heap size at
+// which it collects next.
+func gcPercent() uint64 { return readMetric("/gc/gogc:percent") }
+func heapGoal() uint64  { return readMetric("/gc/heap/goal:bytes") }
+
+func readMetric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// TestBusyGrowsTheHeapGoalUntilTheGiveback: between Busy and the
+// giveback the collector lets the heap grow to the busy percent, so a
+// turn's garbage waits for the giveback's collection rather than paying
+// one of its own mid-turn; the giveback puts the idle percent back.
+func TestBusyGrowsTheHeapGoalUntilTheGiveback(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	TuneCollector()
+	t.Cleanup(func() { collector.tuned = false })
+	if got := gcPercent(); got != idlePercent {
+		t.Fatalf("GOGC after TuneCollector = %d, want %d", got, idlePercent)
+	}
+	idleGoal := heapGoal()
+	Busy()
+	if got, goal := gcPercent(), heapGoal(); got != busyPercent || goal <= idleGoal {
+		t.Errorf("busy: GOGC %d and heap goal %d bytes, want %d and more than the idle goal %d", got, goal, busyPercent, idleGoal)
+	}
+	givenBack()
+	if got := gcPercent(); got != idlePercent {
+		t.Errorf("GOGC after the giveback = %d, want %d", got, idlePercent)
+	}
+}
+
+// TestAGOGCInTheEnvironmentWins: an owner's GOGC is the collector's,
+// busy or not.
+func TestAGOGCInTheEnvironmentWins(t *testing.T) {
+	t.Setenv("GOGC", "100")
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	TuneCollector()
+	t.Cleanup(func() { collector.tuned = false })
+	Busy()
+	if got := gcPercent(); got != 100 {
+		t.Errorf("GOGC = %d with GOGC=100 in the environment, want 100", got)
 	}
 }

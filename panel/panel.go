@@ -102,6 +102,7 @@ func (p *Panel) Run(ctx context.Context) error {
 		if env.Kind != contracts.KindSnapshot {
 			return
 		}
+		giveback.Busy() // drawing's garbage waits for the giveback after the frames
 		var s contracts.Snapshot
 		if err := env.Decode(&s); err != nil {
 			p.log.Warn("panel: an unreadable snapshot", "err", err)

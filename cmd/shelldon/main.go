@@ -18,7 +18,6 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -38,6 +37,7 @@ import (
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram"
 	"shelldon/daemon/visible"
+	"shelldon/giveback"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image"
 )
@@ -73,15 +73,9 @@ var commands = map[string]commandFunc{
 	"version": cmdVersion,
 }
 
-// longLived are the commands that run for months on the board. They
-// collect garbage at half Go's default heap growth (GOGC=50 unless GOGC
-// is set), which also halves the 4 MB heap the runtime lets a small
-// process reach before its first collection: about 1.5 MB less PSS for
-// each of core, broker and panel, for a few more collections of a heap
-// that stays small (BENCHMARKS.md).
+// longLived are the commands that run for months on the board: giveback
+// decides their collector's GOGC, which keeps their idle heap small.
 var longLived = map[string]bool{"up": true, "daemon": true, "broker": true, "panel": true}
-
-const longLivedGCPercent = 50
 
 // oneProcessor reports whether the command of args runs its goroutines on
 // one processor (GOMAXPROCS=1 unless GOMAXPROCS is set): a long-lived
@@ -116,8 +110,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if !ok {
 		return usagef("", "unknown command %q", args[0])
 	}
-	if longLived[args[0]] && os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(longLivedGCPercent)
+	if longLived[args[0]] {
+		giveback.TuneCollector()
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()

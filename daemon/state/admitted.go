@@ -3,9 +3,9 @@ package state
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -53,15 +53,17 @@ func (s *Store) Admit(ctx context.Context, m Admitted) (id int64, again bool, er
 
 // TakeUp records that turn takes up the messages ids.
 func (s *Store) TakeUp(ctx context.Context, turn string, ids []int64) error {
-	return s.markAdmitted(ctx, "record the turn taking up messages", `UPDATE admitted SET turn = ?, tries = tries + 1 WHERE id IN (%s)`, turn, ids)
+	return s.markAdmitted(ctx, "record the turn taking up messages", `UPDATE admitted SET turn = ?, tries = tries + 1 WHERE id IN (SELECT value FROM json_each(?))`, turn, ids)
 }
 
 // Answered records that the messages ids have their answer; they are no
 // longer the owner's to lose.
 func (s *Store) Answered(ctx context.Context, ids []int64, at time.Time) error {
-	return s.markAdmitted(ctx, "record messages answered", `UPDATE admitted SET answered_at = ? WHERE id IN (%s)`, at.UnixMilli(), ids)
+	return s.markAdmitted(ctx, "record messages answered", `UPDATE admitted SET answered_at = ? WHERE id IN (SELECT value FROM json_each(?))`, at.UnixMilli(), ids)
 }
 
+// markAdmitted runs query, which sets first on the admitted messages
+// whose ids are in the JSON array its second argument.
 func (s *Store) markAdmitted(ctx context.Context, what, query string, first any, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
@@ -69,14 +71,13 @@ func (s *Store) markAdmitted(ctx context.Context, what, query string, first any,
 	if err := s.writable(what); err != nil {
 		return err
 	}
-	args := []any{first}
-	marks := make([]string, len(ids))
-	for i, id := range ids {
-		marks[i], args = "?", append(args, id)
+	// The ids go as one JSON array, so that the query is one statement,
+	// kept, whatever their number.
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	// Each length of the IN list is a statement of its own: run unprepared,
-	// not kept.
-	if _, err := s.db.DB.ExecContext(ctx, fmt.Sprintf(query, strings.Join(marks, ",")), args...); err != nil {
+	if _, err := s.db.ExecContext(ctx, query, first, string(list)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

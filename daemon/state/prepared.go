@@ -16,7 +16,7 @@ const maxPrepared = 128
 // kept: SQLite parses and plans a statement at every prepare, and core
 // runs the same few statements at every turn, where modernc's driver
 // would prepare each afresh. Queries run outside a transaction go through
-// it; a transaction's statements are its own (database/sql's Tx).
+// it, and a transaction's through keptTx.
 type preparedDB struct {
 	*sql.DB
 	mu    sync.Mutex
@@ -77,6 +77,54 @@ func (d *preparedDB) QueryRowContext(ctx context.Context, query string, args ...
 		return stmt.QueryRowContext(ctx, args...)
 	}
 	return d.DB.QueryRowContext(ctx, query, args...)
+}
+
+// keptTx is a transaction running the store's kept statements
+// (Tx.StmtContext), which it would otherwise prepare afresh each time.
+// A query not kept yet runs unprepared and is prepared once the
+// transaction is over (keepMissed): preparing waits for the store's one
+// connection, which the transaction holds.
+type keptTx struct {
+	tx     *sql.Tx
+	db     *preparedDB
+	missed []string
+}
+
+// stmt is query's kept statement within the transaction, or nil when it
+// has none yet.
+func (t *keptTx) stmt(ctx context.Context, query string) *sql.Stmt {
+	t.db.mu.Lock()
+	kept := t.db.stmts[query]
+	t.db.mu.Unlock()
+	if kept == nil {
+		t.missed = append(t.missed, query)
+		return nil
+	}
+	return t.tx.StmtContext(ctx, kept)
+}
+
+// ExecContext runs query in the transaction, prepared once.
+func (t *keptTx) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if stmt := t.stmt(ctx, query); stmt != nil {
+		return stmt.ExecContext(ctx, args...)
+	}
+	return t.tx.ExecContext(ctx, query, args...)
+}
+
+// QueryRowContext runs query in the transaction, prepared once.
+func (t *keptTx) QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row {
+	if stmt := t.stmt(ctx, query); stmt != nil {
+		return stmt.QueryRowContext(ctx, args...)
+	}
+	return t.tx.QueryRowContext(ctx, query, args...)
+}
+
+// keepMissed prepares, once the transaction is over, the queries it ran
+// unprepared, for the next transaction to run kept.
+func (t *keptTx) keepMissed(ctx context.Context) {
+	for _, query := range t.missed {
+		t.db.prepared(ctx, query)
+	}
 }
 
 // Close closes the kept statements, then the database.

@@ -3,7 +3,12 @@ package state
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"modernc.org/sqlite"
 )
 
 // TestStatementsArePreparedOnceAndBounded: a query the store runs again
@@ -75,5 +80,98 @@ func TestPreparedStatementSeesASchemaChange(t *testing.T) {
 	}
 	if got := columns(); len(got) != 2 {
 		t.Errorf("columns after ALTER = %v, want a and b", got)
+	}
+}
+
+// TestATransactionRunsKeptStatements: the statements of a turn's
+// transactions (receiving an update, finishing the turn) are kept like
+// the rest, not prepared afresh at every turn, and marking admitted
+// messages is one kept statement whatever their number.
+func TestATransactionRunsKeptStatements(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	now := time.Now()
+	for i := range 3 {
+		turn := fmt.Sprintf("t%d", i)
+		if err := s.Receive(ctx, "telegram", []InboxItem{{ID: int64(i + 1), Body: []byte("{}")}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.StartTurn(ctx, TurnStart{ID: turn, Kind: "chat", Started: now}); err != nil {
+			t.Fatal(err)
+		}
+		var ids []int64
+		for range i + 1 {
+			id, _, err := s.Admit(ctx, Admitted{Transport: "telegram", Chat: "1", Text: "hi", At: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		if err := s.TakeUp(ctx, turn, ids); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.FinishTurn(ctx, TurnEnd{ID: turn, Ended: now, Outcome: "ok"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, want := range []string{"INSERT OR IGNORE INTO transport_inbox", "UPDATE turns SET ended_at", "UPDATE admitted SET turn"} {
+		var kept int
+		for query := range s.db.stmts {
+			if strings.Contains(query, want) {
+				kept++
+			}
+		}
+		if kept != 1 {
+			t.Errorf("%d statements kept for %q, want 1", kept, want)
+		}
+	}
+	var marked int
+	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM admitted WHERE turn != ''`).Scan(&marked); err != nil || marked != 6 {
+		t.Errorf("%d admitted messages marked taken up (%v), want 6", marked, err)
+	}
+}
+
+// TestUnhandledIsNotCompiledAgain: the telegram transport asks for its
+// next updates at every turn, as many as its batch and those it passed
+// over, a count that changes; the kept statement runs as it is, not
+// compiled again for each count (SQLite 3.54 compiles a statement again
+// when a bound LIMIT changes, its value being a hint to the planner).
+// SQLite asks the authorizer at each compile.
+func TestUnhandledIsNotCompiledAgain(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	conn, err := s.db.DB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var compiled atomic.Int64
+	err = conn.Raw(func(driverConn any) error {
+		return driverConn.(sqlite.AuthorizerRegisterer).RegisterAuthorizer(func(action sqlite.AuthorizerActionCode, _, _, _, _ string) sqlite.AuthorizerReturnCode {
+			if action == sqlite.AuthSelect {
+				compiled.Add(1)
+			}
+			return sqlite.AuthorizerOK
+		})
+	})
+	conn.Close() // the store's one connection, authorizer and all, back to it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Receive(ctx, "telegram", []InboxItem{{ID: 1, Body: []byte("{}")}, {ID: 2, Body: []byte("{}")}, {ID: 3, Body: []byte("{}")}}); err != nil {
+		t.Fatal(err)
+	}
+	unhandled := func(limit int) {
+		items, err := s.Unhandled(ctx, "telegram", limit)
+		if err != nil || len(items) != limit || items[0].ID != 1 {
+			t.Fatalf("Unhandled(%d) = %v, %v; want the first %d", limit, items, err, limit)
+		}
+	}
+	unhandled(1)
+	first := compiled.Load()
+	for _, limit := range []int{2, 1, 3} {
+		unhandled(limit)
+	}
+	if again := compiled.Load() - first; again != 0 {
+		t.Errorf("three more reads compiled %d SELECTs again, want 0", again)
 	}
 }

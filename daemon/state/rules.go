@@ -45,26 +45,23 @@ func (s *Store) GrantRule(ctx context.Context, r Rule) (Rule, error) {
 	if r.Tool == "" || r.Pattern == "" || !r.Expires.After(r.Granted) {
 		return Rule{}, fmt.Errorf("grant a rule: %q of %s needs a tool, a pattern and an expiry after its grant", r.Words, r.Tool)
 	}
-	tx, err := s.db.BeginTx(ctx, nil)
+	var kept Rule
+	err := s.inTx(ctx, func(tx *keptTx) error {
+		var held int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM rules WHERE NOT (tool = ? AND pattern = ?)`, r.Tool, r.Pattern).Scan(&held); err != nil {
+			return err
+		}
+		if held >= MaxRules {
+			return fmt.Errorf("%w: %d are held, the most there may be; revoke one with /rules revoke N first", ErrTooManyRules, held)
+		}
+		row := tx.QueryRowContext(ctx, `INSERT INTO rules (tool, pattern, words, granted_at, expires_at) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (tool, pattern) DO UPDATE SET words = excluded.words, granted_at = excluded.granted_at, expires_at = excluded.expires_at
+			RETURNING `+ruleColumns, r.Tool, r.Pattern, r.Words, r.Granted.UnixMilli(), r.Expires.UnixMilli())
+		var err error
+		kept, err = scanRule(row)
+		return err
+	})
 	if err != nil {
-		return Rule{}, fmt.Errorf("grant a rule: %w", err)
-	}
-	defer tx.Rollback()
-	var held int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM rules WHERE NOT (tool = ? AND pattern = ?)`, r.Tool, r.Pattern).Scan(&held); err != nil {
-		return Rule{}, fmt.Errorf("grant a rule: %w", err)
-	}
-	if held >= MaxRules {
-		return Rule{}, fmt.Errorf("grant a rule: %w: %d are held, the most there may be; revoke one with /rules revoke N first", ErrTooManyRules, held)
-	}
-	row := tx.QueryRowContext(ctx, `INSERT INTO rules (tool, pattern, words, granted_at, expires_at) VALUES (?, ?, ?, ?, ?)
-		ON CONFLICT (tool, pattern) DO UPDATE SET words = excluded.words, granted_at = excluded.granted_at, expires_at = excluded.expires_at
-		RETURNING `+ruleColumns, r.Tool, r.Pattern, r.Words, r.Granted.UnixMilli(), r.Expires.UnixMilli())
-	kept, err := scanRule(row)
-	if err != nil {
-		return Rule{}, fmt.Errorf("grant a rule: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
 		return Rule{}, fmt.Errorf("grant a rule: %w", err)
 	}
 	return kept, nil

@@ -71,7 +71,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
 		return 0, fmt.Errorf("add schedule: %w", err)
 	}
 	var id int64
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *keptTx) error {
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules`).Scan(&live); err != nil {
 			return fmt.Errorf("count schedules: %w", err)

@@ -66,7 +66,7 @@ func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem
 		}
 		highest = max(highest, it.ID)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *keptTx) error {
 		for _, it := range items {
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO transport_inbox (transport, id, body) VALUES (?, ?, ?)`,
 				transport, it.ID, blob(it.Body)); err != nil {
@@ -108,13 +108,16 @@ func (s *Store) Unhandled(ctx context.Context, transport string, limit int) ([]I
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id LIMIT ?`, transport, limit)
+	// No LIMIT ?: SQLite compiles a statement again whenever a bound LIMIT
+	// changes, and limit does. The rows come in the primary key's order,
+	// so reading stops after limit of them with no more work.
+	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id`, transport)
 	if err != nil {
 		return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
 	}
 	defer rows.Close()
 	var items []InboxItem
-	for rows.Next() {
+	for len(items) < limit && rows.Next() {
 		var it InboxItem
 		if err := rows.Scan(&it.ID, &it.Body); err != nil {
 			return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
@@ -300,7 +303,7 @@ func (s *Store) GiveUp(ctx context.Context, id int64, tell string) error {
 	if err := s.writable("give up on outbox item"); err != nil {
 		return err
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *keptTx) error {
 		var transport string
 		err := tx.QueryRowContext(ctx, `DELETE FROM transport_outbox WHERE id = ? RETURNING transport`, id).Scan(&transport)
 		switch {
@@ -343,7 +346,7 @@ func (s *Store) ToldUndelivered(ctx context.Context, transport, lane string, n i
 	if err := s.writable("forget undelivered replies"); err != nil {
 		return err
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *keptTx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE transport_undelivered SET count = count - ? WHERE transport = ? AND lane = ?`,
 			n, transport, lane); err != nil {
 			return err
@@ -406,7 +409,7 @@ func (s *Store) OpenApproval(ctx context.Context, transport, turn string, now ti
 	if err := checkApprovalKey(transport, turn); err != nil {
 		return fmt.Errorf("open approval: %w", err)
 	}
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *keptTx) error {
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM approval_messages WHERE transport = ? AND turn = ?
 			 AND EXISTS (SELECT 1 FROM approval_status WHERE transport = ? AND turn = ? AND state <> ?)`,
@@ -433,7 +436,7 @@ func (s *Store) TapApproval(ctx context.Context, transport, turn string, now tim
 	if err := s.writable("tap approval"); err != nil {
 		return ApprovalStatus{}, false, err
 	}
-	err = s.inTx(ctx, func(tx *sql.Tx) error {
+	err = s.inTx(ctx, func(tx *keptTx) error {
 		prev, found, err = approvalStatusOf(ctx, tx, transport, turn)
 		if err != nil || !found || prev.State != ApprovalOpen {
 			return err
@@ -570,7 +573,7 @@ func (s *Store) PruneApprovals(ctx context.Context, before time.Time) (int, erro
 		return 0, err
 	}
 	var pruned int64
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx *keptTx) error {
 		if _, err := tx.ExecContext(ctx,
 			`DELETE FROM approval_messages WHERE EXISTS (SELECT 1 FROM approval_status AS st
 			 WHERE st.transport = approval_messages.transport AND st.turn = approval_messages.turn AND st.state = ? AND st.at < ?)`,
@@ -672,20 +675,22 @@ func (s *Store) StrangerTotal(ctx context.Context) (updates int64, senders int, 
 // inTx runs fn in one transaction, committed when fn returns nil and
 // rolled back otherwise. fn must use tx alone: the store has a single
 // connection, which tx holds.
-func (s *Store) inTx(ctx context.Context, fn func(tx *sql.Tx) error) (err error) {
-	tx, err := s.db.BeginTx(ctx, nil)
+func (s *Store) inTx(ctx context.Context, fn func(tx *keptTx) error) (err error) {
+	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
+	tx := &keptTx{tx: sqlTx, db: s.db}
 	defer func() {
 		if err != nil {
-			tx.Rollback()
+			sqlTx.Rollback()
 		}
+		tx.keepMissed(ctx)
 	}()
 	if err := fn(tx); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
+	if err := sqlTx.Commit(); err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil

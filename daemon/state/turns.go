@@ -137,7 +137,7 @@ func (s *Store) SetTurnWorker(ctx context.Context, id string, pid int) error {
 // FinishTurn records how a turn ended, with its usage per provider.
 // Finishing a turn that already finished changes nothing and is not an
 // error, because a timeout and a late result may both try.
-func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) (err error) {
+func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
 	if err := s.writable("finish turn"); err != nil {
 		return err
 	}
@@ -146,48 +146,42 @@ func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) (err error) {
 	}
 	usage := keptUsage(t.Usage)
 	total := usage.Total()
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("finish turn %q: %w", t.ID, err)
-	}
-	defer func() {
-		if err != nil {
-			tx.Rollback()
-		}
-	}()
 	ended := t.Ended.UnixMilli()
-	res, err := tx.ExecContext(ctx,
-		`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
-		 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?, prompt_tokens = ?, completion_tokens = ?
-		 WHERE id = ? AND ended_at IS NULL`,
-		ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10,
-		t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), total.PromptTokens, total.CompletionTokens, t.ID)
+	err := s.inTx(ctx, func(tx *keptTx) error {
+		res, err := tx.ExecContext(ctx,
+			`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
+			 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?, prompt_tokens = ?, completion_tokens = ?
+			 WHERE id = ? AND ended_at IS NULL`,
+			ended, t.Outcome, clip(t.Error, MaxErrorRunes), t.ModelTime.Milliseconds(), ended, t.WorkerPeak>>10,
+			t.WorkerCPU.Milliseconds(), t.WorkerExit, t.WorkerJoin.Milliseconds(), total.PromptTokens, total.CompletionTokens, t.ID)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			var exists bool
+			if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE id = ?)`, t.ID).Scan(&exists); err != nil {
+				return err
+			}
+			if !exists {
+				return ErrNoTurn
+			}
+			return nil
+		}
+		for i, p := range usage[:min(len(usage), MaxTurnProviders)] {
+			if _, err := tx.ExecContext(ctx,
+				`INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
+				 SELECT id, ?, ?, started_at, ?, ? FROM turns WHERE id = ?`,
+				i, p.Provider, p.Usage.PromptTokens, p.Usage.CompletionTokens, t.ID); err != nil {
+				return fmt.Errorf("keep its usage: %w", err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("finish turn %q: %w", t.ID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("finish turn %q: %w", t.ID, err)
-	}
-	if n == 0 {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT 1 FROM turns WHERE id = ?)`, t.ID).Scan(&exists); err != nil {
-			return fmt.Errorf("finish turn %q: %w", t.ID, err)
-		}
-		if !exists {
-			return fmt.Errorf("finish turn %q: %w", t.ID, ErrNoTurn)
-		}
-		return tx.Commit()
-	}
-	for i, p := range usage[:min(len(usage), MaxTurnProviders)] {
-		if _, err := tx.ExecContext(ctx,
-			`INSERT INTO turn_usage (turn, seq, provider, started_at, prompt_tokens, completion_tokens)
-			 SELECT id, ?, ?, started_at, ?, ? FROM turns WHERE id = ?`,
-			i, p.Provider, p.Usage.PromptTokens, p.Usage.CompletionTokens, t.ID); err != nil {
-			return fmt.Errorf("finish turn %q: keep its usage: %w", t.ID, err)
-		}
-	}
-	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("finish turn %q: %w", t.ID, err)
 	}
 	return nil
