@@ -134,17 +134,23 @@ func giveBack() {
 	}
 }
 
-// letGo is what longQuiet brings: the collection a giveback skipped, so
-// that the idle process holds none of the garbage it left, and the
-// binary's pages.
+// letGo is what longQuiet brings: the collection a giveback skipped and
+// the binary's pages.
 func letGo() {
+	makeUpSkippedCollection()
+	releaseProgramPages()
+}
+
+// makeUpSkippedCollection collects if a giveback skipped its collection
+// since the last one, so that the idle process holds none of the garbage
+// it left.
+func makeUpSkippedCollection() {
 	pending.mu.Lock()
 	owed := given.owed
 	pending.mu.Unlock()
 	if owed {
 		collect()
 	}
-	releaseProgramPages()
 }
 
 // collect returns the memory the garbage collector holds to the kernel
