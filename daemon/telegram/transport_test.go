@@ -650,8 +650,13 @@ func TestTurnsKeepTheirConnections(t *testing.T) {
 		opened = append(opened, r.api.Connections()-before)
 	}
 	t.Logf("new connections by turn: %v", opened)
-	if n := sum(opened[warmUp:]); n > 1 {
-		t.Errorf("turns %d to %d opened %d new connections (by turn: %v), want at most 1", warmUp+1, turns, n, opened)
+	// A call that finds every kept connection busy at that instant dials
+	// another while it waits for one to come free, and keeps the winner:
+	// on a slow machine (qemu-user in make test-cross) a turn now and then
+	// opens one. Connections not kept opened one or two a turn, every turn
+	// (8 to 16 over these 8 turns), so half a turn's worth still tells.
+	if n, most := sum(opened[warmUp:]), (turns-warmUp)/2; n > most {
+		t.Errorf("turns %d to %d opened %d new connections (by turn: %v), want at most %d", warmUp+1, turns, n, opened, most)
 	}
 }
 
