@@ -64,14 +64,16 @@ const (
 // used: networks and ports are for the caller to judge.
 var addrSpecialPurpose = lazy[*ssrf.Guardian]{build: func() *ssrf.Guardian { return ssrf.New(ssrf.WithAnyNetwork(), ssrf.WithAnyPort()) }}
 
+// The ranges are parsed at start, unlike the package's tables (lazy.go):
+// a parse allocates nothing and takes well under a microsecond.
 var (
-	addrThisNetwork  = lazy[netip.Prefix]{build: func() netip.Prefix { return netip.MustParsePrefix("0.0.0.0/8") }}
-	addrSharedSpace  = lazy[netip.Prefix]{build: func() netip.Prefix { return netip.MustParsePrefix("100.64.0.0/10") }}
-	addrAWSMetadata6 = lazy[netip.Addr]{build: func() netip.Addr { return netip.MustParseAddr("fd00:ec2::254") }}
-	addrNAT64        = lazy[netip.Prefix]{build: func() netip.Prefix { return netip.MustParsePrefix("64:ff9b::/96") }}
-	addrCompatible   = lazy[netip.Prefix]{build: func() netip.Prefix { return netip.MustParsePrefix("::/96") }}
-	addr6to4         = lazy[netip.Prefix]{build: func() netip.Prefix { return netip.MustParsePrefix("2002::/16") }}
-	addrTeredo       = lazy[netip.Prefix]{build: func() netip.Prefix { return netip.MustParsePrefix("2001::/32") }}
+	addrThisNetwork  = netip.MustParsePrefix("0.0.0.0/8")
+	addrSharedSpace  = netip.MustParsePrefix("100.64.0.0/10")
+	addrAWSMetadata6 = netip.MustParseAddr("fd00:ec2::254")
+	addrNAT64        = netip.MustParsePrefix("64:ff9b::/96")
+	addrCompatible   = netip.MustParsePrefix("::/96")
+	addr6to4         = netip.MustParsePrefix("2002::/16")
+	addrTeredo       = netip.MustParsePrefix("2001::/32")
 )
 
 // CheckURL parses raw and checks it is a URL http_get may fetch: http or
@@ -248,7 +250,7 @@ func addrClassify(ip netip.Addr) (addrClass, string) {
 		// The kernel dials the IPv4 address itself.
 		return addrClassifyEmbedded(ip.Unmap(), "IPv4-mapped")
 	}
-	if addrNAT64.get().Contains(ip) {
+	if addrNAT64.Contains(ip) {
 		// The translator dials the IPv4 address; treating NAT64 like it lets
 		// an IPv6-only board with DNS64 still reach public sites.
 		b := ip.As16()
@@ -283,7 +285,7 @@ func addrClassifyEmbedded(v4 netip.Addr, form string) (addrClass, string) {
 // addrNever4 names the never-allowed class of an IPv4 address, or "".
 func addrNever4(ip netip.Addr) string {
 	switch {
-	case addrThisNetwork.get().Contains(ip):
+	case addrThisNetwork.Contains(ip):
 		return "unspecified (this network, 0.0.0.0/8)"
 	case ip.IsLoopback():
 		return "loopback"
@@ -291,7 +293,7 @@ func addrNever4(ip netip.Addr) string {
 		return "link-local (cloud metadata)"
 	case ip.IsMulticast():
 		return "multicast"
-	case addrSharedSpace.get().Contains(ip):
+	case addrSharedSpace.Contains(ip):
 		return "shared address space 100.64.0.0/10 (carrier-grade NAT, cloud metadata)"
 	}
 	return ""
@@ -311,18 +313,18 @@ func addrNever6(ip netip.Addr) string {
 		return "link-local (cloud metadata)"
 	case ip.IsMulticast():
 		return "multicast"
-	case ip == addrAWSMetadata6.get():
+	case ip == addrAWSMetadata6:
 		return "cloud metadata"
 	}
 	b := ip.As16()
 	var v4 netip.Addr
 	var form string
 	switch {
-	case addrCompatible.get().Contains(ip):
+	case addrCompatible.Contains(ip):
 		v4, form = netip.AddrFrom4([4]byte(b[12:16])), "IPv4-compatible"
-	case addr6to4.get().Contains(ip):
+	case addr6to4.Contains(ip):
 		v4, form = netip.AddrFrom4([4]byte(b[2:6])), "6to4"
-	case addrTeredo.get().Contains(ip):
+	case addrTeredo.Contains(ip):
 		// RFC 4380 stores the client's IPv4 address inverted.
 		v4, form = netip.AddrFrom4([4]byte{^b[12], ^b[13], ^b[14], ^b[15]}), "Teredo"
 	default:

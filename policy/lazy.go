@@ -6,8 +6,9 @@ import "sync"
 // init: every worker links this package, and it starts for every turn
 // and every python_eval, most of which judge no command, address or
 // name. Declared with build set and nothing else, a lazy is laid out by
-// the linker, so the package runs no code at all at start (where
-// sync.OnceValue allocates its closure at init).
+// the linker, so the package allocates nothing at start (where
+// sync.OnceValue allocates its closure at init). A value that costs no
+// allocation to make, as the address ranges, needs none.
 type lazy[T any] struct {
 	build func() T
 	once  sync.Once

@@ -32,11 +32,8 @@ func newPreparedDB(db *sql.DB) *preparedDB {
 // unprepared. A query that fails to prepare is not kept: the error comes
 // from running it unprepared, as it would have.
 func (d *preparedDB) prepared(ctx context.Context, query string) *sql.Stmt {
-	d.mu.Lock()
-	stmt, ok := d.stmts[query]
-	full := d.stmts == nil || len(d.stmts) >= maxPrepared
-	d.mu.Unlock()
-	if ok || full {
+	stmt, full := d.kept(query)
+	if stmt != nil || full {
 		return stmt
 	}
 	// Prepared outside the lock: preparing waits for the connection, which
@@ -53,6 +50,14 @@ func (d *preparedDB) prepared(ctx context.Context, query string) *sql.Stmt {
 	}
 	d.stmts[query] = stmt
 	return stmt
+}
+
+// kept is query's kept statement, or nil with whether the cache is full
+// (or the store closed), so that query is not to be kept.
+func (d *preparedDB) kept(query string) (stmt *sql.Stmt, full bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.stmts[query], d.stmts == nil || len(d.stmts) >= maxPrepared
 }
 
 // ExecContext runs query, prepared once.
@@ -93,9 +98,7 @@ type keptTx struct {
 // stmt is query's kept statement within the transaction, or nil when it
 // has none yet.
 func (t *keptTx) stmt(ctx context.Context, query string) *sql.Stmt {
-	t.db.mu.Lock()
-	kept := t.db.stmts[query]
-	t.db.mu.Unlock()
+	kept, _ := t.db.kept(query)
 	if kept == nil {
 		t.missed = append(t.missed, query)
 		return nil
