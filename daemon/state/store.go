@@ -159,6 +159,18 @@ func lockDir(layout statedir.Layout) (*os.File, error) {
 	return f, nil
 }
 
+// releaseLock unlocks and closes the lock file, so that the directory is
+// free when it returns. Closing alone is not enough: a child that another
+// goroutine is starting holds a copy of the descriptor until its exec has
+// closed it (O_CLOEXEC acts only then, and the kernel finishes the close
+// after the parent is already running on), and the flock lives while any
+// copy of the open file does. LOCK_UN unlocks the open file itself, for
+// every copy.
+func releaseLock(f *os.File) {
+	syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	f.Close()
+}
+
 // OpenReadOnly opens the state database of layout for reading only, as
 // `shelldon turns` does while core may be running. It creates nothing and
 // migrates nothing: the schema must be the one this shelldon knows. A
@@ -303,7 +315,7 @@ func (s *Store) Layout() statedir.Layout { return s.layout }
 func (s *Store) Close() error {
 	err := s.db.Close()
 	if s.lock != nil {
-		s.lock.Close() // the flock goes with the descriptor
+		releaseLock(s.lock)
 	}
 	if err != nil {
 		return fmt.Errorf("close state database: %w", err)

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"shelldon/contracts"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -489,5 +491,38 @@ func TestASecondOpenIsRefusedBeforeItTouchesAnything(t *testing.T) {
 		t.Errorf("Open after the first closed = %v", err)
 	} else {
 		s.Close()
+	}
+}
+
+// TestTheLockIsFreeWhenCloseReturns: a process that starts children
+// while its core stops (the test binary, the pet's `up` restarting core)
+// can reopen the state directory the moment Close returns. A child forked
+// but not yet exec'd holds a copy of every descriptor, the lock's too, and
+// the flock lives while any copy does.
+func TestTheLockIsFreeWhenCloseReturns(t *testing.T) {
+	l := statedir.Layout{Root: t.TempDir()}
+	stop := make(chan struct{})
+	var forks sync.WaitGroup
+	for range 4 {
+		forks.Add(1)
+		go func() {
+			defer forks.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				exec.Command("/bin/true").Run()
+			}
+		}()
+	}
+	defer func() { close(stop); forks.Wait() }()
+	for i := range 300 {
+		lock, err := lockDir(l)
+		if err != nil {
+			t.Fatalf("take %d: %v", i, err)
+		}
+		releaseLock(lock)
 	}
 }
