@@ -127,7 +127,7 @@ func (c *Core) panelStatus() contracts.PanelStatus {
 	}
 	if current, _, ok := procmem.Cgroup(); ok {
 		st.Memory = current
-	} else if rss, ok := procmem.Self("VmRSS"); ok {
+	} else if rss, ok := procmem.Resident(); ok {
 		st.Memory = rss
 	}
 	return st
@@ -136,7 +136,7 @@ func (c *Core) panelStatus() contracts.PanelStatus {
 // memoryReport says what core, its service and the machine use.
 func memoryReport() string {
 	parts := []string{}
-	if rss, ok := procmem.Self("VmRSS"); ok {
+	if rss, ok := procmem.Resident(); ok {
 		parts = append(parts, "core "+owner.MiB(rss)+" resident")
 	}
 	if current, limit, ok := procmem.Cgroup(); ok {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -97,6 +98,12 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 		b.ReportMetric(idle[i], p.name+"-idle-cpu-ms/s")
 		// Of shelldon's CPU, what its workers took (a process each turn).
 		b.ReportMetric(ms(median(p.childCPUPerTurn)), p.name+"-workers-cpu-ms")
+		if len(p.procs) > 1 {
+			// Each service's part (the daemon's with its workers').
+			for j, proc := range p.procs {
+				b.ReportMetric(ms(median(p.procCPUPerTurn[j])), p.name+"-"+proc.Args[1]+"-cpu-ms")
+			}
+		}
 	}
 	b.ReportMetric(0, "ns/op")
 }
@@ -113,7 +120,10 @@ type chatPeer struct {
 	latencies       []time.Duration
 	cpuPerTurn      []time.Duration
 	childCPUPerTurn []time.Duration
-	sent            int
+	// procCPUPerTurn is, for each of procs, its rounds' CPU per turn
+	// (with its reaped children's).
+	procCPUPerTurn [][]time.Duration
+	sent           int
 }
 
 // waitPolling waits until the peer's channel is long-polling the Bot API
@@ -160,15 +170,25 @@ func (p *chatPeer) isNew(m telegramtest.Message, before int) bool {
 // the CPU the peer spent over the round.
 func (p *chatPeer) round(b *testing.B, n int) {
 	b.Helper()
-	self, children := p.cpu(b)
+	before := p.procsCPU(b)
 	for range n {
 		p.sent++
 		p.latencies = append(p.latencies, p.turn(b, fmt.Sprintf("message %d", p.sent)))
 		time.Sleep(peerPause)
 	}
-	selfAfter, childrenAfter := p.cpu(b)
-	p.cpuPerTurn = append(p.cpuPerTurn, (selfAfter+childrenAfter-self-children)/time.Duration(n))
-	p.childCPUPerTurn = append(p.childCPUPerTurn, (childrenAfter-children)/time.Duration(n))
+	after := p.procsCPU(b)
+	if p.procCPUPerTurn == nil {
+		p.procCPUPerTurn = make([][]time.Duration, len(p.procs))
+	}
+	var all, children time.Duration
+	for i := range p.procs {
+		spent := after[i].self + after[i].children - before[i].self - before[i].children
+		p.procCPUPerTurn[i] = append(p.procCPUPerTurn[i], spent/time.Duration(n))
+		all += spent
+		children += after[i].children - before[i].children
+	}
+	p.cpuPerTurn = append(p.cpuPerTurn, all/time.Duration(n))
+	p.childCPUPerTurn = append(p.childCPUPerTurn, children/time.Duration(n))
 }
 
 // idleCPU is the CPU the peer spends a second while nothing happens,
@@ -186,11 +206,23 @@ func (p *chatPeer) idleCPU(b *testing.B, window time.Duration) float64 {
 // reaped.
 func (p *chatPeer) cpu(b *testing.B) (self, children time.Duration) {
 	b.Helper()
-	for _, proc := range p.procs {
-		s, c := processCPU(b, proc.Process.Pid)
-		self, children = self+s, children+c
+	for _, c := range p.procsCPU(b) {
+		self, children = self+c.self, children+c.children
 	}
 	return self, children
+}
+
+// procCPU is one process's CPU time and its reaped children's.
+type procCPU struct{ self, children time.Duration }
+
+// procsCPU is the CPU time of each of the peer's processes.
+func (p *chatPeer) procsCPU(b *testing.B) []procCPU {
+	b.Helper()
+	cpus := make([]procCPU, len(p.procs))
+	for i, proc := range p.procs {
+		cpus[i].self, cpus[i].children = processCPU(b, proc.Process.Pid)
+	}
+	return cpus
 }
 
 type peerFigures struct{ medianMS, cpuMS float64 }
@@ -253,7 +285,12 @@ func startShelldonPeer(b *testing.B, installed bool) *chatPeer {
 	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
 	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: scriptedPeerModel(b), Model: demomodel.ModelName}}
 	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = peerBotToken, api.URL(), []int64{ownerID}
+	// `up` draws to <state-dir>/panel.png, as make run does; the installed
+	// pet to its default, /run/shelldon/panel.png, a tmpfs on a board.
 	cfg.Panel.Display, cfg.Panel.PNGPath = "png", filepath.Join(cfg.StateDir, "panel.png")
+	if installed {
+		cfg.Panel.PNGPath = filepath.Join(memoryDir(b), "panel.png")
+	}
 	path := filepath.Join(b.TempDir(), "shelldon.toml")
 	f, err := os.Create(path)
 	if err != nil {
@@ -272,6 +309,25 @@ func startShelldonPeer(b *testing.B, installed bool) *chatPeer {
 	}
 	return &chatPeer{name: "shelldon-installed", api: api, procs: procs}
 }
+
+// memoryDir is a directory of a tmpfs, as /run is on the board, removed
+// at cleanup.
+func memoryDir(b *testing.B) string {
+	b.Helper()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs("/dev/shm", &fs); err != nil || fs.Type != tmpfsMagic {
+		testhost.Missing(b, "a tmpfs at /dev/shm", "the installed pet draws its face to /run/shelldon, a tmpfs")
+	}
+	dir, err := os.MkdirTemp("/dev/shm", "shelldon-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
+// tmpfsMagic is statfs's f_type of a tmpfs (linux/magic.h).
+const tmpfsMagic = 0x01021994
 
 // startPicoClawPeer runs `picoclaw gateway` with a configuration of its
 // own: its Telegram channel on a local Bot API server, the scripted model

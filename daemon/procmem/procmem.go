@@ -7,20 +7,44 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Files the readers use; tests point them elsewhere.
 var (
 	selfStatus = "/proc/self/status"
+	selfStatm  = "/proc/self/statm"
 	meminfo    = "/proc/meminfo"
 	selfCgroup = "/proc/self/cgroup"
 	cgroupRoot = "/sys/fs/cgroup"
 )
 
-// Self reads one "kB" field of this process's /proc status — "VmRSS"
-// (resident now) or "VmHWM" (the resident high-water mark) — in bytes.
+// Self reads one "kB" field of this process's /proc status — "VmHWM"
+// (the resident high-water mark) or "VmData" (the data segment) — in
+// bytes. (getrusage's maxrss is no stand-in for VmHWM: after an exec it
+// keeps the high-water mark of the process that forked.)
 func Self(field string) (int64, bool) {
 	return kBField(selfStatus, field)
+}
+
+// Resident is this process's resident memory now, in bytes: VmRSS, read
+// from /proc/self/statm, one short line of numbers where status is forty
+// lines of text the kernel formats, as core reads it for every frame the
+// panel shows.
+func Resident() (int64, bool) {
+	raw, err := os.ReadFile(selfStatm)
+	if err != nil {
+		return 0, false
+	}
+	fields := strings.Fields(string(raw))
+	if len(fields) < 2 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
 }
 
 // Machine reads the machine's total memory and what is available to new
@@ -34,16 +58,7 @@ func Machine() (total, available int64, ok bool) {
 // Cgroup reads the memory in use by this process's cgroup (v2) and its
 // limit; limit is 0 when there is none ("max").
 func Cgroup() (current, limit int64, ok bool) {
-	raw, err := os.ReadFile(selfCgroup)
-	if err != nil {
-		return 0, 0, false
-	}
-	var dir string
-	for _, line := range strings.Split(string(raw), "\n") {
-		if rest, found := strings.CutPrefix(line, "0::"); found {
-			dir = filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
-		}
-	}
+	dir := ownCgroup()
 	if dir == "" {
 		return 0, 0, false
 	}
@@ -53,6 +68,35 @@ func Cgroup() (current, limit int64, ok bool) {
 	}
 	limit, _ = number(filepath.Join(dir, "memory.max"))
 	return current, limit, true
+}
+
+// own is the directory of this process's cgroup (v2), "" when it has
+// none, read from selfCgroup once: a service stays in its cgroup, and core
+// asks at every frame the panel shows.
+var own struct {
+	sync.Mutex
+	read bool
+	dir  string
+}
+
+func ownCgroup() string {
+	own.Lock()
+	defer own.Unlock()
+	if own.read {
+		return own.dir
+	}
+	raw, err := os.ReadFile(selfCgroup)
+	if err != nil {
+		// Not kept: a read that failed is tried again next time.
+		return ""
+	}
+	own.read = true
+	for _, line := range strings.Split(string(raw), "\n") {
+		if rest, found := strings.CutPrefix(line, "0::"); found {
+			own.dir = filepath.Join(cgroupRoot, filepath.Clean("/"+rest))
+		}
+	}
+	return own.dir
 }
 
 // Peak reads the high-water mark of a cgroup's memory (memory.peak, kernel

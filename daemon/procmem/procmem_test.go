@@ -20,10 +20,14 @@ func write(t *testing.T, path, content string) {
 // fakeProc points the readers at files under a temporary directory.
 func fakeProc(t *testing.T) string {
 	dir := t.TempDir()
-	saved := []string{selfStatus, meminfo, selfCgroup, cgroupRoot}
-	selfStatus, meminfo = filepath.Join(dir, "status"), filepath.Join(dir, "meminfo")
+	saved := []string{selfStatus, selfStatm, meminfo, selfCgroup, cgroupRoot}
+	selfStatus, selfStatm, meminfo = filepath.Join(dir, "status"), filepath.Join(dir, "statm"), filepath.Join(dir, "meminfo")
 	selfCgroup, cgroupRoot = filepath.Join(dir, "cgroup"), filepath.Join(dir, "sys")
-	t.Cleanup(func() { selfStatus, meminfo, selfCgroup, cgroupRoot = saved[0], saved[1], saved[2], saved[3] })
+	forgetCgroup()
+	t.Cleanup(func() {
+		selfStatus, selfStatm, meminfo, selfCgroup, cgroupRoot = saved[0], saved[1], saved[2], saved[3], saved[4]
+		forgetCgroup()
+	})
 	return dir
 }
 
@@ -56,6 +60,62 @@ func TestSelfReadsTheRealKernel(t *testing.T) {
 	}
 	if total, avail, ok := Machine(); !ok || total <= 0 || avail > total {
 		t.Errorf("Machine() = %d, %d, %v; want 0 < available <= total", total, avail, ok)
+	}
+}
+
+// forgetCgroup drops the cgroup Cgroup read, for a test that changes it.
+func forgetCgroup() {
+	own.Lock()
+	defer own.Unlock()
+	own.read, own.dir = false, ""
+}
+
+// TestResidentAgreesWithStatus: statm gives what /proc/self/status says
+// as VmRSS, within what this test's own running may move it.
+func TestResidentAgreesWithStatus(t *testing.T) {
+	if _, err := os.Stat("/proc/self/statm"); err != nil {
+		testhost.Missing(t, "/proc ("+err.Error()+")", "mount procfs at /proc")
+	}
+	const slack = 1 << 20
+	got, ok := Resident()
+	want, _ := Self("VmRSS")
+	if !ok || got <= 0 || got < want-slack || got > want+slack {
+		t.Errorf("Resident() = %d, %v; /proc/self/status says VmRSS %d", got, ok, want)
+	}
+}
+
+// TestResidentReadsStatm: the second of statm's numbers, in pages.
+func TestResidentReadsStatm(t *testing.T) {
+	dir := fakeProc(t)
+	for _, tt := range []struct {
+		statm string
+		want  int64
+		ok    bool
+	}{
+		{"1000 300 200 10 0 500 0\n", 300 * int64(os.Getpagesize()), true},
+		{"1000\n", 0, false},
+		{"1000 many\n", 0, false},
+	} {
+		write(t, filepath.Join(dir, "statm"), tt.statm)
+		if got, ok := Resident(); got != tt.want || ok != tt.ok {
+			t.Errorf("Resident() of %q = %d, %v; want %d, %v", tt.statm, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+// TestCgroupIsReadOnce: the process's cgroup is read from /proc once; its
+// memory at every ask.
+func TestCgroupIsReadOnce(t *testing.T) {
+	dir := fakeProc(t)
+	write(t, filepath.Join(dir, "cgroup"), "0::/shelldon.slice/shelldon.service\n")
+	write(t, filepath.Join(dir, "sys/shelldon.slice/shelldon.service/memory.current"), "4096\n")
+	if current, _, ok := Cgroup(); current != 4096 || !ok {
+		t.Fatalf("Cgroup() = %d, %v; want 4096, true", current, ok)
+	}
+	os.Remove(filepath.Join(dir, "cgroup"))
+	write(t, filepath.Join(dir, "sys/shelldon.slice/shelldon.service/memory.current"), "8192\n")
+	if current, _, ok := Cgroup(); current != 8192 || !ok {
+		t.Errorf("Cgroup() after its cgroup file went = %d, %v; want 8192, true from the cgroup read before", current, ok)
 	}
 }
 
@@ -96,6 +156,7 @@ func TestCgroup(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			os.RemoveAll(filepath.Join(dir, "sys"))
 			os.Remove(filepath.Join(dir, "cgroup"))
+			forgetCgroup()
 			if tt.cgroup != "" {
 				write(t, filepath.Join(dir, "cgroup"), tt.cgroup)
 			}
