@@ -40,7 +40,6 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
-	"runtime/metrics"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,9 +212,13 @@ func closeInherited() error {
 // times with a SIGSEGV in the collector rather than its "out of memory").
 // The live heap that the last collection found would say it more
 // exactly, but too late: it is measured only once a collection ends.
+// MemStats rather than runtime/metrics, whose package init alone costs
+// every worker a quarter of a millisecond (it builds the table of all
+// its metrics) for the few turns that evaluate anything; the pause to
+// read them is a few microseconds in a process this small.
 // stop ends the watch.
 func watchMemory(thread *starlark.Thread) (stop func()) {
-	samples := []metrics.Sample{{Name: "/memory/classes/total:bytes"}, {Name: "/memory/classes/heap/released:bytes"}}
+	var stats runtime.MemStats
 	done := make(chan struct{})
 	go func() {
 		tick := time.NewTicker(memoryPoll)
@@ -226,8 +229,8 @@ func watchMemory(thread *starlark.Thread) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			metrics.Read(samples)
-			if held := samples[0].Value.Uint64() - samples[1].Value.Uint64(); held > uint64(evalMemory)*13/16 {
+			runtime.ReadMemStats(&stats)
+			if held := stats.Sys - stats.HeapReleased; held > uint64(evalMemory)*13/16 {
 				thread.Cancel(outOfMemoryError().Error())
 				return
 			}
