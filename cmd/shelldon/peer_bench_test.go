@@ -89,6 +89,7 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 	b.ReportMetric(picoclaw.medianMS, "picoclaw-median-ms")
 	b.ReportMetric(picoclaw.cpuMS, "picoclaw-cpu-ms")
 	b.ReportMetric(idle[2], "picoclaw-idle-cpu-ms/s")
+	b.ReportMetric(peers[2].apiCallsPerTurn(), "picoclaw-api-calls/turn")
 	for i, p := range peers[:2] {
 		shelldon := p.figures()
 		b.ReportMetric(shelldon.medianMS, p.name+"-median-ms")
@@ -96,6 +97,7 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 		b.ReportMetric(shelldon.medianMS/picoclaw.medianMS, p.name+"-ratio-median-ms")
 		b.ReportMetric(shelldon.cpuMS/picoclaw.cpuMS, p.name+"-ratio-cpu-ms")
 		b.ReportMetric(idle[i], p.name+"-idle-cpu-ms/s")
+		b.ReportMetric(p.apiCallsPerTurn(), p.name+"-api-calls/turn")
 		// Of shelldon's CPU, what its workers took (a process each turn).
 		b.ReportMetric(ms(median(p.childCPUPerTurn)), p.name+"-workers-cpu-ms")
 		if len(p.procs) > 1 {
@@ -231,6 +233,13 @@ type peerFigures struct{ medianMS, cpuMS float64 }
 // rounds' CPU per turn.
 func (p *chatPeer) figures() peerFigures {
 	return peerFigures{medianMS: ms(median(p.latencies)), cpuMS: ms(median(p.cpuPerTurn))}
+}
+
+// apiCallsPerTurn is how many Bot API calls the peer made a turn, its
+// first turn and its long polls included: what each turn costs in
+// requests to Telegram.
+func (p *chatPeer) apiCallsPerTurn() float64 {
+	return float64(len(p.api.Calls(""))) / float64(p.sent+1)
 }
 
 // median is the middle of figures (the upper middle of an even count).
