@@ -2,8 +2,8 @@
 // the process has gone quiet: on a 416 MB board every resident megabyte
 // counts, and the pet idles between turns for minutes or hours. Core, the
 // broker and the panel each ask when their part of a turn is done; asks
-// close together make one collection of the garbage collector's free
-// memory, and a longer quiet also lets go of the pages of the binary the
+// close together make one collection, and a longer quiet returns the
+// collector's free memory and lets go of the pages of the binary the
 // process has mapped, which the kernel maps 64 KB at a time around each
 // page a turn runs.
 package giveback

@@ -3,6 +3,7 @@ package giveback
 import (
 	"log/slog"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
@@ -10,17 +11,19 @@ import (
 )
 
 // quiet is how long a process goes without another ask before WhenQuiet
-// gives its memory back: the asks of one turn (the
-// broker's at its answer, core's at the turn's end, the panel's at each
-// frame) come within it.
+// collects the garbage its work left: the asks of one turn (the broker's
+// at its answer, core's at the turn's end, the panel's at each frame)
+// come within it.
 const quiet = 500 * time.Millisecond
 
 // longQuiet is how long a process goes without another ask before
-// WhenQuiet also lets go of the pages of its binary it has mapped
-// (unmapProgramPages). The next turn maps back what it runs, at a cost of
-// about 2 ms of CPU in each process on x86-64 (BENCHMARKS.md); the turns
-// of one exchange, which come closer together than this, do not pay it,
-// and the panel, which redraws every minute, lets go again after each.
+// WhenQuiet returns the memory the collector holds free to the kernel and
+// lets go of the pages of its binary it has mapped (unmapProgramPages).
+// The turns of one exchange, which come closer together than this, pay
+// neither: the next turn would fault the heap's pages back in, and map
+// back the code it runs, at a cost of about 2 ms of CPU in each process
+// on x86-64 (BENCHMARKS.md). The panel, which redraws every minute, lets
+// go again after each.
 const longQuiet = 20 * time.Second
 
 // idlePercent is the collector's GOGC in a long-lived process between
@@ -39,17 +42,17 @@ const (
 
 // littleGarbage is how much a process may allocate after a giveback's
 // collection for the next giveback to skip its own: what it holds then
-// is within littleGarbage of what the last one gave back, and a forced
-// collection costs the same whatever little it frees. The collection
-// skipped is made up after longQuiet, so the idle process holds no more
-// than before.
+// is within littleGarbage of what the last one left, and a forced
+// collection costs the same whatever little it frees. The release at
+// longQuiet collects besides, so the idle process holds no more than
+// before.
 const littleGarbage = 256 << 10
 
 // pending is what is due once the process goes quiet; collector, under
 // the same lock, is whether TuneCollector took charge of GOGC and whether
 // Busy has raised it, and given is whether a giveback collected yet, the
 // bytes the process had allocated in all (/gc/heap/allocs:bytes) just
-// after, and whether a giveback skipped its collection since.
+// after, and whether a giveback came since the last release.
 var (
 	pending struct {
 		mu             sync.Mutex
@@ -57,8 +60,8 @@ var (
 	}
 	collector struct{ tuned, raised bool }
 	given     struct {
-		collected, owed bool
-		allocated       uint64
+		collected, unreleased bool
+		allocated             uint64
 	}
 )
 
@@ -95,12 +98,12 @@ func Busy() {
 	}
 }
 
-// WhenQuiet returns the memory the garbage collector holds to the
-// kernel (debug.FreeOSMemory, a whole collection) once no ask came for
-// quiet, and the process's hold on its binary's pages once none came for
-// longQuiet. A part of the pet asks when it goes idle; under `shelldon
-// up`, where core, the broker and the panel share one heap, their asks of
-// one turn make one collection rather than one each.
+// WhenQuiet collects the garbage the process's work left once no ask
+// came for quiet, and returns the memory the collector holds free to the
+// kernel, with the process's hold on its binary's pages, once none came
+// for longQuiet. A part of the pet asks when it goes idle; under
+// `shelldon up`, where core, the broker and the panel share one heap,
+// their asks of one turn make one collection rather than one each.
 func WhenQuiet() {
 	pending.mu.Lock()
 	defer pending.mu.Unlock()
@@ -117,9 +120,12 @@ func arm(timer **time.Timer, d time.Duration, f func()) {
 	(*timer).Reset(d)
 }
 
-// giveBack puts the idle GOGC back after Busy and returns the memory the
-// garbage collector holds to the kernel, unless the process allocated
-// less than littleGarbage since the last giveback's collection.
+// giveBack puts the idle GOGC back after Busy and collects the garbage
+// the work left, unless the process allocated less than littleGarbage
+// since the last collection. The heap's pages it frees stay mapped until
+// the release at longQuiet (the runtime's scavenger returns some
+// meanwhile), for the next turn of an exchange to use without faulting
+// them in afresh.
 func giveBack() {
 	pending.mu.Lock()
 	if collector.raised {
@@ -127,40 +133,42 @@ func giveBack() {
 		debug.SetGCPercent(idlePercent)
 	}
 	little := given.collected && heapAllocated()-given.allocated < littleGarbage
-	given.owed = given.owed || little
+	given.unreleased = true
 	pending.mu.Unlock()
 	if !little {
-		collect()
+		collect(runtime.GC)
 	}
 }
 
-// letGo is what longQuiet brings: the collection a giveback skipped and
-// the binary's pages.
+// letGo is what longQuiet brings: the heap's free memory and the
+// binary's pages go back to the kernel.
 func letGo() {
-	makeUpSkippedCollection()
+	releaseHeap()
 	releaseProgramPages()
 }
 
-// makeUpSkippedCollection collects if a giveback skipped its collection
-// since the last one, so that the idle process holds none of the garbage
-// it left.
-func makeUpSkippedCollection() {
+// releaseHeap returns the memory the collector holds free to the kernel
+// (debug.FreeOSMemory, a whole collection first) if a giveback came since
+// it last did, so that the idle process holds none of the garbage it left
+// nor the pages that garbage took.
+func releaseHeap() {
 	pending.mu.Lock()
-	owed := given.owed
+	owed := given.unreleased
+	given.unreleased = false
 	pending.mu.Unlock()
 	if owed {
-		collect()
+		collect(debug.FreeOSMemory)
 	}
 }
 
-// collect returns the memory the garbage collector holds to the kernel
-// (debug.FreeOSMemory, a whole collection), outside the lock: a turn
-// starting meanwhile (Busy) does not wait for it.
-func collect() {
-	debug.FreeOSMemory()
+// collect runs a whole collection (runtime.GC, or debug.FreeOSMemory,
+// which also returns the free memory) outside the lock: a turn starting
+// meanwhile (Busy) does not wait for it.
+func collect(collection func()) {
+	collection()
 	allocated := heapAllocated()
 	pending.mu.Lock()
-	given.collected, given.owed, given.allocated = true, false, allocated
+	given.collected, given.allocated = true, allocated
 	pending.mu.Unlock()
 }
 

@@ -75,26 +75,54 @@ func TestLittleGarbageIsNotCollectedAgain(t *testing.T) {
 	}
 }
 
-// TestASkippedCollectionIsMadeUpWhenLongQuiet: the collection a giveback
-// skipped comes at longQuiet (letGo makes it up), so the idle process
-// holds none of the garbage it left; after one that collected, none is
-// made up. letGo's other half, dropping the binary's pages, is left to
-// programpages_test.go: under qemu-arm-static (make test-cross) a
-// collection after it reads the test binary's read-only data as zeros,
-// which a real kernel's file-backed pages never are.
+// TestTheHeapIsReleasedWhenLongQuiet: the giveback at quiet collects
+// but returns nothing to the kernel itself, so the next turn of an
+// exchange finds the heap's pages mapped; the release at longQuiet
+// returns what the collector holds free (letGo's other half, dropping
+// the binary's pages, is left to programpages_test.go: under
+// qemu-arm-static, make test-cross, a collection after it reads the test
+// binary's read-only data as zeros, which a real kernel's file-backed
+// pages never are).
+func TestTheHeapIsReleasedWhenLongQuiet(t *testing.T) {
+	stopPending()
+	const garbage = 128 * littleGarbage
+	// No collection while it piles up: all of it is the giveback's to
+	// collect, whatever earlier runs left free.
+	percent := debug.SetGCPercent(-1)
+	allocateGarbage(garbage)
+	debug.SetGCPercent(percent)
+	giveBack()
+	if free := heapFree(); free < garbage/2 {
+		t.Errorf("after the giveback at quiet the collector holds %d bytes free and mapped, want most of the %d bytes of garbage it collected kept for the next turn", free, garbage)
+	}
+	before := forcedCollections()
+	releaseHeap()
+	if got := forcedCollections() - before; got != 1 {
+		t.Errorf("longQuiet after a giveback made %d forced collections, want 1 (the release's)", got)
+	}
+	if free := heapFree(); free > garbage/4 {
+		t.Errorf("after the release the collector still holds %d bytes free and mapped, want the garbage's returned", free)
+	}
+	before = forcedCollections()
+	releaseHeap()
+	if got := forcedCollections() - before; got != 0 {
+		t.Errorf("longQuiet with no giveback since the last release made %d forced collections, want 0", got)
+	}
+}
+
+// TestASkippedCollectionIsMadeUpWhenLongQuiet: a giveback that skipped
+// its collection after little garbage still leaves the release at
+// longQuiet to do, which collects it.
 func TestASkippedCollectionIsMadeUpWhenLongQuiet(t *testing.T) {
+	stopPending()
 	allocateGarbage(2 * littleGarbage)
 	givenBack()
-	before := forcedCollections()
-	makeUpSkippedCollection()
-	if got := forcedCollections() - before; got != 0 {
-		t.Errorf("longQuiet after a giveback that collected made %d forced collections, want 0", got)
-	}
+	releaseHeap()
 	if got := givenBack(); got != 0 {
 		t.Fatalf("a giveback after next to no garbage made %d forced collections, want 0", got)
 	}
-	before = forcedCollections()
-	makeUpSkippedCollection()
+	before := forcedCollections()
+	releaseHeap()
 	if got := forcedCollections() - before; got != 1 {
 		t.Errorf("longQuiet after a giveback that skipped its collection made %d forced collections, want 1", got)
 	}
@@ -116,6 +144,10 @@ func stopPending() {
 // which it collects next.
 func gcPercent() uint64 { return readMetric("/gc/gogc:percent") }
 func heapGoal() uint64  { return readMetric("/gc/heap/goal:bytes") }
+
+// heapFree is the memory the collector holds free and has not returned
+// to the kernel.
+func heapFree() uint64 { return readMetric("/memory/classes/heap/free:bytes") }
 
 func readMetric(name string) uint64 {
 	s := []metrics.Sample{{Name: name}}
