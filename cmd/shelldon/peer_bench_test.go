@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"os"
@@ -32,16 +33,23 @@ const peerEnv = "PEER_PICOCLAW_BIN"
 const peerBotToken = "123456:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQr"
 
 // The side-by-side's shape: rounds of turns (b.N of them), shelldon's and
-// PicoClaw's interleaved, with a pause between turns as between an
-// owner's messages, long enough for what a pet does once a turn is over
-// (it gives its memory back half a second after).
-const (
-	peerTurnsPerRound = 20
-	peerPause         = 1100 * time.Millisecond
-	// peerIdleWindow is how long each peer is watched doing nothing, a
-	// pause's length after its first turn.
-	peerIdleWindow = 5 * time.Second
+// PicoClaw's interleaved, with a pause between turns as between the
+// messages of an exchange, long enough for what a pet does once a turn is
+// over (it collects half a second after). The pauses stay short of
+// giveback's long quiet (20 s), after which the pet's processes return
+// their heap and let go of their code's pages, for the next turn to fault
+// back in: BENCHMARKS.md says what a turn after such a silence costs.
+//
+// -peer.pause and -peer.turns change the shape, for turns that each come
+// after such a silence (BENCHMARKS.md, "After a silence").
+var (
+	peerTurnsPerRound = flag.Int("peer.turns", 20, "turns in each round of BenchmarkTurnBesidePicoClaw")
+	peerPause         = flag.Duration("peer.pause", 1100*time.Millisecond, "the pause after each turn of BenchmarkTurnBesidePicoClaw")
 )
+
+// peerIdleWindow is how long each peer is watched doing nothing, a
+// pause's length after its first turn.
+const peerIdleWindow = 5 * time.Second
 
 // BenchmarkTurnBesidePicoClaw runs shelldon twice — as `bin/shelldon up`
 // (core, the broker and the panel drawing to a PNG file in one process, a
@@ -81,7 +89,7 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		for _, p := range peers {
-			p.round(b, peerTurnsPerRound)
+			p.round(b, *peerTurnsPerRound)
 		}
 	}
 	b.StopTimer()
@@ -176,7 +184,7 @@ func (p *chatPeer) round(b *testing.B, n int) {
 	for range n {
 		p.sent++
 		p.latencies = append(p.latencies, p.turn(b, fmt.Sprintf("message %d", p.sent)))
-		time.Sleep(peerPause)
+		time.Sleep(*peerPause)
 	}
 	after := p.procsCPU(b)
 	if p.procCPUPerTurn == nil {
@@ -197,7 +205,7 @@ func (p *chatPeer) round(b *testing.B, n int) {
 // watched over window once what its last turn left has settled.
 func (p *chatPeer) idleCPU(b *testing.B, window time.Duration) float64 {
 	b.Helper()
-	time.Sleep(peerPause)
+	time.Sleep(*peerPause)
 	self, children := p.cpu(b)
 	time.Sleep(window)
 	selfAfter, childrenAfter := p.cpu(b)
