@@ -57,6 +57,9 @@ var (
 	pending struct {
 		mu             sync.Mutex
 		collect, pages *time.Timer
+		// releaseAhead is whether a release at longQuiet is armed
+		// (WhenQuiet's) that has not come yet.
+		releaseAhead bool
 	}
 	collector struct{ tuned, raised bool }
 	given     struct {
@@ -109,6 +112,7 @@ func WhenQuiet() {
 	defer pending.mu.Unlock()
 	arm(&pending.collect, quiet, giveBack)
 	arm(&pending.pages, longQuiet, letGo)
+	pending.releaseAhead = true
 }
 
 // arm makes *timer run f after d, from now.
@@ -125,12 +129,19 @@ func arm(timer **time.Timer, d time.Duration, f func()) {
 // since the last collection. The heap's pages it frees stay mapped until
 // the release at longQuiet (the runtime's scavenger returns some
 // meanwhile), for the next turn of an exchange to use without faulting
-// them in afresh.
+// them in afresh. A giveback with no release ahead, Busy's after
+// longQuiet when no ask followed it, releases at once.
 func giveBack() {
 	pending.mu.Lock()
 	if collector.raised {
 		collector.raised = false
 		debug.SetGCPercent(idlePercent)
+	}
+	if !pending.releaseAhead {
+		given.unreleased = true
+		pending.mu.Unlock()
+		releaseHeap()
+		return
 	}
 	little := given.collected && heapAllocated()-given.allocated < littleGarbage
 	given.unreleased = true
@@ -143,6 +154,9 @@ func giveBack() {
 // letGo is what longQuiet brings: the heap's free memory and the
 // binary's pages go back to the kernel.
 func letGo() {
+	pending.mu.Lock()
+	pending.releaseAhead = false
+	pending.mu.Unlock()
 	releaseHeap()
 	releaseProgramPages()
 }

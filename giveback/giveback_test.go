@@ -85,6 +85,9 @@ func TestLittleGarbageIsNotCollectedAgain(t *testing.T) {
 // pages never are).
 func TestTheHeapIsReleasedWhenLongQuiet(t *testing.T) {
 	stopPending()
+	pending.mu.Lock()
+	pending.releaseAhead = true // WhenQuiet's, stopped above
+	pending.mu.Unlock()
 	const garbage = 128 * littleGarbage
 	// No collection while it piles up: all of it is the giveback's to
 	// collect, whatever earlier runs left free.
@@ -107,6 +110,24 @@ func TestTheHeapIsReleasedWhenLongQuiet(t *testing.T) {
 	releaseHeap()
 	if got := forcedCollections() - before; got != 0 {
 		t.Errorf("longQuiet with no giveback since the last release made %d forced collections, want 0", got)
+	}
+}
+
+// TestABusyNoAskFollowedReleasesAtOnce: a Busy that no ask followed (a
+// snapshot the panel did not draw) ends in a giveback after longQuiet
+// with no release armed behind it; that giveback returns the heap itself.
+func TestABusyNoAskFollowedReleasesAtOnce(t *testing.T) {
+	stopPending()
+	pending.mu.Lock()
+	pending.releaseAhead = false // as after the last release, or before any ask
+	pending.mu.Unlock()
+	const garbage = 128 * littleGarbage
+	percent := debug.SetGCPercent(-1)
+	allocateGarbage(garbage)
+	debug.SetGCPercent(percent)
+	giveBack()
+	if free := heapFree(); free > garbage/4 {
+		t.Errorf("a giveback with no release ahead left %d bytes free and mapped, want the garbage's returned", free)
 	}
 }
 
