@@ -137,16 +137,14 @@ func giveBack() {
 		collector.raised = false
 		debug.SetGCPercent(idlePercent)
 	}
-	if !pending.releaseAhead {
-		given.unreleased = true
-		pending.mu.Unlock()
-		releaseHeap()
-		return
-	}
-	little := given.collected && heapAllocated()-given.allocated < littleGarbage
 	given.unreleased = true
+	releaseNow := !pending.releaseAhead
+	little := given.collected && heapAllocated()-given.allocated < littleGarbage
 	pending.mu.Unlock()
-	if !little {
+	switch {
+	case releaseNow:
+		releaseHeap()
+	case !little:
 		collect(runtime.GC)
 	}
 }

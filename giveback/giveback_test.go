@@ -84,26 +84,16 @@ func TestLittleGarbageIsNotCollectedAgain(t *testing.T) {
 // binary's read-only data as zeros, which a real kernel's file-backed
 // pages never are).
 func TestTheHeapIsReleasedWhenLongQuiet(t *testing.T) {
-	stopPending()
-	pending.mu.Lock()
-	pending.releaseAhead = true // WhenQuiet's, stopped above
-	pending.mu.Unlock()
-	const garbage = 128 * littleGarbage
-	// No collection while it piles up: all of it is the giveback's to
-	// collect, whatever earlier runs left free.
-	percent := debug.SetGCPercent(-1)
-	allocateGarbage(garbage)
-	debug.SetGCPercent(percent)
-	giveBack()
-	if free := heapFree(); free < garbage/2 {
-		t.Errorf("after the giveback at quiet the collector holds %d bytes free and mapped, want most of the %d bytes of garbage it collected kept for the next turn", free, garbage)
+	givenBackAfterAPile(true) // WhenQuiet's release ahead
+	if free := heapFree(); free < pile/2 {
+		t.Errorf("after the giveback at quiet the collector holds %d bytes free and mapped, want most of the %d bytes of garbage it collected kept for the next turn", free, pile)
 	}
 	before := forcedCollections()
 	releaseHeap()
 	if got := forcedCollections() - before; got != 1 {
 		t.Errorf("longQuiet after a giveback made %d forced collections, want 1 (the release's)", got)
 	}
-	if free := heapFree(); free > garbage/4 {
+	if free := heapFree(); free > pile/4 {
 		t.Errorf("after the release the collector still holds %d bytes free and mapped, want the garbage's returned", free)
 	}
 	before = forcedCollections()
@@ -113,20 +103,30 @@ func TestTheHeapIsReleasedWhenLongQuiet(t *testing.T) {
 	}
 }
 
+// pile is the garbage givenBackAfterAPile leaves for the giveback.
+const pile = 128 * littleGarbage
+
+// givenBackAfterAPile runs a giveback, with or without a release ahead,
+// after pile bytes of garbage that no collection touched on the way: all
+// of it is the giveback's, whatever earlier tests left free. The timers
+// earlier tests armed are stopped first.
+func givenBackAfterAPile(releaseAhead bool) {
+	stopPending()
+	pending.mu.Lock()
+	pending.releaseAhead = releaseAhead
+	pending.mu.Unlock()
+	percent := debug.SetGCPercent(-1)
+	allocateGarbage(pile)
+	debug.SetGCPercent(percent)
+	giveBack()
+}
+
 // TestABusyNoAskFollowedReleasesAtOnce: a Busy that no ask followed (a
 // snapshot the panel did not draw) ends in a giveback after longQuiet
 // with no release armed behind it; that giveback returns the heap itself.
 func TestABusyNoAskFollowedReleasesAtOnce(t *testing.T) {
-	stopPending()
-	pending.mu.Lock()
-	pending.releaseAhead = false // as after the last release, or before any ask
-	pending.mu.Unlock()
-	const garbage = 128 * littleGarbage
-	percent := debug.SetGCPercent(-1)
-	allocateGarbage(garbage)
-	debug.SetGCPercent(percent)
-	giveBack()
-	if free := heapFree(); free > garbage/4 {
+	givenBackAfterAPile(false) // as after the last release, or before any ask
+	if free := heapFree(); free > pile/4 {
 		t.Errorf("a giveback with no release ahead left %d bytes free and mapped, want the garbage's returned", free)
 	}
 }
