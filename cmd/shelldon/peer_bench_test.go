@@ -107,11 +107,12 @@ func BenchmarkTurnBesidePicoClaw(b *testing.B) {
 		b.ReportMetric(idle[i], p.name+"-idle-cpu-ms/s")
 		b.ReportMetric(p.apiCallsPerTurn(), p.name+"-api-calls/turn")
 		// Of shelldon's CPU, what its workers took (a process each turn).
-		b.ReportMetric(ms(median(p.childCPUPerTurn)), p.name+"-workers-cpu-ms")
+		b.ReportMetric(ms(median(p.perRound(spentByChildren))), p.name+"-workers-cpu-ms")
 		if len(p.procs) > 1 {
 			// Each service's part (the daemon's with its workers').
 			for j, proc := range p.procs {
-				b.ReportMetric(ms(median(p.procCPUPerTurn[j])), p.name+"-"+proc.Args[1]+"-cpu-ms")
+				one := func(procs []procCPU) time.Duration { return spentAll(procs[j : j+1]) }
+				b.ReportMetric(ms(median(p.perRound(one))), p.name+"-"+proc.Args[1]+"-cpu-ms")
 			}
 		}
 	}
@@ -124,16 +125,11 @@ type chatPeer struct {
 	name  string
 	api   *telegramtest.Server
 	procs []*exec.Cmd
-	// latencies are every timed turn's; cpuPerTurn is each round's CPU
-	// time over its turns, childCPUPerTurn the part of it its reaped
-	// children took.
-	latencies       []time.Duration
-	cpuPerTurn      []time.Duration
-	childCPUPerTurn []time.Duration
-	// procCPUPerTurn is, for each of procs, its rounds' CPU per turn
-	// (with its reaped children's).
-	procCPUPerTurn [][]time.Duration
-	sent           int
+	// latencies are every timed turn's; rounds hold, for each round, the
+	// CPU each of procs and its reaped children spent a turn.
+	latencies []time.Duration
+	rounds    [][]procCPU
+	sent      int
 }
 
 // waitPolling waits until the peer's channel is long-polling the Bot API
@@ -187,18 +183,39 @@ func (p *chatPeer) round(b *testing.B, n int) {
 		time.Sleep(*peerPause)
 	}
 	after := p.procsCPU(b)
-	if p.procCPUPerTurn == nil {
-		p.procCPUPerTurn = make([][]time.Duration, len(p.procs))
-	}
-	var all, children time.Duration
+	perTurn := make([]procCPU, len(p.procs))
 	for i := range p.procs {
-		spent := after[i].self + after[i].children - before[i].self - before[i].children
-		p.procCPUPerTurn[i] = append(p.procCPUPerTurn[i], spent/time.Duration(n))
-		all += spent
-		children += after[i].children - before[i].children
+		perTurn[i] = procCPU{
+			self:     (after[i].self - before[i].self) / time.Duration(n),
+			children: (after[i].children - before[i].children) / time.Duration(n),
+		}
 	}
-	p.cpuPerTurn = append(p.cpuPerTurn, all/time.Duration(n))
-	p.childCPUPerTurn = append(p.childCPUPerTurn, children/time.Duration(n))
+	p.rounds = append(p.rounds, perTurn)
+}
+
+// perRound is, for each round, what of its CPU a turn spent counts.
+func (p *chatPeer) perRound(spent func(procs []procCPU) time.Duration) []time.Duration {
+	var figures []time.Duration
+	for _, r := range p.rounds {
+		figures = append(figures, spent(r))
+	}
+	return figures
+}
+
+// spentAll is what processes and their reaped children spent;
+// spentByChildren what the children (the workers) spent.
+func spentAll(procs []procCPU) (d time.Duration) {
+	for _, c := range procs {
+		d += c.self + c.children
+	}
+	return d
+}
+
+func spentByChildren(procs []procCPU) (d time.Duration) {
+	for _, c := range procs {
+		d += c.children
+	}
+	return d
 }
 
 // idleCPU is the CPU the peer spends a second while nothing happens,
@@ -206,20 +223,9 @@ func (p *chatPeer) round(b *testing.B, n int) {
 func (p *chatPeer) idleCPU(b *testing.B, window time.Duration) float64 {
 	b.Helper()
 	time.Sleep(*peerPause)
-	self, children := p.cpu(b)
+	before := spentAll(p.procsCPU(b))
 	time.Sleep(window)
-	selfAfter, childrenAfter := p.cpu(b)
-	return ms(selfAfter+childrenAfter-self-children) / window.Seconds()
-}
-
-// cpu is the CPU time of the peer's processes and of the children they
-// reaped.
-func (p *chatPeer) cpu(b *testing.B) (self, children time.Duration) {
-	b.Helper()
-	for _, c := range p.procsCPU(b) {
-		self, children = self+c.self, children+c.children
-	}
-	return self, children
+	return ms(spentAll(p.procsCPU(b))-before) / window.Seconds()
 }
 
 // procCPU is one process's CPU time and its reaped children's.
@@ -240,7 +246,7 @@ type peerFigures struct{ medianMS, cpuMS float64 }
 // figures are the median latency of all turns and the median of the
 // rounds' CPU per turn.
 func (p *chatPeer) figures() peerFigures {
-	return peerFigures{medianMS: ms(median(p.latencies)), cpuMS: ms(median(p.cpuPerTurn))}
+	return peerFigures{medianMS: ms(median(p.latencies)), cpuMS: ms(median(p.perRound(spentAll)))}
 }
 
 // apiCallsPerTurn is how many Bot API calls the peer made a turn, its
