@@ -77,8 +77,13 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 		t.Errorf("shelldon.service is %q, want active", got)
 	}
 	// The state directory and the bus socket are the group's, so the
-	// broker, the panel and the workers can reach core.
-	for path, want := range map[string]string{"/var/lib/shelldon": "2750 root shelldon", "/var/lib/shelldon/bus.sock": "660 root shelldon"} {
+	// broker, the panel and the workers can reach core; what a turn reads
+	// is the workers' group's alone, and the memory tree core's.
+	for path, want := range map[string]string{
+		"/var/lib/shelldon": "710 root shelldon", "/var/lib/shelldon/bus.sock": "660 root shelldon",
+		"/var/lib/shelldon/workspace": "2750 root shelldon-worker", "/var/lib/shelldon/about.md": "640 root shelldon-worker",
+		"/var/lib/shelldon/memory": "700 root root", "/var/lib/shelldon/vault": "700 root root",
+	} {
 		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
 			t.Errorf("%s is %q, want %q", path, got, want)
 		}

@@ -312,7 +312,10 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 // openState takes the state directory for this core (its lock first: a
 // second core on it is refused before it changes anything) and opens it.
 func openState(cfg config.Config) (*state.Store, error) {
-	return state.Open(statedir.Layout{Root: cfg.StateDir})
+	// A workers' user this host lacks is logged where the launcher is
+	// chosen; then only core reads the directory.
+	readers, _ := state.ReadersOf(cfg.Worker.User)
+	return state.OpenFor(statedir.Layout{Root: cfg.StateDir}, readers)
 }
 
 // newTelegram makes core's Telegram transport when a bot token is

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -109,6 +111,7 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 		h.sandboxImage(),
 		h.memoryCgroup(),
 		h.stateDir(cfg),
+		h.stateAccess(cfg),
 		h.stateDB(ctx, cfg),
 		h.core(cfg),
 		h.providers(ctx, cfg),
@@ -305,7 +308,7 @@ func listOrNone(names []string) string {
 func (h Host) stateDir(cfg config.Config) Check {
 	c := Check{Name: "state directory"}
 	dir := cfg.StateDir
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o710); err != nil {
 		if denied(&c, dir, err) {
 			return c
 		}
@@ -328,6 +331,62 @@ func (h Host) stateDir(cfg config.Config) Check {
 		c.Fix = "free some space on the card (old journals: journalctl --vacuum-size=50M)"
 	}
 	return c
+}
+
+// stateAccess says whether every entry of the state directory gives what
+// it holds to whom it should and to no one else
+// ([statedir.Layout.Access]): a memory tree, a workspace or an about.md
+// that the state directory's group (the panel's user, say) can read
+// fails, naming the path, its mode and the command that narrows it.
+func (h Host) stateAccess(cfg config.Config) Check {
+	c := Check{Name: "state access"}
+	readers, err := state.ReadersOf(cfg.Worker.User)
+	who := "workers of their own group read what a turn needs"
+	if err != nil {
+		who = "only core reads it (" + err.Error() + ")"
+	}
+	var faults, fixes []string
+	for _, w := range (statedir.Layout{Root: cfg.StateDir}).Access(readers) {
+		fi, err := os.Lstat(w.Path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case denied(&c, w.Path, err):
+			return c
+		case err != nil:
+			faults = append(faults, err.Error())
+			continue
+		}
+		fault := w.Fault(fi)
+		if fault == "" {
+			continue
+		}
+		faults = append(faults, fmt.Sprintf("%s is %s (it is for %s)", w.Path, fault, w.Who))
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir() != w.Dir:
+			fixes = append(fixes, "move "+w.Path+" aside")
+		case w.GID >= 0:
+			// chgrp first: a change of group drops the set-group-ID bit.
+			fixes = append(fixes, fmt.Sprintf("chgrp %s %s && chmod %s %s", groupName(w.GID), w.Path, w.Chmod(), w.Path))
+		default:
+			fixes = append(fixes, fmt.Sprintf("chmod %s %s", w.Chmod(), w.Path))
+		}
+	}
+	if len(faults) > 0 {
+		c.Status, c.Detail = Fail, strings.Join(faults, "; ")
+		c.Fix = strings.Join(fixes, "; ") + " (core sets them too at its next start: systemctl restart shelldon)"
+		return c
+	}
+	c.Status, c.Detail = OK, "each role reads what it needs: "+who
+	return c
+}
+
+// groupName is the name of group gid, or its number.
+func groupName(gid int) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		return g.Name
+	}
+	return strconv.Itoa(gid)
 }
 
 // stateDB says whether the state database is sound, and whether a

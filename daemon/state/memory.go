@@ -73,7 +73,7 @@ func (s *Store) RewriteAbout(text string) error {
 	}
 	s.files.Lock()
 	defer s.files.Unlock()
-	if err := atomicfile.WriteFile(s.layout.About(), []byte(text), fileMode); err != nil {
+	if err := s.writeForWorkers(s.layout.About(), []byte(text)); err != nil {
 		return fmt.Errorf("rewrite about: %w", err)
 	}
 	return nil
@@ -101,7 +101,7 @@ func (s *Store) AddFace(name, glyphs string) error {
 	if err != nil {
 		return fmt.Errorf("add face %q: %w", name, err)
 	}
-	if err := atomicfile.WriteFile(s.layout.Faces(), data, fileMode); err != nil {
+	if err := s.writeForWorkers(s.layout.Faces(), data); err != nil {
 		return fmt.Errorf("add face %q: %w", name, err)
 	}
 	return nil

@@ -12,7 +12,14 @@ import (
 // directory so the rename itself survives a power cut. On any failure the
 // temporary file is removed and path is left as it was.
 func WriteFile(path string, data []byte, perm os.FileMode) error {
-	return replace(path, data, perm, true)
+	return replace(path, data, perm, -1, true)
+}
+
+// WriteFileFor is [WriteFile] for a file a group reads: the new file is
+// given the group gid before it takes path's place, so that no one else
+// of the directory's group could read it meanwhile.
+func WriteFileFor(path string, data []byte, perm os.FileMode, gid int) error {
+	return replace(path, data, perm, gid, true)
 }
 
 // WriteView replaces the file at path with data as WriteFile does, as
@@ -21,12 +28,13 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 // times a turn), which a power cut may take back to an older version
 // without anything being lost.
 func WriteView(path string, data []byte, perm os.FileMode) error {
-	return replace(path, data, perm, false)
+	return replace(path, data, perm, -1, false)
 }
 
 // replace writes data to a temporary file beside path and renames it over
-// path; durable flushes the file and then the directory.
-func replace(path string, data []byte, perm os.FileMode, durable bool) (err error) {
+// path; a gid not -1 is the file's group; durable flushes the file and
+// then the directory.
+func replace(path string, data []byte, perm os.FileMode, gid int, durable bool) (err error) {
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
@@ -49,7 +57,13 @@ func replace(path string, data []byte, perm os.FileMode, durable bool) (err erro
 			return fmt.Errorf("write %s: flush: %w", path, err)
 		}
 	}
-	// Chmod rather than a mode at creation, so the umask cannot narrow perm.
+	if gid >= 0 {
+		if err := tmp.Chown(-1, gid); err != nil {
+			return fmt.Errorf("write %s: give it group %d: %w", path, gid, err)
+		}
+	}
+	// Chmod rather than a mode at creation, so the umask cannot narrow
+	// perm; after the group, whose change drops a set-group-ID bit.
 	if err := tmp.Chmod(perm); err != nil {
 		return fmt.Errorf("write %s: set mode %v: %w", path, perm, err)
 	}
