@@ -40,6 +40,9 @@ func TestSystemdAcceptsTheUnits(t *testing.T) {
 			}
 		}
 	}
+	if groups := strings.Fields(exec("id", "-nG", "shelldon-sandbox")); slices.Contains(groups, "shelldon") {
+		t.Errorf("shelldon-sandbox is in groups %q, want it in none of shelldon's", groups)
+	}
 	// Its group reaches the bus socket and, by name, what it may read;
 	// it may not list the directory.
 	if got := exec("stat", "-c", "%a %U %G", "/var/lib/shelldon"); strings.TrimSpace(got) != "710 root shelldon" {

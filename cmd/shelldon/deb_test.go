@@ -51,7 +51,7 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	if out := host.Must(t, "dpkg", "-i", deb); !strings.Contains(out, "shelldon doctor") {
 		t.Errorf("the first install does not say what to do next:\n%s", out)
 	}
-	for user, group := range map[string]string{"shelldon-broker": "shelldon", "shelldon-worker": "shelldon", "shelldon-panel": "spi"} {
+	for user, group := range map[string]string{"shelldon-broker": "shelldon", "shelldon-worker": "shelldon", "shelldon-panel": "spi", "shelldon-sandbox": "shelldon-sandbox"} {
 		if groups := host.Must(t, "id", "-nG", user); !strings.Contains(groups, group) {
 			t.Errorf("%s is in %q, want %s among its groups", user, groups, group)
 		}

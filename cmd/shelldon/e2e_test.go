@@ -79,6 +79,7 @@ func TestWholePetInAVM(t *testing.T) {
 		api.WaitMessage(t, ownerID, textHas("I looked at the clock."))
 
 		checkApprovedCommand(t, pet, "make me a file", "sandboxed.txt", "made in the sandbox\n", "Done: sandboxed.txt is there.")
+		checkSandboxUser(t, pet, "sandboxed.txt")
 
 		api.SendText(ownerID, "push it")
 		push := waitAsk(t, api, "push")

@@ -362,8 +362,12 @@ func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) 
 		return nil, sandbox.ErrNoImage
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
+	user, err := sandbox.LookupUser(cfg.Sandbox.User)
+	if err != nil {
+		log.Warn("sandboxed commands run as the workspace's owner, root on a board", "why", err, "fix", "create the user (units/shelldon.sysusers), or set sandbox.user")
+	}
 	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: layout.Runs(), Log: log,
-		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault()}
+		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault(), User: user}
 	if sd, ok := launcher.(*launch.Systemd); ok {
 		sbCfg.Units = sd
 	}

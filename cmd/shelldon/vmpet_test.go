@@ -235,6 +235,23 @@ func checkStateAccess(t *testing.T, pet petInAVM) {
 	}
 }
 
+// checkSandboxUser has a command in the installed pet's sandbox say who it
+// is on the host: its container's root is shelldon-sandbox, never root
+// (its uid_map maps root to that user alone); and what an approved
+// command made, applied, belongs to the workspace's owner and the
+// workers' group.
+func checkSandboxUser(t *testing.T, pet petInAVM, made string) {
+	uid := strings.TrimSpace(pet.guest.Must(t, "id", "-u", "shelldon-sandbox"))
+	// The command's output comes first, then the run's summary.
+	out, _, _ := strings.Cut(pet.guest.Must(t, "shelldon", "sandbox", "run", "--", "cat", "/proc/self/uid_map"), "\n")
+	if got, want := strings.Join(strings.Fields(out), " "), "0 "+uid+" 1"; got != want || uid == "0" {
+		t.Errorf("a sandboxed command's uid_map is %q, want %q: its root shelldon-sandbox alone", got, want)
+	}
+	if got := strings.TrimSpace(pet.guest.Must(t, "stat", "-c", "%U %G", "/var/lib/shelldon/workspace/"+made)); got != "root shelldon-worker" {
+		t.Errorf("%s, made by an approved command, is %q, want root shelldon-worker", made, got)
+	}
+}
+
 // checkFirstTurn sends the pet's first message and waits for the model's
 // answer (its first line), then for /status to count what the turn cost
 // as the model counted it: today's tokens per provider, with the

@@ -25,6 +25,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/panel/epd"
+	"shelldon/sandbox"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
@@ -109,6 +110,7 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 		h.systemd(ctx),
 		h.nspawn(),
 		h.sandboxImage(),
+		h.sandboxUser(cfg),
 		h.memoryCgroup(),
 		h.stateDir(cfg),
 		h.stateAccess(cfg),
@@ -235,6 +237,42 @@ func (h Host) sandboxImage() Check {
 		c.Detail = err.Error()
 	}
 	c.Fix = "shelldon image build (or make image)"
+	return c
+}
+
+// sandboxUser says who a sandboxed command is on the host: the sandbox
+// user (sandbox.user), through a user namespace, where the kernel and the
+// state directory's file system can show it the workspace as its own;
+// without one, the workspace's owner, root on a board.
+func (h Host) sandboxUser(cfg config.Config) Check {
+	c := Check{Name: "sandbox user"}
+	asRoot := "commands run as the workspace's owner, root on a board (capabilities dropped)"
+	u, err := sandbox.LookupUser(cfg.Sandbox.User)
+	switch {
+	case cfg.Sandbox.User == "":
+		c.Status, c.Detail = Warn, "sandbox.user is empty: "+asRoot
+		c.Fix = `set sandbox.user = "shelldon-sandbox" (the .deb makes that user)`
+		return c
+	case err != nil:
+		c.Status, c.Detail = Warn, fmt.Sprintf("%v: %s", err, asRoot)
+		c.Fix = "systemd-sysusers (units/shelldon.sysusers makes shelldon-sandbox), or set sandbox.user"
+		return c
+	case os.Geteuid() != 0:
+		c.Status, c.Detail = Warn, fmt.Sprintf("whether %s can be the commands' root only root can check (this is uid %d)", cfg.Sandbox.User, os.Geteuid())
+		c.Fix = "run shelldon doctor as root"
+		return c
+	}
+	// The workspace, or, before core made it, where it will be.
+	dir := statedir.Layout{Root: cfg.StateDir}.Workspace()
+	for _, err := os.Stat(dir); err != nil && dir != filepath.Dir(dir); _, err = os.Stat(dir) {
+		dir = filepath.Dir(dir)
+	}
+	if err := sandbox.CheckUser(dir, *u); err != nil {
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s (uid %d) cannot be the commands' root: %v", cfg.Sandbox.User, u.UID, err)
+		c.Fix = `run Linux 5.19 or later with the state directory on ext4, btrfs or xfs, or set sandbox.user = "" to run commands as root (capabilities dropped)`
+		return c
+	}
+	c.Status, c.Detail = OK, fmt.Sprintf("commands run in a user namespace whose root is %s (uid %d) on the host", cfg.Sandbox.User, u.UID)
 	return c
 }
 

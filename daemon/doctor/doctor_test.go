@@ -355,6 +355,29 @@ func TestStateAccessFlagsWhatTheStateGroupCanRead(t *testing.T) {
 	wantStatus(t, testHost(t, nil).stateAccess(cfg), OK)
 }
 
+// TestSandboxUser: doctor says who a sandboxed command is on the host.
+func TestSandboxUser(t *testing.T) {
+	testhost.Root(t)
+	for _, tt := range []struct {
+		user   string
+		status Status
+		detail string
+	}{
+		{"nobody", OK, "commands run in a user namespace whose root is nobody (uid 65534) on the host"},
+		{"", Warn, "sandbox.user is empty: commands run as the workspace's owner, root on a board"},
+		{"no-such-user-here", Warn, "commands run as the workspace's owner, root on a board"},
+		{"root", Warn, "the sandbox user is root"},
+	} {
+		cfg := config.Default()
+		cfg.StateDir, cfg.Sandbox.User = t.TempDir(), tt.user
+		got := testHost(t, nil).sandboxUser(cfg)
+		wantStatus(t, got, tt.status)
+		if !strings.Contains(got.Detail, tt.detail) {
+			t.Errorf("sandbox.user %q: detail %q, want %q in it", tt.user, got.Detail, tt.detail)
+		}
+	}
+}
+
 func TestCore(t *testing.T) {
 	dir := testhost.ShortDir(t)
 	listening := filepath.Join(dir, "bus.sock")
@@ -557,9 +580,10 @@ func TestRunOnAHealthyHost(t *testing.T) {
 	t.Cleanup(func() { ln.Close() })
 	cfg.Providers = []config.Provider{{Name: "good", BaseURL: newModelServer(t, http.StatusOK).URL + "/v1", Model: "m"}}
 	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = testBotToken, telegramtest.New(t, testBotToken).URL(), []int64{42}
+	cfg.Sandbox.User = "nobody" // a user this host has, as the .deb makes shelldon-sandbox
 
 	checks := host.Run(context.Background(), cfg)
-	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "state access", "state database", "core", "model provider", "telegram", "SPI (panel)"}
+	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "sandbox user", "memory cgroup", "state directory", "state access", "state database", "core", "model provider", "telegram", "SPI (panel)"}
 	if len(checks) != len(wantNames) {
 		t.Fatalf("Run returned %d checks, want %d: %+v", len(checks), len(wantNames), checks)
 	}
@@ -585,6 +609,7 @@ func TestRunOnABareHost(t *testing.T) {
 		"systemd":         Warn,
 		"systemd-nspawn":  Fail,
 		"sandbox image":   Fail,
+		"sandbox user":    Warn,
 		"memory cgroup":   Fail,
 		"state directory": OK,
 		"state access":    OK,
