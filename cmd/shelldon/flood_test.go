@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,26 +184,6 @@ func (f *flooder) stop() {
 	f.cmd.Process.Kill()
 }
 
-// residentMB is the resident set of process pid, in MB.
-func residentMB(t *testing.T, pid int) float64 {
-	t.Helper()
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for line := range strings.SplitSeq(string(status), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			if err != nil {
-				t.Fatalf("VmRSS of pid %d: %v", pid, err)
-			}
-			return kb / 1024
-		}
-	}
-	t.Fatalf("no VmRSS in /proc/%d/status", pid)
-	return 0
-}
-
 // floodGrowth bounds what a flood may add to core's resident memory:
 // a small part of the 64 MB core has on a board.
 const floodGrowth = 8
@@ -227,7 +206,7 @@ func TestABusFloodFromTheStateGroupLeavesCoreSmall(t *testing.T) {
 	p.stopCore() // core in a process of its own, whose memory is its own
 	core := startDaemon(t, p)
 	p.waitJoin(15 * time.Second)
-	before := residentMB(t, core.Process.Pid)
+	before, _ := smapsRollup(t, core.Process.Pid) // resident MB
 
 	f, held, cut := runFlooder(t, self, stranger, floodSilent, p.cfg.Socket)
 	t.Logf("silent: core held %d of %d connections, refused %d", held, floodConnections, cut)
@@ -241,7 +220,7 @@ func TestABusFloodFromTheStateGroupLeavesCoreSmall(t *testing.T) {
 
 	for _, mode := range []string{floodBeforeHello, floodAsPanel} {
 		f, held, _ := runFlooder(t, self, stranger, mode, p.cfg.Socket)
-		during := residentMB(t, core.Process.Pid)
+		during, _ := smapsRollup(t, core.Process.Pid)
 		t.Logf("%s: core's resident memory %.1f MB before the flood, %.1f MB under it (%d of %d connections held)", mode, before, during, held, floodConnections)
 		if held > 0 {
 			t.Errorf("%s: core took %d connections' most of a 4 MiB frame, want it to read no more than a hello of a caller that may send nothing", mode, held)
