@@ -82,7 +82,7 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	for path, want := range map[string]string{
 		"/var/lib/shelldon": "710 root shelldon", "/var/lib/shelldon/bus.sock": "660 root shelldon",
 		"/var/lib/shelldon/workspace": "2750 root shelldon-worker", "/var/lib/shelldon/about.md": "640 root shelldon-worker",
-		"/var/lib/shelldon/memory": "700 root root", "/var/lib/shelldon/vault": "700 root root",
+		"/var/lib/shelldon/memory": "700 root shelldon", "/var/lib/shelldon/vault": "700 root shelldon", // core's group, which a 0700 gives nothing
 	} {
 		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
 			t.Errorf("%s is %q, want %q", path, got, want)
