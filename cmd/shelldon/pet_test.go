@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,6 +21,8 @@ import (
 	"shelldon/bus"
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/approved"
+	"shelldon/daemon/fetch"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
@@ -53,7 +57,9 @@ type pet struct {
 	model  *demomodel.Server
 	cancel context.CancelFunc
 
-	launcher   launch.Launcher
+	launcher launch.Launcher
+	// fetch is core's http_get, nil for the guarded client.
+	fetch      approved.Fetcher
 	coreCancel context.CancelFunc
 	coreDone   chan error
 	// stopBroker stops the in-process broker, for a test that runs one
@@ -124,11 +130,17 @@ func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config 
 func newPet(t testing.TB, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
 	logs := new(syncBuffer)
+	return newPetLogging(t, childWorkers(t, logs), logs, model, opts...)
+}
+
+// childWorkers starts workers as child processes whose logs go to logs
+// too (not for a benchmark, whose turns would pile up there).
+func childWorkers(t testing.TB, logs *syncBuffer) launch.Child {
 	workers := launch.Child{Output: io.MultiWriter(testOutput(), logs)}
 	if _, bench := t.(*testing.B); bench {
 		workers.Output = testOutput()
 	}
-	return newPetLogging(t, workers, logs, model, opts...)
+	return workers
 }
 
 // newPetLaunchedBy is newPet with core starting workers through launcher.
@@ -141,9 +153,46 @@ func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.S
 // where the launcher may also put its workers' logs.
 func newPetLogging(t testing.TB, launcher launch.Launcher, logs *syncBuffer, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
+	return newPetOf(t, &pet{launcher: launcher, logs: logs}, model, opts...)
+}
+
+// newPetServing is newPet whose approved http_gets are answered by pages,
+// a server on loopback (which the guarded client refuses), whatever host
+// the URL names.
+func newPetServing(t testing.TB, pages *httptest.Server, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
+	logs := new(syncBuffer)
+	return newPetOf(t, &pet{launcher: childWorkers(t, logs), logs: logs, fetch: loopbackPages{pages}}, model, opts...)
+}
+
+// loopbackPages answers every URL with the page of its path on a server
+// on loopback.
+type loopbackPages struct{ server *httptest.Server }
+
+func (l loopbackPages) Get(ctx context.Context, raw string) (fetch.Response, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fetch.Response{}, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.server.URL+u.Path, nil)
+	if err != nil {
+		return fetch.Response{}, err
+	}
+	resp, err := l.server.Client().Do(req)
+	if err != nil {
+		return fetch.Response{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return fetch.Response{URL: raw, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: body}, err
+}
+
+// newPetOf starts the pet p, whose launcher and logs are set.
+func newPetOf(t testing.TB, p *pet, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
-	p := &pet{t: t, model: model, launcher: launcher, replies: make(chan contracts.Outbound, 256), logs: logs}
+	p.t, p.model, p.replies = t, model, make(chan contracts.Outbound, 256)
 	p.cfg = testConfig(t, srv.URL+"/v1", opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -254,7 +303,7 @@ func (p *pet) startCore() {
 				return err
 			}
 			defer store.Close() // before coreDone: the next core takes the lock at once
-			return runCore(ctx, p.cfg, store, p.coreLog(), p.launcher, nil, "", func() { close(ready) })
+			return runCore(ctx, p.cfg, store, p.coreLog(), coreRun{launcher: p.launcher, fetch: p.fetch, ready: func() { close(ready) }})
 		}()
 	}()
 	select {
@@ -338,7 +387,21 @@ func (p *pet) send(in contracts.Inbound) {
 // decide sends the owner's tap on a parked call.
 func (p *pet) decide(turn string, approve bool) {
 	p.t.Helper()
-	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: turn, Approve: approve, Chat: "owner"})
+	p.answer(contracts.Decision{Turn: turn, Approve: approve})
+}
+
+// grant approves the parked call of turn and grants the rule it offers
+// ("Always for …").
+func (p *pet) grant(turn string) {
+	p.t.Helper()
+	p.answer(contracts.Decision{Turn: turn, Approve: true, Always: true})
+}
+
+// answer sends the owner's decision d, from the owner's chat.
+func (p *pet) answer(d contracts.Decision) {
+	p.t.Helper()
+	d.Chat = "owner"
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", d)
 	if err != nil {
 		p.t.Fatal(err)
 	}
