@@ -127,7 +127,7 @@ func TestSpokenAndCaptionedSlashesAreWordsNotCommands(t *testing.T) {
 	}
 	api.SendPhoto(ownerID, "/rules revoke 1", telegramtest.Photo{Width: 8, Height: 8, Content: testJPEG(t, 8, 8)})
 	captioned := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
-		return strings.Contains(m.Text, "Rule 1 revoked") || strings.Contains(m.Text, "A photo with a caption.")
+		return m.ID > heard.ID && (strings.Contains(m.Text, "Rule 1 revoked") || strings.Contains(m.Text, "A photo with a caption."))
 	})
 	if !strings.Contains(captioned.Text, "A photo with a caption.") {
 		t.Errorf("the captioned photo was answered %q, want the model's answer", captioned.Text)
