@@ -294,7 +294,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		from := turns.Origin{Transport: env.Sender, Chat: in.Chat}
 		// An owner's command is not a message for the model: it needs
 		// no turn and does not wait for one, nor keeping.
-		if c.ownerCommand(ctx, from, in.Text) {
+		if c.ownerCommand(ctx, from, in) {
 			c.confirm(from, in.Ref)
 			return
 		}
