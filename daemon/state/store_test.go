@@ -385,10 +385,8 @@ func TestReadOnlyStore(t *testing.T) {
 		"SetTurnWorker": reader.SetTurnWorker(ctx, "t1", 7),
 		"FinishTurn":    reader.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: time.Now(), Outcome: "ok"}),
 		"AppendHistory": reader.AppendHistory(ctx, "t1", "user", "x", time.Now()),
-		"AddLearning":   reader.AddLearning(ctx, "t1", "x", nil, time.Now()),
-		"Remember":      reader.Remember("", "x", time.Now()),
-		"RewriteAbout":  reader.RewriteAbout("x"),
-		"AddFace":       reader.AddFace("party", "(^o^)/"),
+		"Keep":          reader.Keep(ctx, "t1", Memory{Notes: []contracts.Remember{{Text: "x"}}}, time.Now()),
+		"AddFaces":      reader.AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}),
 	}
 	if _, err := reader.db.Exec(`DELETE FROM turns`); err == nil {
 		t.Error("the read-only connection accepted a DELETE")
@@ -442,7 +440,7 @@ func TestStateIsSharedWithItsGroup(t *testing.T) {
 	}
 	s := openStore(t, l)
 	defer s.Close()
-	if err := s.RewriteAbout("a new about"); err != nil {
+	if err := s.Keep(context.Background(), "t1", Memory{About: "a new about"}, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	for _, path := range []string{l.Root, l.MemoryDir(), l.Workspace(), l.Directive(), l.About()} {

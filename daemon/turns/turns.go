@@ -12,6 +12,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/mark"
 )
 
 // Origin is where a message came from, so the reply goes back there.
@@ -32,10 +33,10 @@ type Admission struct {
 	// Preview says what was decided.
 	Resume  *contracts.Resume
 	Preview string
-	// Outside marks a resumed turn whose conversation has read text
-	// from outside (a fetched page, a git remote's words): where it came
-	// from. Core sets it from what it carried out itself, and every
-	// request the turn makes carries it on.
+	// Outside is the turn's mark of untrusted content (package
+	// daemon/mark): where text it works on came from outside (a fetched
+	// page, a git remote's words), "" for none. Every request the turn
+	// makes, and every schedule it sets, carries it on.
 	Outside string
 	// RuleRuns counts the calls granted rules let through in a row in a
 	// resumed turn's conversation; the owner's own decision resets it.
@@ -158,8 +159,10 @@ type Machine struct {
 	pending       []string
 	pendingIDs    []int64
 	pendingOrigin Origin
-	fence         fence
-	cur           *Turn
+	// pendingMark is the mark of a pending text set by a marked turn.
+	pendingMark string
+	fence       fence
+	cur         *Turn
 }
 
 // New makes a machine whose turns time out after turnTimeout, and whose
@@ -173,14 +176,22 @@ func New(clk clock.Clock, turnTimeout, reap time.Duration, post func(Event)) *Ma
 // returns the admission to start now, or false when the slot is taken and
 // the text joined the pending slot.
 func (m *Machine) Submit(text string, from Origin, ids ...int64) (Admission, bool) {
+	return m.SubmitMarked(text, from, "", ids...)
+}
+
+// SubmitMarked is Submit of a text marked by outside content (a due
+// schedule's, set by a marked turn): the turn it starts is marked, and
+// so is the catch-up turn it joins.
+func (m *Machine) SubmitMarked(text string, from Origin, outside string, ids ...int64) (Admission, bool) {
 	if m.busy {
 		m.pending = append(m.pending, text)
 		m.pendingIDs = append(m.pendingIDs, ids...)
 		m.pendingOrigin = from
+		m.pendingMark = mark.Joined(m.pendingMark, outside)
 		return Admission{}, false
 	}
 	m.busy = true
-	return Admission{Text: text, Origin: from, Messages: slices.Clone(ids)}, true
+	return Admission{Text: text, Origin: from, Messages: slices.Clone(ids), Outside: outside}, true
 }
 
 // Claim takes the slot for something that is not a message (an owner's
@@ -310,12 +321,12 @@ func (m *Machine) Release() (Admission, bool) {
 		m.busy = false
 		return Admission{}, false
 	}
-	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true, Messages: m.pendingIDs}
+	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true, Messages: m.pendingIDs, Outside: m.pendingMark}
 	if len(next.Text) > MaxCatchUpBytes {
 		cut := cutAt(next.Text, MaxCatchUpBytes)
 		next.Text, next.Overflow = next.Text[:cut], next.Text[cut:]
 	}
-	m.pending, m.pendingIDs, m.pendingOrigin = nil, nil, Origin{}
+	m.pending, m.pendingIDs, m.pendingOrigin, m.pendingMark = nil, nil, Origin{}, ""
 	return next, true
 }
 

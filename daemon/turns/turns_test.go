@@ -72,6 +72,28 @@ func TestSubmitAdmitsOneAndCoalescesTheRest(t *testing.T) {
 	}
 }
 
+// TestAMarkedTextMarksItsTurnAndItsCatchUp: a due schedule set by a
+// marked turn starts a marked turn; while a turn runs, it marks the
+// catch-up it joins, whatever the owner's messages beside it; the next
+// catch-up, of the owner's messages alone, is not marked.
+func TestAMarkedTextMarksItsTurnAndItsCatchUp(t *testing.T) {
+	m := newMachine()
+	const page = "https://example.com/page"
+	if adm, now := m.SubmitMarked("write the page's words", Origin{}, page); !now || adm.Outside != page {
+		t.Fatalf("SubmitMarked = %+v, %v; want a turn started with the mark", adm, now)
+	}
+	m.Submit("the owner's words", Origin{}, 1)
+	m.SubmitMarked("write the page's words", Origin{}, page)
+	m.Submit("more of the owner's words", Origin{}, 2)
+	if next, _ := m.Release(); next.Outside != page {
+		t.Errorf("the catch-up with a marked text = %+v, want it marked %q", next, page)
+	}
+	m.Submit("the owner alone", Origin{}, 3)
+	if next, _ := m.Release(); next.Outside != "" {
+		t.Errorf("the next catch-up, of the owner's words alone, is marked %q", next.Outside)
+	}
+}
+
 func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
 	m := newMachine()
 	adm, _ := m.Submit("hi", Origin{})
