@@ -69,7 +69,7 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	case approval.TokenCap:
 		return c.carryOutPastCap(ctx, out)
 	case approval.Memory:
-		c.say.Tell(out.From, c.keepMarked(ctx, req, approve))
+		c.keepMarked(ctx, out.From, req, approve)
 		return false
 	case approval.ChangeSet:
 		if !approve {

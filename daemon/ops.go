@@ -55,12 +55,13 @@ func proposerOf(t *turns.Turn) proposer {
 }
 
 // applyOps applies a turn's proposed ops, which passed contracts.CheckOps,
-// as the only writer of state, and returns what the owner and the model
-// are to read of any that could not be. Each op is validated again here
-// (the worker is not trusted to have done it); a bad one is logged and
-// skipped and never stops the others. What a marked turn would keep of
-// the owner is not applied: it waits for the owner's decision.
-func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op) []string {
+// as the only writer of state, and calls done on the loop once they are
+// applied, with what the owner and the model are to read of any that
+// could not be. Each op is validated again here (the worker is not
+// trusted to have done it); a bad one is logged and skipped and never
+// stops the others. What a marked turn would keep of the owner is not
+// applied: it waits for the owner's decision.
+func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, done func(ctx context.Context, told []string)) {
 	by := proposerOf(t)
 	var now, asked []contracts.Op
 	for i, op := range ops {
@@ -79,19 +80,20 @@ func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op) 
 		}
 		now = append(now, op)
 	}
-	told := c.apply(ctx, by, now)
+	var refused []string
 	if len(asked) > 0 {
-		told = append(told, c.askToKeep(ctx, by, asked)...)
+		refused = c.askToKeep(ctx, by, asked)
 	}
-	return told
+	c.apply(ctx, by, now, func(ctx context.Context, told []string) { done(ctx, append(told, refused...)) })
 }
 
-// apply applies valid ops of by, and returns what the owner and the
-// model are to read of those that could not be. What they keep of the
-// owner is kept in one step (state.Store.Keep: one transaction, one
-// batch of files), the faces in one write of their file; the others one
-// by one.
-func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op) (told []string) {
+// apply applies valid ops of by, and calls done on the loop once they
+// are applied, with what the owner and the model are to read of those
+// that could not be. What they keep of the owner is kept in one step
+// (state.Store.Keep: one transaction, one batch of files) and their faces
+// in one write of that file, both off the loop, which waits on neither;
+// the others are applied one by one, at once.
+func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done func(ctx context.Context, told []string)) {
 	var memory state.Memory
 	var faces []contracts.AddFace
 	for _, op := range ops {
@@ -113,22 +115,41 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op) (told
 			log.Info("applied op")
 		}
 	}
+	keep := len(memory.Notes) > 0 || memory.About != "" || len(memory.Learnings) > 0
+	if !keep && len(faces) == 0 {
+		done(ctx, nil)
+		return
+	}
 	log := c.log.With("turn", by.turn)
-	if len(memory.Notes) > 0 || memory.About != "" || len(memory.Learnings) > 0 {
-		if err := c.writes.note("keep memory", c.store.Keep(ctx, by.turn, memory, c.clock.Now())); err != nil {
-			log.Warn("kept none of a turn's memory", "notes", len(memory.Notes), "learnings", len(memory.Learnings), "err", err)
-			told = append(told, fmt.Sprintf("I kept none of what I noted just now: %v.", err))
-		} else {
-			log.Info("kept memory", "notes", len(memory.Notes), "about", memory.About != "", "learnings", len(memory.Learnings))
+	at := c.clock.Now()
+	// A stop lets the batch land: it is a few writes.
+	writeCtx := context.WithoutCancel(ctx)
+	c.offLoop.Go(func() {
+		var kept, added error
+		if keep {
+			kept = c.writes.note("keep memory", c.store.Keep(writeCtx, by.turn, memory, at))
 		}
-	}
-	if len(faces) > 0 {
-		if err := c.writes.note("add faces", c.store.AddFaces(faces...)); err != nil {
-			log.Warn("faces not added", "err", err)
+		if len(faces) > 0 {
+			added = c.writes.note("add faces", c.store.AddFaces(faces...))
 		}
-		c.loadFaces()
-	}
-	return told
+		c.onLoop(func(ctx context.Context) {
+			var told []string
+			switch {
+			case kept != nil:
+				log.Warn("kept none of a turn's memory", "notes", len(memory.Notes), "learnings", len(memory.Learnings), "err", kept)
+				told = append(told, fmt.Sprintf("I kept none of what I noted just now: %v.", kept))
+			case keep:
+				log.Info("kept memory", "notes", len(memory.Notes), "about", memory.About != "", "learnings", len(memory.Learnings))
+			}
+			if len(faces) > 0 {
+				if added != nil {
+					log.Warn("faces not added", "err", added)
+				}
+				c.loadFaces()
+			}
+			done(ctx, told)
+		})
+	})
 }
 
 // applyOp applies one op that is neither kept of the owner nor a face.
@@ -160,26 +181,31 @@ func (c *Core) askToKeep(ctx context.Context, by proposer, ops []contracts.Op) [
 	return nil
 }
 
-// keepMarked carries out the owner's decision on what a marked turn
-// would keep of them; the answer is for the owner.
-func (c *Core) keepMarked(ctx context.Context, req approval.Request, approve bool) string {
+// keepMarked carries out the owner's decision, taken at from, on what a
+// marked turn would keep of them, and tells them what became of it.
+func (c *Core) keepMarked(ctx context.Context, from approval.Audience, req approval.Request, approve bool) {
 	p := req.Memory
 	if !approve {
-		return "All right, I kept none of it."
+		c.say.Tell(from, "All right, I kept none of it.")
+		return
 	}
 	if err := req.Verify(approval.MemoryDigest(*p)); err != nil {
-		return fmt.Sprintf("I kept none of it: %v.", err)
+		c.say.Tell(from, fmt.Sprintf("I kept none of it: %v.", err))
+		return
 	}
 	for _, op := range p.Ops {
 		if err := op.Body.Validate(); err != nil {
-			return fmt.Sprintf("I kept none of it: what I kept for your answer no longer passes my checks (%v).", err)
+			c.say.Tell(from, fmt.Sprintf("I kept none of it: what I kept for your answer no longer passes my checks (%v).", err))
+			return
 		}
 	}
-	told := c.apply(ctx, proposer{turn: p.Turn, origin: turns.Origin(req.Origin)}, p.Ops)
-	if len(told) > 0 {
-		return strings.Join(told, " ")
-	}
-	return "Kept, as you approved."
+	// The owner read each change: they are the owner's now, unmarked.
+	c.apply(ctx, proposer{turn: p.Turn, origin: turns.Origin(req.Origin)}, p.Ops, func(_ context.Context, told []string) {
+		if len(told) == 0 {
+			told = []string{"Kept, as you approved."}
+		}
+		c.say.Tell(from, strings.Join(told, " "))
+	})
 }
 
 // errUnsupportedOp is the error for an op this core cannot apply yet.

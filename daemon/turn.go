@@ -245,14 +245,17 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	}
 	c.answered(ctx, t)
 	c.brain.feel(mood.TurnOK)
-	told := c.applyOps(ctx, t, ops)
-	for _, line := range told {
-		c.say.Tell(approval.Audience(t.Admission.Origin), line)
-	}
-	// The model reads in the history what became of its ops.
-	c.recordExchange(ctx, t, strings.TrimSpace(strings.Join(append([]string{reply}, told...), "\n\n")))
 	t.Outcome, t.Err = outcomeOf(res)
-	c.finish(ctx, c.turns.Finished())
+	// The turn is over once what it keeps is written, off the loop.
+	c.turns.Keeping(t)
+	c.applyOps(ctx, t, ops, func(ctx context.Context, told []string) {
+		for _, line := range told {
+			c.say.Tell(approval.Audience(t.Admission.Origin), line)
+		}
+		// The model reads in the history what became of its ops.
+		c.recordExchange(ctx, t, strings.TrimSpace(strings.Join(append([]string{reply}, told...), "\n\n")))
+		c.finish(ctx, c.turns.Kept(t))
+	})
 }
 
 // outcomeOf is the outcome of a turn that answered: ok when the model

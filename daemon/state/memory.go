@@ -49,9 +49,12 @@ type Memory struct {
 // Keep keeps m, learnt in turn, in one step: it checks the bounds of all
 // of it first and keeps nothing of it past any (ErrMemoryFull), then adds
 // the learnings in one transaction and writes the files in one batch
-// (atomicfile.WriteFiles: a few flushes whatever their number). A note
-// is appended to memory/<topic>.md as "- 2026-11-30 14:02 text"; an empty
-// topic means DefaultTopic.
+// (atomicfile.WriteFiles: a few flushes whatever their number), outside
+// the transaction, so that the store's one connection is not held while
+// they are flushed. A note is appended to memory/<topic>.md as
+// "- 2026-11-30 14:02 text"; an empty topic means DefaultTopic. It may
+// run off core's loop: the memory tree's read-modify-write is serialised
+// here.
 func (s *Store) Keep(ctx context.Context, turn string, m Memory, at time.Time) error {
 	if err := s.writable("keep memory"); err != nil {
 		return err
@@ -68,32 +71,43 @@ func (s *Store) Keep(ctx context.Context, turn string, m Memory, at time.Time) e
 	if m.About != "" {
 		files = append(files, atomicfile.File{Path: s.layout.About(), Data: []byte(m.About)})
 	}
-	err = s.inTx(ctx, func(tx *keptTx) error {
-		if len(m.Learnings) > 0 {
-			var kept int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM learnings`).Scan(&kept); err != nil {
-				return fmt.Errorf("count learnings: %w", err)
-			}
-			if kept+len(m.Learnings) > MaxLearnings {
-				return fmt.Errorf("%w: %d learnings are kept already, and %d more would pass the %d kept at most", ErrMemoryFull, kept, len(m.Learnings), MaxLearnings)
-			}
+	if len(m.Learnings) > 0 {
+		if err := s.addLearnings(ctx, turn, m.Learnings, at); err != nil {
+			return fmt.Errorf("keep memory of turn %q: %w", turn, err)
 		}
-		for _, l := range m.Learnings {
+	}
+	if len(files) == 0 {
+		return nil
+	}
+	if err := atomicfile.WriteFiles(files, fileMode); err != nil {
+		if len(m.Learnings) > 0 {
+			return fmt.Errorf("keep memory of turn %q: its learnings are kept, its files are not: %w", turn, err)
+		}
+		return fmt.Errorf("keep memory of turn %q: %w", turn, err)
+	}
+	return nil
+}
+
+// addLearnings adds the learnings of turn in one transaction, within
+// MaxLearnings.
+func (s *Store) addLearnings(ctx context.Context, turn string, learnings []contracts.CaptureLearning, at time.Time) error {
+	return s.inTx(ctx, func(tx *keptTx) error {
+		var kept int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM learnings`).Scan(&kept); err != nil {
+			return fmt.Errorf("count learnings: %w", err)
+		}
+		if kept+len(learnings) > MaxLearnings {
+			return fmt.Errorf("%w: %d learnings are kept already, and %d more would pass the %d kept at most", ErrMemoryFull, kept, len(learnings), MaxLearnings)
+		}
+		for _, l := range learnings {
 			// Tags are slugs, so a comma cannot occur inside one.
 			if _, err := tx.ExecContext(ctx, `INSERT INTO learnings (turn, text, tags, at) VALUES (?, ?, ?, ?)`,
 				turn, l.Text, strings.Join(l.Tags, ","), at.UnixMilli()); err != nil {
 				return fmt.Errorf("add a learning: %w", err)
 			}
 		}
-		if len(files) == 0 {
-			return nil
-		}
-		return atomicfile.WriteFiles(files, fileMode)
+		return nil
 	})
-	if err != nil {
-		return fmt.Errorf("keep memory of turn %q: %w", turn, err)
-	}
-	return nil
 }
 
 // validate checks each part of m as its op.

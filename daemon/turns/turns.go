@@ -93,6 +93,7 @@ type Turn struct {
 	Outcome, Err string
 	exited       bool // the worker's processes are gone
 	left         bool // the worker's bus connection is gone (or never was)
+	keeping      bool // what its result keeps is being written off the loop
 	timer        clock.Timer
 }
 
@@ -298,14 +299,30 @@ func (m *Machine) On(ev Event) Step {
 	return step
 }
 
-// Finished ends the turn in flight if it is over — its result settled and
-// its worker gone — and returns it; core then records it and calls
-// Release. It returns nil while the turn is still on.
+// Finished ends the turn in flight if it is over — its result settled,
+// what it keeps written, and its worker gone — and returns it; core then
+// records it and calls Release. It returns nil while the turn is still
+// on.
 func (m *Machine) Finished() *Turn { return m.finished() }
+
+// Keeping records that what t's result keeps is being written off the
+// loop: t is not over, and the slot not handed on, until [Machine.Kept],
+// so that the next turn reads what it kept.
+func (m *Machine) Keeping(t *Turn) { t.keeping = true }
+
+// Kept records that what t keeps is written, and ends t, as Finished
+// does, if that was all it waited for.
+func (m *Machine) Kept(t *Turn) *Turn {
+	t.keeping = false
+	if m.cur != t {
+		return nil
+	}
+	return m.finished()
+}
 
 func (m *Machine) finished() *Turn {
 	t := m.cur
-	if t == nil || m.fence.isOpen(t.ID) || !t.exited {
+	if t == nil || m.fence.isOpen(t.ID) || !t.exited || t.keeping {
 		return nil
 	}
 	t.timer.Stop()

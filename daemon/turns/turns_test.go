@@ -126,6 +126,30 @@ func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
 	}
 }
 
+// TestATurnIsOverOnceWhatItKeepsIsWritten: a turn whose result is being
+// kept off the loop is not over when its worker leaves — the slot is not
+// handed on, and the next turn would not read what it kept — but when
+// it is written.
+func TestATurnIsOverOnceWhatItKeepsIsWritten(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("remember this", Origin{})
+	turn := m.Begin(adm)
+	if _, err := m.Accept(turn.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.Keeping(turn)
+	m.On(Event{Kind: Left, Turn: turn.ID})
+	if step := m.On(Event{Kind: Exited, Turn: turn.ID}); step.Finished != nil {
+		t.Fatal("a turn was over while what it keeps was still being written")
+	}
+	if _, now := m.Submit("next", Origin{}); now {
+		t.Fatal("the next turn started before what the last one keeps was written")
+	}
+	if m.Kept(turn) != turn {
+		t.Fatal("Kept did not end the turn whose worker is gone")
+	}
+}
+
 func TestNoResultWithinTDegradesKillsAndAbandons(t *testing.T) {
 	m := newMachine()
 	adm, _ := m.Submit("hi", Origin{})
