@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -156,35 +155,23 @@ func newPetLogging(t testing.TB, launcher launch.Launcher, logs *syncBuffer, mod
 	return newPetOf(t, &pet{launcher: launcher, logs: logs}, model, opts...)
 }
 
-// newPetServing is newPet whose approved http_gets are answered by pages,
-// a server on loopback (which the guarded client refuses), whatever host
-// the URL names.
-func newPetServing(t testing.TB, pages *httptest.Server, model *demomodel.Server, opts ...petOption) *pet {
+// newPetServing is newPet whose approved http_gets are answered by
+// pages, as a server would answer them, whatever host the URL names.
+func newPetServing(t testing.TB, pages http.Handler, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
 	logs := new(syncBuffer)
-	return newPetOf(t, &pet{launcher: childWorkers(t, logs), logs: logs, fetch: loopbackPages{pages}}, model, opts...)
+	return newPetOf(t, &pet{launcher: childWorkers(t, logs), logs: logs, fetch: servedPages{pages}}, model, opts...)
 }
 
-// loopbackPages answers every URL with the page of its path on a server
-// on loopback.
-type loopbackPages struct{ server *httptest.Server }
+// servedPages carries out core's approved http_gets with a handler of the
+// test's, in place of the guarded client: what a page says is under test
+// here, not where it lives (package fetch tests that).
+type servedPages struct{ pages http.Handler }
 
-func (l loopbackPages) Get(ctx context.Context, raw string) (fetch.Response, error) {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return fetch.Response{}, err
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, l.server.URL+u.Path, nil)
-	if err != nil {
-		return fetch.Response{}, err
-	}
-	resp, err := l.server.Client().Do(req)
-	if err != nil {
-		return fetch.Response{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	return fetch.Response{URL: raw, Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: body}, err
+func (s servedPages) Get(_ context.Context, url string) (fetch.Response, error) {
+	answer := httptest.NewRecorder()
+	s.pages.ServeHTTP(answer, httptest.NewRequest(http.MethodGet, url, nil))
+	return fetch.Response{URL: url, Status: answer.Code, ContentType: answer.Header().Get("Content-Type"), Body: answer.Body.Bytes()}, nil
 }
 
 // newPetOf starts the pet p, whose launcher and logs are set.
