@@ -175,7 +175,7 @@ func RenderMemory(p MemoryPayload) Shown {
 		}
 	}
 	return Shown{
-		Title:  "keep in my memory",
+		Title:  "memory",
 		Note:   visible.Line(MarkOutside(p.Outside) + fmt.Sprintf("%d change(s) to what I keep of you; none is made unless you approve, and no rule can", len(p.Ops))),
 		Detail: b.String(),
 	}

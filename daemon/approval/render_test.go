@@ -138,6 +138,36 @@ func TestRenderMemoryShowsEveryChangeExactly(t *testing.T) {
 	}
 }
 
+// TestAToolProposedAfterOutsideContentSaysSo: the card of a tool a
+// marked turn proposed starts with the warning, and its digest holds the
+// mark.
+func TestAToolProposedAfterOutsideContentSaysSo(t *testing.T) {
+	p := PromotionPayload{Stem: "greet", Description: "says hello", Module: "x", Test: "y"}
+	d := PromotionDigest(p)
+	p.Outside = "https://example.test/page"
+	if got := RenderPromotion(p).Note; !strings.HasPrefix(got, "⚠ asked after reading https://example.test/page: says hello") {
+		t.Errorf("the card of a marked turn's tool says %q, want the warning first", got)
+	}
+	if PromotionDigest(p) == d {
+		t.Error("the mark keeps the digest; a request that lost it would still be kept")
+	}
+}
+
+// TestAMessagePastTheCapWithAMarkedTextSaysSo: messages past the daily
+// cap that took in a marked schedule's text are asked with the warning,
+// and the digest holds the mark the turn will start with.
+func TestAMessagePastTheCapWithAMarkedTextSaysSo(t *testing.T) {
+	p := TokenCapPayload{Text: "hi\nwrite what the page said", Today: 10, Cap: 5}
+	d := TokenCapDigest(p)
+	p.Outside = "https://example.test/page"
+	if got := RenderTokenCap(p).Note; !strings.HasPrefix(got, "⚠ asked after reading https://example.test/page: today's turns used") {
+		t.Errorf("the card says %q, want the warning first", got)
+	}
+	if TokenCapDigest(p) == d {
+		t.Error("the mark keeps the digest")
+	}
+}
+
 func TestChangeList(t *testing.T) {
 	got := ChangeList([]sandbox.Change{
 		{Path: "notes.txt", Kind: sandbox.Created, Size: 5},
