@@ -138,33 +138,34 @@ func TestRenderMemoryShowsEveryChangeExactly(t *testing.T) {
 	}
 }
 
-// TestAToolProposedAfterOutsideContentSaysSo: the card of a tool a
-// marked turn proposed starts with the warning, and its digest holds the
+// TestTheOtherRequestsOfAMarkedTurnSaySo: the card of a tool a marked
+// turn proposed, and of messages past the daily cap that took in a marked
+// schedule's text, start with the warning, and their digests hold the
 // mark.
-func TestAToolProposedAfterOutsideContentSaysSo(t *testing.T) {
-	p := PromotionPayload{Stem: "greet", Description: "says hello", Module: "x", Test: "y"}
-	d := PromotionDigest(p)
-	p.Outside = "https://example.test/page"
-	if got := RenderPromotion(p).Note; !strings.HasPrefix(got, "⚠ asked after reading https://example.test/page: says hello") {
-		t.Errorf("the card of a marked turn's tool says %q, want the warning first", got)
-	}
-	if PromotionDigest(p) == d {
-		t.Error("the mark keeps the digest; a request that lost it would still be kept")
-	}
-}
-
-// TestAMessagePastTheCapWithAMarkedTextSaysSo: messages past the daily
-// cap that took in a marked schedule's text are asked with the warning,
-// and the digest holds the mark the turn will start with.
-func TestAMessagePastTheCapWithAMarkedTextSaysSo(t *testing.T) {
-	p := TokenCapPayload{Text: "hi\nwrite what the page said", Today: 10, Cap: 5}
-	d := TokenCapDigest(p)
-	p.Outside = "https://example.test/page"
-	if got := RenderTokenCap(p).Note; !strings.HasPrefix(got, "⚠ asked after reading https://example.test/page: today's turns used") {
-		t.Errorf("the card says %q, want the warning first", got)
-	}
-	if TokenCapDigest(p) == d {
-		t.Error("the mark keeps the digest")
+func TestTheOtherRequestsOfAMarkedTurnSaySo(t *testing.T) {
+	const page = "https://example.test/page"
+	for _, tc := range []struct {
+		name   string
+		render func(outside string) (Shown, string)
+		note   string
+	}{
+		{"a tool", func(outside string) (Shown, string) {
+			p := PromotionPayload{Stem: "greet", Description: "says hello", Module: "x", Test: "y", Outside: outside}
+			return RenderPromotion(p), PromotionDigest(p)
+		}, "says hello"},
+		{"messages past the cap", func(outside string) (Shown, string) {
+			p := TokenCapPayload{Text: "hi\nwrite what the page said", Today: 10, Cap: 5, Outside: outside}
+			return RenderTokenCap(p), TokenCapDigest(p)
+		}, "today's turns used"},
+	} {
+		_, plain := tc.render("")
+		shown, digest := tc.render(page)
+		if want := "⚠ asked after reading " + page + ": " + tc.note; !strings.HasPrefix(shown.Note, want) {
+			t.Errorf("the card of %s says %q, want it to start %q", tc.name, shown.Note, want)
+		}
+		if digest == plain {
+			t.Errorf("the mark keeps the digest of %s: a request that lost it would still be carried out", tc.name)
+		}
 	}
 }
 
