@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 
-	"shelldon/daemon/state/atomicfile"
 	"shelldon/daemon/statedir"
 )
 
@@ -63,12 +63,15 @@ func grant(wants []statedir.Want) error {
 	return nil
 }
 
-// writeForWorkers replaces path, one of the files a worker reads, with
-// data, readable by the workers' group alone besides core: the group is
-// the file's before it takes path's place.
-func (s *Store) writeForWorkers(path string, data []byte) error {
-	if s.readers.WorkerGID < 0 {
-		return atomicfile.WriteFile(path, data, statedir.PrivateFileMode)
+// grantWorkerFiles gives the files a worker reads their access once core
+// has rewritten them, as it writes every file, core's alone: the group
+// first, then the mode, so that no one else reads them meanwhile.
+func (s *Store) grantWorkerFiles() error {
+	var wants []statedir.Want
+	for _, w := range s.layout.Access(s.readers) {
+		if slices.Contains(s.layout.WorkerFiles(), w.Path) {
+			wants = append(wants, w)
+		}
 	}
-	return atomicfile.WriteFileFor(path, data, statedir.WorkerFileMode, s.readers.WorkerGID)
+	return grant(wants)
 }

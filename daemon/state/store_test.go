@@ -389,10 +389,8 @@ func TestReadOnlyStore(t *testing.T) {
 		"SetTurnWorker": reader.SetTurnWorker(ctx, "t1", 7),
 		"FinishTurn":    reader.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: time.Now(), Outcome: "ok"}),
 		"AppendHistory": reader.AppendHistory(ctx, "t1", "user", "x", time.Now()),
-		"AddLearning":   reader.AddLearning(ctx, "t1", "x", nil, time.Now()),
-		"Remember":      reader.Remember("", "x", time.Now()),
-		"RewriteAbout":  reader.RewriteAbout("x"),
-		"AddFace":       reader.AddFace("party", "(^o^)/"),
+		"Keep":          reader.Keep(ctx, "t1", Memory{Notes: []contracts.Remember{{Text: "x"}}}, time.Now()),
+		"AddFaces":      reader.AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}),
 	}
 	if _, err := reader.db.Exec(`DELETE FROM turns`); err == nil {
 		t.Error("the read-only connection accepted a DELETE")
@@ -461,8 +459,8 @@ func TestEachReaderReadsWhatItNeedsAndNoMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mustDo(t, s.RewriteAbout("lives in Lyon, has a cat"))
-	mustDo(t, s.AddFace("sly", "(¬‿¬)"))
+	mustDo(t, s.Keep(context.Background(), "t1", Memory{About: "lives in Lyon, has a cat"}, time.Now()))
+	mustDo(t, s.AddFaces(contracts.AddFace{Name: "sly", Glyphs: "(¬‿¬)"}))
 
 	read := func(groups []uint32, path string) error {
 		cmd := exec.Command(cat, path)
