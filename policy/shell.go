@@ -30,6 +30,14 @@ type Verdict struct {
 	Level RiskLevel
 	// Network means some part of the command reaches the network.
 	Network bool
+	// MayDelete means the policy cannot say that the command deletes and
+	// overwrites nothing: some part of it deletes or overwrites files, or
+	// may (cp onto a name that may exist, rsync, tar x, sed -i, a >
+	// redirect), or runs a program or uses an option or a script this
+	// check does not know. The note says which. Such a command never
+	// becomes a rule ([RuleFor]): the one decision of what deletes is
+	// this field's, made from the same clauses as the note.
+	MayDelete bool
 	// Commands are the command words of the simple commands the shell
 	// would run, in order, including those inside $(…) and ( … ).
 	Commands []string
@@ -146,14 +154,22 @@ const (
 	shellNetwork                    // reaches the network
 	shellPrivilege                  // acts as another user or on the system
 	shellRunsCode                   // runs code the command line does not show
-	shellWrites                     // writes inside the workspace
-	shellRuns                       // runs a program or a workspace script
+	shellWrites                     // writes inside the workspace, replacing nothing
+	shellRuns                       // runs a workspace script or the project's own code
+	shellUnknown                    // does what this check does not know: a program, option or script it does not read
 	shellOther                      // anything else worth a word
 )
 
 // lookClosely reports whether a clause of this kind makes the whole
 // command one to look at closely.
 func (r shellRisk) lookClosely() bool { return r <= shellRunsCode }
+
+// mayDelete reports whether a clause of this kind leaves the policy
+// unable to say that the command deletes and overwrites nothing: it
+// deletes or overwrites, or it does what this check does not know. A
+// workspace script (python3 build.py) is the workspace's own code, run
+// by its name: what it does is the script's, not the command line's.
+func (r shellRisk) mayDelete() bool { return r == shellDeletes || r == shellUnknown }
 
 // shellClause is one item of the note: what happens, and the words that
 // do it.
@@ -653,7 +669,7 @@ func (a *shellAnalysis) redirect(r *syntax.Redirect) {
 		a.note(shellOther, "reads "+target.show(), how)
 	case syntax.RdrInOut:
 		a.refuse("opens a file for writing (" + how + ")")
-		a.note(shellWrites, "opens "+target.show()+" for writing", how)
+		a.note(shellDeletes, "opens "+target.show()+" for writing over it", how)
 	case syntax.Hdoc, syntax.DashHdoc:
 		a.refuse("feeds a here-document")
 		a.note(shellOther, "feeds a here-document", r.Op.String())
@@ -856,6 +872,7 @@ func (a *shellAnalysis) verdict() Verdict {
 	v.Reasons = a.reasons
 	for _, c := range a.clauses {
 		v.Network = v.Network || c.risk == shellNetwork
+		v.MayDelete = v.MayDelete || c.risk.mayDelete()
 		if c.risk.lookClosely() {
 			v.Level = RiskLookClosely
 		}

@@ -148,7 +148,7 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		{name: "tree", reason: "draws the directory tree; -o writes it to a file, -R writes 00Tree.html in every directory and --fromfile draws the lines of a file, so they ask",
 			check: shellRefuseOptions(shellGetopt{},
 				shellOptionRule{short: 'o', risk: shellDeletes, what: "writes its listing to a file, replacing it"},
-				shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"},
+				shellOptionRule{short: 'R', risk: shellDeletes, what: "writes 00Tree.html in every directory, replacing any there"},
 				shellOptionRule{long: "fromfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"},
 				shellOptionRule{long: "fromtabfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"})},
 		{name: "du", reason: "sums disk usage; --files0-from asks",
@@ -482,7 +482,7 @@ func shellUniqCheck(c *shellCall) {
 	spec := shellGetopt{value: shellUniqValue, flags: shellUniqFlags, long: []string{"skip-fields", "skip-chars", "check-chars"}, known: shellUniqLong}
 	operands := c.words(c.scan(spec, func(o shellOption) {
 		if o.unknown {
-			c.refuse("uniq "+o.name+" is an option this check does not know", shellOther,
+			c.refuse("uniq "+o.name+" is an option this check does not know", shellUnknown,
 				"uses an option this check does not know", c.base+" "+o.text)
 		}
 	}))
@@ -519,12 +519,12 @@ func shellSedCheck(c *shellCall) {
 			c.args[o.at].code = true
 			given = true
 		case o.name == "-i" || o.name == "--in-place":
-			c.refuse("sed "+o.name+" edits files in place", shellWrites, "edits files in place", c.base+" "+o.text)
+			c.refuse("sed "+o.name+" rewrites files in place", shellDeletes, "rewrites files in place", c.base+" "+o.text)
 		case o.name == "-f" || o.name == "--file":
 			c.refuse("sed "+o.name+" reads its script from a file", shellOther, "runs a sed script from a file", c.base+" "+o.text)
 		case o.name == "-l" || slices.Contains(shellSedLong, o.name) || !o.long() && strings.Contains(shellSedFlags, o.name[1:]):
 		default:
-			c.refuse("sed "+o.name+" is an option this check does not know", shellOther,
+			c.refuse("sed "+o.name+" is an option this check does not know", shellUnknown,
 				"uses an option this check does not know", c.base+" "+o.text)
 		}
 	})
@@ -626,7 +626,7 @@ func shellGitRisk(v GitVerdict) shellRisk {
 	switch {
 	case v.Network:
 		return shellNetwork
-	case slices.Contains([]string{"rm", "restore", "checkout", "reset"}, v.Subcommand),
+	case slices.Contains([]string{"rm", "restore", "checkout", "reset", "mv", "stash"}, v.Subcommand),
 		strings.Contains(v.Note, "delet"), strings.Contains(v.Note, "discard"), strings.Contains(v.Note, "throws away"):
 		return shellDeletes
 	}
@@ -829,7 +829,7 @@ func shellXxdCheck(c *shellCall) {
 			continue
 		}
 		if strings.IndexByte("abCdEehipruv", v[1]) < 0 {
-			c.refuse("xxd "+w.show()+" is an option this check does not know", shellOther,
+			c.refuse("xxd "+w.show()+" is an option this check does not know", shellUnknown,
 				"uses an option this check does not know", c.show(w))
 		}
 	}
@@ -850,7 +850,7 @@ func shellXxdCheck(c *shellCall) {
 func shellStringsCheck(c *shellCall) {
 	for _, w := range c.args {
 		if strings.HasPrefix(w.value, "@") {
-			c.refuse("strings "+w.show()+" reads more arguments from a file", shellOther,
+			c.refuse("strings "+w.show()+" reads more arguments from a file", shellUnknown,
 				"reads more arguments from a file", c.show(w))
 		}
 	}
@@ -872,7 +872,7 @@ var (
 // separated) as a path: -m a:/etc/passwd reads /etc/passwd.
 func shellFileCheck(c *shellCall) {
 	rules := []shellOptionRule{
-		{short: 'C', long: "compile", risk: shellWrites, what: "writes a compiled magic file"},
+		{short: 'C', long: "compile", risk: shellDeletes, what: "writes a compiled magic file, replacing any there"},
 		{short: 'z', long: "uncompress", risk: shellRunsCode, what: "may run decompression programs"},
 		{short: 'Z', long: "uncompress-noreport", risk: shellRunsCode, what: "may run decompression programs"},
 		{short: 'f', long: "files-from", risk: shellOther, what: "reads the names of the files to examine from a file"},

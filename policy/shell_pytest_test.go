@@ -181,7 +181,7 @@ func TestClassifyPytestNotes(t *testing.T) {
 		{"pytest -W ignore::this.X", RiskLookClosely, "imports the module of a warning category by name (pytest -W ignore::this.X)"},
 		{"pytest --pyargs this", RiskLookClosely, "imports its arguments as Python packages by name (pytest --pyargs)"},
 		{"pytest -c x.ini", RiskLookClosely, "loads its configuration from another file"},
-		{"pytest --junitxml=r.xml", RiskRoutine, "writes a JUnit report (pytest --junitxml=r.xml)"},
+		{"pytest --junitxml=r.xml", RiskLookClosely, "writes a JUnit report, replacing it (pytest --junitxml=r.xml)"},
 		{"pytest -n 4", RiskRoutine, "uses an option pytest does not list, which may be a plugin's (pytest -n)"},
 	}
 	for _, tt := range tests {
