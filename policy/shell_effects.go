@@ -664,9 +664,7 @@ func (c *shellCall) awk() {
 		c.note(shellRunsCode, "runs an awk program from a file", c.base+" -f")
 		return
 	}
-	ops := c.operands("fvF")
-	if len(ops) > 0 && strings.ContainsAny(ops[0].value, "|>") ||
-		len(ops) > 0 && (strings.Contains(ops[0].value, "system") || strings.Contains(ops[0].value, "getline")) {
+	if ops := c.operands("fvF"); len(ops) > 0 && shellAwkProgram(ops[0].value) != "" {
 		c.note(shellRunsCode, "runs an awk program that can run commands or write files", c.base)
 		return
 	}

@@ -80,7 +80,7 @@ var shellPytestHelp = []struct {
 	{"--doctest-modules", true, "runs the doctests of the workspace's modules"},
 	{"--doctest-report=udiff", true, "chooses the diff format"},
 	{"--doctest-glob=README.rst", true, "runs the doctests of the workspace's text files"},
-	{"--doctest-glob='*.rst'", false, "pytest matches the pattern itself, dot files included, so it could reach .env.rst"},
+	{"--doctest-glob='*.rst'", true, "pytest matches the pattern in the sandbox's view, where .env.rst is hidden"},
 	{"--doctest-ignore-import-errors", true, "ignores import errors"},
 	{"--doctest-continue-on-failure", true, "goes on after a failure"},
 	// test session debugging and configuration
