@@ -1050,7 +1050,7 @@ func shellTestCheck(c *shellCall) {
 	for _, w := range c.args {
 		if named && (w.glob || strings.Contains(w.value, "[") && w.value != "[") {
 			c.refuse(c.base+" -v "+w.show()+" may name an array element, whose subscript bash runs as code", shellRunsCode,
-				"runs the code in an array subscript", c.show(w))
+				"may run the code in an array subscript", c.show(c.args...))
 		}
 	}
 }

@@ -1089,3 +1089,29 @@ func TestClassifyConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestTheEnvironmentIsPrintedForOneReason: every listed command that can
+// print the environment lets it, for the one reason shellEnvironment
+// gives, and each way of printing it runs without asking.
+func TestTheEnvironmentIsPrintedForOneReason(t *testing.T) {
+	for _, name := range []string{"printenv", "env", "ps", "awk", "jq"} {
+		if c := shellSafeIndex.get()[name]; c == nil || !strings.Contains(c.reason, shellEnvironment) {
+			t.Errorf("the reason %s prints the environment does not give shellEnvironment's: %+v", name, c)
+		}
+	}
+	shellVerdicts(t, []struct {
+		command string
+		safe    bool
+	}{
+		{"printenv", true},
+		{"printenv HOME", true},
+		{"env", true},
+		{"ps e", true},
+		{"ps auxe", true},
+		{`awk 'BEGIN { print ENVIRON["PATH"] }'`, true},
+		{"jq -n env", true},
+		{"jq -n '$ENV'", true},
+		{"cat /proc/self/environ", false},
+		{"env X=1 printenv", false},
+	})
+}
