@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,26 +26,7 @@ func TestACallThatDeletesOrOverwritesIsOfferedNoRule(t *testing.T) {
 	dir := testhost.ShortDir(t)
 	socket := filepath.Join(dir, "bus.sock")
 	calls := make(chan contracts.ToolCall, 16)
-	worker := func(ctx context.Context, spec launch.Spec) {
-		turn := turnOf(spec)
-		conn, in, err := joinAsWorker(ctx, socket, turn)
-		if err != nil {
-			t.Errorf("joining as the worker of %s: %v", turn, err)
-			return
-		}
-		defer conn.Close()
-		res := contracts.Result{OK: true, Payload: "done"}
-		if in.Resume == nil {
-			select {
-			case call := <-calls:
-				res = parkResult(call, contracts.Message{Role: contracts.ChatUser, Content: in.Text})
-			default:
-			}
-		}
-		env, _ := contracts.NewEnvelope(contracts.KindResult, turn, res)
-		conn.Send(env)
-	}
-	opts := attackedCore(t, dir, worker)
+	opts := attackedCore(t, dir, callingWorker(t, socket, calls))
 	now := time.Now()
 	if _, err := opts.Store.GrantRule(context.Background(), state.Rule{Tool: "run_shell", Pattern: "cp\x00x\x00notes.md",
 		Words: "run_shell of exactly `cp x notes.md`", Granted: now, Expires: now.Add(24 * time.Hour)}); err != nil {
@@ -54,7 +36,7 @@ func TestACallThatDeletesOrOverwritesIsOfferedNoRule(t *testing.T) {
 	o := joinAsOwner(t, socket)
 	asks := func(command string) contracts.ApprovalRequest {
 		t.Helper()
-		calls <- contracts.ToolCall{ID: "sh", Name: "run_shell", Args: `{"command":` + jsonString(command) + `}`}
+		calls <- contracts.ToolCall{ID: "sh", Name: "run_shell", Args: fmt.Sprintf(`{"command":%q}`, command)}
 		o.send(contracts.KindInbound, contracts.Inbound{Text: "please run " + command})
 		r := within(t, o.approvals, "the request to run "+command)
 		o.send(contracts.KindDecision, contracts.Decision{Turn: r.Turn})
@@ -82,7 +64,27 @@ func TestACallThatDeletesOrOverwritesIsOfferedNoRule(t *testing.T) {
 	}
 }
 
-// jsonString quotes s as a JSON string.
-func jsonString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+// callingWorker is the attacker's worker: each fresh turn parks the next
+// call waiting in calls (or answers "done" when none waits), and a turn
+// resumed after the owner's decision answers "done".
+func callingWorker(t *testing.T, socket string, calls <-chan contracts.ToolCall) func(context.Context, launch.Spec) {
+	return func(ctx context.Context, spec launch.Spec) {
+		turn := turnOf(spec)
+		conn, in, err := joinAsWorker(ctx, socket, turn)
+		if err != nil {
+			t.Errorf("joining as the worker of %s: %v", turn, err)
+			return
+		}
+		defer conn.Close()
+		res := contracts.Result{OK: true, Payload: "done"}
+		if in.Resume == nil {
+			select {
+			case call := <-calls:
+				res = parkResult(call, contracts.Message{Role: contracts.ChatUser, Content: in.Text})
+			default:
+			}
+		}
+		env, _ := contracts.NewEnvelope(contracts.KindResult, turn, res)
+		conn.Send(env)
+	}
 }

@@ -340,21 +340,33 @@ const shellNoClobberFlags = "naRrpvdLPTxt"
 // some versions, --remove-destination, --update, --backup, -l and -s)
 // and every option this check does not know make it false.
 func shellNoClobber(c *shellCall) bool {
-	clobbers, noClobber := false, false
+	noClobber := false
 	spec := shellGetopt{value: "tS", flags: "abdfHilLnprsuvxPRTZ", long: shellCpValued, known: shellCpLong}
+	within := c.optionsWithin(spec, shellNoClobberFlags, shellNoClobberLong, func(o shellOption) {
+		noClobber = noClobber || o.name == "-n" || o.name == "--no-clobber"
+	})
+	return noClobber && within
+}
+
+// optionsWithin reports whether every option the call is given, read
+// with spec, is one of the short letters or the long names; saw, if not
+// nil, sees each.
+func (c *shellCall) optionsWithin(spec shellGetopt, letters string, long []string, saw func(shellOption)) bool {
+	within := true
 	c.scan(spec, func(o shellOption) {
+		if saw != nil {
+			saw(o)
+		}
 		switch {
 		case o.unknown:
-			clobbers = true
-		case o.name == "-n" || o.name == "--no-clobber":
-			noClobber = true
+			within = false
 		case o.long():
-			clobbers = clobbers || !slices.Contains(shellNoClobberLong, o.name[2:])
+			within = within && slices.Contains(long, o.name[2:])
 		default:
-			clobbers = clobbers || !strings.Contains(shellNoClobberFlags, o.name[1:])
+			within = within && strings.Contains(letters, o.name[1:])
 		}
 	})
-	return noClobber && !clobbers
+	return within
 }
 
 // shellLnLong are GNU ln's long options; shellLnKeeps those and
@@ -375,19 +387,8 @@ func (c *shellCall) link() {
 	} else if len(ops) == 1 {
 		target = "a link to " + ops[0].show()
 	}
-	replaces := false
 	spec := shellGetopt{value: "St", flags: "bdFfinrsLPTv", long: []string{"suffix", "target-directory"}, known: shellLnLong}
-	c.scan(spec, func(o shellOption) {
-		switch {
-		case o.unknown:
-			replaces = true
-		case o.long():
-			replaces = replaces || !slices.Contains(shellLnKeeps, o.name[2:])
-		default:
-			replaces = replaces || !strings.Contains(shellLnKeepFlags, o.name[1:])
-		}
-	})
-	if replaces {
+	if !c.optionsWithin(spec, shellLnKeepFlags, shellLnKeeps, nil) {
 		c.note(shellDeletes, "may replace "+target, c.flags())
 		return
 	}
