@@ -1030,16 +1030,25 @@ func shellJqCheck(c *shellCall) {
 var shellBase64Long = []string{"decode", "ignore-garbage", "wrap", "help", "version", "base64", "base64url",
 	"base32", "base32hex", "base16", "base2msbf", "base2lsbf", "z85"}
 
-// shellBase64Check lets base64 and its kin take only coreutils' options,
-// none of which writes; BSD's -o (--output) writes a file, and any other
-// option may be another system's.
-var shellBase64Check = shellRefuseOptions(shellGetopt{value: "w", flags: "di", long: []string{"wrap"}, known: shellBase64Long},
-	shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"})
+// shellBase64Output is BSD base64's -o (--output), which writes a file.
+var shellBase64Output = []shellOptionRule{{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}}
 
-// shellSumCheck refuses -c (--check), with which cksum and the sha*sum
-// read the names of the files to check from a file.
-var shellSumCheck = shellRefuseOptions(shellGetopt{value: "al", long: []string{"algorithm", "length"}},
-	shellOptionRule{short: 'c', long: "check", risk: shellOther, what: "reads the names of the files to check from a file"})
+// shellBase64Check lets base64 and its kin take only coreutils' options,
+// none of which writes; BSD's -o writes a file, and any other option may
+// be another system's.
+func shellBase64Check(c *shellCall) {
+	spec := shellGetopt{value: "w", flags: "di", long: []string{"wrap"}, known: shellBase64Long}
+	c.scan(spec, func(o shellOption) { c.refuseOption(o, shellBase64Output) })
+}
+
+// shellSumFromFile is -c (--check), with which cksum and the sha*sum read
+// the names of the files to check from a file.
+var shellSumFromFile = []shellOptionRule{{short: 'c', long: "check", risk: shellOther, what: "reads the names of the files to check from a file"}}
+
+// shellSumCheck refuses shellSumFromFile.
+func shellSumCheck(c *shellCall) {
+	c.scan(shellGetopt{value: "al", long: []string{"algorithm", "length"}}, func(o shellOption) { c.refuseOption(o, shellSumFromFile) })
+}
 
 // shellTestCheck refuses test -v and -R (is a variable set; is it a name
 // reference) of an array element, x[…], or of a glob, which may expand
