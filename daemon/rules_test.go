@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/launch"
 	"shelldon/daemon/statedir"
 	"shelldon/testhost"
 )
@@ -26,26 +24,7 @@ func TestAGrantedRuleLetsOnlyItsShapeThrough(t *testing.T) {
 	dir := testhost.ShortDir(t)
 	socket := filepath.Join(dir, "bus.sock")
 	calls := make(chan contracts.ToolCall, 16) // what each new turn's worker asks for
-	worker := func(ctx context.Context, spec launch.Spec) {
-		turn := turnOf(spec)
-		conn, in, err := joinAsWorker(ctx, socket, turn)
-		if err != nil {
-			t.Errorf("joining as the worker of %s: %v", turn, err)
-			return
-		}
-		defer conn.Close()
-		res := contracts.Result{OK: true, Payload: "done"}
-		if in.Resume == nil {
-			select {
-			case call := <-calls:
-				res = parkResult(call, contracts.Message{Role: contracts.ChatUser, Content: in.Text})
-			default:
-			}
-		}
-		env, _ := contracts.NewEnvelope(contracts.KindResult, turn, res)
-		conn.Send(env)
-	}
-	serveCore(t, attackedCore(t, dir, worker))
+	serveCore(t, attackedCore(t, dir, callingWorker(t, socket, calls)))
 	o := joinAsOwner(t, socket)
 	ws := statedir.Layout{Root: dir}.Workspace()
 	write := func(path string) contracts.ToolCall {

@@ -40,14 +40,20 @@ type Rule struct {
 //   - run_shell of exactly one plain command: one simple command of
 //     literal words (no ;, |, &&, redirection, assignment, expansion,
 //     glob, quoting the shell reads differently, comment or line break),
-//     which Classify finds routine (a write inside the workspace, a
-//     workspace script): the rule binds the words themselves;
+//     which Classify finds routine (a write inside the workspace that
+//     replaces nothing, a workspace script) and of which it can say that
+//     it deletes and overwrites nothing ([Verdict.MayDelete]): the rule
+//     binds the words themselves; git so run only as the git tool's
+//     rules below allow;
 //   - git commit -m with any message, and git add, status, diff, log
 //     and show of exactly the arguments given;
 //   - write_file to one named path, given as it resolves (no link, no
-//     "..", no "./").
+//     "..", no "./"): the one rule that replaces a file's content, that
+//     file's, whose path the rule names.
 //
-// Never a rule: a call that deletes or overwrites, leaves the workspace,
+// Never a rule: a call that deletes or overwrites, or may (cp, mv, tar
+// x, rsync, sed -i, git mv and stash, … the shell policy's effects
+// decide, and a program or an option they do not know counts), leaves the workspace,
 // reaches the network, runs code the command line does not show (sh -c,
 // python -c, eval), names a credential-shaped file, git's internals
 // (.git/ at any depth) or a hook Python or pytest runs by itself
@@ -94,8 +100,11 @@ func shellRule(command string) (Rule, bool) {
 		return Rule{}, false
 	}
 	v := Classify(command, "")
-	if v.Safe || v.Level != RiskRoutine || v.Network {
+	if v.Safe || v.Level != RiskRoutine || v.Network || v.MayDelete {
 		return Rule{}, false
+	}
+	if _, ok := gitRule(words); words[0] == "git" && !ok {
+		return Rule{}, false // git through the shell: only what the git tool's rules allow
 	}
 	for _, w := range words {
 		if !ruleWord(w) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,12 @@ func TestWhatMayBecomeARule(t *testing.T) {
 		{runShell("touch hello.txt"), "run_shell of exactly `touch hello.txt`"},
 		{runShell("mkdir -p out/site"), "run_shell of exactly `mkdir -p out/site`"},
 		{runShell(`python3 build.py "two words"`), "run_shell of exactly `python3 build.py 'two words'`"},
+		// writes that replace nothing: cp -n never overwrites, ln without
+		// -f fails on a name that exists, chmod changes modes only
+		{runShell("cp -n template.md notes.md"), "run_shell of exactly `cp -n template.md notes.md`"},
+		{runShell("cp -rn src out"), "run_shell of exactly `cp -rn src out`"},
+		{runShell("ln -s notes.md today.md"), "run_shell of exactly `ln -s notes.md today.md`"},
+		{runShell("chmod +x run.sh"), "run_shell of exactly `chmod +x run.sh`"},
 		{gitCall("commit -m 'fix the parser'"), "git commit -m <any message>"},
 		{gitCall("add notes.md src/app.py"), "git of exactly `git add notes.md src/app.py`"},
 		{gitCall("status --short"), "git of exactly `git status --short`"},
@@ -59,6 +66,26 @@ func TestWhatNeverBecomesARule(t *testing.T) {
 		runShell("mv a.txt b.txt"), runShell("shred x"), runShell("find . -delete"),
 		runShell("truncate -s 0 log.txt"), gitCall("rm notes.md"), gitCall("reset --hard"), gitCall("checkout -- a.py"),
 		gitCall("restore a.py"), gitCall("clean -fdx"), gitCall("stash"), gitCall("branch -D topic"),
+		// what may overwrite a file that exists, which the policy cannot
+		// know is absent (issue 28): moving, copying, extracting, syncing,
+		// editing in place, compressing in place, patching, through git
+		runShell("git mv a.txt b.txt"), runShell("git stash"), runShell("git stash pop"), runShell("git checkout -- a.py"),
+		runShell("git branch -D topic"), runShell("nohup git stash"), runShell("git add -A"), runShell("git commit --amend -m x"),
+		runShell("sed -i 3d notes.md"), runShell("sed -i s/a/b/ notes.md"), runShell("sed --in-pl s/a/b/ notes.md"),
+		runShell("cp x notes.md"), runShell("cp -r src out"), runShell("cp -n -f x notes.md"), runShell("cp -ni x notes.md"),
+		runShell("cp -n --remove-destination x notes.md"), runShell("cp -n --update=all x notes.md"), runShell("install -m 644 x notes.md"),
+		runShell("rsync -a --delete src/ notes/"), runShell("rsync -a src/ notes/"), runShell("rsync -a --remove-source-files src/ notes/"),
+		runShell("tar xf a.tar"), runShell("tar -xzf a.tgz"), runShell("tar --extract --file=a.tar"), runShell("tar cf a.tar src"),
+		runShell("unzip a.zip"), runShell("zip -r a.zip src"), runShell("gzip notes.md"), runShell("gunzip a.gz"), runShell("xz -d a.xz"),
+		runShell("patch -p1 -i fix.diff"), runShell("ln -sf notes.md today.md"), runShell("ln --force a b"), runShell("ln -b a b"),
+		runShell("python3 -m venv venv"), runShell("python3 -m json.tool in.json out.json"), runShell("tree -R"),
+		runShell("file -C -m magic"), runShell("pytest --junitxml=report.xml"), runShell("pytest --basetemp=tmp"),
+		runShell("sort -o out.txt in.txt"), runShell("timeout 60 cp x notes.md"), runShell("env cp x notes.md"),
+		// programs and options this check does not know: it cannot say
+		// they delete nothing
+		runShell("frobnicate notes.md"), runShell("make"), runShell("cargo clean"), runShell("pip cache purge"),
+		runShell("python3 -m zipfile -e a.zip out"), runShell("uniq --frobnicate a.txt"), runShell("xxd -z a.bin"),
+		runShell("pytest --frobnicate"), runShell("sed 'v' notes.md"),
 		// the network
 		runShell("curl https://example.com"), runShell("wget https://example.com/x"), runShell("pip install requests"),
 		gitCall("fetch origin"), gitCall("pull"), gitCall("push origin main"),
@@ -153,4 +180,42 @@ func TestARuleLetsNoVariantThrough(t *testing.T) {
 			t.Errorf("Rule(%s).Covers(%+v) = %v, want %v", tc.rule.Words, tc.call, got, tc.want)
 		}
 	}
+}
+
+// TestNoRuleForWhatDeletes holds RuleFor and the note to one decision
+// over every command the case files and this package's rule tests name:
+// a command the policy says deletes or overwrites (or may) never becomes
+// a rule, and one that becomes a rule has a note that names nothing
+// deleted, overwritten, replaced or moved.
+func TestNoRuleForWhatDeletes(t *testing.T) {
+	commands := []string{"rsync -a --delete src/ notes/", "git mv a.txt b.txt", "git stash", "sed -i 3d notes.md",
+		"cp x notes.md", "tar xf a.tar", "touch a", "mkdir -p out", "cp -n a b", "python3 build.py"}
+	for _, tc := range shellCases(t) {
+		commands = append(commands, tc.command)
+	}
+	for _, command := range commands {
+		v := Classify(command, "")
+		rule, ok := RuleFor(runShell(command))
+		if ok && v.MayDelete {
+			t.Errorf("RuleFor(%q) = %q, but Classify says it may delete or overwrite (note %q)", command, rule.Words, v.Note)
+		}
+		if ok && shellNoteDeletes(v.Note) {
+			t.Errorf("RuleFor(%q) = %q, but its note says %q", command, rule.Words, v.Note)
+		}
+		if !v.Safe && shellNoteDeletes(v.Note) && !v.MayDelete {
+			t.Errorf("Classify(%q).MayDelete = false, but its note says %q", command, v.Note)
+		}
+	}
+}
+
+// shellNoteDeletes reports whether a note says the command deletes,
+// overwrites, replaces or moves something.
+func shellNoteDeletes(note string) bool {
+	note = strings.ReplaceAll(note, "overwriting nothing", "")
+	for _, word := range []string{"delet", "overwrit", "replac", "moves files", " over ", "truncat", "discard", "throws away", "rewrit"} {
+		if strings.Contains(note, word) {
+			return true
+		}
+	}
+	return false
 }

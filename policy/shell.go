@@ -30,6 +30,14 @@ type Verdict struct {
 	Level RiskLevel
 	// Network means some part of the command reaches the network.
 	Network bool
+	// MayDelete means the policy cannot say that the command deletes and
+	// overwrites nothing: some part of it deletes or overwrites files, or
+	// may (cp onto a name that may exist, rsync, tar x, sed -i, a >
+	// redirect), or runs a program or uses an option or a script this
+	// check does not know. The note says which. Such a command never
+	// becomes a rule ([RuleFor]): the one decision of what deletes is
+	// this field's, made from the same clauses as the note.
+	MayDelete bool
 	// Commands are the command words of the simple commands the shell
 	// would run, in order, including those inside $(…) and ( … ).
 	Commands []string
@@ -146,14 +154,22 @@ const (
 	shellNetwork                    // reaches the network
 	shellPrivilege                  // acts as another user or on the system
 	shellRunsCode                   // runs code the command line does not show
-	shellWrites                     // writes inside the workspace
-	shellRuns                       // runs a program or a workspace script
+	shellWrites                     // writes inside the workspace, replacing nothing
+	shellRuns                       // runs a workspace script or the project's own code
+	shellUnknown                    // does what this check does not know: a program, option or script it does not read
 	shellOther                      // anything else worth a word
 )
 
 // lookClosely reports whether a clause of this kind makes the whole
 // command one to look at closely.
 func (r shellRisk) lookClosely() bool { return r <= shellRunsCode }
+
+// mayDelete reports whether a clause of this kind leaves the policy
+// unable to say that the command deletes and overwrites nothing: it
+// deletes or overwrites, or it does what this check does not know. A
+// workspace script (python3 build.py) is the workspace's own code, run
+// by its name: what it does is the script's, not the command line's.
+func (r shellRisk) mayDelete() bool { return r == shellDeletes || r == shellUnknown }
 
 // shellClause is one item of the note: what happens, and the words that
 // do it.
@@ -406,7 +422,7 @@ func (a *shellAnalysis) simple(words []shellWord) {
 		c.describe()
 		return
 	}
-	c.base, c.args, c.contents = entry.name, args, entry.contents
+	c.base, c.args = entry.name, args
 	if entry.check != nil {
 		for _, w := range c.args {
 			if w.glob && (w.globAtStart || strings.HasPrefix(w.value, "-")) && !entry.optionGlobsHarmless {
@@ -459,6 +475,15 @@ func (a *shellAnalysis) word(w *syntax.Word) shellWord {
 	}
 	var b strings.Builder
 	braces := false
+	var statuses []int // where $? stands in the value, as shellStatusValue
+	status := func(part syntax.WordPart) bool {
+		if !shellExitStatus(part) {
+			return false
+		}
+		statuses = append(statuses, b.Len())
+		b.WriteString(shellStatusValue)
+		return true
+	}
 	for _, part := range w.Parts {
 		switch p := part.(type) {
 		case *syntax.Lit:
@@ -481,13 +506,22 @@ func (a *shellAnalysis) word(w *syntax.Word) shellWord {
 					shellDoubleQuoted(&b, lit.Value)
 					continue
 				}
-				sw.literal = false
-				a.expansion(inner)
+				if !status(inner) {
+					sw.literal = false
+					a.expansion(inner)
+				}
 			}
 		default:
-			sw.literal = false
-			a.expansion(part)
+			if !status(part) {
+				sw.literal = false
+				a.expansion(part)
+			}
 		}
+	}
+	if len(statuses) > 0 && !shellStatusBeside(b.String(), statuses) {
+		sw.literal = false
+		a.refuse("expands $? beside text that could make a path, an option or a name of it (" + sw.show() + ")")
+		a.note(shellOther, "expands $?", sw.show())
 	}
 	if braces {
 		copied := *w
@@ -499,6 +533,36 @@ func (a *shellAnalysis) word(w *syntax.Word) shellWord {
 	sw.value = b.String()
 	sw.dotGlob = sw.glob && shellDotGlob(sw.value)
 	return sw
+}
+
+// shellStatusValue stands for $? in a word's value: the last command's
+// status, a number from 0 to 255.
+const shellStatusValue = "0"
+
+// shellExitStatus reports whether part is $? or ${?}, as plain as that:
+// the status of the last command, which holds only digits, never a path,
+// an option or code.
+func shellExitStatus(part syntax.WordPart) bool {
+	p, ok := part.(*syntax.ParamExp)
+	return ok && p.Param != nil && p.Param.Value == "?" && !p.Excl && !p.Length && !p.Width &&
+		p.Index == nil && p.Slice == nil && p.Repl == nil && p.Names == 0 && p.Exp == nil
+}
+
+// shellStatusBeside reports whether the text beside the $? in a word's
+// value (standing at statuses) is only letters, digits, blanks and :,=,
+// so that no digits $? brings could make a path, an option or a
+// credential-shaped name of it (key.p$? is key.p12 when the last command
+// failed with 12, and -$? an option): each rule a digit can complete
+// needs a ".", "/", "-" or "~" beside it.
+func shellStatusBeside(value string, statuses []int) bool {
+	var rest strings.Builder
+	from := 0
+	for _, at := range statuses {
+		rest.WriteString(value[from:at])
+		from = at + len(shellStatusValue)
+	}
+	rest.WriteString(value[from:])
+	return strings.Trim(rest.String(), "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 :,=") == ""
 }
 
 // shellDotGlob reports whether a globbing word has a path component that
@@ -646,14 +710,14 @@ func (a *shellAnalysis) redirect(r *syntax.Redirect) {
 			// the path rules decide, as for a command that shows it.
 			// A target with glob or brace characters asks, even quoted:
 			// bash globs an unquoted one, and nobody needs one.
-			(&shellCall{a: a, base: "<", contents: true}).checkArg(target)
+			(&shellCall{a: a, base: "<"}).checkArg(target)
 			return
 		}
 		a.refuse("reads input from a file other than a plain path (" + how + ")")
 		a.note(shellOther, "reads "+target.show(), how)
 	case syntax.RdrInOut:
 		a.refuse("opens a file for writing (" + how + ")")
-		a.note(shellWrites, "opens "+target.show()+" for writing", how)
+		a.note(shellDeletes, "opens "+target.show()+" for writing over it", how)
 	case syntax.Hdoc, syntax.DashHdoc:
 		a.refuse("feeds a here-document")
 		a.note(shellOther, "feeds a here-document", r.Op.String())
@@ -682,9 +746,6 @@ type shellCall struct {
 	name shellWord   // the command word as written
 	base string      // the program it names, for notes: "rm", "pytest"
 	args []shellWord // its arguments
-	// contents means the program shows what it reads of the files it is
-	// given (see shellCommand.contents).
-	contents bool
 }
 
 // refuse records why the command asks and, when what is set, a clause of
@@ -763,38 +824,11 @@ func (c *shellCall) checkPath(w shellWord, how string) {
 			c.a.refuse("an argument names a credential-shaped file: " + reason)
 			c.note(shellSecrets, "touches a credential-shaped file", how)
 		}
-		if w.glob && c.contents {
-			c.checkGlob(w, piece, how)
-		}
 	})
 	if strings.Contains(w.value, "..") && (!w.revision || shellClimbs(w.value)) {
 		c.a.refuse("an argument contains .. (" + how + ")")
 		if !leaves {
 			c.note(shellOther, "uses .. in a path", how)
-		}
-	}
-}
-
-// shellGlobLimit is the longest glob this check reads, in bytes: PATH_MAX,
-// beyond which no path the glob matches could be opened.
-const shellGlobLimit = 4096
-
-// checkGlob refuses a piece of a globbing word whose path components,
-// read as the shell's patterns, could match a credential-shaped name.
-func (c *shellCall) checkGlob(w shellWord, piece, how string) {
-	if len(piece) > shellGlobLimit {
-		c.a.refuse(fmt.Sprintf("the glob %s is longer than this check reads (%d bytes)", w.show(), shellGlobLimit))
-		c.note(shellUnclear, "holds a glob too long to read", how)
-		return
-	}
-	for component := range strings.SplitSeq(piece, "/") {
-		if !strings.ContainsAny(component, "*?[") {
-			continue
-		}
-		if shape, ok := credentialGlob(component, strings.HasPrefix(component, ".")); ok {
-			c.a.refuse(fmt.Sprintf("the glob %s could match a credential-shaped name (%s), and %s shows what it reads", w.show(), shape, shellShow(c.base)))
-			c.note(shellSecrets, "may read a credential-shaped file through a glob", how)
-			return
 		}
 	}
 }
@@ -856,6 +890,7 @@ func (a *shellAnalysis) verdict() Verdict {
 	v.Reasons = a.reasons
 	for _, c := range a.clauses {
 		v.Network = v.Network || c.risk == shellNetwork
+		v.MayDelete = v.MayDelete || c.risk.mayDelete()
 		if c.risk.lookClosely() {
 			v.Level = RiskLookClosely
 		}

@@ -17,12 +17,6 @@ type shellCommand struct {
 	// with a check also refuses a glob that could expand to an option,
 	// unless optionGlobsHarmless.
 	check func(c *shellCall)
-	// contents means the command shows what it reads of the files it is
-	// given, their text or something made of it (cat, grep, base64,
-	// sha256sum: a checksum gives a short password away), so a glob among
-	// its arguments that could match a credential-shaped name asks; ls,
-	// stat and wc show names, metadata and counts.
-	contents bool
 	// optionGlobsHarmless means a glob that expands to an option does no
 	// harm, so it may pass: every option only changes what is read or how
 	// it is printed, and the check relies on no word a glob could turn
@@ -44,14 +38,14 @@ type shellCommand struct {
 var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 	return []shellCommand{
 		{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
-		{name: "cat", reason: "prints files", contents: true},
-		{name: "head", reason: "prints the first lines of files; no option writes or waits", contents: true},
+		{name: "cat", reason: "prints files"},
+		{name: "head", reason: "prints the first lines of files; no option writes or waits"},
 		{name: "tail", reason: "prints the last lines of files; following a file never ends, so -f, -F and --follow ask",
-			check: shellTailCheck, contents: true},
+			check: shellTailCheck},
 		{name: "grep", reason: "searches text; even -r only reads below the paths it is given, and no option writes or runs a program; its pattern is matched, never opened, so it may look like a path or a credential's name",
-			check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
-		{name: "egrep", reason: "is grep -E", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
-		{name: "fgrep", reason: "is grep -F", check: shellGrepCheck, contents: true, optionGlobsHarmless: true},
+			check: shellGrepCheck, optionGlobsHarmless: true},
+		{name: "egrep", reason: "is grep -E", check: shellGrepCheck, optionGlobsHarmless: true},
+		{name: "fgrep", reason: "is grep -F", check: shellGrepCheck, optionGlobsHarmless: true},
 		// A glob could expand to --files0-from only through a file so named,
 		// and then wc would print names and counts, never text: wc and du
 		// let such globs pass (wc -l *.py).
@@ -60,10 +54,10 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		{name: "find", reason: "lists files; the actions that delete, write or run (-delete, -exec, -execdir, -ok, -okdir, -fprint, -fprint0, -fprintf, -fls) ask, and so does -files0-from",
 			check: shellFindCheck},
 		{name: "pytest", reason: "runs the workspace's tests: code the model may have written, contained by the sandbox; only the options pytest lists that read, select and print pass (see shellPytestOptions.get()), and not those that import by name, load other configuration, write, delete or reach the network",
-			check: shellPytestCheck, contents: true},
-		{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck, contents: true},
-		{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
-		{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck, contents: true},
+			check: shellPytestCheck},
+		{name: "py.test", reason: "is pytest, by its old name", check: shellPytestCheck},
+		{name: "pytest-3", reason: "is pytest, as Debian names it", check: shellPytestCheck},
+		{name: "py.test-3", reason: "is pytest, as Debian names it", check: shellPytestCheck},
 		{name: "python", reason: "only as python -m pytest, which is pytest, or python --version, which prints the version; anything else runs Python code",
 			check: shellPythonCheck},
 		{name: "python3", reason: "only as python3 -m pytest or python3 --version, as python", check: shellPythonCheck},
@@ -73,82 +67,84 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		{name: "pwd", reason: "prints the working directory"},
 		{name: "true", reason: "does nothing"},
 		{name: "false", reason: "does nothing and fails"},
-		{name: "test", reason: "tests strings and file attributes; prints and writes nothing"},
-		{name: "[", reason: "is test"},
+		{name: "test", reason: "tests strings and file attributes; prints and writes nothing, but -v and -R of an array element (x[…]) ask, since bash evaluates its subscript as arithmetic, which runs the $(…) in it even when quoted",
+			check: shellTestCheck},
+		{name: "[", reason: "is test", check: shellTestCheck},
 		{name: "expr", reason: "computes with its arguments and prints the result"},
 		{name: "seq", reason: "prints numbers"},
 		{name: "factor", reason: "prints the prime factors of numbers"},
 		{name: "sed", reason: "prints an edited stream; only scripts this check reads as GNU sed does and that only select, print and substitute pass: -i, -f, and the w, W, r, R and e commands and s///w and s///e ask",
-			check: shellSedCheck, contents: true},
-		{name: "awk", reason: "runs an awk program over its input; only a program given on the command line with -F and -v at most, that calls no system, getline, close or fflush, pipes nothing (|), touches no ARGV, ARGC or @-extension and, if it prints, holds no >, passes: those run commands, write files or read other files",
-			check: shellAwkCheck, contents: true},
-		{name: "mawk", reason: "is awk, as Debian's default", check: shellAwkCheck, contents: true},
-		{name: "gawk", reason: "is awk; its own options (-f, -i, -l, --load, --profile, --dump-variables) ask", check: shellAwkCheck, contents: true},
+			check: shellSedCheck},
+		{name: "awk", reason: "runs an awk program over its input; only a program given on the command line with -F and -v at most, whose code (not its strings, regular expressions and comments) calls no system, getline, close or fflush, pipes nothing (|), touches no ARGV, ARGC, SYMTAB, FUNCTAB, PROCINFO or @-extension and sends no print to a file (>), passes: those run commands, write files or read other files; ENVIRON passes, since " + shellEnvironment,
+			check: shellAwkCheck},
+		{name: "mawk", reason: "is awk, as Debian's default", check: shellAwkCheck},
+		{name: "gawk", reason: "is awk; its own options (-f, -i, -l, --load, --profile, --dump-variables) ask", check: shellAwkCheck},
 		{name: "stat", reason: "prints file metadata"},
 		{name: "sort", reason: "sorts lines; -o writes a file, -T writes temporary files elsewhere, --compress-program runs a program, --files0-from reads names from a file: those ask",
 			check: shellRefuseOptions(shellGetopt{value: "kotST"},
 				shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"},
 				shellOptionRule{short: 'T', long: "temporary-directory", risk: shellWrites, what: "writes temporary files in another directory"},
 				shellOptionRule{long: "compress-program", risk: shellRunsCode, what: "runs a program to compress temporary files"},
-				shellFilesFrom), contents: true},
+				shellFilesFrom)},
 		{name: "uniq", reason: "drops repeated lines; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
-			check: shellUniqCheck, contents: true},
-		{name: "cut", reason: "prints selected fields of each line; it has no option that writes", contents: true},
+			check: shellUniqCheck},
+		{name: "cut", reason: "prints selected fields of each line; it has no option that writes"},
 		{name: "tr", reason: "translates its input; it opens no file at all"},
-		{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)",
-			contents: true},
-		{name: "cmp", reason: "compares files; -l and -b print the bytes that differ, and nothing writes", contents: true},
-		{name: "comm", reason: "prints the lines two sorted files share or do not", contents: true},
-		{name: "join", reason: "prints the lines of two files joined on a field", contents: true},
-		{name: "paste", reason: "prints files side by side", contents: true},
-		{name: "nl", reason: "prints files with line numbers", contents: true},
-		{name: "tac", reason: "prints files last line first", contents: true},
-		{name: "rev", reason: "prints each line reversed", contents: true},
-		{name: "fold", reason: "prints lines wrapped", contents: true},
-		{name: "fmt", reason: "prints paragraphs refilled", contents: true},
-		{name: "pr", reason: "prints files paginated", contents: true},
-		{name: "column", reason: "prints its input in columns", contents: true},
-		{name: "expand", reason: "prints files with tabs made spaces", contents: true},
-		{name: "unexpand", reason: "prints files with spaces made tabs", contents: true},
+		{name: "diff", reason: "compares files and prints the differences; no option of GNU diff writes, and the one program it may start is pr, for -l (sdiff and diff3 take programs and outputs, and are not listed)"},
+		{name: "cmp", reason: "compares files; -l and -b print the bytes that differ, and nothing writes"},
+		{name: "comm", reason: "prints the lines two sorted files share or do not"},
+		{name: "join", reason: "prints the lines of two files joined on a field"},
+		{name: "paste", reason: "prints files side by side"},
+		{name: "nl", reason: "prints files with line numbers"},
+		{name: "tac", reason: "prints files last line first"},
+		{name: "rev", reason: "prints each line reversed"},
+		{name: "fold", reason: "prints lines wrapped"},
+		{name: "fmt", reason: "prints paragraphs refilled"},
+		{name: "pr", reason: "prints files paginated"},
+		{name: "column", reason: "prints its input in columns"},
+		{name: "expand", reason: "prints files with tabs made spaces"},
+		{name: "unexpand", reason: "prints files with spaces made tabs"},
 		{name: "numfmt", reason: "prints numbers in other units"},
-		{name: "tsort", reason: "prints a topological order of the pairs it reads", contents: true},
-		{name: "look", reason: "prints the lines of a sorted file that start with a string", contents: true},
+		{name: "tsort", reason: "prints a topological order of the pairs it reads"},
+		{name: "look", reason: "prints the lines of a sorted file that start with a string"},
 		{name: "shuf", reason: "prints lines in random order; -o writes a file, so it asks",
 			check: shellRefuseOptions(shellGetopt{value: "ino", long: []string{"input-range", "head-count", "output", "random-source"}},
-				shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}), contents: true},
-		{name: "base64", reason: "prints files encoded, or decoded with -d, to its output; no option writes", contents: true},
-		{name: "base32", reason: "is base64 in base 32", contents: true},
-		{name: "basenc", reason: "is base64 in other bases", contents: true},
-		{name: "od", reason: "prints files as octal, hex or characters", contents: true},
-		{name: "hexdump", reason: "prints files in hex", contents: true},
+				shellOptionRule{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"})},
+		{name: "base64", reason: "prints files encoded, or decoded with -d, to its output; only the options of coreutils' base64 pass, none of which writes: BSD's -o writes a file and -i reads one, so an option this check does not know asks",
+			check: shellBase64Check},
+		{name: "base32", reason: "is base64 in base 32", check: shellBase64Check},
+		{name: "basenc", reason: "is base64 in other bases", check: shellBase64Check},
+		{name: "od", reason: "prints files as octal, hex or characters"},
+		{name: "hexdump", reason: "prints files in hex"},
 		{name: "xxd", reason: "prints files in hex, or turns hex back with -r; its second file operand is an OUTPUT file, so two operands ask, and so does a glob that could expand to two",
-			check: shellXxdCheck, contents: true},
-		{name: "strings", reason: "prints the text in binary files; @FILE reads more arguments from a file, so it asks", check: shellStringsCheck, contents: true},
-		{name: "cksum", reason: "prints checksums (of a secret too, which for a short password gives it away: a glob that could match one asks)", contents: true},
-		{name: "md5sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "sha1sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "sha224sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "sha256sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "sha384sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "sha512sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "b2sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "sum", reason: "prints checksums, as cksum", contents: true},
-		{name: "jq", reason: "prints JSON filtered; no option or builtin writes a file or runs a program, and what it reads beside its input (--rawfile, --slurpfile, -f) is named on the command line, but for modules and data that import and include load by a name inside the filter, so those ask",
-			check: shellJqCheck, contents: true, optionGlobsHarmless: true},
+			check: shellXxdCheck},
+		{name: "strings", reason: "prints the text in binary files; @FILE reads more arguments from a file, so it asks", check: shellStringsCheck},
+		{name: "cksum", reason: "prints checksums of the files it is given; -c reads the names of the files to check from a file this check never sees, so it asks",
+			check: shellSumCheck},
+		{name: "md5sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "sha1sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "sha224sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "sha256sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "sha384sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "sha512sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "b2sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "sum", reason: "prints checksums, as cksum", check: shellSumCheck},
+		{name: "jq", reason: "prints JSON filtered; no option or builtin writes a file or runs a program, and only the options that read the input and print pass: a filter from a file (-f), modules (-L, and import, include and modulemeta in the filter) and files read into variables (--rawfile, --slurpfile, --argfile) are read where this check cannot follow, so they ask, and so does an option jq's 1.6 and 1.7 do not list; env and $ENV pass, since " + shellEnvironment,
+			check: shellJqCheck, optionGlobsHarmless: true},
 		{name: "file", reason: "names the type of files; -C writes a compiled magic file, -f reads names from a file and -z and -Z may run decompressors, so they ask; every file of an -m list is checked as a path",
-			check: shellFileCheck, contents: true},
+			check: shellFileCheck},
 		{name: "rg", reason: "searches text like grep; --pre and --pre-glob run a program on every file, -z runs decompressors, --hostname-bin runs a program: those ask",
 			check: shellRefuseOptions(shellGetopt{value: "ABCdefgjmMrtTE"},
 				shellOptionRule{long: "pre", risk: shellRunsCode, what: "runs a program on every file it searches"},
 				shellOptionRule{long: "pre-glob", risk: shellRunsCode, what: "runs a program on every file it searches"},
 				shellOptionRule{short: 'z', long: "search-zip", risk: shellRunsCode, what: "runs decompression programs"},
-				shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"}), contents: true},
+				shellOptionRule{long: "hostname-bin", risk: shellRunsCode, what: "runs a program to find the host name"})},
 		// tree reads an option's value from the next word and goes on with
 		// the cluster, so every letter of a cluster is checked.
 		{name: "tree", reason: "draws the directory tree; -o writes it to a file, -R writes 00Tree.html in every directory and --fromfile draws the lines of a file, so they ask",
 			check: shellRefuseOptions(shellGetopt{},
 				shellOptionRule{short: 'o', risk: shellDeletes, what: "writes its listing to a file, replacing it"},
-				shellOptionRule{short: 'R', risk: shellWrites, what: "writes 00Tree.html in every directory"},
+				shellOptionRule{short: 'R', risk: shellDeletes, what: "writes 00Tree.html in every directory, replacing any there"},
 				shellOptionRule{long: "fromfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"},
 				shellOptionRule{long: "fromtabfile", risk: shellOther, what: "draws a listing read from a file, whose lines it prints"})},
 		{name: "du", reason: "sums disk usage; --files0-from asks",
@@ -163,7 +159,7 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		{name: "command", reason: "only as command -v or -V, which print what a name is; otherwise it runs the command",
 			check: shellCommandCheck},
 		{name: "date", reason: "prints the date; -s, --set and an operand not starting with + set the clock, so they ask (and -f reads a file, whose lines it prints in errors)",
-			check: shellDateCheck, contents: true},
+			check: shellDateCheck},
 		{name: "cal", reason: "prints a calendar"},
 		{name: "uname", reason: "prints the kernel and machine"},
 		{name: "whoami", reason: "prints the user"},
@@ -177,14 +173,11 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 				shellOptionRule{short: 's', long: "seconds", risk: shellOther, what: "repeats and never ends"})},
 		{name: "locale", reason: "prints the locale settings"},
 		// The sandbox runs every command in a process namespace of its own.
-		{name: "ps", reason: "lists processes, which in the sandbox are the command's own; no option writes"},
+		{name: "ps", reason: "lists processes, which in the sandbox are the command's own; no option writes, and e, which prints their environment, passes, since " + shellEnvironment},
 		{name: "hostname", reason: "only alone or with -s, which print the host name; an operand or -F sets it, and -i, -f and the others look names up on the network",
 			check: shellHostnameCheck},
-		// The sandbox starts every command with a fixed environment (PATH,
-		// HOME=/tmp, LANG and two settings for Python), nothing of
-		// shelldon's, so printing it gives nothing away.
-		{name: "printenv", reason: "prints the environment, which the sandbox fixes"},
-		{name: "env", reason: "alone, prints the environment, as printenv; with a command or a variable it runs or changes something, so it asks",
+		{name: "printenv", reason: "prints the environment; " + shellEnvironment},
+		{name: "env", reason: "alone, prints the environment, as printenv: " + shellEnvironment + "; with a command or a variable it runs or changes something, so it asks",
 			check: shellEnvCheck},
 		// Output is captured, never a terminal, so git starts no pager and
 		// --no-pager is not needed. status and diff may refresh .git/index, a
@@ -200,6 +193,20 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 			check: shellGitCheck},
 	}
 }}
+
+// shellEnvironment is why every way of printing the environment runs
+// without asking (printenv, env, ps e, awk's ENVIRON, jq's env and
+// $ENV): the sandbox starts each command with an environment of its own,
+// never shelldon's, whose environment may hold a provider's key. It is
+// the sandbox's base (PATH, HOME=/tmp, LANG and two settings for Python),
+// the egress proxy's loopback address in a run approved for the network,
+// and what nspawn sets (container, container_uuid, container_host_id and
+// container_host_version_id, USER, LOGNAME, PWD and NOTIFY_SOCKET), as
+// `shelldon sandbox run -- env` shows and sandbox's
+// TestACommandSeesNoneOfShelldonsEnvironment holds. /proc/*/environ is
+// read by an absolute path, which asks as every path outside the
+// workspace does.
+const shellEnvironment = "the environment is the sandbox's own, set for each command, and holds nothing of shelldon's"
 
 // shellSafeIndex finds a listed command by name. Its build is set by
 // init, not in its declaration: the checks judge commands they run (find
@@ -262,6 +269,9 @@ type shellOption struct {
 	// unknown means the spec lists the command's options (known, flags)
 	// and this is none of them, or an ambiguous prefix.
 	unknown bool
+	// resolved means a long name is one the spec lists, spelled out or
+	// resolved from its prefix.
+	resolved bool
 }
 
 func (o shellOption) long() bool { return strings.HasPrefix(o.name, "--") }
@@ -285,7 +295,7 @@ func (c *shellCall) scan(spec shellGetopt, visit func(shellOption)) []int {
 		case strings.HasPrefix(v, "--"):
 			name, value, hasValue := strings.Cut(v[2:], "=")
 			name, known := spec.resolve(name)
-			o := shellOption{name: "--" + name, value: value, text: w.show(), at: i, unknown: !known && spec.known != nil}
+			o := shellOption{name: "--" + name, value: value, text: w.show(), at: i, resolved: known, unknown: !known && spec.known != nil}
 			if !hasValue && known && slices.Contains(spec.long, name) && i+1 < len(c.args) {
 				i++
 				o.value, o.text, o.at = c.args[i].value, o.text+" "+c.args[i].show(), i
@@ -368,10 +378,14 @@ type shellOptionRule struct {
 // matches reports whether o spells the rule's option: the short letter,
 // or the long name or any prefix of it, since getopt_long takes an
 // unambiguous prefix ("--out" for "--output"); an ambiguous prefix is
-// refused as well.
+// refused as well. A name the spec resolved is matched whole (jq's --arg
+// is not --argfile).
 func (r shellOptionRule) matches(o shellOption) bool {
 	if o.long() {
 		name := o.name[2:]
+		if o.resolved {
+			return name == r.long
+		}
 		return r.long != "" && name != "" && strings.HasPrefix(r.long, name)
 	}
 	return r.short != 0 && o.name[1] == r.short
@@ -389,12 +403,20 @@ func shellRefuseOptions(spec shellGetopt, rules ...shellOptionRule) func(c *shel
 }
 
 // refuseOption refuses o if a rule names it.
+// refuseOption refuses o if a rule names it, or else if it is an option
+// the spec it was read with does not know (a spec that lists the
+// command's options): what this check does not know could write or read
+// anything.
 func (c *shellCall) refuseOption(o shellOption, rules []shellOptionRule) {
 	for _, r := range rules {
 		if r.matches(o) {
 			c.refuse(fmt.Sprintf("%s %s %s", c.base, o.name, r.what), r.risk, r.what, c.base+" "+o.text)
 			return
 		}
+	}
+	if o.unknown {
+		c.refuse(fmt.Sprintf("%s %s is an option this check does not know", c.base, o.name), shellUnknown,
+			"uses an option this check does not know", c.base+" "+o.text)
 	}
 }
 
@@ -482,7 +504,7 @@ func shellUniqCheck(c *shellCall) {
 	spec := shellGetopt{value: shellUniqValue, flags: shellUniqFlags, long: []string{"skip-fields", "skip-chars", "check-chars"}, known: shellUniqLong}
 	operands := c.words(c.scan(spec, func(o shellOption) {
 		if o.unknown {
-			c.refuse("uniq "+o.name+" is an option this check does not know", shellOther,
+			c.refuse("uniq "+o.name+" is an option this check does not know", shellUnknown,
 				"uses an option this check does not know", c.base+" "+o.text)
 		}
 	}))
@@ -519,12 +541,12 @@ func shellSedCheck(c *shellCall) {
 			c.args[o.at].code = true
 			given = true
 		case o.name == "-i" || o.name == "--in-place":
-			c.refuse("sed "+o.name+" edits files in place", shellWrites, "edits files in place", c.base+" "+o.text)
+			c.refuse("sed "+o.name+" rewrites files in place", shellDeletes, "rewrites files in place", c.base+" "+o.text)
 		case o.name == "-f" || o.name == "--file":
 			c.refuse("sed "+o.name+" reads its script from a file", shellOther, "runs a sed script from a file", c.base+" "+o.text)
 		case o.name == "-l" || slices.Contains(shellSedLong, o.name) || !o.long() && strings.Contains(shellSedFlags, o.name[1:]):
 		default:
-			c.refuse("sed "+o.name+" is an option this check does not know", shellOther,
+			c.refuse("sed "+o.name+" is an option this check does not know", shellUnknown,
 				"uses an option this check does not know", c.base+" "+o.text)
 		}
 	})
@@ -626,7 +648,7 @@ func shellGitRisk(v GitVerdict) shellRisk {
 	switch {
 	case v.Network:
 		return shellNetwork
-	case slices.Contains([]string{"rm", "restore", "checkout", "reset"}, v.Subcommand),
+	case slices.Contains([]string{"rm", "restore", "checkout", "reset", "mv", "stash"}, v.Subcommand),
 		strings.Contains(v.Note, "delet"), strings.Contains(v.Note, "discard"), strings.Contains(v.Note, "throws away"):
 		return shellDeletes
 	}
@@ -829,7 +851,7 @@ func shellXxdCheck(c *shellCall) {
 			continue
 		}
 		if strings.IndexByte("abCdEehipruv", v[1]) < 0 {
-			c.refuse("xxd "+w.show()+" is an option this check does not know", shellOther,
+			c.refuse("xxd "+w.show()+" is an option this check does not know", shellUnknown,
 				"uses an option this check does not know", c.show(w))
 		}
 	}
@@ -850,7 +872,7 @@ func shellXxdCheck(c *shellCall) {
 func shellStringsCheck(c *shellCall) {
 	for _, w := range c.args {
 		if strings.HasPrefix(w.value, "@") {
-			c.refuse("strings "+w.show()+" reads more arguments from a file", shellOther,
+			c.refuse("strings "+w.show()+" reads more arguments from a file", shellUnknown,
 				"reads more arguments from a file", c.show(w))
 		}
 	}
@@ -872,7 +894,7 @@ var (
 // separated) as a path: -m a:/etc/passwd reads /etc/passwd.
 func shellFileCheck(c *shellCall) {
 	rules := []shellOptionRule{
-		{short: 'C', long: "compile", risk: shellWrites, what: "writes a compiled magic file"},
+		{short: 'C', long: "compile", risk: shellDeletes, what: "writes a compiled magic file, replacing any there"},
 		{short: 'z', long: "uncompress", risk: shellRunsCode, what: "may run decompression programs"},
 		{short: 'Z', long: "uncompress-noreport", risk: shellRunsCode, what: "may run decompression programs"},
 		{short: 'f', long: "files-from", risk: shellOther, what: "reads the names of the files to examine from a file"},
@@ -929,33 +951,6 @@ scan:
 	}
 }
 
-// shellAwkProgram says what in an awk program could run a command, write
-// a file or read one not named on the command line, or "". It reads no
-// grammar, only words, so strings and regular expressions count too,
-// which only makes it refuse more: system, getline and close (commands
-// and files), fflush, ARGV and ARGC (which name the files read), @ (gawk's
-// extensions and indirect calls), | other than || (pipes to and from
-// commands, gawk's |&), and, in a program that prints, a > that may
-// follow a print (print > file). Only print and printf redirect, and
-// they stand only in actions, so a > before the program's first {, " and
-// / is a comparison in its first pattern (NR>1 {print $2}); without
-// print or printf, every > is.
-func shellAwkProgram(program string) string {
-	for _, word := range []string{"system", "getline", "close", "fflush", "ARGV", "ARGC", "@"} {
-		if strings.Contains(program, word) {
-			return "uses " + word
-		}
-	}
-	if strings.Contains(strings.ReplaceAll(program, "||", ""), "|") {
-		return "pipes to or from a command (|)"
-	}
-	pattern := strings.IndexAny(program, "{\"/")
-	if pattern >= 0 && strings.Contains(program[pattern:], ">") && strings.Contains(program, "print") {
-		return "prints and holds a > that may send the output to a file"
-	}
-	return ""
-}
-
 // shellGitTagFlags are git tag's short options that only list (-n takes
 // its count glued, -n5); shellGitTagLong its long ones, and
 // shellGitTagValued those that take the next word.
@@ -986,15 +981,85 @@ func shellGitTagLists(args []shellWord) bool {
 	return !other && (lists || len(operands) == 0)
 }
 
-// shellJqCheck refuses a jq filter that imports or includes a module or a
-// data file: jq finds it by name along a search path, where this check
-// cannot follow it. The words are read without jq's grammar, so a string
-// holding either word asks too.
+// shellJqLong are the long options of jq 1.6 and 1.7; shellJqValued
+// those that take the next word (--arg and --argjson take two, the
+// second of which this check reads as an operand, which only makes it
+// stricter).
+var (
+	shellJqLong = []string{"seq", "stream", "stream-errors", "slurp", "raw-input", "null-input", "compact-output", "tab",
+		"indent", "color-output", "monochrome-output", "ascii-output", "unbuffered", "sort-keys", "raw-output", "raw-output0",
+		"join-output", "exit-status", "arg", "argjson", "args", "jsonargs", "from-file", "library-path", "rawfile",
+		"slurpfile", "argfile", "help", "version", "build-configuration", "debug-dump-disasm", "debug-trace"}
+	shellJqValued = []string{"indent", "arg", "argjson", "from-file", "library-path", "rawfile", "slurpfile", "argfile"}
+)
+
+// shellJqReads are jq's options that read a file this check does not
+// follow: a filter, modules, or a whole file bound to a variable.
+var shellJqReads = []shellOptionRule{
+	{short: 'f', long: "from-file", risk: shellOther, what: "reads its filter from a file this check does not read"},
+	{short: 'L', long: "library-path", risk: shellOther, what: "loads modules from a directory this check does not read"},
+	{long: "rawfile", risk: shellOther, what: "reads a file into a variable by an option this check does not follow"},
+	{long: "slurpfile", risk: shellOther, what: "reads a file into a variable by an option this check does not follow"},
+	{long: "argfile", risk: shellOther, what: "reads a file into a variable by an option this check does not follow"},
+}
+
+// shellJqCheck lets jq read its input and print: it refuses the options
+// that read other files (shellJqReads), every option jq does not list, a
+// filter given as a glob (the first name it expands to is the filter),
+// and a filter that imports or includes a module or a data file, or asks
+// for a module's metadata: jq finds those by name along a search path,
+// where this check cannot follow it. The words are read without jq's
+// grammar, so a string holding one of those words asks too.
 func shellJqCheck(c *shellCall) {
+	spec := shellGetopt{value: "fL", flags: "nrjacsCMSeRhV", long: shellJqValued, known: shellJqLong}
+	operands := c.scan(spec, func(o shellOption) { c.refuseOption(o, shellJqReads) })
+	if len(operands) > 0 && c.args[operands[0]].glob {
+		filter := c.args[operands[0]]
+		c.refuse("the jq filter "+filter.show()+" is a glob", shellOther, "expands a glob into a jq filter", c.show(filter))
+	}
 	for _, w := range c.args {
-		if strings.Contains(w.value, "import") || strings.Contains(w.value, "include") {
+		if strings.Contains(w.value, "import") || strings.Contains(w.value, "include") || strings.Contains(w.value, "modulemeta") {
 			c.refuse("jq "+w.show()+" may load a module or data file by name", shellOther,
 				"loads a jq module or data file by name", c.show(w))
+		}
+	}
+}
+
+// shellBase64Long are the long options of coreutils' base64, base32 and
+// basenc (9.1).
+var shellBase64Long = []string{"decode", "ignore-garbage", "wrap", "help", "version", "base64", "base64url",
+	"base32", "base32hex", "base16", "base2msbf", "base2lsbf", "z85"}
+
+// shellBase64Output is BSD base64's -o (--output), which writes a file.
+var shellBase64Output = []shellOptionRule{{short: 'o', long: "output", risk: shellDeletes, what: "writes its output to a file, replacing it"}}
+
+// shellBase64Check lets base64 and its kin take only coreutils' options,
+// none of which writes; BSD's -o writes a file, and any other option may
+// be another system's.
+func shellBase64Check(c *shellCall) {
+	spec := shellGetopt{value: "w", flags: "di", long: []string{"wrap"}, known: shellBase64Long}
+	c.scan(spec, func(o shellOption) { c.refuseOption(o, shellBase64Output) })
+}
+
+// shellSumFromFile is -c (--check), with which cksum and the sha*sum read
+// the names of the files to check from a file.
+var shellSumFromFile = []shellOptionRule{{short: 'c', long: "check", risk: shellOther, what: "reads the names of the files to check from a file"}}
+
+// shellSumCheck refuses shellSumFromFile.
+func shellSumCheck(c *shellCall) {
+	c.scan(shellGetopt{value: "al", long: []string{"algorithm", "length"}}, func(o shellOption) { c.refuseOption(o, shellSumFromFile) })
+}
+
+// shellTestCheck refuses test -v and -R (is a variable set; is it a name
+// reference) of an array element, x[…], or of a glob, which may expand
+// to one: bash evaluates an element's subscript as arithmetic, which
+// runs the $(…) or `…` in it even when the word was quoted.
+func shellTestCheck(c *shellCall) {
+	named := slices.ContainsFunc(c.args, func(w shellWord) bool { return w.value == "-v" || w.value == "-R" })
+	for _, w := range c.args {
+		if named && (w.glob || strings.Contains(w.value, "[") && w.value != "[") {
+			c.refuse(c.base+" -v "+w.show()+" may name an array element, whose subscript bash runs as code", shellRunsCode,
+				"may run the code in an array subscript", c.show(c.args...))
 		}
 	}
 }

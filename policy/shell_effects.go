@@ -7,7 +7,11 @@ import (
 )
 
 // describe notes what a command off the read/test list does, for the
-// owner. A command this does not know is noted as "runs NAME".
+// owner, and so decides whether it may delete or overwrite (see
+// [shellRisk.mayDelete]): whatever writes to a name that may exist
+// already is noted as overwriting it, since the policy cannot know
+// statically that the name is free. A command this does not know is
+// noted as "runs NAME, which this check does not know".
 func (c *shellCall) describe() {
 	switch c.base {
 	case "rm", "rmdir", "unlink", "shred":
@@ -19,12 +23,10 @@ func (c *shellCall) describe() {
 			c.note(shellDeletes, "moves files over others", c.flags())
 		}
 	case "cp", "install":
-		if ops := c.operands("tS"); len(ops) >= 2 {
-			c.note(shellWrites, "writes "+ops[len(ops)-1].show(), c.flags())
-		} else {
-			c.note(shellWrites, "copies files", c.flags())
-		}
-	case "touch", "mkdir", "mkfifo", "mknod", "ln":
+		c.copy()
+	case "ln":
+		c.link()
+	case "touch", "mkdir", "mkfifo", "mknod":
 		c.note(shellWrites, "creates "+shellList(c.operands("mt"), "files"), c.flags())
 	case "tee":
 		c.tee()
@@ -49,6 +51,16 @@ func (c *shellCall) describe() {
 		c.note(shellNetwork, "reaches the network", c.show(c.operands("")...))
 	case "rsync":
 		c.rsync()
+	case "tar":
+		c.tar()
+	case "unzip":
+		c.unzip()
+	case "zip":
+		c.zip()
+	case "gzip", "gunzip", "bzip2", "bunzip2", "xz", "unxz", "lzma", "unlzma", "compress", "uncompress":
+		c.compressor()
+	case "patch":
+		c.note(shellDeletes, "rewrites the files a patch names", c.flags())
 	case "pip", "pip3":
 		c.pip(c.args)
 	case "npx", "pnpx":
@@ -104,10 +116,10 @@ func (c *shellCall) describe() {
 			return
 		}
 		if c.base == "" {
-			c.note(shellRuns, "runs a command with an empty name", "")
+			c.note(shellUnknown, "runs a command with an empty name", "")
 			return
 		}
-		c.note(shellRuns, "runs "+shellShow(c.base), "")
+		c.note(shellUnknown, "runs "+shellShow(c.base)+", which this check does not know", "")
 	}
 }
 
@@ -262,15 +274,251 @@ func (c *shellCall) cd() {
 	}
 }
 
+// rsync notes a copy by rsync: it replaces every file of the
+// destination that differs from the source's, and its options may delete
+// what the destination holds beyond the source (--delete and its kin) or
+// the sources themselves (--remove-source-files).
 func (c *shellCall) rsync() {
 	ops := c.operands("e")
 	if slices.ContainsFunc(ops, func(w shellWord) bool { return strings.Contains(w.value, ":") }) {
 		c.note(shellNetwork, "reaches the network", c.show(ops...))
 		return
 	}
-	if len(ops) > 0 {
-		c.note(shellWrites, "copies into "+ops[len(ops)-1].show(), "rsync")
+	if len(ops) < 2 {
+		c.note(shellUnknown, "runs rsync without a destination, which this check does not read", c.flags())
+		return
 	}
+	sources, dest := shellList(ops[:len(ops)-1], ""), ops[len(ops)-1].show()
+	c.note(shellDeletes, "copies into "+dest+", overwriting what differs there", "rsync")
+	for _, w := range c.args {
+		switch {
+		case strings.HasPrefix(w.value, "--del"):
+			c.note(shellDeletes, "deletes what "+dest+" holds that "+sources+" lacks", "rsync "+w.show())
+		case strings.HasPrefix(w.value, "--remove-s"):
+			c.note(shellDeletes, "deletes "+sources+" once copied", "rsync "+w.show())
+		}
+	}
+}
+
+// copy notes cp and install, which replace a file of the target's name
+// that exists, unless cp is told never to ([shellNoClobber]).
+func (c *shellCall) copy() {
+	target := "files"
+	if ops := c.operands("tS"); len(ops) >= 2 {
+		target = ops[len(ops)-1].show()
+	}
+	if c.base == "cp" && shellNoClobber(c) {
+		c.note(shellWrites, "writes "+target+", overwriting nothing", c.flags())
+		return
+	}
+	c.note(shellDeletes, "may overwrite "+target, c.flags())
+}
+
+// shellCpLong are GNU cp's long options (coreutils 9.1), for resolving
+// an abbreviation; shellCpValued those that take the next word.
+var (
+	shellCpLong = []string{"archive", "attributes-only", "backup", "copy-contents", "debug", "dereference", "force",
+		"interactive", "link", "no-clobber", "no-dereference", "no-preserve", "no-target-directory", "one-file-system",
+		"parents", "path", "preserve", "recursive", "reflink", "remove-destination", "sparse", "strip-trailing-slashes",
+		"suffix", "symbolic-link", "target-directory", "update", "verbose", "context", "help", "version"}
+	shellCpValued = []string{"no-preserve", "sparse", "suffix", "target-directory"}
+)
+
+// shellNoClobberLong are the long options cp may take beside
+// --no-clobber and still overwrite nothing; shellNoClobberFlags the
+// short ones.
+var shellNoClobberLong = []string{"no-clobber", "archive", "recursive", "preserve", "no-preserve", "verbose",
+	"dereference", "no-dereference", "no-target-directory", "target-directory", "one-file-system", "parents"}
+
+const shellNoClobberFlags = "naRrpvdLPTxt"
+
+// shellNoClobber reports whether a cp command provably overwrites no
+// file: it says -n (--no-clobber), which makes cp skip every target that
+// exists, and nothing else but options that choose what is copied and
+// how (-r, -a, -p, -v, -t DIR, …). Those that could undo -n or replace
+// a file another way (-i and -f, which a later -n or -i overrides in
+// some versions, --remove-destination, --update, --backup, -l and -s)
+// and every option this check does not know make it false.
+func shellNoClobber(c *shellCall) bool {
+	noClobber := false
+	spec := shellGetopt{value: "tS", flags: "abdfHilLnprsuvxPRTZ", long: shellCpValued, known: shellCpLong}
+	within := c.optionsWithin(spec, shellNoClobberFlags, shellNoClobberLong, func(o shellOption) {
+		noClobber = noClobber || o.name == "-n" || o.name == "--no-clobber"
+	})
+	return noClobber && within
+}
+
+// optionsWithin reports whether every option the call is given, read
+// with spec, is one of the short letters or the long names; saw, if not
+// nil, sees each.
+func (c *shellCall) optionsWithin(spec shellGetopt, letters string, long []string, saw func(shellOption)) bool {
+	within := true
+	c.scan(spec, func(o shellOption) {
+		if saw != nil {
+			saw(o)
+		}
+		switch {
+		case o.unknown:
+			within = false
+		case o.long():
+			within = within && slices.Contains(long, o.name[2:])
+		default:
+			within = within && strings.Contains(letters, o.name[1:])
+		}
+	})
+	return within
+}
+
+// shellLnLong are GNU ln's long options; shellLnKeeps those and
+// shellLnKeepFlags the short ones with which ln fails on a name that
+// exists rather than replace it.
+var (
+	shellLnLong      = []string{"backup", "directory", "force", "interactive", "logical", "no-dereference", "physical", "relative", "symbolic", "suffix", "target-directory", "no-target-directory", "verbose", "help", "version"}
+	shellLnKeeps     = []string{"logical", "no-dereference", "physical", "relative", "symbolic", "target-directory", "no-target-directory", "verbose"}
+	shellLnKeepFlags = "LnPrsTtv"
+)
+
+// link notes ln: without -f (or a backup, which moves the old name
+// aside) it fails on a name that exists, so it only creates.
+func (c *shellCall) link() {
+	target := "a link"
+	if ops := c.operands("St"); len(ops) >= 2 {
+		target = ops[len(ops)-1].show()
+	} else if len(ops) == 1 {
+		target = "a link to " + ops[0].show()
+	}
+	spec := shellGetopt{value: "St", flags: "bdFfinrsLPTv", long: []string{"suffix", "target-directory"}, known: shellLnLong}
+	if !c.optionsWithin(spec, shellLnKeepFlags, shellLnKeeps, nil) {
+		c.note(shellDeletes, "may replace "+target, c.flags())
+		return
+	}
+	c.note(shellWrites, "creates "+target, c.flags())
+}
+
+// shellTarModes are GNU tar's modes, by letter and by long name.
+var shellTarModes = lazy[map[string]byte]{build: func() map[string]byte {
+	return map[string]byte{
+		"-c": 'c', "--create": 'c', "-x": 'x', "--extract": 'x', "--get": 'x', "-t": 't', "--list": 't',
+		"-d": 'd', "--diff": 'd', "--compare": 'd', "-r": 'r', "--append": 'r', "-u": 'u', "--update": 'u',
+		"-A": 'r', "--catenate": 'r', "--concatenate": 'r', "--delete": 'r',
+	}
+}}
+
+// shellTarLong are GNU tar's long options this check reads: the modes,
+// the archive, compression, and those that run a program or delete.
+// Any other option is one this check does not know.
+var shellTarLong = []string{"create", "extract", "get", "list", "diff", "compare", "append", "update", "catenate",
+	"concatenate", "delete", "file", "directory", "verbose", "gzip", "gunzip", "ungzip", "bzip2", "xz",
+	"auto-compress", "to-stdout", "keep-old-files", "skip-old-files", "remove-files", "force-local",
+	"use-compress-program", "to-command", "checkpoint-action", "info-script", "new-volume-script",
+	"rsh-command", "rmt-command"}
+
+// shellTarRuns are tar's options that run a program their value names.
+var shellTarRuns = []string{"-I", "-F", "--use-compress-program", "--to-command", "--checkpoint-action",
+	"--info-script", "--new-volume-script", "--rsh-command", "--rmt-command"}
+
+// tar notes what tar does, by its mode: extracting may overwrite any file
+// the archive holds, creating or changing an archive overwrites it, and
+// listing or comparing reads it. The first word may be the old style's
+// letters without a dash (tar xf a.tar), read as one cluster; an option
+// this check does not know is noted as such.
+func (c *shellCall) tar() {
+	args := slices.Clone(c.args)
+	if len(args) > 0 && args[0].value != "" && strings.Trim(args[0].value, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+		args[0].value = "-" + args[0].value
+	}
+	var mode byte
+	modeHow, archive, unknown := "", "", false
+	spec := shellGetopt{value: "fbCgKLNTVXHIF", flags: "cxtdruAvzjJpkmOhaZ", known: shellTarLong,
+		long: []string{"file", "directory", "use-compress-program", "to-command", "info-script", "new-volume-script", "rsh-command", "rmt-command"}}
+	(&shellCall{a: c.a, base: c.base, args: args}).scan(spec, func(o shellOption) {
+		switch m, isMode := shellTarModes.get()[o.name]; {
+		case o.unknown:
+			unknown = true
+		case slices.Contains(shellTarRuns, o.name):
+			c.note(shellRunsCode, "runs a program", "tar "+o.text)
+		case o.name == "-f" || o.name == "--file":
+			archive = o.value
+		case o.name == "--remove-files":
+			c.note(shellDeletes, "deletes the files it archives", "tar "+o.text)
+		case isMode && mode == 0:
+			mode, modeHow = m, "tar "+o.text
+		}
+	})
+	shown := "its input"
+	if archive != "" && archive != "-" {
+		shown = shellShow(archive)
+	}
+	switch mode {
+	case 'x':
+		c.note(shellDeletes, "may overwrite any file it extracts from "+shown, modeHow)
+	case 'c':
+		if archive != "" && archive != "-" {
+			c.note(shellDeletes, "overwrites "+shown, modeHow)
+		}
+	case 'r', 'u':
+		c.note(shellDeletes, "rewrites "+shown, modeHow)
+	case 't', 'd':
+		c.note(shellOther, "lists "+shown, modeHow)
+	default:
+		c.note(shellUnknown, "runs tar without a mode this check reads", c.flags())
+	}
+	if unknown {
+		c.note(shellUnknown, "uses a tar option this check does not know", c.flags())
+	}
+}
+
+// unzip notes unzip: it extracts, replacing files that exist, unless it
+// only lists, tests or prints (-l, -t, -v, -z, -Z, -p).
+func (c *shellCall) unzip() {
+	ops := c.operands("dx")
+	archive := "an archive"
+	if len(ops) > 0 {
+		archive = ops[0].show()
+	}
+	reads := false
+	for _, w := range c.args {
+		reads = reads || len(w.value) > 1 && w.value[0] == '-' && strings.ContainsAny(w.value[1:], "ltvzZp")
+	}
+	if reads {
+		c.note(shellOther, "lists or prints "+archive, c.flags())
+		return
+	}
+	c.note(shellDeletes, "may overwrite any file it extracts from "+archive, c.flags())
+}
+
+// zip notes zip, which rewrites the archive it is given and, with -m,
+// deletes the files it adds.
+func (c *shellCall) zip() {
+	ops := c.operands("bntx")
+	archive := "an archive"
+	if len(ops) > 0 {
+		archive = ops[0].show()
+	}
+	c.note(shellDeletes, "rewrites "+archive, c.flags())
+	for _, w := range c.args {
+		switch {
+		case w.value == "-m" || w.value == "--move":
+			c.note(shellDeletes, "deletes the files it adds", "zip "+w.show())
+		case w.value == "-TT" || strings.HasPrefix(w.value, "--unzip-command"):
+			c.note(shellRunsCode, "runs a program to test the archive", "zip "+w.show())
+		}
+	}
+}
+
+// compressor notes gzip and its kin, which replace each file with its
+// compressed or expanded form, unless they only print (-c), list (-l)
+// or test (-t).
+func (c *shellCall) compressor() {
+	prints := false
+	ops := c.words(c.scan(shellGetopt{value: "S", long: []string{"suffix"}}, func(o shellOption) {
+		prints = prints || slices.Contains([]string{"-c", "-l", "-t", "--stdout", "--to-stdout", "--list", "--test"}, o.name)
+	}))
+	if prints {
+		c.note(shellOther, "prints or tests the compressed or expanded form of "+shellList(ops, "its input"), c.flags())
+		return
+	}
+	c.note(shellDeletes, "replaces "+shellList(ops, "files")+" with its compressed or expanded form", c.flags())
 }
 
 // pip notes a pip command given its arguments.
@@ -286,7 +534,7 @@ func (c *shellCall) pip(args []shellWord) {
 	case "uninstall":
 		c.note(shellDeletes, "uninstalls Python packages", how)
 	default:
-		c.note(shellRuns, "runs pip", how)
+		c.note(shellUnknown, "runs pip with a verb this check does not know", how)
 	}
 }
 
@@ -315,7 +563,7 @@ func (c *shellCall) toolchain() {
 	case slices.Contains(verbs.runs, verb):
 		c.note(shellRuns, "runs the project's code", how)
 	default:
-		c.note(shellRuns, "runs "+shellShow(c.base), how)
+		c.note(shellUnknown, "runs "+shellShow(c.base)+" with a verb this check does not know", how)
 	}
 }
 
@@ -417,9 +665,7 @@ func (c *shellCall) awk() {
 		c.note(shellRunsCode, "runs an awk program from a file", c.base+" -f")
 		return
 	}
-	ops := c.operands("fvF")
-	if len(ops) > 0 && strings.ContainsAny(ops[0].value, "|>") ||
-		len(ops) > 0 && (strings.Contains(ops[0].value, "system") || strings.Contains(ops[0].value, "getline")) {
+	if ops := c.operands("fvF"); len(ops) > 0 && shellAwkProgram(ops[0].value) != "" {
 		c.note(shellRunsCode, "runs an awk program that can run commands or write files", c.base)
 		return
 	}
@@ -500,8 +746,10 @@ func (c *shellCall) pythonModule(module string, rest []shellWord) {
 	case "http.server", "SimpleHTTPServer", "smtpd", "ftplib":
 		c.note(shellNetwork, "serves or reaches the network", how)
 	case "venv", "virtualenv":
-		c.note(shellWrites, "creates a virtual environment", how)
+		c.note(shellDeletes, "creates a virtual environment, overwriting one there", how)
+	case "unittest":
+		c.note(shellRuns, "runs the workspace's tests", how)
 	default:
-		c.note(shellRuns, "runs the module "+shellShow(module), how)
+		c.note(shellUnknown, "runs the module "+shellShow(module)+", which this check does not know", how)
 	}
 }

@@ -82,6 +82,10 @@ func shellFuzzUnsafe(file *syntax.File) string {
 			}
 		case *syntax.Redirect:
 			why = shellFuzzRedirect(n)
+		case *syntax.ParamExp:
+			if !shellExitStatus(n) {
+				why = "it expands a parameter other than $?"
+			}
 		case *syntax.CallExpr:
 			if len(n.Assigns) > 0 {
 				why = "it assigns a variable"
@@ -210,6 +214,8 @@ func TestShellFuzzOracle(t *testing.T) {
 		{"sort < .env", true},
 		{"ls 2>&3", true},
 		{"echo $x", true},
+		{"echo $?", false},
+		{"echo ${?:-x}", true},
 		{"echo $'x'", true},
 		{"X=1 ls", true},
 		{"(ls)", true},

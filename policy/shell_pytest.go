@@ -33,7 +33,7 @@ func pytestRefuse(risk shellRisk, what string) *shellOptionRule {
 var (
 	pytestPlugin   = &shellOptionRule{risk: shellRunsCode, what: "loads a plugin module by name"}
 	pytestDebugger = &shellOptionRule{risk: shellRunsCode, what: "starts the debugger, which runs the Python it reads from its input"}
-	pytestOverride = &shellOptionRule{risk: shellOther, what: "overrides ini settings, which can move the cache, logs and reports anywhere"}
+	pytestOverride = &shellOptionRule{risk: shellUnknown, what: "overrides ini settings, which can move the cache, logs and reports anywhere"}
 	pytestConfig   = &shellOptionRule{risk: shellRunsCode, what: "loads its configuration from another file, which can add options and plugins"}
 )
 
@@ -92,8 +92,8 @@ var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[st
 		"--color":                   {value: pytestValue},
 		"--code-highlight":          {value: pytestValue},
 		"--pastebin":                {value: pytestValue, refuse: pytestRefuse(shellNetwork, "uploads test results to a paste service")},
-		"--junit-xml":               {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a JUnit report")},
-		"--junitxml":                {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a JUnit report")},
+		"--junit-xml":               {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a JUnit report, replacing it")},
+		"--junitxml":                {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a JUnit report, replacing it")},
 		"--junit-prefix":            {value: pytestValue},
 		"--junitprefix":             {value: pytestValue},
 		// pytest-warnings; -W is checked for the category it would import
@@ -134,7 +134,7 @@ var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[st
 		"-p":             {value: pytestValue},
 		"--trace-config": {},
 		"--traceconfig":  {},
-		"--debug":        {value: pytestOptional, refuse: pytestRefuse(shellWrites, "writes a debug log")},
+		"--debug":        {value: pytestOptional, refuse: pytestRefuse(shellDeletes, "writes a debug log, replacing it")},
 		"-o":             {value: pytestValue, refuse: pytestOverride},
 		"--override-ini": {value: pytestValue, refuse: pytestOverride},
 		"--assert":       {value: pytestValue},
@@ -151,7 +151,7 @@ var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[st
 		"--log-cli-level":        {value: pytestValue},
 		"--log-cli-format":       {value: pytestValue},
 		"--log-cli-date-format":  {value: pytestValue},
-		"--log-file":             {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a log file")},
+		"--log-file":             {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a log file, replacing it")},
 		"--log-file-level":       {value: pytestValue},
 		"--log-file-format":      {value: pytestValue},
 		"--log-file-date-format": {value: pytestValue},
@@ -173,12 +173,12 @@ var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[st
 		"--stepwise-skip":           {},
 		// other pytest versions and plugins, for the note
 		"--config-file": {value: pytestValue, refuse: pytestConfig},
-		"--resultlog":   {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a result log")},
-		"--result-log":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a result log")},
-		"--report-log":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a report log")},
-		"--html":        {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes an HTML report")},
-		"--cov":         {value: pytestOptional, refuse: pytestRefuse(shellWrites, "writes coverage data")},
-		"--cov-report":  {value: pytestValue, refuse: pytestRefuse(shellWrites, "writes a coverage report")},
+		"--resultlog":   {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a result log, replacing it")},
+		"--result-log":  {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a result log, replacing it")},
+		"--report-log":  {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a report log, replacing it")},
+		"--html":        {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes an HTML report, replacing it")},
+		"--cov":         {value: pytestOptional, refuse: pytestRefuse(shellDeletes, "writes coverage data, replacing it")},
+		"--cov-report":  {value: pytestValue, refuse: pytestRefuse(shellDeletes, "writes a coverage report, replacing it")},
 		"--tx":          {value: pytestValue, refuse: pytestRefuse(shellNetwork, "starts test workers on other hosts")},
 		"--rsyncdir":    {value: pytestValue, refuse: pytestRefuse(shellNetwork, "copies directories to remote test workers")},
 	}
@@ -199,13 +199,13 @@ var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[st
 // After "--" argparse takes every word as a path, but the preparse does
 // not, so a word there that starts with "-" asks. -W asks when its
 // category (action:message:category:…) is dotted, since pytest imports
-// the module to find the class; --doctest-glob, which pytest matches
-// against every name, dot files included, asks when it could match a
-// credential-shaped name.
+// the module to find the class. --doctest-glob passes whatever it could
+// match: pytest matches it against the names in the sandbox's view of
+// the workspace, where no credential-shaped name is left.
 func shellPytestCheck(c *shellCall) {
 	for _, w := range c.args {
 		if strings.HasPrefix(w.value, "@") {
-			c.pytestRefuse(w.show(), shellOptionRule{risk: shellOther, what: "reads more arguments from a file"})
+			c.pytestRefuse(w.show(), shellOptionRule{risk: shellUnknown, what: "reads more arguments from a file"})
 		}
 	}
 	for i := 0; i < len(c.args); i++ {
@@ -281,7 +281,7 @@ func (c *shellCall) pytestOption(name, text string, opt shellPytestOption, known
 	switch {
 	case !known:
 		c.refuse(fmt.Sprintf("pytest %s is not an option pytest lists; it may be a plugin's, which this check cannot know", shellShow(name)),
-			shellOther, "uses an option pytest does not list, which may be a plugin's", "pytest "+text)
+			shellUnknown, "uses an option pytest does not list, which may be a plugin's", "pytest "+text)
 		return
 	case opt.refuse != nil:
 		c.pytestRefuse(text, *opt.refuse)
@@ -298,13 +298,6 @@ func (c *shellCall) pytestOption(name, text string, opt shellPytestOption, known
 	case name == "-W" || name == "--pythonwarnings":
 		if fields := strings.Split(value, ":"); len(fields) > 2 && strings.Contains(fields[2], ".") {
 			c.pytestRefuse(text, shellOptionRule{risk: shellRunsCode, what: "imports the module of a warning category by name"})
-		}
-	case name == "--doctest-glob":
-		if base := value[strings.LastIndexByte(value, '/')+1:]; strings.ContainsAny(base, "*?[") {
-			if shape, ok := credentialGlob(base, true); ok {
-				c.pytestRefuse(text, shellOptionRule{risk: shellSecrets,
-					what: "runs as doctests the files a pattern matches, which could match a credential-shaped name (" + shape + ")"})
-			}
 		}
 	}
 }

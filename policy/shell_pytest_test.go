@@ -80,7 +80,7 @@ var shellPytestHelp = []struct {
 	{"--doctest-modules", true, "runs the doctests of the workspace's modules"},
 	{"--doctest-report=udiff", true, "chooses the diff format"},
 	{"--doctest-glob=README.rst", true, "runs the doctests of the workspace's text files"},
-	{"--doctest-glob='*.rst'", false, "pytest matches the pattern itself, dot files included, so it could reach .env.rst"},
+	{"--doctest-glob='*.rst'", true, "pytest matches the pattern in the sandbox's view, where .env.rst is hidden"},
 	{"--doctest-ignore-import-errors", true, "ignores import errors"},
 	{"--doctest-continue-on-failure", true, "goes on after a failure"},
 	// test session debugging and configuration
@@ -181,7 +181,7 @@ func TestClassifyPytestNotes(t *testing.T) {
 		{"pytest -W ignore::this.X", RiskLookClosely, "imports the module of a warning category by name (pytest -W ignore::this.X)"},
 		{"pytest --pyargs this", RiskLookClosely, "imports its arguments as Python packages by name (pytest --pyargs)"},
 		{"pytest -c x.ini", RiskLookClosely, "loads its configuration from another file"},
-		{"pytest --junitxml=r.xml", RiskRoutine, "writes a JUnit report (pytest --junitxml=r.xml)"},
+		{"pytest --junitxml=r.xml", RiskLookClosely, "writes a JUnit report, replacing it (pytest --junitxml=r.xml)"},
 		{"pytest -n 4", RiskRoutine, "uses an option pytest does not list, which may be a plugin's (pytest -n)"},
 	}
 	for _, tt := range tests {

@@ -77,13 +77,13 @@ func shellSedScript(script string) (problem shellClause, ok bool) {
 				return shellSedUnread("has a y command this check does not read"), false
 			}
 		case 'w', 'W':
-			return shellClause{risk: shellWrites, what: "writes a file", how: "sed " + string(cmd)}, false
+			return shellClause{risk: shellDeletes, what: "overwrites a file", how: "sed " + string(cmd)}, false
 		case 'r', 'R':
 			return shellClause{risk: shellOther, what: "reads a file its script names", how: "sed " + string(cmd)}, false
 		case 'e':
 			return shellClause{risk: shellRunsCode, what: "runs a command", how: "sed e"}, false
 		default:
-			return shellClause{risk: shellOther, what: "uses a sed command this check does not read", how: "sed " + shellShow(string(cmd))}, false
+			return shellClause{risk: shellUnknown, what: "uses a sed command this check does not read", how: "sed " + shellShow(string(cmd))}, false
 		}
 		if !r.endOfCommand() {
 			return shellSedUnread("has text after a command that this check does not read"), false
@@ -93,7 +93,7 @@ func shellSedScript(script string) (problem shellClause, ok bool) {
 
 // shellSedUnread is the problem of a script this check does not follow.
 func shellSedUnread(what string) shellClause {
-	return shellClause{risk: shellOther, what: what, how: "sed"}
+	return shellClause{risk: shellUnknown, what: what, how: "sed"}
 }
 
 // shellSedLabelByte reports bytes that may appear in a label; sed ends a
@@ -296,7 +296,7 @@ func (r *shellSedReader) substitute() (shellClause, bool) {
 		case '0' <= c && c <= '9':
 			r.digits()
 		case c == 'w':
-			return shellClause{risk: shellWrites, what: "writes a file", how: "sed s///w"}, false
+			return shellClause{risk: shellDeletes, what: "overwrites a file", how: "sed s///w"}, false
 		case c == 'e':
 			return shellClause{risk: shellRunsCode, what: "runs the pattern space as a command", how: "sed s///e"}, false
 		case c == ';' || c == '\n':

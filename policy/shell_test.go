@@ -301,7 +301,19 @@ func TestClassifyExpansions(t *testing.T) {
 		{"echo $HOME", false},
 		{"echo ${x}", false},
 		{"echo $1", false},
-		{"echo $?", false},
+		{"echo $?", true},
+		{`echo "$?"`, true},
+		{"echo ${?}", true},
+		{`echo "rc: $?"`, true},
+		{"echo ${?:-x}", false},
+		{"echo ${#?}", false},
+		{"echo $$", false},
+		{"echo $#", false},
+		{`cat "key.p$?"`, false},
+		{"head -$?", false},
+		{"cat ~$?", false},
+		{"cat *$?", false},
+		{"$?", false},
 		{`echo "$x"`, false},
 		{"echo $((1+2))", false},
 		{`echo "$((1+2))"`, false},
@@ -656,7 +668,11 @@ func TestClassifyNotes(t *testing.T) {
 		{"ls > out.txt", RiskLookClosely, false, []string{"overwrites out.txt (> out.txt)"}, nil},
 		{"echo hi >> notes.txt", RiskRoutine, false, []string{"routine: appends to notes.txt (>> notes.txt)"}, nil},
 		{"mv a.txt b.txt", RiskLookClosely, false, []string{"moves a.txt over b.txt (mv)"}, nil},
-		{"cp a.txt b.txt", RiskRoutine, false, []string{"writes b.txt (cp)"}, nil},
+		{"cp a.txt b.txt", RiskLookClosely, false, []string{"may overwrite b.txt (cp)"}, nil},
+		{"cp -n a.txt b.txt", RiskRoutine, false, []string{"writes b.txt, overwriting nothing (cp -n)"}, nil},
+		{"install -m 755 run.sh bin/run", RiskLookClosely, false, []string{"may overwrite bin/run (install -m)"}, nil},
+		{"ln -sf a b", RiskLookClosely, false, []string{"may replace b (ln -sf)"}, nil},
+		{"ln -s a b", RiskRoutine, false, []string{"creates b (ln -s)"}, nil},
 		{"sort -o out.txt in.txt", RiskLookClosely, false, []string{"writes its output to a file, replacing it (sort -o out.txt)"}, nil},
 		{"uniq in.txt out.txt", RiskLookClosely, false, []string{"overwrites out.txt (uniq in.txt out.txt)"}, nil},
 		{"cat /etc/passwd", RiskLookClosely, false, []string{"leaves the workspace (cat /etc/passwd)"}, nil},
@@ -683,7 +699,21 @@ func TestClassifyNotes(t *testing.T) {
 		{"scp a host:b", RiskLookClosely, true, []string{"reaches the network"}, nil},
 		{"nc -l 8080", RiskLookClosely, true, []string{"reaches the network"}, nil},
 		{"rsync -a src host:dst", RiskLookClosely, true, []string{"reaches the network"}, nil},
-		{"rsync -a src dst", RiskRoutine, false, []string{"copies into dst (rsync)"}, nil},
+		{"rsync -a src dst", RiskLookClosely, false, []string{"copies into dst, overwriting what differs there (rsync)"}, nil},
+		{"rsync -a --delete src/ notes/", RiskLookClosely, false,
+			[]string{"deletes what notes/ holds that src/ lacks (rsync --delete)", "overwriting what differs there"}, nil},
+		{"rsync -a --remove-source-files src/ notes/", RiskLookClosely, false, []string{"deletes src/ once copied (rsync --remove-source-files)"}, nil},
+		{"tar xf a.tar", RiskLookClosely, false, []string{"may overwrite any file it extracts from a.tar (tar xf)"}, nil},
+		{"tar -xzf a.tgz -C out", RiskLookClosely, false, []string{"may overwrite any file it extracts from a.tgz (tar -xzf)"}, nil},
+		{"tar cf a.tar src", RiskLookClosely, false, []string{"overwrites a.tar (tar cf)"}, nil},
+		{"tar --to-command=sh -xf a.tar", RiskLookClosely, false, []string{"runs a program (tar --to-command=sh)"}, nil},
+		{"tar tf a.tar", RiskRoutine, false, []string{"lists a.tar (tar tf)"}, nil},
+		{"unzip a.zip", RiskLookClosely, false, []string{"may overwrite any file it extracts from a.zip (unzip)"}, nil},
+		{"gzip notes.md", RiskLookClosely, false, []string{"replaces notes.md with its compressed or expanded form (gzip)"}, nil},
+		{"patch -p1 -i fix.diff", RiskLookClosely, false, []string{"rewrites the files a patch names (patch -p1 -i)"}, nil},
+		{"git mv a.txt b.txt", RiskLookClosely, false, []string{"moves files", "(git mv)"}, nil},
+		{"git stash", RiskLookClosely, false, []string{"shelves uncommitted changes", "(git stash)"}, nil},
+		{"frobnicate x", RiskRoutine, false, []string{"runs frobnicate, which this check does not know"}, nil},
 		{"python todo.py list", RiskRoutine, false, []string{"routine: runs todo.py (python)"}, nil},
 		{"python -c 'import os'", RiskLookClosely, false, []string{"runs inline Python (python -c)"}, nil},
 		{"python -m http.server", RiskLookClosely, true, []string{"serves or reaches the network"}, nil},
@@ -715,15 +745,16 @@ func TestClassifyNotes(t *testing.T) {
 		{"awk 'BEGIN{system(\"rm x\")}'", RiskLookClosely, false, []string{"can run commands or write files"}, nil},
 		{"node -e 'x()'", RiskLookClosely, false, []string{"runs inline code (node -e)"}, nil},
 		{"perl -ne 'print'", RiskLookClosely, false, []string{"runs inline code (perl -ne)"}, nil},
-		{"make test", RiskRoutine, false, []string{"runs make"}, nil},
+		{"make test", RiskRoutine, false, []string{"runs make, which this check does not know"}, nil},
 		{"touch x && mkdir d", RiskRoutine, false, []string{"creates x (touch)", "creates d (mkdir)"}, nil},
 		{"chmod +x run.sh", RiskRoutine, false, []string{"changes the permissions of run.sh (chmod)"}, nil},
 		{"tee out.txt", RiskLookClosely, false, []string{"overwrites out.txt (tee)"}, nil},
 		{"tee -a out.txt", RiskRoutine, false, []string{"appends to out.txt (tee -a)"}, nil},
 		{"dd if=a of=b", RiskLookClosely, false, []string{"overwrites b (dd)"}, nil},
 		{"tail -f log", RiskRoutine, false, []string{"follows the file and never ends (tail -f)"}, nil},
-		{"sed -i 's/a/b/' x", RiskRoutine, false, []string{"edits files in place (sed -i)"}, nil},
-		{"sed 's/a/b/w out' x", RiskRoutine, false, []string{"writes a file (sed s///w)"}, nil},
+		{"sed -i 's/a/b/' x", RiskLookClosely, false, []string{"rewrites files in place (sed -i)"}, nil},
+		{"sed -i 3d notes.md", RiskLookClosely, false, []string{"rewrites files in place (sed -i)"}, nil},
+		{"sed 's/a/b/w out' x", RiskLookClosely, false, []string{"overwrites a file (sed s///w)"}, nil},
 		{"sed 'e date' x", RiskLookClosely, false, []string{"runs a command (sed e)"}, nil},
 		{"pytest --basetemp=out", RiskLookClosely, false, []string{"empties that directory and writes test files there (pytest --basetemp=out)"}, nil},
 		{"pytest -p evil", RiskLookClosely, false, []string{"loads a plugin module by name (pytest -p evil)"}, nil},
@@ -1057,4 +1088,30 @@ func TestClassifyConcurrent(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+}
+
+// TestTheEnvironmentIsPrintedForOneReason: every listed command that can
+// print the environment lets it, for the one reason shellEnvironment
+// gives, and each way of printing it runs without asking.
+func TestTheEnvironmentIsPrintedForOneReason(t *testing.T) {
+	for _, name := range []string{"printenv", "env", "ps", "awk", "jq"} {
+		if c := shellSafeIndex.get()[name]; c == nil || !strings.Contains(c.reason, shellEnvironment) {
+			t.Errorf("the reason %s prints the environment does not give shellEnvironment's: %+v", name, c)
+		}
+	}
+	shellVerdicts(t, []struct {
+		command string
+		safe    bool
+	}{
+		{"printenv", true},
+		{"printenv HOME", true},
+		{"env", true},
+		{"ps e", true},
+		{"ps auxe", true},
+		{`awk 'BEGIN { print ENVIRON["PATH"] }'`, true},
+		{"jq -n env", true},
+		{"jq -n '$ENV'", true},
+		{"cat /proc/self/environ", false},
+		{"env X=1 printenv", false},
+	})
 }

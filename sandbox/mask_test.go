@@ -56,8 +56,10 @@ func deniedSecrets(t *testing.T) map[string]string {
 }
 
 // TestCredentialsAreMasked: whatever a command does, in every view, it
-// reads nothing of a credential-shaped file, through its name or through
-// a link, and sees no such name.
+// reads nothing of a credential-shaped file, through its name, through a
+// link or through a glob, and sees no such name. The shell policy lets a
+// glob inside the workspace run whatever it could match on the strength
+// of this (cat *, cat requirements*.txt, sha256sum dist/*.whl).
 func TestCredentialsAreMasked(t *testing.T) {
 	sb := newSandbox(t)
 	for _, o := range owners {
@@ -67,7 +69,8 @@ func TestCredentialsAreMasked(t *testing.T) {
 			for _, view := range []sandbox.View{sandbox.ReadOnly, sandbox.Captured, sandbox.Scratch} {
 				t.Run(view.String(), func(t *testing.T) {
 					read := run(t, sb, sandbox.Spec{View: view, Workspace: ws, Argv: sh(
-						"cat id_rsa .env .netrc .ssh/id_ed25519 proj/.env proj/deep/server.pem innocent proj/up keys/id_ed25519 deploy.key; grep -r SECRET . ; tar cf - . | tr -c '[:print:]' ' '")})
+						"cat id_rsa .env .netrc .ssh/id_ed25519 proj/.env proj/deep/server.pem innocent proj/up keys/id_ed25519 deploy.key; grep -r SECRET . ; tar cf - . | tr -c '[:print:]' ' '; "+
+							"cat * */* */*/* .*/* i?_* proj/*.en? */*/*.pem; sha256sum * */*")})
 					for name, content := range denied {
 						if strings.Contains(read.Text(), strings.TrimSpace(content)) {
 							t.Errorf("the %v view let %s be read: %s", view, name, read.Text())
@@ -76,7 +79,7 @@ func TestCredentialsAreMasked(t *testing.T) {
 					if !strings.Contains(read.Text(), "plain readme") {
 						t.Errorf("the %v view hid a plain file too: %s", view, read.Text())
 					}
-					list := run(t, sb, sandbox.Spec{View: view, Workspace: ws, Argv: sh("find . -mindepth 1; ls -la . proj")})
+					list := run(t, sb, sandbox.Spec{View: view, Workspace: ws, Argv: sh("find . -mindepth 1; ls -la . proj; ls -d * */* .* .*/* */.*")})
 					var seen []string
 					for line := range strings.Lines(list.Text()) {
 						name := strings.TrimPrefix(strings.TrimSpace(line), "./")
