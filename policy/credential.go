@@ -385,9 +385,10 @@ func globBracket(pattern string, at int) (globSet, int) {
 
 // credentialGlobRule is a rule read as glob tokens.
 type credentialGlobRule struct {
-	rule   *credentialRule
-	shape  string // the rule as a glob, for reasons: "id_*", "*token*"
-	tokens []globToken
+	rule    *credentialRule
+	shape   string // the rule as a glob, for reasons: "id_*", "*token*"
+	pattern string // the glob tokens is read from: "*token[._-]*"
+	tokens  []globToken
 }
 
 // credentialGlobs are the rules as glob patterns: an exact name is
@@ -414,7 +415,7 @@ var credentialGlobs = lazy[[]credentialGlobRule]{build: func() []credentialGlobR
 			patterns = []string{"*" + r.text, "*" + r.text + "[" + credentialWordEnds + "]*"}
 		}
 		for _, p := range patterns {
-			globs = append(globs, credentialGlobRule{rule: r, shape: shape, tokens: globTokens(p)})
+			globs = append(globs, credentialGlobRule{rule: r, shape: shape, pattern: p, tokens: globTokens(p)})
 		}
 	}
 	return globs

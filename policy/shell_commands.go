@@ -40,7 +40,7 @@ type shellCommand struct {
 // workspace, and it is what models use to leave it), xargs (it runs
 // other commands), less and more (pagers wait for a terminal), tee, yes
 // (it never ends on its own), yq (one yq writes files with -i and
-// --split-exp), sleep, and git grep (-O opens a pager program).
+// --split-exp), and sleep.
 var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 	return []shellCommand{
 		{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
@@ -196,7 +196,7 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		// code pytest runs. Nor can it see what history holds: git log -p and
 		// git show print a credential file someone committed, and git remote
 		// -v a token written into a remote's URL (as cat .git/config would).
-		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
+		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, rev-list, merge-base, grep, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; the sandbox masks what credential-shaped files held in history, so their stored content shows masked; --output, --textconv, --show-signature, %G formats (which run gpg) and git grep -O (a pager) ask, and so do what shows objects past the masks (cat-file --batch-all-objects with --batch), a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
 			check: shellGitCheck},
 	}
 }}
@@ -539,8 +539,8 @@ func shellSedCheck(c *shellCall) {
 
 // shellGitReadVerbs are the git verbs that only read. branch, tag, remote
 // and stash only read when they list or show, which shellGitLists checks.
-var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "cat-file",
-	"blame", "describe", "shortlog", "branch", "tag", "remote", "stash"}
+var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "rev-list", "merge-base", "grep",
+	"ls-files", "ls-tree", "cat-file", "blame", "describe", "shortlog", "branch", "tag", "remote", "stash"}
 
 // shellGitReadRules are options of the read verbs that write or run.
 var shellGitReadRules = []shellOptionRule{
@@ -548,7 +548,19 @@ var shellGitReadRules = []shellOptionRule{
 	{long: "textconv", risk: shellRunsCode, what: "runs the conversion programs the configuration names"},
 	{long: "show-signature", risk: shellRunsCode, what: "runs gpg to check signatures"},
 	{long: "filters", risk: shellRunsCode, what: "runs the filter programs the configuration names"},
+	{short: 'O', long: "open-files-in-pager", risk: shellRunsCode, what: "opens the files it found in a pager, a program"},
 }
+
+// shellGitOwnOptions are options of git's read verbs that begin like one
+// of shellGitReadRules but are options of their own, which git's parser
+// takes as written: diff's --text is not --textconv, rev-list's --filter
+// is not cat-file's --filters.
+var shellGitOwnOptions = []string{"text", "filter"}
+
+// shellGitGrepOptions are git grep's options that take a value (-e and -f
+// are read apart: the patterns they give).
+var shellGitGrepOptions = shellGetopt{value: "efABCm", optional: "O",
+	long: []string{"max-depth", "threads", "max-count", "context", "after-context", "before-context"}}
 
 // shellGitCheck lets git run without asking only when the git tool's own
 // rules ([CheckGit]) allow the command and its verb only reads.
@@ -562,6 +574,11 @@ func shellGitCheck(c *shellCall) {
 		argv = append(argv, w.value)
 	}
 	verdict, err := CheckGit(argv)
+	if unmasking := slices.IndexFunc(c.args, func(w shellWord) bool { return w.value == "--no-replace-objects" }); unmasking >= 0 {
+		c.refuse("git --no-replace-objects "+gitGlobalReasons.get()["--no-replace-objects"], shellSecrets,
+			"shows what credential-shaped files held in git's history, past the sandbox's masks", c.show(c.args[unmasking]))
+		return
+	}
 	if err != nil {
 		why := strings.TrimPrefix(err.Error(), ErrGitRefused.Error()+": ")
 		c.refuse("git: "+why, shellRunsCode, "runs git as the git tool never would", c.show(c.args...))
@@ -580,8 +597,41 @@ func shellGitCheck(c *shellCall) {
 		return
 	}
 	read := &shellCall{a: c.a, base: how, args: rest}
-	read.scan(shellGetopt{}, func(o shellOption) { read.refuseOption(o, shellGitReadRules) })
+	spec := shellGetopt{}
+	if sub == "grep" {
+		spec = shellGitGrepOptions
+	}
+	patterns := map[int]bool{} // git grep's patterns and pattern files: no revisions, no pathspecs
+	given := false             // a pattern came with -e or -f
+	operands := read.scan(spec, func(o shellOption) {
+		switch {
+		case o.long() && slices.Contains(shellGitOwnOptions, o.name[2:]):
+		case sub == "grep" && o.name == "-e":
+			given, patterns[o.at] = true, true
+			rest[o.at].code = true
+		case sub == "grep" && o.name == "-f":
+			given, patterns[o.at] = true, true // a path, judged as one
+		default:
+			read.refuseOption(o, shellGitReadRules)
+		}
+	})
+	if sub == "grep" && !given && len(operands) > 0 {
+		patterns[operands[0]] = true
+		rest[operands[0]].code = true
+	}
+	if sub == "cat-file" {
+		values := make([]string, len(rest))
+		for i, w := range rest {
+			values[i] = w.value
+		}
+		if gitPrintsEveryObject(values) {
+			read.refuse("git cat-file "+gitEveryObjectNote, shellSecrets, gitEveryObjectNote, how+" --batch-all-objects")
+		}
+	}
 	for i, w := range rest {
+		if patterns[i] {
+			continue
+		}
 		if !strings.HasPrefix(w.value, "-") {
 			rest[i].revision = true
 		}
