@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -76,7 +77,7 @@ func benchView(b *testing.B, view View) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := s.view(fsys, ws, owner{}, Spec{View: view}); err != nil {
+		if _, _, err := s.view(context.Background(), fsys, ws, owner{}, Spec{View: view}, "bench"); err != nil {
 			b.Fatal(err)
 		}
 		if err := fsys.unmount(); err != nil {

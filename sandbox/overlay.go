@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -131,6 +132,19 @@ func (r *runFS) unmountOverlays() error {
 		}
 		r.overlays = r.overlays[:len(r.overlays)-1]
 	}
+	return nil
+}
+
+// unmountOverlay takes down the overlay mounted on target alone.
+func (r *runFS) unmountOverlay(target string) error {
+	at := slices.Index(r.overlays, target)
+	if at < 0 {
+		return fmt.Errorf("unmount overlay: %s is not one of the run's", target)
+	}
+	if err := unmount(target); err != nil {
+		return fmt.Errorf("unmount overlay: %w", err)
+	}
+	r.overlays = slices.Delete(r.overlays, at, at+1)
 	return nil
 }
 

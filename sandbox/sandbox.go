@@ -112,6 +112,7 @@ type Sandbox struct {
 	log    *slog.Logger
 	disk   int64
 	vault  string
+	looks  gitLooks // what each repository's look found, while its state holds
 }
 
 // New checks that the host can run sandboxed commands and returns the
@@ -223,7 +224,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 			err = fmt.Errorf("sandbox run %s: %w", id, uErr)
 		}
 	}()
-	c, upper, err := s.view(fsys, ws, owner, spec)
+	c, upper, err := s.view(ctx, fsys, ws, owner, spec, id)
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
@@ -233,7 +234,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}
 		defer e.close()
-		c.netns, c.env = e.ns, e.env()
+		c.netns, c.env = e.ns, append(c.env, e.env()...)
 	}
 
 	res, err = s.execute(ctx, id, spec, lim, c)
@@ -256,6 +257,9 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 		if err := fsys.unmountOverlays(); err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}
+		if err := c.git.strip(upper); err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+		}
 		changes, err := scanUpper(upper, ws)
 		if err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: reading its changes: %w", id, err)
@@ -271,19 +275,25 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 
 // view builds, in the run's file system, what the container is given of
 // the host: an overlay of the workspace over the layer that masks its
-// credentials, with a writable layer unless the view is read-only; an
-// overlay of each bound directory over its mask; /tmp and /var/tmp. It
-// returns the writable layer, "" for a read-only view.
-func (s *Sandbox) view(fsys *runFS, ws string, o owner, spec Spec) (container, string, error) {
+// credentials, those git's objects hold included (gitmask.go), with a
+// writable layer unless the view is read-only; an overlay of each bound
+// directory over its mask; /tmp and /var/tmp. It returns the writable
+// layer, "" for a read-only view.
+func (s *Sandbox) view(ctx context.Context, fsys *runFS, ws string, o owner, spec Spec, id string) (container, string, error) {
 	c := container{owner: o, writable: spec.View != ReadOnly}
 	vault, err := vaultID(s.vault)
 	if err != nil {
 		return c, "", err
 	}
 	mask := fsys.path(maskName)
-	if err := buildMask(mask, ws, vault, maxMaskEntries); err != nil {
+	repos, err := buildMaskFindingRepos(mask, ws, vault, maxMaskEntries)
+	if err != nil {
 		return c, "", err
 	}
+	if c.git, err = s.maskGit(ctx, fsys, ws, o, mask, repos, spec, id); err != nil {
+		return c, "", err
+	}
+	c.binds, c.env = c.git.binds, c.git.env
 	var upper, work string
 	if c.writable {
 		var st unix.Stat_t
