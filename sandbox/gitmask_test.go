@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 
 	"shelldon/sandbox"
+	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
 )
 
@@ -317,5 +319,81 @@ func TestAnUnreadableRepositoryHidesItsObjects(t *testing.T) {
 	}
 	if strings.Contains(res.Text(), "print(") {
 		t.Errorf("a repository git could not walk showed its objects:\n%s", res.Text())
+	}
+}
+
+// historyWorkspace is a project's repository: files in directories, a
+// history of commits that each change a few of them, and a .env
+// committed by mistake early on, all packed as git gc leaves them.
+func historyWorkspace(b *testing.B, files, commits int) string {
+	b.Helper()
+	testhost.Tool(b, "git", "git")
+	ws := filepath.Join(b.TempDir(), "ws")
+	write := func(name, content string) {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for f := range files {
+		write(fmt.Sprintf("pkg%02d/mod%03d.py", f%10, f), fmt.Sprintf("x = %d\n", f))
+	}
+	write(".env", "OPENAI_API_KEY="+keyPrefix+"bench\n")
+	git := func(args ...string) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=o", "GIT_AUTHOR_EMAIL=o@example.invalid",
+			"GIT_COMMITTER_NAME=o", "GIT_COMMITTER_EMAIL=o@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+ws)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git %q: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	git("add", "-A")
+	git("commit", "-qm", "first")
+	for c := range commits {
+		for k := range 3 {
+			f := (c*7 + k*13) % files
+			write(fmt.Sprintf("pkg%02d/mod%03d.py", f%10, f), fmt.Sprintf("x = %d\n# change %d\n", f, c))
+		}
+		git("commit", "-qam", fmt.Sprintf("change %d", c))
+	}
+	git("gc", "-q")
+	write("pkg00/mod000.py", "x = 'uncommitted'\n")
+	return ws
+}
+
+// BenchmarkSandboxGitDiff is a free `git diff` in a project whose
+// repository (100 files, 200 commits) tracks .env: what the masks of
+// git's history cost every run once its look is kept.
+func BenchmarkSandboxGitDiff(b *testing.B) {
+	ws := historyWorkspace(b, 100, 200)
+	benchSandboxIn(b, ws, sandbox.ReadOnly, "git", "diff")
+}
+
+// BenchmarkSandboxGitDiffAfterACommit is the same `git diff` after each
+// new commit: every run looks through the history again.
+func BenchmarkSandboxGitDiffAfterACommit(b *testing.B) {
+	ws := historyWorkspace(b, 100, 200)
+	img := imagetest.Image(b)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		cmd := exec.Command("git", "-c", "user.name=o", "-c", "user.email=o@example.invalid", "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))
+		cmd.Dir = ws
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("commit: %v\n%s", err, out)
+		}
+		b.StartTimer()
+		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"git", "diff"}, Workspace: ws})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("git diff = %d %v: %s", res.ExitCode, err, res.Text())
+		}
 	}
 }
