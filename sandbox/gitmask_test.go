@@ -371,7 +371,21 @@ func historyWorkspace(b *testing.B, files, commits int) string {
 // git's history cost every run once its look is kept.
 func BenchmarkSandboxGitDiff(b *testing.B) {
 	ws := historyWorkspace(b, 100, 200)
-	benchSandboxIn(b, ws, sandbox.ReadOnly, "git", "diff")
+	img := imagetest.Image(b)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	diff := func() {
+		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"git", "diff"}, Workspace: ws})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("git diff = %d %v: %s", res.ExitCode, err, res.Text())
+		}
+	}
+	diff() // the look, kept for the runs measured
+	for b.Loop() {
+		diff()
+	}
 }
 
 // BenchmarkSandboxGitDiffAfterACommit is the same `git diff` after each
