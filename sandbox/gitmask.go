@@ -135,9 +135,36 @@ type gitLook struct {
 	format string
 	// masked are the blobs to mask, by object name.
 	masked []string
+	// replacements are the blobs git shows in their place, made once
+	// for every run that keeps the look.
+	replacements []gitReplacement
 	// err says why the repository could not be looked through; its
 	// objects are then hidden from the run.
 	err error
+}
+
+// gitReplacement is the blob a masked one is replaced by.
+type gitReplacement struct {
+	masked, name string
+	object       []byte // the loose object: compressed
+}
+
+// replace makes the replacements of the masked blobs.
+func (look *gitLook) replace() error {
+	look.replacements = make([]gitReplacement, 0, len(look.masked))
+	var compressed bytes.Buffer
+	z := zlib.NewWriter(&compressed)
+	for _, masked := range look.masked {
+		object, name := gitBlob(fmt.Sprintf(gitMaskedContent, masked), look.format)
+		compressed.Reset()
+		z.Reset(&compressed)
+		z.Write(object)
+		if err := z.Close(); err != nil {
+			return fmt.Errorf("compress a masked blob: %w", err)
+		}
+		look.replacements = append(look.replacements, gitReplacement{masked: masked, name: name, object: bytes.Clone(compressed.Bytes())})
+	}
+	return nil
 }
 
 // gitLooks keeps each repository's look with the state it was made in.
@@ -500,6 +527,9 @@ func parseGitRepoLook(records [][]byte) (gitLook, [][]byte) {
 				look.masked = append(look.masked, name)
 			}
 			slices.Sort(look.masked)
+			if err := look.replace(); err != nil {
+				return gitLook{err: err}, records
+			}
 			return look, records
 		case r == "":
 			// Between commits of git log -z.
@@ -622,37 +652,26 @@ func (l *gitLayer) maskRepo(rel string, look gitLook, objects string) ([]string,
 	if err := write(path.Join(dir, "info", "alternates"), []byte(objects+"\n"), 0o644); err != nil {
 		return nil, err
 	}
-	for _, masked := range look.masked {
-		object, name, err := gitBlob(fmt.Sprintf(gitMaskedContent, masked), look.format)
-		if err != nil {
+	for _, r := range look.replacements {
+		if err := write(path.Join(dir, r.name[:2], r.name[2:]), r.object, 0o444); err != nil {
 			return nil, err
 		}
-		if err := write(path.Join(dir, name[:2], name[2:]), object, 0o444); err != nil {
-			return nil, err
-		}
-		if err := write(path.Join(rel, "refs", "replace", masked), []byte(name+"\n"), 0o644); err != nil {
+		if err := write(path.Join(rel, "refs", "replace", r.masked), []byte(r.name+"\n"), 0o644); err != nil {
 			return nil, err
 		}
 	}
 	return written, nil
 }
 
-// gitBlob is content as a git blob: the loose object's bytes and its
-// name.
-func gitBlob(content, format string) ([]byte, string, error) {
+// gitBlob is content as a git object, uncompressed, and its name.
+func gitBlob(content, format string) ([]byte, string) {
 	object := []byte(fmt.Sprintf("blob %d\x00%s", len(content), content))
 	var h hash.Hash = sha1.New()
 	if format == "sha256" {
 		h = sha256.New()
 	}
 	h.Write(object)
-	var compressed bytes.Buffer
-	z := zlib.NewWriter(&compressed)
-	z.Write(object)
-	if err := z.Close(); err != nil {
-		return nil, "", fmt.Errorf("compress a masked blob: %w", err)
-	}
-	return compressed.Bytes(), hex.EncodeToString(h.Sum(nil)), nil
+	return object, hex.EncodeToString(h.Sum(nil))
 }
 
 // ownerOf is who owns the workspace's directory rel.
