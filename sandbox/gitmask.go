@@ -209,6 +209,8 @@ type gitMasks struct {
 	written []string
 	// refs are the replace refs written, by repository.
 	refs map[string][]string
+	// withheld are the repositories whose objects are hidden, and why.
+	withheld []string
 }
 
 // maskGit looks through the repositories the mask found (a look is run
@@ -262,6 +264,7 @@ func (s *Sandbox) maskGit(ctx context.Context, fsys *runFS, ws string, o owner, 
 		if look.err != nil {
 			s.log.Warn("git's objects are hidden from this run: the sandbox could not tell which of them hold credentials",
 				"repository", rel, "err", look.err)
+			g.withheld = append(g.withheld, fmt.Sprintf("git's objects of %s were hidden from this run: %v", rel, look.err))
 		}
 		target := fmt.Sprintf("%s/%d", mount, i)
 		written, err := layer.maskRepo(rel, look, target)

@@ -320,6 +320,9 @@ func TestAnUnreadableRepositoryHidesItsObjects(t *testing.T) {
 	if strings.Contains(res.Text(), "print(") {
 		t.Errorf("a repository git could not walk showed its objects:\n%s", res.Text())
 	}
+	if len(res.Withheld) != 1 || !strings.Contains(res.Withheld[0], "git's objects of .git were hidden") {
+		t.Errorf("the run says it withheld %q, want .git's objects and why", res.Withheld)
+	}
 }
 
 // historyWorkspace is a project's repository: files in directories, a

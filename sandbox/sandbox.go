@@ -186,6 +186,10 @@ type Result struct {
 	// Changes is what a Captured run changed, waiting to be applied or
 	// discarded; nil for other views.
 	Changes *ChangeSet
+	// Withheld says, a sentence each for the model and the owner, what
+	// the run could not see beyond the credentials every run is kept
+	// from: a repository whose git objects were hidden, and why.
+	Withheld []string
 }
 
 // Run runs spec's command in a fresh container and returns what it did.
@@ -241,6 +245,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
+	res.Withheld = c.git.withheld
 	if res.DiskFull, err = fsys.full(); err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
