@@ -1,17 +1,14 @@
 package sandbox_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"shelldon/policy"
 	"strings"
 	"testing"
 
 	"shelldon/sandbox"
-	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
 )
 
@@ -32,26 +29,11 @@ const (
 
 var trackedEnvs = []trackedEnv{envCommitted, envStaged, envDeleted, envStashed, envDangling}
 
-// gitIn runs git on the host in dir, as root, with a fixed identity.
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.invalid",
-		"GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %q in %s: %v\n%s", args, dir, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // trackedEnvWorkspace makes a workspace, owned by uid, whose repository
 // holds a .env with an OPENAI_API_KEY the way how says, over two commits
 // that change app.py.
 func trackedEnvWorkspace(t *testing.T, uid int, how trackedEnv) string {
 	t.Helper()
-	testhost.Tool(t, "git", "git")
 	ws := workspace(t, 0, map[string]string{"app.py": "print('hello v1')\n"})
 	write := func(name, content string) {
 		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
@@ -59,32 +41,32 @@ func trackedEnvWorkspace(t *testing.T, uid int, how trackedEnv) string {
 		}
 	}
 	key := "OPENAI_API_KEY=" + keyPrefix + string(how) + "-7d1f\n"
-	gitIn(t, ws, "init", "-q", "-b", "main")
+	testhost.Git(t, ws, "init", "-q", "-b", "main")
 	if how == envDeleted {
 		write(".env", key)
 	}
-	gitIn(t, ws, "add", "-A")
-	gitIn(t, ws, "commit", "-qm", "first")
+	testhost.Git(t, ws, "add", "-A")
+	testhost.Git(t, ws, "commit", "-qm", "first")
 	write("app.py", "print('hello v2')\n")
 	switch how {
 	case envCommitted, envStashed:
 		write(".env", key)
-		gitIn(t, ws, "add", ".env")
+		testhost.Git(t, ws, "add", ".env")
 	case envDeleted:
-		gitIn(t, ws, "rm", "-q", ".env")
+		testhost.Git(t, ws, "rm", "-q", ".env")
 	}
-	gitIn(t, ws, "commit", "-qam", "second")
+	testhost.Git(t, ws, "commit", "-qam", "second")
 	switch how {
 	case envStaged:
 		write(".env", key)
-		gitIn(t, ws, "add", ".env")
+		testhost.Git(t, ws, "add", ".env")
 	case envStashed:
 		write(".env", "OPENAI_API_KEY="+keyPrefix+"in-the-stash-4c2e\n")
-		gitIn(t, ws, "stash", "-q")
+		testhost.Git(t, ws, "stash", "-q")
 	case envDangling:
 		write(".env", key)
-		gitIn(t, ws, "add", ".env")
-		gitIn(t, ws, "rm", "-q", "--cached", ".env")
+		testhost.Git(t, ws, "add", ".env")
+		testhost.Git(t, ws, "rm", "-q", "--cached", ".env")
 	}
 	chownTree(t, ws, uid)
 	return ws
@@ -179,7 +161,7 @@ func TestGitViewsNeverShowATrackedCredential(t *testing.T) {
 				if how == envCommitted || how == envStaged {
 					// Packed too: the key then lies inside a pack, not in a
 					// loose object of its own.
-					gitIn(t, ws, "-c", "safe.directory=*", "gc", "-q")
+					testhost.Git(t, ws, "-c", "safe.directory=*", "gc", "-q")
 					chownTree(t, ws, o.uid)
 				}
 				for _, view := range []sandbox.View{sandbox.ReadOnly, sandbox.Captured} {
@@ -235,8 +217,8 @@ func TestGitMasksFollowTheRepository(t *testing.T) {
 			t.Fatalf("policy no longer calls %s a credential; pick another name", name)
 		}
 	}
-	gitIn(t, ws, "add", "-A")
-	gitIn(t, ws, "commit", "-qm", "third, with credentials")
+	testhost.Git(t, ws, "add", "-A")
+	testhost.Git(t, ws, "commit", "-qm", "third, with credentials")
 	sub := filepath.Join(ws, "sub")
 	if err := os.Mkdir(sub, 0o755); err != nil {
 		t.Fatal(err)
@@ -244,9 +226,9 @@ func TestGitMasksFollowTheRepository(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(sub, ".env"), []byte(keyPrefix+"in-a-repository-below\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gitIn(t, sub, "init", "-q")
-	gitIn(t, sub, "add", "-A")
-	gitIn(t, sub, "commit", "-qm", "sub")
+	testhost.Git(t, sub, "init", "-q")
+	testhost.Git(t, sub, "add", "-A")
+	testhost.Git(t, sub, "commit", "-qm", "sub")
 	if out := views(); strings.Contains(out, keyPrefix) {
 		t.Errorf("after new commits, a run showed a key:\n%s", out)
 	} else if !strings.Contains(out, "masked by shelldon") || !strings.Contains(out, "+++ b/prod.env") || !strings.Contains(out, "+++ b/deploy/API_TOKEN.txt") {
@@ -278,7 +260,7 @@ func TestAnApprovedCommitKeepsTheOwnersRepository(t *testing.T) {
 				t.Fatalf("Apply: %v", err)
 			}
 			git := func(args ...string) string {
-				return gitIn(t, ws, append([]string{"-c", "safe.directory=*"}, args...)...)
+				return testhost.Git(t, ws, append([]string{"-c", "safe.directory=*"}, args...)...)
 			}
 			if got := git("log", "--format=%s", "-1"); got != "third" {
 				t.Errorf("the owner's HEAD is %q, want the approved commit", got)
@@ -303,9 +285,9 @@ func TestAnApprovedCommitKeepsTheOwnersRepository(t *testing.T) {
 func TestAnUnreadableRepositoryHidesItsObjects(t *testing.T) {
 	sb := newSandbox(t)
 	ws := trackedEnvWorkspace(t, 0, envCommitted)
-	env, app := gitIn(t, ws, "rev-parse", "HEAD:.env"), gitIn(t, ws, "rev-parse", "HEAD~1:app.py")
+	env, app := testhost.Git(t, ws, "rev-parse", "HEAD:.env"), testhost.Git(t, ws, "rev-parse", "HEAD~1:app.py")
 	// The tree of HEAD, cut short: walking history fails on it.
-	tree := gitIn(t, ws, "rev-parse", "HEAD^{tree}")
+	tree := testhost.Git(t, ws, "rev-parse", "HEAD^{tree}")
 	object := filepath.Join(ws, ".git", "objects", tree[:2], tree[2:])
 	if err := os.Chmod(object, 0o644); err != nil {
 		t.Fatal(err)
@@ -322,95 +304,5 @@ func TestAnUnreadableRepositoryHidesItsObjects(t *testing.T) {
 	}
 	if len(res.Withheld) != 1 || !strings.Contains(res.Withheld[0], "git's objects of .git were hidden") {
 		t.Errorf("the run says it withheld %q, want .git's objects and why", res.Withheld)
-	}
-}
-
-// historyWorkspace is a project's repository: files in directories, a
-// history of commits that each change a few of them, and a .env
-// committed by mistake early on, all packed as git gc leaves them.
-func historyWorkspace(b *testing.B, files, commits int) string {
-	b.Helper()
-	testhost.Tool(b, "git", "git")
-	ws := filepath.Join(b.TempDir(), "ws")
-	write := func(name, content string) {
-		p := filepath.Join(ws, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	for f := range files {
-		write(fmt.Sprintf("pkg%02d/mod%03d.py", f%10, f), fmt.Sprintf("x = %d\n", f))
-	}
-	write(".env", "OPENAI_API_KEY="+keyPrefix+"bench\n")
-	git := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=o", "GIT_AUTHOR_EMAIL=o@example.invalid",
-			"GIT_COMMITTER_NAME=o", "GIT_COMMITTER_EMAIL=o@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+ws)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %q: %v\n%s", args, err, out)
-		}
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-qm", "first")
-	for c := range commits {
-		for k := range 3 {
-			f := (c*7 + k*13) % files
-			write(fmt.Sprintf("pkg%02d/mod%03d.py", f%10, f), fmt.Sprintf("x = %d\n# change %d\n", f, c))
-		}
-		git("commit", "-qam", fmt.Sprintf("change %d", c))
-	}
-	git("gc", "-q")
-	write("pkg00/mod000.py", "x = 'uncommitted'\n")
-	return ws
-}
-
-// BenchmarkSandboxGitDiff is a free `git diff` in a project whose
-// repository (100 files, 200 commits) tracks .env: what the masks of
-// git's history cost every run once its look is kept.
-func BenchmarkSandboxGitDiff(b *testing.B) {
-	ws := historyWorkspace(b, 100, 200)
-	img := imagetest.Image(b)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	diff := func() {
-		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"git", "diff"}, Workspace: ws})
-		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("git diff = %d %v: %s", res.ExitCode, err, res.Text())
-		}
-	}
-	diff() // the look, kept for the runs measured
-	for b.Loop() {
-		diff()
-	}
-}
-
-// BenchmarkSandboxGitDiffAfterACommit is the same `git diff` after each
-// new commit: every run looks through the history again.
-func BenchmarkSandboxGitDiffAfterACommit(b *testing.B) {
-	ws := historyWorkspace(b, 100, 200)
-	img := imagetest.Image(b)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := 0; b.Loop(); i++ {
-		b.StopTimer()
-		cmd := exec.Command("git", "-c", "user.name=o", "-c", "user.email=o@example.invalid", "commit", "-q", "--allow-empty", "-m", fmt.Sprint(i))
-		cmd.Dir = ws
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("commit: %v\n%s", err, out)
-		}
-		b.StartTimer()
-		res, err := sb.Run(context.Background(), sandbox.Spec{Argv: []string{"git", "diff"}, Workspace: ws})
-		if err != nil || res.ExitCode != 0 {
-			b.Fatalf("git diff = %d %v: %s", res.ExitCode, err, res.Text())
-		}
 	}
 }

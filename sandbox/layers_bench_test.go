@@ -66,7 +66,12 @@ func benchView(b *testing.B, view View) {
 			b.Fatal(err)
 		}
 	}
-	s := &Sandbox{}
+	benchViewsOf(b, &Sandbox{}, ws, view)
+}
+
+// benchViewsOf builds s's view of ws again and again, each in a run's file
+// system of its own, and takes it down.
+func benchViewsOf(b *testing.B, s *Sandbox, ws string, view View) {
 	runs := b.TempDir()
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(runs, fmt.Sprint(i))

@@ -2,7 +2,6 @@ package main
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,21 +14,6 @@ import (
 	"shelldon/testhost"
 )
 
-// ownerGit runs git on the host in the owner's workspace, as the owner
-// would have.
-func ownerGit(t *testing.T, ws string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = ws
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.invalid",
-		"GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "HOME="+ws)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %q: %v\n%s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
 // TestTrackedCredentialsNeverReachTheModel: the owner's repository
 // tracks .env (committed, and a newer key only staged). The attacker who
 // writes the model's answers asks for every view of git's that prints
@@ -40,7 +24,6 @@ func ownerGit(t *testing.T, ws string, args ...string) string {
 // masks asks, with a card that says so.
 func TestTrackedCredentialsNeverReachTheModel(t *testing.T) {
 	imagetest.Image(t)
-	testhost.Tool(t, "git", "git")
 	const committed, staged = "OPENAI_API_KEY=sk-test-committed-51c0", "OPENAI_API_KEY=sk-test-staged-93ad"
 	model := demomodel.New()
 	p := newPet(t, model)
@@ -50,17 +33,17 @@ func TestTrackedCredentialsNeverReachTheModel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ownerGit(t, ws, "init", "-q", "-b", "main")
+	testhost.Git(t, ws, "init", "-q", "-b", "main")
 	write("app.py", "print('v1')")
-	ownerGit(t, ws, "add", "-A")
-	ownerGit(t, ws, "commit", "-qm", "first")
+	testhost.Git(t, ws, "add", "-A")
+	testhost.Git(t, ws, "commit", "-qm", "first")
 	write("app.py", "print('v2')")
 	write(".env", committed)
-	ownerGit(t, ws, "add", "-A")
-	ownerGit(t, ws, "commit", "-qm", "second, with the key by mistake")
+	testhost.Git(t, ws, "add", "-A")
+	testhost.Git(t, ws, "commit", "-qm", "second, with the key by mistake")
 	write(".env", staged)
-	ownerGit(t, ws, "add", ".env")
-	blob := ownerGit(t, ws, "rev-parse", "HEAD:.env")
+	testhost.Git(t, ws, "add", ".env")
+	blob := testhost.Git(t, ws, "rev-parse", "HEAD:.env")
 
 	shell := func(id, command string) contracts.ToolCall {
 		return contracts.ToolCall{ID: id, Name: "run_shell", Args: `{"command": "` + command + `"}`}
