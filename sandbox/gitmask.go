@@ -100,6 +100,14 @@ const (
 // changed, not how.
 const gitMaskedContent = "[masked by shelldon: blob %.12s, which a file named like a credential held, or which nothing in this repository's history names]\n"
 
+// gitPlainCopies are where a git directory keeps what files held outside
+// its objects, as text: the message of a `git commit -v` with the diff
+// below it, the patch a stopped rebase or git am applies, the conflicted
+// files rerere remembers. The mask layer hides them, as it cannot mask
+// what in them a credential held: the sandbox's git then knows of no
+// rebase or am in progress, and remembers no resolution.
+var gitPlainCopies = []string{"COMMIT_EDITMSG", "rebase-merge/patch", "rebase-apply", "rr-cache"}
+
 // gitReplaceConfig is every run's git configuration: replacements on
 // whatever the repository says, and no automatic gc.
 var gitReplaceConfig = []string{
@@ -620,6 +628,11 @@ type gitLayer struct {
 // file that leads to objects (nothing, when the look failed), and a
 // replace ref for each masked blob. It returns the paths it wrote.
 func (l *gitLayer) maskRepo(rel string, look gitLook, objects string) ([]string, error) {
+	for _, copied := range gitPlainCopies {
+		if err := l.hide(path.Join(rel, copied)); err != nil {
+			return nil, err
+		}
+	}
 	dir := path.Join(rel, "objects")
 	if err := l.mkdirAll(dir); err != nil {
 		return nil, err
@@ -664,6 +677,27 @@ func (l *gitLayer) maskRepo(rel string, look gitLook, objects string) ([]string,
 		}
 	}
 	return written, nil
+}
+
+// hide puts a whiteout at rel in the layer, where the workspace has
+// something there.
+func (l *gitLayer) hide(rel string) error {
+	if _, err := l.ws.Lstat(rel); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	} else if err != nil {
+		return fmt.Errorf("mask layer: %w", err)
+	}
+	if err := l.mkdirAll(path.Dir(rel)); err != nil {
+		return err
+	}
+	p := filepath.Join(l.dir, rel)
+	if err := os.RemoveAll(p); err != nil {
+		return fmt.Errorf("mask layer: %w", err)
+	}
+	if err := unix.Mknod(p, unix.S_IFCHR, 0); err != nil {
+		return fmt.Errorf("hide %q: %w", rel, err)
+	}
+	return nil
 }
 
 // gitBlob is content as a git object, uncompressed, and its name.

@@ -306,3 +306,36 @@ func TestAnUnreadableRepositoryHidesItsObjects(t *testing.T) {
 		t.Errorf("the run says it withheld %q, want .git's objects and why", res.Withheld)
 	}
 }
+
+// TestGitsPlainCopiesAreHidden: what a git directory keeps of files as
+// text outside its objects — the message of a `git commit -v` with its
+// diff, the patch of a stopped rebase, rerere's memory of a conflict — is
+// hidden from every run, while git still works.
+func TestGitsPlainCopiesAreHidden(t *testing.T) {
+	sb := newSandbox(t)
+	ws := trackedEnvWorkspace(t, 0, envCommitted)
+	diff := "second\n# ------------------------ >8 ------------------------\n+OPENAI_API_KEY=" + keyPrefix + "verbose-commit\n"
+	for name, content := range map[string]string{
+		".git/COMMIT_EDITMSG":             diff,
+		".git/rebase-merge/patch":         "+OPENAI_API_KEY=" + keyPrefix + "stopped-rebase\n",
+		".git/rebase-merge/head-name":     "refs/heads/main\n",
+		".git/rebase-apply/0001":          "+OPENAI_API_KEY=" + keyPrefix + "am-patch\n",
+		".git/rr-cache/3f2a9c1d/preimage": "<<<<<<<\nOPENAI_API_KEY=" + keyPrefix + "rerere\n",
+	} {
+		p := filepath.Join(ws, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := run(t, sb, sandbox.Spec{Workspace: ws, Argv: sh("grep -ra " + keyPrefix + " . ; cat .git/COMMIT_EDITMSG .git/rebase-merge/patch; ls .git/rebase-merge; git log --oneline | head -1")})
+	if strings.Contains(res.Text(), keyPrefix) {
+		t.Errorf("a run read a copy git keeps as text:\n%s", res.Text())
+	}
+	if !strings.Contains(res.Text(), "head-name") || !strings.Contains(res.Text(), "second") {
+		t.Errorf("a run lost the rest of the git directory:\n%s", res.Text())
+	}
+}
+
