@@ -196,7 +196,7 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		// code pytest runs. Nor can it see what history holds: git log -p and
 		// git show print a credential file someone committed, and git remote
 		// -v a token written into a remote's URL (as cat .git/config would).
-		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, rev-list, merge-base, grep, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; the sandbox masks what credential-shaped files held in history, so their stored content shows masked; --output, --textconv, --show-signature, %G formats (which run gpg) and git grep -O (a pager) ask, and so do what shows objects past the masks (cat-file --batch-all-objects with --batch), a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
+		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, rev-list, merge-base, grep, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; the sandbox masks what credential-shaped files held in history, so their stored content shows masked; --output, --textconv, --show-signature, %G formats (which run gpg) and git grep -O (a pager) ask, and so do what shows objects past the masks (cat-file --batch-all-objects with --batch), and a credential-shaped path named in a revision (HEAD:id_rsa, :.env) or a pathspec",
 			check: shellGitCheck},
 	}
 }}
@@ -548,6 +548,10 @@ var shellGitReadRules = []shellOptionRule{
 	{long: "textconv", risk: shellRunsCode, what: "runs the conversion programs the configuration names"},
 	{long: "show-signature", risk: shellRunsCode, what: "runs gpg to check signatures"},
 	{long: "filters", risk: shellRunsCode, what: "runs the filter programs the configuration names"},
+}
+
+// shellGitGrepRules are git grep's options that run a program.
+var shellGitGrepRules = []shellOptionRule{
 	{short: 'O', long: "open-files-in-pager", risk: shellRunsCode, what: "opens the files it found in a pager, a program"},
 }
 
@@ -561,6 +565,21 @@ var shellGitOwnOptions = []string{"text", "filter"}
 // are read apart: the patterns they give).
 var shellGitGrepOptions = shellGetopt{value: "efABCm", optional: "O",
 	long: []string{"max-depth", "threads", "max-count", "context", "after-context", "before-context"}}
+
+// shellGitHistoryVerbs walk history with git's revision and diff options.
+var shellGitHistoryVerbs = []string{"log", "show", "diff", "rev-list", "shortlog", "stash"}
+
+// shellGitHistoryOptions are the revision and diff options that take a
+// value: a pickaxe string (-S, -G), a pattern (--grep, --author,
+// --committer, --grep-reflog), a count (-n), a range (-L); -U, -M, -C,
+// -B, -l and -O take theirs glued, if any.
+var shellGitHistoryOptions = shellGetopt{value: "SGnL", optional: "UMCBlO",
+	long: []string{"grep", "author", "committer", "grep-reflog"}}
+
+// shellGitPatternOptions give a pattern or a string to look for, never a
+// path: a key's name searched for (git log -S OPENAI_API_KEY) is no file
+// it reads, and what history held of it shows masked.
+var shellGitPatternOptions = []string{"-S", "-G", "--grep", "--author", "--committer", "--grep-reflog"}
 
 // shellGitCheck lets git run without asking only when the git tool's own
 // rules ([CheckGit]) allow the command and its verb only reads.
@@ -597,28 +616,7 @@ func shellGitCheck(c *shellCall) {
 		return
 	}
 	read := &shellCall{a: c.a, base: how, args: rest}
-	spec := shellGetopt{}
-	if sub == "grep" {
-		spec = shellGitGrepOptions
-	}
-	patterns := map[int]bool{} // git grep's patterns and pattern files: no revisions, no pathspecs
-	given := false             // a pattern came with -e or -f
-	operands := read.scan(spec, func(o shellOption) {
-		switch {
-		case o.long() && slices.Contains(shellGitOwnOptions, o.name[2:]):
-		case sub == "grep" && o.name == "-e":
-			given, patterns[o.at] = true, true
-			rest[o.at].code = true
-		case sub == "grep" && o.name == "-f":
-			given, patterns[o.at] = true, true // a path, judged as one
-		default:
-			read.refuseOption(o, shellGitReadRules)
-		}
-	})
-	if sub == "grep" && !given && len(operands) > 0 {
-		patterns[operands[0]] = true
-		rest[operands[0]].code = true
-	}
+	patterns := read.gitOptions(sub)
 	if sub == "cat-file" {
 		values := make([]string, len(rest))
 		for i, w := range rest {
@@ -645,17 +643,53 @@ func shellGitCheck(c *shellCall) {
 	}
 }
 
-// gitPath refuses a word of a read verb that may reach a credential-shaped
-// file through git rather than the shell: a path in a revision (HEAD:id_rsa,
-// :id_rsa for the index, :0:.env for a stage) or in a pathspec's magic
-// (:(icase)ID_RSA), and, for the verbs that take pathspecs, a glob, which
-// git matches against every path in any directory (its * crosses "/" and
-// matches dot files), where the deny list cannot follow it.
-func (c *shellCall) gitPath(sub string, w shellWord) {
-	if sub != "branch" && sub != "tag" && sub != "rev-parse" && strings.ContainsAny(w.value, "*?[") {
-		c.refuse("git "+sub+" matches the pathspec "+w.show()+" against every path, and it could reach a credential-shaped file",
-			shellSecrets, "may read a credential-shaped file through a pathspec", c.show(w))
+// gitOptions refuses the options of the read verb sub that write or run,
+// and returns the indexes of the words that are patterns or pattern
+// files, which are no revisions and no pathspecs: git grep's pattern (its
+// first operand, or those of -e and -f) and the values of
+// shellGitPatternOptions. A pattern is marked as code, so that it is not
+// judged as a path; a pattern file (-f) is.
+func (c *shellCall) gitOptions(sub string) map[int]bool {
+	spec, rules := shellGetopt{}, shellGitReadRules
+	history := slices.Contains(shellGitHistoryVerbs, sub)
+	switch {
+	case sub == "grep":
+		spec, rules = shellGitGrepOptions, slices.Concat(shellGitReadRules, shellGitGrepRules)
+	case history:
+		spec = shellGitHistoryOptions
 	}
+	patterns := map[int]bool{}
+	given := false // git grep's pattern came with -e or -f
+	operands := c.scan(spec, func(o shellOption) {
+		switch {
+		case o.long() && slices.Contains(shellGitOwnOptions, o.name[2:]):
+		case sub == "grep" && (o.name == "-e" || o.name == "-f"):
+			given, patterns[o.at] = true, true
+			c.args[o.at].code = o.name == "-e"
+		case history && slices.Contains(shellGitPatternOptions, o.name):
+			patterns[o.at] = true
+			c.args[o.at].code = true
+		default:
+			c.refuseOption(o, rules)
+		}
+	})
+	if sub == "grep" && !given && len(operands) > 0 {
+		patterns[operands[0]] = true
+		c.args[operands[0]].code = true
+	}
+	return patterns
+}
+
+// gitPath refuses a word of a read verb that names a credential-shaped
+// file to git: a path in a revision (HEAD:id_rsa, :id_rsa for the index,
+// :0:.env for a stage) or in a pathspec's magic (:(icase)ID_RSA); a plain
+// path is judged by the path rules every command's words are. What git
+// printed of such a file would show masked (the sandbox masks what every
+// credential-shaped path held in history), but a name given asks, so that
+// the owner hears of it. A glob is no such name: git matches it against
+// every path, and what it reaches of a credential shows masked, so that
+// "git log -p -- '*.py'" runs free.
+func (c *shellCall) gitPath(sub string, w shellWord) {
 	_, after, ok := strings.Cut(w.value, ":")
 	if !ok {
 		return
