@@ -339,3 +339,16 @@ func TestGitsPlainCopiesAreHidden(t *testing.T) {
 	}
 }
 
+
+// TestANewRepositoryIsLookedThrough: a repository with no commit yet, or
+// a bare one, is looked through like any other, and git works in it.
+func TestANewRepositoryIsLookedThrough(t *testing.T) {
+	sb := newSandbox(t)
+	ws := workspace(t, 0, map[string]string{"app.py": "print(1)\n"})
+	testhost.Git(t, ws, "init", "-q")
+	testhost.Git(t, ws, "init", "-q", "--bare", "backup.git")
+	res := run(t, sb, sandbox.Spec{Workspace: ws, Argv: sh("git status --short && git --git-dir=backup.git log --all")})
+	if res.ExitCode != 0 || len(res.Withheld) > 0 || !strings.Contains(res.Text(), "?? app.py") {
+		t.Errorf("git in a new repository = exit %d, withheld %q:\n%s", res.ExitCode, res.Withheld, res.Text())
+	}
+}
