@@ -1,9 +1,13 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"shelldon/clock"
 )
 
 const (
@@ -88,5 +92,34 @@ func TestParseGitLookBoundsTheMasks(t *testing.T) {
 	looks, err := parseGitLook(lookRecords(records...), 1)
 	if err != nil || looks[0].err == nil || !strings.Contains(looks[0].err.Error(), "git gc --prune=now") {
 		t.Fatalf("parseGitLook of %d blobs = %v, %v, want a failed look naming git gc", maxMaskedBlobs+1, looks[0].err, err)
+	}
+}
+
+// TestGitLooksAreKeptWhileTheStateHolds: a look is kept while its
+// repository's state holds; a failed one is tried again after
+// gitLookRetry, so that a look a busy board cut short does not hide the
+// repository's objects until it changes.
+func TestGitLooksAreKeptWhileTheStateHolds(t *testing.T) {
+	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	fake := clock.NewFake(start)
+	looks := gitLooks{clock: fake}
+	state, changed := [32]byte{1}, [32]byte{2}
+	looks.put("ws\x00.git", state, gitLook{format: "sha1"})
+	looks.put("ws\x00sub/.git", state, gitLook{err: errors.New("took too long")})
+	fake.Advance(gitLookRetry - time.Second)
+	for key, want := range map[string]bool{"ws\x00.git": true, "ws\x00sub/.git": true, "ws\x00other/.git": false} {
+		if _, ok := looks.get(key, state); ok != want {
+			t.Errorf("get(%q) before the retry = %v, want %v", key, ok, want)
+		}
+	}
+	if _, ok := looks.get("ws\x00.git", changed); ok {
+		t.Error("a look was kept for a repository whose state changed")
+	}
+	fake.Advance(2 * time.Second)
+	if _, ok := looks.get("ws\x00.git", state); !ok {
+		t.Error("a look that succeeded was dropped with time")
+	}
+	if _, ok := looks.get("ws\x00sub/.git", state); ok {
+		t.Error("a failed look was kept past gitLookRetry")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/beneath"
+	"shelldon/clock"
 	"shelldon/policy"
 )
 
@@ -37,15 +38,15 @@ import (
 //
 //   - replaces, for git, every blob a credential-shaped path
 //     ([policy.Denied]) held anywhere in the repository's history, index,
-//     stash or reflogs, and every blob no ref, reflog or index reaches,
-//     whose path nobody can tell (a file staged once, then unstaged), by
+//     stash or reflogs, and every blob no commit or index reaches, whose
+//     path nobody can tell (a file staged once, then unstaged), by
 //     a blob that says it is masked: a replace ref each
 //     (refs/replace/<blob>), which every view of git's follows — diff,
 //     show, log -p, cat-file, grep, blame, pickaxe, --text and --binary,
 //     a blob named by its object name;
 //   - hides the object store from every other program: the repository's
-//     objects directory is an opaque one holding the masked blob and an
-//     alternates file, and the real objects are mounted read-only at a
+//     objects directory is an opaque one holding the masked blobs'
+//     replacements and an alternates file, and the real objects are mounted read-only at a
 //     path outside the workspace whose name changes every run, which git
 //     reads through the alternates file. A command that reads the
 //     workspace (grep -r, cat .git/objects/…, python walking the tree)
@@ -179,18 +180,31 @@ func (look *gitLook) replace() error {
 type gitLooks struct {
 	mu    sync.Mutex
 	looks map[string]keptLook // by workspace and git directory
+	clock clock.Clock         // nil: the system's
+}
+
+func (l *gitLooks) now() time.Time {
+	if l.clock == nil {
+		return time.Now()
+	}
+	return l.clock.Now()
 }
 
 type keptLook struct {
 	state [sha256.Size]byte
 	look  gitLook
+	at    time.Time // when the look was made
 }
+
+// gitLookRetry is how long a failed look is kept: a look that ran out of
+// time on a busy board is tried again.
+const gitLookRetry = 10 * time.Minute
 
 func (l *gitLooks) get(key string, state [sha256.Size]byte) (gitLook, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	kept, ok := l.looks[key]
-	return kept.look, ok && kept.state == state
+	return kept.look, ok && kept.state == state && (kept.look.err == nil || l.now().Sub(kept.at) < gitLookRetry)
 }
 
 func (l *gitLooks) put(key string, state [sha256.Size]byte, look gitLook) {
@@ -205,7 +219,7 @@ func (l *gitLooks) put(key string, state [sha256.Size]byte, look gitLook) {
 			break
 		}
 	}
-	l.looks[key] = keptLook{state: state, look: look}
+	l.looks[key] = keptLook{state: state, look: look, at: l.now()}
 }
 
 // gitMasks are what a run's mask layer says of its repositories.
@@ -367,11 +381,17 @@ look() {
 	format=$(g rev-parse --show-object-format 2>/tmp/err) || { fail; return; }
 	printf '@format\0%s\0' "$format"
 	g cat-file --batch-all-objects --batch-check='%(objecttype) %(objectname)' >/tmp/all 2>/tmp/err || { fail; return; }
-	g rev-list --objects --no-object-names --all --reflog --indexed-objects >/tmp/reached 2>/tmp/err || { fail; return; }
-	sed -n 's/^blob //p' /tmp/all | sort -u >/tmp/blobs
-	sort -u /tmp/reached >/tmp/reached.sorted
+	sed -n 's/^blob //p' /tmp/all >/tmp/blobs 2>/tmp/err && sort -u -o /tmp/blobs /tmp/blobs 2>/tmp/err || { fail; return; }
+	# What reaches a blob is a commit's tree (a ref's, a reflog's, HEAD's)
+	# or the index: a ref to a tree or a blob names no path, so what only
+	# it reaches is masked.
+	g for-each-ref --format='%(objecttype):%(*objecttype):%(objectname)' >/tmp/refs 2>/tmp/err || { fail; return; }
+	awk -F: '$1 == "commit" || $2 == "commit" { print $3 }' /tmp/refs >/tmp/tips 2>/tmp/err || { fail; return; }
+	if g rev-parse -q --verify 'HEAD^{commit}' >>/tmp/tips 2>/tmp/err; then :; fi
+	g rev-list --objects --no-object-names --reflog --indexed-objects --stdin </tmp/tips >/tmp/reached 2>/tmp/err || { fail; return; }
+	sort -u -o /tmp/reached /tmp/reached 2>/tmp/err && comm -23 /tmp/blobs /tmp/reached >/tmp/unreached 2>/tmp/err || { fail; return; }
 	printf '@unreached\0'
-	comm -23 /tmp/blobs /tmp/reached.sorted | tr '\n' '\0'
+	tr '\n' '\0' </tmp/unreached
 	printf '@log\0'
 	g log --all --reflog --raw -z --no-abbrev -m --root --no-renames --no-relative --no-textconv --no-ext-diff --format= -- "$@" 2>/tmp/err || { fail; return; }
 	printf '@index\0'
@@ -390,7 +410,7 @@ while [ "$i" -lt "$n" ]; do
 	eval "d=\$repo$i"
 	printf '@repo\0%s\0' "$i"
 	look "/workspace/$d" "$@"
-	rm -f /tmp/all /tmp/reached /tmp/blobs /tmp/reached.sorted
+	rm -f /tmp/all /tmp/blobs /tmp/refs /tmp/tips /tmp/reached /tmp/unreached
 	i=$((i+1))
 done
 `

@@ -25,9 +25,10 @@ const (
 	envDeleted   trackedEnv = "deleted-later"  // committed, then removed by the next commit
 	envStashed   trackedEnv = "stashed"        // a change to it kept in a stash
 	envDangling  trackedEnv = "dangling-blobs" // staged once, then unstaged: a blob nothing names
+	envTagged    trackedEnv = "tagged-tree"    // in a tree a tag names, in no commit
 )
 
-var trackedEnvs = []trackedEnv{envCommitted, envStaged, envDeleted, envStashed, envDangling}
+var trackedEnvs = []trackedEnv{envCommitted, envStaged, envDeleted, envStashed, envDangling, envTagged}
 
 // trackedEnvWorkspace makes a workspace, owned by uid, whose repository
 // holds a .env with an OPENAI_API_KEY the way how says, over two commits
@@ -67,6 +68,11 @@ func trackedEnvWorkspace(t *testing.T, uid int, how trackedEnv) string {
 		write(".env", key)
 		testhost.Git(t, ws, "add", ".env")
 		testhost.Git(t, ws, "rm", "-q", "--cached", ".env")
+	case envTagged:
+		write(".env", key)
+		testhost.Git(t, ws, "add", ".env")
+		testhost.Git(t, ws, "tag", "snapshot", testhost.Git(t, ws, "write-tree"))
+		testhost.Git(t, ws, "rm", "-q", "--cached", ".env")
 	}
 	chownTree(t, ws, uid)
 	return ws
@@ -95,6 +101,7 @@ v log -p -S OPENAI --all
 v stash show -p
 v grep --cached OPENAI
 v grep OPENAI HEAD
+v grep OPENAI snapshot
 v grep -a OPENAI HEAD~1
 v blame HEAD -- .env
 v blame HEAD~1 -- .env
