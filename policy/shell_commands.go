@@ -196,7 +196,7 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		// code pytest runs. Nor can it see what history holds: what a
 		// credential file someone committed held, git log -p and git show
 		// would print, so the sandbox masks it for every view of git's
-		// (gitview.go, sandbox/gitmask.go); git remote -v still prints a
+		// (gitview.go, sandbox/gitmask.go and gitlook.go); git remote -v still prints a
 		// token written into a remote's URL (as cat .git/config would).
 		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, rev-list, merge-base, grep, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; the sandbox masks what credential-shaped files held in history, so their stored content shows masked; --output, --textconv, --show-signature, %G formats (which run gpg) and git grep -O (a pager) ask, and so do what shows objects past the masks (cat-file --batch-all-objects with --batch), and a credential-shaped path named in a revision (HEAD:id_rsa, :.env) or a pathspec",
 			check: shellGitCheck},

@@ -346,7 +346,6 @@ func TestGitsPlainCopiesAreHidden(t *testing.T) {
 	}
 }
 
-
 // TestANewRepositoryIsLookedThrough: a repository with no commit yet, or
 // a bare one, is looked through like any other, and git works in it.
 func TestANewRepositoryIsLookedThrough(t *testing.T) {
