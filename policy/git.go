@@ -36,33 +36,36 @@ type GitVerdict struct {
 // refused.
 var gitSubcommands = lazy[map[string]string]{build: func() map[string]string {
 	return map[string]string{
-		"status":    "shows the state of the working tree",
-		"log":       "reads history",
-		"diff":      "shows changes",
-		"show":      "shows a commit or file as stored",
-		"rev-parse": "reads object names",
-		"ls-files":  "lists the files git tracks",
-		"ls-tree":   "lists the entries of a stored tree",
-		"cat-file":  "shows a stored object",
-		"blame":     "shows who last changed each line",
-		"describe":  "names a commit after the nearest tag",
-		"shortlog":  "summarizes history by author",
-		"add":       "stages changes",
-		"commit":    "records a commit",
-		"branch":    "lists or changes branches",
-		"checkout":  "switches branches or overwrites files with stored versions",
-		"switch":    "switches branches",
-		"restore":   "overwrites files with stored versions, discarding their changes",
-		"stash":     "shelves uncommitted changes",
-		"init":      "creates a repository",
-		"fetch":     "downloads from a remote",
-		"pull":      "downloads from a remote and merges",
-		"push":      "uploads to a remote",
-		"remote":    "lists or changes remotes",
-		"tag":       "lists or changes tags",
-		"reset":     "moves the branch head",
-		"mv":        "moves files",
-		"rm":        "deletes files",
+		"status":     "shows the state of the working tree",
+		"log":        "reads history",
+		"diff":       "shows changes",
+		"show":       "shows a commit or file as stored",
+		"rev-parse":  "reads object names",
+		"rev-list":   "lists commits and objects",
+		"merge-base": "finds the commits two histories share",
+		"grep":       "searches the tracked files or history",
+		"ls-files":   "lists the files git tracks",
+		"ls-tree":    "lists the entries of a stored tree",
+		"cat-file":   "shows a stored object",
+		"blame":      "shows who last changed each line",
+		"describe":   "names a commit after the nearest tag",
+		"shortlog":   "summarizes history by author",
+		"add":        "stages changes",
+		"commit":     "records a commit",
+		"branch":     "lists or changes branches",
+		"checkout":   "switches branches or overwrites files with stored versions",
+		"switch":     "switches branches",
+		"restore":    "overwrites files with stored versions, discarding their changes",
+		"stash":      "shelves uncommitted changes",
+		"init":       "creates a repository",
+		"fetch":      "downloads from a remote",
+		"pull":       "downloads from a remote and merges",
+		"push":       "uploads to a remote",
+		"remote":     "lists or changes remotes",
+		"tag":        "lists or changes tags",
+		"reset":      "moves the branch head",
+		"mv":         "moves files",
+		"rm":         "deletes files",
 	}
 }}
 
@@ -71,21 +74,22 @@ var gitSubcommands = lazy[map[string]string]{build: func() map[string]string {
 var gitHookVerbs = []string{"commit", "push", "pull", "checkout", "switch"}
 
 // gitHarmlessGlobals are the only options allowed before the subcommand:
-// none takes a value, reads configuration from elsewhere or runs a
-// program.
+// none takes a value, reads configuration from elsewhere, runs a program
+// or shows objects past the sandbox's masks.
 var gitHarmlessGlobals = []string{
-	"--no-pager", "-P", "--no-replace-objects", "--no-optional-locks", "--no-advice",
+	"--no-pager", "-P", "--no-optional-locks", "--no-advice",
 	"--literal-pathspecs", "--glob-pathspecs", "--noglob-pathspecs", "--icase-pathspecs",
 }
 
 // gitGlobalReasons explain the refusal of well-known global options.
 var gitGlobalReasons = lazy[map[string]string]{build: func() map[string]string {
 	return map[string]string{
-		"-c":         "sets configuration for this run, and settings such as core.sshCommand or core.pager run programs",
-		"-C":         "changes the directory git works in, which may leave the workspace",
-		"-p":         "runs a pager, a program chosen by configuration",
-		"--paginate": "runs a pager, a program chosen by configuration",
-		"--bare":     "treats the working directory as the repository itself",
+		"-c":                   "sets configuration for this run, and settings such as core.sshCommand or core.pager run programs",
+		"-C":                   "changes the directory git works in, which may leave the workspace",
+		"-p":                   "runs a pager, a program chosen by configuration",
+		"--paginate":           "runs a pager, a program chosen by configuration",
+		"--bare":               "treats the working directory as the repository itself",
+		"--no-replace-objects": "shows git's objects as stored, past the sandbox's masks over what credential-shaped files held in history",
 	}
 }}
 
@@ -337,9 +341,16 @@ func gitNote(sub string, rest []string, network bool) string {
 		if verb := gitFirstOperand(rest); verb == "remove" || verb == "rm" {
 			parts = append(parts, "forgets a remote and its branches")
 		}
+	case "cat-file":
+		if gitPrintsEveryObject(rest) {
+			parts = append(parts, gitEveryObjectNote)
+		}
 	}
 	return strings.Join(parts, "; ")
 }
+
+// gitEveryObjectNote says what cat-file --batch-all-objects --batch does.
+const gitEveryObjectNote = "prints every object git stores as stored, what credential-shaped files held included: --batch-all-objects turns the sandbox's masks off"
 
 // gitFirstOperand returns the first argument that is not an option, the
 // verb of a subcommand that has verbs (remote add, stash drop).

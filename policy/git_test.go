@@ -141,6 +141,10 @@ func TestCheckGitAllows(t *testing.T) {
 		{[]string{"git", "blame", "x.go"}, "blame", false},
 		{[]string{"git", "describe", "--tags"}, "describe", false},
 		{[]string{"git", "shortlog", "-sn"}, "shortlog", false},
+		{[]string{"git", "grep", "-n", "TODO", "--", "src"}, "grep", false},
+		{[]string{"git", "grep", "--cached", "KEY"}, "grep", false},
+		{[]string{"git", "rev-list", "--count", "HEAD"}, "rev-list", false},
+		{[]string{"git", "merge-base", "main", "HEAD"}, "merge-base", false},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {
@@ -202,6 +206,7 @@ func TestCheckGitRefuses(t *testing.T) {
 		{[]string{"git", "-p", "status"}, "pager"},
 		{[]string{"git", "--paginate", "status"}, "pager"},
 		{[]string{"git", "--bare", "status"}, "repository itself"},
+		{[]string{"git", "--no-replace-objects", "show", "HEAD"}, "past the sandbox's masks"},
 		{[]string{"git", "--help"}, "allowed there"},
 		{[]string{"git", "--version"}, "allowed there"},
 		{[]string{"git", "\u0455tatus"}, "not one of the allowed"}, // Cyrillic dze, a lookalike s
@@ -243,6 +248,8 @@ func TestCheckGitNote(t *testing.T) {
 		{[]string{"git", "tag", "-d", "v1"}, "deletes a tag"},
 		{[]string{"git", "stash", "drop"}, "throws away stashed changes"},
 		{[]string{"git", "remote", "rm", "origin"}, "forgets a remote"},
+		{[]string{"git", "cat-file", "--batch-all-objects", "--batch"}, "turns the sandbox's masks off"},
+		{[]string{"git", "cat-file", "--batch-command", "--batch-all"}, "turns the sandbox's masks off"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.argv, " "), func(t *testing.T) {

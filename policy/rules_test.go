@@ -212,6 +212,7 @@ func TestNoRuleForWhatDeletes(t *testing.T) {
 // overwrites, replaces or moves something.
 func shellNoteDeletes(note string) bool {
 	note = strings.ReplaceAll(note, "overwriting nothing", "")
+	note = strings.ReplaceAll(note, "--no-replace-objects", "") // git's option, quoted in the note, replaces nothing
 	for _, word := range []string{"delet", "overwrit", "replac", "moves files", " over ", "truncat", "discard", "throws away", "rewrit"} {
 		if strings.Contains(note, word) {
 			return true

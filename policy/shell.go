@@ -371,6 +371,10 @@ func (a *shellAnalysis) assign(as *syntax.Assign) {
 
 // noteVariable notes setting a variable, by name.
 func (a *shellAnalysis) noteVariable(name, how string) {
+	if gitUnmasks(name) {
+		a.note(shellSecrets, "sets "+name+", which makes git show what credential-shaped files held, past the sandbox's masks", how)
+		return
+	}
 	if slices.Contains(shellSteeringVariables, name) {
 		a.note(shellRunsCode, "sets "+name+", which changes what programs run or load", how)
 		return

@@ -34,7 +34,7 @@ type shellCommand struct {
 // workspace, and it is what models use to leave it), xargs (it runs
 // other commands), less and more (pagers wait for a terminal), tee, yes
 // (it never ends on its own), yq (one yq writes files with -i and
-// --split-exp), sleep, and git grep (-O opens a pager program).
+// --split-exp), and sleep.
 var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 	return []shellCommand{
 		{name: "ls", reason: "lists directory entries; no option writes a file or runs a program"},
@@ -186,10 +186,12 @@ var shellSafeCommands = lazy[[]shellCommand]{build: func() []shellCommand {
 		// (core.fsmonitor on status, diff.external on diff, textconv drivers
 		// on diff, log -p, show) that git runs as it reads; they change only
 		// through an approved write and run inside the sandbox, like the test
-		// code pytest runs. Nor can it see what history holds: git log -p and
-		// git show print a credential file someone committed, and git remote
-		// -v a token written into a remote's URL (as cat .git/config would).
-		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; --output, --textconv, --show-signature and %G formats (which run gpg) ask, and so do a credential-shaped path in a revision (HEAD:id_rsa, :.env) and a pathspec with a glob, which git matches against every path",
+		// code pytest runs. Nor can it see what history holds: what a
+		// credential file someone committed held, git log -p and git show
+		// would print, so the sandbox masks it for every view of git's
+		// (gitview.go, sandbox/gitmask.go and gitlook.go); git remote -v still prints a
+		// token written into a remote's URL (as cat .git/config would).
+		{name: "git", reason: "read-only verbs only (status, log, diff, show, rev-parse, rev-list, merge-base, grep, ls-files, ls-tree, cat-file, blame, describe, shortlog, and branch, tag, remote and stash when they list or show) and --version, and only as the git tool's rules allow them; the sandbox masks what credential-shaped files held in history, so their stored content shows masked; --output, --textconv, --show-signature, %G formats (which run gpg) and git grep -O (a pager) ask, and so do what shows objects past the masks (cat-file --batch-all-objects with --batch), and a credential-shaped path named in a revision (HEAD:id_rsa, :.env) or a pathspec",
 			check: shellGitCheck},
 	}
 }}
@@ -561,8 +563,8 @@ func shellSedCheck(c *shellCall) {
 
 // shellGitReadVerbs are the git verbs that only read. branch, tag, remote
 // and stash only read when they list or show, which shellGitLists checks.
-var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "ls-files", "ls-tree", "cat-file",
-	"blame", "describe", "shortlog", "branch", "tag", "remote", "stash"}
+var shellGitReadVerbs = []string{"status", "log", "diff", "show", "rev-parse", "rev-list", "merge-base", "grep",
+	"ls-files", "ls-tree", "cat-file", "blame", "describe", "shortlog", "branch", "tag", "remote", "stash"}
 
 // shellGitReadRules are options of the read verbs that write or run.
 var shellGitReadRules = []shellOptionRule{
@@ -571,6 +573,37 @@ var shellGitReadRules = []shellOptionRule{
 	{long: "show-signature", risk: shellRunsCode, what: "runs gpg to check signatures"},
 	{long: "filters", risk: shellRunsCode, what: "runs the filter programs the configuration names"},
 }
+
+// shellGitGrepRules are git grep's options that run a program.
+var shellGitGrepRules = []shellOptionRule{
+	{short: 'O', long: "open-files-in-pager", risk: shellRunsCode, what: "opens the files it found in a pager, a program"},
+}
+
+// shellGitOwnOptions are options of git's read verbs that begin like one
+// of shellGitReadRules but are options of their own, which git's parser
+// takes as written: diff's --text is not --textconv, rev-list's --filter
+// is not cat-file's --filters.
+var shellGitOwnOptions = []string{"text", "filter"}
+
+// shellGitGrepOptions are git grep's options that take a value (-e and -f
+// are read apart: the patterns they give).
+var shellGitGrepOptions = shellGetopt{value: "efABCm", optional: "O",
+	long: []string{"max-depth", "threads", "max-count", "context", "after-context", "before-context"}}
+
+// shellGitHistoryVerbs walk history with git's revision and diff options.
+var shellGitHistoryVerbs = []string{"log", "show", "diff", "rev-list", "shortlog", "stash"}
+
+// shellGitHistoryOptions are the revision and diff options that take a
+// value: a pickaxe string (-S, -G), a pattern (--grep, --author,
+// --committer, --grep-reflog), a count (-n), a range (-L); -U, -M, -C,
+// -B, -l and -O take theirs glued, if any.
+var shellGitHistoryOptions = shellGetopt{value: "SGnL", optional: "UMCBlO",
+	long: []string{"grep", "author", "committer", "grep-reflog"}}
+
+// shellGitPatternOptions give a pattern or a string to look for, never a
+// path: a key's name searched for (git log -S OPENAI_API_KEY) is no file
+// it reads, and what history held of it shows masked.
+var shellGitPatternOptions = []string{"-S", "-G", "--grep", "--author", "--committer", "--grep-reflog"}
 
 // shellGitCheck lets git run without asking only when the git tool's own
 // rules ([CheckGit]) allow the command and its verb only reads.
@@ -584,6 +617,11 @@ func shellGitCheck(c *shellCall) {
 		argv = append(argv, w.value)
 	}
 	verdict, err := CheckGit(argv)
+	if unmasking := slices.IndexFunc(c.args, func(w shellWord) bool { return w.value == "--no-replace-objects" }); unmasking >= 0 {
+		c.refuse("git --no-replace-objects "+gitGlobalReasons.get()["--no-replace-objects"], shellSecrets,
+			"shows what credential-shaped files held in git's history, past the sandbox's masks", c.show(c.args[unmasking]))
+		return
+	}
 	if err != nil {
 		why := strings.TrimPrefix(err.Error(), ErrGitRefused.Error()+": ")
 		c.refuse("git: "+why, shellRunsCode, "runs git as the git tool never would", c.show(c.args...))
@@ -602,8 +640,20 @@ func shellGitCheck(c *shellCall) {
 		return
 	}
 	read := &shellCall{a: c.a, base: how, args: rest}
-	read.scan(shellGetopt{}, func(o shellOption) { read.refuseOption(o, shellGitReadRules) })
+	patterns := read.gitOptions(sub)
+	if sub == "cat-file" {
+		values := make([]string, len(rest))
+		for i, w := range rest {
+			values[i] = w.value
+		}
+		if gitPrintsEveryObject(values) {
+			read.refuse("git cat-file "+gitEveryObjectNote, shellSecrets, gitEveryObjectNote, how+" --batch-all-objects")
+		}
+	}
 	for i, w := range rest {
+		if patterns[i] {
+			continue
+		}
 		if !strings.HasPrefix(w.value, "-") {
 			rest[i].revision = true
 		}
@@ -617,17 +667,53 @@ func shellGitCheck(c *shellCall) {
 	}
 }
 
-// gitPath refuses a word of a read verb that may reach a credential-shaped
-// file through git rather than the shell: a path in a revision (HEAD:id_rsa,
-// :id_rsa for the index, :0:.env for a stage) or in a pathspec's magic
-// (:(icase)ID_RSA), and, for the verbs that take pathspecs, a glob, which
-// git matches against every path in any directory (its * crosses "/" and
-// matches dot files), where the deny list cannot follow it.
-func (c *shellCall) gitPath(sub string, w shellWord) {
-	if sub != "branch" && sub != "tag" && sub != "rev-parse" && strings.ContainsAny(w.value, "*?[") {
-		c.refuse("git "+sub+" matches the pathspec "+w.show()+" against every path, and it could reach a credential-shaped file",
-			shellSecrets, "may read a credential-shaped file through a pathspec", c.show(w))
+// gitOptions refuses the options of the read verb sub that write or run,
+// and returns the indexes of the words that are patterns or pattern
+// files, which are no revisions and no pathspecs: git grep's pattern (its
+// first operand, or those of -e and -f) and the values of
+// shellGitPatternOptions. A pattern is marked as code, so that it is not
+// judged as a path; a pattern file (-f) is.
+func (c *shellCall) gitOptions(sub string) map[int]bool {
+	spec, rules := shellGetopt{}, shellGitReadRules
+	history := slices.Contains(shellGitHistoryVerbs, sub)
+	switch {
+	case sub == "grep":
+		spec, rules = shellGitGrepOptions, slices.Concat(shellGitReadRules, shellGitGrepRules)
+	case history:
+		spec = shellGitHistoryOptions
 	}
+	patterns := map[int]bool{}
+	given := false // git grep's pattern came with -e or -f
+	operands := c.scan(spec, func(o shellOption) {
+		switch {
+		case o.long() && slices.Contains(shellGitOwnOptions, o.name[2:]):
+		case sub == "grep" && (o.name == "-e" || o.name == "-f"):
+			given, patterns[o.at] = true, true
+			c.args[o.at].code = o.name == "-e"
+		case history && slices.Contains(shellGitPatternOptions, o.name):
+			patterns[o.at] = true
+			c.args[o.at].code = true
+		default:
+			c.refuseOption(o, rules)
+		}
+	})
+	if sub == "grep" && !given && len(operands) > 0 {
+		patterns[operands[0]] = true
+		c.args[operands[0]].code = true
+	}
+	return patterns
+}
+
+// gitPath refuses a word of a read verb that names a credential-shaped
+// file to git: a path in a revision (HEAD:id_rsa, :id_rsa for the index,
+// :0:.env for a stage) or in a pathspec's magic (:(icase)ID_RSA); a plain
+// path is judged by the path rules every command's words are. What git
+// printed of such a file would show masked (the sandbox masks what every
+// credential-shaped path held in history), but a name given asks, so that
+// the owner hears of it. A glob is no such name: git matches it against
+// every path, and what it reaches of a credential shows masked, so that
+// "git log -p -- '*.py'" runs free.
+func (c *shellCall) gitPath(sub string, w shellWord) {
 	_, after, ok := strings.Cut(w.value, ":")
 	if !ok {
 		return

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -65,7 +66,12 @@ func benchView(b *testing.B, view View) {
 			b.Fatal(err)
 		}
 	}
-	s := &Sandbox{}
+	benchViewsOf(b, &Sandbox{}, ws, view)
+}
+
+// benchViewsOf builds s's view of ws again and again, each in a run's file
+// system of its own, and takes it down.
+func benchViewsOf(b *testing.B, s *Sandbox, ws string, view View) {
 	runs := b.TempDir()
 	for i := 0; b.Loop(); i++ {
 		dir := filepath.Join(runs, fmt.Sprint(i))
@@ -76,7 +82,7 @@ func benchView(b *testing.B, view View) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, _, err := s.view(fsys, ws, owner{}, Spec{View: view}); err != nil {
+		if _, _, err := s.view(context.Background(), fsys, ws, owner{}, Spec{View: view}, "bench"); err != nil {
 			b.Fatal(err)
 		}
 		if err := fsys.unmount(); err != nil {

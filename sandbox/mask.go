@@ -69,6 +69,8 @@ type masker struct {
 	// path are the directories from the root to the one being listed,
 	// each made in the layer only once something below it is hidden.
 	path []maskDir
+	// repos are the git directories found, which gitmask.go masks too.
+	repos []string
 }
 
 type maskDir struct {
@@ -80,23 +82,30 @@ type maskDir struct {
 // buildMask makes layer, which must not exist, the mask of src; the
 // vault, if not zero, is hidden wherever it lies below src. It refuses,
 // with an error wrapping ErrWorkspace, a src of more than limit entries.
-func buildMask(layer, src string, vault fileID, limit int) (err error) {
+func buildMask(layer, src string, vault fileID, limit int) error {
+	_, err := buildMaskFindingRepos(layer, src, vault, limit)
+	return err
+}
+
+// buildMaskFindingRepos is buildMask, returning the git directories it
+// found below src, outside what it hides.
+func buildMaskFindingRepos(layer, src string, vault fileID, limit int) (repos []string, err error) {
 	tree, err := unix.OpenTree(unix.AT_FDCWD, src, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
 	if err != nil {
-		return fmt.Errorf("look for credentials in %s: %w", src, err)
+		return nil, fmt.Errorf("look for credentials in %s: %w", src, err)
 	}
 	// The copy is never attached anywhere: closing it takes it down.
 	defer unix.Close(tree)
 	root, err := beneath.Open(fmt.Sprintf("/proc/self/fd/%d", tree))
 	if err != nil {
-		return fmt.Errorf("look for credentials in %s: %w", src, err)
+		return nil, fmt.Errorf("look for credentials in %s: %w", src, err)
 	}
 	defer root.Close()
 	m := &masker{src: root, layer: layer, vault: vault, limit: limit}
 	if err := m.dir(""); err != nil {
-		return fmt.Errorf("look for credentials in %s: %w", src, err)
+		return nil, fmt.Errorf("look for credentials in %s: %w", src, err)
 	}
-	return nil
+	return m.repos, nil
 }
 
 // dir lists the directory rel, hides what must be hidden in it, and goes
@@ -134,9 +143,11 @@ func (m *masker) dir(rel string) (err error) {
 		}
 	}
 	var subdirs []string
+	var git gitDirEntries
 	for {
 		entries, err := f.ReadDir(1024)
 		for _, e := range entries {
+			git.see(e)
 			if m.entries++; m.entries > m.limit {
 				return fmt.Errorf("%w: it holds more than %d files and directories, which the sandbox looks through for credentials before every run; remove what is not needed there (build outputs, virtual environments, caches)", ErrWorkspace, m.limit)
 			}
@@ -156,6 +167,9 @@ func (m *masker) dir(rel string) (err error) {
 		if err != nil {
 			return fmt.Errorf("list %q: %w", rel, err)
 		}
+	}
+	if git.complete() {
+		m.repos = append(m.repos, rel)
 	}
 	// One directory open at a time, however deep the tree.
 	f.Close()

@@ -33,6 +33,7 @@ type container struct {
 	// refuses for a namespace the host's owns.)
 	netns *os.File
 	env   []string // after baseEnv, before the spec's
+	git   gitMasks // what the mask layer holds of git's
 }
 
 // nspawnArgs is the systemd-nspawn command line for one run: the image as

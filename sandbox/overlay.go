@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -134,6 +135,19 @@ func (r *runFS) unmountOverlays() error {
 		}
 		r.mounts = r.mounts[:len(r.mounts)-1]
 	}
+	return nil
+}
+
+// unmountOverlay takes down the overlay mounted on target alone.
+func (r *runFS) unmountOverlay(target string) error {
+	at := slices.Index(r.mounts, target)
+	if at < 0 {
+		return fmt.Errorf("unmount overlay: %s is not one of the run's", target)
+	}
+	if err := unmount(target); err != nil {
+		return fmt.Errorf("unmount overlay: %w", err)
+	}
+	r.mounts = slices.Delete(r.mounts, at, at+1)
 	return nil
 }
 

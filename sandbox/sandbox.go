@@ -122,6 +122,7 @@ type Sandbox struct {
 	vault  string
 	user   *User
 	idmaps idmaps
+	looks  gitLooks // what each repository's look found, while its state holds
 }
 
 // New checks that the host can run sandboxed commands and returns the
@@ -198,6 +199,10 @@ type Result struct {
 	// Changes is what a Captured run changed, waiting to be applied or
 	// discarded; nil for other views.
 	Changes *ChangeSet
+	// Withheld says, a sentence each for the model and the owner, what
+	// the run could not see beyond the credentials every run is kept
+	// from: a repository whose git objects were hidden, and why.
+	Withheld []string
 }
 
 // Run runs spec's command in a fresh container and returns what it did.
@@ -240,7 +245,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
-	c, upper, err := s.view(fsys, lower, root, spec)
+	c, upper, err := s.view(ctx, fsys, lower, root, spec, id)
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
@@ -250,13 +255,14 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}
 		defer e.close()
-		c.netns, c.env = e.ns, e.env()
+		c.netns, c.env = e.ns, append(c.env, e.env()...)
 	}
 
 	res, err = s.execute(ctx, id, spec, lim, c)
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
+	res.Withheld = c.git.withheld
 	if res.DiskFull, err = fsys.full(); err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
@@ -271,6 +277,9 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 
 	if spec.View == Captured {
 		if err := fsys.unmountOverlays(); err != nil {
+			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+		}
+		if err := c.git.strip(upper); err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}
 		changes, err := scanUpper(upper, ws)
@@ -289,19 +298,25 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 // view builds, in the run's file system, what the container is given of
 // the host: an overlay of the workspace ws (as the container's root o
 // sees it, [Sandbox.asRoot]) over the layer that masks its credentials,
-// with a writable layer unless the view is read-only; an overlay of each
-// bound directory over its mask; /tmp and /var/tmp. It returns the
-// writable layer, "" for a read-only view.
-func (s *Sandbox) view(fsys *runFS, ws string, o owner, spec Spec) (container, string, error) {
+// those git's objects hold included (gitmask.go), with a writable layer
+// unless the view is read-only; an overlay of each bound directory over
+// its mask; /tmp and /var/tmp. It returns the writable layer, "" for a
+// read-only view.
+func (s *Sandbox) view(ctx context.Context, fsys *runFS, ws string, o owner, spec Spec, id string) (container, string, error) {
 	c := container{owner: o, writable: spec.View != ReadOnly}
 	vault, err := vaultID(s.vault)
 	if err != nil {
 		return c, "", err
 	}
 	mask := fsys.path(maskName)
-	if err := buildMask(mask, ws, vault, maxMaskEntries); err != nil {
+	repos, err := buildMaskFindingRepos(mask, ws, vault, maxMaskEntries)
+	if err != nil {
 		return c, "", err
 	}
+	if c.git, err = s.maskGit(ctx, fsys, ws, o, mask, repos, spec, id); err != nil {
+		return c, "", err
+	}
+	c.binds, c.env = c.git.binds, c.git.env
 	var upper, work string
 	if c.writable {
 		var st unix.Stat_t

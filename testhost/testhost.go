@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -75,4 +76,23 @@ func SelfForOthers(t testing.TB) string {
 		t.Fatalf("copy the test binary: %v", err)
 	}
 	return out
+}
+
+// Git runs git in dir as a repository's owner on this host would, with a
+// fixed identity and no system or user configuration, and returns its
+// output, trimmed. It fails t when git fails, and skips it where git is
+// missing.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	Tool(t, "git", "git")
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=owner", "GIT_AUTHOR_EMAIL=owner@example.invalid",
+		"GIT_COMMITTER_NAME=owner", "GIT_COMMITTER_EMAIL=owner@example.invalid",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %q in %s: %v\n%s", args, dir, err, out)
+	}
+	return strings.TrimSpace(string(out))
 }

@@ -177,5 +177,11 @@ func DescribeRun(res sandbox.Result) string {
 	if strings.TrimSpace(out) == "" {
 		out = "(no output)"
 	}
+	for _, w := range res.Withheld {
+		if !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += "[" + w + "]"
+	}
 	return head + "\n" + out
 }

@@ -17,6 +17,8 @@ func TestDescribeRun(t *testing.T) {
 		{sandbox.Result{TimedOut: true, Duration: 30 * time.Second, Output: []byte("partial")}, "killed: it ran past 30s\npartial"},
 		{sandbox.Result{OutOfMemory: true}, "killed: out of memory\n(no output)"},
 		{sandbox.Result{ExitCode: 1, DiskFull: true, Output: []byte("dd: No space left on device\n")}, "exit 1, its disk full\ndd: No space left on device\n"},
+		{sandbox.Result{ExitCode: 128, Output: []byte("fatal: bad object HEAD\n"), Withheld: []string{"git's objects of .git were hidden from this run: git failed"}},
+			"exit 128\nfatal: bad object HEAD\n[git's objects of .git were hidden from this run: git failed]"},
 	}
 	for _, tc := range cases {
 		if got := DescribeRun(tc.res); got != tc.want {
