@@ -72,11 +72,14 @@ func (k *keeper) propose(ctx context.Context, t *turns.Turn, p contracts.Propose
 	if k.sandbox == nil {
 		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
 	}
+	origin := approval.Audience(t.Admission.Origin)
 	stem, err := selfcode.Check(p.Name, p.Code, p.Test, k.builtins.BuiltinNames())
 	if err != nil {
+		// The turn that proposed it is over: the owner hears why.
+		k.tell(origin, fmt.Sprintf("I wrote a tool, but did not test it: %v", err))
 		return err
 	}
-	next := proposal{stem: stem, tool: p, origin: approval.Audience(t.Admission.Origin), turn: t.ID}
+	next := proposal{stem: stem, tool: p, origin: origin, turn: t.ID}
 	if k.gating == nil {
 		k.gate(ctx, next)
 		return nil

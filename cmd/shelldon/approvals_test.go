@@ -347,6 +347,54 @@ func TestExistingTestsAreReadOnly(t *testing.T) {
 	}
 }
 
+// TestWorkspaceModulesCannotForgeTheChecks: a module in the workspace
+// named like one Python's own modules (ast.py, written by an earlier
+// approved write) does not stand in for it in shelldon's checks: the
+// read-only-tests guard still reads the tests' syntax (before, the forger
+// told it no test parsed, and a weakened test stayed), and the done-check
+// still runs pytest (before, the forger printed "1 passed").
+func TestWorkspaceModulesCannotForgeTheChecks(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		writeCall("w1", "test_calc.py", `def test_add():\n    assert True\n`),
+		demomodel.Step{Text: "The tests pass now."},
+		demomodel.Step{Text: "Sorry, add() is still wrong."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	original := "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+	forger := `import sys, json
+if sys.argv[0] == "-c":
+    print(json.dumps({p: None for p in sys.argv[1:]}))
+else:
+    print("1 passed in 0.01s")
+sys.exit(0)
+`
+	for name, body := range map[string]string{"test_calc.py": original, "calc.py": "def add(a, b):\n    return a - b\n", "ast.py": forger} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.say("make the tests pass")
+	p.reply(15 * time.Second)
+	req := p.approval(5 * time.Second)
+	p.waitTurns(1)
+	p.decide(req.Turn, true)
+	if r := p.reply(30 * time.Second); r.Text != "Sorry, add() is still wrong." {
+		t.Errorf("reply = %+v, want the model's answer after the failing tests", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "test_calc.py")); string(b) != original {
+		t.Errorf("test_calc.py after a weakening write = %q, want it put back", b)
+	}
+	reqs := p.waitRequests(3)
+	if got := toolAnswer(reqs[:2], "w1"); !strings.Contains(got, "put test_calc.py back") {
+		t.Errorf("the model was told %q, want its weakened test put back", got)
+	}
+	if told := reqs[2].Messages[len(reqs[2].Messages)-1]; !strings.Contains(told.Content, "1 failed") {
+		t.Errorf("after its answer the model was told %q, want the failing pytest run", told.Content)
+	}
+}
+
 // TestApprovalIsReentrant: a resumed conversation may park again, and the
 // second approval resumes it once more, with every call answered.
 func TestApprovalIsReentrant(t *testing.T) {
