@@ -372,6 +372,10 @@ type ApprovalRequest struct {
 	// `python3 build.py`"): a third answer beside approve and deny.
 	// Empty when no narrow rule can be stated for the call.
 	Always string `json:"always,omitempty"`
+	// Digest is the request's digest of what would run, as shown: a
+	// decision that carries it back ([Decision.Digest]) answers this
+	// version and no other.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Decision is the owner's answer to an ApprovalRequest. Anything but an
@@ -384,6 +388,12 @@ type Decision struct {
 	// request offered ([ApprovalRequest.Always]); without Approve, or on
 	// a request that offered none, it is a plain approval or denial.
 	Always bool `json:"always,omitempty"`
+	// Digest, when set, is the digest of the request as the owner was
+	// shown it ([ApprovalRequest.Digest]): core takes the decision only
+	// if the request still has it, and otherwise shows the request as it
+	// is now. A transport that shows the request where its answer is
+	// given (a button on the message) may leave it empty.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Outcomes of an approval request, as [ApprovalClosed] reports them.

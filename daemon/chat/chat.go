@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -98,6 +99,11 @@ type chat struct {
 	events    chan event
 	requests  requests
 	outbox    *outbox
+	// left says a request the owner had before them stopped waiting
+	// without their answer from here (replaced, gone, expired): the next
+	// request shown is unread, as y or n may have been meant for the one
+	// that left.
+	left bool
 
 	connected bool
 	// away is what the owner was told of why core is not there; told
@@ -397,6 +403,7 @@ func (c *chat) receive(env contracts.Envelope) {
 		if env.Decode(&closed) == nil {
 			if r := c.requests.settle(closed.Turn); r != nil {
 				c.term.say(r.closing(closed.Outcome))
+				c.left = c.left || !r.answered && closed.Outcome != contracts.ApprovalApproved && closed.Outcome != contracts.ApprovalDenied
 			}
 		}
 	case contracts.KindInboundAck:
@@ -447,7 +454,16 @@ func (c *chat) ask(req contracts.ApprovalRequest) {
 	// Core rendered the detail to be seen as it is; it is made visible
 	// again here all the same, so that nothing that reaches this
 	// terminal can move its cursor.
+	beside := slices.ContainsFunc(c.requests.waiting(), func(w *request) bool { return w.key != req.Turn })
 	r := c.requests.add(req)
+	r.unread = r.unread || beside || c.left
+	c.left = false
+	c.show(r)
+}
+
+// show prints a request's card: its tool and id, its note, the first
+// page of its detail, and how to answer it.
+func (c *chat) show(r *request) {
 	how := "y or n answers it"
 	if len(c.requests.waiting()) > 1 {
 		how = fmt.Sprintf("/yes %s or /no %s answers it", r.id(), r.id())
@@ -463,7 +479,7 @@ func (c *chat) ask(req contracts.ApprovalRequest) {
 		how += fmt.Sprintf(";\n   %s approves it and, from now on, %s without asking (a rule: /rules lists and revokes them)", always, r.rule)
 	}
 	c.term.say(fmt.Sprintf("── shelldon asks to use %s: %s\n%s\n   %s; anything else you type is a message, as ever.",
-		r.what(), visible.Line(req.Note), r.page(), how))
+		r.what(), r.note, r.page(), how))
 }
 
 // showProgress prints what a turn of this terminal is doing, a status
@@ -572,7 +588,19 @@ func (c *chat) answer(given answer, id string) {
 		c.term.say(fmt.Sprintf("(No rule can be granted for %s: answer it y or n.)", r.what()))
 		return
 	}
-	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: given != deny, Always: given == always, Chat: TransportName})
+	if id == "" && r.unread {
+		// A line typed without an id answers what the owner read; this
+		// one they may not have.
+		r.unread, r.rest = false, r.detail
+		c.term.say(fmt.Sprintf("(Not answered: %s came while you had another request before you, so your answer may have been meant for that one. "+
+			"Here it is again; your next answer is for it.)", r.what()))
+		c.show(r)
+		return
+	}
+	// The digest binds the answer to the request as shown here: core
+	// takes it for no other version.
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: given != deny, Always: given == always,
+		Chat: TransportName, Digest: r.digest})
 	if err == nil {
 		err = c.transport.Send(env)
 	}
