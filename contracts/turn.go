@@ -1,6 +1,9 @@
 package contracts
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Inbound is a message from the owner, as a transport delivers it.
 // The envelope's Sender names the transport, so the reply goes back the
@@ -71,6 +74,24 @@ type Outbound struct {
 	// what it asked (a tool not restored, an unknown command), so that
 	// `shelldon tools restore` can exit with a failure.
 	Refused bool `json:"refused,omitempty"`
+	// File, when set, goes with the text as a file named FileName: the
+	// whole of what the text sums up (the list of a long change set),
+	// which a transport sends as a document or saves for the owner.
+	File     []byte `json:"file,omitempty"`
+	FileName string `json:"file_name,omitempty"`
+}
+
+// SafeFileName is name with every character but an ASCII letter, digit,
+// '-', '_' or '.' made '-': what a transport may name a file by when the
+// name came over the bus (an Outbound's FileName, a request's key), with
+// no directory and nothing a terminal would act on.
+func SafeFileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return '-'
+	}, name)
 }
 
 // Role of a chat message in a model conversation.

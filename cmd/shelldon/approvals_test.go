@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -176,6 +177,68 @@ func TestApprovedCommandRunsCaptured(t *testing.T) {
 	got := toolAnswer(p.waitRequests(2), "s1")
 	if !strings.HasPrefix(got, "exit 0\ndone") || !strings.Contains(got, "created greeting.txt") {
 		t.Errorf("the model was told %q", got)
+	}
+}
+
+// shellStep is a model step that runs one shell command.
+func shellStep(id, command string) demomodel.Step {
+	args, _ := json.Marshal(map[string]string{"command": command})
+	return demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: id, Name: "run_shell", Args: string(args)}}}
+}
+
+// TestAChangeSetsVolumeIsBounded: one approved command that makes 20,000
+// files brings none of them in — the set is refused whole, the model
+// told why — and the owner reads it in a few lines: how many, where,
+// the first paths (before, all 20,000 were applied, over a minute and a
+// half, and the owner's listing ran to 717 KB, some 175 Telegram
+// messages). A long set within the bound is applied, its listing summed
+// up the same way, and the whole list comes as a file.
+func TestAChangeSetsVolumeIsBounded(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		shellStep("s1", "mkdir many && cd many && seq 20000 | xargs touch"),
+		demomodel.Step{Text: "Made them."},
+		shellStep("s2", "echo hi > top.txt && mkdir some && cd some && seq 300 | xargs touch"),
+		demomodel.Step{Text: "Made some."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	const maxListing = 4 << 10
+
+	p.say("make many files")
+	p.replyWith("Shall I?", 15*time.Second)
+	req := p.approval(15 * time.Second)
+	p.waitTurns(1)
+	started := time.Now()
+	p.decide(req.Turn, true)
+	told := p.reply(5 * time.Minute)
+	t.Logf("20,000 files: told the owner after %v, %d bytes", time.Since(started).Round(time.Millisecond), len(told.Text))
+	if len(told.Text) > maxListing || !strings.Contains(told.Text, "nothing") || !strings.Contains(told.Text, "20001 paths") || !strings.Contains(told.Text, "many/") {
+		t.Errorf("the owner was told (%d bytes) %.600q…, want in a few lines that nothing of the 20001 paths was applied, and where they were", len(told.Text), told.Text)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "many")); err == nil {
+		t.Error("the 20,000 files are in the workspace")
+	}
+	if got := toolAnswer(p.waitRequests(2), "s1"); !strings.Contains(got, "none applied") {
+		t.Errorf("the model was told %.300q, want that none of it was applied and why", got)
+	}
+
+	p.replyWith("Made them.", 15*time.Second)
+	p.waitTurns(2)
+	p.say("make some files")
+	p.replyWith("Shall I?", 15*time.Second)
+	req = p.approval(15 * time.Second)
+	p.waitTurns(3)
+	p.decide(req.Turn, true)
+	applied := p.reply(time.Minute)
+	if len(applied.Text) > maxListing || !strings.Contains(applied.Text, "302 paths") || !strings.Contains(applied.Text, "some/") {
+		t.Errorf("the owner was told (%d bytes) %.600q…, want the 302 paths summed up", len(applied.Text), applied.Text)
+	}
+	if list := string(applied.File); !strings.Contains(list, "some/300") || !strings.Contains(list, "top.txt") || !strings.HasSuffix(applied.FileName, ".txt") {
+		t.Errorf("the whole list came as %q (%d bytes), want every path", applied.FileName, len(list))
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "some", "300")); err != nil {
+		t.Errorf("some/300 after the owner's approval: %v", err)
 	}
 }
 

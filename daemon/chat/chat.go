@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"slices"
 	"strings"
 	"syscall"
@@ -385,6 +386,9 @@ func (c *chat) receive(env contracts.Envelope) {
 		var out contracts.Outbound
 		if env.Decode(&out) == nil {
 			c.term.say("shelldon: " + indent(visible.Text(out.Text)))
+			if len(out.File) > 0 {
+				c.term.say("          " + saveFile(out))
+			}
 			c.owed = false
 			if !c.busy {
 				// No turn of this terminal's runs: this is the answer to a
@@ -438,6 +442,24 @@ func (c *chat) receive(env contracts.Envelope) {
 		}
 		c.showFace(s)
 	}
+}
+
+// saveFile saves the file that came with a reply (the whole of a long
+// list its text sums up) where the owner can read it, the temporary
+// directory, and says where.
+func saveFile(out contracts.Outbound) string {
+	f, err := os.CreateTemp("", "shelldon-*-"+contracts.SafeFileName(out.FileName))
+	if err == nil {
+		_, err = f.Write(out.File)
+		err = errors.Join(err, f.Close())
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("(the whole of it came as a file, which could not be saved: %v)", err)
+	}
+	return "(the whole of it is in " + visible.Line(f.Name()) + ")"
 }
 
 // showHeld shows the face that waited for an answer, if one did.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -833,5 +834,30 @@ func TestAnAnswerBindsToTheRequestTheOwnerRead(t *testing.T) {
 				t.Errorf("the second y sent %+v, want the approval of bbbb2222 as shown (its digest)", d)
 			}
 		})
+	}
+}
+
+// TestAReplysFileIsSavedForTheOwner: the file that comes with a reply
+// (the whole list a long change set's report sums up) is saved where the
+// owner can read it, under a safe name, and the terminal prints where.
+func TestAReplysFileIsSavedForTheOwner(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMPDIR", dir)
+	core := startCore(t, "")
+	s := connected(t, core)
+	list := strings.Repeat("  created  many/1 (0 bytes)\n", 1000)
+	core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: TransportName, Text: "Applied to the workspace: 1000 paths",
+		File: []byte(list), FileName: "../\x1b[2Jchanges.txt"})
+	unwrapped := func(screen string) string { return strings.ReplaceAll(screen, "\n", "") }
+	s.term.WaitUntil(t, "where the file is", func(screen string) bool { return strings.Contains(unwrapped(screen), "changes.txt)") })
+	saved, _ := filepath.Glob(filepath.Join(dir, "shelldon-*changes.txt"))
+	if len(saved) != 1 {
+		t.Fatalf("saved %q in %s, want one file named for the list", saved, dir)
+	}
+	if b, err := os.ReadFile(saved[0]); err != nil || string(b) != list {
+		t.Errorf("the saved file holds %d bytes, %v; want the whole list", len(b), err)
+	}
+	if !strings.Contains(unwrapped(s.term.Screen()), "(the whole of it is in "+saved[0]+")") {
+		t.Errorf("the terminal does not name %s:\n%s", saved[0], s.term.Screen())
 	}
 }
