@@ -205,14 +205,10 @@ func TestAChangeSetsVolumeIsBounded(t *testing.T) {
 	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
 	const maxListing = 4 << 10
 
-	p.say("make many files")
-	p.replyWith("Shall I?", 15*time.Second)
-	req := p.approval(15 * time.Second)
-	p.waitTurns(1)
+	p.sayAndApprove("make many files", "run_shell")
 	started := time.Now()
-	p.decide(req.Turn, true)
 	told := p.reply(5 * time.Minute)
-	t.Logf("20,000 files: told the owner after %v, %d bytes", time.Since(started).Round(time.Millisecond), len(told.Text))
+	t.Logf("20,000 files: told the owner %v after the tap, %d bytes", time.Since(started).Round(time.Millisecond), len(told.Text))
 	if len(told.Text) > maxListing || !strings.Contains(told.Text, "nothing") || !strings.Contains(told.Text, "20001 paths") || !strings.Contains(told.Text, "many/") {
 		t.Errorf("the owner was told (%d bytes) %.600q…, want in a few lines that nothing of the 20001 paths was applied, and where they were", len(told.Text), told.Text)
 	}
@@ -224,12 +220,7 @@ func TestAChangeSetsVolumeIsBounded(t *testing.T) {
 	}
 
 	p.replyWith("Made them.", 15*time.Second)
-	p.waitTurns(2)
-	p.say("make some files")
-	p.replyWith("Shall I?", 15*time.Second)
-	req = p.approval(15 * time.Second)
-	p.waitTurns(3)
-	p.decide(req.Turn, true)
+	p.sayAndApprove("make some files", "run_shell")
 	applied := p.reply(time.Minute)
 	if len(applied.Text) > maxListing || !strings.Contains(applied.Text, "302 paths") || !strings.Contains(applied.Text, "some/") {
 		t.Errorf("the owner was told (%d bytes) %.600q…, want the 302 paths summed up", len(applied.Text), applied.Text)
@@ -438,11 +429,7 @@ sys.exit(0)
 			t.Fatal(err)
 		}
 	}
-	p.say("make the tests pass")
-	p.reply(15 * time.Second)
-	req := p.approval(5 * time.Second)
-	p.waitTurns(1)
-	p.decide(req.Turn, true)
+	p.sayAndApprove("make the tests pass", "write_file")
 	if r := p.reply(30 * time.Second); r.Text != "Sorry, add() is still wrong." {
 		t.Errorf("reply = %+v, want the model's answer after the failing tests", r)
 	}
