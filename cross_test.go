@@ -34,6 +34,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/approved":              {},
 	"shelldon/daemon/chat":                  {},
 	"shelldon/daemon/hub":                   {},
+	"shelldon/daemon/mark":                  {},
 	"shelldon/daemon/mood":                  {},
 	"shelldon/daemon/owner":                 {},
 	"shelldon/daemon/procmem":               {},

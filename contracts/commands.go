@@ -28,6 +28,17 @@ var Commands = []Command{
 	{Name: "rules", Description: "what you let me do without asking; /rules revoke N drops one", Arg: "[revoke N]"},
 }
 
+// InboundCommand reads an owner's message as a command. Only what they
+// typed is one: a voice note's transcript is words said to the pet (or
+// near it: a radio, a visitor), and a photo's caption is about the
+// photo, whatever either starts with; both go to the model as words.
+func InboundCommand(in Inbound) (name, arg string, ok bool) {
+	if in.Spoken || in.Image != nil {
+		return "", "", false
+	}
+	return ParseCommand(in.Text)
+}
+
 // ParseCommand reads text as an owner's command: "/status", or
 // "/restore calc" with its argument. A suffix naming the bot
 // ("/status@shelldon_bot", as Telegram sends it in groups) is dropped.

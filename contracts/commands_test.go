@@ -30,3 +30,23 @@ func TestParseCommand(t *testing.T) {
 		})
 	}
 }
+
+// TestInboundCommand: what the owner typed is read as a command; the
+// transcript of a voice note and a photo's caption never are, whatever
+// they start with.
+func TestInboundCommand(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		in   Inbound
+		ok   bool
+	}{
+		{"typed", Inbound{Text: "/rules revoke 1"}, true},
+		{"spoken", Inbound{Text: "/rules revoke 1", Spoken: true}, false},
+		{"a photo's caption", Inbound{Text: "/restore calc", Image: &Image{MIME: "image/jpeg"}}, false},
+		{"typed words", Inbound{Text: "rules revoke 1"}, false},
+	} {
+		if _, _, ok := InboundCommand(tt.in); ok != tt.ok {
+			t.Errorf("InboundCommand(%s %q) ok = %v, want %v", tt.name, tt.in.Text, ok, tt.ok)
+		}
+	}
+}

@@ -50,9 +50,9 @@ type brain struct {
 	log    *slog.Logger
 	face   *presence
 	// onScreen reports whether a turn owns the screen; start hands a due
-	// turn to the arbiter and reports whether it started now.
+	// schedule's turn to the arbiter and reports whether it started now.
 	onScreen func() bool
-	start    func(ctx context.Context, text string, from turns.Origin) bool
+	start    func(ctx context.Context, sc state.Scheduled) bool
 	onLoop   func(func(context.Context))
 }
 
@@ -141,22 +141,23 @@ func (b *brain) keep(ctx context.Context) {
 	}
 }
 
-// schedule stores a schedule the model proposed, for the turn's owner.
-func (b *brain) schedule(ctx context.Context, t *turns.Turn, op contracts.Schedule) error {
+// schedule stores a schedule the model proposed, for the owner of the
+// turn by, with its mark: the turns it starts are marked as by was.
+func (b *brain) schedule(ctx context.Context, by proposer, op contracts.Schedule) error {
 	now := b.clock.Now()
 	first, every, err := schedule.Plan(op, now, time.Local)
 	if err != nil {
 		return err
 	}
-	origin := t.Admission.Origin
 	id, err := b.store.AddSchedule(ctx, state.Scheduled{
-		Text: op.Text, Next: first, Every: every.String(), Transport: origin.Transport, Chat: origin.Chat, Created: now,
+		Text: op.Text, Next: first, Every: every.String(), Transport: by.origin.Transport, Chat: by.origin.Chat, Created: now,
+		Outside: by.outside,
 	})
 	if err != nil {
 		return err
 	}
 	b.log.Info("a turn was scheduled", contracts.AuditEvent, contracts.EventSchedule, "decision", "set",
-		"schedule", id, "first", first.Format(time.RFC3339), "every", every.String(), "text", owner.Shorten(op.Text, 80))
+		"schedule", id, "first", first.Format(time.RFC3339), "every", every.String(), "text", owner.Shorten(op.Text, 80), "outside", by.outside)
 	b.arm(ctx)
 	return nil
 }
@@ -241,7 +242,7 @@ func (b *brain) due(ctx context.Context) {
 			continue
 		}
 		b.advance(ctx, sc, now, true)
-		if !b.start(ctx, sc.Text, turns.Origin{Transport: sc.Transport, Chat: sc.Chat}) {
+		if !b.start(ctx, sc) {
 			log.Info("a scheduled turn joined the pending slot", "decision", "coalesced")
 			continue
 		}

@@ -27,10 +27,11 @@ const RestoreCommand = "/restore"
 const statusTurns = 5
 
 // ownerCommand answers the owner's commands (contracts.Commands) and
-// reports whether text was one. Unknown commands are answered too, so a
+// reports whether in was one: only a typed message can be
+// (contracts.InboundCommand). Unknown commands are answered too, so a
 // typo does not become a message for the model.
-func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, text string) bool {
-	name, arg, ok := contracts.ParseCommand(text)
+func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, in contracts.Inbound) bool {
+	name, arg, ok := contracts.InboundCommand(in)
 	if !ok {
 		return false
 	}

@@ -137,11 +137,11 @@ func New(opts Options) (*Core, error) {
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
 	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
-		start: func(ctx context.Context, text string, from turns.Origin) bool {
+		start: func(ctx context.Context, sc state.Scheduled) bool {
 			if c.draining {
 				return false
 			}
-			adm, now := c.turns.Submit(text, from)
+			adm, now := c.turns.SubmitMarked(sc.Text, turns.Origin{Transport: sc.Transport, Chat: sc.Chat}, sc.Outside)
 			if now {
 				adm.Scheduled = true
 				c.startTurn(ctx, adm)
@@ -294,7 +294,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		from := turns.Origin{Transport: env.Sender, Chat: in.Chat}
 		// An owner's command is not a message for the model: it needs
 		// no turn and does not wait for one, nor keeping.
-		if c.ownerCommand(ctx, from, in.Text) {
+		if c.ownerCommand(ctx, from, in) {
 			c.confirm(from, in.Ref)
 			return
 		}

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
+	"shelldon/daemon/mark"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/turns"
 	"shelldon/policy"
@@ -69,6 +69,9 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 		return false
 	case approval.TokenCap:
 		return c.carryOutPastCap(ctx, out)
+	case approval.Memory:
+		c.keepMarked(ctx, out.From, req, approve)
+		return false
 	case approval.ChangeSet:
 		if !approve {
 			c.brain.feel(mood.Denied)
@@ -147,9 +150,7 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 			Answer:   contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: answer},
 		},
 		Preview: fmt.Sprintf("(%s %s)", decision, call.Name),
-		// A mark is never lifted: the conversation goes on holding what
-		// it read, whatever the worker says of it.
-		Outside: cmp.Or(req.Call.Outside, res.Outside),
+		Outside: mark.Resumed(req.Call.Outside, res.Outside),
 		// The owner's own decision starts the count again.
 		RuleRuns: req.Call.Runs,
 	})
@@ -178,7 +179,7 @@ func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToo
 	}
 	outside := t.Admission.Outside
 	payload := &approval.CallPayload{Call: req.Call, Messages: req.Messages, Outside: outside}
-	if rule, ok := policy.RuleFor(checked.RuleCall(req.Call.Name)); ok && outside == "" {
+	if rule, ok := policy.RuleFor(checked.RuleCall(req.Call.Name)); ok && mark.RulesApply(outside) {
 		payload.Offer = &rule
 	}
 	kept, err := c.auth.Keep(ctx, approval.Request{
@@ -196,10 +197,10 @@ const maxRuleRuns = 6
 
 // letThrough reports whether a granted rule lets the turn's RISKY call
 // through without asking, and if so queues it to be carried out as an
-// approved call once the turn is over. Never for a turn that read
-// outside content, and never past maxRuleRuns in a row.
+// approved call once the turn is over. Never for a marked turn, and
+// never past maxRuleRuns in a row.
 func (c *Core) letThrough(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) bool {
-	if t.Admission.Outside != "" || t.Admission.RuleRuns >= maxRuleRuns {
+	if !mark.RulesApply(t.Admission.Outside) || t.Admission.RuleRuns >= maxRuleRuns {
 		return false
 	}
 	checked, err := checkRisky(c.tools, req.Call)

@@ -18,7 +18,6 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
-	"shelldon/daemon/turns"
 	"shelldon/sandbox"
 )
 
@@ -56,6 +55,8 @@ type proposal struct {
 	tool   contracts.ProposeTool
 	origin approval.Audience
 	turn   string
+	// outside is the mark of the turn that proposed it: its card says so.
+	outside string
 }
 
 // maxQueuedGates bounds the proposals waiting for the gate: a reply that
@@ -68,18 +69,18 @@ const maxQueuedGates = 4
 // would not fit the board); the rest wait in order, and the owner is told
 // which. A pass asks the owner to keep exactly the code that was gated,
 // a failure discards it and says why.
-func (k *keeper) propose(ctx context.Context, t *turns.Turn, p contracts.ProposeTool) error {
+func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTool) error {
 	if k.sandbox == nil {
 		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
 	}
-	origin := approval.Audience(t.Admission.Origin)
+	origin := approval.Audience(by.origin)
 	stem, err := selfcode.Check(p.Name, p.Code, p.Test, k.builtins.BuiltinNames())
 	if err != nil {
 		// The turn that proposed it is over: the owner hears why.
 		k.tell(origin, fmt.Sprintf("I wrote a tool, but did not test it: %v", err))
 		return err
 	}
-	next := proposal{stem: stem, tool: p, origin: origin, turn: t.ID}
+	next := proposal{stem: stem, tool: p, origin: origin, turn: by.turn, outside: by.outside}
 	if k.gating == nil {
 		k.gate(ctx, next)
 		return nil
@@ -89,7 +90,7 @@ func (k *keeper) propose(ctx context.Context, t *turns.Turn, p contracts.Propose
 		return fmt.Errorf("%w: %d tools already wait to be tested", selfcode.ErrRefused, len(k.queue)+1)
 	}
 	k.queue = append(k.queue, next)
-	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", t.ID, "tool", stem,
+	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.turn, "tool", stem,
 		"decision", "queued", "behind", k.gating.stem)
 	k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.stem))
 	return nil
@@ -113,7 +114,7 @@ func (k *keeper) gate(ctx context.Context, p proposal) {
 		staged.Discard()
 		k.onLoop(func(ctx context.Context) {
 			k.gating = nil
-			k.gated(ctx, staged, p.tool, v, err, p.origin)
+			k.gated(ctx, staged, p, v, err)
 			k.gateNext(ctx)
 		})
 	})
@@ -143,11 +144,12 @@ func (k *keeper) waitingForGate() (gating string, queued []string) {
 
 // gated takes a gate's verdict: a pass parks the tool, as it was gated,
 // for the owner; a failure is reported.
-func (k *keeper) gated(ctx context.Context, staged toolstore.Staged, p contracts.ProposeTool, v selfcode.Verdict, err error, origin approval.Audience) {
-	stem := staged.Stem
+func (k *keeper) gated(ctx context.Context, staged toolstore.Staged, p proposal, v selfcode.Verdict, err error) {
+	stem, origin := staged.Stem, p.origin
 	if err == nil && v.Passed {
 		promo := approval.PromotionPayload{Stem: stem, Description: v.Description, Schema: v.Schema,
-			Module: p.Code, Test: p.Test, Unverifiable: v.Unverifiable, Gate: lastLines(v.Output, 3), Live: staged.Live}
+			Module: p.tool.Code, Test: p.tool.Test, Unverifiable: v.Unverifiable, Gate: lastLines(v.Output, 3), Live: staged.Live,
+			Outside: p.outside}
 		if live := k.tools.LiveDigest(stem); live != staged.Live {
 			// Kept or changed while this one was gated: the gate held it
 			// to a version that is no longer the live one.

@@ -3,9 +3,12 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
+	"shelldon/daemon/mark"
+	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
 	"shelldon/daemon/visible"
 )
@@ -39,54 +42,170 @@ func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, 
 	return reply, asks, rest
 }
 
-// applyOps applies a turn's proposed ops as the only writer of state. Each
-// op is validated again here (the worker is not trusted to have done it);
-// one bad op is logged and skipped and never stops the others.
-func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op) {
+// proposer is who proposed ops: the turn, where it answers, and its mark
+// (package daemon/mark).
+type proposer struct {
+	turn    string
+	origin  turns.Origin
+	outside string
+}
+
+func proposerOf(t *turns.Turn) proposer {
+	return proposer{turn: t.ID, origin: t.Admission.Origin, outside: t.Admission.Outside}
+}
+
+// applyOps applies a turn's proposed ops, which passed contracts.CheckOps,
+// as the only writer of state, and calls done on the loop once they are
+// applied, with what the owner and the model are to read of any that
+// could not be. Each op is validated again here (the worker is not
+// trusted to have done it); a bad one is logged and skipped and never
+// stops the others. What a marked turn would keep of the owner is not
+// applied: it waits for the owner's decision.
+func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, done func(ctx context.Context, told []string)) {
+	by := proposerOf(t)
+	var now, asked []contracts.Op
 	for i, op := range ops {
 		log := c.log.With("turn", t.ID, "op", i+1)
 		if op.Body == nil {
 			log.Warn("skipped an empty op")
 			continue
 		}
-		log = log.With("kind", op.Body.OpName())
 		if err := op.Body.Validate(); err != nil {
-			log.Warn("skipped an invalid op", "err", err)
+			log.Warn("skipped an invalid op", "kind", op.Body.OpName(), "err", err)
 			continue
 		}
-		if err := c.applyOp(ctx, t, op.Body); err != nil {
-			log.Warn("skipped an op that could not be applied", "err", err)
+		if mark.Asks(by.outside, op.Body) {
+			asked = append(asked, op)
 			continue
 		}
-		log.Info("applied op")
+		now = append(now, op)
 	}
+	var refused []string
+	if len(asked) > 0 {
+		refused = c.askToKeep(ctx, by, asked)
+	}
+	c.apply(ctx, by, now, func(ctx context.Context, told []string) { done(ctx, append(told, refused...)) })
 }
 
-func (c *Core) applyOp(ctx context.Context, t *turns.Turn, body contracts.OpBody) error {
-	now := c.clock.Now()
+// apply applies valid ops of by, and calls done on the loop once they
+// are applied, with what the owner and the model are to read of those
+// that could not be. What they keep of the owner is kept in one step
+// (state.Store.Keep: one transaction, one batch of files) and their faces
+// in one write of that file, both off the loop, which waits on neither;
+// the others are applied one by one, at once.
+func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done func(ctx context.Context, told []string)) {
+	var memory state.Memory
+	var faces []contracts.AddFace
+	for _, op := range ops {
+		switch o := op.Body.(type) {
+		case contracts.Remember:
+			memory.Notes = append(memory.Notes, o)
+		case contracts.RewriteAbout:
+			memory.About = o.Text
+		case contracts.CaptureLearning:
+			memory.Learnings = append(memory.Learnings, o)
+		case contracts.AddFace:
+			faces = append(faces, o)
+		default:
+			log := c.log.With("turn", by.turn, "kind", o.OpName())
+			if err := c.applyOp(ctx, by, o); err != nil {
+				log.Warn("skipped an op that could not be applied", "err", err)
+				continue
+			}
+			log.Info("applied op")
+		}
+	}
+	keep := len(memory.Notes) > 0 || memory.About != "" || len(memory.Learnings) > 0
+	if !keep && len(faces) == 0 {
+		done(ctx, nil)
+		return
+	}
+	log := c.log.With("turn", by.turn)
+	at := c.clock.Now()
+	// A stop lets the batch land: it is a few writes.
+	writeCtx := context.WithoutCancel(ctx)
+	c.offLoop.Go(func() {
+		var kept, added error
+		if keep {
+			kept = c.writes.note("keep memory", c.store.Keep(writeCtx, by.turn, memory, at))
+		}
+		if len(faces) > 0 {
+			added = c.writes.note("add faces", c.store.AddFaces(faces...))
+		}
+		c.onLoop(func(ctx context.Context) {
+			var told []string
+			switch {
+			case kept != nil:
+				log.Warn("kept none of a turn's memory", "notes", len(memory.Notes), "learnings", len(memory.Learnings), "err", kept)
+				told = append(told, fmt.Sprintf("I kept none of what I noted just now: %v.", kept))
+			case keep:
+				log.Info("kept memory", "notes", len(memory.Notes), "about", memory.About != "", "learnings", len(memory.Learnings))
+			}
+			if len(faces) > 0 {
+				if added != nil {
+					log.Warn("faces not added", "err", added)
+				}
+				c.loadFaces()
+			}
+			done(ctx, told)
+		})
+	})
+}
+
+// applyOp applies one op that is neither kept of the owner nor a face.
+func (c *Core) applyOp(ctx context.Context, by proposer, body contracts.OpBody) error {
 	switch o := body.(type) {
-	case contracts.Remember:
-		return c.writes.note("remember", c.store.Remember(o.Topic, o.Text, now))
-	case contracts.RewriteAbout:
-		return c.writes.note("rewrite about.md", c.store.RewriteAbout(o.Text))
-	case contracts.CaptureLearning:
-		return c.writes.note("capture a learning", c.store.AddLearning(ctx, t.ID, o.Text, o.Tags, now))
 	case contracts.ProposeTool:
-		return c.keeper.propose(ctx, t, o)
+		return c.keeper.propose(ctx, by, o)
 	case contracts.Schedule:
-		return c.brain.schedule(ctx, t, o)
+		return c.brain.schedule(ctx, by, o)
 	case contracts.CancelSchedule:
 		_, err := c.brain.cancel(ctx, o.ID)
 		return err
-	case contracts.AddFace:
-		if err := c.writes.note("add a face", c.store.AddFace(o.Name, o.Glyphs)); err != nil {
-			return err
-		}
-		c.loadFaces()
-		return nil
 	default:
 		return errUnsupportedOp{body.OpName()}
 	}
+}
+
+// askToKeep asks the owner whether to apply what the marked turn by
+// would keep of them, and returns what they are to read if it cannot.
+func (c *Core) askToKeep(ctx context.Context, by proposer, ops []contracts.Op) []string {
+	p := approval.MemoryPayload{Ops: ops, Outside: by.outside, Turn: by.turn}
+	err := c.auth.Park(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.Memory, Origin: approval.Audience(by.origin),
+		Shown: approval.RenderMemory(p), Digest: approval.MemoryDigest(p), Memory: &p})
+	if err := c.writes.note("keep a request for the owner", err); err != nil {
+		c.log.Error("could not ask the owner about a marked turn's memory; none of it is kept", "turn", by.turn, "ops", len(ops), "err", err)
+		return []string{fmt.Sprintf("I read text from outside in this turn, so what I noted waits for your word, but I could not ask you (%v), so I kept none of it.", err)}
+	}
+	c.log.Info("a marked turn's memory waits for the owner", "turn", by.turn, "ops", len(ops), "outside", by.outside)
+	return nil
+}
+
+// keepMarked carries out the owner's decision, taken at from, on what a
+// marked turn would keep of them, and tells them what became of it.
+func (c *Core) keepMarked(ctx context.Context, from approval.Audience, req approval.Request, approve bool) {
+	p := req.Memory
+	if !approve {
+		c.say.Tell(from, "All right, I kept none of it.")
+		return
+	}
+	if err := req.Verify(approval.MemoryDigest(*p)); err != nil {
+		c.say.Tell(from, fmt.Sprintf("I kept none of it: %v.", err))
+		return
+	}
+	for _, op := range p.Ops {
+		if err := op.Body.Validate(); err != nil {
+			c.say.Tell(from, fmt.Sprintf("I kept none of it: what I kept for your answer no longer passes my checks (%v).", err))
+			return
+		}
+	}
+	// The owner read each change: they are the owner's now, unmarked.
+	c.apply(ctx, proposer{turn: p.Turn, origin: turns.Origin(req.Origin)}, p.Ops, func(_ context.Context, told []string) {
+		if len(told) == 0 {
+			told = []string{"Kept, as you approved."}
+		}
+		c.say.Tell(from, strings.Join(told, " "))
+	})
 }
 
 // errUnsupportedOp is the error for an op this core cannot apply yet.

@@ -46,7 +46,7 @@ func (c *Core) askPastCap(ctx context.Context, adm turns.Admission, today int) {
 	if adm.Overflow != "" {
 		adm.Text += c.keepOverflow(adm.Overflow)
 	}
-	p := approval.TokenCapPayload{Text: adm.Text, Today: today, Cap: c.cfg.Budget.DailyTokenCap}
+	p := approval.TokenCapPayload{Text: adm.Text, Today: today, Cap: c.cfg.Budget.DailyTokenCap, Outside: adm.Outside}
 	origin := approval.Audience(adm.Origin)
 	log := c.log.With(contracts.AuditEvent, contracts.EventTokenCap, "today", today, "cap", p.Cap)
 	kept, err := c.auth.Keep(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.TokenCap, Origin: origin,
@@ -81,6 +81,6 @@ func (c *Core) carryOutPastCap(ctx context.Context, out approval.Outcome) bool {
 	}
 	from := turns.Origin(req.Origin)
 	kept, _ := c.admit(ctx, from, contracts.Inbound{Chat: from.Chat, Text: req.TokenCap.Text})
-	c.startTurn(ctx, turns.Admission{Text: req.TokenCap.Text, Origin: from, Messages: kept})
+	c.startTurn(ctx, turns.Admission{Text: req.TokenCap.Text, Origin: from, Messages: kept, Outside: req.TokenCap.Outside})
 	return true
 }

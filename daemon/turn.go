@@ -230,6 +230,12 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// a failed write never blocks the reply. A request for the owner is
 	// the exception: kept before the reply that asks for it.
 	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
+	if err := contracts.CheckOps(ops); err != nil {
+		// The worker checks this too; a worker that did not is not
+		// trusted to have.
+		log.Warn("refused a turn's ops whole", "ops", len(ops), "err", err)
+		reply, ops = contracts.WithRefusedOps(reply, err), nil
+	}
 	if reply != "" {
 		c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, reply), Turn: t.ID})
 	}
@@ -239,10 +245,17 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	}
 	c.answered(ctx, t)
 	c.brain.feel(mood.TurnOK)
-	c.applyOps(ctx, t, ops)
-	c.recordExchange(ctx, t, reply)
 	t.Outcome, t.Err = outcomeOf(res)
-	c.finish(ctx, c.turns.Finished())
+	// The turn is over once what it keeps is written, off the loop.
+	c.turns.Keeping(t)
+	c.applyOps(ctx, t, ops, func(ctx context.Context, told []string) {
+		for _, line := range told {
+			c.say.Tell(approval.Audience(t.Admission.Origin), line)
+		}
+		// The model reads in the history what became of its ops.
+		c.recordExchange(ctx, t, strings.TrimSpace(strings.Join(append([]string{reply}, told...), "\n\n")))
+		c.finish(ctx, c.turns.Kept(t))
+	})
 }
 
 // outcomeOf is the outcome of a turn that answered: ok when the model

@@ -28,6 +28,7 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
+	"shelldon/daemon/approved"
 	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/journal"
@@ -263,12 +264,26 @@ func workerCheck(argv []string, err error) doctor.Check {
 	return c
 }
 
-// runCore runs core on store until ctx is done, starting workers with
-// launcher; modelHelp, if any, ends the owner's /help
-// (daemon.Options.ModelHelp), and ready is called once the bus is up. log
-// is the process's logger: core and the parts it runs (the sandbox, the
+// coreRun is how one core runs, beside its configuration, state and log.
+type coreRun struct {
+	// launcher starts the workers; notify tells systemd (nil outside a
+	// service).
+	launcher launch.Launcher
+	notify   *sdnotify.Notifier
+	// modelHelp, if any, ends the owner's /help (daemon.Options.ModelHelp).
+	modelHelp string
+	// ready, if set, is called once the bus is up.
+	ready func()
+	// fetch carries out approved http_get calls; nil is the guarded
+	// client. The whole-pet tests serve their pages through one, from
+	// loopback, which the guarded client refuses.
+	fetch approved.Fetcher
+}
+
+// runCore runs core on store until ctx is done, as run says. log is the
+// process's logger: core and the parts it runs (the sandbox, the
 // Telegram transport) each log through it under an actor of their own.
-func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *slog.Logger, launcher launch.Launcher, notify *sdnotify.Notifier, modelHelp string, ready func()) error {
+func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *slog.Logger, run coreRun) error {
 	argv, err := workerArgv(cfg)
 	if err != nil {
 		return err
@@ -281,9 +296,9 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 	if err != nil {
 		return err
 	}
-	sb, noSandbox := openSandbox(cfg, launcher, log.With("actor", "sandbox"))
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: launcher, WorkerArgv: argv, Log: coreLog, Notify: notify,
-		Sandbox: sb, NoSandbox: noSandbox, ModelHelp: modelHelp})
+	sb, noSandbox := openSandbox(cfg, run.launcher, log.With("actor", "sandbox"))
+	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: run.launcher, WorkerArgv: argv, Log: coreLog, Notify: run.notify,
+		Sandbox: sb, NoSandbox: noSandbox, ModelHelp: run.modelHelp, Fetch: run.fetch})
 	if err != nil {
 		return err
 	}
@@ -303,8 +318,8 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 				}
 			})
 		}
-		if ready != nil {
-			ready()
+		if run.ready != nil {
+			run.ready()
 		}
 	})
 }
@@ -312,7 +327,10 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 // openState takes the state directory for this core (its lock first: a
 // second core on it is refused before it changes anything) and opens it.
 func openState(cfg config.Config) (*state.Store, error) {
-	return state.Open(statedir.Layout{Root: cfg.StateDir})
+	// A workers' user this host lacks is logged where the launcher is
+	// chosen; then only core reads the directory.
+	readers, _ := state.ReadersOf(cfg.Worker.User)
+	return state.OpenFor(statedir.Layout{Root: cfg.StateDir}, readers)
 }
 
 // newTelegram makes core's Telegram transport when a bot token is
@@ -359,8 +377,12 @@ func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) 
 		return nil, sandbox.ErrNoImage
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
+	user, err := sandbox.LookupUser(cfg.Sandbox.User)
+	if err != nil {
+		log.Warn("sandboxed commands run as the workspace's owner, root on a board", "why", err, "fix", "create the user (units/shelldon.sysusers), or set sandbox.user")
+	}
 	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: layout.Runs(), Log: log,
-		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault()}
+		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault(), User: user}
 	if sd, ok := launcher.(*launch.Systemd); ok {
 		sbCfg.Units = sd
 	}
@@ -461,7 +483,7 @@ func cmdDaemon(ctx context.Context, env *environment, args []string) error {
 	log := journal.NewLogger("core", env.stderr)
 	launcher, closeLauncher := chooseLauncher(ctx, cfg, log.With("actor", "core"), env.stderr)
 	defer closeLauncher()
-	return runCore(ctx, cfg, store, log, launcher, sdnotify.New(), "", nil)
+	return runCore(ctx, cfg, store, log, coreRun{launcher: launcher, notify: sdnotify.New()})
 }
 
 func cmdBroker(ctx context.Context, env *environment, args []string) error {

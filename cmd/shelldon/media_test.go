@@ -97,3 +97,46 @@ func TestVoiceNoteOutlivesARestart(t *testing.T) {
 		t.Errorf("the voice note was transcribed %d times, want once: core kept its words", len(got))
 	}
 }
+
+// TestSpokenAndCaptionedSlashesAreWordsNotCommands: the owner keeps a
+// rule, then sends a voice note whose transcript reads "/rules revoke 1"
+// and a photo captioned so. Both are the owner's words to the pet — a
+// transcript can be a radio in the room, a caption is about the photo —
+// so each is a turn for the model, and the rule stays.
+func TestSpokenAndCaptionedSlashesAreWordsNotCommands(t *testing.T) {
+	t.Parallel()
+	model := demomodel.New(
+		writeCall("w1", "todo.txt", "milk"), demomodel.Step{Text: "Saved your list."},
+		demomodel.Step{Text: "You said a command out loud; I only take those typed."},
+		demomodel.Step{Text: "A photo with a caption."},
+	)
+	api := telegramtest.New(t, botToken)
+	newPet(t, model, withTelegram(api), withMedia)
+
+	api.SendText(ownerID, "put milk on my list")
+	tap(api, api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return len(m.Keyboard) > 0 }), "Always")
+	api.WaitMessage(t, ownerID, textHas("Rule 1 kept"))
+	api.WaitMessage(t, ownerID, textHas("Saved your list."))
+
+	api.SendVoice(ownerID, telegramtest.Voice{Content: []byte("/rules revoke 1")})
+	heard := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+		return strings.Contains(m.Text, "Rule 1 revoked") || strings.Contains(m.Text, "🎤 you said: /rules revoke 1")
+	})
+	if !strings.Contains(heard.Text, "I only take those typed") {
+		t.Errorf("the voice note was answered %q, want the model's answer to the words heard", heard.Text)
+	}
+	api.SendPhoto(ownerID, "/rules revoke 1", telegramtest.Photo{Width: 8, Height: 8, Content: testJPEG(t, 8, 8)})
+	captioned := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+		return m.ID > heard.ID && (strings.Contains(m.Text, "Rule 1 revoked") || strings.Contains(m.Text, "A photo with a caption."))
+	})
+	if !strings.Contains(captioned.Text, "A photo with a caption.") {
+		t.Errorf("the captioned photo was answered %q, want the model's answer", captioned.Text)
+	}
+	api.SendText(ownerID, "/rules")
+	rules := api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool {
+		return strings.Contains(m.Text, "What runs without asking") || strings.Contains(m.Text, "No rules")
+	})
+	if !strings.Contains(rules.Text, "1. write_file to `todo.txt`") {
+		t.Errorf("/rules = %q, want rule 1 still there", rules.Text)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -19,6 +20,8 @@ import (
 	"shelldon/bus"
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/approved"
+	"shelldon/daemon/fetch"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
@@ -31,10 +34,14 @@ import (
 // with SHELLDON_TEST_MAIN=1 as `shelldon daemon`, `broker`, `up`…, and core
 // starts the real shelldon-worker, built beside it (workerBinary), so
 // every turn in these tests runs a real worker in a real child process. With intruderEnv set it
-// plays a hostile bus client instead (see intrude).
+// plays a hostile bus client instead (see intrude), with flooderEnv one
+// that floods the bus (see flood).
 func TestMain(m *testing.M) {
 	if role := os.Getenv(intruderEnv); role != "" {
 		os.Exit(intrude(contracts.Role(role)))
+	}
+	if mode := os.Getenv(flooderEnv); mode != "" {
+		os.Exit(flood(mode))
 	}
 	if os.Getenv("SHELLDON_TEST_MAIN") == "1" {
 		main()
@@ -53,7 +60,9 @@ type pet struct {
 	model  *demomodel.Server
 	cancel context.CancelFunc
 
-	launcher   launch.Launcher
+	launcher launch.Launcher
+	// fetch is core's http_get, nil for the guarded client.
+	fetch      approved.Fetcher
 	coreCancel context.CancelFunc
 	coreDone   chan error
 	// stopBroker stops the in-process broker, for a test that runs one
@@ -124,11 +133,17 @@ func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config 
 func newPet(t testing.TB, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
 	logs := new(syncBuffer)
+	return newPetLogging(t, childWorkers(t, logs), logs, model, opts...)
+}
+
+// childWorkers starts workers as child processes whose logs go to logs
+// too (not for a benchmark, whose turns would pile up there).
+func childWorkers(t testing.TB, logs *syncBuffer) launch.Child {
 	workers := launch.Child{Output: io.MultiWriter(testOutput(), logs)}
 	if _, bench := t.(*testing.B); bench {
 		workers.Output = testOutput()
 	}
-	return newPetLogging(t, workers, logs, model, opts...)
+	return workers
 }
 
 // newPetLaunchedBy is newPet with core starting workers through launcher.
@@ -141,9 +156,34 @@ func newPetLaunchedBy(t testing.TB, launcher launch.Launcher, model *demomodel.S
 // where the launcher may also put its workers' logs.
 func newPetLogging(t testing.TB, launcher launch.Launcher, logs *syncBuffer, model *demomodel.Server, opts ...petOption) *pet {
 	t.Helper()
+	return newPetOf(t, &pet{launcher: launcher, logs: logs}, model, opts...)
+}
+
+// newPetServing is newPet whose approved http_gets are answered by
+// pages, as a server would answer them, whatever host the URL names.
+func newPetServing(t testing.TB, pages http.Handler, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
+	logs := new(syncBuffer)
+	return newPetOf(t, &pet{launcher: childWorkers(t, logs), logs: logs, fetch: servedPages{pages}}, model, opts...)
+}
+
+// servedPages carries out core's approved http_gets with a handler of the
+// test's, in place of the guarded client: what a page says is under test
+// here, not where it lives (package fetch tests that).
+type servedPages struct{ pages http.Handler }
+
+func (s servedPages) Get(_ context.Context, url string) (fetch.Response, error) {
+	answer := httptest.NewRecorder()
+	s.pages.ServeHTTP(answer, httptest.NewRequest(http.MethodGet, url, nil))
+	return fetch.Response{URL: url, Status: answer.Code, ContentType: answer.Header().Get("Content-Type"), Body: answer.Body.Bytes()}, nil
+}
+
+// newPetOf starts the pet p, whose launcher and logs are set.
+func newPetOf(t testing.TB, p *pet, model *demomodel.Server, opts ...petOption) *pet {
+	t.Helper()
 	srv := httptest.NewServer(model)
 	t.Cleanup(srv.Close)
-	p := &pet{t: t, model: model, launcher: launcher, replies: make(chan contracts.Outbound, 256), logs: logs}
+	p.t, p.model, p.replies = t, model, make(chan contracts.Outbound, 256)
 	p.cfg = testConfig(t, srv.URL+"/v1", opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
@@ -254,7 +294,7 @@ func (p *pet) startCore() {
 				return err
 			}
 			defer store.Close() // before coreDone: the next core takes the lock at once
-			return runCore(ctx, p.cfg, store, p.coreLog(), p.launcher, nil, "", func() { close(ready) })
+			return runCore(ctx, p.cfg, store, p.coreLog(), coreRun{launcher: p.launcher, fetch: p.fetch, ready: func() { close(ready) }})
 		}()
 	}()
 	select {
@@ -338,7 +378,21 @@ func (p *pet) send(in contracts.Inbound) {
 // decide sends the owner's tap on a parked call.
 func (p *pet) decide(turn string, approve bool) {
 	p.t.Helper()
-	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: turn, Approve: approve, Chat: "owner"})
+	p.answer(contracts.Decision{Turn: turn, Approve: approve})
+}
+
+// grant approves the parked call of turn and grants the rule it offers
+// ("Always for …").
+func (p *pet) grant(turn string) {
+	p.t.Helper()
+	p.answer(contracts.Decision{Turn: turn, Approve: true, Always: true})
+}
+
+// answer sends the owner's decision d, from the owner's chat.
+func (p *pet) answer(d contracts.Decision) {
+	p.t.Helper()
+	d.Chat = "owner"
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", d)
 	if err != nil {
 		p.t.Fatal(err)
 	}

@@ -257,7 +257,7 @@ func TestTelegramWithoutAllowedUsersRefusesToStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	err = runCore(context.Background(), cfg, store, testLogger(t), launch.Child{}, nil, "", func() { t.Error("core started") })
+	err = runCore(context.Background(), cfg, store, testLogger(t), coreRun{launcher: launch.Child{}, ready: func() { t.Error("core started") }})
 	if err == nil || !strings.Contains(err.Error(), "@userinfobot") || !strings.Contains(err.Error(), "telegram.allowed_users") {
 		t.Errorf("runCore = %v, want a refusal saying how to find the owner's id", err)
 	}

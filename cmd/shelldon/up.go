@@ -98,7 +98,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	go func() {
 		defer close(coreStopped)
 		defer stopServing()
-		coreErr = runCore(ctx, cfg, store, log, launch.Child{Output: logOut}, nil, modelHelp, func() { close(ready) })
+		coreErr = runCore(ctx, cfg, store, log, coreRun{launcher: launch.Child{Output: logOut}, modelHelp: modelHelp, ready: func() { close(ready) }})
 	}()
 	// Whatever ends up, core stops before the store closes.
 	defer func() {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"hash"
 	"io/fs"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 
+	"shelldon/contracts"
+	"shelldon/daemon/state"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
 	"shelldon/sandbox"
@@ -60,11 +63,7 @@ func MarkOutside(outside string) string {
 func CallDigest(tool string, c tools.Checked, outside string) string {
 	h := sha256.New()
 	field(h, "tool", tool)
-	if outside != "" {
-		// Only when set: a request kept before marks existed keeps its
-		// digest across the upgrade.
-		field(h, "outside", outside)
-	}
+	marked(h, outside)
 	for _, a := range c.Argv {
 		field(h, "arg", a)
 	}
@@ -87,7 +86,7 @@ func RenderPromotion(p PromotionPayload) Shown {
 	}
 	return Shown{
 		Title: "new tool " + p.Stem,
-		Note:  visible.Line(note),
+		Note:  visible.Line(MarkOutside(p.Outside) + note),
 		Detail: fmt.Sprintf("%s.py (%s):\n%s\ntest_%s.py (%s):\n%s\ngate: %s", p.Stem, bytesOf(int64(len(p.Module))), visible.Text(p.Module),
 			p.Stem, bytesOf(int64(len(p.Test))), visible.Text(p.Test), visible.Text(p.Gate)),
 	}
@@ -102,7 +101,17 @@ func PromotionDigest(p PromotionPayload) string {
 	field(h, "test", p.Test)
 	field(h, "description", p.Description)
 	field(h, "live", p.Live)
+	marked(h, p.Outside)
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// marked writes a request's mark of outside content into its digest,
+// only when set: a request kept before marks existed keeps its digest
+// across the upgrade.
+func marked(h hash.Hash, outside string) {
+	if outside != "" {
+		field(h, "outside", outside)
+	}
 }
 
 // RenderChangeSet is what the owner is shown of a change set that waits
@@ -135,7 +144,7 @@ func RenderChangeSet(cs ChangeSetPayload) Shown {
 func RenderTokenCap(p TokenCapPayload) Shown {
 	return Shown{
 		Title:  "more tokens today",
-		Note:   fmt.Sprintf("today's turns used %d tokens, at or over your daily cap of %d; Approve and I think about your message anyway, Deny and I let it go", p.Today, p.Cap),
+		Note:   MarkOutside(p.Outside) + fmt.Sprintf("today's turns used %d tokens, at or over your daily cap of %d; Approve and I think about your message anyway, Deny and I let it go", p.Today, p.Cap),
 		Detail: visible.Text(p.Text),
 	}
 }
@@ -145,6 +154,52 @@ func RenderTokenCap(p TokenCapPayload) Shown {
 func TokenCapDigest(p TokenCapPayload) string {
 	h := sha256.New()
 	field(h, "text", p.Text)
+	marked(h, p.Outside)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// RenderMemory is what the owner is shown of what a marked turn would
+// keep of them: the warning with where its text came from, and each op
+// exactly — the topic and the note, about.md's whole new text, the
+// learning and its tags, the face, the schedule to cancel.
+func RenderMemory(p MemoryPayload) Shown {
+	var b strings.Builder
+	for _, op := range p.Ops {
+		if b.Len() > 0 {
+			b.WriteString("\n\n")
+		}
+		switch o := op.Body.(type) {
+		case contracts.Remember:
+			fmt.Fprintf(&b, "add to memory/%s.md:\n%s", visible.Line(cmp.Or(o.Topic, state.DefaultTopic)), visible.Text(o.Text))
+		case contracts.RewriteAbout:
+			fmt.Fprintf(&b, "replace about.md, what I know of you, with:\n%s", visible.Text(o.Text))
+		case contracts.CaptureLearning:
+			fmt.Fprintf(&b, "keep a learning (tags: %s):\n%s", visible.Line(strings.Join(o.Tags, ", ")), visible.Text(o.Text))
+		case contracts.AddFace:
+			fmt.Fprintf(&b, "add the face %s: %s", visible.Line(o.Name), visible.Line(o.Glyphs))
+		case contracts.CancelSchedule:
+			fmt.Fprintf(&b, "cancel schedule %d (/schedule lists them)", o.ID)
+		default:
+			fmt.Fprintf(&b, "%s (which I do not keep this way)", visible.Line(op.Body.OpName()))
+		}
+	}
+	return Shown{
+		Title:  "memory",
+		Note:   visible.Line(MarkOutside(p.Outside) + fmt.Sprintf("%d change(s) to what I keep of you; none is made unless you approve, and no rule can", len(p.Ops))),
+		Detail: b.String(),
+	}
+}
+
+// MemoryDigest is the digest of what an approved request to keep a
+// marked turn's memory applies: its ops, their turn and its mark.
+func MemoryDigest(p MemoryPayload) string {
+	h := sha256.New()
+	field(h, "turn", p.Turn)
+	field(h, "outside", p.Outside)
+	for _, op := range p.Ops {
+		raw, _ := json.Marshal(op) // an op decoded from its JSON encodes again
+		field(h, "op", string(raw))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
+	"shelldon/daemon/mark"
 	"shelldon/daemon/state"
 	"shelldon/policy"
 	"shelldon/sandbox"
@@ -30,6 +31,9 @@ const (
 	// TokenCap asks to start a turn of the owner's messages although
 	// today's turns used the daily token cap.
 	TokenCap Kind = state.KindTokenCap
+	// Memory asks to keep what a marked turn would keep of the owner
+	// (package daemon/mark).
+	Memory Kind = state.KindMemory
 )
 
 // needsSlot reports whether carrying out a decision of kind k needs the
@@ -74,6 +78,7 @@ type Request struct {
 	Promotion *PromotionPayload
 	ChangeSet *ChangeSetPayload
 	TokenCap  *TokenCapPayload
+	Memory    *MemoryPayload
 }
 
 // CallPayload is a parked turn's call and its conversation.
@@ -122,6 +127,9 @@ type PromotionPayload struct {
 	// "" for a new tool: keeping it after the live version changed would
 	// skip the check that the live tests stay.
 	Live string `json:"live,omitempty"`
+	// Outside is the mark of the turn that proposed it (see
+	// [MarkOutside]), "" for none.
+	Outside string `json:"outside,omitempty"`
 }
 
 // ChangeSetPayload is an approved command's change set, kept aside until
@@ -147,6 +155,21 @@ type TokenCapPayload struct {
 	// Today is the tokens today's turns had used, and Cap the cap.
 	Today int `json:"today"`
 	Cap   int `json:"cap"`
+	// Outside is the mark of a text that joined the messages (a due
+	// schedule's, set by a marked turn), "" for none: the turn starts
+	// marked.
+	Outside string `json:"outside,omitempty"`
+}
+
+// MemoryPayload is what a turn marked by outside text would keep of its
+// owner, or change of what they set: its ops as it proposed them, each
+// valid, applied as they are when the owner approves.
+type MemoryPayload struct {
+	Ops []contracts.Op `json:"ops"`
+	// Outside is the turn's mark; Turn the turn, whose learnings they
+	// would be.
+	Outside string `json:"outside"`
+	Turn    string `json:"turn"`
 }
 
 // ErrChanged is wrapped by [Request.Verify] when what would run now is
@@ -172,7 +195,7 @@ func (r Request) ask(to Audience) contracts.ApprovalRequest {
 // none for a call asked after reading outside content, whatever its row
 // says.
 func (r Request) offer() policy.Rule {
-	if r.Kind != Call || r.Call == nil || r.Call.Offer == nil || r.Call.Outside != "" {
+	if r.Kind != Call || r.Call == nil || r.Call.Offer == nil || !mark.RulesApply(r.Call.Outside) {
 		return policy.Rule{}
 	}
 	return *r.Call.Offer
@@ -216,6 +239,8 @@ func (r Request) row() (state.PendingApproval, error) {
 		payload = r.ChangeSet
 	case TokenCap:
 		payload = r.TokenCap
+	case Memory:
+		payload = r.Memory
 	}
 	raw, err := json.Marshal(payload)
 	if err != nil {
@@ -250,6 +275,9 @@ func fromRow(p state.PendingApproval) (Request, error) {
 	case TokenCap:
 		r.TokenCap = &TokenCapPayload{}
 		err = json.Unmarshal(p.Payload, r.TokenCap)
+	case Memory:
+		r.Memory = &MemoryPayload{}
+		err = json.Unmarshal(p.Payload, r.Memory)
 	default:
 		err = fmt.Errorf("unknown kind %q", r.Kind)
 	}

@@ -275,6 +275,10 @@ func Schedules(all []state.Scheduled, budget string) string {
 			repeat = "every " + sc.Every
 		}
 		fmt.Fprintf(&b, "\n%d. %s (%s): %s", sc.ID, when, repeat, visible.Line(Shorten(sc.Text, 80)))
+		if sc.Outside != "" {
+			// Its turns ask everything, and no rule lets a call through.
+			fmt.Fprintf(&b, " ⚠ set after reading %s", visible.Line(sc.Outside))
+		}
 	}
 	b.WriteString("\n/schedule cancel ID drops one.\n" + budget)
 	return b.String()

@@ -51,6 +51,19 @@ func TestTools(t *testing.T) {
 	}
 }
 
+// TestSchedulesShowTheirMark: a schedule set by a turn that had read a
+// page says so in the owner's list; the owner's own do not.
+func TestSchedulesShowTheirMark(t *testing.T) {
+	got := Schedules([]state.Scheduled{
+		{ID: 1, Text: "water the plants", Next: time.Now()},
+		{ID: 2, Text: "write what the page said", Next: time.Now(), Outside: "https://example.com/page"},
+	}, "")
+	lines := strings.Split(got, "\n")
+	if len(lines) < 3 || strings.Contains(lines[1], "⚠") || !strings.HasSuffix(lines[2], "⚠ set after reading https://example.com/page") {
+		t.Errorf("Schedules(...) = %q, want the second alone marked with where its turn read from", got)
+	}
+}
+
 func TestCost(t *testing.T) {
 	for _, tc := range []struct {
 		amount   float64

@@ -29,6 +29,9 @@ const (
 	// KindTokenCap asks to start a turn of the owner's messages past
 	// today's token cap.
 	KindTokenCap = "token-cap"
+	// KindMemory asks to keep what a turn that read text from outside
+	// would keep of the owner.
+	KindMemory = "memory"
 )
 
 // Audience is one place a request was shown: a transport and the chat in
@@ -62,7 +65,8 @@ type PendingApproval struct {
 	// Turn is the request's key: the id of the turn that parked a call
 	// (at most one call per turn), a fresh id for anything else.
 	Turn string
-	// Kind is KindCall, KindPromotion, KindChangeSet or KindTokenCap.
+	// Kind is KindCall, KindPromotion, KindChangeSet, KindTokenCap or
+	// KindMemory.
 	Kind string
 	// Title, Summary and Detail are exactly what the owner is shown:
 	// what is asked, the one-line risk note, and what will run.
@@ -104,7 +108,7 @@ func (a PendingApproval) check() error {
 	switch a.Kind {
 	case KindCall:
 		return contracts.RequestToolApproval{Call: a.Call, Summary: a.Summary, Messages: a.Messages}.Validate()
-	case KindPromotion, KindChangeSet, KindTokenCap:
+	case KindPromotion, KindChangeSet, KindTokenCap, KindMemory:
 		if a.Call != (contracts.ToolCall{}) || len(a.Messages) > 0 {
 			return fmt.Errorf("a %s carries no call", a.Kind)
 		}

@@ -66,7 +66,7 @@ func TestAddLearning(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	at := time.UnixMilli(42)
-	if err := s.AddLearning(ctx, "t1", "ask before assuming", []string{"time", "habits"}, at); err != nil {
+	if err := s.Keep(ctx, "t1", Memory{Learnings: []contracts.CaptureLearning{{Text: "ask before assuming", Tags: []string{"time", "habits"}}}}, at); err != nil {
 		t.Fatal(err)
 	}
 	bad := []struct {
@@ -81,8 +81,8 @@ func TestAddLearning(t *testing.T) {
 		{"too many tags", "ok", []string{"a", "b", "c", "d", "e", "f"}},
 	}
 	for _, tt := range bad {
-		if err := s.AddLearning(ctx, "t1", tt.text, tt.tags, at); err == nil {
-			t.Errorf("AddLearning with %s = nil, want an error", tt.name)
+		if err := s.Keep(ctx, "t1", Memory{Learnings: []contracts.CaptureLearning{{Text: tt.text, Tags: tt.tags}}}, at); err == nil {
+			t.Errorf("Keep of a learning with %s = nil, want an error", tt.name)
 		}
 	}
 	rows, err := s.db.Query(`SELECT turn, text, tags, at FROM learnings`)

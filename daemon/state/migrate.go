@@ -234,6 +234,11 @@ var migrations = []string{
 		uses      INTEGER NOT NULL,
 		last_used INTEGER NOT NULL -- unix ms
 	);`,
+	// 16: a schedule set by a turn that had read text from outside carries
+	// that turn's mark (where the text came from), and so does every turn
+	// it starts; '' for the schedules before, set by unmarked turns as
+	// far as anyone knew.
+	`ALTER TABLE schedules ADD COLUMN outside TEXT NOT NULL DEFAULT '';`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -42,9 +42,13 @@ type Scheduled struct {
 	Created         time.Time
 	// LastRun is when it last ran; zero until it has.
 	LastRun time.Time
+	// Outside is the mark of the turn that set it, when that turn had read
+	// text from outside: where the text came from (package daemon/mark).
+	// Every turn the schedule starts carries it.
+	Outside string
 }
 
-const scheduleColumns = `id, text, next_at, every, transport, chat, created_at, last_run_at`
+const scheduleColumns = `id, text, next_at, every, transport, chat, created_at, last_run_at, outside`
 
 // AddSchedule stores a schedule and returns its id; sc.ID is ignored. The
 // text must be non-blank valid UTF-8 of at most contracts.MaxScheduleText
@@ -80,8 +84,8 @@ func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
 			return fmt.Errorf("%w: %d are live, at most %d", ErrTooManySchedules, live, MaxSchedules)
 		}
 		return tx.QueryRowContext(ctx,
-			`INSERT INTO schedules (text, next_at, every, transport, chat, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-			sc.Text, sc.Next.UnixMilli(), every.String(), sc.Transport, sc.Chat, sc.Created.UnixMilli()).Scan(&id)
+			`INSERT INTO schedules (text, next_at, every, transport, chat, created_at, outside) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+			sc.Text, sc.Next.UnixMilli(), every.String(), sc.Transport, sc.Chat, sc.Created.UnixMilli(), sc.Outside).Scan(&id)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("add schedule: %w", err)
@@ -213,7 +217,7 @@ func scanSchedule(row interface{ Scan(...any) error }) (Scheduled, error) {
 		next, created int64
 		lastRun       sql.NullInt64
 	)
-	if err := row.Scan(&sc.ID, &sc.Text, &next, &sc.Every, &sc.Transport, &sc.Chat, &created, &lastRun); err != nil {
+	if err := row.Scan(&sc.ID, &sc.Text, &next, &sc.Every, &sc.Transport, &sc.Chat, &created, &lastRun, &sc.Outside); err != nil {
 		return Scheduled{}, err
 	}
 	sc.Next = time.UnixMilli(next)

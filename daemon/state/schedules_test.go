@@ -19,7 +19,8 @@ func scheduledAt(text string, next time.Time, every string) Scheduled {
 
 func sameSchedule(got, want Scheduled) bool {
 	return got.ID == want.ID && got.Text == want.Text && got.Next.Equal(want.Next) && got.Every == want.Every &&
-		got.Transport == want.Transport && got.Chat == want.Chat && got.Created.Equal(want.Created) && got.LastRun.Equal(want.LastRun)
+		got.Transport == want.Transport && got.Chat == want.Chat && got.Created.Equal(want.Created) && got.LastRun.Equal(want.LastRun) &&
+		got.Outside == want.Outside
 }
 
 func scheduleIDs(schedules []Scheduled) []int64 {
@@ -44,7 +45,8 @@ func TestScheduleLifecycle(t *testing.T) {
 		scheduledAt("check in", epoch.Add(3*time.Hour), "day"),
 		scheduledAt("stretch", epoch.Add(time.Hour), ""),
 		scheduledAt("drink water", epoch.Add(2*time.Hour), "90m"),
-		scheduledAt("weekly review", epoch.Add(time.Hour), "weekly"),
+		// Set by a turn that had read a page: the mark is kept with it.
+		{Text: "weekly review", Next: epoch.Add(time.Hour), Every: "weekly", Transport: "telegram", Chat: "42", Created: epoch, Outside: "https://example.com/page"},
 	}
 	want := make([]Scheduled, len(adds))
 	for i, sc := range adds {

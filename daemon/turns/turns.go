@@ -12,6 +12,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/mark"
 )
 
 // Origin is where a message came from, so the reply goes back there.
@@ -32,10 +33,10 @@ type Admission struct {
 	// Preview says what was decided.
 	Resume  *contracts.Resume
 	Preview string
-	// Outside marks a resumed turn whose conversation has read text
-	// from outside (a fetched page, a git remote's words): where it came
-	// from. Core sets it from what it carried out itself, and every
-	// request the turn makes carries it on.
+	// Outside is the turn's mark of untrusted content (package
+	// daemon/mark): where text it works on came from outside (a fetched
+	// page, a git remote's words), "" for none. Every request the turn
+	// makes, and every schedule it sets, carries it on.
 	Outside string
 	// RuleRuns counts the calls granted rules let through in a row in a
 	// resumed turn's conversation; the owner's own decision resets it.
@@ -92,6 +93,7 @@ type Turn struct {
 	Outcome, Err string
 	exited       bool // the worker's processes are gone
 	left         bool // the worker's bus connection is gone (or never was)
+	keeping      bool // what its result keeps is being written off the loop
 	timer        clock.Timer
 }
 
@@ -158,8 +160,10 @@ type Machine struct {
 	pending       []string
 	pendingIDs    []int64
 	pendingOrigin Origin
-	fence         fence
-	cur           *Turn
+	// pendingMark is the mark of a pending text set by a marked turn.
+	pendingMark string
+	fence       fence
+	cur         *Turn
 }
 
 // New makes a machine whose turns time out after turnTimeout, and whose
@@ -173,14 +177,22 @@ func New(clk clock.Clock, turnTimeout, reap time.Duration, post func(Event)) *Ma
 // returns the admission to start now, or false when the slot is taken and
 // the text joined the pending slot.
 func (m *Machine) Submit(text string, from Origin, ids ...int64) (Admission, bool) {
+	return m.SubmitMarked(text, from, "", ids...)
+}
+
+// SubmitMarked is Submit of a text marked by outside content (a due
+// schedule's, set by a marked turn): the turn it starts is marked, and
+// so is the catch-up turn it joins.
+func (m *Machine) SubmitMarked(text string, from Origin, outside string, ids ...int64) (Admission, bool) {
 	if m.busy {
 		m.pending = append(m.pending, text)
 		m.pendingIDs = append(m.pendingIDs, ids...)
 		m.pendingOrigin = from
+		m.pendingMark = mark.Joined(m.pendingMark, outside)
 		return Admission{}, false
 	}
 	m.busy = true
-	return Admission{Text: text, Origin: from, Messages: slices.Clone(ids)}, true
+	return Admission{Text: text, Origin: from, Messages: slices.Clone(ids), Outside: outside}, true
 }
 
 // Claim takes the slot for something that is not a message (an owner's
@@ -287,14 +299,30 @@ func (m *Machine) On(ev Event) Step {
 	return step
 }
 
-// Finished ends the turn in flight if it is over — its result settled and
-// its worker gone — and returns it; core then records it and calls
-// Release. It returns nil while the turn is still on.
+// Finished ends the turn in flight if it is over — its result settled,
+// what it keeps written, and its worker gone — and returns it; core then
+// records it and calls Release. It returns nil while the turn is still
+// on.
 func (m *Machine) Finished() *Turn { return m.finished() }
+
+// Keeping records that what t's result keeps is being written off the
+// loop: t is not over, and the slot not handed on, until [Machine.Kept],
+// so that the next turn reads what it kept.
+func (m *Machine) Keeping(t *Turn) { t.keeping = true }
+
+// Kept records that what t keeps is written, and ends t, as Finished
+// does, if that was all it waited for.
+func (m *Machine) Kept(t *Turn) *Turn {
+	t.keeping = false
+	if m.cur != t {
+		return nil
+	}
+	return m.finished()
+}
 
 func (m *Machine) finished() *Turn {
 	t := m.cur
-	if t == nil || m.fence.isOpen(t.ID) || !t.exited {
+	if t == nil || m.fence.isOpen(t.ID) || !t.exited || t.keeping {
 		return nil
 	}
 	t.timer.Stop()
@@ -310,12 +338,12 @@ func (m *Machine) Release() (Admission, bool) {
 		m.busy = false
 		return Admission{}, false
 	}
-	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true, Messages: m.pendingIDs}
+	next := Admission{Text: strings.Join(m.pending, "\n"), Origin: m.pendingOrigin, CatchUp: true, Messages: m.pendingIDs, Outside: m.pendingMark}
 	if len(next.Text) > MaxCatchUpBytes {
 		cut := cutAt(next.Text, MaxCatchUpBytes)
 		next.Text, next.Overflow = next.Text[:cut], next.Text[cut:]
 	}
-	m.pending, m.pendingIDs, m.pendingOrigin = nil, nil, Origin{}
+	m.pending, m.pendingIDs, m.pendingOrigin, m.pendingMark = nil, nil, Origin{}, ""
 	return next, true
 }
 

@@ -72,6 +72,28 @@ func TestSubmitAdmitsOneAndCoalescesTheRest(t *testing.T) {
 	}
 }
 
+// TestAMarkedTextMarksItsTurnAndItsCatchUp: a due schedule set by a
+// marked turn starts a marked turn; while a turn runs, it marks the
+// catch-up it joins, whatever the owner's messages beside it; the next
+// catch-up, of the owner's messages alone, is not marked.
+func TestAMarkedTextMarksItsTurnAndItsCatchUp(t *testing.T) {
+	m := newMachine()
+	const page = "https://example.com/page"
+	if adm, now := m.SubmitMarked("write the page's words", Origin{}, page); !now || adm.Outside != page {
+		t.Fatalf("SubmitMarked = %+v, %v; want a turn started with the mark", adm, now)
+	}
+	m.Submit("the owner's words", Origin{}, 1)
+	m.SubmitMarked("write the page's words", Origin{}, page)
+	m.Submit("more of the owner's words", Origin{}, 2)
+	if next, _ := m.Release(); next.Outside != page {
+		t.Errorf("the catch-up with a marked text = %+v, want it marked %q", next, page)
+	}
+	m.Submit("the owner alone", Origin{}, 3)
+	if next, _ := m.Release(); next.Outside != "" {
+		t.Errorf("the next catch-up, of the owner's words alone, is marked %q", next.Outside)
+	}
+}
+
 func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
 	m := newMachine()
 	adm, _ := m.Submit("hi", Origin{})
@@ -101,6 +123,30 @@ func TestAResultIsAcceptedOnceAndOnlyForTheOpenTurn(t *testing.T) {
 	// The timer of a finished turn is stopped: no timeout comes later.
 	if evs := m.advance(2 * testT); len(evs) != 0 {
 		t.Errorf("a finished turn's timers fired: %+v", evs)
+	}
+}
+
+// TestATurnIsOverOnceWhatItKeepsIsWritten: a turn whose result is being
+// kept off the loop is not over when its worker leaves — the slot is not
+// handed on, and the next turn would not read what it kept — but when
+// it is written.
+func TestATurnIsOverOnceWhatItKeepsIsWritten(t *testing.T) {
+	m := newMachine()
+	adm, _ := m.Submit("remember this", Origin{})
+	turn := m.Begin(adm)
+	if _, err := m.Accept(turn.ID); err != nil {
+		t.Fatal(err)
+	}
+	m.Keeping(turn)
+	m.On(Event{Kind: Left, Turn: turn.ID})
+	if step := m.On(Event{Kind: Exited, Turn: turn.ID}); step.Finished != nil {
+		t.Fatal("a turn was over while what it keeps was still being written")
+	}
+	if _, now := m.Submit("next", Origin{}); now {
+		t.Fatal("the next turn started before what the last one keeps was written")
+	}
+	if m.Kept(turn) != turn {
+		t.Fatal("Kept did not end the turn whose worker is gone")
 	}
 }
 

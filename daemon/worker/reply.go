@@ -54,9 +54,17 @@ func ParseReply(raw string, faces FaceSet) contracts.Result {
 	if p.facePick != "" && !known {
 		p.notes = append(p.notes, fmt.Sprintf("unknown face %q; using %s", p.facePick, name))
 	}
+	payload := p.payload()
+	if err := contracts.CheckOps(p.ops); err != nil {
+		// Refused whole, and said where the owner reads it and the
+		// model will, in the history.
+		p.ops = nil
+		p.notes = append(p.notes, err.Error())
+		payload = contracts.WithRefusedOps(payload, err)
+	}
 	return contracts.Result{
 		OK:      true,
-		Payload: p.payload(),
+		Payload: payload,
 		Ops:     p.ops,
 		Thought: capRunes(p.thought, MaxThoughtRunes),
 		Face:    name,

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -400,4 +401,23 @@ func FuzzParseReply(f *testing.F) {
 
 func startsFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// TestParseReplyRefusesTooManyOpsWhole: ops blocks that together hold
+// more ops than one reply may are refused whole, not a prefix, and the
+// reply says so, for the owner to read and the model to find in the
+// history.
+func TestParseReplyRefusesTooManyOpsWhole(t *testing.T) {
+	var raw strings.Builder
+	raw.WriteString("Noted.\n")
+	for i := range contracts.MaxOpsPerReply + 1 {
+		fmt.Fprintf(&raw, "```ops\n{\"op\": \"remember\", \"topic\": \"t%d\", \"text\": \"x\"}\n```\n", i)
+	}
+	got := ParseReply(raw.String(), testFaces)
+	if len(got.Ops) != 0 {
+		t.Errorf("ParseReply kept %d ops of a reply over the bound, want none", len(got.Ops))
+	}
+	if !strings.HasPrefix(got.Payload, "Noted.") || !strings.Contains(got.Payload, "none of them was applied") {
+		t.Errorf("payload = %q, want the reply and why its ops were refused", got.Payload)
+	}
 }

@@ -157,3 +157,60 @@ func asAnotherUser(t *testing.T) {
 		t.Fatalf("as uid %d: %v\n%s", nobody, err, out)
 	}
 }
+
+// TestWriteFilesReplacesABatch: files in two directories, new and
+// replaced, each with its content and mode, and no temporary file left.
+func TestWriteFilesReplacesABatch(t *testing.T) {
+	root := t.TempDir()
+	sub := filepath.Join(root, "memory")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(sub, "old.md"), []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	files := []File{
+		{Path: filepath.Join(root, "about.md"), Data: []byte("about")},
+		{Path: filepath.Join(sub, "old.md"), Data: []byte("old and new")},
+		{Path: filepath.Join(sub, "new.md"), Data: []byte("new")},
+	}
+	if err := WriteFiles(files, 0o640); err != nil {
+		t.Fatalf("WriteFiles = %v, want nil", err)
+	}
+	for _, f := range files {
+		got, err := os.ReadFile(f.Path)
+		if err != nil || string(got) != string(f.Data) {
+			t.Errorf("%s = %q, %v; want %q", f.Path, got, err, f.Data)
+		}
+		if fi, err := os.Stat(f.Path); err != nil || fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s mode = %v, %v; want 0640", f.Path, fi.Mode(), err)
+		}
+	}
+	if extra := leftovers(t, root, "about.md", "memory"); len(extra) > 0 {
+		t.Errorf("left in %s: %v", root, extra)
+	}
+	if extra := leftovers(t, sub, "old.md", "new.md"); len(extra) > 0 {
+		t.Errorf("left in %s: %v", sub, extra)
+	}
+}
+
+// TestWriteFilesFailingBeforeTheRenamesChangesNothing: a batch with one
+// file it cannot write (its directory is gone) replaces none of the
+// others, and leaves no temporary file.
+func TestWriteFilesFailingBeforeTheRenamesChangesNothing(t *testing.T) {
+	dir := t.TempDir()
+	kept := filepath.Join(dir, "kept.md")
+	if err := os.WriteFile(kept, []byte("as it was"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteFiles([]File{{Path: kept, Data: []byte("changed")}, {Path: filepath.Join(dir, "gone", "x.md"), Data: []byte("x")}}, 0o600)
+	if err == nil || !strings.Contains(err.Error(), "x.md") {
+		t.Fatalf("WriteFiles = %v, want an error naming x.md", err)
+	}
+	if got, _ := os.ReadFile(kept); string(got) != "as it was" {
+		t.Errorf("kept.md = %q, want it as it was", got)
+	}
+	if extra := leftovers(t, dir, "kept.md"); len(extra) > 0 {
+		t.Errorf("left in %s: %v", dir, extra)
+	}
+}
