@@ -1,6 +1,9 @@
 package contracts
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Inbound is a message from the owner, as a transport delivers it.
 // The envelope's Sender names the transport, so the reply goes back the
@@ -71,6 +74,24 @@ type Outbound struct {
 	// what it asked (a tool not restored, an unknown command), so that
 	// `shelldon tools restore` can exit with a failure.
 	Refused bool `json:"refused,omitempty"`
+	// File, when set, goes with the text as a file named FileName: the
+	// whole of what the text sums up (the list of a long change set),
+	// which a transport sends as a document or saves for the owner.
+	File     []byte `json:"file,omitempty"`
+	FileName string `json:"file_name,omitempty"`
+}
+
+// SafeFileName is name with every character but an ASCII letter, digit,
+// '-', '_' or '.' made '-': what a transport may name a file by when the
+// name came over the bus (an Outbound's FileName, a request's key), with
+// no directory and nothing a terminal would act on.
+func SafeFileName(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
+			return r
+		}
+		return '-'
+	}, name)
 }
 
 // Role of a chat message in a model conversation.
@@ -372,6 +393,10 @@ type ApprovalRequest struct {
 	// `python3 build.py`"): a third answer beside approve and deny.
 	// Empty when no narrow rule can be stated for the call.
 	Always string `json:"always,omitempty"`
+	// Digest is the request's digest of what would run, as shown: a
+	// decision that carries it back ([Decision.Digest]) answers this
+	// version and no other.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Decision is the owner's answer to an ApprovalRequest. Anything but an
@@ -384,6 +409,12 @@ type Decision struct {
 	// request offered ([ApprovalRequest.Always]); without Approve, or on
 	// a request that offered none, it is a plain approval or denial.
 	Always bool `json:"always,omitempty"`
+	// Digest, when set, is the digest of the request as the owner was
+	// shown it ([ApprovalRequest.Digest]): core takes the decision only
+	// if the request still has it, and otherwise shows the request as it
+	// is now. A transport that shows the request where its answer is
+	// given (a button on the message) may leave it empty.
+	Digest string `json:"digest,omitempty"`
 }
 
 // Outcomes of an approval request, as [ApprovalClosed] reports them.

@@ -41,6 +41,7 @@ func readDecision(env contracts.Envelope) (contracts.Decision, error) {
 		Approve json.RawMessage `json:"approve"`
 		Chat    string          `json:"chat"`
 		Always  json.RawMessage `json:"always"`
+		Digest  string          `json:"digest"`
 	}
 	if err := json.Unmarshal(env.Body, &raw); err != nil {
 		return contracts.Decision{}, err
@@ -49,7 +50,7 @@ func readDecision(env contracts.Envelope) (contracts.Decision, error) {
 		return contracts.Decision{}, errors.New("a decision without a turn")
 	}
 	approve := string(raw.Approve) == "true"
-	return contracts.Decision{Turn: raw.Turn, Chat: raw.Chat, Approve: approve, Always: approve && string(raw.Always) == "true"}, nil
+	return contracts.Decision{Turn: raw.Turn, Chat: raw.Chat, Approve: approve, Always: approve && string(raw.Always) == "true", Digest: raw.Digest}, nil
 }
 
 // carryOut does what a taken decision says, and reports whether it goes

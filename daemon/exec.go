@@ -9,6 +9,7 @@ import (
 	"shelldon/daemon/approved"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
+	"shelldon/policy"
 	"shelldon/sandbox"
 )
 
@@ -126,9 +127,11 @@ func checkRisky(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, er
 // testsDoing is the done-check's progress line.
 const testsDoing = "running the tests"
 
-// testCommand runs the workspace's tests: quietly, stopping at the first
+// testCommand runs the workspace's tests as one of shelldon's own checks
+// ([policy.Pytest]: no module of the workspace stands in for one pytest
+// imports and prints the verdict): quietly, stopping at the first
 // failure, with the summary line last.
-var testCommand = []string{"python3", "-m", "pytest", "-q", "-x", "--no-header", "-p", "no:cacheprovider"}
+var testCommand = policy.Pytest("-q", "-x", "--no-header")
 
 // runTests is the done-check: when the workspace has tests, run them in
 // the sandbox over a scratch view (the tests may write; nothing stays)

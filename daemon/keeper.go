@@ -73,11 +73,14 @@ func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTo
 	if k.sandbox == nil {
 		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
 	}
+	origin := approval.Audience(by.origin)
 	stem, err := selfcode.Check(p.Name, p.Code, p.Test, k.builtins.BuiltinNames())
 	if err != nil {
+		// The turn that proposed it is over: the owner hears why.
+		k.tell(origin, fmt.Sprintf("I wrote a tool, but did not test it: %v", err))
 		return err
 	}
-	next := proposal{stem: stem, tool: p, origin: approval.Audience(by.origin), turn: by.turn, outside: by.outside}
+	next := proposal{stem: stem, tool: p, origin: origin, turn: by.turn, outside: by.outside}
 	if k.gating == nil {
 		k.gate(ctx, next)
 		return nil

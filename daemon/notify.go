@@ -54,7 +54,7 @@ func (m *messenger) Tell(to approval.Audience, text string) {
 // changes shows the owner the exact list of what an approved command
 // changed in the workspace: nothing it does there goes unseen.
 func (m *messenger) changes(to approval.Audience, what string, report *approved.Report) {
-	m.Tell(to, report.ForOwner(what))
+	m.reply(turns.Origin(to), report.ForOwner(what))
 }
 
 // reply sends the owner a message where they wrote from.

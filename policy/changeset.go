@@ -15,6 +15,16 @@ import (
 // output, and a way to fill the board's card.
 const MaxChangeSetBytes = 32 << 20
 
+// MaxChangeSetPaths is the most paths one approved command may bring
+// into the workspace. Past it the change set is refused whole, not
+// asked about: thousands of paths cannot be looked at one by one, so a
+// second request would ask for a tap on what nobody read, and keeping
+// the set for it would write all of it to the board's card first, as
+// applying it would (20,000 files took a minute and a half here, more on
+// a card). Below it, an ordinary project — a clone's working tree, an
+// unpacked archive — fits.
+const MaxChangeSetPaths = 2000
+
 // FileChange is one path an approved command changed, as the sandbox
 // found it in the upper layer of its captured view.
 type FileChange struct {
@@ -82,6 +92,16 @@ func ChangeSetRisks(changes []FileChange) []string {
 		out = append(out, fmt.Sprintf("it writes %d MiB, more than the %d MiB applied without asking", (written+(1<<20)-1)>>20, MaxChangeSetBytes>>20))
 	}
 	return out
+}
+
+// ChangeSetTooLarge applies the rule for how much one approved command
+// may change: at most [MaxChangeSetPaths] paths. It says why a set is
+// refused, "" when it is not.
+func ChangeSetTooLarge(changes []FileChange) string {
+	if len(changes) <= MaxChangeSetPaths {
+		return ""
+	}
+	return fmt.Sprintf("it changed %d paths, more than the %d one approved command may bring into the workspace", len(changes), MaxChangeSetPaths)
 }
 
 // gitInternals says why a change inside a .git directory (at any depth,

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -100,5 +101,19 @@ func TestLinkEscapes(t *testing.T) {
 		if got := LinkEscapes(tc.link, tc.target); got != tc.want {
 			t.Errorf("LinkEscapes(%q, %q) = %v, want %v", tc.link, tc.target, got, tc.want)
 		}
+	}
+}
+
+func TestChangeSetTooLarge(t *testing.T) {
+	many := make([]FileChange, MaxChangeSetPaths)
+	for i := range many {
+		many[i] = FileChange{Path: fmt.Sprintf("many/%d", i)}
+	}
+	if why := ChangeSetTooLarge(many); why != "" {
+		t.Errorf("ChangeSetTooLarge(%d paths) = %q, want none: the bound itself fits", len(many), why)
+	}
+	many = append(many, FileChange{Path: "many", Type: fs.ModeDir})
+	if why := ChangeSetTooLarge(many); !strings.Contains(why, "2001 paths") || !strings.Contains(why, "2000") {
+		t.Errorf("ChangeSetTooLarge(%d paths) = %q, want it refused, saying how many and the bound", len(many), why)
 	}
 }

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,26 @@ func TestBrokenTests(t *testing.T) {
 	}
 	if got := BrokenTests(nil, nil); got != nil {
 		t.Errorf("BrokenTests(nil, nil) = %q, want nothing: a file without tests holds none to break", got)
+	}
+}
+
+func TestToolNameShadows(t *testing.T) {
+	for _, stem := range []string{"json", "os", "ast", "pytest", "_pytest", "pluggy", "packaging", "sitecustomize", "usercustomize", "conftest", "cprofile", "CProfile", "test"} {
+		if _, shadows := ToolNameShadows(stem); !shadows {
+			t.Errorf("ToolNameShadows(%q) = false, want the module it shadows", stem)
+		}
+	}
+	for _, stem := range []string{"greet", "weather_report", "json_tool", "tool_os", "openai"} {
+		if module, shadows := ToolNameShadows(stem); shadows {
+			t.Errorf("ToolNameShadows(%q) = %q, want none", stem, module)
+		}
+	}
+	if !slices.IsSorted(pythonModules) {
+		t.Error("pythonModules is not sorted: the binary search would miss names")
+	}
+	for _, m := range pythonModules {
+		if m != strings.ToLower(m) {
+			t.Errorf("pythonModules holds %q, want it lower case", m)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"database/sql"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,6 +180,59 @@ func TestApprovedCommandRunsCaptured(t *testing.T) {
 	}
 }
 
+// shellStep is a model step that runs one shell command.
+func shellStep(id, command string) demomodel.Step {
+	args, _ := json.Marshal(map[string]string{"command": command})
+	return demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: id, Name: "run_shell", Args: string(args)}}}
+}
+
+// TestAChangeSetsVolumeIsBounded: one approved command that makes 20,000
+// files brings none of them in — the set is refused whole, the model
+// told why — and the owner reads it in a few lines: how many, where,
+// the first paths (before, all 20,000 were applied, over a minute and a
+// half, and the owner's listing ran to 717 KB, some 175 Telegram
+// messages). A long set within the bound is applied, its listing summed
+// up the same way, and the whole list comes as a file.
+func TestAChangeSetsVolumeIsBounded(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		shellStep("s1", "mkdir many && cd many && seq 20000 | xargs touch"),
+		demomodel.Step{Text: "Made them."},
+		shellStep("s2", "echo hi > top.txt && mkdir some && cd some && seq 300 | xargs touch"),
+		demomodel.Step{Text: "Made some."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	const maxListing = 4 << 10
+
+	p.sayAndApprove("make many files", "run_shell")
+	started := time.Now()
+	told := p.reply(5 * time.Minute)
+	t.Logf("20,000 files: told the owner %v after the tap, %d bytes", time.Since(started).Round(time.Millisecond), len(told.Text))
+	if len(told.Text) > maxListing || !strings.Contains(told.Text, "nothing") || !strings.Contains(told.Text, "20001 paths") || !strings.Contains(told.Text, "many/") {
+		t.Errorf("the owner was told (%d bytes) %.600q…, want in a few lines that nothing of the 20001 paths was applied, and where they were", len(told.Text), told.Text)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "many")); err == nil {
+		t.Error("the 20,000 files are in the workspace")
+	}
+	if got := toolAnswer(p.waitRequests(2), "s1"); !strings.Contains(got, "none applied") {
+		t.Errorf("the model was told %.300q, want that none of it was applied and why", got)
+	}
+
+	p.replyWith("Made them.", 15*time.Second)
+	p.sayAndApprove("make some files", "run_shell")
+	applied := p.reply(time.Minute)
+	if len(applied.Text) > maxListing || !strings.Contains(applied.Text, "302 paths") || !strings.Contains(applied.Text, "some/") {
+		t.Errorf("the owner was told (%d bytes) %.600q…, want the 302 paths summed up", len(applied.Text), applied.Text)
+	}
+	if list := string(applied.File); !strings.Contains(list, "some/300") || !strings.Contains(list, "top.txt") || !strings.HasSuffix(applied.FileName, ".txt") {
+		t.Errorf("the whole list came as %q (%d bytes), want every path", applied.FileName, len(list))
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "some", "300")); err != nil {
+		t.Errorf("some/300 after the owner's approval: %v", err)
+	}
+}
+
 // TestApprovedRunLogsOnceEachItsTurnAndActor: the log lines of an
 // approved command, the reading of the workspace's tests around it
 // included, name the turn that asked for it, and each line one actor.
@@ -344,6 +398,50 @@ func TestExistingTestsAreReadOnly(t *testing.T) {
 	p.reply(30 * time.Second)
 	if b, _ := os.ReadFile(filepath.Join(ws, "test_calc.py")); !strings.Contains(string(b), "test_more") {
 		t.Errorf("test_calc.py after an added test = %q, want the addition kept", b)
+	}
+}
+
+// TestWorkspaceModulesCannotForgeTheChecks: a module in the workspace
+// named like one Python's own modules (ast.py, written by an earlier
+// approved write) does not stand in for it in shelldon's checks: the
+// read-only-tests guard still reads the tests' syntax (before, the forger
+// told it no test parsed, and a weakened test stayed), and the done-check
+// still runs pytest (before, the forger printed "1 passed").
+func TestWorkspaceModulesCannotForgeTheChecks(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		writeCall("w1", "test_calc.py", `def test_add():\n    assert True\n`),
+		demomodel.Step{Text: "The tests pass now."},
+		demomodel.Step{Text: "Sorry, add() is still wrong."},
+	)
+	p := newPet(t, model)
+	ws := statedir.Layout{Root: p.cfg.StateDir}.Workspace()
+	original := "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+	forger := `import sys, json
+if sys.argv[0] == "-c":
+    print(json.dumps({p: None for p in sys.argv[1:]}))
+else:
+    print("1 passed in 0.01s")
+sys.exit(0)
+`
+	for name, body := range map[string]string{"test_calc.py": original, "calc.py": "def add(a, b):\n    return a - b\n", "ast.py": forger} {
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.sayAndApprove("make the tests pass", "write_file")
+	if r := p.reply(30 * time.Second); r.Text != "Sorry, add() is still wrong." {
+		t.Errorf("reply = %+v, want the model's answer after the failing tests", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "test_calc.py")); string(b) != original {
+		t.Errorf("test_calc.py after a weakening write = %q, want it put back", b)
+	}
+	reqs := p.waitRequests(3)
+	if got := toolAnswer(reqs[:2], "w1"); !strings.Contains(got, "put test_calc.py back") {
+		t.Errorf("the model was told %q, want its weakened test put back", got)
+	}
+	if told := reqs[2].Messages[len(reqs[2].Messages)-1]; !strings.Contains(told.Content, "1 failed") {
+		t.Errorf("after its answer the model was told %q, want the failing pytest run", told.Content)
 	}
 }
 

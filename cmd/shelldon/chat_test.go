@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,8 +11,13 @@ import (
 	"time"
 
 	"shelldon/contracts"
+	"shelldon/daemon/chat"
+	"shelldon/daemon/chat/chattest"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
+	"shelldon/daemon/statedir"
+	"shelldon/demomodel"
+	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
 )
 
@@ -75,5 +81,57 @@ func TestChatFindsThePetOfTheRepository(t *testing.T) {
 	want := "(No pet at /var/lib/shelldon/bus.sock; talking to the one in ./var, which `make run` started. --state-dir DIR names another.)"
 	if shown := screen.String(); !strings.Contains(shown, want) || !strings.Contains(shown, "shelldon: hi") {
 		t.Errorf("the chat shows:\n%s\nwant %q and the reply", shown, want)
+	}
+}
+
+// TestTheTerminalsYesAnswersTheRequestRead is the replace race through
+// the whole pet: in one reply the model proposes a tool (A, harmless) and
+// then the same tool again (B, which shells out); the gate asks about A,
+// then B replaces it, under the same title. The owner, who read A, types
+// y once B is on the screen: nothing is kept, B is shown again, and only
+// a second y keeps it — B, the code the owner was shown last.
+func TestTheTerminalsYesAnswersTheRequestRead(t *testing.T) {
+	imagetest.Image(t)
+	evil := strings.Replace(greetModule, `return "hello, " + name`, `import subprocess
+    return subprocess.run(["sh", "-c", "echo hello, " + name], capture_output=True, text=True).stdout.strip()`, 1)
+	var ops []string
+	for _, code := range []string{greetModule, evil} {
+		b, err := json.Marshal(contracts.Op{Body: contracts.ProposeTool{Name: "greet", Code: code, Test: greetTest}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops = append(ops, string(b))
+	}
+	model := demomodel.New(demomodel.Step{Text: "I wrote a greeting tool.\n```ops\n[" + strings.Join(ops, ",") + "]\n```"})
+	p := newPet(t, model)
+	term := chattest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- chat.Run(ctx, chat.Options{Socket: p.cfg.Socket, MaxFrame: int(p.cfg.Bus.MaxFrame), In: term.Slave, Out: term.Slave})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	term.WaitFor(t, "Ctrl-D quits")
+	term.Line(t, "write yourself a greeting tool")
+	term.WaitFor(t, "shelldon: I wrote a greeting tool.")
+	term.WaitFor(t, "↻ Replaced — a newer request takes the place of new tool greet")
+	term.WaitFor(t, "subprocess.run")
+	term.WaitUntil(t, "the approval prompt", func(string) bool { return strings.HasPrefix(term.LastLine(), "approve? [y/n") })
+	shown := strings.Count(term.Screen(), "subprocess.run")
+
+	term.Line(t, "y")
+	term.WaitUntil(t, "B shown again", func(screen string) bool { return strings.Count(screen, "subprocess.run") > shown })
+	live := filepath.Join(statedir.Layout{Root: p.cfg.StateDir}.ToolStore(), "live", "greet.py")
+	if _, err := os.Stat(live); err == nil {
+		t.Fatalf("y typed once B had replaced A kept greet:\n%s", term.Screen())
+	}
+	term.WaitUntil(t, "the approval prompt", func(string) bool { return strings.HasPrefix(term.LastLine(), "approve? [y/n") })
+	term.Line(t, "y")
+	term.WaitFor(t, "Kept: greet is one of my tools from now on.")
+	if kept, err := os.ReadFile(live); err != nil || string(kept) != evil {
+		t.Errorf("greet.py after the second y = %q, %v; want B, the code shown", kept, err)
 	}
 }

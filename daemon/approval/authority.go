@@ -19,6 +19,7 @@ const (
 	msgExpired  = "That request expired, so I did nothing. Ask me again if you still want it."
 	msgNotShown = "That request was not shown here, so I did nothing. Answer it where I asked."
 	msgDamaged  = "That request was damaged, so I dropped it and did nothing. Ask me again if you still want it."
+	msgChanged  = "That request is not the one you answered: it changed since it was shown to you, so I did nothing. Here it is as it is now."
 )
 
 // Store is what the authority keeps requests in: the state store.
@@ -202,7 +203,9 @@ type Outcome struct {
 }
 
 // Decide takes the owner's decision d, from the place from. A decision is
-// taken only from a place the request was shown, and only once. One that
+// taken only from a place the request was shown, only once, and, when it
+// names the digest of the version it answers, only for that version
+// (otherwise the request is shown there again, as it is now). One that
 // needs the turn slot claims it through claim; when a turn holds it, the
 // decision is held (the owner is told) and [Authority.Held] returns it
 // when the turn ends.
@@ -223,6 +226,11 @@ func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audie
 		// to: whoever it is, it is not the owner's answer to this.
 		log.Warn("refused a decision from where the request was not shown", "decision", "refused", "shown", r.Audiences)
 		a.cfg.Notify.Tell(from, msgNotShown)
+		return Outcome{From: from}
+	case err == nil && rerr == nil && d.Digest != "" && d.Digest != r.Digest:
+		log.Warn("refused a decision on another version of the request", "decision", "refused", "answered", d.Digest, "digest", r.Digest)
+		a.cfg.Notify.Tell(from, msgChanged)
+		a.cfg.Notify.Ask(from, r.ask(from))
 		return Outcome{From: from}
 	case err == nil && rerr == nil && r.Kind.needsSlot() && !claim():
 		a.held = append(a.held, heldDecision{decision: d, from: from})

@@ -19,13 +19,13 @@ import (
 
 // notes records what the authority told the transports.
 type notes struct {
-	asked   []string // key@transport/chat
+	asked   []string // key@transport/chat digest
 	settled []string // key:outcome
 	told    []string // transport/chat: text
 }
 
 func (n *notes) Ask(to Audience, req contracts.ApprovalRequest) {
-	n.asked = append(n.asked, fmt.Sprintf("%s@%s/%s", req.Turn, to.Transport, to.Chat))
+	n.asked = append(n.asked, fmt.Sprintf("%s@%s/%s %s", req.Turn, to.Transport, to.Chat, req.Digest))
 }
 func (n *notes) Settled(key, outcome string) { n.settled = append(n.settled, key+":"+outcome) }
 func (n *notes) Tell(to Audience, text string) {
@@ -126,7 +126,7 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"park asks where it came from", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if !slices.Equal(r.notes.asked, []string{"t1@telegram/42"}) || !slices.Equal(r.waiting(), []string{"t1"}) {
+			if !slices.Equal(r.notes.asked, []string{"t1@telegram/42 digest-a.txt"}) || !slices.Equal(r.waiting(), []string{"t1"}) {
 				t.Errorf("after Park: asked %q, waiting %q", r.notes.asked, r.waiting())
 			}
 		}},
@@ -177,6 +177,26 @@ func TestTransitions(t *testing.T) {
 			}
 			if out := r.decide("t1", true, terminal); out.Verdict != Approved {
 				t.Errorf("a decision where it was shown again = %+v", out)
+			}
+		}},
+		{"a decision bound to another version is refused and the request shown again", func(t *testing.T, r *rig) {
+			r.park(callRequest("t1", "a.txt"))
+			if !has(r.notes.asked, "t1@telegram/42 digest-a.txt") {
+				t.Fatalf("asked %q, want the request shown with its digest", r.notes.asked)
+			}
+			stale := contracts.Decision{Turn: "t1", Approve: true, Chat: owner.Chat, Digest: "digest-b.txt"}
+			if out := r.auth.Decide(context.Background(), stale, owner, r.claim); out.Verdict != Refused || out.Slot {
+				t.Fatalf("Decide(another version) = %+v, want refused without the slot", out)
+			}
+			if r.slot || len(r.notes.settled) != 0 || !slices.Equal(r.waiting(), []string{"t1"}) {
+				t.Errorf("after a decision on another version: slot %v, settled %q, waiting %q", r.slot, r.notes.settled, r.waiting())
+			}
+			if !has(r.notes.told, "telegram/42: That request is not the one you answered") || len(r.notes.asked) != 2 {
+				t.Errorf("told %q, asked %q; want the owner told and the request shown again", r.notes.told, r.notes.asked)
+			}
+			bound := contracts.Decision{Turn: "t1", Approve: true, Chat: owner.Chat, Digest: "digest-a.txt"}
+			if out := r.auth.Decide(context.Background(), bound, owner, r.claim); out.Verdict != Approved {
+				t.Errorf("Decide(the version shown) = %+v, want it approved", out)
 			}
 		}},
 		{"expire tells the owner and settles; a late tap does nothing", func(t *testing.T, r *rig) {

@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"hash"
 	"io/fs"
+	"maps"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -121,6 +124,12 @@ func RenderChangeSet(cs ChangeSetPayload) Shown {
 		b.WriteString("  " + visible.Line(r) + "\n")
 	}
 	b.WriteString("changes:\n")
+	if LongChangeList(cs.Changes) {
+		// The sum first, where a transport shows only the start; the
+		// whole list after it, for the owner's own look.
+		b.WriteString(ChangeSummary(cs.Changes))
+		b.WriteString("every change:\n")
+	}
 	b.WriteString(ChangeList(cs.Changes))
 	return Shown{
 		Title:  "the changes of " + cs.Tool,
@@ -214,6 +223,87 @@ func ChangeList(changes []sandbox.Change) string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// What a listing of changes shows. One of more than MaxListed changes
+// (or refusals) is summed up — how many of each kind, where (the
+// maxWhere places with the most), the first MaxListed — so that the
+// owner reads a few lines whatever its size, and the whole list goes as
+// a file of at most maxListFile bytes (Telegram sends it as a document;
+// the terminal saves it and prints its path).
+const (
+	MaxListed   = 20
+	maxWhere    = 8
+	maxListFile = 256 << 10
+)
+
+// LongChangeList says whether a listing of changes is summed up
+// ([ChangeSummary]) rather than given whole.
+func LongChangeList(changes []sandbox.Change) bool { return len(changes) > MaxListed }
+
+// ChangeSummary is a change set in a few lines: how many paths, of which
+// kinds and how many bytes written; where, by directory (two levels
+// deep; the rest counted together); and the first changes, as
+// [ChangeList] gives them.
+func ChangeSummary(changes []sandbox.Change) string {
+	var b strings.Builder
+	kinds := map[sandbox.ChangeKind]int{}
+	where := map[string]int{}
+	var written int64
+	for _, c := range changes {
+		kinds[c.Kind]++
+		where[place(c)]++
+		if c.Kind != sandbox.Deleted && c.Type == 0 {
+			written += c.Size
+		}
+	}
+	var counts []string
+	for _, k := range []sandbox.ChangeKind{sandbox.Created, sandbox.Modified, sandbox.Deleted, sandbox.Replaced} {
+		if kinds[k] > 0 {
+			counts = append(counts, fmt.Sprintf("%d %s", kinds[k], k))
+		}
+	}
+	fmt.Fprintf(&b, "  %d paths (%s), %s written\n  where:\n", len(changes), strings.Join(counts, ", "), bytesOf(written))
+	places := slices.SortedFunc(maps.Keys(where), func(x, y string) int { return cmp.Or(where[y]-where[x], strings.Compare(x, y)) })
+	for i, dir := range places {
+		if i == maxWhere {
+			rest := 0
+			for _, d := range places[i:] {
+				rest += where[d]
+			}
+			fmt.Fprintf(&b, "    %6d  in %d other places\n", rest, len(places)-i)
+			break
+		}
+		fmt.Fprintf(&b, "    %6d  %s\n", where[dir], visible.Quote(dir))
+	}
+	shown := changes[:min(len(changes), MaxListed)]
+	fmt.Fprintf(&b, "  the first %d:\n%s", len(shown), ChangeList(shown))
+	return b.String()
+}
+
+// place is where a change lies, for a summary: its directory (a
+// directory's own path), at most two levels deep, "./" for the top.
+func place(c sandbox.Change) string {
+	dir := path.Dir(c.Path)
+	if c.Type == fs.ModeDir && c.Kind != sandbox.Deleted {
+		dir = c.Path
+	}
+	if dir == "." {
+		return "./"
+	}
+	parts := strings.SplitN(dir, "/", 3)
+	return strings.Join(parts[:min(len(parts), 2)], "/") + "/"
+}
+
+// ChangeListFile is the whole list of a change set as a file for the
+// owner, cut at maxListFile bytes, saying so.
+func ChangeListFile(changes []sandbox.Change) []byte {
+	list := ChangeList(changes)
+	if len(list) <= maxListFile {
+		return []byte(list)
+	}
+	head := list[:strings.LastIndexByte(list[:maxListFile], '\n')+1]
+	return fmt.Appendf([]byte(head), "(cut: the first %d of %d bytes, %d of %d paths)\n", len(head), len(list), strings.Count(head, "\n"), len(changes))
 }
 
 // field writes one named field of a digest, length first, so that no two

@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -182,5 +183,31 @@ func TestChangeList(t *testing.T) {
 	want := "  created  notes.txt (5 bytes)\n  modified src/\n  deleted  old.txt\n  created  $'link\\u202e' -> /etc (symbolic link)\n  created  disk.img (3072 MiB)\n"
 	if got != want {
 		t.Errorf("ChangeList = %q, want %q", got, want)
+	}
+}
+
+// TestChangeSummary: a long change set reads in a few lines whatever its
+// size — counts, the places with the most, the first changes — and its
+// whole list as a file stops at its bound, saying so.
+func TestChangeSummary(t *testing.T) {
+	var changes []sandbox.Change
+	for d := range 12 {
+		for i := range 1000 + d {
+			changes = append(changes, sandbox.Change{Path: fmt.Sprintf("dir%02d/sub/deep/f%d", d, i), Kind: sandbox.Created, Size: 1 << 10})
+		}
+	}
+	changes = append(changes, sandbox.Change{Path: "old.txt", Kind: sandbox.Deleted})
+	got := ChangeSummary(changes)
+	for _, want := range []string{"12067 paths (12066 created, 1 deleted), 11 MiB written", "  1011  dir11/sub/", "in 5 other places", "the first 20:", "dir00/sub/deep/f0 (1024 bytes)"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ChangeSummary =\n%s\nwant %q", got, want)
+		}
+	}
+	if n := strings.Count(got, "\n"); n > 35 {
+		t.Errorf("ChangeSummary is %d lines, want a few", n)
+	}
+	file := ChangeListFile(changes)
+	if len(file) > maxListFile+200 || !strings.Contains(string(file), "(cut: the first") || !strings.HasPrefix(string(file), "  created  dir00/sub/deep/f0") {
+		t.Errorf("ChangeListFile = %d bytes ending %q, want the list cut at %d bytes, saying so", len(file), file[max(len(file)-100, 0):], maxListFile)
 	}
 }

@@ -188,7 +188,7 @@ func (r Request) Verify(digest string) error {
 // ask is the request as a transport shows it, with its buttons.
 func (r Request) ask(to Audience) contracts.ApprovalRequest {
 	return contracts.ApprovalRequest{Turn: r.Key, Chat: to.Chat, Tool: r.Shown.Title, Note: r.Shown.Note,
-		Detail: r.Shown.Detail, Expires: r.Expires, Always: r.offer().Words}
+		Detail: r.Shown.Detail, Expires: r.Expires, Always: r.offer().Words, Digest: r.Digest}
 }
 
 // offer is the rule an "always" decision grants: the call's offer, and

@@ -2,6 +2,7 @@ package approved
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -49,7 +50,15 @@ func (r *Runner) command(ctx context.Context, req approval.Request, argv []strin
 		return Result{Answer: out + "\nits changes were dropped, none applied: it filled the sandbox's disk, so what it wrote may be cut short. " +
 			"Tell the owner; a command that needs more room needs sandbox.disk raised in the configuration."}
 	}
-	risks := policy.ChangeSetRisks(r.fileChanges(cs))
+	changes := r.fileChanges(cs)
+	if why := policy.ChangeSetTooLarge(changes); why != "" {
+		cs.Discard()
+		r.Log.Warn("dropped the changes of a command that changed too much", "turn", req.Key, "changes", len(cs.Changes))
+		return Result{Answer: out + "\nits changes were dropped, none applied: " + why + ". What it changed:\n" + approval.ChangeSummary(cs.Changes) +
+			"Tell the owner; do the work in smaller steps, each changing fewer paths.",
+			Applied: &Report{Dropped: cs.Changes, Err: errors.New(why)}}
+	}
+	risks := policy.ChangeSetRisks(changes)
 	if len(risks) == 0 {
 		defer cs.Discard()
 		report := r.apply(cs)

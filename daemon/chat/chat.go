@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -98,6 +100,11 @@ type chat struct {
 	events    chan event
 	requests  requests
 	outbox    *outbox
+	// left says a request the owner had before them stopped waiting
+	// without their answer from here (replaced, gone, expired): the next
+	// request shown is unread, as y or n may have been meant for the one
+	// that left.
+	left bool
 
 	connected bool
 	// away is what the owner was told of why core is not there; told
@@ -379,6 +386,9 @@ func (c *chat) receive(env contracts.Envelope) {
 		var out contracts.Outbound
 		if env.Decode(&out) == nil {
 			c.term.say("shelldon: " + indent(visible.Text(out.Text)))
+			if len(out.File) > 0 {
+				c.term.say("          " + saveFile(out))
+			}
 			c.owed = false
 			if !c.busy {
 				// No turn of this terminal's runs: this is the answer to a
@@ -397,6 +407,7 @@ func (c *chat) receive(env contracts.Envelope) {
 		if env.Decode(&closed) == nil {
 			if r := c.requests.settle(closed.Turn); r != nil {
 				c.term.say(r.closing(closed.Outcome))
+				c.left = c.left || !r.answered && closed.Outcome != contracts.ApprovalApproved && closed.Outcome != contracts.ApprovalDenied
 			}
 		}
 	case contracts.KindInboundAck:
@@ -433,6 +444,24 @@ func (c *chat) receive(env contracts.Envelope) {
 	}
 }
 
+// saveFile saves the file that came with a reply (the whole of a long
+// list its text sums up) where the owner can read it, the temporary
+// directory, and says where.
+func saveFile(out contracts.Outbound) string {
+	f, err := os.CreateTemp("", "shelldon-*-"+contracts.SafeFileName(out.FileName))
+	if err == nil {
+		_, err = f.Write(out.File)
+		err = errors.Join(err, f.Close())
+		if err != nil {
+			os.Remove(f.Name())
+		}
+	}
+	if err != nil {
+		return fmt.Sprintf("(the whole of it came as a file, which could not be saved: %v)", err)
+	}
+	return "(the whole of it is in " + visible.Line(f.Name()) + ")"
+}
+
 // showHeld shows the face that waited for an answer, if one did.
 func (c *chat) showHeld() {
 	if held := c.held; held != nil {
@@ -447,7 +476,16 @@ func (c *chat) ask(req contracts.ApprovalRequest) {
 	// Core rendered the detail to be seen as it is; it is made visible
 	// again here all the same, so that nothing that reaches this
 	// terminal can move its cursor.
+	beside := slices.ContainsFunc(c.requests.waiting(), func(w *request) bool { return w.key != req.Turn })
 	r := c.requests.add(req)
+	r.unread = r.unread || beside || c.left
+	c.left = false
+	c.show(r)
+}
+
+// show prints a request's card: its tool and id, its note, the first
+// page of its detail, and how to answer it.
+func (c *chat) show(r *request) {
 	how := "y or n answers it"
 	if len(c.requests.waiting()) > 1 {
 		how = fmt.Sprintf("/yes %s or /no %s answers it", r.id(), r.id())
@@ -463,7 +501,7 @@ func (c *chat) ask(req contracts.ApprovalRequest) {
 		how += fmt.Sprintf(";\n   %s approves it and, from now on, %s without asking (a rule: /rules lists and revokes them)", always, r.rule)
 	}
 	c.term.say(fmt.Sprintf("── shelldon asks to use %s: %s\n%s\n   %s; anything else you type is a message, as ever.",
-		r.what(), visible.Line(req.Note), r.page(), how))
+		r.what(), r.note, r.page(), how))
 }
 
 // showProgress prints what a turn of this terminal is doing, a status
@@ -572,7 +610,19 @@ func (c *chat) answer(given answer, id string) {
 		c.term.say(fmt.Sprintf("(No rule can be granted for %s: answer it y or n.)", r.what()))
 		return
 	}
-	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: given != deny, Always: given == always, Chat: TransportName})
+	if id == "" && r.unread {
+		// A line typed without an id answers what the owner read; this
+		// one they may not have.
+		r.unread, r.rest = false, r.detail
+		c.term.say(fmt.Sprintf("(Not answered: %s came while you had another request before you, so your answer may have been meant for that one. "+
+			"Here it is again; your next answer is for it.)", r.what()))
+		c.show(r)
+		return
+	}
+	// The digest binds the answer to the request as shown here: core
+	// takes it for no other version.
+	env, err := contracts.NewEnvelope(contracts.KindDecision, "", contracts.Decision{Turn: r.key, Approve: given != deny, Always: given == always,
+		Chat: TransportName, Digest: r.digest})
 	if err == nil {
 		err = c.transport.Send(env)
 	}

@@ -24,15 +24,25 @@ const maxWaiting = 64
 // request is one of core's requests, as this terminal knows it.
 type request struct {
 	key, tool string
-	expires   time.Time
+	// digest is core's digest of the request as shown here, which the
+	// answer carries back.
+	digest  string
+	expires time.Time
+	// note is its one-line risk note, made visible.
+	note string
 	// rule is the rule the owner may grant with the request, in words
 	// made visible; "" when it offers none.
 	rule string
-	// rest is what is left to show of the detail, a line each.
-	rest []string
+	// detail is its detail made visible, a line each; rest is what is
+	// left to show of it.
+	detail, rest []string
 	// answered says the owner answered it here; it waits no more for an
 	// answer from this terminal, only for core's word of what it came to.
 	answered bool
+	// unread says it came while the owner had another request before
+	// them — beside it, or in its place — so y or n may have been meant
+	// for that one: it is shown again before y or n answers it.
+	unread bool
 }
 
 // id is how the owner names the request.
@@ -55,12 +65,15 @@ type requests struct {
 }
 
 // add keeps a request core shows (again: /pending shows each again, to
-// be answered here once more).
+// be answered here once more). A request shown again as it was is read
+// in full once more; one whose digest changed is unread.
 func (rs *requests) add(req contracts.ApprovalRequest) *request {
-	r := &request{key: req.Turn, tool: req.Tool, expires: req.Expires, rule: visible.Line(req.Always),
-		rest: strings.Split(visible.Text(req.Detail), "\n")}
+	detail := strings.Split(visible.Text(req.Detail), "\n")
+	r := &request{key: req.Turn, tool: req.Tool, digest: req.Digest, expires: req.Expires, note: visible.Line(req.Note),
+		rule: visible.Line(req.Always), detail: detail, rest: detail}
 	for i, old := range rs.all {
 		if old.key == req.Turn {
+			r.unread = old.digest != r.digest
 			rs.all[i] = r
 			return r
 		}

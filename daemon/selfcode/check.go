@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"shelldon/policy"
 )
 
 // MaxFileBytes caps the module and the test, each.
@@ -50,8 +52,9 @@ func Stem(name string) (string, error) {
 }
 
 // Check takes a proposal's name and files: the name normalised to a stem
-// that no built-in has, the module and the test neither empty nor over
-// MaxFileBytes.
+// that no built-in has and that shadows no module of the sandbox's Python
+// ([policy.ToolNameShadows]), the module and the test neither empty nor
+// over MaxFileBytes.
 func Check(name, code, test string, builtins []string) (stem string, err error) {
 	stem, err = Stem(name)
 	if err != nil {
@@ -59,6 +62,9 @@ func Check(name, code, test string, builtins []string) (stem string, err error) 
 	}
 	if slices.Contains(builtins, stem) {
 		return "", fmt.Errorf("%w: %q would shadow the built-in tool %s; choose another name", ErrRefused, name, stem)
+	}
+	if module, shadows := policy.ToolNameShadows(stem); shadows {
+		return "", fmt.Errorf("%w: %q would shadow Python's module %s, which the checks and the tool itself import; choose another name", ErrRefused, name, module)
 	}
 	for _, f := range []struct{ what, body string }{{"the module", code}, {"the test", test}} {
 		switch {

@@ -149,7 +149,7 @@ func Gate(ctx context.Context, sb Sandbox, dir, stem string) (v Verdict, err err
 		live = LiveTestFile
 	}
 	res, err := sb.Run(ctx, sandbox.Spec{
-		Argv:      []string{"python3", "-c", checkScript, module, test, live},
+		Argv:      policy.Python("-c", checkScript, module, test, live),
 		Workspace: dir, View: sandbox.ReadOnly, Limits: gateLimits,
 	})
 	if err != nil {
@@ -185,7 +185,7 @@ func Gate(ctx context.Context, sb Sandbox, dir, stem string) (v Verdict, err err
 	}
 
 	res, err = sb.Run(ctx, sandbox.Spec{
-		Argv:      []string{"python3", "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", test},
+		Argv:      policy.Pytest("-q", "-x", test),
 		Workspace: dir, View: sandbox.Scratch, Limits: gateLimits,
 	})
 	if err != nil {
@@ -225,7 +225,7 @@ print(json.dumps(out))
 // the turn the reading is for, if any, named in the run's unit and log.
 func TestTrees(ctx context.Context, sb Sandbox, workspace, turn string, paths []string) (map[string]map[string]string, error) {
 	res, err := sb.Run(ctx, sandbox.Spec{
-		Argv: append([]string{"python3", "-c", treesScript}, paths...), Workspace: workspace, View: sandbox.ReadOnly, Turn: turn,
+		Argv: policy.Python(append([]string{"-c", treesScript}, paths...)...), Workspace: workspace, View: sandbox.ReadOnly, Turn: turn,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("read the tests' syntax: %w", err)

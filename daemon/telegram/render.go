@@ -200,26 +200,26 @@ func renderApproval(req contracts.ApprovalRequest, loc *time.Location, now time.
 		const noteAllowance = 100
 		detail, _ = cut(detail, max(room-noteAllowance, 1))
 		trailer = fmt.Sprintf("\n(%d of %d characters shown; the whole text is in the file above)", utf8.RuneCountInString(detail), total)
-		out.File, out.FileName = []byte(req.Detail), fileName(req)
-		if len(out.File) > maxFile {
-			whole := len(out.File)
-			out.File = append([]byte(strings.ToValidUTF8(string(out.File[:maxFile]), "")),
-				fmt.Sprintf("\n\n(cut: the first %d of %d bytes)\n", maxFile, whole)...)
-		}
+		out.File, out.FileName = capFile([]byte(req.Detail)), fileName(req.Turn, "request", ".txt")
 	}
 	out.HTML = headerHTML + "<pre>" + html.EscapeString(detail) + "</pre>" + trailer + html.EscapeString(expires)
 	return out
 }
 
-// fileName names the file carrying a request's whole detail.
-func fileName(req contracts.ApprovalRequest) string {
-	name := strings.Map(func(r rune) rune {
-		if r < 0x80 && (r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9') {
-			return r
-		}
-		return '-'
-	}, req.Turn)
-	return "request-" + name + ".txt"
+// capFile cuts a file to maxFile bytes, saying so at its end.
+func capFile(file []byte) []byte {
+	if len(file) <= maxFile {
+		return file
+	}
+	return append([]byte(strings.ToValidUTF8(string(file[:maxFile]), "")),
+		fmt.Sprintf("\n\n(cut: the first %d of %d bytes)\n", maxFile, len(file))...)
+}
+
+// fileName names a file the transport sends: prefix, then name with
+// only safe characters kept (a request's key, a name core gave), then
+// suffix.
+func fileName(name, prefix, suffix string) string {
+	return prefix + "-" + contracts.SafeFileName(name) + suffix
 }
 
 // outcomeLine is what an approval message says once it is settled.

@@ -376,6 +376,10 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			for _, piece := range renderReply(out.Text, maxMessage) {
 				t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
 			}
+			if len(out.File) > 0 {
+				// The whole of what the text sums up, after it.
+				t.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: fileName(out.FileName, "shelldon", ""), File: capFile(out.File)})
+			}
 		}
 	case contracts.KindApprovalRequest:
 		var req contracts.ApprovalRequest

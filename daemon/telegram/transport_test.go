@@ -521,6 +521,24 @@ func TestLongDetailComesAsFile(t *testing.T) {
 	}
 }
 
+// TestAReplysFileComesAsADocument: a reply that sums up a long list
+// (an approved command's changes) comes as its text and then the whole
+// list as a file, named as core named it, with no slash or other
+// unsafe character in the name.
+func TestAReplysFileComesAsADocument(t *testing.T) {
+	r := newRig(t)
+	list := strings.Repeat("  created  many/1 (0 bytes)\n", 1000)
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Text: "Applied to the workspace, from run_shell:\n  1000 paths", File: []byte(list), FileName: "../changes.txt"})
+	doc := r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool { return m.Document != nil })
+	msgs := r.api.Messages(owner)
+	if len(msgs) != 2 || !strings.Contains(msgs[0].Text, "1000 paths") || msgs[1].ID != doc.ID {
+		t.Fatalf("messages = %+v, want the text, then the file", msgs)
+	}
+	if string(doc.Document.Content) != list || doc.Document.FileName != "shelldon-..-changes.txt" {
+		t.Errorf("the file came as %q (%d bytes), want the whole list under a safe name", doc.Document.FileName, len(doc.Document.Content))
+	}
+}
+
 func TestRateLimitIsWaitedOut(t *testing.T) {
 	r := newRig(t)
 	r.api.WaitCall(t, "setMyCommands", nil)

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"shelldon/contracts"
+	"shelldon/policy"
 )
 
 // SelfCodedMount is where core shows a self-coded tool's verified module
@@ -14,10 +15,11 @@ const SelfCodedMount = "/run/shelldon/tool"
 
 // runnerScript runs a self-coded tool inside the sandbox: it imports the
 // module core bound at SelfCodedMount, calls run with the arguments, and
-// insists on a string.
+// insists on a string. The tool's directory goes last on sys.path: its
+// module is found there, and what it imports is Python's own.
 const runnerScript = `
 import json, sys
-sys.path.insert(0, "` + SelfCodedMount + `")
+sys.path.append("` + SelfCodedMount + `")
 stem, args = sys.argv[1], json.loads(sys.argv[2])
 out = __import__(stem).run(**args)
 if not isinstance(out, str):
@@ -52,5 +54,5 @@ func (t selfCoded) Check(args string) (Checked, error) {
 		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
 	}
 	return Checked{Tier: contracts.TierFree, Sandboxed: true, SelfCoded: true,
-		Argv: []string{"python3", "-c", runnerScript, t.def.Name, args}, Doing: "running my tool " + t.def.Name}, nil
+		Argv: policy.Python("-c", runnerScript, t.def.Name, args), Doing: "running my tool " + t.def.Name}, nil
 }

@@ -1,0 +1,61 @@
+package policy
+
+// pythonModules are the top-level modules of the sandbox image's Python
+// (Debian bookworm's 3.11), lower case: sys.stdlib_module_names and
+// every module on its sys.path (the interpreter's own, pytest and what
+// it depends on, Debian's sitecustomize and test suite). A self-coded
+// tool may not be named like one (see [ToolNameShadows]); the image's
+// conformance test (TestToolNamesCoverTheImagesModules in
+// daemon/selfcode) fails when a new image brings one this list lacks.
+// Made, sorted, inside the image with
+//
+//	python3 -I -c 'import sys, pkgutil; print(sorted({n.lower() for n in {*sys.stdlib_module_names, *(m.name for m in pkgutil.iter_modules())} if n.isidentifier()}))'
+var pythonModules = []string{
+	"__future__", "__hello__", "__phello__", "_abc", "_aix_support", "_ast", "_asyncio", "_bisect",
+	"_blake2", "_bootsubprocess", "_bz2", "_codecs", "_codecs_cn", "_codecs_hk", "_codecs_iso2022",
+	"_codecs_jp", "_codecs_kr", "_codecs_tw", "_collections", "_collections_abc", "_compat_pickle",
+	"_compression", "_contextvars", "_crypt", "_csv", "_ctypes", "_ctypes_test", "_curses",
+	"_curses_panel", "_datetime", "_dbm", "_decimal", "_distutils_system_mod", "_elementtree",
+	"_frozen_importlib", "_frozen_importlib_external", "_functools", "_gdbm", "_hashlib", "_heapq",
+	"_imp", "_io", "_json", "_locale", "_lsprof", "_lzma", "_markupbase", "_md5", "_msi",
+	"_multibytecodec", "_multiprocessing", "_opcode", "_operator", "_osx_support", "_overlapped",
+	"_pickle", "_posixshmem", "_posixsubprocess", "_py_abc", "_pydecimal", "_pyio", "_pytest",
+	"_queue", "_random", "_scproxy", "_sha1", "_sha256", "_sha3", "_sha512", "_signal",
+	"_sitebuiltins", "_socket", "_sqlite3", "_sre", "_ssl", "_stat", "_statistics", "_string",
+	"_strptime", "_struct", "_symtable", "_testbuffer", "_testcapi", "_testclinic",
+	"_testimportmultiple", "_testinternalcapi", "_testmultiphase", "_thread", "_threading_local",
+	"_tkinter", "_tokenize", "_tracemalloc", "_typing", "_uuid", "_warnings", "_weakref",
+	"_weakrefset", "_winapi", "_xxsubinterpreters", "_xxtestfuzz", "_zoneinfo", "abc", "aifc",
+	"antigravity", "argparse", "array", "ast", "asynchat", "asyncio", "asyncore", "atexit", "attr",
+	"attrs", "audioop", "base64", "bdb", "binascii", "bisect", "builtins", "bz2", "calendar", "cgi",
+	"cgitb", "chunk", "cmath", "cmd", "code", "codecs", "codeop", "collections", "colorsys",
+	"compileall", "concurrent", "configparser", "contextlib", "contextvars", "copy", "copyreg",
+	"cprofile", "crypt", "csv", "ctypes", "curses", "dataclasses", "datetime", "dbm", "decimal",
+	"difflib", "dis", "distutils", "doctest", "email", "encodings", "ensurepip", "enum", "errno",
+	"faulthandler", "fcntl", "filecmp", "fileinput", "fnmatch", "fractions", "ftplib", "functools",
+	"gc", "genericpath", "getopt", "getpass", "gettext", "glob", "graphlib", "grp", "gzip", "hashlib",
+	"heapq", "hmac", "html", "http", "idlelib", "imaplib", "imghdr", "imp", "importlib", "iniconfig",
+	"inspect", "io", "ipaddress", "itertools", "json", "keyword", "lib2to3", "linecache", "locale",
+	"logging", "lzma", "mailbox", "mailcap", "marshal", "math", "mimetypes", "mmap", "modulefinder",
+	"more_itertools", "msilib", "msvcrt", "multiprocessing", "netrc", "nis", "nntplib", "nt", "ntpath",
+	"nturl2path", "numbers", "opcode", "operator", "optparse", "os", "ossaudiodev", "packaging",
+	"pathlib", "pdb", "pickle", "pickletools", "pipes", "pkg_resources", "pkgutil", "platform",
+	"plistlib", "pluggy", "poplib", "posix", "posixpath", "pprint", "profile", "pstats", "pty", "pwd",
+	"py", "py_compile", "pyclbr", "pydoc", "pydoc_data", "pyexpat", "pytest", "queue", "quopri",
+	"random", "re", "readline", "reprlib", "resource", "rlcompleter", "runpy", "sched", "secrets",
+	"select", "selectors", "shelve", "shlex", "shutil", "signal", "site", "sitecustomize", "smtpd",
+	"smtplib", "sndhdr", "socket", "socketserver", "spwd", "sqlite3", "sre_compile", "sre_constants",
+	"sre_parse", "ssl", "stat", "statistics", "string", "stringprep", "struct", "subprocess", "sunau",
+	"symtable", "sys", "sysconfig", "syslog", "tabnanny", "tarfile", "telnetlib", "tempfile",
+	"termios", "test", "textwrap", "this", "threading", "time", "timeit", "tkinter", "token",
+	"tokenize", "tomllib", "trace", "traceback", "tracemalloc", "tty", "turtle", "turtledemo", "types",
+	"typing", "unicodedata", "unittest", "urllib", "uu", "uuid", "venv", "warnings", "wave", "weakref",
+	"webbrowser", "winreg", "winsound", "wsgiref", "xdrlib", "xml", "xmlrpc", "xxlimited",
+	"xxlimited_35", "zipapp", "zipfile", "zipimport", "zlib", "zoneinfo",
+}
+
+// pythonMeaningfulNames are names Python or pytest give a meaning of
+// their own beyond the image's modules: pytest loads a conftest.py
+// beside a test as a plugin, and Python imports usercustomize at start
+// wherever the user's site is on.
+var pythonMeaningfulNames = []string{"conftest", "usercustomize"}
