@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -360,5 +361,193 @@ func fill(t *testing.T, path string) {
 			}
 			return
 		}
+	}
+}
+
+// TestALostWALIsToldAndDiagnosed: core is killed (kill -9) after a few
+// turns, one of which left a request waiting for the owner, and its
+// write-ahead log (state.db-wal) is then lost while it is stopped —
+// deleted, or its header garbled, as a bad card or a copy of state.db
+// alone leaves it. What was in the log only is gone; the owner is told
+// so when core starts again, and `shelldon doctor` says what happened,
+// where once the history, the turns and the waiting request went back
+// silently and doctor said the database was sound.
+func TestALostWALIsToldAndDiagnosed(t *testing.T) {
+	for _, loss := range []string{"deleted", "garbled"} {
+		t.Run(loss, func(t *testing.T) {
+			t.Parallel()
+			const asked = 6
+			var steps []demomodel.Step
+			for i := range asked {
+				steps = append(steps, demomodel.Step{Text: fmt.Sprintf("answer %d", i)})
+			}
+			steps = append(steps, writeCall("w1", "notes.txt", "milk"))
+			p := newPet(t, demomodel.New(steps...))
+			p.stopCore() // core in a process of its own, to be killed
+			first := startDaemon(t, p)
+			for i := range asked {
+				p.say(fmt.Sprintf("question %d", i))
+				p.replyWith(fmt.Sprintf("answer %d", i), 15*time.Second)
+			}
+			p.say("write milk into notes.txt")
+			p.approval(15 * time.Second)
+			p.waitTurns(asked + 1)
+			layout := statedir.Layout{Root: p.cfg.StateDir}
+			history, waiting := len(p.history()), len(p.waiting())
+			waitCheckpointed(t, layout, asked+1)
+			wal := layout.DB() + "-wal"
+			if info, err := os.Stat(wal); err == nil {
+				t.Logf("the WAL holds %d bytes after %d turns", info.Size(), asked+1)
+			}
+			if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			first.Wait()
+			switch loss {
+			case "deleted":
+				if err := os.Remove(wal); err != nil {
+					t.Fatal(err)
+				}
+			case "garbled":
+				f, err := os.OpenFile(wal, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteAt([]byte("not a wal header, garbage instead"), 0)
+				f.Close()
+			}
+
+			startDaemon(t, p)
+			told := p.replyWith("write-ahead log", 20*time.Second)
+			for _, want := range []string{"state.db-wal", "lost"} {
+				if !strings.Contains(told.Text, want) {
+					t.Errorf("the owner was told %q, want it to say %q", told.Text, want)
+				}
+			}
+			if got := len(p.turns()); got != asked+1 {
+				t.Errorf("%d turns after the log was lost, want %d: each was written to the database before the next", got, asked+1)
+			}
+			if got := len(p.history()); got != history {
+				t.Errorf("%d entries of history after the log was lost, want %d", got, history)
+			}
+			if got := len(p.waiting()); got != waiting {
+				t.Errorf("%d requests wait after the log was lost, want %d", got, waiting)
+			}
+			out, _, _ := runCLI(t, "doctor", "--config", writeConfig(t, p))
+			line := doctorLine(out, "state database")
+			if !strings.Contains(line, "write-ahead log") || !strings.Contains(line, "lost") || strings.HasPrefix(line, "ok") {
+				t.Errorf("doctor says %q of the state database, want a warning that its write-ahead log was lost", line)
+			}
+		})
+	}
+}
+
+// waiting are the requests waiting for the owner in the state database.
+func (p *pet) waiting() []state.PendingApproval {
+	p.t.Helper()
+	store, err := state.OpenReadOnly(statedir.Layout{Root: p.cfg.StateDir})
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	defer store.Close()
+	w, err := store.PendingApprovals(context.Background())
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return w
+}
+
+// doctorLine is the line of doctor's output about check name.
+func doctorLine(out, name string) string {
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, " "+name+" ") || strings.Contains(line, " "+name+":") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// waitCheckpointed waits until the state's high-water mark covers turns
+// turns: they are in state.db itself, not only in its log.
+func waitCheckpointed(t *testing.T, layout statedir.Layout, turns int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var mark struct {
+			Counts struct{ Turns int }
+		}
+		data, err := os.ReadFile(layout.HighWater())
+		if err == nil && json.Unmarshal(data, &mark) == nil && mark.Counts.Turns >= turns {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the high-water mark does not cover %d turns after 10 s: %s (%v)", turns, data, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestADamageNoteOutlivesARestart: core starts on a damaged state.db,
+// puts its backup in its place, and is stopped (kill -9) before any
+// transport joined it to hear of it — as a restart within the minute
+// after the start does. The next core finds a sound database, and still
+// tells the owner what the damage cost, once, where the note was once
+// lost with the core that found it.
+func TestADamageNoteOutlivesARestart(t *testing.T) {
+	p := newPet(t, demomodel.New(demomodel.Step{Text: "before the damage"}))
+	p.say("remember this")
+	p.replyWith("before the damage", 15*time.Second)
+	p.waitTurns(1)
+	p.stopCore()
+	layout := statedir.Layout{Root: p.cfg.StateDir}
+	store, err := state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Backup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	f, err := os.OpenFile(layout.DB(), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte(strings.Repeat("garbage!", 16)), 0)
+	f.Close()
+
+	// The core that finds the damage listens where no transport looks.
+	socket := p.cfg.Socket
+	p.cfg.Socket = filepath.Join(p.cfg.StateDir, "elsewhere.sock")
+	finder := startDaemon(t, p)
+	p.cfg.Socket = socket
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(p.cfg.StateDir, "elsewhere.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the core on the damaged database did not start")
+		}
+	}
+	if damaged := state.Damaged(layout); len(damaged) != 1 {
+		t.Fatalf("damaged databases moved aside: %q, want one", damaged)
+	}
+	if err := finder.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	finder.Wait()
+
+	p.startCore()
+	note := p.replyWith("My state database was damaged", 15*time.Second)
+	if !strings.Contains(note.Text, "went back to my backup") {
+		t.Errorf("the owner was told %q, want that the backup was put in its place", note.Text)
+	}
+	p.stopCore()
+	p.startCore()
+	select {
+	case r := <-p.replies:
+		if strings.Contains(r.Text, "damaged") {
+			t.Errorf("the owner was told of the damage again: %q", r.Text)
+		}
+	case <-time.After(2 * time.Second):
 	}
 }
