@@ -49,27 +49,34 @@ func Dial(ctx context.Context, socket string, hello contracts.Hello, maxFrame in
 		nc.SetDeadline(time.Now().Add(10 * time.Second))
 	}
 	env, err := contracts.NewEnvelope(contracts.KindHello, hello.Turn, hello)
-	if err == nil {
-		env.From = hello.Role
-		err = c.Send(env)
-	}
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("hello to bus %s: %w", socket, err)
 	}
+	env.From = hello.Role
+	// Core refuses a caller past its bounds of connections before it
+	// reads a hello, and may have closed before this one was written: a
+	// failed write still reads the refusal that may be waiting.
+	helloErr := WriteFrame(nc, env, contracts.MaxHelloFrame)
+	if errors.Is(helloErr, ErrFrameTooLarge) {
+		nc.Close()
+		return nil, fmt.Errorf("hello to bus %s: %w", socket, helloErr)
+	}
 	reply, err := c.Recv()
-	if err != nil {
-		nc.Close()
-		return nil, fmt.Errorf("welcome from bus %s: %w", socket, err)
-	}
 	var w contracts.Welcome
-	if reply.Kind != contracts.KindWelcome || reply.Decode(&w) != nil {
-		nc.Close()
-		return nil, fmt.Errorf("welcome from bus %s: got %s frame", socket, reply.Kind)
-	}
-	if !w.OK {
+	switch {
+	case err == nil && reply.Kind == contracts.KindWelcome && reply.Decode(&w) == nil && !w.OK:
 		nc.Close()
 		return nil, fmt.Errorf("join bus as %s: %w: %s", hello.Role, ErrRefused, w.Reason)
+	case helloErr != nil:
+		nc.Close()
+		return nil, fmt.Errorf("hello to bus %s: %w", socket, helloErr)
+	case err != nil:
+		nc.Close()
+		return nil, fmt.Errorf("welcome from bus %s: %w", socket, err)
+	case reply.Kind != contracts.KindWelcome || !w.OK:
+		nc.Close()
+		return nil, fmt.Errorf("welcome from bus %s: got %s frame", socket, reply.Kind)
 	}
 	if !abandon() {
 		// ctx ended just as the welcome arrived; nc is already closed.

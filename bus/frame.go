@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 
 	"shelldon/contracts"
 )
@@ -41,25 +42,60 @@ func WriteFrame(w io.Writer, env contracts.Envelope, max int) error {
 // ReadFrame reads one frame and decodes its envelope. io.EOF means the
 // peer closed cleanly between frames.
 func ReadFrame(r io.Reader, max int) (contracts.Envelope, error) {
+	n, err := ReadLength(r, max)
+	if err != nil {
+		return contracts.Envelope{}, err
+	}
+	return ReadBody(r, n)
+}
+
+// ReadLength reads a frame's header: the length of the body that follows,
+// at most max (DefaultMaxFrame when max is not positive). io.EOF means
+// the peer closed cleanly between frames. A reader that shares a budget
+// among connections takes the length from it before it reads the body
+// with [ReadBody].
+func ReadLength(r io.Reader, max int) (int, error) {
 	if max <= 0 {
 		max = DefaultMaxFrame
 	}
 	var hdr [4]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
-		return contracts.Envelope{}, err
+		return 0, err
 	}
 	n := binary.BigEndian.Uint32(hdr[:])
 	if uint64(n) > uint64(max) {
-		return contracts.Envelope{}, fmt.Errorf("read frame of %d bytes: %w (limit %d)", n, ErrFrameTooLarge, max)
+		return 0, fmt.Errorf("read frame of %d bytes: %w (limit %d)", n, ErrFrameTooLarge, max)
 	}
-	payload := make([]byte, n)
-	if _, err := io.ReadFull(r, payload); err != nil {
-		// A header promised a body, so even a clean EOF here is a cut-off
-		// frame; any other error (a deadline, a reset) is kept as it is.
-		if err == io.EOF {
-			err = io.ErrUnexpectedEOF
+	return int(n), nil
+}
+
+// bodyChunk is the most of a body read into memory before its bytes
+// arrive: the buffer grows with what the peer sent, never with what its
+// header declared, so a peer that declares a large frame and sends little
+// of it holds little of the reader's memory.
+const bodyChunk = 64 << 10
+
+// ReadBody reads the n-byte body of a frame whose header [ReadLength]
+// read, and decodes its envelope.
+func ReadBody(r io.Reader, n int) (contracts.Envelope, error) {
+	payload := make([]byte, 0, min(n, bodyChunk))
+	for len(payload) < n {
+		if len(payload) == cap(payload) {
+			// Doubling, up to the frame: what is held stays within twice
+			// what arrived.
+			payload = slices.Grow(payload, min(n-len(payload), len(payload)))
 		}
-		return contracts.Envelope{}, fmt.Errorf("read frame body: %w", err)
+		got, err := r.Read(payload[len(payload):min(n, cap(payload))])
+		payload = payload[:len(payload)+got]
+		if err != nil && len(payload) < n {
+			// A header promised a body, so even a clean EOF here is a
+			// cut-off frame; any other error (a deadline, a reset) is
+			// kept as it is.
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return contracts.Envelope{}, fmt.Errorf("read frame body: %w", err)
+		}
 	}
 	var env contracts.Envelope
 	if err := json.Unmarshal(payload, &env); err != nil {

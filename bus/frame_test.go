@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"shelldon/bus"
 	"shelldon/contracts"
@@ -154,19 +155,64 @@ func TestReadFrameRefusesOversize(t *testing.T) {
 	}
 }
 
+// allocated is how many bytes f allocated.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
 // A peer that declares a huge length must not make the reader allocate it:
 // the limit is checked before the buffer is made.
 func TestReadFrameHugeLengthDoesNotAllocate(t *testing.T) {
 	input := frameOf(1<<30, "{}")
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	_, err := bus.ReadFrame(bytes.NewReader(input), (1<<30)-1)
-	runtime.ReadMemStats(&after)
+	var err error
+	grew := allocated(func() { _, err = bus.ReadFrame(bytes.NewReader(input), (1<<30)-1) })
 	if !errors.Is(err, bus.ErrFrameTooLarge) {
 		t.Fatalf("ReadFrame(declared 1 GiB, limit 1 GiB-1) = %v, want ErrFrameTooLarge", err)
 	}
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+	if grew > 1<<20 {
 		t.Errorf("ReadFrame of a refused 1 GiB frame allocated %d bytes", grew)
+	}
+}
+
+// A peer that declares a frame within the limit and sends little of it
+// must not make the reader allocate what it declared: the buffer grows
+// with the bytes that arrive (a flood of connections each declaring
+// 4 MiB and sending a little took core's memory with it).
+func TestReadFrameAllocatesWhatArrivesNotWhatIsDeclared(t *testing.T) {
+	input := frameOf(bus.DefaultMaxFrame, `{"kind":"JOB","body":"`+strings.Repeat("x", 1000))
+	var err error
+	grew := allocated(func() { _, err = bus.ReadFrame(bytes.NewReader(input), 0) })
+	if !errors.Is(err, io.ErrUnexpectedEOF) {
+		t.Fatalf("ReadFrame(declared 4 MiB, sent 1 KB) = %v, want io.ErrUnexpectedEOF", err)
+	}
+	if grew > 256<<10 {
+		t.Errorf("ReadFrame of a 4 MiB frame cut after 1 KB allocated %d bytes, want what arrived, not what was declared", grew)
+	}
+}
+
+// A frame larger than the first chunk the reader holds still arrives
+// whole, across the buffer's growth and short reads.
+func TestReadFrameGrowsToALargeBody(t *testing.T) {
+	text := strings.Repeat("0123456789", 300_000)
+	env, err := contracts.NewEnvelope(contracts.KindInbound, "", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := bus.WriteFrame(&buf, env, 0); err != nil {
+		t.Fatal(err)
+	}
+	got, err := bus.ReadFrame(iotest.HalfReader(&buf), 0)
+	if err != nil {
+		t.Fatalf("ReadFrame of a 3 MB frame = %v", err)
+	}
+	var back string
+	if err := got.Decode(&back); err != nil || back != text {
+		t.Errorf("ReadFrame of a 3 MB frame gave back %d bytes (%v), want the %d sent", len(back), err, len(text))
 	}
 }
 

@@ -236,6 +236,11 @@ type Sandbox struct {
 	// changes, /tmp and /var/tmp. It is held in memory while the command
 	// runs and counts against the command's memory limit too.
 	Disk Size `toml:"disk"`
+	// User is the unprivileged user every command's container has for
+	// its root on the host; empty runs commands as the workspace's owner
+	// (root on a board, capabilities dropped). A user that does not exist
+	// is logged and commands run so.
+	User string `toml:"user"`
 }
 
 // The displays a panel can drive.
@@ -302,6 +307,7 @@ func Default() Config {
 		},
 		Sandbox: Sandbox{
 			Disk: 128 << 20,
+			User: "shelldon-sandbox",
 		},
 	}
 }

@@ -211,7 +211,7 @@ func TestEnvironmentVariableNames(t *testing.T) {
 		"SHELLDON_MOOD_TICK", "SHELLDON_MOOD_NIGHT", "SHELLDON_MOOD_LONELY",
 		"SHELLDON_SCHEDULE_DAILY_BUDGET", "SHELLDON_SCHEDULE_COOLDOWN", "SHELLDON_SCHEDULE_DAILY_TOKEN_BUDGET",
 		"SHELLDON_BUDGET_DAILY_TOKEN_CAP", "SHELLDON_BUDGET_CURRENCY",
-		"SHELLDON_SANDBOX_DISK",
+		"SHELLDON_SANDBOX_DISK", "SHELLDON_SANDBOX_USER",
 	}
 	var got []string
 	for _, s := range overridable() {
@@ -363,6 +363,7 @@ func TestRangeErrors(t *testing.T) {
 		{"cpu below fractional reap", "[timeouts]\nreap = \"28500ms\"\n[worker]\ncpu_seconds = 28\n", []string{"use at least 29"}},
 		{"too few files", "[worker]\nopen_files = 8\n", []string{"worker.open_files: 8 is out of range; use 16 to 4096 (default 64)"}},
 		{"worker user with a shell in it", "[worker]\nuser = \"root; rm -rf /\"\n", []string{`worker.user: "root; rm -rf /" is not a user name`}},
+		{"sandbox user with a shell in it", "[sandbox]\nuser = \"x; id\"\n", []string{`sandbox.user: "x; id" is not a user name`}},
 		{"negative uid", "[bus]\nallowed_uids = [1000, -1]\n", []string{"bus.allowed_uids: element 1, -1, is not a user id"}},
 		{"broker user with a shell in it", "[bus]\nbroker_users = [\"shelldon-broker\", \"x; rm -rf /\"]\n",
 			[]string{`bus.broker_users: element 1, "x; rm -rf /", is neither a user name nor a user id`, "`id -u USER`"}},

@@ -145,6 +145,8 @@ var settings = []setting{
 	{key: "sandbox", hint: "a table: the section [sandbox]"},
 	{key: "sandbox.disk", hint: sizeHint,
 		set: textSetter(func(c *Config) *Size { return &c.Sandbox.Disk }, parseSize)},
+	{key: "sandbox.user", hint: `a string, like "shelldon-sandbox"`,
+		set: textSetter(func(c *Config) *string { return &c.Sandbox.User }, parseString)},
 }
 
 const (

@@ -174,6 +174,10 @@ func (c Config) validate(o origins) error {
 		add("worker.user", fmt.Sprintf("%q is not a user name", u),
 			`use a system user's name, like "shelldon-worker", or "" for root`)
 	}
+	if u := c.Sandbox.User; u != "" && !userName().MatchString(u) {
+		add("sandbox.user", fmt.Sprintf("%q is not a user name", u),
+			`use an unprivileged system user's name, like "shelldon-sandbox", or "" to run commands as the workspace's owner`)
+	}
 
 	for i, uid := range c.Bus.AllowedUIDs {
 		if uid < 0 || int64(uid) > maxUID {

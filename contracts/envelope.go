@@ -197,7 +197,12 @@ func (e Envelope) Decode(v any) error {
 	return nil
 }
 
-// Hello opens every connection.
+// MaxHelloFrame bounds a hello's frame, and every frame of a connection
+// that has not yet said who it is: core reads no more of a caller it
+// does not know.
+const MaxHelloFrame = 4 << 10
+
+// Hello opens every connection; its frame is at most [MaxHelloFrame].
 type Hello struct {
 	Role Role `json:"role"`
 	// Name tells connections of one role apart ("telegram", "cli").

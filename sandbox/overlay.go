@@ -27,9 +27,11 @@ const (
 // the run's writes at the limit and the host's disk never sees them, and
 // the layers through which the container sees host directories.
 type runFS struct {
-	dir      string
-	overlays []string // mounted in this order, unmounted in the other
-	mounted  bool
+	dir string
+	// mounts are the overlays and the idmapped layers under them,
+	// mounted in this order, unmounted in the other.
+	mounts  []string
+	mounted bool
 }
 
 // mountRunFS mounts a run's file system on dir. Its inodes are bounded
@@ -118,18 +120,19 @@ func (r *runFS) overlay(name string, lowers []string, upper, work string) (strin
 	if err := unix.Mount("overlay", target, "overlay", flags, opts); err != nil {
 		return "", fmt.Errorf("mount an overlay of %s: %w", lowers[len(lowers)-1], err)
 	}
-	r.overlays = append(r.overlays, target)
+	r.mounts = append(r.mounts, target)
 	return target, nil
 }
 
-// unmountOverlays takes the overlays down, the last mounted first.
+// unmountOverlays takes the overlays and their idmapped layers down, the
+// last mounted first.
 func (r *runFS) unmountOverlays() error {
-	for len(r.overlays) > 0 {
-		target := r.overlays[len(r.overlays)-1]
+	for len(r.mounts) > 0 {
+		target := r.mounts[len(r.mounts)-1]
 		if err := unmount(target); err != nil {
 			return fmt.Errorf("unmount overlay: %w", err)
 		}
-		r.overlays = r.overlays[:len(r.overlays)-1]
+		r.mounts = r.mounts[:len(r.mounts)-1]
 	}
 	return nil
 }
@@ -176,7 +179,7 @@ func (r *runFS) unmount() error {
 	if err := unix.Unmount(r.dir, unix.MNT_DETACH); err != nil {
 		return fmt.Errorf("unmount the run's file system: %w", err)
 	}
-	r.overlays, r.mounted = nil, false
+	r.mounts, r.mounted = nil, false
 	return nil
 }
 

@@ -66,6 +66,14 @@ type Config struct {
 	// Vault is the secrets directory. No run sees it, should it ever lie
 	// inside a workspace or a bound directory. Empty means there is none.
 	Vault string
+	// User, when set, is every container's root on the host, whoever
+	// owns the workspace: the container runs in a user namespace that
+	// maps its root, and only its root, to this unprivileged user, and
+	// sees the workspace through an idmapped mount on which the
+	// workspace owner's files are that user's. Nil makes the container's
+	// root the workspace's owner: the host's root, without a user
+	// namespace, for a workspace of root's.
+	User *User
 }
 
 // Units runs one command in a transient systemd unit.
@@ -112,6 +120,8 @@ type Sandbox struct {
 	log    *slog.Logger
 	disk   int64
 	vault  string
+	user   *User
+	idmaps idmaps
 }
 
 // New checks that the host can run sandboxed commands and returns the
@@ -127,7 +137,10 @@ func New(cfg Config) (*Sandbox, error) {
 	if fi, err := os.Stat(filepath.Join(cfg.Image, "usr", "bin", "python3")); cfg.Image == "" || err != nil || !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%w: no image at %q", ErrNoImage, cfg.Image)
 	}
-	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, units: cfg.Units, log: cfg.Log, disk: cfg.Disk, vault: cfg.Vault}
+	if cfg.User != nil && cfg.User.UID == 0 {
+		return nil, errRootUser
+	}
+	s := &Sandbox{image: cfg.Image, runDir: cfg.RunDir, nspawn: nspawn, units: cfg.Units, log: cfg.Log, disk: cfg.Disk, vault: cfg.Vault, user: cfg.User}
 	if s.runDir == "" {
 		s.runDir = DefaultRunDir
 	}
@@ -223,7 +236,11 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 			err = fmt.Errorf("sandbox run %s: %w", id, uErr)
 		}
 	}()
-	c, upper, err := s.view(fsys, ws, owner, spec)
+	lower, root, err := s.asRoot(fsys, ws, owner)
+	if err != nil {
+		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
+	}
+	c, upper, err := s.view(fsys, lower, root, spec)
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
@@ -270,10 +287,11 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 }
 
 // view builds, in the run's file system, what the container is given of
-// the host: an overlay of the workspace over the layer that masks its
-// credentials, with a writable layer unless the view is read-only; an
-// overlay of each bound directory over its mask; /tmp and /var/tmp. It
-// returns the writable layer, "" for a read-only view.
+// the host: an overlay of the workspace ws (as the container's root o
+// sees it, [Sandbox.asRoot]) over the layer that masks its credentials,
+// with a writable layer unless the view is read-only; an overlay of each
+// bound directory over its mask; /tmp and /var/tmp. It returns the
+// writable layer, "" for a read-only view.
 func (s *Sandbox) view(fsys *runFS, ws string, o owner, spec Spec) (container, string, error) {
 	c := container{owner: o, writable: spec.View != ReadOnly}
 	vault, err := vaultID(s.vault)

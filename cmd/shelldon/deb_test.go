@@ -51,7 +51,7 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	if out := host.Must(t, "dpkg", "-i", deb); !strings.Contains(out, "shelldon doctor") {
 		t.Errorf("the first install does not say what to do next:\n%s", out)
 	}
-	for user, group := range map[string]string{"shelldon-broker": "shelldon", "shelldon-worker": "shelldon", "shelldon-panel": "spi"} {
+	for user, group := range map[string]string{"shelldon-broker": "shelldon", "shelldon-worker": "shelldon", "shelldon-panel": "spi", "shelldon-sandbox": "shelldon-sandbox"} {
 		if groups := host.Must(t, "id", "-nG", user); !strings.Contains(groups, group) {
 			t.Errorf("%s is in %q, want %s among its groups", user, groups, group)
 		}
@@ -77,8 +77,13 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 		t.Errorf("shelldon.service is %q, want active", got)
 	}
 	// The state directory and the bus socket are the group's, so the
-	// broker, the panel and the workers can reach core.
-	for path, want := range map[string]string{"/var/lib/shelldon": "2750 root shelldon", "/var/lib/shelldon/bus.sock": "660 root shelldon"} {
+	// broker, the panel and the workers can reach core; what a turn reads
+	// is the workers' group's alone, and the memory tree core's.
+	for path, want := range map[string]string{
+		"/var/lib/shelldon": "710 root shelldon", "/var/lib/shelldon/bus.sock": "660 root shelldon",
+		"/var/lib/shelldon/workspace": "2750 root shelldon-worker", "/var/lib/shelldon/about.md": "640 root shelldon-worker",
+		"/var/lib/shelldon/memory": "700 root shelldon", "/var/lib/shelldon/vault": "700 root shelldon", // core's group, which a 0700 gives nothing
+	} {
 		if got := strings.TrimSpace(host.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
 			t.Errorf("%s is %q, want %q", path, got, want)
 		}

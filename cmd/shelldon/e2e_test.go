@@ -68,7 +68,10 @@ func TestWholePetInAVM(t *testing.T) {
 	guest, api, ctx := pet.guest, pet.api, context.Background()
 	ws := "/var/lib/shelldon/workspace/"
 
-	t.Run("1 the services run and doctor is content", func(t *testing.T) { checkServicesAndDoctor(t, pet) })
+	t.Run("1 the services run and doctor is content", func(t *testing.T) {
+		checkServicesAndDoctor(t, pet)
+		checkStateAccess(t, pet)
+	})
 
 	t.Run("2 the owner's life over Telegram", func(t *testing.T) {
 		checkFirstTurn(t, pet, model, "hello VM", "Hello from the VM!\nTHOUGHT: a whole new machine\nFACE: excited")
@@ -76,6 +79,7 @@ func TestWholePetInAVM(t *testing.T) {
 		api.WaitMessage(t, ownerID, textHas("I looked at the clock."))
 
 		checkApprovedCommand(t, pet, "make me a file", "sandboxed.txt", "made in the sandbox\n", "Done: sandboxed.txt is there.")
+		checkSandboxUser(t, pet, "sandboxed.txt")
 
 		api.SendText(ownerID, "push it")
 		push := waitAsk(t, api, "push")

@@ -327,7 +327,10 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 // openState takes the state directory for this core (its lock first: a
 // second core on it is refused before it changes anything) and opens it.
 func openState(cfg config.Config) (*state.Store, error) {
-	return state.Open(statedir.Layout{Root: cfg.StateDir})
+	// A workers' user this host lacks is logged where the launcher is
+	// chosen; then only core reads the directory.
+	readers, _ := state.ReadersOf(cfg.Worker.User)
+	return state.OpenFor(statedir.Layout{Root: cfg.StateDir}, readers)
 }
 
 // newTelegram makes core's Telegram transport when a bot token is
@@ -374,8 +377,12 @@ func openSandbox(cfg config.Config, launcher launch.Launcher, log *slog.Logger) 
 		return nil, sandbox.ErrNoImage
 	}
 	layout := statedir.Layout{Root: cfg.StateDir}
+	user, err := sandbox.LookupUser(cfg.Sandbox.User)
+	if err != nil {
+		log.Warn("sandboxed commands run as the workspace's owner, root on a board", "why", err, "fix", "create the user (units/shelldon.sysusers), or set sandbox.user")
+	}
 	sbCfg := sandbox.Config{Image: st.Current.Root, RunDir: layout.Runs(), Log: log,
-		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault()}
+		Disk: int64(cfg.Sandbox.Disk), Vault: layout.Vault(), User: user}
 	if sd, ok := launcher.(*launch.Systemd); ok {
 		sbCfg.Units = sd
 	}

@@ -20,6 +20,29 @@ func TestSandboxDiskDefault(t *testing.T) {
 	}
 }
 
+// TestSandboxedCommandsRunAsTheSandboxUser: with sandbox.user naming a
+// user of the host (nobody here, shelldon-sandbox on a board), a command
+// over the root-owned workspace the .deb leaves runs as that user on the
+// host, not as root: the container's uid_map maps its root to that user
+// alone. With sandbox.user empty it runs as the workspace's owner, root.
+func TestSandboxedCommandsRunAsTheSandboxUser(t *testing.T) {
+	imagetest.Image(t)
+	state := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(state, "workspace"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for user, want := range map[string]string{"nobody": "0 65534 1", "": "0 0 4294967295"} {
+		t.Setenv("SHELLDON_SANDBOX_USER", user)
+		var out, errOut strings.Builder
+		if err := run(context.Background(), []string{"sandbox", "run", "--state-dir", state, "--", "cat", "/proc/self/uid_map"}, nil, &out, &errOut); err != nil {
+			t.Fatalf("sandbox.user %q: shelldon sandbox run = %v\n%s", user, err, errOut.String())
+		}
+		if got := strings.Join(strings.Fields(out.String()), " "); got != want {
+			t.Errorf("sandbox.user %q: the container's uid_map is %q, want %q", user, got, want)
+		}
+	}
+}
+
 func TestSandboxRunCommand(t *testing.T) {
 	imagetest.Image(t)
 	state := t.TempDir()

@@ -199,6 +199,59 @@ func checkServicesAndDoctor(t *testing.T, pet petInAVM) {
 	}
 }
 
+// checkStateAccess looks at the installed pet's state directory: each
+// role reads what it needs and no more. The panel's user, in the state
+// directory's group, reads neither the memory tree nor about.md nor the
+// workspace; the workers' user reads about.md and the workspace, never
+// the memory tree.
+func checkStateAccess(t *testing.T, pet petInAVM) {
+	ctx := context.Background()
+	const state = "/var/lib/shelldon"
+	for path, want := range map[string]string{
+		state: "710 root shelldon", state + "/workspace": "2750 root shelldon-worker", state + "/about.md": "640 root shelldon-worker",
+		state + "/memory": "700 root shelldon", state + "/vault": "700 root shelldon", // core's group, which 0700 gives nothing
+	} {
+		if got := strings.TrimSpace(pet.guest.Must(t, "stat", "-c", "%a %U %G", path)); got != want {
+			t.Errorf("%s is %q, want %q", path, got, want)
+		}
+	}
+	for _, tt := range []struct {
+		user  string
+		argv  []string
+		reads bool
+	}{
+		{"shelldon-panel", []string{"ls", state + "/memory"}, false},
+		{"shelldon-panel", []string{"cat", state + "/about.md"}, false},
+		{"shelldon-panel", []string{"ls", state + "/workspace"}, false},
+		{"shelldon-broker", []string{"ls", state + "/workspace"}, false},
+		{"shelldon-worker", []string{"ls", state + "/memory"}, false},
+		{"shelldon-worker", []string{"cat", state + "/about.md"}, true},
+		{"shelldon-worker", []string{"ls", state + "/workspace"}, true},
+	} {
+		out, err := pet.guest.Exec(ctx, append([]string{"runuser", "-u", tt.user, "--"}, tt.argv...)...)
+		if (err == nil) != tt.reads {
+			t.Errorf("%s: %q: %v %s; want it to read: %v", tt.user, tt.argv, err, out, tt.reads)
+		}
+	}
+}
+
+// checkSandboxUser has a command in the installed pet's sandbox say who it
+// is on the host: its container's root is shelldon-sandbox, never root
+// (its uid_map maps root to that user alone); and what an approved
+// command made, applied, belongs to the workspace's owner and the
+// workers' group.
+func checkSandboxUser(t *testing.T, pet petInAVM, made string) {
+	uid := strings.TrimSpace(pet.guest.Must(t, "id", "-u", "shelldon-sandbox"))
+	// The command's output comes first, then the run's summary.
+	out, _, _ := strings.Cut(pet.guest.Must(t, "shelldon", "sandbox", "run", "--", "cat", "/proc/self/uid_map"), "\n")
+	if got, want := strings.Join(strings.Fields(out), " "), "0 "+uid+" 1"; got != want || uid == "0" {
+		t.Errorf("a sandboxed command's uid_map is %q, want %q: its root shelldon-sandbox alone", got, want)
+	}
+	if got := strings.TrimSpace(pet.guest.Must(t, "stat", "-c", "%U %G", "/var/lib/shelldon/workspace/"+made)); got != "root shelldon-worker" {
+		t.Errorf("%s, made by an approved command, is %q, want root shelldon-worker", made, got)
+	}
+}
+
 // checkFirstTurn sends the pet's first message and waits for the model's
 // answer (its first line), then for /status to count what the turn cost
 // as the model counted it: today's tokens per provider, with the

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,6 +25,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/panel/epd"
+	"shelldon/sandbox"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
@@ -107,8 +110,10 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 		h.systemd(ctx),
 		h.nspawn(),
 		h.sandboxImage(),
+		h.sandboxUser(cfg),
 		h.memoryCgroup(),
 		h.stateDir(cfg),
+		h.stateAccess(cfg),
 		h.stateDB(ctx, cfg),
 		h.core(cfg),
 		h.providers(ctx, cfg),
@@ -235,6 +240,42 @@ func (h Host) sandboxImage() Check {
 	return c
 }
 
+// sandboxUser says who a sandboxed command is on the host: the sandbox
+// user (sandbox.user), through a user namespace, where the kernel and the
+// state directory's file system can show it the workspace as its own;
+// without one, the workspace's owner, root on a board.
+func (h Host) sandboxUser(cfg config.Config) Check {
+	c := Check{Name: "sandbox user"}
+	asRoot := "commands run as the workspace's owner, root on a board (capabilities dropped)"
+	u, err := sandbox.LookupUser(cfg.Sandbox.User)
+	switch {
+	case cfg.Sandbox.User == "":
+		c.Status, c.Detail = Warn, "sandbox.user is empty: "+asRoot
+		c.Fix = `set sandbox.user = "shelldon-sandbox" (the .deb makes that user)`
+		return c
+	case err != nil:
+		c.Status, c.Detail = Warn, fmt.Sprintf("%v: %s", err, asRoot)
+		c.Fix = "systemd-sysusers (units/shelldon.sysusers makes shelldon-sandbox), or set sandbox.user"
+		return c
+	case os.Geteuid() != 0:
+		c.Status, c.Detail = Warn, fmt.Sprintf("whether %s can be the commands' root only root can check (this is uid %d)", cfg.Sandbox.User, os.Geteuid())
+		c.Fix = "run shelldon doctor as root"
+		return c
+	}
+	// The workspace, or, before core made it, where it will be.
+	dir := statedir.Layout{Root: cfg.StateDir}.Workspace()
+	for _, err := os.Stat(dir); err != nil && dir != filepath.Dir(dir); _, err = os.Stat(dir) {
+		dir = filepath.Dir(dir)
+	}
+	if err := sandbox.CheckUser(dir, *u); err != nil {
+		c.Status, c.Detail = Fail, fmt.Sprintf("%s (uid %d) cannot be the commands' root: %v", cfg.Sandbox.User, u.UID, err)
+		c.Fix = `run Linux 5.19 or later with the state directory on ext4, btrfs or xfs, or set sandbox.user = "" to run commands as root (capabilities dropped)`
+		return c
+	}
+	c.Status, c.Detail = OK, fmt.Sprintf("commands run in a user namespace whose root is %s (uid %d) on the host", cfg.Sandbox.User, u.UID)
+	return c
+}
+
 // memoryCgroup says whether a command's memory limit can hold: the
 // memory controller in cgroup v2, or in v1 (a hybrid host, where
 // systemd's v2 mount only tracks processes), and, where the doctor can
@@ -305,7 +346,7 @@ func listOrNone(names []string) string {
 func (h Host) stateDir(cfg config.Config) Check {
 	c := Check{Name: "state directory"}
 	dir := cfg.StateDir
-	if err := os.MkdirAll(dir, 0o750); err != nil {
+	if err := os.MkdirAll(dir, 0o710); err != nil {
 		if denied(&c, dir, err) {
 			return c
 		}
@@ -328,6 +369,62 @@ func (h Host) stateDir(cfg config.Config) Check {
 		c.Fix = "free some space on the card (old journals: journalctl --vacuum-size=50M)"
 	}
 	return c
+}
+
+// stateAccess says whether every entry of the state directory gives what
+// it holds to whom it should and to no one else
+// ([statedir.Layout.Access]): a memory tree, a workspace or an about.md
+// that the state directory's group (the panel's user, say) can read
+// fails, naming the path, its mode and the command that narrows it.
+func (h Host) stateAccess(cfg config.Config) Check {
+	c := Check{Name: "state access"}
+	readers, err := state.ReadersOf(cfg.Worker.User)
+	who := "workers of their own group read what a turn needs"
+	if err != nil {
+		who = "only core reads it (" + err.Error() + ")"
+	}
+	var faults, fixes []string
+	for _, w := range (statedir.Layout{Root: cfg.StateDir}).Access(readers) {
+		fi, err := os.Lstat(w.Path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			continue
+		case denied(&c, w.Path, err):
+			return c
+		case err != nil:
+			faults = append(faults, err.Error())
+			continue
+		}
+		fault := w.Fault(fi)
+		if fault == "" {
+			continue
+		}
+		faults = append(faults, fmt.Sprintf("%s is %s (it is for %s)", w.Path, fault, w.Who))
+		switch {
+		case fi.Mode()&fs.ModeSymlink != 0 || fi.IsDir() != w.Dir:
+			fixes = append(fixes, "move "+w.Path+" aside")
+		case w.GID >= 0:
+			// chgrp first: a change of group drops the set-group-ID bit.
+			fixes = append(fixes, fmt.Sprintf("chgrp %s %s && chmod %s %s", groupName(w.GID), w.Path, w.Chmod(), w.Path))
+		default:
+			fixes = append(fixes, fmt.Sprintf("chmod %s %s", w.Chmod(), w.Path))
+		}
+	}
+	if len(faults) > 0 {
+		c.Status, c.Detail = Fail, strings.Join(faults, "; ")
+		c.Fix = strings.Join(fixes, "; ") + " (core sets them too at its next start: systemctl restart shelldon)"
+		return c
+	}
+	c.Status, c.Detail = OK, "each role reads what it needs: "+who
+	return c
+}
+
+// groupName is the name of group gid, or its number.
+func groupName(gid int) string {
+	if g, err := user.LookupGroupId(strconv.Itoa(gid)); err == nil {
+		return g.Name
+	}
+	return strconv.Itoa(gid)
 }
 
 // stateDB says whether the state database is sound, and whether a

@@ -303,6 +303,81 @@ func TestStateDir(t *testing.T) {
 	}
 }
 
+// TestStateAccessFlagsWhatTheStateGroupCanRead: a state directory as an
+// older core left it on a board, its memory tree, workspace and about.md
+// readable by its group (the panel's user, say), fails with a line per
+// entry naming the path, its mode and the command that narrows it; once
+// core has opened it again, each is as it should be.
+func TestStateAccessFlagsWhatTheStateGroupCanRead(t *testing.T) {
+	testhost.Root(t)
+	cfg := config.Default()
+	cfg.StateDir = filepath.Join(t.TempDir(), "state")
+	cfg.Worker.User = "nobody" // a workers' user this host has, of group nogroup
+	l := statedir.Layout{Root: cfg.StateDir}
+	for _, dir := range []string{l.Root, l.MemoryDir(), l.Workspace()} {
+		if err := os.Mkdir(dir, 0o750); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(dir, 0o750|os.ModeSetgid); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(l.About(), []byte("lives in Lyon"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	got := testHost(t, nil).stateAccess(cfg)
+	wantStatus(t, got, Fail)
+	for _, want := range []string{
+		l.MemoryDir() + " is mode 2750, want 0700",
+		l.Root + " is mode 2750, want 0710",
+		l.Workspace() + " is group 0, want 65534",
+		l.About() + " is group 0, want 65534",
+	} {
+		if !strings.Contains(got.Detail, want) {
+			t.Errorf("stateAccess detail = %q, want it to say %q", got.Detail, want)
+		}
+	}
+	for _, want := range []string{"chmod 0700 " + l.MemoryDir(), "chmod 0710 " + l.Root, "chgrp nogroup " + l.Workspace() + " && chmod 2750 " + l.Workspace()} {
+		if !strings.Contains(got.Fix, want) {
+			t.Errorf("stateAccess fix = %q, want it to say %q", got.Fix, want)
+		}
+	}
+
+	readers, err := state.ReadersOf(cfg.Worker.User)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := state.OpenFor(l, readers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	wantStatus(t, testHost(t, nil).stateAccess(cfg), OK)
+}
+
+// TestSandboxUser: doctor says who a sandboxed command is on the host.
+func TestSandboxUser(t *testing.T) {
+	testhost.Root(t)
+	for _, tt := range []struct {
+		user   string
+		status Status
+		detail string
+	}{
+		{"nobody", OK, "commands run in a user namespace whose root is nobody (uid 65534) on the host"},
+		{"", Warn, "sandbox.user is empty: commands run as the workspace's owner, root on a board"},
+		{"no-such-user-here", Warn, "commands run as the workspace's owner, root on a board"},
+		{"root", Warn, "the sandbox user is root"},
+	} {
+		cfg := config.Default()
+		cfg.StateDir, cfg.Sandbox.User = t.TempDir(), tt.user
+		got := testHost(t, nil).sandboxUser(cfg)
+		wantStatus(t, got, tt.status)
+		if !strings.Contains(got.Detail, tt.detail) {
+			t.Errorf("sandbox.user %q: detail %q, want %q in it", tt.user, got.Detail, tt.detail)
+		}
+	}
+}
+
 func TestCore(t *testing.T) {
 	dir := testhost.ShortDir(t)
 	listening := filepath.Join(dir, "bus.sock")
@@ -505,9 +580,10 @@ func TestRunOnAHealthyHost(t *testing.T) {
 	t.Cleanup(func() { ln.Close() })
 	cfg.Providers = []config.Provider{{Name: "good", BaseURL: newModelServer(t, http.StatusOK).URL + "/v1", Model: "m"}}
 	cfg.Telegram.Token, cfg.Telegram.APIURL, cfg.Telegram.AllowedUsers = testBotToken, telegramtest.New(t, testBotToken).URL(), []int64{42}
+	cfg.Sandbox.User = "nobody" // a user this host has, as the .deb makes shelldon-sandbox
 
 	checks := host.Run(context.Background(), cfg)
-	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "memory cgroup", "state directory", "state database", "core", "model provider", "telegram", "SPI (panel)"}
+	wantNames := []string{"systemd", "systemd-nspawn", "sandbox image", "sandbox user", "memory cgroup", "state directory", "state access", "state database", "core", "model provider", "telegram", "SPI (panel)"}
 	if len(checks) != len(wantNames) {
 		t.Fatalf("Run returned %d checks, want %d: %+v", len(checks), len(wantNames), checks)
 	}
@@ -533,8 +609,10 @@ func TestRunOnABareHost(t *testing.T) {
 		"systemd":         Warn,
 		"systemd-nspawn":  Fail,
 		"sandbox image":   Fail,
+		"sandbox user":    Warn,
 		"memory cgroup":   Fail,
 		"state directory": OK,
+		"state access":    OK,
 		"core":            Warn,
 		"model provider":  Fail,
 		"telegram":        Warn,

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,7 +52,24 @@ type Peer struct {
 type Config struct {
 	// QueueLength bounds each connection's send queue.
 	QueueLength int
-	MaxFrame    int
+	// MaxFrame bounds one frame of a joined peer that may send something
+	// (bus.DefaultMaxFrame when zero). Before its hello, and for a role
+	// that may send nothing (the panel), a frame is at most
+	// contracts.MaxHelloFrame.
+	MaxFrame int
+	// FrameBudget bounds the bytes of the frames joined peers are sending
+	// at once, over every connection (twice MaxFrame when zero, never less
+	// than MaxFrame): a frame that would go over it waits to be read until
+	// others have been.
+	FrameBudget int
+	// MaxConns bounds the connections open at once, joined or still to
+	// say hello (64 when zero), and MaxConnsPerUser those of one user
+	// other than root and core's own (8 when zero); a connection past
+	// either is refused at once.
+	MaxConns, MaxConnsPerUser int
+	// HelloTimeout is how long a caller has to say hello, on Clock (5 s
+	// when zero); then its connection is closed.
+	HelloTimeout time.Duration
 	// Access says which users may join, in which roles. Listen fills in
 	// its Self and Group.
 	Access Access
@@ -75,7 +93,8 @@ type Config struct {
 	// rejoins after a restart, still gets the turn that started first.
 	// Zero drops such an envelope at once, as an error of the route.
 	HoldFor time.Duration
-	// Clock tells the time for HoldFor; nil is the system clock.
+	// Clock tells the time for HoldFor and HelloTimeout; nil is the
+	// system clock.
 	Clock clock.Clock
 }
 
@@ -98,7 +117,11 @@ type Hub struct {
 	closed bool // set once Serve is ending; late joiners are turned away
 	// conns holds every accepted connection, joined or still saying
 	// hello, so shutdown can end a handshake instead of waiting it out.
-	conns  map[net.Conn]struct{}
+	conns map[net.Conn]struct{}
+	// open counts the connections admitted under MaxConns, and openBy
+	// those of each user under MaxConnsPerUser.
+	open   int
+	openBy map[int]int
 	peers  map[uint64]*Peer
 	nextID uint64
 	held   []heldEnvelope
@@ -107,6 +130,8 @@ type Hub struct {
 	// once instead of waiting out the worker's budget.
 	jobs map[uint64]map[string]bool
 	wg   sync.WaitGroup
+	// reading holds the bytes of the frames being read, under FrameBudget.
+	reading *budget
 }
 
 // acceptRetry is the pause after a failed accept that may pass.
@@ -119,8 +144,16 @@ func isTemporary(err error) bool {
 		errors.Is(err, unix.ENOMEM) || errors.Is(err, unix.ECONNABORTED)
 }
 
-// helloTimeout bounds how long a caller may take to say who it is.
-const helloTimeout = 5 * time.Second
+// The bounds a Config leaves zero.
+const (
+	defaultMaxConns        = 64
+	defaultMaxConnsPerUser = 8
+	defaultHelloTimeout    = 5 * time.Second
+)
+
+// handshakeWrite bounds the writing of core's welcome, or its refusal,
+// to a caller that does not read it.
+const handshakeWrite = 5 * time.Second
 
 // Listen creates the bus socket at path with mode 0660. A stale socket
 // left by a crashed core is removed; a live one (another core answers) is
@@ -131,6 +164,25 @@ func Listen(path string, cfg Config) (*Hub, error) {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.MaxFrame <= 0 {
+		cfg.MaxFrame = bus.DefaultMaxFrame
+	}
+	if cfg.FrameBudget <= 0 {
+		cfg.FrameBudget = 2 * cfg.MaxFrame
+	}
+	cfg.FrameBudget = max(cfg.FrameBudget, cfg.MaxFrame)
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.MaxConnsPerUser <= 0 {
+		cfg.MaxConnsPerUser = defaultMaxConnsPerUser
+	}
+	if cfg.HelloTimeout <= 0 {
+		cfg.HelloTimeout = defaultHelloTimeout
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	if fi, err := os.Lstat(path); err == nil {
 		if fi.Mode()&os.ModeSocket == 0 {
@@ -169,7 +221,8 @@ func Listen(path string, cfg Config) (*Hub, error) {
 		return nil, err
 	}
 	cfg.Access.Self, cfg.Access.Group = os.Getuid(), gid
-	return &Hub{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}, peers: map[uint64]*Peer{}}, nil
+	return &Hub{cfg: cfg, ln: ln, conns: map[net.Conn]struct{}{}, openBy: map[int]int{}, peers: map[uint64]*Peer{},
+		reading: newBudget(cfg.FrameBudget)}, nil
 }
 
 // shareGroup gives the socket the group of the directory it is in, so
@@ -214,12 +267,24 @@ func (h *Hub) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("accept on bus: %w", err)
 		}
+		cred, err := peerCred(nc)
+		if err != nil {
+			h.cfg.Logf("bus: reading peer credentials: %v", err)
+			nc.Close()
+			continue
+		}
+		// Counted here, in the order callers connected, before anything
+		// of theirs is read.
+		counted := h.occupy(cred.UID)
 		h.track(nc)
 		h.wg.Add(1)
 		go func() {
 			defer h.wg.Done()
 			defer h.untrack(nc)
-			h.serveConn(ctx, nc)
+			if counted == nil {
+				defer h.vacate(cred.UID)
+			}
+			h.serveConn(ctx, nc, cred, counted)
 		}()
 	}
 }
@@ -314,27 +379,37 @@ func peerCred(nc *net.UnixConn) (Cred, error) {
 	return Cred{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
 }
 
-func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
+// serveConn serves the connection of cred, refusing it at once when it
+// is past a bound of connections (counted says which).
+func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn, cred Cred, counted error) {
 	defer nc.Close()
-	cred, err := peerCred(nc)
-	if err != nil {
-		h.cfg.Logf("bus: reading peer credentials: %v", err)
-		return
-	}
-	nc.SetDeadline(time.Now().Add(helloTimeout))
-	first, err := bus.ReadFrame(nc, h.cfg.MaxFrame)
-	if err != nil {
-		h.cfg.Logf("bus: pid %d sent no hello: %v", cred.PID, err)
-		return
-	}
+	nc.SetWriteDeadline(time.Now().Add(handshakeWrite))
 	var hello contracts.Hello
+	claims := "before its hello"
 	refuse := func(reason string) {
-		h.cfg.Logf("bus: refused pid %d uid %d (%s %q): %s", cred.PID, cred.UID, hello.Role, hello.Name, reason)
+		h.cfg.Logf("bus: refused pid %d uid %d %s: %s", cred.PID, cred.UID, claims, reason)
 		env, _ := contracts.NewEnvelope(contracts.KindWelcome, "", contracts.Welcome{Reason: reason})
 		bus.WriteFrame(nc, env, h.cfg.MaxFrame)
 	}
+	if counted != nil {
+		refuse(counted.Error())
+		return
+	}
+	// Until it has said who it is, a caller is read no further than a
+	// hello, and for no longer than HelloTimeout.
+	said := h.awaitHello(nc)
+	first, err := bus.ReadFrame(nc, contracts.MaxHelloFrame)
+	said()
+	if err != nil {
+		h.cfg.Logf("bus: pid %d uid %d sent no hello: %v", cred.PID, cred.UID, err)
+		return
+	}
+	isHello := first.Kind == contracts.KindHello && first.Decode(&hello) == nil
+	if isHello {
+		claims = fmt.Sprintf("(%s %q)", hello.Role, hello.Name)
+	}
 	switch {
-	case first.Kind != contracts.KindHello || first.Decode(&hello) != nil:
+	case !isHello:
 		refuse(fmt.Sprintf("the first frame must be a %s, got %s", contracts.KindHello, first.Kind))
 		return
 	case !hello.Role.Valid() || hello.Role == contracts.RoleCore:
@@ -385,8 +460,9 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 		h.cfg.OnJoin(p)
 	}
 	h.release(p)
+	limit := h.frameLimit(hello.Role)
 	for {
-		env, err := bus.ReadFrame(nc, h.cfg.MaxFrame)
+		env, err := h.readFrame(ctx, p, limit)
 		if err != nil {
 			select {
 			case <-p.gone:
@@ -413,6 +489,82 @@ func (h *Hub) serveConn(ctx context.Context, nc *net.UnixConn) {
 			h.cfg.Logf("bus: %s from %s %q: %v", env.Kind, hello.Role, hello.Name, err)
 		}
 	}
+}
+
+// occupy counts a new connection of uid against MaxConns and
+// MaxConnsPerUser, or says which bound it would pass. Root and core's own
+// user count only against MaxConns.
+func (h *Hub) occupy(uid int) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.open >= h.cfg.MaxConns {
+		return fmt.Errorf("the bus already holds %d connections, its bound; try again once some have closed", h.open)
+	}
+	if uid != 0 && uid != h.cfg.Access.Self && h.openBy[uid] >= h.cfg.MaxConnsPerUser {
+		return fmt.Errorf("uid %d already holds %d connections to the bus, its bound for one user; close some first", uid, h.openBy[uid])
+	}
+	h.open++
+	h.openBy[uid]++
+	return nil
+}
+
+// vacate uncounts a connection of uid that occupy counted.
+func (h *Hub) vacate(uid int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.open--
+	if h.openBy[uid]--; h.openBy[uid] == 0 {
+		delete(h.openBy, uid)
+	}
+}
+
+// awaitHello ends the read of nc's hello once HelloTimeout has passed on
+// the hub's clock; the function it returns, called once the read is
+// over, lifts that end for the reads that follow.
+func (h *Hub) awaitHello(nc net.Conn) (said func()) {
+	var mu sync.Mutex
+	over := false
+	timer := h.cfg.Clock.AfterFunc(h.cfg.HelloTimeout, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !over {
+			nc.SetReadDeadline(time.Unix(1, 0)) // a past deadline ends the read at once
+		}
+	})
+	return func() {
+		timer.Stop()
+		mu.Lock()
+		defer mu.Unlock()
+		over = true
+		nc.SetReadDeadline(time.Time{})
+	}
+}
+
+// frameLimit bounds one frame of a joined peer of role: MaxFrame, but a
+// hello's for a role that may send nothing (the panel), since whatever
+// it sends is dropped.
+func (h *Hub) frameLimit(role contracts.Role) int {
+	for _, senders := range contracts.Senders {
+		if slices.Contains(senders, role) {
+			return h.cfg.MaxFrame
+		}
+	}
+	return contracts.MaxHelloFrame
+}
+
+// readFrame reads p's next frame of at most max bytes, its length taken
+// from FrameBudget before its body is read and given back once the body
+// is decoded.
+func (h *Hub) readFrame(ctx context.Context, p *Peer, max int) (contracts.Envelope, error) {
+	n, err := bus.ReadLength(p.nc, max)
+	if err != nil {
+		return contracts.Envelope{}, err
+	}
+	if err := h.reading.take(ctx, p.gone, n); err != nil {
+		return contracts.Envelope{}, fmt.Errorf("wait to read a frame of %d bytes: %w", n, err)
+	}
+	defer h.reading.give(n)
+	return bus.ReadBody(p.nc, n)
 }
 
 // admit decides, by Access and for a worker VerifyWorker, whether the
@@ -696,12 +848,7 @@ func (h *Hub) release(p *Peer) {
 	}
 }
 
-func (h *Hub) now() time.Time {
-	if h.cfg.Clock == nil {
-		return time.Now()
-	}
-	return h.cfg.Clock.Now()
-}
+func (h *Hub) now() time.Time { return h.cfg.Clock.Now() }
 
 func (h *Hub) targets(r contracts.Route, env contracts.Envelope) []*Peer {
 	h.mu.Lock()

@@ -85,6 +85,9 @@ func (s *Store) Keep(ctx context.Context, turn string, m Memory, at time.Time) e
 		}
 		return fmt.Errorf("keep memory of turn %q: %w", turn, err)
 	}
+	if m.About != "" {
+		return s.grantWorkerFiles()
+	}
 	return nil
 }
 
@@ -234,6 +237,9 @@ func (s *Store) AddFaces(added ...contracts.AddFace) error {
 		data, err := reg.MarshalAdded()
 		if err == nil {
 			err = atomicfile.WriteFile(s.layout.Faces(), data, fileMode)
+		}
+		if err == nil {
+			err = s.grantWorkerFiles()
 		}
 		if err != nil {
 			return fmt.Errorf("add faces: %w", err)

@@ -32,14 +32,12 @@ var (
 	ErrNewerSchema = errors.New("state database is newer than this shelldon")
 )
 
-// Modes of what the store creates. Group read on the memory tree lets a
-// worker in the service's group read it; the database and the vault are
-// core's alone.
+// Modes of what the store creates: core's alone, until the directory's
+// access (statedir.Layout.Access) gives the workers what a turn needs.
 const (
-	dirMode   = 0o750
-	vaultMode = 0o700
-	fileMode  = 0o640
-	dbMode    = 0o600
+	dirMode  = 0o700
+	fileMode = statedir.PrivateFileMode
+	dbMode   = statedir.PrivateFileMode
 )
 
 //go:embed default_directive.md
@@ -48,6 +46,7 @@ var defaultDirective []byte
 // Store is shelldon's state. Its methods are safe for concurrent use.
 type Store struct {
 	layout    statedir.Layout
+	readers   statedir.Readers
 	db        *preparedDB
 	lock      *os.File // the state directory's lock, held while open for writing
 	readOnly  bool
@@ -81,8 +80,14 @@ var ErrLocked = errors.New("another shelldon core holds the state directory")
 // crash left running as interrupted (see Recovered). The directory's lock
 // comes first: a second core on a directory another serves is refused
 // with ErrLocked before it reads or writes anything, so it cannot mark the
-// live core's turn interrupted on its way out.
-func Open(layout statedir.Layout) (s *Store, err error) {
+// live core's turn interrupted on its way out. Only core reads the
+// directory; [OpenFor] lets others read what they need.
+func Open(layout statedir.Layout) (*Store, error) { return OpenFor(layout, statedir.NoReaders) }
+
+// OpenFor is [Open] for a directory that readers read too: every entry is
+// given the mode and group layout.Access says, at every open, so that a
+// directory made or widened by an older core, or by hand, is narrowed.
+func OpenFor(layout statedir.Layout, readers statedir.Readers) (s *Store, err error) {
 	if layout.Root == "" {
 		return nil, errors.New("open state: no state directory given")
 	}
@@ -95,7 +100,7 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 			lock.Close()
 		}
 	}()
-	if err := prepareDir(layout); err != nil {
+	if err := prepareDir(layout, readers); err != nil {
 		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
 	}
 	path, err := filepath.Abs(layout.DB())
@@ -137,7 +142,7 @@ func Open(layout statedir.Layout) (s *Store, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	s = &Store{layout: layout, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage}
+	s = &Store{layout: layout, readers: readers, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage}
 	if damage != nil {
 		s.owe(ctx, Notice{Damage: damage}, now)
 	}
@@ -267,62 +272,21 @@ func dsn(path string, params url.Values) string {
 	return u.String()
 }
 
-// prepareDir creates what is missing of the state directory and seeds the
-// files a turn cannot do without.
-func prepareDir(layout statedir.Layout) error {
-	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace()} {
+// prepareDir creates what is missing of the state directory, seeds the
+// files a turn cannot do without, and gives every entry its access.
+func prepareDir(layout statedir.Layout, readers statedir.Readers) error {
+	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace(), layout.Vault()} {
 		if err := os.MkdirAll(dir, dirMode); err != nil {
 			return fmt.Errorf("create %s: %w", dir, err)
 		}
 	}
-	if err := shareWithGroup(layout); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(layout.Vault(), vaultMode); err != nil {
-		return fmt.Errorf("create %s: %w", layout.Vault(), err)
-	}
-	// A vault made by hand with a wider mode is narrowed: no one else may read it.
-	if err := os.Chmod(layout.Vault(), vaultMode); err != nil {
-		return fmt.Errorf("restrict %s: %w", layout.Vault(), err)
-	}
 	if err := seedFile(layout.Directive(), defaultDirective); err != nil {
 		return err
 	}
-	return seedFile(layout.About(), nil)
-}
-
-// shareWithGroup lets the state directory's group — shelldon, on a board,
-// which the workers' user belongs to — read what core writes there: each
-// directory gets the root's group and the set-group-ID bit, so that every
-// file made in it later belongs to that group too, and the files a worker
-// reads that an earlier core made are given the group. The vault and the
-// database stay core's alone (their modes give the group nothing).
-func shareWithGroup(layout statedir.Layout) error {
-	fi, err := os.Stat(layout.Root)
-	if err != nil {
-		return fmt.Errorf("state directory: %w", err)
+	if err := seedFile(layout.About(), nil); err != nil {
+		return err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return nil
-	}
-	gid := int(st.Gid)
-	for _, dir := range []string{layout.Root, layout.MemoryDir(), layout.Workspace()} {
-		if err := os.Lchown(dir, -1, gid); err != nil {
-			return fmt.Errorf("share %s with group %d: %w", dir, gid, err)
-		}
-		if err := os.Chmod(dir, dirMode|os.ModeSetgid); err != nil {
-			return fmt.Errorf("share %s with group %d: %w", dir, gid, err)
-		}
-	}
-	readByWorkers := []string{layout.Directive(), layout.About(), layout.Faces()}
-	notes, _ := filepath.Glob(filepath.Join(layout.MemoryDir(), "*"))
-	for _, path := range append(readByWorkers, notes...) {
-		if err := os.Lchown(path, -1, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("share %s with group %d: %w", path, gid, err)
-		}
-	}
-	return nil
+	return grant(layout.Access(readers))
 }
 
 // seedFile writes content to path unless a file is already there.

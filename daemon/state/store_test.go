@@ -1,10 +1,12 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 	"os"
 	"os/exec"
@@ -28,6 +30,13 @@ func openStore(t *testing.T, layout statedir.Layout) *Store {
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
+}
+
+func mustDo(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func newStore(t *testing.T) *Store {
@@ -58,25 +67,20 @@ func userVersion(t *testing.T, db *sql.DB) int {
 func TestOpenPreparesTheDirectory(t *testing.T) {
 	s := newStore(t)
 	l := s.Layout()
-	dirs := []struct {
-		path string
-		mode os.FileMode
-	}{
-		{l.Root, dirMode}, {l.MemoryDir(), dirMode}, {l.Vault(), vaultMode}, {l.Workspace(), dirMode},
-	}
-	for _, d := range dirs {
-		info, err := os.Stat(d.path)
-		if err != nil || !info.IsDir() {
-			t.Errorf("Open did not create directory %s: %v", d.path, err)
-			continue
-		}
-		// The umask may narrow a directory's mode but never widen it.
-		if info.Mode().Perm()&^d.mode != 0 {
-			t.Errorf("%s has mode %v, wider than %v", d.path, info.Mode().Perm(), d.mode)
+	for _, dir := range []string{l.Root, l.MemoryDir(), l.Vault(), l.Workspace()} {
+		if info, err := os.Stat(dir); err != nil || !info.IsDir() {
+			t.Errorf("Open did not create directory %s: %v", dir, err)
 		}
 	}
-	if info, err := os.Stat(l.Vault()); err != nil || info.Mode().Perm() != vaultMode {
-		t.Errorf("vault mode = %v, %v, want %v", info.Mode().Perm(), err, os.FileMode(vaultMode))
+	// Only core reads a directory opened for no other reader.
+	for _, w := range l.Access(statedir.NoReaders) {
+		info, err := os.Lstat(w.Path)
+		if err != nil {
+			continue // made later: the socket, the tool store, a backup…
+		}
+		if got := info.Mode() &^ fs.ModeType; got != w.Mode {
+			t.Errorf("%s has mode %v, want %v (%s)", w.Path, got, w.Mode, w.Who)
+		}
 	}
 	if info, err := os.Stat(l.DB()); err != nil || info.Mode().Perm()&^dbMode != 0 {
 		t.Errorf("state.db mode = %v, %v, want at most %v", info.Mode().Perm(), err, os.FileMode(dbMode))
@@ -122,8 +126,8 @@ func TestOpenKeepsExistingFiles(t *testing.T) {
 			t.Errorf("Open rewrote %s to %q, want %q kept", path, got, want)
 		}
 	}
-	if info, _ := os.Stat(l.Vault()); info.Mode().Perm() != vaultMode {
-		t.Errorf("a vault made with mode 0755 was left at %v, want %v", info.Mode().Perm(), os.FileMode(vaultMode))
+	if info, _ := os.Stat(l.Vault()); info.Mode().Perm() != 0o700 {
+		t.Errorf("a vault made with mode 0755 was left at %v, want 0700", info.Mode().Perm())
 	}
 }
 
@@ -421,43 +425,74 @@ func TestDSNEscapesThePath(t *testing.T) {
 	}
 }
 
-// TestStateIsSharedWithItsGroup opens a state directory whose group is
-// not core's, as on a board (root:shelldon), where one file was made by
-// an older core without the group: afterwards the workers' group can read
-// what a worker reads, and new files join the group by themselves.
-func TestStateIsSharedWithItsGroup(t *testing.T) {
+// TestEachReaderReadsWhatItNeedsAndNoMore opens a state directory as an
+// older core left it on a board (root:shelldon, the memory tree and the
+// workspace set-group-ID and readable by that group, which the panel's
+// and the broker's users are in) for workers of their own group. Then a
+// real second user in the state group (the panel's, say) can read
+// neither the memory tree, nor about.md, nor anything of the workspace,
+// the owner's .env included; a worker (that user with the workers' group
+// too) reads about.md and the workspace, and still not the memory tree;
+// about.md and the faces rewritten later stay the workers' alone.
+func TestEachReaderReadsWhatItNeedsAndNoMore(t *testing.T) {
 	testhost.Root(t)
-	const group = 4242
-	l := statedir.Layout{Root: filepath.Join(t.TempDir(), "state")}
-	if err := os.Mkdir(l.Root, 0o750); err != nil {
+	cat := testhost.Tool(t, "cat", "coreutils")
+	const stateGroup, workerGroup = 4242, 4243
+	parent := testhost.ShortDir(t)
+	if err := os.Chmod(parent, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chown(l.Root, 0, group); err != nil {
+	l := statedir.Layout{Root: filepath.Join(parent, "state")}
+	older := map[string]string{"memory/pets.md": "- has a cat named Tom", "workspace/.env": "OPENAI_API_KEY=sk-secret", "workspace/todo.txt": "milk", "about.md": "lives in Lyon"}
+	for _, dir := range []string{l.Root, l.MemoryDir(), l.Workspace()} {
+		mustDo(t, os.Mkdir(dir, 0o750))
+		mustDo(t, os.Chown(dir, 0, stateGroup))
+		mustDo(t, os.Chmod(dir, 0o750|os.ModeSetgid))
+	}
+	for name, content := range older {
+		path := filepath.Join(l.Root, name)
+		mustDo(t, os.WriteFile(path, []byte(content), 0o640))
+		mustDo(t, os.Chown(path, 0, stateGroup))
+	}
+	s, err := OpenFor(l, statedir.Readers{WorkerGID: workerGroup})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(l.Directive(), []byte("be kind"), 0o640); err != nil {
-		t.Fatal(err)
-	}
-	s := openStore(t, l)
 	defer s.Close()
-	if err := s.Keep(context.Background(), "t1", Memory{About: "a new about"}, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	for _, path := range []string{l.Root, l.MemoryDir(), l.Workspace(), l.Directive(), l.About()} {
-		fi, err := os.Stat(path)
+	mustDo(t, s.Keep(context.Background(), "t1", Memory{About: "lives in Lyon, has a cat"}, time.Now()))
+	mustDo(t, s.AddFaces(contracts.AddFace{Name: "sly", Glyphs: "(¬‿¬)"}))
+
+	read := func(groups []uint32, path string) error {
+		cmd := exec.Command(cat, path)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534, Groups: groups}}
+		out, err := cmd.CombinedOutput()
 		if err != nil {
-			t.Fatal(err)
+			return fmt.Errorf("%v: %s", err, bytes.TrimSpace(out))
 		}
-		st := fi.Sys().(*syscall.Stat_t)
-		if st.Gid != group || fi.Mode().Perm()&0o040 == 0 {
-			t.Errorf("%s is group %d mode %v, want group %d able to read", path, st.Gid, fi.Mode(), group)
-		}
-		if fi.IsDir() && fi.Mode()&os.ModeSetgid == 0 {
-			t.Errorf("%s mode %v, want set-group-ID so new files join the group", path, fi.Mode())
-		}
+		return nil
 	}
-	if fi, err := os.Stat(l.Vault()); err != nil || fi.Mode().Perm()&0o077 != 0 {
-		t.Errorf("vault = %v, %v; want it core's alone", fi.Mode(), err)
+	panel, worker := []uint32{stateGroup}, []uint32{stateGroup, workerGroup}
+	for _, tt := range []struct {
+		who    string
+		groups []uint32
+		path   string
+		reads  bool
+	}{
+		{"the panel", panel, l.MemoryTopic("pets"), false},
+		{"the panel", panel, l.About(), false},
+		{"the panel", panel, l.Faces(), false},
+		{"the panel", panel, filepath.Join(l.Workspace(), ".env"), false},
+		{"the panel", panel, filepath.Join(l.Workspace(), "todo.txt"), false},
+		{"a worker", worker, l.MemoryTopic("pets"), false},
+		{"a worker", worker, l.DB(), false},
+		{"a worker", worker, l.About(), true},
+		{"a worker", worker, l.Faces(), true},
+		{"a worker", worker, l.Directive(), true},
+		{"a worker", worker, filepath.Join(l.Workspace(), "todo.txt"), true},
+	} {
+		if err := read(tt.groups, tt.path); (err == nil) != tt.reads {
+			t.Errorf("%s (uid 65534, groups %v) reading %s: %v; want it to read: %v", tt.who, tt.groups, tt.path, err, tt.reads)
+		}
 	}
 }
 
