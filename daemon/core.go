@@ -324,6 +324,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 	case contracts.KindDecision:
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:
+		c.say.workerGone(env.Turn)
 		c.turnEvent(ctx, turns.Event{Kind: turns.Left, Turn: env.Turn})
 	default:
 		c.log.Warn("core got an envelope it does not handle", "kind", env.Kind)

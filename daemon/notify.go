@@ -161,6 +161,20 @@ func (m *messenger) progress(to turns.Origin, p contracts.Progress) {
 	_ = m.hub.Route(env)
 }
 
+// workerGone tells the brokers that the worker of turn is gone, so that
+// a model call it left running is cancelled rather than paid for nobody.
+// Every worker's end is told: a worker that ended its turn has no job
+// running, and the broker ignores the word.
+func (m *messenger) workerGone(turn string) {
+	env, err := contracts.NewEnvelope(contracts.KindJobCancel, turn, struct{}{})
+	if err == nil {
+		err = m.hub.Route(env)
+	}
+	if err != nil && !errors.Is(err, hub.ErrNoRoute) {
+		m.log.Warn("the broker did not hear that a worker is gone; its model call runs on to its deadline", "turn", turn, "err", err)
+	}
+}
+
 // snapshot sends the panels what to show.
 func (m *messenger) snapshot(s contracts.Snapshot) {
 	env, err := contracts.NewEnvelope(contracts.KindSnapshot, "", s)

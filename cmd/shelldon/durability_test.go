@@ -90,6 +90,41 @@ func TestABrokerKilledMidTurnIsNoticedAtOnce(t *testing.T) {
 	}
 }
 
+// TestADeadWorkersModelCallIsCancelled: a worker is killed while the
+// model thinks for 30 s about its question. The provider sees the call
+// cancelled within seconds, where the broker once kept it running (and
+// paid for) until the model answered nobody; the owner gets the degrade
+// answer, and the next message its own.
+func TestADeadWorkersModelCallIsCancelled(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "too late", Delay: 30 * time.Second},
+		demomodel.Step{Text: "the next answer"},
+	)
+	// A worker budget far past the model's 30 s: only the kill ends the call.
+	p := newPet(t, model, fastTimeouts(40*time.Second, 42*time.Second, 45*time.Second), func(c *config.Config) { c.Worker.CPUSeconds = 42 })
+	p.say("a slow question")
+	p.waitRequests(1)
+	running := p.turns()
+	if len(running) != 1 || running[0].WorkerPID == 0 {
+		t.Fatalf("turns = %+v, want one running with its worker", running)
+	}
+	if err := syscall.Kill(running[0].WorkerPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for model.Cancelled() == 0 {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("10 s after its worker's kill the model's call still runs (cancelled calls: %d)", model.Cancelled())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := p.reply(10 * time.Second); !r.Degraded {
+		t.Errorf("after the worker's kill the owner got %+v, want the degrade answer", r)
+	}
+	p.say("again?")
+	p.replyWith("the next answer", 15*time.Second)
+}
+
 // TestABurstOfHugeMessagesFailsNothing: 100 messages of 60 KB during a
 // slow turn make one catch-up turn of at most what a turn takes — the rest
 // kept in the workspace, the model told where — and the turns after it
