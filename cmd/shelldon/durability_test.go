@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -475,6 +477,80 @@ func TestALostWALIsToldAndDiagnosed(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAKillThenALostWALIsNeverSilent kills core (kill -9) at random
+// points after its turns, in the moments where the turn's checkpoint and
+// high-water mark may or may not be written yet, and then keeps its
+// write-ahead log, deletes it, or garbles its header, at random. Whatever
+// the timing, a lost log is told to the owner when core starts again, and
+// a kept one is not (no false alarm after an ordinary crash). The trials
+// are bounded in number and time; the counts are logged.
+func TestAKillThenALostWALIsNeverSilent(t *testing.T) {
+	model := demomodel.New()
+	asked := regexp.MustCompile(`t\d+-q\d+`)
+	model.Fallback = func(req demomodel.Request) demomodel.Step {
+		return demomodel.Step{Text: "ack " + strings.Join(asked.FindAllString(lastUser(req), -1), " ")}
+	}
+	p := newPet(t, model)
+	p.stopCore() // core in a process of its own, to be killed
+	layout := statedir.Layout{Root: p.cfg.StateDir}
+	wal := layout.DB() + "-wal"
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
+	const maxTrials, budget = 12, 90 * time.Second
+	losses := []string{"kept", "deleted", "garbled"}
+	var trials, turns, lost, told int
+	core := startDaemon(t, p)
+	lastLoss := "kept"
+	// ack waits for the pet's ack of q, past the other replies (a
+	// restarted core's notes, a catch-up's ack); a note of a lost log
+	// among them was not owed: none was lost, or it was told already.
+	ack := func(q string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case r := <-p.replies:
+				if strings.Contains(r.Text, "write-ahead log") {
+					t.Fatalf("trial %d: after a log %s, the owner was told %q", trials, lastLoss, r.Text)
+				}
+				if strings.HasPrefix(r.Text, "ack") && strings.Contains(r.Text, q) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("trial %d: no answer to %s within 20 s", trials, q)
+			}
+		}
+	}
+	for start := time.Now(); trials < maxTrials && time.Since(start) < budget; trials++ {
+		for i := range 1 + rng.IntN(3) {
+			q := fmt.Sprintf("t%d-q%d", trials, i)
+			p.say(q)
+			ack(q)
+			turns++
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		if err := core.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		core.Wait()
+		lastLoss = losses[rng.IntN(len(losses))]
+		switch lastLoss {
+		case "deleted":
+			os.Remove(wal)
+		case "garbled":
+			if err := os.WriteFile(wal, []byte("garbage, not a log header"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		core = startDaemon(t, p)
+		if lastLoss != "kept" {
+			lost++
+			p.replyWith("write-ahead log", 20*time.Second)
+			told++
+		}
+	}
+	t.Logf("%d trials, %d kills, %d turns, %d logs lost, %d told to the owner", trials, trials, turns, lost, told)
 }
 
 // waiting are the requests waiting for the owner in the state database.
