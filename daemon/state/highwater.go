@@ -94,8 +94,8 @@ type highWater struct {
 	Rollback *Rollback `json:"rollback,omitempty"`
 }
 
-// readHighWater reads the mark of layout; nil when there is none (a state
-// directory from before marks) or it cannot be read as one.
+// readHighWater reads the mark of layout; the error wraps fs.ErrNotExist
+// when there is none (a state directory from before marks).
 func readHighWater(layout statedir.Layout) (*highWater, error) {
 	f, err := os.Open(layout.HighWater())
 	if err != nil {
