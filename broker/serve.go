@@ -2,9 +2,11 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"shelldon/bus"
@@ -22,6 +24,7 @@ const maxConcurrentJobs = 4
 // is done. It rejoins by itself when core restarts.
 func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *slog.Logger) error {
 	slots := make(chan struct{}, maxConcurrentJobs)
+	var running turnJobs
 	client := &bus.Client{
 		Socket:   socket,
 		MaxFrame: maxFrame,
@@ -35,6 +38,11 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 			work = func(ctx context.Context) contracts.Envelope { return runJob(ctx, env, chain, log) }
 		case contracts.KindTranscribe:
 			work = func(ctx context.Context) contracts.Envelope { return runTranscribe(ctx, env, chain, log) }
+		case contracts.KindJobCancel:
+			if n := running.cancel(env.Turn); n > 0 {
+				log.Info("cancelled a job whose worker is gone", "turn", env.Turn, "jobs", n)
+			}
+			return
 		default:
 			log.Warn("broker got an envelope it does not handle", "kind", env.Kind)
 			return
@@ -52,16 +60,22 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 			// core that is gone (killed, restarted) never reads the
 			// answer, and its jobs must not hold the slots its
 			// successor's turns need.
-			ctx, cancel := context.WithCancel(ctx)
-			defer cancel()
+			ctx, cancel := context.WithCancelCause(ctx)
+			defer cancel(nil)
 			go func() {
 				select {
 				case <-conn.Done():
-					cancel()
+					cancel(nil)
 				case <-ctx.Done():
 				}
 			}()
-			answer(conn, work(ctx), log)
+			if env.Kind == contracts.KindJob {
+				defer running.add(env.Turn, cancel)()
+			}
+			done := work(ctx)
+			if context.Cause(ctx) != errWorkerGone { // nobody to read it
+				answer(conn, done, log)
+			}
 			if len(slots) == 1 {
 				// The last job in flight: the broker idles until the next
 				// turn, so the answer's garbage goes back to the kernel now
@@ -70,6 +84,51 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 			}
 		}()
 	})
+}
+
+// errWorkerGone is why a job is cancelled when core says its worker is
+// gone.
+var errWorkerGone = errors.New("its worker is gone")
+
+// turnJobs are the jobs running, by turn, for core's word that a turn's
+// worker is gone. It is safe for concurrent use.
+type turnJobs struct {
+	mu     sync.Mutex
+	next   int
+	byTurn map[string]map[int]context.CancelCauseFunc
+}
+
+// add counts a job of turn, cancelled by cancel; remove forgets it.
+func (j *turnJobs) add(turn string, cancel context.CancelCauseFunc) (remove func()) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.byTurn == nil {
+		j.byTurn = map[string]map[int]context.CancelCauseFunc{}
+	}
+	if j.byTurn[turn] == nil {
+		j.byTurn[turn] = map[int]context.CancelCauseFunc{}
+	}
+	j.next++
+	id := j.next
+	j.byTurn[turn][id] = cancel
+	return func() {
+		j.mu.Lock()
+		defer j.mu.Unlock()
+		delete(j.byTurn[turn], id)
+		if len(j.byTurn[turn]) == 0 {
+			delete(j.byTurn, turn)
+		}
+	}
+}
+
+// cancel cancels the jobs of turn, and says how many there were.
+func (j *turnJobs) cancel(turn string) int {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, cancel := range j.byTurn[turn] {
+		cancel(errWorkerGone)
+	}
+	return len(j.byTurn[turn])
 }
 
 // busyReason is the answer to work beyond maxConcurrentJobs.

@@ -90,6 +90,19 @@ func (c *Fake) Next() (time.Duration, bool) {
 	return first.due.Sub(c.now), true
 }
 
+// Step sets the clock's reading d on, forward or back, as an operator or
+// NTP steps a wall clock: no callback runs, and those waiting keep what
+// is left of their waits, as Go's timers, which run on the monotonic
+// clock, do. Only what was computed from a reading moves.
+func (c *Fake) Step(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		t.due = t.due.Add(d)
+	}
+}
+
 // Advance moves the clock forward by d and runs every callback that fell due.
 func (c *Fake) Advance(d time.Duration) {
 	c.mu.Lock()

@@ -84,6 +84,10 @@ const (
 	// KindProgress tells the transport a turn came from what the turn is
 	// doing, step by step, and when it is over (see [Progress]).
 	KindProgress Kind = "PROGRESS"
+	// KindJobCancel tells the brokers that the worker of the envelope's
+	// turn is gone: a job of that turn still running is cancelled, its
+	// model call with it, since nobody is left to read the answer.
+	KindJobCancel Kind = "JOB_CANCEL"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -126,6 +130,7 @@ var Routes = map[Kind]Route{
 	KindTranscript:      {To: RoleTransport, Delivery: ToAll},
 	KindStep:            {To: RoleCore, Delivery: ToOne},
 	KindProgress:        {To: RoleTransport, Delivery: ToAll},
+	KindJobCancel:       {To: RoleBroker, Delivery: ToAll},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -150,6 +155,7 @@ var Senders = map[Kind][]Role{
 	KindTranscript:      {RoleBroker},
 	KindStep:            {RoleWorker},
 	KindProgress:        {RoleCore},
+	KindJobCancel:       {RoleCore},
 }
 
 // MaySend reports whether role may send kind.

@@ -198,6 +198,9 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if d := c.store.Damage(); d != nil {
 		c.log.Error("the state database was damaged and moved aside", "why", d.Why, "aside", d.Aside, "restored", d.Restored)
 	}
+	if r := c.store.RolledBack(); r != nil {
+		c.log.Error("the state database was found behind its high-water mark", "why", r.Why, "since", r.Since, "lost", r.Lost())
+	}
 	c.loadLeftBehind(ctx)
 	// The bus outlives ctx: a stopping core still hears the turn in
 	// flight, its broker and the owner while it drains.
@@ -321,6 +324,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 	case contracts.KindDecision:
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:
+		c.say.workerGone(env.Turn)
 		c.turnEvent(ctx, turns.Event{Kind: turns.Left, Turn: env.Turn})
 	default:
 		c.log.Warn("core got an envelope it does not handle", "kind", env.Kind)
@@ -358,7 +362,10 @@ func (c *Core) onJoin(p *hub.Peer) {
 		env, err = contracts.NewEnvelope(contracts.KindSnapshot, "", c.face.current())
 	case contracts.RoleTransport:
 		name := p.Hello.Name
-		c.onLoop(func(ctx context.Context) { c.takeUpLeftBehind(ctx, name) })
+		c.onLoop(func(ctx context.Context) {
+			c.say.tellOwed(ctx, c.store)
+			c.takeUpLeftBehind(ctx, name)
+		})
 		return
 	default:
 		return
@@ -387,9 +394,7 @@ func (c *Core) tidyUp(ctx context.Context) {
 		return approval.RenderCall(p.Call.Name, checked, p.Outside), approval.CallDigest(p.Call.Name, checked, p.Outside), nil
 	})
 	c.dropOrphanChanges(ctx)
-	if d := c.store.Damage(); d != nil {
-		c.say.Tell(approval.Audience{}, damageNote(d))
-	}
+	c.say.tellOwed(ctx, c.store)
 	c.backUp(ctx)
 	c.expire(ctx)
 }
@@ -415,17 +420,6 @@ func (c *Core) backUp(ctx context.Context) {
 		}
 	})
 	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
-}
-
-// damageNote tells the owner, plainly, what a damaged state database cost.
-func damageNote(d *state.Damage) string {
-	kept := "I kept my memory (memory/, about.md, DIRECTIVE.md), my workspace and my tools."
-	if d.Restored.IsZero() {
-		return fmt.Sprintf("My state database was damaged (%s), so I moved it aside (%s) and started a fresh one. %s "+
-			"I lost our chat history, the record of my turns, my schedules and any request that was waiting for you.", d.Why, d.Aside, kept)
-	}
-	return fmt.Sprintf("My state database was damaged (%s), so I moved it aside (%s) and went back to my backup of %s. %s "+
-		"What happened since that backup (chat history, turns, schedules, requests) is lost.", d.Why, d.Aside, d.Restored.Local().Format("Jan 2 15:04"), kept)
 }
 
 // expire drops the requests nobody decided on in time, and checks again

@@ -87,7 +87,7 @@ func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTo
 	}
 	if len(k.queue) >= maxQueuedGates {
 		k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s, but %d of my tools already wait to be tested, so I dropped it. Ask me again later.", stem, len(k.queue)+1))
-		return fmt.Errorf("%w: %d tools already wait to be tested", selfcode.ErrRefused, len(k.queue)+1)
+		return fmt.Errorf("%w: %d tools already wait to be tested (%w)", selfcode.ErrRefused, len(k.queue)+1, errTold)
 	}
 	k.queue = append(k.queue, next)
 	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.turn, "tool", stem,

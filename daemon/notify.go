@@ -1,7 +1,9 @@
 package daemon
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"shelldon/clock"
@@ -9,6 +11,7 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
 )
 
@@ -59,16 +62,77 @@ func (m *messenger) changes(to approval.Audience, what string, report *approved.
 
 // reply sends the owner a message where they wrote from.
 func (m *messenger) reply(to turns.Origin, out contracts.Outbound) {
+	if err := m.send(to, out); err != nil {
+		m.log.Error("the reply reached no transport", "turn", out.Turn, "err", err)
+	}
+}
+
+// send routes a message for the owner to to, and says whether a
+// transport took it.
+func (m *messenger) send(to turns.Origin, out contracts.Outbound) error {
 	out.Chat = to.Chat
 	env, err := contracts.NewEnvelope(contracts.KindOutbound, out.Turn, out)
 	if err != nil {
-		m.log.Error("encoding the reply failed", "turn", out.Turn, "err", err)
-		return
+		return err
 	}
 	env.To = to.Transport
-	if err := m.hub.Route(env); err != nil {
-		m.log.Error("the reply reached no transport", "turn", out.Turn, "err", err)
+	return m.hub.Route(env)
+}
+
+// tellOwed tells every transport what the store keeps for the owner
+// (a damaged database restored, a rollback), and has the store forget
+// each once a transport took it; what none took waits for the next
+// transport to join, or the next start.
+func (m *messenger) tellOwed(ctx context.Context, store *state.Store) {
+	owed, err := store.Owed(ctx)
+	if err != nil {
+		m.log.Error("reading what the owner must be told", "err", err)
+		return
 	}
+	for _, n := range owed {
+		if err := m.send(turns.Origin{}, contracts.Outbound{Text: noticeText(n)}); err != nil {
+			m.log.Warn("no transport took a notice for the owner; it waits for the next", "err", err)
+			return
+		}
+		if err := store.Told(ctx, n); err != nil {
+			m.log.Error("the owner may be told a notice twice", "err", err)
+		}
+	}
+}
+
+// noticeText tells the owner, plainly, what a notice of the store's says.
+func noticeText(n state.Notice) string {
+	switch {
+	case n.Damage != nil:
+		return damageNote(n.Damage)
+	case n.Rollback != nil:
+		return rollbackNote(n.Rollback)
+	}
+	return "I found something wrong with my state database when I started; `shelldon doctor` says more."
+}
+
+// keptNote says what a damaged or rolled-back database did not touch.
+const keptNote = "I kept my memory (memory/, about.md, DIRECTIVE.md), my workspace and my tools."
+
+// damageNote tells the owner, plainly, what a damaged state database cost.
+func damageNote(d *state.Damage) string {
+	if d.Restored.IsZero() {
+		return fmt.Sprintf("My state database was damaged (%s), so I moved it aside (%s) and started a fresh one. %s "+
+			"I lost our chat history, the record of my turns, my schedules and any request that was waiting for you.", d.Why, d.Aside, keptNote)
+	}
+	return fmt.Sprintf("My state database was damaged (%s), so I moved it aside (%s) and went back to my backup of %s. %s "+
+		"What happened since that backup (chat history, turns, schedules, requests) is lost.", d.Why, d.Aside, d.Restored.Local().Format("Jan 2 15:04"), keptNote)
+}
+
+// rollbackNote tells the owner what a state database found behind its
+// high-water mark lost.
+func rollbackNote(r *state.Rollback) string {
+	lost := "Every turn had been written into it before, so at most what was in flight is lost: a message of yours may need saying again, and a reply may come twice."
+	if what := r.Lost(); what != "" {
+		lost = fmt.Sprintf("What I wrote after %s is lost: %s. A reply may come twice, and a button of a request I had shown you may answer that I don't know it.",
+			r.Since.Local().Format("Jan 2 15:04"), what)
+	}
+	return fmt.Sprintf("When I started, my state database had lost writes: %s. %s %s `shelldon doctor` says more.", r.Why, lost, keptNote)
 }
 
 // activity tells the transport a turn came from that it started or
@@ -95,6 +159,20 @@ func (m *messenger) progress(to turns.Origin, p contracts.Progress) {
 	}
 	env.To = to.Transport
 	_ = m.hub.Route(env)
+}
+
+// workerGone tells the brokers that the worker of turn is gone, so that
+// a model call it left running is cancelled rather than paid for nobody.
+// Every worker's end is told: a worker that ended its turn has no job
+// running, and the broker ignores the word.
+func (m *messenger) workerGone(turn string) {
+	env, err := contracts.NewEnvelope(contracts.KindJobCancel, turn, struct{}{})
+	if err == nil {
+		err = m.hub.Route(env)
+	}
+	if err != nil && !errors.Is(err, hub.ErrNoRoute) {
+		m.log.Warn("the broker did not hear that a worker is gone; its model call runs on to its deadline", "turn", turn, "err", err)
+	}
 }
 
 // snapshot sends the panels what to show.

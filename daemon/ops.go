@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -64,14 +65,17 @@ func proposerOf(t *turns.Turn) proposer {
 func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, done func(ctx context.Context, told []string)) {
 	by := proposerOf(t)
 	var now, asked []contracts.Op
+	var invalid refusals
 	for i, op := range ops {
 		log := c.log.With("turn", t.ID, "op", i+1)
 		if op.Body == nil {
 			log.Warn("skipped an empty op")
+			invalid.add("", errEmptyOp)
 			continue
 		}
 		if err := op.Body.Validate(); err != nil {
 			log.Warn("skipped an invalid op", "kind", op.Body.OpName(), "err", err)
+			invalid.add(op.Body.OpName(), err)
 			continue
 		}
 		if mark.Asks(by.outside, op.Body) {
@@ -80,11 +84,60 @@ func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, 
 		}
 		now = append(now, op)
 	}
-	var refused []string
+	refused := invalid.told(ops)
 	if len(asked) > 0 {
-		refused = c.askToKeep(ctx, by, asked)
+		refused = append(refused, c.askToKeep(ctx, by, asked)...)
 	}
-	c.apply(ctx, by, now, func(ctx context.Context, told []string) { done(ctx, append(told, refused...)) })
+	c.apply(ctx, by, now, func(ctx context.Context, told []string) { done(ctx, append(refused, told...)) })
+}
+
+// errTold marks the error of an op whose refusal the owner was told of
+// already, in words of its own.
+var errTold = errors.New("the owner was told")
+
+// errEmptyOp is why an op with no body is skipped.
+var errEmptyOp = errors.New("it names no op")
+
+// refusals are the ops of a reply that could not be applied, counted by
+// kind and why, for the owner and the model to read how many and why:
+// a bound that refuses an op (the live schedules' cap, the faces') says
+// so, where a log line alone once did.
+type refusals []refusal
+
+type refusal struct {
+	kind, why string
+	n         int
+}
+
+// add counts one op of kind refused for err.
+func (r *refusals) add(kind string, err error) {
+	why := err.Error()
+	for i := range *r {
+		if f := &(*r)[i]; f.kind == kind && f.why == why {
+			f.n++
+			return
+		}
+	}
+	*r = append(*r, refusal{kind: kind, why: why, n: 1})
+}
+
+// told says each refusal, with how many of the ops of its kind it counts.
+func (r refusals) told(ops []contracts.Op) []string {
+	var lines []string
+	for _, f := range r {
+		of := 0
+		for _, op := range ops {
+			if op.Body != nil && op.Body.OpName() == f.kind || op.Body == nil && f.kind == "" {
+				of++
+			}
+		}
+		kind := f.kind
+		if kind == "" {
+			kind = "empty"
+		}
+		lines = append(lines, fmt.Sprintf("%d of the %d %s op(s) I proposed could not be applied: %s.", f.n, of, kind, f.why))
+	}
+	return lines
 }
 
 // apply applies valid ops of by, and calls done on the loop once they
@@ -96,6 +149,7 @@ func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, 
 func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done func(ctx context.Context, told []string)) {
 	var memory state.Memory
 	var faces []contracts.AddFace
+	var refused refusals
 	for _, op := range ops {
 		switch o := op.Body.(type) {
 		case contracts.Remember:
@@ -110,6 +164,9 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 			log := c.log.With("turn", by.turn, "kind", o.OpName())
 			if err := c.applyOp(ctx, by, o); err != nil {
 				log.Warn("skipped an op that could not be applied", "err", err)
+				if !errors.Is(err, errTold) {
+					refused.add(o.OpName(), err)
+				}
 				continue
 			}
 			log.Info("applied op")
@@ -117,7 +174,7 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 	}
 	keep := len(memory.Notes) > 0 || memory.About != "" || len(memory.Learnings) > 0
 	if !keep && len(faces) == 0 {
-		done(ctx, nil)
+		done(ctx, refused.told(ops))
 		return
 	}
 	log := c.log.With("turn", by.turn)
@@ -134,6 +191,18 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 		}
 		c.onLoop(func(ctx context.Context) {
 			var told []string
+			if added != nil {
+				// Each face the registry refused, or all of them when the
+				// file could not be written.
+				refusedFaces := []error{added}
+				if joined, ok := added.(interface{ Unwrap() []error }); ok {
+					refusedFaces = joined.Unwrap()
+				}
+				for _, err := range refusedFaces {
+					refused.add(contracts.AddFace{}.OpName(), err)
+				}
+			}
+			told = append(told, refused.told(ops)...)
 			switch {
 			case kept != nil:
 				log.Warn("kept none of a turn's memory", "notes", len(memory.Notes), "learnings", len(memory.Learnings), "err", kept)

@@ -343,6 +343,13 @@ func (c *Core) recordTurn(r *turnRun, outcome, reason string) {
 	})); err != nil {
 		c.log.Error("recording the turn's end failed", "turn", r.turn.ID, "err", err)
 	}
+	// What the turn wrote moves from the log into state.db, and the
+	// high-water mark rises: off the loop, as both flush the disk.
+	c.offLoop.Go(func() {
+		if err := c.writes.note("checkpoint the state database", c.store.Checkpoint(context.Background(), end)); err != nil {
+			c.log.Error("checkpointing the state database failed", "err", err)
+		}
+	})
 	tokens := r.usage.Total()
 	c.log.Info("turn finished", contracts.AuditEvent, contracts.EventTurnEnd, "turn", r.turn.ID, "outcome", outcome,
 		"took", end.Sub(r.turn.Started).Round(time.Millisecond), "model", r.modelTime.Round(time.Millisecond),

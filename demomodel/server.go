@@ -80,6 +80,9 @@ type Server struct {
 	queue    []Step
 	requests []Request
 	hits     int
+	// cancelled counts the requests whose client went away before the
+	// answer.
+	cancelled int
 
 	transcriptQueue []TranscriptStep
 	transcriptions  []Transcription
@@ -120,6 +123,15 @@ func (s *Server) Hits() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.hits
+}
+
+// Cancelled counts the chat-completion requests whose client went away
+// (or cancelled the call) before the server answered: a test sees that a
+// call nobody waits for any more was not left running.
+func (s *Server) Cancelled() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancelled
 }
 
 // ServeHTTP implements http.Handler.
@@ -194,6 +206,9 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 
 	step := s.next(req)
 	if !s.wait(r.Context(), step) {
+		s.mu.Lock()
+		s.cancelled++
+		s.mu.Unlock()
 		// The client went away or the server is shutting down. Returning
 		// would send an empty 200, which a client still listening would
 		// take for an answer; aborting drops the connection instead.

@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -87,6 +90,35 @@ func TestABrokerKilledMidTurnIsNoticedAtOnce(t *testing.T) {
 	if r := p.replyWith("back", 20*time.Second); r.Degraded {
 		t.Errorf("the next message answered %+v", r)
 	}
+}
+
+// TestADeadWorkersModelCallIsCancelled: a worker is killed while the
+// model thinks for 30 s about its question. The provider sees the call
+// cancelled within seconds, where the broker once kept it running (and
+// paid for) until the model answered nobody; the owner gets the degrade
+// answer, and the next message its own.
+func TestADeadWorkersModelCallIsCancelled(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Text: "too late", Delay: 30 * time.Second},
+		demomodel.Step{Text: "the next answer"},
+	)
+	// A worker budget far past the model's 30 s: only the kill ends the call.
+	p := newPet(t, model, fastTimeouts(40*time.Second, 42*time.Second, 45*time.Second), func(c *config.Config) { c.Worker.CPUSeconds = 42 })
+	p.say("a slow question")
+	p.waitRequests(1)
+	p.killWorker()
+	killed := time.Now()
+	for model.Cancelled() == 0 {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("10 s after its worker's kill the model's call still runs (cancelled calls: %d)", model.Cancelled())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if r := p.reply(10 * time.Second); !r.Degraded {
+		t.Errorf("after the worker's kill the owner got %+v, want the degrade answer", r)
+	}
+	p.say("again?")
+	p.replyWith("the next answer", 15*time.Second)
 }
 
 // TestABurstOfHugeMessagesFailsNothing: 100 messages of 60 KB during a
@@ -279,23 +311,34 @@ func (p *pet) waitAnswered(asked []string, within time.Duration) {
 // history is the chat history in the state database.
 func (p *pet) history() []contracts.HistoryEntry {
 	p.t.Helper()
+	return readState(p, func(ctx context.Context, s *state.Store) ([]contracts.HistoryEntry, error) {
+		return s.RecentHistory(ctx, 1000)
+	})
+}
+
+// readState opens the pet's state read-only, as `shelldon turns` does
+// while core runs, and returns what read finds there.
+func readState[T any](p *pet, read func(context.Context, *state.Store) (T, error)) T {
+	p.t.Helper()
 	store, err := state.OpenReadOnly(statedir.Layout{Root: p.cfg.StateDir})
 	if err != nil {
 		p.t.Fatal(err)
 	}
 	defer store.Close()
-	h, err := store.RecentHistory(context.Background(), 1000)
+	v, err := read(context.Background(), store)
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return h
+	return v
 }
 
 // TestAFullDiskLosesNothingSilently fills the state directory's disk (a
 // small tmpfs) under a running pet. The pet goes on answering, but what
 // it cannot write it does not pretend: a request it cannot keep is not
 // asked — the reply says so, and no buttons come — where once it asked
-// "Shall I?" for a request that was never parked; /status counts the
+// "Shall I?" for a request that was never parked (one SQLite could still
+// write, into the room of its log that the last checkpoint freed, is
+// asked); /status counts the
 // failed writes and warns of the disk; and once space is back, all is
 // as before.
 func TestAFullDiskLosesNothingSilently(t *testing.T) {
@@ -319,14 +362,19 @@ func TestAFullDiskLosesNothingSilently(t *testing.T) {
 	fill(t, filler)
 	p.say("write milk into notes.txt")
 	r := p.reply(15 * time.Second)
-	if strings.Contains(r.Text, "Shall I?") || !strings.Contains(r.Text, "could not keep the request") {
-		t.Errorf("on a full disk the pet answered %q, want it to say it could not keep the request, and not ask", r.Text)
-	}
 	select {
 	case req := <-p.approvals:
-		t.Errorf("on a full disk the owner was asked %+v for a request that is not kept", req)
+		// SQLite wrote it into its log, whose room the checkpoint after
+		// the last turn freed: asked, because kept.
+		if w := p.waiting(); len(w) != 1 || w[0].Turn != req.Turn || !strings.Contains(r.Text, "Shall I?") {
+			t.Errorf("on a full disk the owner was asked %+v (the reply %q) for a request that is not kept (%+v)", req, r.Text, w)
+		}
 	case <-time.After(time.Second):
+		if strings.Contains(r.Text, "Shall I?") || !strings.Contains(r.Text, "could not keep the request") {
+			t.Errorf("on a full disk the pet answered %q, want it to say it could not keep the request, and not ask", r.Text)
+		}
 	}
+	p.waitTurns(2) // its end is written, or counted as failed
 	p.say("/status")
 	status := p.replyWith("Up ", 10*time.Second)
 	for _, want := range []string{"write(s) to my state failed", "free on my state's disk"} {
@@ -360,5 +408,260 @@ func fill(t *testing.T, path string) {
 			}
 			return
 		}
+	}
+}
+
+// TestALostWALIsToldAndDiagnosed: core is killed (kill -9) after a few
+// turns, one of which left a request waiting for the owner, and its
+// write-ahead log (state.db-wal) is then lost while it is stopped —
+// deleted, or its header garbled, as a bad card or a copy of state.db
+// alone leaves it. What was in the log only is gone; the owner is told
+// so when core starts again, and `shelldon doctor` says what happened,
+// where once the history, the turns and the waiting request went back
+// silently and doctor said the database was sound.
+func TestALostWALIsToldAndDiagnosed(t *testing.T) {
+	for _, loss := range []string{"deleted", "garbled"} {
+		t.Run(loss, func(t *testing.T) {
+			t.Parallel()
+			const asked = 6
+			var steps []demomodel.Step
+			for i := range asked {
+				steps = append(steps, demomodel.Step{Text: fmt.Sprintf("answer %d", i)})
+			}
+			steps = append(steps, writeCall("w1", "notes.txt", "milk"))
+			p := newPet(t, demomodel.New(steps...))
+			p.stopCore() // core in a process of its own, to be killed
+			first := startDaemon(t, p)
+			for i := range asked {
+				p.say(fmt.Sprintf("question %d", i))
+				p.replyWith(fmt.Sprintf("answer %d", i), 15*time.Second)
+			}
+			p.say("write milk into notes.txt")
+			p.approval(15 * time.Second)
+			p.waitTurns(asked + 1)
+			layout := statedir.Layout{Root: p.cfg.StateDir}
+			history, waiting := len(p.history()), len(p.waiting())
+			waitCheckpointed(t, layout, asked+1)
+			wal := layout.DB() + "-wal"
+			if info, err := os.Stat(wal); err == nil {
+				t.Logf("the WAL holds %d bytes after %d turns", info.Size(), asked+1)
+			}
+			if err := first.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			first.Wait()
+			switch loss {
+			case "deleted":
+				if err := os.Remove(wal); err != nil {
+					t.Fatal(err)
+				}
+			case "garbled":
+				f, err := os.OpenFile(wal, os.O_WRONLY, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.WriteAt([]byte("not a wal header, garbage instead"), 0)
+				f.Close()
+			}
+
+			startDaemon(t, p)
+			told := p.replyWith("write-ahead log", 20*time.Second)
+			for _, want := range []string{"state.db-wal", "lost"} {
+				if !strings.Contains(told.Text, want) {
+					t.Errorf("the owner was told %q, want it to say %q", told.Text, want)
+				}
+			}
+			if got := len(p.turns()); got != asked+1 {
+				t.Errorf("%d turns after the log was lost, want %d: each was written to the database before the next", got, asked+1)
+			}
+			if got := len(p.history()); got != history {
+				t.Errorf("%d entries of history after the log was lost, want %d", got, history)
+			}
+			if got := len(p.waiting()); got != waiting {
+				t.Errorf("%d requests wait after the log was lost, want %d", got, waiting)
+			}
+			out, _, _ := runCLI(t, "doctor", "--config", writeConfig(t, p))
+			line := doctorLine(out, "state database")
+			if !strings.Contains(line, "write-ahead log") || !strings.Contains(line, "lost") || strings.HasPrefix(line, "ok") {
+				t.Errorf("doctor says %q of the state database, want a warning that its write-ahead log was lost", line)
+			}
+		})
+	}
+}
+
+// TestAKillThenALostWALIsNeverSilent kills core (kill -9) at random
+// points after its turns, in the moments where the turn's checkpoint and
+// high-water mark may or may not be written yet, and then keeps its
+// write-ahead log, deletes it, or garbles its header, at random. Whatever
+// the timing, a lost log is told to the owner when core starts again, and
+// a kept one is not (no false alarm after an ordinary crash). The trials
+// are bounded in number and time; the counts are logged.
+func TestAKillThenALostWALIsNeverSilent(t *testing.T) {
+	model := demomodel.New()
+	asked := regexp.MustCompile(`t\d+-q\d+`)
+	model.Fallback = func(req demomodel.Request) demomodel.Step {
+		return demomodel.Step{Text: "ack " + strings.Join(asked.FindAllString(lastUser(req), -1), " ")}
+	}
+	p := newPet(t, model)
+	p.stopCore() // core in a process of its own, to be killed
+	layout := statedir.Layout{Root: p.cfg.StateDir}
+	wal := layout.DB() + "-wal"
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 29))
+	const maxTrials, budget = 12, 90 * time.Second
+	losses := []string{"kept", "deleted", "garbled"}
+	var trials, turns, lost, told int
+	core := startDaemon(t, p)
+	lastLoss := "kept"
+	// ack waits for the pet's ack of q, past the other replies (a
+	// restarted core's notes, a catch-up's ack); a note of a lost log
+	// among them was not owed: none was lost, or it was told already.
+	ack := func(q string) {
+		t.Helper()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case r := <-p.replies:
+				if strings.Contains(r.Text, "write-ahead log") {
+					t.Fatalf("trial %d: after a log %s, the owner was told %q", trials, lastLoss, r.Text)
+				}
+				if strings.HasPrefix(r.Text, "ack") && strings.Contains(r.Text, q) {
+					return
+				}
+			case <-deadline:
+				t.Fatalf("trial %d: no answer to %s within 20 s", trials, q)
+			}
+		}
+	}
+	for start := time.Now(); trials < maxTrials && time.Since(start) < budget; trials++ {
+		for i := range 1 + rng.IntN(3) {
+			q := fmt.Sprintf("t%d-q%d", trials, i)
+			p.say(q)
+			ack(q)
+			turns++
+		}
+		time.Sleep(time.Duration(rng.IntN(300)) * time.Millisecond)
+		if err := core.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		core.Wait()
+		lastLoss = losses[rng.IntN(len(losses))]
+		switch lastLoss {
+		case "deleted":
+			os.Remove(wal)
+		case "garbled":
+			if err := os.WriteFile(wal, []byte("garbage, not a log header"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		core = startDaemon(t, p)
+		if lastLoss != "kept" {
+			lost++
+			p.replyWith("write-ahead log", 20*time.Second)
+			told++
+		}
+	}
+	t.Logf("%d trials, %d kills, %d turns, %d logs lost, %d told to the owner", trials, trials, turns, lost, told)
+}
+
+// waiting are the requests waiting for the owner in the state database.
+func (p *pet) waiting() []state.PendingApproval {
+	p.t.Helper()
+	return readState(p, func(ctx context.Context, s *state.Store) ([]state.PendingApproval, error) {
+		return s.PendingApprovals(ctx)
+	})
+}
+
+// doctorLine is the line of doctor's output about check name.
+func doctorLine(out, name string) string {
+	for line := range strings.Lines(out) {
+		if strings.Contains(line, " "+name+" ") || strings.Contains(line, " "+name+":") {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
+}
+
+// waitCheckpointed waits until the state's high-water mark covers turns
+// turns: they are in state.db itself, not only in its log.
+func waitCheckpointed(t *testing.T, layout statedir.Layout, turns int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var mark struct {
+			Counts struct{ Turns int }
+		}
+		data, err := os.ReadFile(layout.HighWater())
+		if err == nil && json.Unmarshal(data, &mark) == nil && mark.Counts.Turns >= turns {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the high-water mark does not cover %d turns after 10 s: %s (%v)", turns, data, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestADamageNoteOutlivesARestart: core starts on a damaged state.db,
+// puts its backup in its place, and is stopped (kill -9) before any
+// transport joined it to hear of it — as a restart within the minute
+// after the start does. The next core finds a sound database, and still
+// tells the owner what the damage cost, once, where the note was once
+// lost with the core that found it.
+func TestADamageNoteOutlivesARestart(t *testing.T) {
+	p := newPet(t, demomodel.New(demomodel.Step{Text: "before the damage"}))
+	p.say("remember this")
+	p.replyWith("before the damage", 15*time.Second)
+	p.waitTurns(1)
+	p.stopCore()
+	layout := statedir.Layout{Root: p.cfg.StateDir}
+	store, err := state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Backup(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	f, err := os.OpenFile(layout.DB(), os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteAt([]byte(strings.Repeat("garbage!", 16)), 0)
+	f.Close()
+
+	// The core that finds the damage listens where no transport looks.
+	socket := p.cfg.Socket
+	p.cfg.Socket = filepath.Join(p.cfg.StateDir, "elsewhere.sock")
+	finder := startDaemon(t, p)
+	p.cfg.Socket = socket
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(p.cfg.StateDir, "elsewhere.sock")); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the core on the damaged database did not start")
+		}
+	}
+	if damaged := state.Damaged(layout); len(damaged) != 1 {
+		t.Fatalf("damaged databases moved aside: %q, want one", damaged)
+	}
+	if err := finder.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	finder.Wait()
+
+	p.startCore()
+	note := p.replyWith("My state database was damaged", 15*time.Second)
+	if !strings.Contains(note.Text, "went back to my backup") {
+		t.Errorf("the owner was told %q, want that the backup was put in its place", note.Text)
+	}
+	p.stopCore()
+	p.startCore()
+	select {
+	case r := <-p.replies:
+		if strings.Contains(r.Text, "damaged") {
+			t.Errorf("the owner was told of the damage again: %q", r.Text)
+		}
+	case <-time.After(2 * time.Second):
 	}
 }

@@ -28,18 +28,24 @@ func TestWorkerCrashDegradesAndFreesTheSlot(t *testing.T) {
 	}
 }
 
+// killWorker kills (kill -9) the worker of the one turn running.
+func (p *pet) killWorker() {
+	p.t.Helper()
+	turns := p.turns()
+	if len(turns) != 1 || turns[0].WorkerPID == 0 {
+		p.t.Fatalf("turns = %+v, want one running turn with a worker pid", turns)
+	}
+	if err := syscall.Kill(turns[0].WorkerPID, syscall.SIGKILL); err != nil {
+		p.t.Fatalf("kill worker: %v", err)
+	}
+}
+
 func TestKilledWorkerDegradesAndNextMessageGetsATurn(t *testing.T) {
 	model := demomodel.New(demomodel.Step{Hang: true}, demomodel.Step{Text: "recovered"})
 	p := newPet(t, model)
 	p.say("think hard")
 	p.waitRequests(1)
-	turns := p.turns()
-	if len(turns) != 1 || turns[0].WorkerPID == 0 {
-		t.Fatalf("turns = %+v, want one running turn with a worker pid", turns)
-	}
-	if err := syscall.Kill(turns[0].WorkerPID, syscall.SIGKILL); err != nil {
-		t.Fatalf("kill worker: %v", err)
-	}
+	p.killWorker()
 	if r := p.reply(5 * time.Second); !r.Degraded {
 		t.Fatalf("reply = %+v, want the degrade answer", r)
 	}
@@ -78,7 +84,7 @@ func TestRepliesAreParsedAndOpsApplied(t *testing.T) {
 	model := demomodel.New(
 		demomodel.Step{Text: "<think>secret plan\n```ops\n[{\"op\":\"remember\",\"text\":\"leak\"}]\n```\nFACE: sad</think>Noted!\n" +
 			"```ops\n[{\"op\":\"remember\",\"topic\":\"coffee\",\"text\":\"loves hazelnut\"}," +
-			"{\"op\":\"rewrite_about\",\"text\":\"\"}," + // invalid: skipped, the others still apply
+			"{\"op\":\"rewrite_about\",\"text\":\"\"}," + // invalid: skipped and said, the others still apply
 			"{\"op\":\"add_face\",\"name\":\"smug\",\"glyphs\":\"(¬‿¬)\"}]\n```\nTHOUGHT: hazelnut!\nFACE: curious"},
 		demomodel.Step{Text: "Hmm.\n```ops\n[{\"op\":\"delete_everything\"}]\n```\nFACE: smug"},
 		demomodel.Step{Text: "Sure.\nFACE: no-such-face"},
@@ -88,6 +94,9 @@ func TestRepliesAreParsedAndOpsApplied(t *testing.T) {
 	r := p.reply(15 * time.Second)
 	if r.Text != "Noted!" {
 		t.Fatalf("reply = %q, want the payload without think, ops and control lines", r.Text)
+	}
+	if r := p.reply(15 * time.Second); !strings.Contains(r.Text, "1 of the 1 rewrite_about op(s) I proposed could not be applied: invalid op rewrite_about: text is empty") {
+		t.Errorf("after the reply the owner read %q, want why the invalid op was skipped", r.Text)
 	}
 	p.waitTurns(1)
 	memory := filepath.Join(p.cfg.StateDir, "memory")

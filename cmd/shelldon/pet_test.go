@@ -451,16 +451,7 @@ func (p *pet) noReply(settle time.Duration) {
 
 func (p *pet) turns() []state.TurnRecord {
 	p.t.Helper()
-	store, err := state.OpenReadOnly(statedir.Layout{Root: p.cfg.StateDir})
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	defer store.Close()
-	turns, err := store.RecentTurns(context.Background(), 1000)
-	if err != nil {
-		p.t.Fatal(err)
-	}
-	return turns
+	return readState(p, func(ctx context.Context, s *state.Store) ([]state.TurnRecord, error) { return s.RecentTurns(ctx, 1000) })
 }
 
 // waitTurns waits until n turns have finished.

@@ -295,3 +295,17 @@ func TestTelegramShowsWhatATurnIsDoing(t *testing.T) {
 		}
 	}
 }
+
+// TestTelegramOversizedUpdateHoldsUpNothing: a Bot API server hands the
+// pet a 5 MiB text update. The owner is told it was dropped, and the
+// pet answers the next message, where the update once failed to reach
+// core every few seconds, forever, ahead of everything after it.
+func TestTelegramOversizedUpdateHoldsUpNothing(t *testing.T) {
+	t.Parallel()
+	api := telegramtest.New(t, botToken)
+	newPet(t, demomodel.New(demomodel.Step{Text: "answered after it"}), withTelegram(api))
+	api.SendText(ownerID, strings.Repeat("x", 5<<20))
+	api.SendText(ownerID, "and now?")
+	api.WaitMessage(t, ownerID, textHas("dropped it unread"))
+	api.WaitMessage(t, ownerID, textHas("answered after it"))
+}

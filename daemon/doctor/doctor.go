@@ -452,12 +452,42 @@ func (h Host) stateDB(ctx context.Context, cfg config.Config) Check {
 	if info, err := os.Stat(layout.Backup()); err == nil {
 		c.Detail += fmt.Sprintf(", backed up %s", info.ModTime().Format("2006-01-02 15:04"))
 	}
+	warn := func(detail, fix string) {
+		if c.Status == Warn {
+			c.Detail, c.Fix = c.Detail+"; "+detail, c.Fix+"; "+fix
+			return
+		}
+		c.Status, c.Detail, c.Fix = Warn, detail, fix
+	}
 	if damaged := state.Damaged(layout); len(damaged) > 0 {
-		c.Status = Warn
-		c.Detail = fmt.Sprintf("a damaged database was found and moved aside: %s; the one in use is sound", strings.Join(damaged, ", "))
-		c.Fix = "what the damaged file held (history, turns, waiting requests) is in it; remove it once you do not need it"
+		warn(fmt.Sprintf("a damaged database was found and moved aside: %s; the one in use is sound", strings.Join(damaged, ", ")),
+			"what the damaged file held (history, turns, waiting requests) is in it; remove it once you do not need it")
+	}
+	last, unseen, err := state.CheckHighWater(ctx, layout)
+	switch {
+	case err != nil:
+		warn(fmt.Sprintf("it could not be compared with its high-water mark (%s): %v", layout.HighWater(), err),
+			"core writes the mark anew after the next turn; if this stays, check the file system (dmesg)")
+	case unseen != nil:
+		warn(fmt.Sprintf("it is behind what core had written: %s; %s", unseen.Why, lostSince(unseen)),
+			"start core, which tells the owner; keep state.db-wal beside state.db whenever you copy or move the state")
+	case last != nil && time.Since(last.Noticed) < rollbackShown:
+		warn(fmt.Sprintf("core found it behind what it had written on %s: %s; %s", last.Noticed.Local().Format("2006-01-02 15:04"), last.Why, lostSince(last)),
+			"the owner was told; keep state.db-wal beside state.db whenever you copy or move the state, and if it happens again check the card (dmesg)")
 	}
 	return c
+}
+
+// rollbackShown is how long doctor warns of a rollback core noticed.
+const rollbackShown = 7 * 24 * time.Hour
+
+// lostSince says what a rollback lost, for doctor.
+func lostSince(r *state.Rollback) string {
+	what := r.Lost()
+	if what == "" {
+		what = "no turn, history or request; at most a message or reply in flight"
+	}
+	return fmt.Sprintf("lost of what was written after %s: %s", r.Since.Local().Format("2006-01-02 15:04"), what)
 }
 
 func (h Host) core(cfg config.Config) Check {

@@ -754,3 +754,53 @@ func TestStateDB(t *testing.T) {
 		t.Errorf("stateDB after the damaged file was moved aside = %+v, want a warning naming it", c)
 	}
 }
+
+// TestStateDBBehindItsMark: a state.db put back to an older copy (or one
+// whose write-ahead log was lost) is behind its high-water mark: doctor
+// warns of it, with what it lost, before core starts and once core has
+// noticed it, where it once said the database was sound.
+func TestStateDBBehindItsMark(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cfg := config.Default()
+	cfg.StateDir = dir
+	layout := statedir.Layout{Root: dir}
+	host := testHost(t, nil)
+	store, err := state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	older, err := os.ReadFile(layout.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err = state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	if err := store.StartTurn(ctx, state.TurnStart{ID: "t1", Kind: "chat", Started: now}); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.FinishTurn(ctx, state.TurnEnd{ID: "t1", Ended: now, Outcome: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	if err := os.WriteFile(layout.DB(), older, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := host.stateDB(ctx, cfg)
+	if c.Status != Warn || !strings.Contains(c.Detail, "behind what core had written") || !strings.Contains(c.Detail, "turns 1 → 0") {
+		t.Errorf("stateDB of a state.db put back to an older copy = %+v, want a warning of what it lost", c)
+	}
+	store, err = state.Open(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store.Close()
+	c = host.stateDB(ctx, cfg)
+	if c.Status != Warn || !strings.Contains(c.Detail, "core found it behind") || !strings.Contains(c.Fix, "owner was told") {
+		t.Errorf("stateDB once core noticed the rollback = %+v, want a warning that it did", c)
+	}
+}

@@ -239,6 +239,14 @@ var migrations = []string{
 	// it starts; '' for the schedules before, set by unmarked turns as
 	// far as anyone knew.
 	`ALTER TABLE schedules ADD COLUMN outside TEXT NOT NULL DEFAULT '';`,
+	// 17: what Open found that core must tell the owner (a damaged
+	// database restored, a rollback), kept until a transport took it, so
+	// that a core stopped before it could tell leaves it to the next.
+	`CREATE TABLE notices (
+		id   INTEGER PRIMARY KEY AUTOINCREMENT,
+		body TEXT NOT NULL,    -- JSON: state.Notice
+		at   INTEGER NOT NULL  -- unix ms
+	);`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

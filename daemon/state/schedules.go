@@ -81,7 +81,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
 			return fmt.Errorf("count schedules: %w", err)
 		}
 		if live >= MaxSchedules {
-			return fmt.Errorf("%w: %d are live, at most %d", ErrTooManySchedules, live, MaxSchedules)
+			return fmt.Errorf("%w: %d are live, at most %d; /schedule lists them, and cancel_schedule frees one", ErrTooManySchedules, live, MaxSchedules)
 		}
 		return tx.QueryRowContext(ctx,
 			`INSERT INTO schedules (text, next_at, every, transport, chat, created_at, outside) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,

@@ -54,6 +54,19 @@ type Store struct {
 	damage    *Damage // what Open found wrong with the database, if anything
 	// files serialises the read-modify-write of the memory tree's files.
 	files sync.Mutex
+
+	// The high-water mark (highwater.go): marking serialises its writes,
+	// seq is the database's sequence number, lastRollback the last
+	// rollback noticed (kept in the mark for doctor), rolledBack the one
+	// this Open found.
+	marking      sync.Mutex
+	seq          int64
+	lastRollback *Rollback
+	rolledBack   *Rollback
+	// unkept are the notices for the owner that could not be kept in the
+	// database (notices.go).
+	unkeptMu sync.Mutex
+	unkept   []Notice
 }
 
 // ErrLocked is wrapped by Open when another process holds the state
@@ -101,8 +114,19 @@ func OpenFor(layout statedir.Layout, readers statedir.Readers) (s *Store, err er
 		return nil, fmt.Errorf("open state %s: %w", layout.Root, err)
 	}
 	f.Close()
+	// What the core before left of the mark and the log, before SQLite
+	// opens the log and moves on from what it finds.
+	prior, err := readHighWater(layout)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		prior = nil // an unreadable mark compares nothing; a new one replaces it
+	}
+	wal, err := inspectWAL(path + "-wal")
+	if err != nil {
+		return nil, fmt.Errorf("open state %s: look at the write-ahead log: %w", layout.Root, err)
+	}
 	ctx := context.Background()
-	db, damage, err := openChecked(ctx, layout, path, time.Now())
+	now := time.Now()
+	db, damage, err := openChecked(ctx, layout, path, now)
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
@@ -114,11 +138,20 @@ func OpenFor(layout statedir.Layout, readers statedir.Readers) (s *Store, err er
 	if err := migrate(ctx, db); err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	recovered, err := finishInterrupted(ctx, db, time.Now())
+	recovered, err := finishInterrupted(ctx, db, now)
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	return &Store{layout: layout, readers: readers, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage}, nil
+	s = &Store{layout: layout, readers: readers, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage}
+	if damage != nil {
+		s.owe(ctx, Notice{Damage: damage}, now)
+	}
+	if err := s.openHighWater(ctx, prior, wal, now); err != nil {
+		// The mark is a check, not the state: core starts without it, and
+		// the next checkpoint writes it.
+		os.Remove(layout.HighWater())
+	}
+	return s, nil
 }
 
 // openDB opens the database at path for core's writing.
@@ -275,8 +308,11 @@ func (s *Store) Recovered() int { return s.recovered }
 // Layout is the state directory the store works in.
 func (s *Store) Layout() statedir.Layout { return s.layout }
 
-// Close closes the database.
+// Close closes the database, marking it closed first.
 func (s *Store) Close() error {
+	if !s.readOnly {
+		s.closeHighWater()
+	}
 	err := s.db.Close()
 	if s.lock != nil {
 		releaseLock(s.lock)

@@ -15,6 +15,11 @@ func (l Layout) DB() string { return filepath.Join(l.Root, "state.db") }
 // recover from damage.
 func (l Layout) Backup() string { return l.DB() + ".backup" }
 
+// HighWater is the database's high-water mark: a small file beside it,
+// flushed to disk, that says how far the database had come, so that a
+// database found behind it (its write-ahead log lost) is noticed.
+func (l Layout) HighWater() string { return l.DB() + ".mark" }
+
 // DamagedPrefix starts the name of a damaged database core moved aside:
 // state.db.damaged-<UTC time>.
 func (l Layout) DamagedPrefix() string { return l.DB() + ".damaged-" }

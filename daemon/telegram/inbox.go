@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/daemon/state"
 )
@@ -25,6 +25,10 @@ import (
 const (
 	textOnlyReply  = "I can read text, voice notes and photos, but not that kind of message."
 	notPassedReply = "I could not pass that on to my core; tap again in a moment."
+	// oversizedReply names the update's size (MiB) and the bound (KiB).
+	oversizedReply = "Telegram handed me an update of %.1f MiB, past the %d KiB I take of one, so I dropped it unread. If it was a message of yours, send it in smaller pieces."
+	// tooLongReply names the message's size (KiB).
+	tooLongReply = "Your message of %d KiB is too long to pass on to my core (bus.max_frame), so I dropped it. Send it in smaller pieces."
 )
 
 // Answers to a tap, shown by Telegram as a short notice.
@@ -37,10 +41,6 @@ const (
 	tapTrouble    = "Something went wrong on my side; tap again in a moment."
 	tapSettledFmt = "That request is settled: %s."
 )
-
-// maxUpdatesBody bounds a getUpdates answer read into memory (100
-// updates of generous size).
-const maxUpdatesBody = 16 << 20
 
 // allowedUpdates are the kinds of update asked of Telegram.
 var allowedUpdates = []string{"message", "callback_query"}
@@ -132,21 +132,12 @@ func (t *Transport) getUpdates(ctx context.Context, client *http.Client, offset 
 		return nil, fmt.Errorf("getUpdates: %w", err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxUpdatesBody))
-	if err != nil {
-		return nil, fmt.Errorf("getUpdates: read the answer: %w", err)
-	}
-	var answer struct {
-		OK          bool              `json:"ok"`
-		Result      []json.RawMessage `json:"result"`
-		ErrorCode   int               `json:"error_code"`
-		Description string            `json:"description"`
-		Parameters  struct {
-			RetryAfter int `json:"retry_after"`
-		} `json:"parameters"`
-	}
-	if err := json.Unmarshal(body, &answer); err != nil {
+	answer, err := readUpdatesAnswer(resp.Body)
+	switch {
+	case errors.Is(err, errNotAnswer):
 		return nil, fmt.Errorf("getUpdates: HTTP %d and not the Bot API's answer: %w", resp.StatusCode, err)
+	case err != nil:
+		return nil, fmt.Errorf("getUpdates: read the answer: %w", err)
 	}
 	switch {
 	case answer.ErrorCode == http.StatusTooManyRequests:
@@ -154,17 +145,7 @@ func (t *Transport) getUpdates(ctx context.Context, client *http.Client, offset 
 	case !answer.OK:
 		return nil, fmt.Errorf("getUpdates: %d %s", answer.ErrorCode, answer.Description)
 	}
-	items := make([]state.InboxItem, 0, len(answer.Result))
-	for _, raw := range answer.Result {
-		var head struct {
-			ID int64 `json:"update_id"`
-		}
-		if err := json.Unmarshal(raw, &head); err != nil || head.ID <= 0 {
-			return nil, fmt.Errorf("getUpdates: an update without an id in %.200s", raw)
-		}
-		items = append(items, state.InboxItem{ID: head.ID, Body: raw})
-	}
-	return items, nil
+	return answer.items, nil
 }
 
 // inboxLoop handles the stored updates in order, each once, until ctx is
@@ -334,6 +315,15 @@ func (t *Transport) handled(ctx context.Context, id int64) {
 
 // handleUpdate handles one update.
 func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) updateFate {
+	if bytes.Contains(it.Body, []byte(oversizedKey)) {
+		var stand struct {
+			Oversized *oversized `json:"shelldon_oversized"`
+		}
+		if json.Unmarshal(it.Body, &stand) == nil && stand.Oversized != nil {
+			t.refuseOversized(ctx, it.ID, *stand.Oversized)
+			return updateDone
+		}
+	}
 	var upd models.Update
 	if err := json.Unmarshal(it.Body, &upd); err != nil {
 		t.log.Error("telegram: an unreadable update; skipped", "update", it.ID, "err", err)
@@ -384,17 +374,39 @@ func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Mes
 
 // pass hands the owner's message msg, of update id, to core as in; core
 // confirms it by the update's id once kept.
-func (t *Transport) pass(_ context.Context, id int64, msg *models.Message, in contracts.Inbound) updateFate {
+func (t *Transport) pass(ctx context.Context, id int64, msg *models.Message, in contracts.Inbound) updateFate {
 	in.Ref = strconv.FormatInt(id, 10)
 	// Counted as passed before it is sent: core's confirmation may come
 	// back before the send returns.
 	t.passed.add(id, ownerMessage{chat: msg.Chat.ID, id: msg.ID})
-	if err := t.toCore(contracts.KindInbound, in); err != nil {
+	err := t.toCore(contracts.KindInbound, in)
+	switch {
+	case errors.Is(err, bus.ErrFrameTooLarge):
+		// It would never pass: refused, not tried again.
+		t.passed.drop(id)
+		t.log.Warn("telegram: a message too long for a bus frame; refused", "update", id, "err", err)
+		t.reply(ctx, msg.Chat.ID, fmt.Sprintf(tooLongReply, len(in.Text)>>10))
+		return updateDone
+	case err != nil:
 		t.passed.drop(id)
 		t.log.Warn("telegram: core is out of reach; the message waits", "err", err)
 		return updateNotPassed
 	}
 	return updatePassed
+}
+
+// refuseOversized tells the owner of an update refused for its size, if
+// it says whose it was; a stranger's is counted as a stranger's.
+func (t *Transport) refuseOversized(ctx context.Context, id int64, o oversized) {
+	t.log.Warn("telegram: an update past the bound of one; refused unread", "update", id, "bytes", o.Bytes, "bound", maxUpdateBytes,
+		"from", o.From, "chat", o.Chat)
+	switch {
+	case o.From == 0 || o.Chat == 0:
+	case !t.allowed(o.From):
+		t.ignore(ctx, "oversized update", &models.User{ID: o.From})
+	default:
+		t.reply(ctx, o.Chat, fmt.Sprintf(oversizedReply, float64(o.Bytes)/(1<<20), maxUpdateBytes>>10))
+	}
 }
 
 // handleTap takes a tap on an approval button. The tap is answered before

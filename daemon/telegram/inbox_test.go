@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -228,4 +230,66 @@ func TestAConfirmationDuringAReadHandsNothingOverTwice(t *testing.T) {
 	if p.has(7) || p.count() != 0 {
 		t.Errorf("after the next read: has(7) = %v, count = %d; want both forgotten", p.has(7), p.count())
 	}
+}
+
+// TestAnOversizedUpdateHoldsUpNothing: a Bot API server (self-hosted, or
+// in trouble) hands the transport one text update of 5 MiB. It is
+// refused where it is read, confirmed to the server like any other, and
+// the owner is told; the owner's next message reaches core. It was once
+// stored whole, failed to reach core ("frame too large") every few
+// seconds at the head of the inbox, forever, and held every message
+// after it.
+func TestAnOversizedUpdateHoldsUpNothing(t *testing.T) {
+	r := newRig(t)
+	big := r.api.SendText(owner, strings.Repeat("x", 5<<20))
+	if in := r.say(t, owner, "after it"); in.Text != "after it" {
+		t.Errorf("core got %.40q, want the message after the oversized one", in.Text)
+	}
+	note := r.api.WaitMessage(t, owner, hasText("dropped it unread"))
+	for _, want := range []string{"5.0 MiB", "256 KiB", "smaller pieces"} {
+		if !strings.Contains(note.Text, want) {
+			t.Errorf("the owner was told %q, want it to say %q", note.Text, want)
+		}
+	}
+	eventually(t, "the oversized update was confirmed to the server", func() bool { return r.api.Confirmed() >= big })
+	if items, err := r.store.Unhandled(context.Background(), TransportName, 10); err != nil || len(items) > 0 {
+		t.Errorf("the inbox holds %d updates (%v), want none", len(items), err)
+	}
+}
+
+// TestAHugeGetUpdatesAnswerIsReadInPieces: 100 messages of 175 KiB wait,
+// so the server's getUpdates answer is 17.5 MiB. The transport reads it
+// as a stream, keeps what fits its bound, and takes the rest in the next
+// answers: every message reaches core, once, in order. The answer was
+// once cut at 16 MiB, unreadable as JSON, and asked for again, forever.
+func TestAHugeGetUpdatesAnswerIsReadInPieces(t *testing.T) {
+	r := newRig(t)
+	const n = 100
+	text := strings.Repeat("y", 175<<10)
+	r.api.SetDown(true) // they all wait for one answer
+	for i := range n {
+		r.api.SendText(owner, fmt.Sprintf("%03d %s", i, text))
+	}
+	r.api.SetDown(false)
+	for i := range n {
+		var in contracts.Inbound
+		r.nextCore(t, contracts.KindInbound, &in)
+		if want := fmt.Sprintf("%03d ", i); !strings.HasPrefix(in.Text, want) || len(in.Text) != len(want)+len(text) {
+			t.Fatalf("message %d reached core as %.10q… (%d bytes), want %q and %d bytes", i, in.Text, len(in.Text), want, len(want)+len(text))
+		}
+	}
+}
+
+// TestAMessageTooLongForABusFrameIsRefused: with bus.max_frame at its
+// least (64 KiB), a message of 100 KiB — within an update's bound — can
+// never reach core. It is refused with a word to the owner, where it was
+// once tried again every few seconds, forever, ahead of every message
+// after it.
+func TestAMessageTooLongForABusFrameIsRefused(t *testing.T) {
+	r := newRig(t, func(r *rig) { r.media = func(c *Config) { c.MaxFrame = 64 << 10 } })
+	r.api.SendText(owner, strings.Repeat("v", 100<<10))
+	if in := r.say(t, owner, "after it"); in.Text != "after it" {
+		t.Errorf("core got %.40q, want the message after the long one", in.Text)
+	}
+	r.api.WaitMessage(t, owner, hasText("Your message of 100 KiB is too long to pass on to my core"))
 }

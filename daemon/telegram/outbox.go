@@ -221,7 +221,7 @@ func (t *Transport) runLane(ctx context.Context, lane string, wake <-chan struct
 			continue
 		}
 		if d := it.NotBefore.Sub(t.clock.Now()); d > 0 {
-			t.wait(ctx, wake, d)
+			t.wait(ctx, wake, t.bounded(ctx, it, d))
 			continue
 		}
 		var item outItem
@@ -245,6 +245,28 @@ func (t *Transport) runLane(ctx context.Context, lane string, wake <-chan struct
 		fails++
 		t.failed(ctx, it, item, err, fails)
 	}
+}
+
+// longestWait is the longest wait the outbox ever sets on an item: a
+// 429's, or the backoff's.
+func (t *Transport) longestWait() time.Duration { return max(maxRetryAfter, t.backoff.Max) }
+
+// bounded is the wait d of item it, which its stored time asks for,
+// bounded by longestWait from now: a longer one was read off a clock that
+// has been set back since, and would hold the item's lane that much
+// longer. The item is held to the bound in the store too, so that the
+// next start waits no longer.
+func (t *Transport) bounded(ctx context.Context, it state.OutboxItem, d time.Duration) time.Duration {
+	longest := t.longestWait()
+	if d <= longest {
+		return d
+	}
+	t.log.Warn("telegram: an item was held past any wait the outbox sets (the clock was set back?); it waits no longer than that from now",
+		"item", it.ID, "lane", it.Lane, "held_for", d.Round(time.Second), "now_for", longest)
+	if err := t.store.Hold(ctx, it.ID, t.clock.Now().Add(longest)); err != nil {
+		t.log.Error("telegram: holding an item", "item", it.ID, "err", err)
+	}
+	return longest
 }
 
 // failed decides what becomes of an item Telegram did not take: it is

@@ -154,3 +154,38 @@ func TestRateLimitHoldsOnlyItsChat(t *testing.T) {
 		t.Errorf("the friend's lane = %+v, %v, %v; want its reply held for the five minutes asked, no failed attempt counted", head, ok, err)
 	}
 }
+
+// TestAClockSetBackHoldsNoChat: a reply Telegram asked to wait five
+// minutes for (429) was held to a time read off a clock a year ahead;
+// then the clock is set right, a year back. The reply, and those queued
+// behind it in its chat, go once the longest wait the outbox ever asks
+// for has passed, where they once waited the year (and the hour of a
+// clock an hour ahead held the chat that hour).
+func TestAClockSetBackHoldsNoChat(t *testing.T) {
+	for _, ahead := range []time.Duration{time.Hour, 365 * 24 * time.Hour} {
+		t.Run(ahead.String(), func(t *testing.T) {
+			clk := clock.NewFake(time.Now().Add(ahead))
+			book := newLogBook()
+			r := newRig(t, func(r *rig) { r.clock, r.log = clk, slog.New(book) })
+			r.api.Fail(telegramtest.Fault{Method: "sendMessage", Chat: owner, Status: http.StatusTooManyRequests,
+				Description: "Too Many Requests: retry after 300", RetryAfter: 300})
+			r.reply(t, owner, "held by the clock")
+			book.wait(t, "sending failed; will retry", "lane=chat:42")
+			r.api.Heal("sendMessage", owner)
+			clk.Step(-ahead)
+			r.reply(t, owner, "after it")
+			eventually(t, "both replies were sent", func() bool {
+				if len(r.api.Messages(owner)) < 2 {
+					if d, ok := clk.Next(); ok && d <= maxRetryAfter {
+						clk.Advance(d)
+					}
+					return false
+				}
+				return true
+			})
+			if got := texts(r.api.Messages(owner)); strings.Join(got, "|") != "held by the clock|after it" {
+				t.Errorf("the owner got %q, want both replies in order", got)
+			}
+		})
+	}
+}
