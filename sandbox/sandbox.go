@@ -336,11 +336,15 @@ func (s *Sandbox) view(ctx context.Context, fsys *runFS, ws string, o owner, spe
 		return c, "", err
 	}
 	for i, b := range spec.Binds {
-		mask := fsys.path(fmt.Sprintf("%s-%d", maskName, i))
-		if err := buildMask(mask, b.Source, vault, maxMaskEntries); err != nil {
+		source, err := s.boundAsRoot(fsys, fmt.Sprintf("%s-%d", idmapBind, i), b.Source)
+		if err != nil {
 			return c, "", err
 		}
-		bound, err := fsys.overlay(fmt.Sprintf("bind-%d", i), []string{mask, b.Source}, "", "")
+		mask := fsys.path(fmt.Sprintf("%s-%d", maskName, i))
+		if err := buildMask(mask, source, vault, maxMaskEntries); err != nil {
+			return c, "", err
+		}
+		bound, err := fsys.overlay(fmt.Sprintf("bind-%d", i), []string{mask, source}, "", "")
 		if err != nil {
 			return c, "", err
 		}

@@ -20,9 +20,13 @@ type User struct {
 	UID, GID uint32
 }
 
-// idmapWorkspace is the name, in a run's file system, of the workspace as
-// the sandbox user sees it.
-const idmapWorkspace = "workspace-as-root"
+// idmapWorkspace and idmapBind are the names, in a run's file system, of
+// the workspace and of each bound directory (idmapBind-<i>) as the sandbox
+// user sees them.
+const (
+	idmapWorkspace = "workspace-as-root"
+	idmapBind      = "bind-as-root"
+)
 
 // idmaps are the user namespaces that name the sandbox's idmapped mounts,
 // one for each owner of a workspace, each mapping only that owner's uid
@@ -177,16 +181,39 @@ func LookupUser(name string) (*User, error) {
 // mount in the run's file system through which o's files are that user's;
 // without one, ws itself, and o.
 func (s *Sandbox) asRoot(fsys *runFS, ws string, o owner) (string, owner, error) {
+	lower, err := s.idmappedAs(fsys, idmapWorkspace, ws, o)
+	if err != nil || s.user == nil {
+		return lower, o, err
+	}
+	return lower, owner{uid: s.user.UID, gid: s.user.GID}, nil
+}
+
+// boundAsRoot is the bound directory dir as the container's root sees it:
+// with a sandbox user, an idmapped mount named name through which the
+// files of dir's owner are that user's, as the workspace's are (a kept
+// tool's directory is core's alone, and the container's root must read
+// it); without one, dir itself.
+func (s *Sandbox) boundAsRoot(fsys *runFS, name, dir string) (string, error) {
 	if s.user == nil {
-		return ws, o, nil
+		return dir, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(dir, &st); err != nil {
+		return "", fmt.Errorf("bind %s: %w", dir, err)
+	}
+	return s.idmappedAs(fsys, name, dir, owner{uid: st.Uid, gid: st.Gid})
+}
+
+// idmappedAs mounts dir, owned by o, on name in the run's file system
+// through the user namespace that maps o to the sandbox user; without a
+// sandbox user it is dir itself.
+func (s *Sandbox) idmappedAs(fsys *runFS, name, dir string, o owner) (string, error) {
+	if s.user == nil {
+		return dir, nil
 	}
 	ns, err := s.idmaps.userns(o, *s.user)
 	if err != nil {
-		return "", owner{}, err
+		return "", err
 	}
-	lower, err := fsys.idmapped(idmapWorkspace, ws, ns)
-	if err != nil {
-		return "", owner{}, err
-	}
-	return lower, owner{uid: s.user.UID, gid: s.user.GID}, nil
+	return fsys.idmapped(name, dir, ns)
 }

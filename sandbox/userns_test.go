@@ -89,3 +89,29 @@ func TestTheSandboxUserIsNeverRoot(t *testing.T) {
 		t.Errorf("New with a sandbox user of uid 0 = %v, want it refused", err)
 	}
 }
+
+// TestBoundDirectoriesAreReadAsTheirOwnersAre: a directory bound into the
+// container (a kept tool's own, which core keeps private) is shown to the
+// sandbox user as to its owner, as the workspace is: a root-owned
+// directory of mode 0700 is read by the container's root.
+func TestBoundDirectoriesAreReadAsTheirOwnersAre(t *testing.T) {
+	img := imagetest.Image(t)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir(), User: &sandboxUser})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range owners {
+		t.Run(o.name, func(t *testing.T) {
+			ws := workspace(t, o.uid, map[string]string{"notes.txt": "one\n"})
+			tool := workspace(t, 0, map[string]string{"greet.py": "def run(): return 'hello'\n"})
+			if err := os.Chmod(tool, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			res := run(t, sb, sandbox.Spec{View: sandbox.ReadOnly, Workspace: ws,
+				Binds: []sandbox.Bind{{Source: tool, Target: "/run/shelldon/tool"}}, Argv: sh("cat /run/shelldon/tool/greet.py")})
+			if res.ExitCode != 0 || !strings.Contains(res.Text(), "hello") {
+				t.Errorf("reading a root-owned 0700 bound directory as the sandbox user = %d: %s", res.ExitCode, res.Text())
+			}
+		})
+	}
+}
