@@ -69,7 +69,7 @@ func TestCredentialsAreMasked(t *testing.T) {
 			for _, view := range []sandbox.View{sandbox.ReadOnly, sandbox.Captured, sandbox.Scratch} {
 				t.Run(view.String(), func(t *testing.T) {
 					read := run(t, sb, sandbox.Spec{View: view, Workspace: ws, Argv: sh(
-						"cat id_rsa .env .netrc .ssh/id_ed25519 proj/.env proj/deep/server.pem innocent proj/up keys/id_ed25519 deploy.key; grep -r SECRET . ; tar cf - . | tr -c '[:print:]' ' '; "+
+						"cat id_rsa .env .netrc .ssh/id_ed25519 proj/.env proj/deep/server.pem innocent proj/up keys/id_ed25519 deploy.key; grep -r SECRET . ; tar cf - . | tr -c '[:print:]' ' '; " +
 							"cat * */* */*/* .*/* i?_* proj/*.en? */*/*.pem; sha256sum * */*")})
 					for name, content := range denied {
 						if strings.Contains(read.Text(), strings.TrimSpace(content)) {
