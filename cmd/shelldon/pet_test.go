@@ -118,6 +118,9 @@ func testConfig(t testing.TB, modelURL string, opts ...petOption) config.Config 
 	cfg.Socket = filepath.Join(cfg.StateDir, "bus.sock")
 	cfg.Timeouts.Worker.Duration, cfg.Timeouts.Reap.Duration, cfg.Timeouts.Turn.Duration = 8*time.Second, 9*time.Second, 10*time.Second
 	cfg.Worker.CPUSeconds = 10
+	// Every command's container has a sandbox user for root, as on a
+	// board (the .deb's shelldon-sandbox; nobody is on every Debian).
+	cfg.Sandbox.User = "nobody"
 	cfg.Turn.ReactionDwell.Duration = time.Minute
 	cfg.Turn.WorkerCommand = []string{workerBinary(t)}
 	cfg.Providers = []config.Provider{{Name: "scripted", BaseURL: modelURL, Model: demomodel.ModelName}}
