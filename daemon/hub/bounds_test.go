@@ -177,6 +177,14 @@ func TestFramesPastTheBudgetWait(t *testing.T) {
 	if _, err := io.WriteString(slow, first.String()[:half]); err != nil {
 		t.Fatal(err)
 	}
+	// The quick frame is sent once the slow one's reader holds its share,
+	// not before: under emulation the reader may take it after the quick
+	// frame is read.
+	for deadline := time.Now().Add(10 * time.Second); f.FramesBeingRead() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the hub never took the half-sent frame's share of the budget")
+		}
+	}
 	send(t, quick, envelope(t, contracts.KindInbound, "", strings.Repeat("2", size)))
 	select {
 	case env := <-f.core:
