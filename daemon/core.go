@@ -377,9 +377,9 @@ func (c *Core) onJoin(p *hub.Peer) {
 	case contracts.RolePanel:
 		env, err = contracts.NewEnvelope(contracts.KindSnapshot, "", c.face.current())
 	case contracts.RoleTransport:
-		name := p.Hello.Name
+		name, joined := p.Hello.Name, c.clock.Now()
 		c.onLoop(func(ctx context.Context) {
-			c.replies.Joined(name)
+			c.replies.Joined(name, joined)
 			c.say.tellOwed(ctx, c.store)
 			c.takeUpLeftBehind(ctx, name)
 		})

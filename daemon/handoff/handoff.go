@@ -200,12 +200,13 @@ func (l *Ledger) delivered(ctx context.Context, w *waiting, what string) {
 	}
 }
 
-// Joined sends transport, which has just joined the bus, every reply of
-// its that waits: what went on a connection before may not have arrived.
-func (l *Ledger) Joined(transport string) {
+// Joined sends transport, which joined the bus at at, every reply of its
+// that waits and was last sent before then: what went on a connection
+// before may not have arrived, and what went after went on this one.
+func (l *Ledger) Joined(transport string, at time.Time) {
 	now := l.cfg.Clock.Now()
 	for _, w := range l.sorted() {
-		if w.reply.Transport == transport {
+		if w.reply.Transport == transport && !w.sent.After(at) {
 			l.send(w, now)
 		}
 	}

@@ -99,8 +99,8 @@ func TestAReplyIsTheOwnersUntilItsTransportHoldsIt(t *testing.T) {
 	}
 	r.clock.Advance(time.Second)
 	l.Retry(ctx)
-	l.Joined("telegram")
-	l.Joined("cli")
+	l.Joined("telegram", r.clock.Now())
+	l.Joined("cli", r.clock.Now())
 	if len(r.sent) != 3 || r.sent[1].out.Key != key || r.sent[2].out.Key != key {
 		t.Fatalf("after a minute and a join, routed %+v; want the reply twice more", r.sent)
 	}
@@ -114,7 +114,7 @@ func TestAReplyIsTheOwnersUntilItsTransportHoldsIt(t *testing.T) {
 	}
 	r.clock.Advance(ResendAfter)
 	l.Retry(ctx)
-	l.Joined("telegram")
+	l.Joined("telegram", r.clock.Now())
 	if len(r.sent) != 3 {
 		t.Errorf("a confirmed reply was sent again: %+v", r.sent[3:])
 	}
@@ -135,11 +135,11 @@ func TestAKeptReplyOutlivesARestart(t *testing.T) {
 	next := newRig(t, root)
 	l := next.ledger(next.store)
 	l.Load(ctx)
-	l.Joined("cli")
+	l.Joined("cli", next.clock.Now())
 	if len(next.sent) != 0 {
 		t.Fatalf("another transport's join sent %+v", next.sent)
 	}
-	l.Joined("telegram")
+	l.Joined("telegram", next.clock.Now())
 	if len(next.sent) != 1 || next.sent[0].out.Text != "to A" || next.sent[0].out.Key != Key("t1", []int64{a}) {
 		t.Fatalf("the join sent %+v, want the kept reply with its key", next.sent)
 	}
