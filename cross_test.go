@@ -33,6 +33,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/approval":              {},
 	"shelldon/daemon/approved":              {},
 	"shelldon/daemon/chat":                  {},
+	"shelldon/daemon/handoff":               {},
 	"shelldon/daemon/hub":                   {},
 	"shelldon/daemon/mark":                  {},
 	"shelldon/daemon/mood":                  {},

@@ -18,6 +18,7 @@
 //	daemon/selfcode               the gate a proposed tool must pass
 //	daemon/tools                  the tools' definitions and checks, shared by core and worker
 //	daemon/hub                    core's side of the bus: who may take which role, and routing
+//	daemon/handoff                each reply kept until the transport that delivers it holds it
 //	daemon/hub/hubtest            a real hub on a real socket, for other packages' tests
 //	daemon/launch                 how a turn's worker is started, bounded and reaped
 //	daemon/state                  the only writer of state: SQLite and the memory tree

@@ -41,8 +41,11 @@ func InboundCommand(in Inbound) (name, arg string, ok bool) {
 
 // ParseCommand reads text as an owner's command: "/status", or
 // "/restore calc" with its argument. A suffix naming the bot
-// ("/status@shelldon_bot", as Telegram sends it in groups) is dropped.
-// ok is false for text that does not start with a slash and a name.
+// ("/status@shelldon_bot", as Telegram sends it in groups) is dropped. An
+// argument may follow an underscore instead of a space ("/pending_6" is
+// "/pending 6"): Telegram makes such a word one tap in a message, where
+// it would take the command's name alone. ok is false for text that does
+// not start with a slash and a name.
 func ParseCommand(text string) (name, arg string, ok bool) {
 	text = strings.TrimSpace(text)
 	rest, found := strings.CutPrefix(text, "/")
@@ -54,6 +57,9 @@ func ParseCommand(text string) (name, arg string, ok bool) {
 		word, arg = rest[:i], strings.TrimSpace(rest[i:])
 	}
 	word, _, _ = strings.Cut(word, "@")
+	if name, tapped, found := strings.Cut(word, "_"); found && arg == "" {
+		word, arg = name, tapped
+	}
 	if word == "" || strings.Contains(word, "/") {
 		return "", "", false
 	}

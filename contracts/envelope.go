@@ -70,6 +70,10 @@ const (
 	// messages durable (see [Inbound.Ref]): it is core's to answer now,
 	// across any restart, and the transport may forget it.
 	KindInboundAck Kind = "INBOUND_ACK"
+	// KindOutboundAck tells core that a transport holds one of its keyed
+	// replies (see [Outbound.Key]) durably, to deliver across any
+	// restart: the messages the reply answers are answered now.
+	KindOutboundAck Kind = "OUTBOUND_ACK"
 	// KindTranscribe asks the broker, for a transport, to turn the
 	// owner's voice note into text.
 	KindTranscribe Kind = "TRANSCRIBE"
@@ -126,6 +130,7 @@ var Routes = map[Kind]Route{
 	KindApprovalClosed:  {To: RoleTransport, Delivery: ToAll},
 	KindActivity:        {To: RoleTransport, Delivery: ToAll},
 	KindInboundAck:      {To: RoleTransport, Delivery: ToAll},
+	KindOutboundAck:     {To: RoleCore, Delivery: ToOne},
 	KindTranscribe:      {To: RoleBroker, Delivery: ToOne},
 	KindTranscript:      {To: RoleTransport, Delivery: ToAll},
 	KindStep:            {To: RoleCore, Delivery: ToOne},
@@ -151,6 +156,7 @@ var Senders = map[Kind][]Role{
 	KindApprovalClosed:  {RoleCore},
 	KindActivity:        {RoleCore},
 	KindInboundAck:      {RoleCore},
+	KindOutboundAck:     {RoleTransport},
 	KindTranscribe:      {RoleTransport},
 	KindTranscript:      {RoleBroker},
 	KindStep:            {RoleWorker},

@@ -62,12 +62,23 @@ type InboundAck struct {
 	Chat string `json:"chat,omitempty"`
 }
 
+// OutboundAck tells core that a transport holds the reply Key durably.
+type OutboundAck struct {
+	Key string `json:"key"`
+}
+
 // Outbound is a reply for the owner.
 type Outbound struct {
 	Chat string `json:"chat,omitempty"`
 	Text string `json:"text"`
 	// Turn is the turn that produced the reply, when one did.
 	Turn string `json:"turn,omitempty"`
+	// Key, when set, names a reply core keeps until the transport it is
+	// for confirms holding it (OUTBOUND_ACK), and sends again until then:
+	// the transport holds a key once, so a reply sent again is still
+	// delivered once. A reply without one (a command's answer, a note) is
+	// the transport's as soon as it is routed.
+	Key string `json:"key,omitempty"`
 	// Degraded marks the "can't think right now" answer of a failed turn.
 	Degraded bool `json:"degraded,omitempty"`
 	// Refused marks the answer to an owner's command that did not do

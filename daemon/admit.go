@@ -66,10 +66,22 @@ func (c *Core) confirm(from turns.Origin, ref string) {
 	}
 }
 
-// answered records that a turn's messages have their answer, as soon as
-// it is sent: the turn may end later (its worker still has to go).
-func (c *Core) answered(ctx context.Context, t *turns.Turn) {
+// answer sends turn t's reply, out, where its messages came from. They
+// are answered once the transport that delivers it holds it (package
+// handoff: core keeps the reply until then, and sends it again); a turn
+// with nothing to say, or for no transport, has them answered at once.
+// The turn may end later (its worker still has to go).
+func (c *Core) answer(ctx context.Context, t *turns.Turn, out contracts.Outbound) {
 	c.forgetMedia(t.Admission.Messages)
+	from := t.Admission.Origin
+	if out.Text != "" && from.Transport != "" {
+		out.Chat = from.Chat
+		c.replies.Reply(ctx, from.Transport, out, t.Admission.Messages)
+		return
+	}
+	if out.Text != "" {
+		c.say.reply(from, out)
+	}
 	if err := c.writes.note("record messages answered", c.store.Answered(ctx, t.Admission.Messages, c.clock.Now())); err != nil {
 		c.log.Error("recording that the owner's messages are answered failed; the next start may answer them again",
 			"turn", t.ID, "err", err)

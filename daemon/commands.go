@@ -47,7 +47,7 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, in contracts
 	case "tools":
 		answer = c.toolReport(ctx)
 	case "pending":
-		answer = c.showPending(ctx, from)
+		answer, refused = c.showPending(ctx, from, arg)
 	case "schedule":
 		answer = c.brain.command(ctx, arg)
 	case "rules":
@@ -178,20 +178,40 @@ func (c *Core) toolReport(ctx context.Context) string {
 		Gating: gating, Queued: queued, Waiting: waiting})
 }
 
-// showPending shows every waiting request again, with its buttons, where
-// the owner asked; the answer says how many (or that none waits).
-func (c *Core) showPending(ctx context.Context, to turns.Origin) string {
-	shown, err := c.auth.ShowAgain(ctx, approval.Audience(to))
+// showPending shows the waiting requests again, with their buttons,
+// where the owner asked, a page at a time (approval.MaxShownAgain) from
+// the one arg numbers (the oldest when empty); the answer counts them all
+// and says how to see the next ones, one tap away where the transport
+// makes /pending_N a link.
+func (c *Core) showPending(ctx context.Context, to turns.Origin, arg string) (answer string, refused bool) {
+	first := 1
+	if arg != "" {
+		n, err := strconv.Atoi(arg)
+		if err != nil || n < 1 {
+			return "Say /pending to see the oldest requests that wait, or /pending N to see them from the Nth.", true
+		}
+		first = n
+	}
+	page, err := c.auth.ShowAgain(ctx, approval.Audience(to), first)
 	if err != nil {
-		return fmt.Sprintf("I could not read what is waiting: %v", err)
+		return fmt.Sprintf("I could not read what is waiting: %v", err), true
 	}
-	switch shown {
-	case 0:
-		return "Nothing is waiting for your answer."
-	case 1:
-		return "One request is waiting for your answer (above)."
+	switch {
+	case page.Waiting == 0:
+		return "Nothing is waiting for your answer.", false
+	case page.Last == 0:
+		return fmt.Sprintf("Only %d requests are waiting for your answer; /pending shows the oldest.", page.Waiting), true
+	case page.Waiting == 1:
+		return "One request is waiting for your answer (above).", false
+	case page.First == 1 && page.Last == page.Waiting:
+		return fmt.Sprintf("%d requests are waiting for your answer (above).", page.Waiting), false
 	}
-	return fmt.Sprintf("%d requests are waiting for your answer (above).", shown)
+	answer = fmt.Sprintf("%d requests are waiting for your answer; above are numbers %d to %d, the oldest first, with their buttons.",
+		page.Waiting, page.First, page.Last)
+	if page.Last < page.Waiting {
+		answer += fmt.Sprintf(" /pending_%d shows the next ones.", page.Last+1)
+	}
+	return answer, false
 }
 
 // rulesCommand answers /rules, which lists the rules the owner granted

@@ -15,6 +15,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
+	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mood"
@@ -82,17 +83,20 @@ type Core struct {
 	started time.Time
 
 	// The parts, owned by the loop.
-	say    *messenger     // to the owner's transports and the panels
-	face   *presence      // what the panels show
-	turns  *turns.Machine // one turn at a time
-	run    *turnRun       // the worker of the turn in flight
-	slots  *workerSlots   // shared with the hub: the workers being admitted
-	writes *failedWrites  // the writes to the state that failed, for /status
-	auth   *approval.Authority
-	runner *approved.Runner
-	keeper *keeper
-	brain  *brain
-	tools  *tools.Registry // the built-in tools
+	say *messenger // to the owner's transports and the panels
+	// replies are the turns' replies routed and not yet held by their
+	// transports.
+	replies *handoff.Ledger
+	face    *presence      // what the panels show
+	turns   *turns.Machine // one turn at a time
+	run     *turnRun       // the worker of the turn in flight
+	slots   *workerSlots   // shared with the hub: the workers being admitted
+	writes  *failedWrites  // the writes to the state that failed, for /status
+	auth    *approval.Authority
+	runner  *approved.Runner
+	keeper  *keeper
+	brain   *brain
+	tools   *tools.Registry // the built-in tools
 	// left is what an earlier core left unanswered, for transports not
 	// joined yet; draining is set once core stops: no turn starts.
 	left     leftBehind
@@ -125,6 +129,10 @@ func New(opts Options) (*Core, error) {
 		heard:   map[int64]string{},
 	}
 	c.say = &messenger{clock: c.clock, log: c.log}
+	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
+		Send: func(transport string, out contracts.Outbound) error {
+			return c.say.send(turns.Origin{Transport: transport, Chat: out.Chat}, out)
+		}})
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
@@ -201,6 +209,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if r := c.store.RolledBack(); r != nil {
 		c.log.Error("the state database was found behind its high-water mark", "why", r.Why, "since", r.Since, "lost", r.Lost())
 	}
+	c.replies.Load(ctx)
 	c.loadLeftBehind(ctx)
 	// The bus outlives ctx: a stopping core still hears the turn in
 	// flight, its broker and the owner while it drains.
@@ -315,6 +324,13 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		}
 		c.brain.feel(mood.OwnerMessage)
 		c.submit(ctx, in.Text, from, kept...)
+	case contracts.KindOutboundAck:
+		var a contracts.OutboundAck
+		if err := env.Decode(&a); err != nil {
+			c.log.Warn("dropped an unreadable confirmation of a reply", "from", env.Sender, "err", err)
+			return
+		}
+		c.replies.Confirmed(ctx, env.Sender, a.Key)
 	case contracts.KindResult:
 		c.handleResult(ctx, env)
 	case contracts.KindExec:
@@ -361,8 +377,9 @@ func (c *Core) onJoin(p *hub.Peer) {
 	case contracts.RolePanel:
 		env, err = contracts.NewEnvelope(contracts.KindSnapshot, "", c.face.current())
 	case contracts.RoleTransport:
-		name := p.Hello.Name
+		name, joined := p.Hello.Name, c.clock.Now()
 		c.onLoop(func(ctx context.Context) {
+			c.replies.Joined(name, joined)
 			c.say.tellOwed(ctx, c.store)
 			c.takeUpLeftBehind(ctx, name)
 		})
@@ -422,9 +439,11 @@ func (c *Core) backUp(ctx context.Context) {
 	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
 }
 
-// expire drops the requests nobody decided on in time, and checks again
-// a minute later.
+// expire drops the requests nobody decided on in time, sends again the
+// replies their transports did not confirm, and checks again a minute
+// later.
 func (c *Core) expire(ctx context.Context) {
+	c.replies.Retry(ctx)
 	c.auth.ExpireRules(ctx)
 	for _, r := range c.auth.Expire(ctx) {
 		c.brain.feel(mood.Expired)

@@ -236,14 +236,15 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		log.Warn("refused a turn's ops whole", "ops", len(ops), "err", err)
 		reply, ops = contracts.WithRefusedOps(reply, err), nil
 	}
+	out := contracts.Outbound{Turn: t.ID}
 	if reply != "" {
-		c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, reply), Turn: t.ID})
+		out.Text = c.echoHeard(t, reply)
 	}
+	c.answer(ctx, t, out)
 	c.face.replied(res.Face, res.Thought)
 	for _, r := range asks {
 		c.auth.Ask(r)
 	}
-	c.answered(ctx, t)
 	c.brain.feel(mood.TurnOK)
 	t.Outcome, t.Err = outcomeOf(res)
 	// The turn is over once what it keeps is written, off the loop.
@@ -271,8 +272,7 @@ func outcomeOf(res contracts.Result) (outcome, why string) {
 // answerDegraded answers a turn that failed: the degrade reply and face.
 func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
-	c.say.reply(t.Admission.Origin, contracts.Outbound{Text: c.echoHeard(t, DegradeText), Turn: t.ID, Degraded: true})
-	c.answered(context.Background(), t)
+	c.answer(context.Background(), t, contracts.Outbound{Text: c.echoHeard(t, DegradeText), Turn: t.ID, Degraded: true})
 	c.face.failed()
 	c.brain.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what

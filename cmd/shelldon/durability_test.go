@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -20,8 +22,10 @@ import (
 
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/daemon/turns"
 	"shelldon/demomodel"
 	"shelldon/testhost"
@@ -663,5 +667,151 @@ func TestADamageNoteOutlivesARestart(t *testing.T) {
 			t.Errorf("the owner was told of the damage again: %q", r.Text)
 		}
 	case <-time.After(2 * time.Second):
+	}
+}
+
+// TestAKillAfterTheAnswerLosesAndDoublesNoReply kills core (kill -9) at
+// random points in the moments after the model answered the owner's
+// Telegram message — while the reply goes from the turn to core, from core
+// to the transport, into Telegram's outbox and out — with long replies (60
+// KiB, sent in pieces) and short ones, and starts it again each time.
+// Whatever the timing, every message is answered, and by one answer: a
+// reply is the owner's until the transport holds it, and the transport
+// holds one reply once, where core once counted a message answered as soon
+// as its reply was on the bus (5 of 40 replies never sent, each message
+// recorded as answered). One thing a kill may still do is cut a Bot API
+// call short after Telegram carried it out: the pet cannot learn that it
+// did, and sends that piece again rather than risk losing it; each piece
+// sent twice must have had its first call cut so. The trials are bounded
+// in number and time; the counts are logged.
+func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
+	asked := regexp.MustCompile(`q\d+`)
+	answered := make(chan string, 64)
+	var long sync.Map // the questions answered at length
+	var answers atomic.Int64
+	model := demomodel.New()
+	model.Fallback = func(req demomodel.Request) demomodel.Step {
+		q := asked.FindString(lastUser(req))
+		// Each answer of the model's is its own, so that a question
+		// answered twice (once before a kill, once after) shows.
+		text := fmt.Sprintf("ack-start %s #%d", q, answers.Add(1))
+		if _, ok := long.Load(q); ok {
+			text += "\n" + strings.Repeat("a long answer, line after line of it\n", 60<<10/37)
+		}
+		select {
+		case answered <- q:
+		default:
+		}
+		return demomodel.Step{Text: text + "\nack-end " + q}
+	}
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	p.stopCore() // core in a process of its own, to be killed
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 291))
+	const maxTrials, budget = 40, 90 * time.Second
+	var questions []string
+	var kills []time.Time
+	longs := 0
+	core := startDaemon(t, p)
+	for start := time.Now(); len(questions) < maxTrials && time.Since(start) < budget; {
+		q := fmt.Sprintf("q%d", len(questions))
+		if rng.IntN(2) == 0 {
+			long.Store(q, true)
+			longs++
+		}
+		questions = append(questions, q)
+		api.SendText(ownerID, "please answer "+q)
+		deadline := time.After(30 * time.Second)
+	wait:
+		for {
+			select {
+			case got := <-answered:
+				if got == q {
+					break wait
+				}
+			case <-deadline:
+				t.Fatalf("trial %d: the model was not asked %s within 30 s", len(questions), q)
+			}
+		}
+		// The model's answer is on its way: kill core somewhere between
+		// the broker's read of it and Telegram's outbox, or just after.
+		time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
+		kills = append(kills, time.Now())
+		if err := core.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		core.Wait()
+		core = startDaemon(t, p)
+	}
+	// Every reply in the end, and a moment more for a second copy.
+	ended := regexp.MustCompile(`ack-end (q\d+)$`)
+	all := func() bool {
+		got := map[string]bool{}
+		for _, m := range api.Messages(ownerID) {
+			if e := ended.FindStringSubmatch(m.Text); e != nil {
+				got[e[1]] = true
+			}
+		}
+		return len(got) == len(questions)
+	}
+	for deadline := time.Now().Add(90 * time.Second); !all() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second)
+
+	started := regexp.MustCompile(`ack-start (q\d+) (#\d+)`)
+	byAnswer := map[string]map[string]bool{} // question → the model's answers delivered
+	ends := map[string]bool{}
+	for _, m := range api.Messages(ownerID) {
+		if s := started.FindStringSubmatch(m.Text); s != nil {
+			if byAnswer[s[1]] == nil {
+				byAnswer[s[1]] = map[string]bool{}
+			}
+			byAnswer[s[1]][s[2]] = true
+		}
+		if e := ended.FindStringSubmatch(m.Text); e != nil {
+			ends[e[1]] = true
+		}
+	}
+	var lost, answeredTwice []string
+	for _, q := range questions {
+		switch {
+		case len(byAnswer[q]) == 0 || !ends[q]:
+			lost = append(lost, q)
+		case len(byAnswer[q]) > 1:
+			answeredTwice = append(answeredTwice, fmt.Sprintf("%s %v", q, slices.Sorted(maps.Keys(byAnswer[q]))))
+		}
+	}
+	// A piece sent twice: its first sendMessage must have been cut by a
+	// kill, from its arrival to a moment after its answer (the transport
+	// reads the answer and records the piece sent).
+	const recordWithin = 50 * time.Millisecond
+	first := map[string]telegramtest.Call{}
+	var resent, unexplained []string
+	for _, c := range api.Calls("sendMessage") {
+		text := c.Params["text"]
+		if c.Status != 200 || !strings.Contains(text, "ack-") {
+			continue
+		}
+		f, again := first[text]
+		if !again {
+			first[text] = c
+			continue
+		}
+		resent = append(resent, owner.Shorten(text, 30))
+		if !slices.ContainsFunc(kills, func(k time.Time) bool { return !k.Before(f.At) && k.Before(f.Answered.Add(recordWithin)) }) {
+			unexplained = append(unexplained, owner.Shorten(text, 30))
+		}
+	}
+	t.Logf("%d kills, %d messages (%d answered at 60 KiB, in pieces), %d answered, %d lost, %d answered twice; %d piece(s) sent again after a kill cut their call",
+		len(kills), len(questions), longs, len(questions)-len(lost), len(lost), len(answeredTwice), len(resent)-len(unexplained))
+	if len(lost) > 0 {
+		t.Errorf("never answered: %v", lost)
+	}
+	if len(answeredTwice) > 0 {
+		t.Errorf("answered twice, by two answers of the model: %v", answeredTwice)
+	}
+	if len(unexplained) > 0 {
+		t.Errorf("pieces sent twice with no kill cutting the first call: %q", unexplained)
 	}
 }

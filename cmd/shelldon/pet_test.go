@@ -75,9 +75,11 @@ type pet struct {
 	mu        sync.Mutex
 	snapshots []contracts.Snapshot
 	transport *bus.Client
-	joins     chan struct{} // one per join of the transport
-	acks      chan contracts.InboundAck
-	refs      int // the last ref sayKept gave a message
+	// taken are the keys of the replies the transport took.
+	taken map[string]bool
+	joins chan struct{} // one per join of the transport
+	acks  chan contracts.InboundAck
+	refs  int // the last ref sayKept gave a message
 	// logs is what core and its parts (and, from newPet, its workers)
 	// logged, for a test that reads it.
 	logs *syncBuffer
@@ -237,7 +239,7 @@ func (p *pet) joinBus(ctx context.Context) {
 		switch env.Kind {
 		case contracts.KindOutbound:
 			var out contracts.Outbound
-			if env.Decode(&out) == nil {
+			if env.Decode(&out) == nil && p.takeReply(out.Key) {
 				p.replies <- out
 			}
 		case contracts.KindApprovalRequest:
@@ -273,6 +275,26 @@ func (p *pet) joinBus(ctx context.Context) {
 		}
 	})
 	p.waitJoin(10 * time.Second)
+}
+
+// takeReply does what a transport does with a reply core keeps until it
+// is held (one with a key): it confirms it, and takes it once. It reports
+// whether the reply is new.
+func (p *pet) takeReply(key string) bool {
+	if key == "" {
+		return true
+	}
+	p.mu.Lock()
+	taken := p.taken[key]
+	if p.taken == nil {
+		p.taken = map[string]bool{}
+	}
+	p.taken[key] = true
+	p.mu.Unlock()
+	if env, err := contracts.NewEnvelope(contracts.KindOutboundAck, "", contracts.OutboundAck{Key: key}); err == nil {
+		p.transport.Send(env) // not heard: core sends the reply again, taken once
+	}
+	return !taken
 }
 
 // waitJoin waits for the transport's next join of the bus.

@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +14,9 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/telegram"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 )
@@ -308,4 +312,77 @@ func TestTelegramOversizedUpdateHoldsUpNothing(t *testing.T) {
 	api.SendText(ownerID, "and now?")
 	api.WaitMessage(t, ownerID, textHas("dropped it unread"))
 	api.WaitMessage(t, ownerID, textHas("answered after it"))
+}
+
+// TestTelegramHundredsOfRequestsLoseNoReply: 300 requests wait for the
+// owner on Telegram. /pending shows a few of them with their buttons and
+// one message counting them all, and the owner's next message is
+// answered; a minute after the start all 300 expire in one check, and the
+// owner reads one note for them, and the next message is answered too.
+// Once /pending sent 300 requests at once, the hub's queue for the
+// transport filled, the transport was dropped as a slow reader, /pending
+// was delivered again and again, and the replies routed meanwhile were
+// lost; 300 expiring lost most of their 300 notes.
+func TestTelegramHundredsOfRequestsLoseNoReply(t *testing.T) {
+	t.Parallel()
+	const waiting = 300
+	model := demomodel.New(demomodel.Step{Text: "answered beside /pending"}, demomodel.Step{Text: "answered after the expiry"})
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api))
+	p.stopCore()
+	store, err := state.Open(statedir.Layout{Root: p.cfg.StateDir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := strconv.Itoa(ownerID)
+	now := time.Now()
+	for i := range waiting {
+		call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: fmt.Sprintf(`{"path":"f%03d.txt","content":"x"}`, i)}
+		if err := store.ParkApproval(context.Background(), state.PendingApproval{
+			Turn: fmt.Sprintf("%016x", i+1), Kind: state.KindCall, Call: call, Title: "write_file",
+			Summary: fmt.Sprintf("writes 1 byte to f%03d.txt", i), Detail: fmt.Sprintf("f%03d.txt: x", i), Digest: fmt.Sprintf("digest%d", i),
+			Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},
+			Transport: telegram.TransportName, Chat: chat, Shown: []state.Audience{{Transport: telegram.TransportName, Chat: chat}},
+			// Waiting now, and expired by the first check, a minute after
+			// the start.
+			Created: now, Expires: now.Add(40 * time.Second),
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	store.Close()
+	p.startCore()
+
+	pending := api.SendText(ownerID, "/pending")
+	api.SendText(ownerID, "hello there")
+	api.WaitMessage(t, ownerID, textHas("answered beside /pending"))
+	api.WaitMessage(t, ownerID, textHas("300 requests are waiting"))
+	time.Sleep(2 * time.Second) // what else /pending sends
+	buttons := 0
+	for _, m := range api.Messages(ownerID) {
+		if len(m.Keyboard) > 0 {
+			buttons++
+		}
+	}
+	if buttons == 0 || buttons > 10 {
+		t.Errorf("/pending showed %d requests with their buttons, want a few of the 300", buttons)
+	}
+	if n := api.Delivered(pending); n > 1 {
+		t.Errorf("/pending was delivered %d times", n)
+	}
+
+	api.SetWaitLimit(90 * time.Second)
+	note := api.WaitMessage(t, ownerID, textHas("Nobody answered"))
+	if !strings.Contains(note.Text, "300") {
+		t.Errorf("the expiry's note says %q, want it to count the 300 requests", note.Text)
+	}
+	api.SendText(ownerID, "still there?")
+	api.WaitMessage(t, ownerID, textHas("answered after the expiry"))
+	time.Sleep(2 * time.Second)
+	if n := len(slices.DeleteFunc(api.Messages(ownerID), func(m telegramtest.Message) bool { return !strings.Contains(m.Text, "Nobody answered") })); n != 1 {
+		t.Errorf("the owner got %d notes of the expiry, want one", n)
+	}
+	if strings.Contains(p.logs.String(), "slow reader") {
+		t.Error("the hub dropped a slow reader")
+	}
 }

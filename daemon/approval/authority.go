@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"shelldon/clock"
@@ -143,20 +144,38 @@ func (a *Authority) replacePromotions(ctx context.Context, stem string) {
 	}
 }
 
-// ShowAgain shows every waiting request at to, with its buttons, and
-// remembers that it was shown there; it returns how many it showed.
-func (a *Authority) ShowAgain(ctx context.Context, to Audience) (int, error) {
+// MaxShownAgain bounds the requests [Authority.ShowAgain] shows at once,
+// with their buttons: hundreds waiting come a page at a time, not as a
+// burst of hundreds of messages.
+const MaxShownAgain = 5
+
+// Page is what ShowAgain showed: the waiting requests First to Last
+// (counted from 1, oldest first) of the Waiting that wait; Last is 0 when
+// it showed none.
+type Page struct {
+	First, Last, Waiting int
+}
+
+// ShowAgain shows at to, with their buttons, at most MaxShownAgain of the
+// waiting requests, oldest first, from the first'th (counted from 1), and
+// remembers that each was shown there.
+func (a *Authority) ShowAgain(ctx context.Context, to Audience, first int) (Page, error) {
 	parked, err := a.cfg.Store.PendingApprovals(ctx)
 	if err != nil && len(parked) == 0 {
-		return 0, err
+		return Page{}, err
 	}
 	now := a.cfg.Clock.Now()
-	shown := 0
+	var live []Request
 	for _, p := range parked {
 		r, err := fromRow(p)
 		if err != nil || r.Digest == "" || !r.Expires.After(now) {
 			continue // damaged, not renewed, or about to be expired and told
 		}
+		live = append(live, r)
+	}
+	page := Page{First: max(first, 1), Waiting: len(live)}
+	for i := page.First - 1; i < len(live) && i < page.First-1+MaxShownAgain; i++ {
+		r := live[i]
 		if !r.shownTo(to) {
 			r.Audiences = append(r.Audiences, to)
 			row, err := r.row()
@@ -169,9 +188,9 @@ func (a *Authority) ShowAgain(ctx context.Context, to Audience) (int, error) {
 			}
 		}
 		a.cfg.Notify.Ask(to, r.ask(to))
-		shown++
+		page.Last = i + 1
 	}
-	return shown, nil
+	return page, nil
 }
 
 // Verdict says what became of a decision.
@@ -318,16 +337,44 @@ func (a *Authority) Expire(ctx context.Context) []Request {
 		a.cfg.Log.Error("expiring parked requests", "err", err)
 	}
 	var out []Request
+	byOrigin := map[Audience][]Request{}
+	var origins []Audience
 	for _, p := range expired {
 		r, _ := fromRow(p)
 		a.cfg.Log.Info("a parked request expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", r.Key,
 			"kind", string(r.Kind), "tool", r.Shown.Title, "decision", contracts.ApprovalExpired)
 		a.cfg.Notify.Settled(r.Key, contracts.ApprovalExpired)
-		a.cfg.Notify.Tell(r.Origin, fmt.Sprintf("Nobody answered my request (%s: %s) within %v, so I dropped it.",
-			r.Shown.Title, r.Shown.Note, a.cfg.Expiry))
+		if _, ok := byOrigin[r.Origin]; !ok {
+			origins = append(origins, r.Origin)
+		}
+		byOrigin[r.Origin] = append(byOrigin[r.Origin], r)
 		out = append(out, r)
 	}
+	for _, o := range origins {
+		a.cfg.Notify.Tell(o, expiredNote(byOrigin[o], a.cfg.Expiry))
+	}
 	return out
+}
+
+// maxNamedExpired bounds the requests an expiry's note names; the rest it
+// counts.
+const maxNamedExpired = 5
+
+// expiredNote tells the owner of the requests asked of them that expired
+// in one check: one note, however many.
+func expiredNote(expired []Request, expiry time.Duration) string {
+	if len(expired) == 1 {
+		r := expired[0]
+		return fmt.Sprintf("Nobody answered my request (%s: %s) within %v, so I dropped it.", r.Shown.Title, r.Shown.Note, expiry)
+	}
+	var named []string
+	for _, r := range expired[:min(len(expired), maxNamedExpired)] {
+		named = append(named, r.Shown.Title+": "+r.Shown.Note)
+	}
+	if more := len(expired) - len(named); more > 0 {
+		named = append(named, fmt.Sprintf("and %d more", more))
+	}
+	return fmt.Sprintf("Nobody answered %d of my requests within %v, so I dropped them (%s).", len(expired), expiry, strings.Join(named, "; "))
 }
 
 // Waiting lists the requests that wait for the owner, oldest first;

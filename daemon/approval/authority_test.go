@@ -169,8 +169,8 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"shown again elsewhere, decided there", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if n, err := r.auth.ShowAgain(context.Background(), terminal); n != 1 || err != nil {
-				t.Fatalf("ShowAgain = %d, %v", n, err)
+			if page, err := r.auth.ShowAgain(context.Background(), terminal, 1); page != (Page{First: 1, Last: 1, Waiting: 1}) || err != nil {
+				t.Fatalf("ShowAgain = %+v, %v", page, err)
 			}
 			if !has(r.notes.asked, "t1@cli/cli") {
 				t.Errorf("asked %q", r.notes.asked)
@@ -216,6 +216,48 @@ func TestTransitions(t *testing.T) {
 				t.Errorf("a tap after expiry = %+v", out)
 			}
 		}},
+		{"many shown again a page at a time", func(t *testing.T, r *rig) {
+			for i := range 12 {
+				r.park(callRequest(fmt.Sprintf("t%02d", i), fmt.Sprintf("f%02d.txt", i)))
+			}
+			r.notes.asked = nil
+			for _, tc := range []struct {
+				first int
+				want  Page
+				asked []string
+			}{
+				{1, Page{1, 5, 12}, []string{"t00@cli/cli", "t04@cli/cli"}},
+				{11, Page{11, 12, 12}, []string{"t10@cli/cli", "t11@cli/cli"}},
+				{13, Page{13, 0, 12}, nil},
+			} {
+				r.notes.asked = nil
+				page, err := r.auth.ShowAgain(context.Background(), terminal, tc.first)
+				if page != tc.want || err != nil {
+					t.Errorf("ShowAgain from %d = %+v, %v; want %+v", tc.first, page, err, tc.want)
+				}
+				for _, a := range tc.asked {
+					if !has(r.notes.asked, a) {
+						t.Errorf("ShowAgain from %d asked %q, want %s among them", tc.first, r.notes.asked, a)
+					}
+				}
+				if n := len(r.notes.asked); tc.want.Last > 0 && n != tc.want.Last-tc.want.First+1 || tc.want.Last == 0 && n != 0 {
+					t.Errorf("ShowAgain from %d asked %d requests, want the page's", tc.first, n)
+				}
+			}
+		}},
+		{"many expiring in one check are told in one note", func(t *testing.T, r *rig) {
+			for i := range 8 {
+				r.park(callRequest(fmt.Sprintf("t%02d", i), fmt.Sprintf("f%02d.txt", i)))
+			}
+			r.notes.told = nil
+			r.clk.Advance(expiry)
+			if got := r.auth.Expire(context.Background()); len(got) != 8 || len(r.notes.settled) != 8 {
+				t.Fatalf("Expire = %d requests, settled %q; want all 8", len(got), r.notes.settled)
+			}
+			if len(r.notes.told) != 1 || !has(r.notes.told, "telegram/42: Nobody answered 8 of my requests") || !has(r.notes.told, "and 3 more") {
+				t.Errorf("told %q, want one note counting the 8", r.notes.told)
+			}
+		}},
 		{"a tap on an expired request not yet swept", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
 			r.clk.Advance(expiry)
@@ -243,7 +285,7 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"held, but decided elsewhere meanwhile", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			r.auth.ShowAgain(context.Background(), terminal)
+			r.auth.ShowAgain(context.Background(), terminal, 1)
 			r.slot = true
 			r.decide("t1", true, owner)
 			r.slot = false

@@ -100,6 +100,9 @@ type chat struct {
 	events    chan event
 	requests  requests
 	outbox    *outbox
+	// shown are the keys of the replies shown, so that one core sends
+	// again is shown once.
+	shown shownKeys
 	// left says a request the owner had before them stopped waiting
 	// without their answer from here (replaced, gone, expired): the next
 	// request shown is unread, as y or n may have been meant for the one
@@ -384,7 +387,10 @@ func (c *chat) receive(env contracts.Envelope) {
 	switch env.Kind {
 	case contracts.KindOutbound:
 		var out contracts.Outbound
-		if env.Decode(&out) == nil {
+		if env.Decode(&out) != nil {
+			return
+		}
+		if !c.shown.seen(out.Key) {
 			c.term.say("shelldon: " + indent(visible.Text(out.Text)))
 			if len(out.File) > 0 {
 				c.term.say("          " + saveFile(out))
@@ -397,6 +403,7 @@ func (c *chat) receive(env contracts.Envelope) {
 				c.showHeld()
 			}
 		}
+		c.confirmReply(out.Key)
 	case contracts.KindApprovalRequest:
 		var req contracts.ApprovalRequest
 		if env.Decode(&req) == nil {
@@ -669,6 +676,24 @@ func (c *chat) send(text string) {
 		return
 	}
 	c.deliver(in)
+}
+
+// confirmReply tells core that the reply key is shown: the terminal
+// delivers a reply by showing it, and holds nothing past its own end, so
+// a reply is its once on the screen. A core that does not hear it sends
+// the reply again (shown once: c.shown), and a reply for a terminal that
+// is closed waits in core for the next.
+func (c *chat) confirmReply(key string) {
+	if key == "" {
+		return
+	}
+	env, err := contracts.NewEnvelope(contracts.KindOutboundAck, "", contracts.OutboundAck{Key: key})
+	if err == nil {
+		err = c.transport.Send(env)
+	}
+	if err != nil && c.opts.Logf != nil {
+		c.opts.Logf("chat: core did not hear that reply %s is shown; it sends it again, shown once: %v", key, err)
+	}
 }
 
 // resend sends again what core has not confirmed, in order, to a core

@@ -269,6 +269,29 @@ func TestTheOwnerTypesAMessage(t *testing.T) {
 	s.prompt(t, "> ")
 }
 
+// TestAKeptReplyIsShownOnceAndConfirmed: a reply core keeps until the
+// terminal has it (one with a key) is confirmed once shown, and one core
+// sends again (it did not hear the confirmation: it restarted) is
+// confirmed again and not shown twice.
+func TestAKeptReplyIsShownOnceAndConfirmed(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	for range 2 {
+		core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: TransportName, Text: "the kept answer", Key: "m3"})
+		env := core.next(t)
+		var ack contracts.OutboundAck
+		if env.Kind != contracts.KindOutboundAck || env.Decode(&ack) != nil || ack.Key != "m3" {
+			t.Fatalf("core got %s %s, want the reply m3 confirmed", env.Kind, env.Body)
+		}
+	}
+	core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: TransportName, Text: "and the next"})
+	s.term.WaitFor(t, "shelldon: and the next")
+	if n := strings.Count(s.term.Screen(), "the kept answer"); n != 1 {
+		t.Errorf("the kept answer shows %d times, want once:\n%s", n, s.term.Screen())
+	}
+	core.nothing(t, "a reply without a key")
+}
+
 // TestALineWhileARequestWaitsIsChat: with a request waiting, a message
 // and a command are what they are; only y answers.
 func TestALineWhileARequestWaitsIsChat(t *testing.T) {

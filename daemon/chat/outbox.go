@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 
 	"shelldon/contracts"
 )
@@ -53,4 +54,30 @@ func (o *outbox) confirm(ref string) {
 			return
 		}
 	}
+}
+
+// maxShownKeys bounds the keys of replies a terminal remembers showing:
+// core sends a reply again within a minute or at its start, long before
+// this many more have come.
+const maxShownKeys = 64
+
+// shownKeys are the keys of the replies shown, the latest maxShownKeys.
+type shownKeys struct {
+	keys []string
+}
+
+// seen reports whether the reply key was shown already, and remembers it
+// as shown; a reply without a key is never the same as another.
+func (s *shownKeys) seen(key string) bool {
+	if key == "" {
+		return false
+	}
+	if slices.Contains(s.keys, key) {
+		return true
+	}
+	if len(s.keys) == maxShownKeys {
+		s.keys = s.keys[1:]
+	}
+	s.keys = append(s.keys, key)
+	return false
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -33,9 +34,12 @@ type Peer struct {
 	Hello contracts.Hello
 	Cred  Cred
 
-	id       uint64
-	nc       net.Conn
-	out      chan contracts.Envelope
+	id  uint64
+	nc  net.Conn
+	out chan contracts.Envelope
+	// taken counts the envelopes the writer took from out: a sender
+	// waiting on a full queue sees whether the peer still reads.
+	taken    atomic.Uint64
 	gone     chan struct{}
 	goneOnce sync.Once
 	// deaf is closed when writing to the peer failed: nothing more is
@@ -50,8 +54,15 @@ type Peer struct {
 
 // Config sets up a hub.
 type Config struct {
-	// QueueLength bounds each connection's send queue.
+	// QueueLength bounds each connection's send queue. A full queue makes
+	// its sender wait while the peer reads (back-pressure), for as long
+	// as the peer's writer takes something every StallFor.
 	QueueLength int
+	// StallFor is how long a peer whose queue is full may take nothing
+	// from it before it is dropped as one that stopped reading (10 s when
+	// zero, on Clock): a slow reader loses nothing, a stopped one holds
+	// its senders no longer than this.
+	StallFor time.Duration
 	// MaxFrame bounds one frame of a joined peer that may send something
 	// (bus.DefaultMaxFrame when zero). Before its hello, and for a role
 	// that may send nothing (the panel), a frame is at most
@@ -149,6 +160,7 @@ const (
 	defaultMaxConns        = 64
 	defaultMaxConnsPerUser = 8
 	defaultHelloTimeout    = 5 * time.Second
+	defaultStallFor        = 10 * time.Second
 )
 
 // handshakeWrite bounds the writing of core's welcome, or its refusal,
@@ -180,6 +192,9 @@ func Listen(path string, cfg Config) (*Hub, error) {
 	}
 	if cfg.HelloTimeout <= 0 {
 		cfg.HelloTimeout = defaultHelloTimeout
+	}
+	if cfg.StallFor <= 0 {
+		cfg.StallFor = defaultStallFor
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
@@ -668,6 +683,7 @@ func (h *Hub) writeLoop(p *Peer) {
 			for {
 				select {
 				case env := <-p.out:
+					p.taken.Add(1)
 					if !h.write(p, env) {
 						return
 					}
@@ -676,6 +692,7 @@ func (h *Hub) writeLoop(p *Peer) {
 				}
 			}
 		case env := <-p.out:
+			p.taken.Add(1)
 			if !h.write(p, env) {
 				return
 			}
@@ -699,8 +716,11 @@ func (h *Hub) write(p *Peer, env contracts.Envelope) bool {
 	return true
 }
 
-// Send queues env for p without waiting. A full queue means the reader
-// has stopped reading: it is dropped rather than allowed to hold the hub.
+// Send queues env for p. A full queue is waited on for as long as p's
+// writer takes from it: a peer that reads slowly (a transport storing a
+// burst) slows its senders down and loses nothing. One that took nothing
+// for StallFor has stopped reading, and is dropped rather than allowed to
+// hold its senders longer.
 func (h *Hub) Send(p *Peer, env contracts.Envelope) error {
 	select {
 	case <-p.gone:
@@ -713,9 +733,29 @@ func (h *Hub) Send(p *Peer, env contracts.Envelope) error {
 	case p.out <- env:
 		return nil
 	default:
-		h.cfg.Logf("bus: dropped slow reader %s %q (pid %d): its queue of %d is full", p.Hello.Role, p.Hello.Name, p.Cred.PID, cap(p.out))
+	}
+	for taken := p.taken.Load(); ; {
+		stalled := make(chan struct{})
+		timer := h.cfg.Clock.AfterFunc(h.cfg.StallFor, func() { close(stalled) })
+		select {
+		case p.out <- env:
+			timer.Stop()
+			return nil
+		case <-p.gone:
+			timer.Stop()
+			return fmt.Errorf("send %s to %s %q: %w", env.Kind, p.Hello.Role, p.Hello.Name, ErrNoRoute)
+		case <-p.deaf:
+			timer.Stop()
+			return fmt.Errorf("send %s to %s %q: it stopped reading: %w", env.Kind, p.Hello.Role, p.Hello.Name, ErrNoRoute)
+		case <-stalled:
+		}
+		if now := p.taken.Load(); now != taken {
+			taken = now // it reads, if slowly: another sender got the room
+			continue
+		}
+		h.cfg.Logf("bus: dropped slow reader %s %q (pid %d): its queue of %d stayed full for %v", p.Hello.Role, p.Hello.Name, p.Cred.PID, cap(p.out), h.cfg.StallFor)
 		p.close()
-		return fmt.Errorf("send %s to %s %q: reader too slow, dropped", env.Kind, p.Hello.Role, p.Hello.Name)
+		return fmt.Errorf("send %s to %s %q: it stopped reading, dropped", env.Kind, p.Hello.Role, p.Hello.Name)
 	}
 }
 

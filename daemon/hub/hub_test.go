@@ -770,10 +770,10 @@ func TestRouteToCoreWithoutInbox(t *testing.T) {
 	}
 }
 
-// A panel that stops reading fills its queue and is dropped; the hub goes
-// on serving everyone else without waiting for it.
+// A panel that stops reading fills its queue, is waited for StallFor,
+// and is dropped; the hub goes on serving everyone else.
 func TestSlowReaderIsDropped(t *testing.T) {
-	f := serve(t, hub.Config{QueueLength: 8})
+	f := serve(t, hub.Config{QueueLength: 8, StallFor: 200 * time.Millisecond})
 	_, slowPeer := f.join(t, contracts.Hello{Role: contracts.RolePanel, Name: "wedged"})
 	transport, _ := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "cli"})
 
@@ -829,6 +829,47 @@ func TestSlowReaderIsDropped(t *testing.T) {
 		t.Errorf("Route(outbound) after the drop = %v", err)
 	}
 	recv(t, transport)
+}
+
+// TestASlowReaderLosesNothing: a transport that reads, but slowly — as
+// one storing each of a burst of requests does — is sent everything
+// routed to it, in order, its queue of 8 waited on rather than the
+// transport dropped, where once the 9th envelope of a burst dropped it
+// and what followed reached no transport.
+func TestASlowReaderLosesNothing(t *testing.T) {
+	f := serve(t, hub.Config{QueueLength: 8, StallFor: 2 * time.Second})
+	transport, _ := f.join(t, contracts.Hello{Role: contracts.RoleTransport, Name: "telegram"})
+	const burst = 300
+	got := make(chan error, 1)
+	go func() {
+		for i := range burst {
+			time.Sleep(time.Millisecond) // the transport stores each
+			env, err := transport.Recv()
+			var said string
+			if err == nil {
+				err = env.Decode(&said)
+			}
+			if err == nil && said != fmt.Sprint(i) {
+				err = fmt.Errorf("envelope %d says %q", i, said)
+			}
+			if err != nil {
+				got <- err
+				return
+			}
+		}
+		got <- nil
+	}()
+	for i := range burst {
+		if err := f.Route(envelope(t, contracts.KindApprovalRequest, "", fmt.Sprint(i))); err != nil {
+			t.Fatalf("Route(%d) = %v", i, err)
+		}
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	if logs := strings.Join(f.logs.Lines(), "\n"); strings.Contains(logs, "slow reader") {
+		t.Errorf("the hub dropped a reader that reads:\n%s", logs)
+	}
 }
 
 func TestJoinAndLeaveCallbacks(t *testing.T) {

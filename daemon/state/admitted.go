@@ -84,10 +84,13 @@ func (s *Store) markAdmitted(ctx context.Context, what, query string, first any,
 }
 
 // Unanswered lists the messages no turn has answered, oldest first: the
-// ones a stopped core left, for the next to take up.
+// ones a stopped core left, for the next to take up. A message whose
+// reply is kept (KeepReply) is not among them: it has its answer, which
+// goes again.
 func (s *Store) Unanswered(ctx context.Context) ([]Admitted, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT id, transport, chat, ref, text, at, turn, tries FROM admitted WHERE answered_at IS NULL ORDER BY id`)
+		`SELECT id, transport, chat, ref, text, at, turn, tries FROM admitted WHERE answered_at IS NULL
+		 AND id NOT IN (SELECT j.value FROM replies, json_each(replies.messages) AS j) ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read unanswered messages: %w", err)
 	}

@@ -247,6 +247,23 @@ var migrations = []string{
 		body TEXT NOT NULL,    -- JSON: state.Notice
 		at   INTEGER NOT NULL  -- unix ms
 	);`,
+	// 18: the replies core routed that the transport delivering each has
+	// not yet confirmed holding (sent again until it has; the messages
+	// they answer are answered only then), and the keys of the replies a
+	// transport took, so that one sent again is queued once.
+	`CREATE TABLE replies (
+		key       TEXT PRIMARY KEY,
+		transport TEXT NOT NULL,
+		body      TEXT NOT NULL,             -- JSON: contracts.Outbound
+		messages  TEXT NOT NULL DEFAULT '[]', -- JSON: the admitted ids it answers
+		at        INTEGER NOT NULL            -- unix ms
+	);
+	CREATE TABLE transport_keys (
+		transport TEXT NOT NULL,
+		key       TEXT NOT NULL,
+		at        INTEGER NOT NULL, -- unix ms
+		PRIMARY KEY (transport, key)
+	) WITHOUT ROWID;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

@@ -170,13 +170,8 @@ func (s *Store) Enqueue(ctx context.Context, transport, lane, kind string, body 
 	if err := s.writable("enqueue"); err != nil {
 		return 0, err
 	}
-	switch {
-	case transport == "":
-		return 0, errors.New("enqueue: no transport named")
-	case kind == "":
-		return 0, fmt.Errorf("enqueue for %s: no kind given", transport)
-	case len(body) > MaxOutboxBytes:
-		return 0, fmt.Errorf("enqueue %s for %s: %w: %d bytes, at most %d", kind, transport, ErrOutboxItemTooBig, len(body), MaxOutboxBytes)
+	if err := checkOutboxItem(transport, kind, body); err != nil {
+		return 0, fmt.Errorf("enqueue: %w", err)
 	}
 	var id int64
 	err := s.db.QueryRowContext(ctx,
@@ -186,6 +181,20 @@ func (s *Store) Enqueue(ctx context.Context, transport, lane, kind string, body 
 		return 0, fmt.Errorf("enqueue %s for %s: %w", kind, transport, err)
 	}
 	return id, nil
+}
+
+// checkOutboxItem refuses an item the outbox cannot hold: no transport,
+// no kind, or a body longer than MaxOutboxBytes (ErrOutboxItemTooBig).
+func checkOutboxItem(transport, kind string, body []byte) error {
+	switch {
+	case transport == "":
+		return errors.New("no transport named")
+	case kind == "":
+		return fmt.Errorf("no kind given for %s", transport)
+	case len(body) > MaxOutboxBytes:
+		return fmt.Errorf("%s for %s: %w: %d bytes, at most %d", kind, transport, ErrOutboxItemTooBig, len(body), MaxOutboxBytes)
+	}
+	return nil
 }
 
 // OutboxLanes names transport's lanes that have something to do: items

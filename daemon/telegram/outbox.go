@@ -110,6 +110,58 @@ func (t *Transport) enqueue(ctx context.Context, kind string, item outItem) {
 	poke(t.outWake)
 }
 
+// queued is one item of the outbox, before it is stored.
+type queued struct {
+	kind string
+	item outItem
+}
+
+// replyItems are the items of reply out in chat: its text in pieces
+// Telegram takes, then its file.
+func replyItems(chat int64, out contracts.Outbound) []queued {
+	var items []queued
+	for _, piece := range renderReply(out.Text, maxMessage) {
+		items = append(items, queued{outMessage, outItem{Chat: chat, HTML: piece}})
+	}
+	if len(out.File) > 0 {
+		// The whole of what the text sums up, after it.
+		items = append(items, queued{outDocument, outItem{Chat: chat, FileName: fileName(out.FileName, "shelldon", ""), File: capFile(out.File)}})
+	}
+	return items
+}
+
+// takeReply queues the reply out, which core keeps until the transport
+// confirms holding it, and confirms it: every piece at once, under its
+// key, so that the reply sent again (core restarted before it heard the
+// confirmation) is queued once. A reply that could not be queued is not
+// confirmed: core sends it again.
+func (t *Transport) takeReply(ctx context.Context, out contracts.Outbound) {
+	var entries []state.OutboxEntry
+	var err error
+	for _, chat := range t.chats(out.Chat) {
+		for _, it := range replyItems(chat, out) {
+			body, merr := json.Marshal(it.item)
+			err = errors.Join(err, merr)
+			entries = append(entries, state.OutboxEntry{Lane: laneOf(it.kind, it.item), Kind: it.kind, Body: body})
+		}
+	}
+	taken := false
+	if err == nil {
+		taken, err = t.store.TakeReply(ctx, TransportName, out.Key, entries, t.clock.Now())
+	}
+	if err != nil {
+		t.log.Error("telegram: could not queue a reply; core sends it again", "key", out.Key, "err", err)
+		return
+	}
+	if !taken {
+		t.log.Info("telegram: a reply came again that is queued already", "key", out.Key)
+	}
+	poke(t.outWake)
+	if err := t.toCore(contracts.KindOutboundAck, contracts.OutboundAck{Key: out.Key}); err != nil {
+		t.log.Warn("telegram: core did not hear that a reply is queued; it sends it again, and it is queued once", "key", out.Key, "err", err)
+	}
+}
+
 // settle queues the edits that show a request's outcome on every message
 // that shows it, in the edit lane of each chat it was shown in.
 func (t *Transport) settle(ctx context.Context, turn, outcome string, at time.Time) {

@@ -372,13 +372,13 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			t.log.Warn("telegram: bad reply from core", "err", err)
 			return
 		}
+		if out.Key != "" {
+			t.takeReply(ctx, out)
+			return
+		}
 		for _, chat := range t.chats(out.Chat) {
-			for _, piece := range renderReply(out.Text, maxMessage) {
-				t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
-			}
-			if len(out.File) > 0 {
-				// The whole of what the text sums up, after it.
-				t.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: fileName(out.FileName, "shelldon", ""), File: capFile(out.File)})
+			for _, it := range replyItems(chat, out) {
+				t.enqueue(ctx, it.kind, it.item)
 			}
 		}
 	case contracts.KindApprovalRequest:

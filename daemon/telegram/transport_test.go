@@ -370,6 +370,38 @@ func TestLongReplyArrivesInOrderInPieces(t *testing.T) {
 	}
 }
 
+// TestAKeptReplyIsConfirmedAndQueuedOnce: a reply core keeps until the
+// transport holds it (one with a key) is confirmed once it is queued, all
+// its pieces at once; the same reply sent again — core restarted before it
+// heard the confirmation, while the reply was queued or sent — is
+// confirmed again and queued no second time.
+func TestAKeptReplyIsConfirmedAndQueuedOnce(t *testing.T) {
+	r := newRig(t)
+	text := strings.Repeat("a line of a long kept reply\n", 400) + "the end"
+	reply := contracts.Outbound{Chat: strconv.Itoa(owner), Text: text, Key: "m7.8"}
+	for range 2 {
+		r.route(t, contracts.KindOutbound, reply)
+		var ack contracts.OutboundAck
+		r.nextCore(t, contracts.KindOutboundAck, &ack)
+		if ack.Key != "m7.8" {
+			t.Fatalf("the transport confirmed %+v, want the reply's key", ack)
+		}
+	}
+	r.api.WaitMessage(t, owner, hasText("the end"))
+	r.route(t, contracts.KindOutbound, reply) // after it was sent
+	var ack contracts.OutboundAck
+	r.nextCore(t, contracts.KindOutboundAck, &ack)
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Text: "after it"})
+	r.api.WaitMessage(t, owner, hasText("after it"))
+	var got []string
+	for _, m := range r.api.Messages(owner) {
+		got = append(got, m.Text)
+	}
+	if want := text + "\nafter it"; strings.Join(got, "\n") != want {
+		t.Errorf("the owner got %d messages, %d characters; want the reply once, in %d characters, then the next", len(got), len(strings.Join(got, "\n")), len(want))
+	}
+}
+
 func TestStrangersAreIgnored(t *testing.T) {
 	r := newRig(t)
 	r.api.SendText(stranger, "let me in")

@@ -91,6 +91,10 @@ type Call struct {
 	Status int
 	Error  string // description of an error answer, "" on success
 	At     time.Time
+	// Answered is when the answer was written (zero for a call dropped or
+	// still waiting): a client killed between At and a moment after it
+	// may have had its call carried out without learning so.
+	Answered time.Time
 	// answered tells a long poll still waiting from a dropped call.
 	answered bool
 }
@@ -326,6 +330,9 @@ func (s *Server) finish(call *Call, status int, description string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	call.Status, call.Error, call.answered = status, description, true
+	if status != 0 {
+		call.Answered = time.Now()
+	}
 	s.notify()
 }
 
