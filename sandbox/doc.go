@@ -7,7 +7,7 @@
 // the sandbox image (package [shelldon/sandbox/image]), read-only; no
 // capabilities; no network but loopback, or with [Spec.Network] a way out
 // through core's own proxy that dials public addresses only, by
-// http_get's rules ([shelldon/policy.Dialer]); and no host path but the
+// http_get's rules ([shelldon/daemon/fetch.Dialer]); and no host path but the
 // workspace, seen one of three ways ([View]): read-only; captured, through
 // an overlay whose upper layer is the exact record of what the command
 // changed, returned as a [ChangeSet] that the caller shows the owner and

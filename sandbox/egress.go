@@ -37,7 +37,7 @@ const (
 // only) served from core, whose goroutines run on threads of the host's
 // namespace (the runtime never makes a thread from a locked one), and which
 // dials each connection itself, from the host, through the address rules
-// of http_get for a redirect (policy.Dialer, no first hop): public
+// of http_get for a redirect (fetch.Dialer, no first hop): public
 // addresses only, never loopback, link-local, cloud metadata or a private
 // network, the name resolved by core at the moment of the dial. The
 // command is pointed at it with ALL_PROXY=socks5h://…, which git (curl)

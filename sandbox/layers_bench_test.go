@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"shelldon/policy"
+	"shelldon/daemon/fetch"
 	"shelldon/testhost"
 )
 
@@ -102,7 +102,7 @@ func BenchmarkViewCaptured(b *testing.B) { benchView(b, Captured) }
 func BenchmarkEgress(b *testing.B) {
 	testhost.Root(b)
 	for b.Loop() {
-		e, err := startEgress(policy.Dialer{}.DialContext, slog.New(slog.DiscardHandler))
+		e, err := startEgress(fetch.Dialer{}.DialContext, slog.New(slog.DiscardHandler))
 		if err != nil {
 			b.Fatal(err)
 		}

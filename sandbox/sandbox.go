@@ -20,7 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/contracts"
-	"shelldon/policy"
+	"shelldon/daemon/fetch"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 )
@@ -250,7 +250,7 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
 	if spec.Network {
-		e, err := startEgress(policy.Dialer{}.DialContext, s.log.With("turn", spec.Turn, "run", id))
+		e, err := startEgress(fetch.Dialer{}.DialContext, s.log.With("turn", spec.Turn, "run", id))
 		if err != nil {
 			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 		}

@@ -73,7 +73,7 @@ type Response struct {
 
 // Get fetches rawURL with GET, following redirects by hand. Every hop's URL
 // goes through the policy (policy.CheckURL for hop 0, policy.CheckRedirect
-// for the others), and every address dialled through policy.Dialer, which
+// for the others), and every address dialled through Dialer, which
 // allows private addresses on hop 0 only. A 3xx answer without a
 // Location is returned as it is.
 func (g Getter) Get(ctx context.Context, rawURL string) (Response, error) {
@@ -116,7 +116,7 @@ func (g Getter) Get(ctx context.Context, rawURL string) (Response, error) {
 func (g Getter) roundTrip(ctx context.Context, target *url.URL, firstHop bool) (*http.Response, error) {
 	transport := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            policy.Dialer{Resolver: g.Resolver, FirstHop: firstHop, Route: g.reroute}.DialContext,
+		DialContext:            Dialer{Resolver: g.Resolver, FirstHop: firstHop, Route: g.reroute}.DialContext,
 		TLSClientConfig:        &tls.Config{RootCAs: g.rootCAs},
 		DisableKeepAlives:      true,
 		MaxResponseHeaderBytes: maxHeaderBytes,
