@@ -24,4 +24,11 @@
 //
 // The root directory itself is configuration, and may be given through
 // links.
+//
+// A path the model names is resolved first by a [Jail]: it follows the
+// links that stay in the workspace (a tool may read through one), refuses
+// those that leave it, and refuses what the deny list of package policy
+// names (the vault, credential-shaped names). Its answer, a path with no
+// link left in it, is then opened through a [Root], which follows none:
+// a link planted between the two is refused, not followed.
 package beneath

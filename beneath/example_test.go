@@ -54,3 +54,43 @@ func tempDir() string {
 	}
 	return dir
 }
+
+// A tool names paths relative to the workspace: a link that stays inside
+// is followed, one that leads out is refused, and so are the deny list's
+// names, even reached through a link.
+func ExampleJail_Resolve() {
+	workspace := tempDir()
+	defer os.RemoveAll(workspace)
+	for _, dir := range []string{"notes/2026", "src"} {
+		if err := os.MkdirAll(filepath.Join(workspace, dir), 0o755); err != nil {
+			log.Fatal(err)
+		}
+	}
+	for link, target := range map[string]string{
+		"latest":    "notes/2026",      // stays inside
+		"etc":       "../outside",      // leads out
+		"src/creds": "../.env.example", // inside, but credential-shaped
+	} {
+		if err := os.Symlink(target, filepath.Join(workspace, link)); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	jail := beneath.Jail{Root: workspace}
+	for _, path := range []string{"latest/today.md", "etc/passwd", "../x", "/etc/passwd", "src/creds", "id_ed25519"} {
+		resolved, err := jail.Resolve(path)
+		if err != nil {
+			fmt.Println(err)
+			continue
+		}
+		rel, _ := filepath.Rel(workspace, resolved)
+		fmt.Printf("%s -> %s\n", path, rel)
+	}
+	// Output:
+	// latest/today.md -> notes/2026/today.md
+	// path "etc/passwd": leaves the workspace: symbolic link "etc" points to "../outside", above the workspace root
+	// path "../x": leaves the workspace: ".." climbs above the workspace root
+	// path "/etc/passwd": leaves the workspace: absolute paths are refused; name it relative to the workspace
+	// path "src/creds": denied: it resolves to ".env.example", and ".env.example" is named like an environment file, which holds secrets
+	// path "id_ed25519": denied: "id_ed25519" is named like an SSH key (id_*)
+}

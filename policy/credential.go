@@ -1,11 +1,17 @@
 package policy
 
 import (
+	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"strings"
 )
+
+// ErrDenied marks a path that the deny list refuses wherever it lies: the
+// vault, or a name shaped like a credential (see [DeniedName]). The
+// workspace's resolver (shelldon/beneath.Jail) wraps it.
+var ErrDenied = errors.New("denied")
 
 // credentialMatch is how a rule reads a lowercased name.
 type credentialMatch int

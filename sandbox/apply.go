@@ -96,7 +96,7 @@ func refuse(format string, args ...any) error {
 // still lists what was applied and refused before. It fails before
 // changing anything when jail.Root is not the workspace the changes were
 // scanned against.
-func (cs *ChangeSet) Apply(jail policy.Jail) (report ApplyReport, err error) {
+func (cs *ChangeSet) Apply(jail beneath.Jail) (report ApplyReport, err error) {
 	if cs == nil {
 		return report, errors.New("apply changes: no change set")
 	}
@@ -187,14 +187,14 @@ func applyOrder(changes []Change) []Change {
 // applier makes changes in one workspace, through directory descriptors
 // opened without following links.
 type applier struct {
-	jail   policy.Jail
+	jail   beneath.Jail
 	vault  string        // the vault's real path, or "" when there is none
 	root   *beneath.Root // the workspace root directory
 	upper  *os.Root      // the upper layer
 	asRoot bool          // whether to give created entries to their directory's owner
 }
 
-func openApplier(jail policy.Jail, upper string) (_ *applier, err error) {
+func openApplier(jail beneath.Jail, upper string) (_ *applier, err error) {
 	a := &applier{jail: jail, asRoot: os.Geteuid() == 0}
 	defer func() {
 		if err != nil {
@@ -307,7 +307,7 @@ func (a *applier) check(c Change) error {
 // jailRefusal turns the jail's refusals into a refusal of the change and
 // leaves its other errors as failures.
 func jailRefusal(err error) error {
-	if errors.Is(err, policy.ErrOutsideWorkspace) || errors.Is(err, policy.ErrDenied) {
+	if errors.Is(err, beneath.ErrOutsideWorkspace) || errors.Is(err, policy.ErrDenied) {
 		return refuse("%s", err)
 	}
 	return fmt.Errorf("inspect the workspace: %w", err)

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"shelldon/policy"
+	"shelldon/beneath"
 	"shelldon/testhost"
 )
 
@@ -257,7 +257,7 @@ func TestApply(t *testing.T) {
 			buildLayer(t, outside, tt.outside)
 			buildWithOutside(t, ws, outside, tt.workspace)
 			buildLayer(t, upper, tt.upper)
-			jail := policy.Jail{Root: ws}
+			jail := beneath.Jail{Root: ws}
 			if tt.vault != "" {
 				jail.Vault = filepath.Join(ws, tt.vault)
 			}
@@ -301,7 +301,7 @@ func TestApplyWorkspaceChangedAfterScan(t *testing.T) {
 
 	mustDo(t, os.Remove(filepath.Join(ws, "sub")))
 	mustDo(t, os.Symlink(outside, filepath.Join(ws, "sub")))
-	report, err := newKeptChangeSet(upper, ws, changes).Apply(policy.Jail{Root: ws})
+	report, err := newKeptChangeSet(upper, ws, changes).Apply(beneath.Jail{Root: ws})
 	if err != nil {
 		t.Fatalf("Apply: %v", err)
 	}
@@ -322,7 +322,7 @@ func TestApplyFailureMidway(t *testing.T) {
 		{Path: "b", Kind: Created, Perm: 0o644, Size: 1},
 		{Path: "c", Kind: Created, Perm: 0o644, Size: 1},
 	}
-	report, err := newKeptChangeSet(upper, ws, changes).Apply(policy.Jail{Root: ws})
+	report, err := newKeptChangeSet(upper, ws, changes).Apply(beneath.Jail{Root: ws})
 	if err == nil || !strings.Contains(err.Error(), `"b"`) {
 		t.Fatalf("Apply error = %v, want one naming \"b\"", err)
 	}
@@ -346,15 +346,15 @@ func TestApplyBadSets(t *testing.T) {
 	tests := []struct {
 		name string
 		set  *ChangeSet
-		jail policy.Jail
+		jail beneath.Jail
 	}{
-		{"nil set", nil, policy.Jail{Root: ws}},
-		{"zero set", &ChangeSet{}, policy.Jail{Root: ws}},
-		{"discarded set", gone, policy.Jail{Root: ws}},
-		{"no workspace", newKeptChangeSet(ws, ws, nil), policy.Jail{}},
-		{"missing workspace", newKeptChangeSet(ws, ws, nil), policy.Jail{Root: filepath.Join(ws, "missing")}},
-		{"another workspace", newKeptChangeSet(ws, ws, nil), policy.Jail{Root: t.TempDir()}},
-		{"scanned workspace gone", newKeptChangeSet(ws, filepath.Join(ws, "missing"), nil), policy.Jail{Root: ws}},
+		{"nil set", nil, beneath.Jail{Root: ws}},
+		{"zero set", &ChangeSet{}, beneath.Jail{Root: ws}},
+		{"discarded set", gone, beneath.Jail{Root: ws}},
+		{"no workspace", newKeptChangeSet(ws, ws, nil), beneath.Jail{}},
+		{"missing workspace", newKeptChangeSet(ws, ws, nil), beneath.Jail{Root: filepath.Join(ws, "missing")}},
+		{"another workspace", newKeptChangeSet(ws, ws, nil), beneath.Jail{Root: t.TempDir()}},
+		{"scanned workspace gone", newKeptChangeSet(ws, filepath.Join(ws, "missing"), nil), beneath.Jail{Root: ws}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"shelldon/policy"
+	"shelldon/beneath"
 	"shelldon/testhost"
 )
 
@@ -227,7 +227,7 @@ func TestScanRealOverlay(t *testing.T) {
 	}
 
 	set := newKeptChangeSet(l.upper, lower, changes)
-	jail := policy.Jail{Root: lower}
+	jail := beneath.Jail{Root: lower}
 	for round := 1; round <= 2; round++ { // the second round proves Apply idempotent
 		report, err := set.Apply(jail)
 		if err != nil {

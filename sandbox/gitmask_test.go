@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"shelldon/beneath"
 	"shelldon/policy"
 	"strings"
 	"testing"
@@ -263,7 +264,7 @@ func TestAnApprovedCommitKeepsTheOwnersRepository(t *testing.T) {
 					t.Errorf("the change set holds the mask's %s (%s)", c.Path, c.Kind)
 				}
 			}
-			if _, err := res.Changes.Apply(policy.Jail{Root: ws}); err != nil {
+			if _, err := res.Changes.Apply(beneath.Jail{Root: ws}); err != nil {
 				t.Fatalf("Apply: %v", err)
 			}
 			git := func(args ...string) string {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"shelldon/beneath"
 	"shelldon/policy"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
@@ -123,7 +124,7 @@ func TestCredentialsAreMasked(t *testing.T) {
 						t.Errorf("the change set carries a credential's content in %s: %q", c.Path, content)
 					}
 				}
-				report, err := res.Changes.Apply(policy.Jail{Root: ws})
+				report, err := res.Changes.Apply(beneath.Jail{Root: ws})
 				if err != nil {
 					t.Fatalf("Apply = %v", err)
 				}

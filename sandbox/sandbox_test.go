@@ -15,7 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"shelldon/policy"
+	"shelldon/beneath"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
@@ -163,7 +163,7 @@ func TestViews(t *testing.T) {
 				if !slices.Equal(got, want) {
 					t.Errorf("changes = %q, want %q", got, want)
 				}
-				report, err := res.Changes.Apply(policy.Jail{Root: ws})
+				report, err := res.Changes.Apply(beneath.Jail{Root: ws})
 				if err != nil || len(report.Refused) != 0 {
 					t.Fatalf("Apply = %+v, %v", report, err)
 				}
@@ -541,7 +541,7 @@ func TestAKeptChangeSetReadsBackTheSame(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(kept, "new.txt"), []byte("new\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	report, err := again.Apply(policy.Jail{Root: ws})
+	report, err := again.Apply(beneath.Jail{Root: ws})
 	if err != nil || len(report.Refused) != 0 {
 		t.Fatalf("Apply = %+v, %v", report, err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	godbus "github.com/godbus/dbus/v5"
 
+	"shelldon/beneath"
 	"shelldon/daemon/launch"
-	"shelldon/policy"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost/systemdhost"
@@ -72,7 +72,7 @@ func TestInSystemdUnits(t *testing.T) {
 		if res.ExitCode != 0 || res.Changes == nil || len(res.Changes.Changes) != 2 {
 			t.Fatalf("captured run = %+v", res)
 		}
-		if _, err := res.Changes.Apply(policy.Jail{Root: ws}); err != nil {
+		if _, err := res.Changes.Apply(beneath.Jail{Root: ws}); err != nil {
 			t.Fatal(err)
 		}
 		res.Changes.Discard()

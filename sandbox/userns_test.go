@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"shelldon/policy"
+	"shelldon/beneath"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
 )
@@ -54,7 +54,7 @@ func TestCommandsRunAsTheSandboxUser(t *testing.T) {
 			if res.ExitCode != 0 {
 				t.Fatalf("a captured run as the sandbox user exited %d: %s", res.ExitCode, res.Text())
 			}
-			report, err := res.Changes.Apply(policy.Jail{Root: ws})
+			report, err := res.Changes.Apply(beneath.Jail{Root: ws})
 			if err != nil || len(report.Refused) != 0 {
 				t.Fatalf("Apply = %+v, %v", report, err)
 			}

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"shelldon/beneath"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/statedir"
-	"shelldon/policy"
 	"shelldon/sandbox"
 )
 
@@ -97,7 +97,7 @@ func cmdSandbox(ctx context.Context, env *environment, args []string) error {
 		fmt.Fprintln(env.stderr, "── not applied (add --apply)")
 		return status
 	}
-	report, err := res.Changes.Apply(policy.Jail{Root: layout.Workspace(), Vault: layout.Vault()})
+	report, err := res.Changes.Apply(beneath.Jail{Root: layout.Workspace(), Vault: layout.Vault()})
 	for _, r := range report.Refused {
 		fmt.Fprintf(env.stderr, "   refused  %s: %s\n", r.Change.Path, r.Reason)
 	}

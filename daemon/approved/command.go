@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"shelldon/beneath"
 	"shelldon/daemon/approval"
 	"shelldon/policy"
 	"shelldon/sandbox"
@@ -163,7 +164,7 @@ func (r *Runner) keptDir(name string) (string, error) {
 
 // apply applies a change set through the jail and reports it.
 func (r *Runner) apply(cs *sandbox.ChangeSet) Report {
-	report, err := cs.Apply(policy.Jail{Root: r.Workspace, Vault: r.Vault})
+	report, err := cs.Apply(beneath.Jail{Root: r.Workspace, Vault: r.Vault})
 	return Report{Applied: report.Applied, Refused: report.Refused, Err: err}
 }
 

@@ -16,7 +16,6 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/fetch"
 	"shelldon/daemon/tools"
-	"shelldon/policy"
 	"shelldon/sandbox"
 )
 
@@ -160,7 +159,7 @@ func (r *Runner) write(ws *beneath.Root, given string, change func(old []byte) (
 // credential names, the way out are refused) and returns it relative to
 // the workspace, links resolved, for beneath.
 func (r *Runner) jailed(given string) (string, error) {
-	resolved, err := policy.Jail{Root: r.Workspace, Vault: r.Vault}.Resolve(given)
+	resolved, err := beneath.Jail{Root: r.Workspace, Vault: r.Vault}.Resolve(given)
 	if err != nil {
 		return "", err
 	}
@@ -170,7 +169,7 @@ func (r *Runner) jailed(given string) (string, error) {
 	}
 	rel, err := filepath.Rel(root, resolved)
 	if err != nil || !filepath.IsLocal(rel) {
-		return "", fmt.Errorf("path %q: %w", given, policy.ErrOutsideWorkspace)
+		return "", fmt.Errorf("path %q: %w", given, beneath.ErrOutsideWorkspace)
 	}
 	return filepath.ToSlash(rel), nil
 }

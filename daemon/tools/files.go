@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"shelldon/beneath"
 	"shelldon/contracts"
 	"shelldon/policy"
 )
@@ -47,7 +48,7 @@ func ApplyEdit(content, old, new string) (string, error) {
 // jailed resolves path in the env's jail, wrapping the refusal with the
 // path as the model wrote it.
 func (env Env) jailed(path string) (string, error) {
-	resolved, err := policy.Jail{Root: env.Workspace, Vault: env.Vault}.Resolve(path)
+	resolved, err := beneath.Jail{Root: env.Workspace, Vault: env.Vault}.Resolve(path)
 	if err != nil {
 		return "", fmt.Errorf("path %q: %w", path, err)
 	}

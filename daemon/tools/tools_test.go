@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/beneath"
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/policy"
@@ -74,16 +75,16 @@ func TestLocalTools(t *testing.T) {
 		{"read binary", "read_file", `{"path":"bin.dat"}`, "binary file (4 bytes)", nil},
 		{"read dir", "read_file", `{"path":"sub"}`, "", os.ErrInvalid},
 		{"read missing", "read_file", `{"path":"nope.txt"}`, "", os.ErrNotExist},
-		{"read outside", "read_file", `{"path":"../outside/diary.txt"}`, "", policy.ErrOutsideWorkspace},
-		{"read absolute", "read_file", `{"path":"/etc/passwd"}`, "", policy.ErrOutsideWorkspace},
-		{"read symlink escape", "read_file", `{"path":"escape.txt"}`, "", policy.ErrOutsideWorkspace},
+		{"read outside", "read_file", `{"path":"../outside/diary.txt"}`, "", beneath.ErrOutsideWorkspace},
+		{"read absolute", "read_file", `{"path":"/etc/passwd"}`, "", beneath.ErrOutsideWorkspace},
+		{"read symlink escape", "read_file", `{"path":"escape.txt"}`, "", beneath.ErrOutsideWorkspace},
 		{"read vault", "read_file", `{"path":"vault/token"}`, "", policy.ErrDenied},
 		{"read env", "read_file", `{"path":".env"}`, "", policy.ErrDenied},
 		{"read env upper", "read_file", `{"path":".ENV"}`, "", policy.ErrDenied},
 		{"list root", "list_dir", `{}`, "big.bin.dat\n", nil},
 		{"list hidden", "list_dir", `{"path":""}`, "(2 entries hidden", nil},
 		{"list dirs slash", "list_dir", `{"path":""}`, "sub/\n", nil},
-		{"list outside", "list_dir", `{"path":".."}`, "", policy.ErrOutsideWorkspace},
+		{"list outside", "list_dir", `{"path":".."}`, "", beneath.ErrOutsideWorkspace},
 		{"list vault", "list_dir", `{"path":"vault"}`, "", policy.ErrDenied},
 	}
 	tests[13].want = "big.txt\nbin.dat\n"
@@ -167,8 +168,8 @@ func TestCheckTiers(t *testing.T) {
 		{"write new", "write_file", `{"path":"new/a.txt","content":"abc"}`, Checked{Tier: contracts.TierRisky}, "writes 3 bytes to new/a.txt (creates it)", nil},
 		{"write replace", "write_file", `{"path":"notes.txt","content":""}`, Checked{Tier: contracts.TierRisky}, "writes 0 bytes to notes.txt (replaces it)", nil},
 		{"write env", "write_file", `{"path":"prod.env","content":"x"}`, Checked{}, "", policy.ErrDenied},
-		{"write outside", "write_file", `{"path":"../x","content":"x"}`, Checked{}, "", policy.ErrOutsideWorkspace},
-		{"write symlink", "write_file", `{"path":"escape.txt","content":"x"}`, Checked{}, "", policy.ErrOutsideWorkspace},
+		{"write outside", "write_file", `{"path":"../x","content":"x"}`, Checked{}, "", beneath.ErrOutsideWorkspace},
+		{"write symlink", "write_file", `{"path":"escape.txt","content":"x"}`, Checked{}, "", beneath.ErrOutsideWorkspace},
 		{"edit", "edit_file", `{"path":"notes.txt","old":"hello","new":"bye"}`, Checked{Tier: contracts.TierRisky}, "replaces one piece of notes.txt", nil},
 		{"edit vault", "edit_file", `{"path":"vault/token","old":"s","new":"t"}`, Checked{}, "", policy.ErrDenied},
 		{"http", "http_get", `{"url":"https://example.com/a"}`, Checked{Tier: contracts.TierRisky, Network: true}, "fetches https://example.com/a", nil},

@@ -1,4 +1,4 @@
-package policy
+package beneath
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"shelldon/policy"
 )
 
 // jailTree is a real directory tree with real links, built fresh for each
@@ -150,10 +152,10 @@ func TestJailResolveRefuses(t *testing.T) {
 		{"loop-a", syscall.ELOOP, "a loop?"},
 		{"loop-a/x", syscall.ELOOP, "a loop?"},
 		{"self", syscall.ELOOP, "a loop?"},
-		{".env", ErrDenied, `path ".env": denied: ".env" is named like an environment file`},
-		{"sub/../.ENV", ErrDenied, "environment file"},
-		{"keys/server.PEM", ErrDenied, "ends in .pem"},
-		{"notes.txt", ErrDenied, `it resolves to ".env"`},
+		{".env", policy.ErrDenied, `path ".env": denied: ".env" is named like an environment file`},
+		{"sub/../.ENV", policy.ErrDenied, "environment file"},
+		{"keys/server.PEM", policy.ErrDenied, "ends in .pem"},
+		{"notes.txt", policy.ErrDenied, `it resolves to ".env"`},
 		{"nothere/../file.txt", fs.ErrNotExist, `"nothere" does not exist`},
 		{"file.txt/x", syscall.ENOTDIR, `path "file.txt/x": "file.txt/x": not a directory`},
 	}
@@ -244,8 +246,8 @@ func TestJailVaultInsideWorkspace(t *testing.T) {
 	}
 	for _, tt := range tests {
 		jail := Jail{Root: tree.root, Vault: tt.vault}
-		if got, err := jail.Resolve(tt.path); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "vault") {
-			t.Errorf("Jail{Vault: %q}.Resolve(%q) = %q, %v, want %v (the vault)", tt.vault, tt.path, got, err, ErrDenied)
+		if got, err := jail.Resolve(tt.path); !errors.Is(err, policy.ErrDenied) || !strings.Contains(err.Error(), "vault") {
+			t.Errorf("Jail{Vault: %q}.Resolve(%q) = %q, %v, want %v (the vault)", tt.vault, tt.path, got, err, policy.ErrDenied)
 		}
 	}
 	jail := Jail{Root: tree.root, Vault: hoard}
@@ -315,180 +317,6 @@ func TestJailResolveIsOneInstant(t *testing.T) {
 	}
 }
 
-func TestDeniedName(t *testing.T) {
-	tests := []struct {
-		name string
-		want bool
-	}{
-		{".env", true},
-		{".ENV", true},
-		{"Prod.Env", true},
-		{".env.local", true},
-		{".Env.Production", true},
-		{".envrc", true},
-		{"notes.env.txt", false},
-		{"env", false},
-		{".venv", false},
-		{"venv", false},
-		{"dotenv.py", false},
-		{"environment.yml", false},
-		{"server.pem", true},
-		{"server.PEM", true},
-		{"tls.key", true},
-		{"cert.crt", true},
-		{"ca.Cer", true},
-		{"bundle.p12", true},
-		{"bundle.pfx", true},
-		{".htpasswd", true},
-		{"site.htpasswd", true},
-		{"store.jks", true},
-		{"putty.ppk", true},
-		{"monkey", false},
-		{"keyboard.txt", false},
-		{"key", false},
-		{"pem", false},
-		{"id_rsa", true},
-		{"ID_ED25519.pub", true},
-		{"id_rsa.pub", true},
-		{"id_map.py", false},
-		{"id_map.txt", true},
-		{"my_id_rsa", true},
-		{"identity", false},
-		{"vault", false},
-		{"README.md", false},
-		{"", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := DeniedName(tt.name); got != tt.want {
-				t.Errorf("DeniedName(%q) = %v, want %v", tt.name, got, tt.want)
-			}
-		})
-	}
-}
-
-// TestDeniedNameShapes checks each group of credential-shaped names in
-// the deny list, and the ordinary names next to them that must stay
-// readable.
-func TestDeniedNameShapes(t *testing.T) {
-	tests := []struct {
-		name   string
-		denied bool
-		why    string // for a denied name, a piece of the reason; else why it is allowed
-	}{
-		// tools' credential files
-		{".netrc", true, "where curl, ftp and git keep passwords"},
-		{"_netrc", true, "where curl, ftp and git keep passwords"},
-		{".git-credentials", true, "git's credential store"},
-		{".npmrc", true, "npm"},
-		{".pypirc", true, "PyPI"},
-		{".pgpass", true, "PostgreSQL"},
-		{".my.cnf", true, "MySQL"},
-		{".boto", true, "boto"},
-		{".s3cfg", true, "s3cmd"},
-		{".vault-token", true, "Vault"},
-		{".dockercfg", true, "Docker"},
-		{"npmrc", false, "only the dot file is npm's"},
-		// directories of keys and tokens
-		{".ssh", true, "SSH"},
-		{".gnupg", true, "GnuPG"},
-		{".aws", true, "AWS"},
-		{".azure", true, "Azure"},
-		{".kube", true, "Kubernetes"},
-		{".docker", true, "Docker"},
-		{"gcloud", true, "Google Cloud"},
-		{".password-store", true, "pass"},
-		{"ssh", false, "a directory of that name without the dot is ordinary"},
-		{"docker", false, "a directory of that name without the dot is ordinary"},
-		// keys, certificates and password databases
-		{"release.keystore", true, "ends in .keystore"},
-		{"vault.kdbx", true, "ends in .kdbx"},
-		{"old.kdb", true, "ends in .kdb"},
-		{"private.asc", true, "ends in .asc"},
-		{"secring.gpg", true, "ends in .gpg"},
-		{"AuthKey_ABC123.p8", true, "ends in .p8"},
-		{"deploy_rsa", true, "SSH key"},
-		{"deploy_rsa.pub", true, "SSH key"},
-		{"backup_ed25519", true, "SSH key"},
-		{"host_ecdsa", true, "SSH key"},
-		{"old_dsa", true, "SSH key"},
-		{"test_rsa.py", false, "code: its extension says it is a program"},
-		{"rsa.txt", false, "no underscore: not a key's name"},
-		// named like a secret
-		{"token", true, "token"},
-		{"token.txt", true, "token"},
-		{"token.json", true, "token"},
-		{".token", true, "token"},
-		{"api_token", true, "token"},
-		{"github-token.txt", true, "token"},
-		{"apiToken.txt", true, "token"},
-		{"telegram.token", true, "token"},
-		{"msal_token_cache.json", true, "token"},
-		{"secrets.yaml", true, "secret"},
-		{"secrets", true, "secret"},
-		{"secret.txt", true, "secret"},
-		{"client_secret.json", true, "secret"},
-		{"passwords.txt", true, "password"},
-		{"db_password", true, "password"},
-		{"credentials", true, "credential"},
-		{"credentials.json", true, "credential"},
-		{"credentials-prod.json", true, "credential"},
-		{"gcp_credentials.json", true, "credential"},
-		{"api_key.txt", true, "API key"},
-		{"apikey", true, "API key"},
-		{"private_key.json", true, "private key"},
-		{"tokenizer.py", false, "token followed by a letter is another word"},
-		{"tokenizer.json", false, "token followed by a letter is another word"},
-		{"tokens.json", false, "the plural names vocabularies (special_tokens_map.json), not credentials"},
-		{"special_tokens_map.json", false, "the plural names vocabularies"},
-		{"token.py", false, "code: a program about tokens"},
-		{"test_token.py", false, "code: a test about tokens"},
-		{"secrets.py", false, "code (a known gap: a secret written into code has no name to catch it by)"},
-		{"password_reset.html", false, "code"},
-		{"secretary.txt", false, "secret followed by a letter is another word"},
-		{"credentialing.md", false, "another word"},
-		{"keyboard.py", false, "ordinary"},
-		{"README.md", false, "ordinary"},
-	}
-	for _, tt := range tests {
-		reason, denied := Denied(tt.name)
-		if denied != tt.denied || denied && !strings.Contains(reason, tt.why) {
-			t.Errorf("Denied(%q) = %q, %v, want %v: %s", tt.name, reason, denied, tt.denied, tt.why)
-		}
-		if DeniedName(tt.name) != tt.denied {
-			t.Errorf("DeniedName(%q) = %v, want %v: %s", tt.name, !tt.denied, tt.denied, tt.why)
-		}
-	}
-}
-
-func TestDenied(t *testing.T) {
-	tests := []struct {
-		path   string
-		want   bool
-		reason string
-	}{
-		{"keys/server.PEM", true, `"server.PEM" ends in .pem`},
-		{"a/.env/b.txt", true, `".env" is named like an environment file`},
-		{"home/.ssh/ID_RSA", true, `".ssh" is a directory where SSH keeps keys`},
-		{"keys/ID_RSA", true, `"ID_RSA" is named like an SSH key`},
-		{".aws/credentials", true, `".aws" is a directory where AWS`},
-		{".kube/config", true, `".kube"`},
-		{".docker/config.json", true, `".docker"`},
-		{".config/gcloud/application_default_credentials.json", true, `"gcloud"`},
-		{"a/b/c.txt", false, ""},
-		{"vault/notes.md", false, ""},
-		{"", false, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			reason, denied := Denied(tt.path)
-			if denied != tt.want || !strings.Contains(reason, tt.reason) {
-				t.Errorf("Denied(%q) = %q, %v, want %v with a reason containing %q", tt.path, reason, denied, tt.want, tt.reason)
-			}
-		})
-	}
-}
-
 // FuzzJailResolve checks that no path makes Resolve panic or answer with
 // a place outside the workspace, on a tree full of links in and out.
 func FuzzJailResolve(f *testing.F) {
@@ -509,7 +337,7 @@ func FuzzJailResolve(f *testing.F) {
 		if err != nil || !filepath.IsLocal(rel) {
 			t.Fatalf("Resolve(%q) = %q, outside the root %q", path, resolved, tree.root)
 		}
-		if reason, denied := Denied(rel); denied {
+		if reason, denied := policy.Denied(rel); denied {
 			t.Fatalf("Resolve(%q) = %q, which the deny list refuses: %s", path, resolved, reason)
 		}
 		// The part of the answer that exists holds no link: the kernel

@@ -1,4 +1,4 @@
-package policy
+package beneath
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"shelldon/policy"
 )
 
 // ErrOutsideWorkspace marks a path that [Jail.Resolve] refuses because it
@@ -16,10 +18,6 @@ import (
 // link whose target does not exist yet, since a write through it would
 // create the file out there).
 var ErrOutsideWorkspace = errors.New("leaves the workspace")
-
-// ErrDenied marks a path that the deny list refuses wherever it lies: the
-// vault, or a name shaped like a credential (see [DeniedName]).
-var ErrDenied = errors.New("denied")
 
 // jailMaxLinks bounds the symbolic links one resolution follows, as the
 // kernel's own limit does, so a loop ends in an error instead of a hang.
@@ -51,7 +49,7 @@ type Jail struct {
 // that is absolute, climbs above the root, or passes through a link whose
 // target leaves the root; the walk never looks outside the root, so a link
 // that leaves and comes back is refused too. It refuses, with an error
-// wrapping [ErrDenied], a path whose components as given or as resolved
+// wrapping [policy.ErrDenied], a path whose components as given or as resolved
 // include a credential-shaped name, and a path that resolves into the
 // vault. Other errors say why the path could not be resolved: a loop of
 // links (wrapping syscall.ELOOP), ".." after a component that does not
@@ -66,8 +64,8 @@ func (j Jail) Resolve(path string) (string, error) {
 	if filepath.IsAbs(path) {
 		return "", fmt.Errorf("path %q: %w: absolute paths are refused; name it relative to the workspace", path, ErrOutsideWorkspace)
 	}
-	if reason, denied := Denied(path); denied {
-		return "", fmt.Errorf("path %q: %w: %s", path, ErrDenied, reason)
+	if reason, denied := policy.Denied(path); denied {
+		return "", fmt.Errorf("path %q: %w: %s", path, policy.ErrDenied, reason)
 	}
 	givenRoot, err := filepath.Abs(j.Root)
 	if err != nil {
@@ -89,8 +87,8 @@ func (j Jail) Resolve(path string) (string, error) {
 		return "", fmt.Errorf("path %q: %w", path, err)
 	}
 	relPath := filepath.Join(rel...)
-	if reason, denied := Denied(relPath); denied {
-		return "", fmt.Errorf("path %q: %w: it resolves to %q, and %s", path, ErrDenied, relPath, reason)
+	if reason, denied := policy.Denied(relPath); denied {
+		return "", fmt.Errorf("path %q: %w: it resolves to %q, and %s", path, policy.ErrDenied, relPath, reason)
 	}
 	resolved := filepath.Join(root, relPath)
 	if j.Vault != "" {
@@ -99,7 +97,7 @@ func (j Jail) Resolve(path string) (string, error) {
 			return "", fmt.Errorf("vault %s: %w", j.Vault, err)
 		}
 		if jailWithin(vault, resolved) {
-			return "", fmt.Errorf("path %q: %w: it resolves into the vault", path, ErrDenied)
+			return "", fmt.Errorf("path %q: %w: it resolves into the vault", path, policy.ErrDenied)
 		}
 	}
 	return resolved, nil
