@@ -3,8 +3,13 @@ package shelldon
 import (
 	"encoding/json"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -102,6 +107,31 @@ var rules = []rule{
 			return ""
 		},
 	},
+	{
+		name:    "policy touches nothing",
+		applies: under("shelldon/policy"),
+		forbidden: func(dep string, direct bool) string {
+			if direct && touching[dep] {
+				return "a verdict is a pure function of its inputs: the caller looks at files (beneath) and the network (daemon/fetch) and hands policy what it found"
+			}
+			return ""
+		},
+	},
+}
+
+// touching are the standard packages (and x/sys) through which code
+// reaches the file system, the network, processes or the kernel. policy
+// imports none of them itself; a library it uses may (code.dny.dev/ssrf
+// imports net for its dialer, of which policy uses only the address
+// tables). net/netip and net/url are not here: they parse and compare
+// values and open nothing. io/fs is not here either, because policy's
+// change sets carry an entry's fs.FileMode; TestPolicyUsesFSOnlyForTypes
+// holds that nothing else of io/fs is used.
+var touching = map[string]bool{
+	"os": true, "os/exec": true, "os/signal": true, "os/user": true,
+	"syscall": true, "golang.org/x/sys/unix": true, "plugin": true,
+	"net": true, "net/http": true, "net/rpc": true, "net/smtp": true,
+	"path/filepath": true, "io/ioutil": true, "embed": true,
 }
 
 // violations checks pkgs against rules.
@@ -172,6 +202,9 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/worker/tools"}},
 		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon"}},
 		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon/worker"}},
+		{ImportPath: "shelldon/policy", Imports: []string{"os"}, Deps: []string{"os"}},
+		{ImportPath: "shelldon/policy", Imports: []string{"net"}, Deps: []string{"net"}},
+		{ImportPath: "shelldon/policy", Imports: []string{"syscall"}, Deps: []string{"syscall"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}, rules); len(v) != 1 {
@@ -181,6 +214,8 @@ func TestImportRulesCatch(t *testing.T) {
 	fine := []pkg{
 		{ImportPath: "shelldon/broker", Deps: []string{"os/exec"}}, // reached only through the standard library
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/contracts"}},
+		{ImportPath: "shelldon/policy", Deps: []string{"os", "net"}}, // reached only through a library
+		{ImportPath: "shelldon/policy", Imports: []string{"net/netip", "net/url", "io/fs"}, Deps: []string{"net/netip", "net/url", "io/fs"}},
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/statedir"}},
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/tools"}},
 		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/tools"}},
@@ -188,6 +223,87 @@ func TestImportRulesCatch(t *testing.T) {
 	for _, p := range fine {
 		if v := violations([]pkg{p}, rules); len(v) != 0 {
 			t.Errorf("violations(%s -> %v) = %q, want none", p.ImportPath, p.Deps, v)
+		}
+	}
+}
+
+// fsOnlyTypes are the names of io/fs that policy may use: a file's type
+// and mode bits, values that a change set carries. Every function of
+// io/fs reads through an fs.FS, which policy is never handed.
+func fsOnlyTypes(name string) bool { return name == "FileMode" || strings.HasPrefix(name, "Mode") }
+
+// fsMisuses returns the uses of io/fs in src, one Go file, other than
+// fsOnlyTypes, each as "file:line: fs.Name".
+func fsMisuses(filename string, src any) ([]string, error) {
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filename, src, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, err
+	}
+	local := ""
+	for _, imp := range f.Imports {
+		if path, _ := strconv.Unquote(imp.Path.Value); path == "io/fs" {
+			local = "fs"
+			if imp.Name != nil {
+				local = imp.Name.Name
+			}
+		}
+	}
+	if local == "" {
+		return nil, nil
+	}
+	var out []string
+	ast.Inspect(f, func(n ast.Node) bool {
+		sel, ok := n.(*ast.SelectorExpr)
+		if !ok {
+			return true
+		}
+		if x, ok := sel.X.(*ast.Ident); ok && x.Name == local && !fsOnlyTypes(sel.Sel.Name) {
+			out = append(out, fmt.Sprintf("%s: fs.%s", fset.Position(sel.Pos()), sel.Sel.Name))
+		}
+		return true
+	})
+	if local == "." || local == "_" {
+		out = append(out, fmt.Sprintf("%s: io/fs imported as %s", filename, local))
+	}
+	return out, nil
+}
+
+// TestPolicyUsesFSOnlyForTypes holds what the rule "policy touches
+// nothing" lets through of io/fs: its types, never a function that reads.
+func TestPolicyUsesFSOnlyForTypes(t *testing.T) {
+	files, err := filepath.Glob("policy/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no policy sources found (%v)", err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		misuses, err := fsMisuses(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range misuses {
+			t.Errorf("%s: policy reads no files; take what was read as an argument", m)
+		}
+	}
+}
+
+func TestPolicyUsesFSOnlyForTypesCatch(t *testing.T) {
+	for src, want := range map[string]int{
+		"package p\nimport \"io/fs\"\nvar m fs.FileMode = fs.ModeDir\n":            0,
+		"package p\nimport \"io/fs\"\nfunc f(x fs.FS) { fs.ReadFile(x, \"a\") }\n": 2,
+		"package p\nimport iofs \"io/fs\"\nvar _ = iofs.ErrNotExist\n":             1,
+		"package p\nimport . \"io/fs\"\nvar _ FileMode\n":                          1,
+		"package p\nimport \"os\"\nvar _ = os.ReadFile\n":                          0, // the import rule's
+	} {
+		got, err := fsMisuses("p.go", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != want {
+			t.Errorf("fsMisuses(%q) = %q, want %d", src, got, want)
 		}
 	}
 }
