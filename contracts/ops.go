@@ -28,49 +28,8 @@ const (
 	maxScheduleEvery  = 16
 )
 
-// The bounds of the ops one reply proposes, all together: the worker
-// checks them as it parses the reply, and core again before it applies
-// any (core does not trust the worker). A batch over either is refused
-// whole, never a prefix of it. Core writes a batch's files in one step,
-// so the count bounds the files it writes then (each op touches one at
-// most), and the bytes what it writes, on a board's SD card, for one
-// turn: a new tool's module and test at their caps (64 KiB each, JSON
-// escaping and all) fit, and no more than one answer of the model holds
-// (256 KiB) in the first place.
-const (
-	MaxOpsPerReply = 32
-	MaxOpsBytes    = 256 << 10
-)
-
-var (
-	// ErrInvalidOp is wrapped by every op validation error.
-	ErrInvalidOp = errors.New("invalid op")
-	// ErrTooManyOps is wrapped by [CheckOps] for a batch over its bounds.
-	ErrTooManyOps = errors.New("too many ops")
-)
-
-// CheckOps checks the ops of one reply against MaxOpsPerReply and
-// MaxOpsBytes (their JSON, as they travel); the error, which wraps
-// ErrTooManyOps, is for the owner and the model to read.
-func CheckOps(ops []Op) error {
-	if len(ops) > MaxOpsPerReply {
-		return fmt.Errorf("%w: %d ops in one reply, more than the %d I may propose at once, so none of them was applied; propose at most %d in one reply",
-			ErrTooManyOps, len(ops), MaxOpsPerReply, MaxOpsPerReply)
-	}
-	size := 0
-	for _, op := range ops {
-		raw, err := json.Marshal(op)
-		if err != nil {
-			return fmt.Errorf("%w: %v", ErrInvalidOp, err)
-		}
-		size += len(raw)
-	}
-	if size > MaxOpsBytes {
-		return fmt.Errorf("%w: the ops of one reply are %d KiB, more than the %d KiB I may propose at once, so none of them was applied; propose less in one reply",
-			ErrTooManyOps, size>>10, MaxOpsBytes>>10)
-	}
-	return nil
-}
+// ErrInvalidOp is wrapped by every op validation error.
+var ErrInvalidOp = errors.New("invalid op")
 
 // WithRefusedOps is a reply whose ops were refused for err, saying so
 // at its end.

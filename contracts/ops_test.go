@@ -87,33 +87,3 @@ func TestOpValidate(t *testing.T) {
 		})
 	}
 }
-
-// TestCheckOps: a reply's ops up to MaxOpsPerReply and MaxOpsBytes pass;
-// one op more, or a byte more, is refused with ErrTooManyOps, saying that
-// none was applied.
-func TestCheckOps(t *testing.T) {
-	notes := func(n, size int) []Op {
-		ops := make([]Op, n)
-		for i := range ops {
-			ops[i] = Op{Remember{Topic: "t", Text: strings.Repeat("x", size)}}
-		}
-		return ops
-	}
-	if err := CheckOps(notes(MaxOpsPerReply, 10)); err != nil {
-		t.Errorf("CheckOps of %d small ops = %v, want nil", MaxOpsPerReply, err)
-	}
-	tool := Op{ProposeTool{Name: "big", Code: strings.Repeat("x", MaxToolSourceSize), Test: strings.Repeat("y", MaxToolSourceSize)}}
-	if err := CheckOps([]Op{tool}); err != nil {
-		t.Errorf("CheckOps of a tool at its caps = %v, want nil", err)
-	}
-	for name, ops := range map[string][]Op{
-		"one op too many":  notes(MaxOpsPerReply+1, 10),
-		"too many bytes":   {tool, tool},
-		"a flood of notes": notes(5600, 1),
-	} {
-		err := CheckOps(ops)
-		if !errors.Is(err, ErrTooManyOps) || !strings.Contains(err.Error(), "none of them was applied") {
-			t.Errorf("CheckOps with %s = %v, want ErrTooManyOps saying none was applied", name, err)
-		}
-	}
-}

@@ -10,7 +10,6 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
-	"shelldon/daemon/mark"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/turns"
 	"shelldon/policy"
@@ -150,7 +149,7 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 			Answer:   contracts.Message{Role: contracts.ChatTool, ToolCallID: call.ID, Content: answer},
 		},
 		Preview: fmt.Sprintf("(%s %s)", decision, call.Name),
-		Outside: mark.Resumed(req.Call.Outside, res.Outside),
+		Outside: policy.MarkResumed(req.Call.Outside, res.Outside),
 		// The owner's own decision starts the count again.
 		RuleRuns: req.Call.Runs,
 	})
@@ -179,7 +178,7 @@ func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToo
 	}
 	outside := t.Admission.Outside
 	payload := &approval.CallPayload{Call: req.Call, Messages: req.Messages, Outside: outside}
-	if rule, ok := policy.RuleFor(checked.RuleCall(req.Call.Name)); ok && mark.RulesApply(outside) {
+	if rule, ok := policy.RuleFor(checked.RuleCall(req.Call.Name)); ok && policy.RulesApply(outside) {
 		payload.Offer = &rule
 	}
 	kept, err := c.auth.Keep(ctx, approval.Request{
@@ -190,17 +189,12 @@ func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToo
 	return kept, c.writes.note("keep a request for the owner", err)
 }
 
-// maxRuleRuns bounds the calls granted rules let through in a row in one
-// conversation: a model that goes round running what rules allow is
-// asked again, by the owner's tap, after this many.
-const maxRuleRuns = 6
-
 // letThrough reports whether a granted rule lets the turn's RISKY call
 // through without asking, and if so queues it to be carried out as an
 // approved call once the turn is over. Never for a marked turn, and
-// never past maxRuleRuns in a row.
+// never past policy.MaxRuleRuns in a row (policy.RulesLetThrough).
 func (c *Core) letThrough(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) bool {
-	if !mark.RulesApply(t.Admission.Outside) || t.Admission.RuleRuns >= maxRuleRuns {
+	if !policy.RulesLetThrough(t.Admission.Outside, t.Admission.RuleRuns) {
 		return false
 	}
 	checked, err := checkRisky(c.tools, req.Call)

@@ -8,10 +8,10 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/mark"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
 	"shelldon/daemon/visible"
+	"shelldon/policy"
 )
 
 // keepRequests keeps the turn's requests for the owner before its reply
@@ -44,7 +44,7 @@ func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, 
 }
 
 // proposer is who proposed ops: the turn, where it answers, and its mark
-// (package daemon/mark).
+// (policy.MarkAsks).
 type proposer struct {
 	turn    string
 	origin  turns.Origin
@@ -55,7 +55,7 @@ func proposerOf(t *turns.Turn) proposer {
 	return proposer{turn: t.ID, origin: t.Admission.Origin, outside: t.Admission.Outside}
 }
 
-// applyOps applies a turn's proposed ops, which passed contracts.CheckOps,
+// applyOps applies a turn's proposed ops, which passed policy.CheckOps,
 // as the only writer of state, and calls done on the loop once they are
 // applied, with what the owner and the model are to read of any that
 // could not be. Each op is validated again here (the worker is not
@@ -78,7 +78,7 @@ func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, 
 			invalid.add(op.Body.OpName(), err)
 			continue
 		}
-		if mark.Asks(by.outside, op.Body) {
+		if policy.MarkAsks(by.outside, op.Body) {
 			asked = append(asked, op)
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/statedir"
+	"shelldon/policy"
 	"shelldon/testhost"
 )
 
@@ -20,7 +21,7 @@ import (
 func TestCoreRefusesABatchTheWorkerLetThrough(t *testing.T) {
 	dir := testhost.ShortDir(t)
 	var ops []contracts.Op
-	for i := range contracts.MaxOpsPerReply + 1 {
+	for i := range policy.MaxOpsPerReply + 1 {
 		ops = append(ops, contracts.Op{Body: contracts.Remember{Topic: fmt.Sprintf("t%d", i), Text: "x"}})
 	}
 	worker := func(ctx context.Context, spec launch.Spec) {
@@ -39,7 +40,7 @@ func TestCoreRefusesABatchTheWorkerLetThrough(t *testing.T) {
 	o.send(contracts.KindInbound, contracts.Inbound{Text: "remember all of it"})
 
 	reply := within(t, o.replies, "the reply")
-	if want := fmt.Sprintf("%d ops in one reply", contracts.MaxOpsPerReply+1); !strings.HasPrefix(reply.Text, "Noted.") ||
+	if want := fmt.Sprintf("%d ops in one reply", policy.MaxOpsPerReply+1); !strings.HasPrefix(reply.Text, "Noted.") ||
 		!strings.Contains(reply.Text, want) || !strings.Contains(reply.Text, "none of them was applied") {
 		t.Errorf("the reply = %q, want the worker's words and that none of the %s was applied", reply.Text, want)
 	}

@@ -17,6 +17,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
 	"shelldon/giveback"
+	"shelldon/policy"
 )
 
 // DegradeText is the answer of a turn that failed or timed out.
@@ -230,7 +231,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// a failed write never blocks the reply. A request for the owner is
 	// the exception: kept before the reply that asks for it.
 	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
-	if err := contracts.CheckOps(ops); err != nil {
+	if err := policy.CheckOps(ops); err != nil {
 		// The worker checks this too; a worker that did not is not
 		// trusted to have.
 		log.Warn("refused a turn's ops whole", "ops", len(ops), "err", err)

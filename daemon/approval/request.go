@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/mark"
 	"shelldon/daemon/state"
 	"shelldon/policy"
 	"shelldon/sandbox"
@@ -32,7 +31,7 @@ const (
 	// today's turns used the daily token cap.
 	TokenCap Kind = state.KindTokenCap
 	// Memory asks to keep what a marked turn would keep of the owner
-	// (package daemon/mark).
+	// (policy/mark.go).
 	Memory Kind = state.KindMemory
 )
 
@@ -195,7 +194,7 @@ func (r Request) ask(to Audience) contracts.ApprovalRequest {
 // none for a call asked after reading outside content, whatever its row
 // says.
 func (r Request) offer() policy.Rule {
-	if r.Kind != Call || r.Call == nil || r.Call.Offer == nil || !mark.RulesApply(r.Call.Outside) {
+	if r.Kind != Call || r.Call == nil || r.Call.Offer == nil || !policy.RulesApply(r.Call.Outside) {
 		return policy.Rule{}
 	}
 	return *r.Call.Offer

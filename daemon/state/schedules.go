@@ -43,7 +43,7 @@ type Scheduled struct {
 	// LastRun is when it last ran; zero until it has.
 	LastRun time.Time
 	// Outside is the mark of the turn that set it, when that turn had read
-	// text from outside: where the text came from (package daemon/mark).
+	// text from outside: where the text came from (policy.MarkJoined and the rest of policy/mark.go).
 	// Every turn the schedule starts carries it.
 	Outside string
 }

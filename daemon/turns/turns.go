@@ -12,7 +12,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/mark"
+	"shelldon/policy"
 )
 
 // Origin is where a message came from, so the reply goes back there.
@@ -34,7 +34,7 @@ type Admission struct {
 	Resume  *contracts.Resume
 	Preview string
 	// Outside is the turn's mark of untrusted content (package
-	// daemon/mark): where text it works on came from outside (a fetched
+	// policy/mark.go): where text it works on came from outside (a fetched
 	// page, a git remote's words), "" for none. Every request the turn
 	// makes, and every schedule it sets, carries it on.
 	Outside string
@@ -188,7 +188,7 @@ func (m *Machine) SubmitMarked(text string, from Origin, outside string, ids ...
 		m.pending = append(m.pending, text)
 		m.pendingIDs = append(m.pendingIDs, ids...)
 		m.pendingOrigin = from
-		m.pendingMark = mark.Joined(m.pendingMark, outside)
+		m.pendingMark = policy.MarkJoined(m.pendingMark, outside)
 		return Admission{}, false
 	}
 	m.busy = true

@@ -12,17 +12,13 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
+	"shelldon/policy"
 )
 
-// The agent loop's bounds.
-const (
-	// maxExecutions caps the tool calls one turn may run, parked ones and
-	// refused ones not counted.
-	maxExecutions = 6
-	// bailWithin is how close to the deadline the loop stops asking the
-	// model for more and answers with what it has.
-	bailWithin = 2 * time.Second
-)
+// bailWithin is how close to the deadline the loop stops asking the
+// model for more and answers with what it has. The loop's caps are
+// policy's (policy.MayCallModel, policy.MayExecute).
+const bailWithin = 2 * time.Second
 
 // agentLoop converses with the model for one turn: it offers the tools,
 // runs the FREE calls that run in the worker, and feeds every result back,
@@ -85,17 +81,16 @@ func (e loopEnd) cut(stop, text string) loopEnd {
 	return e
 }
 
-// errOutOfExecutions refuses a call past maxExecutions. It is the turn's
-// budget that fails, not the call, so it never counts as the call's
-// failure; the cap on model calls bounds a model that keeps calling.
-var errOutOfExecutions = fmt.Errorf("this turn has used its %d tool calls; answer the owner with what you have", maxExecutions)
+// errOutOfExecutions refuses a call past policy.MaxExecutions. It is the
+// turn's budget that fails, not the call, so it never counts as the
+// call's failure.
+var errOutOfExecutions = fmt.Errorf("this turn has used its %d tool calls; answer the owner with what you have", policy.MaxExecutions)
 
 func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end loopEnd) {
 	defs := l.offer
 	if defs == nil {
 		defs = l.tools.Definitions()
 	}
-	limit := max(l.maxCalls, 1) // the model is always asked once
 	// This turn's own words start here. Before them are the prompt and
 	// the history, or the parked conversation a resumed turn takes up:
 	// an earlier turn's, which no reply of this one may pass off as its
@@ -111,7 +106,7 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 		// tests' verdict want it asked again, which the bounds may not
 		// allow: the calls of the last answer have run (a RISKY one among
 		// them parked the turn instead), but no model call reads them.
-		if end.ModelCalls >= limit {
+		if !policy.MayCallModel(end.ModelCalls, l.maxCalls) {
 			return end.cut(contracts.StopModelCallCap, capReply(end.ModelCalls, called))
 		}
 		// A request that could not come back in time is not made.
@@ -224,7 +219,7 @@ func (l *agentLoop) try(ctx context.Context, call contracts.ToolCall, end *loopE
 		return "", checked, errors.New("this needs the owner's approval, which this pet cannot ask for yet; do without it, or use a read-only command")
 	case checked.Tier == contracts.TierRisky:
 		return "", checked, nil
-	case end.Executions >= maxExecutions:
+	case !policy.MayExecute(end.Executions):
 		return "", checked, errOutOfExecutions
 	}
 	var run func() (string, error)

@@ -15,6 +15,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/tools"
+	"shelldon/policy"
 )
 
 // scripted answers the loop's jobs from a list, recording each job.
@@ -146,8 +147,8 @@ func TestLoopCapsExecutions(t *testing.T) {
 	}
 	s := &scripted{answers: append(answers, text("done"))}
 	end := newLoop(t, s).run(context.Background(), start())
-	if end.Text != "done" || end.Executions != maxExecutions {
-		t.Fatalf("run = %+v, want %d executions and the final text", end, maxExecutions)
+	if end.Text != "done" || end.Executions != policy.MaxExecutions {
+		t.Fatalf("run = %+v, want %d executions and the final text", end, policy.MaxExecutions)
 	}
 	msgs := s.jobs[len(s.jobs)-1].Messages
 	answered(t, msgs, "")

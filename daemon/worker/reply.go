@@ -9,6 +9,7 @@ import (
 	"unicode"
 
 	"shelldon/contracts"
+	"shelldon/policy"
 )
 
 // FaceSet is what the parser needs of the face registry.
@@ -55,7 +56,7 @@ func ParseReply(raw string, faces FaceSet) contracts.Result {
 		p.notes = append(p.notes, fmt.Sprintf("unknown face %q; using %s", p.facePick, name))
 	}
 	payload := p.payload()
-	if err := contracts.CheckOps(p.ops); err != nil {
+	if err := policy.CheckOps(p.ops); err != nil {
 		// Refused whole, and said where the owner reads it and the
 		// model will, in the history.
 		p.ops = nil

@@ -10,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"shelldon/contracts"
+	"shelldon/policy"
 )
 
 // fakeFaces knows a few faces and falls back to "neutral", as the real
@@ -410,7 +411,7 @@ func startsFold(s, prefix string) bool {
 func TestParseReplyRefusesTooManyOpsWhole(t *testing.T) {
 	var raw strings.Builder
 	raw.WriteString("Noted.\n")
-	for i := range contracts.MaxOpsPerReply + 1 {
+	for i := range policy.MaxOpsPerReply + 1 {
 		fmt.Fprintf(&raw, "```ops\n{\"op\": \"remember\", \"topic\": \"t%d\", \"text\": \"x\"}\n```\n", i)
 	}
 	got := ParseReply(raw.String(), testFaces)

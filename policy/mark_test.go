@@ -1,4 +1,4 @@
-package mark
+package policy
 
 import (
 	"testing"
@@ -6,11 +6,11 @@ import (
 	"shelldon/contracts"
 )
 
-// TestAsks: an unmarked turn's ops are applied; a marked turn's schedule
+// TestMarkAsks: an unmarked turn's ops are applied; a marked turn's schedule
 // and tool proposal are applied carrying the mark, and everything else it
 // would keep of the owner, or cancel, waits for them — an op this list
 // does not know of included.
-func TestAsks(t *testing.T) {
+func TestMarkAsks(t *testing.T) {
 	const page = "https://example.com/page"
 	for _, tt := range []struct {
 		op   contracts.OpBody
@@ -25,11 +25,11 @@ func TestAsks(t *testing.T) {
 		{contracts.ProposeTool{}, false},
 		{unknownOp{}, true},
 	} {
-		if got := Asks(page, tt.op); got != tt.asks {
-			t.Errorf("Asks(marked, %s) = %v, want %v", tt.op.OpName(), got, tt.asks)
+		if got := MarkAsks(page, tt.op); got != tt.asks {
+			t.Errorf("MarkAsks(marked, %s) = %v, want %v", tt.op.OpName(), got, tt.asks)
 		}
-		if Asks("", tt.op) {
-			t.Errorf("Asks(unmarked, %s) = true, want false", tt.op.OpName())
+		if MarkAsks("", tt.op) {
+			t.Errorf("MarkAsks(unmarked, %s) = true, want false", tt.op.OpName())
 		}
 	}
 }
@@ -43,13 +43,13 @@ func (unknownOp) Validate() error { return nil }
 // when the approved call read nothing; a catch-up is marked by any of
 // its texts; rules apply to unmarked turns alone.
 func TestAMarkIsNeverLifted(t *testing.T) {
-	if got := Resumed("https://a.example/", ""); got != "https://a.example/" {
-		t.Errorf("Resumed(marked, nothing read) = %q, want the request's mark", got)
+	if got := MarkResumed("https://a.example/", ""); got != "https://a.example/" {
+		t.Errorf("MarkResumed(marked, nothing read) = %q, want the request's mark", got)
 	}
-	if got := Resumed("", "https://b.example/"); got != "https://b.example/" {
-		t.Errorf("Resumed(unmarked, a page read) = %q, want the page", got)
+	if got := MarkResumed("", "https://b.example/"); got != "https://b.example/" {
+		t.Errorf("MarkResumed(unmarked, a page read) = %q, want the page", got)
 	}
-	if got := Joined("", "", "https://c.example/"); got != "https://c.example/" {
+	if got := MarkJoined("", "", "https://c.example/"); got != "https://c.example/" {
 		t.Errorf("Joined = %q, want the marked text's mark", got)
 	}
 	if !RulesApply("") || RulesApply("https://a.example/") {
