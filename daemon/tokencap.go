@@ -6,8 +6,8 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/tokens"
 	"shelldon/daemon/turns"
+	"shelldon/policy"
 )
 
 // The owner's daily token cap (budget.daily_token_cap) is weighed before
@@ -23,8 +23,8 @@ import (
 // read does not keep the owner waiting: the turn starts, and the failure
 // is logged.
 func (c *Core) startOwnersTurn(ctx context.Context, adm turns.Admission) {
-	limit := tokens.Cap(c.cfg.Budget.DailyTokenCap)
-	if limit > 0 {
+	limit := policy.TokenCap(c.cfg.Budget.DailyTokenCap)
+	if limit.Set() {
 		today, err := c.brain.tokensToday(ctx)
 		switch {
 		case err != nil:

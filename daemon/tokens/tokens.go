@@ -60,11 +60,3 @@ func (ps Prices) Estimate(usage contracts.UsageByProvider) (cost float64, priced
 	}
 	return cost, priced
 }
-
-// Cap is the owner's daily token cap (budget.daily_token_cap); 0 is none.
-type Cap int
-
-// Asks reports whether a turn of the owner's messages asks the owner
-// before it starts, with today's turns at today tokens: at or over the
-// cap. A turn that crosses the cap is not stopped; the next one asks.
-func (c Cap) Asks(today int) bool { return c > 0 && today >= int(c) }

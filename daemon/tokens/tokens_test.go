@@ -55,24 +55,6 @@ func TestEstimateCountsOnlyThePricedProviders(t *testing.T) {
 	}
 }
 
-func TestCapAsksAtAndOverItsFigure(t *testing.T) {
-	for _, tc := range []struct {
-		cap   Cap
-		today int
-		want  bool
-	}{
-		{0, 0, false},
-		{0, 1_000_000, false}, // no cap
-		{1000, 999, false},
-		{1000, 1000, true},
-		{1000, 5000, true},
-	} {
-		if got := tc.cap.Asks(tc.today); got != tc.want {
-			t.Errorf("Cap(%d).Asks(%d) = %v, want %v", tc.cap, tc.today, got, tc.want)
-		}
-	}
-}
-
 // TestTheDayAndTheMonthStartAtLocalMidnight: on a fake clock walked
 // across a day's end, a month's end and a change of the clocks, today
 // and this month start at the local midnight the pet counts its days
