@@ -29,7 +29,7 @@
 //	daemon/chat/chattest          a real pseudo-terminal and a model of its screen, for the chat's tests
 //	daemon/mood                   the pet's feeling between turns
 //	daemon/schedule               the times of the turns the pet starts itself
-//	daemon/tokens                 what turns spend on their model: the day, the month, the cost, the cap
+//	daemon/tokens                 what turns spend on their model: the day, the month, the cost
 //	daemon/owner                  what core tells its owner about itself
 //	daemon/visible                text made visible: no escape or bidi override reaches a screen
 //	daemon/doctor                 what the host lacks, and how to fix it
