@@ -100,16 +100,16 @@ type readFile struct{ env Env }
 func (readFile) Definition() contracts.ToolDefinition {
 	return definition("read_file",
 		"Reads a text file in the workspace and returns its content. The path is relative to the workspace root; absolute paths, .. above the root, links leading out, the vault and credential-like names (.env files, keys and certificates, SSH keys and .ssh/, names with token, secret or password) are refused. Only the first 64 KB are returned (the reply says when it was cut and the full size); a binary (non-UTF-8) file is reported by size only.",
-		contracts.TierFree, readPathParam)
+		readPathParam)
 }
 
 func (t readFile) Check(args string) (Checked, error) {
-	return t.env.checkPath(args, readPathParam, "reading")
+	return t.env.checkPath("read_file", args, readPathParam, "reading")
 }
 
-// checkPath checks the arguments of a FREE tool that takes one path in
-// the workspace, which it is doing verb to.
-func (e Env) checkPath(args string, path param, verb string) (Checked, error) {
+// checkPath checks the arguments of tool, a FREE tool that takes one path
+// in the workspace, which it is doing verb to.
+func (e Env) checkPath(tool, args string, path param, verb string) (Checked, error) {
 	values, err := parseArgs(args, path)
 	if err != nil {
 		return Checked{}, err
@@ -117,7 +117,7 @@ func (e Env) checkPath(args string, path param, verb string) (Checked, error) {
 	if _, err := e.jailed(values[path.name]); err != nil {
 		return Checked{}, err
 	}
-	return free(verb + " " + values[path.name]), nil
+	return free(tool, verb+" "+values[path.name]), nil
 }
 
 func (t readFile) Run(_ context.Context, args string) (_ string, err error) {
@@ -179,11 +179,11 @@ type listDir struct{ env Env }
 func (listDir) Definition() contracts.ToolDefinition {
 	return definition("list_dir",
 		"Lists a directory in the workspace: one entry per line, sorted, directories ending in \"/\". The path is relative to the workspace root (empty for the root). Credential-like names (.env files, keys and certificates, SSH keys, names with token, secret or password) are left out and only counted; at most 500 entries are shown.",
-		contracts.TierFree, listPathParam)
+		listPathParam)
 }
 
 func (t listDir) Check(args string) (Checked, error) {
-	return t.env.checkPath(args, listPathParam, "listing")
+	return t.env.checkPath("list_dir", args, listPathParam, "listing")
 }
 
 func (t listDir) Run(_ context.Context, args string) (string, error) {
@@ -242,7 +242,7 @@ type writeFile struct{ env Env }
 func (writeFile) Definition() contracts.ToolDefinition {
 	return definition("write_file",
 		"Creates or replaces a file in the workspace with the given content (at most 256 KB). Asks the owner first, so the turn pauses for their answer. The path is relative to the workspace root; paths leaving it, the vault and credential-like names are refused. To change part of an existing file, prefer edit_file.",
-		contracts.TierRisky, writePathParam, contentParam)
+		writePathParam, contentParam)
 }
 
 func (t writeFile) Check(args string) (Checked, error) {
@@ -255,19 +255,19 @@ func (t writeFile) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
-	effect := "creates it"
 	info, err := os.Stat(resolved)
 	switch {
 	case err == nil && info.IsDir():
 		return Checked{}, fmt.Errorf("write_file %q: it is a directory", path)
-	case err == nil:
-		effect = "replaces it"
-	case !errors.Is(err, fs.ErrNotExist):
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
 		return Checked{}, fmt.Errorf("write_file %q: %w", path, err)
 	}
-	note := fmt.Sprintf("writes %d bytes to %s (%s)", len(values["content"]), path, effect)
-	return Checked{Tier: contracts.TierRisky, Note: note, Path: path, Content: values["content"], Resolved: t.env.relative(resolved),
-		Doing: "writing " + path}, nil
+	checked, err := judged("write_file", policy.ToolArgs{Values: values, Exists: err == nil}, "writing "+path)
+	if err != nil {
+		return Checked{}, err
+	}
+	checked.Path, checked.Content, checked.Resolved = path, values["content"], t.env.relative(resolved)
+	return checked, nil
 }
 
 var (
@@ -281,7 +281,7 @@ type editFile struct{ env Env }
 func (editFile) Definition() contracts.ToolDefinition {
 	return definition("edit_file",
 		"Replaces one exact piece of text in a workspace file. Asks the owner first, so the turn pauses for their answer. \"old\" must occur exactly once in the file, character for character (whitespace included); otherwise nothing changes and the reply says how many times it occurs.",
-		contracts.TierRisky, editPathParam, oldParam, newParam)
+		editPathParam, oldParam, newParam)
 }
 
 func (t editFile) Check(args string) (Checked, error) {
@@ -304,6 +304,10 @@ func (t editFile) Check(args string) (Checked, error) {
 	if !info.Mode().IsRegular() {
 		return Checked{}, fmt.Errorf("edit_file %q: not a regular file", path)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "replaces one piece of " + path, Path: path, Old: values["old"], New: values["new"],
-		Doing: "editing " + path}, nil
+	checked, err := judged("edit_file", policy.ToolArgs{Values: values}, "editing "+path)
+	if err != nil {
+		return Checked{}, err
+	}
+	checked.Path, checked.Old, checked.New = path, values["old"], values["new"]
+	return checked, nil
 }

@@ -51,7 +51,7 @@ type pythonEval struct{ env Env }
 func (pythonEval) Definition() contracts.ToolDefinition {
 	return definition("python_eval",
 		"Evaluates ONE expression in Starlark, a small Python dialect, and returns the repr of its value. Works like Python: arithmetic (// and % on ints, floats), strings and their methods, lists, dicts, tuples, comprehensions, conditional expressions, lambda, and the builtins abs all any bool chr dict enumerate float int len list max min ord range repr reversed set sorted str sum tuple type zip, plus a math module (math.sqrt, math.pi, math.floor, math.log, math.pow...). Not available: statements, assignments, imports or load(), the ** operator (use math.pow or repeated *), while loops, recursion, classes, exceptions, f-strings, files and network. Ints are arbitrary precision up to 65536 bits. Limits: 1,000,000 steps, 2 seconds, 128 MB of memory, strings up to 1 MB, lists up to 262,144 items, 64 MB of values built in total, comparisons and sorts over at most 1,048,576 items (nested ones counted each time they appear).",
-		contracts.TierFree, expressionParam)
+		expressionParam)
 }
 
 func (pythonEval) Check(args string) (Checked, error) {
@@ -62,7 +62,7 @@ func (pythonEval) Check(args string) (Checked, error) {
 	if _, err := parseExpression(values["expression"]); err != nil {
 		return Checked{}, err
 	}
-	return free("working something out in Python"), nil
+	return free("python_eval", "working something out in Python"), nil
 }
 
 // evalOptions allows nothing beyond the core language: no while, no

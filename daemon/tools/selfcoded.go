@@ -35,7 +35,7 @@ type selfCoded struct{ def contracts.ToolDefinition }
 func (t selfCoded) Definition() contracts.ToolDefinition {
 	d := t.def
 	d.Description += " (a tool the pet wrote itself; it runs sandboxed, without network or writes)"
-	d.Tier = contracts.TierFree
+	d.Tier = policy.ToolTier(d.Name, true)
 	if d.ParamsSchema == nil {
 		d.ParamsSchema = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
@@ -53,6 +53,10 @@ func (t selfCoded) Check(args string) (Checked, error) {
 	if err := json.Unmarshal([]byte(args), &fields); err != nil || fields == nil {
 		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
 	}
-	return Checked{Tier: contracts.TierFree, Sandboxed: true, SelfCoded: true,
-		Argv: policy.Python("-c", runnerScript, t.def.Name, args), Doing: "running my tool " + t.def.Name}, nil
+	checked, err := judged(t.def.Name, policy.ToolArgs{SelfCoded: true}, "running my tool "+t.def.Name)
+	if err != nil {
+		return Checked{}, err
+	}
+	checked.Argv = policy.Python("-c", runnerScript, t.def.Name, args)
+	return checked, nil
 }

@@ -16,15 +16,14 @@ type getTime struct{ env Env }
 
 func (getTime) Definition() contracts.ToolDefinition {
 	return definition("get_time",
-		"Returns the current local date and time of the device in RFC 3339 form with the UTC offset, plus the weekday and time zone name, e.g. \"2026-03-14T09:26:53+01:00 (Saturday, CET)\". Takes no arguments.",
-		contracts.TierFree)
+		"Returns the current local date and time of the device in RFC 3339 form with the UTC offset, plus the weekday and time zone name, e.g. \"2026-03-14T09:26:53+01:00 (Saturday, CET)\". Takes no arguments.")
 }
 
 func (getTime) Check(args string) (Checked, error) {
 	if _, err := parseArgs(args); err != nil {
 		return Checked{}, err
 	}
-	return free("checking the time"), nil
+	return free("get_time", "checking the time"), nil
 }
 
 func (t getTime) Run(_ context.Context, args string) (string, error) {
@@ -43,7 +42,7 @@ type runShell struct{ env Env }
 func (runShell) Definition() contracts.ToolDefinition {
 	return definition("run_shell",
 		"Runs one shell command line in the workspace directory, inside a sandbox without network, and returns its output (capped). Read-only commands (ls, cat, head, tail, grep, wc, find without -exec/-delete, pytest, echo, pwd) joined by |, &&, || or ; with relative paths and no $variables or $(...) run at once with the workspace read-only; anything else (writes, deletes, network, other programs, absolute paths or ..) first asks the owner, so the turn pauses for their answer.",
-		contracts.TierRisky, commandParam)
+		commandParam)
 }
 
 func (t runShell) Check(args string) (Checked, error) {
@@ -51,13 +50,7 @@ func (t runShell) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
-	verdict := policy.Classify(values["command"], t.env.Workspace)
-	doing := "running `" + values["command"] + "`"
-	if verdict.Safe {
-		return Checked{Tier: contracts.TierFree, Sandboxed: true, Argv: []string{"/bin/sh", "-c", values["command"]}, Doing: doing}, nil
-	}
-	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
-		Argv: []string{"/bin/sh", "-c", values["command"]}, Doing: doing}, nil
+	return judged("run_shell", policy.ToolArgs{Values: values, Workspace: t.env.Workspace}, "running `"+values["command"]+"`")
 }
 
 var urlParam = param{name: "url", description: "An absolute http:// or https:// URL, without user name or password.", required: true, maxBytes: 4 << 10}
@@ -67,7 +60,7 @@ type httpGet struct{}
 func (httpGet) Definition() contracts.ToolDefinition {
 	return definition("http_get",
 		"Fetches one http or https URL with GET and returns the start of the response body (capped). Asks the owner first. Redirects are followed up to 5 hops; local, loopback and cloud-metadata addresses are refused, and so are URLs with credentials in them.",
-		contracts.TierRisky, urlParam)
+		urlParam)
 }
 
 func (httpGet) Check(args string) (Checked, error) {
@@ -75,11 +68,12 @@ func (httpGet) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
-	u, err := policy.CheckURL(values["url"])
+	checked, err := judged("http_get", policy.ToolArgs{Values: values}, "")
 	if err != nil {
 		return Checked{}, &FetchRefusal{URL: redacted(values["url"]), Err: err}
 	}
-	return Checked{Tier: contracts.TierRisky, Note: "fetches " + u.String(), Network: true, URL: u.String(), Doing: "fetching " + u.String()}, nil
+	checked.Doing = "fetching " + checked.URL
+	return checked, nil
 }
 
 // FetchRefusal is an http_get the address rules refused. Its message
@@ -119,7 +113,7 @@ type gitTool struct{}
 func (gitTool) Definition() contracts.ToolDefinition {
 	return definition("git",
 		"Runs one git command in the workspace repository and returns its output. Asks the owner first. Allowed subcommands: status log diff show add commit branch checkout switch restore stash init fetch pull push remote tag rev-parse reset mv rm. Refused: git config, clone, -c, -C, --git-dir, --work-tree, --exec, --upload-pack and similar options. fetch, pull and push reach remotes over http or https on public addresses only; ssh, git:// and LAN remotes cannot be reached.",
-		contracts.TierRisky, gitArgsParam)
+		gitArgsParam)
 }
 
 func (gitTool) Check(args string) (Checked, error) {
@@ -127,10 +121,10 @@ func (gitTool) Check(args string) (Checked, error) {
 	if err != nil {
 		return Checked{}, err
 	}
-	argv, verdict, err := policy.ParseGit(values["args"])
+	checked, err := judged("git", policy.ToolArgs{Values: values}, "")
 	if err != nil {
 		return Checked{}, fmt.Errorf("git %q: %w", values["args"], err)
 	}
-	return Checked{Tier: contracts.TierRisky, Note: verdict.Note, Network: verdict.Network,
-		Argv: argv, Doing: "running `" + strings.Join(argv, " ") + "`"}, nil
+	checked.Doing = "running `" + strings.Join(checked.Argv, " ") + "`"
+	return checked, nil
 }

@@ -245,13 +245,30 @@ func describeParams(params []param) string {
 	return "an object with " + strings.Join(fields, ", ")
 }
 
-// definition assembles a ToolDefinition from its parts.
-func definition(name, description string, tier contracts.Tier, params ...param) contracts.ToolDefinition {
-	return contracts.ToolDefinition{Name: name, Description: description, ParamsSchema: schema(params...), Tier: tier}
+// definition assembles a ToolDefinition from its parts, with the tier
+// policy gives the tool.
+func definition(name, description string, params ...param) contracts.ToolDefinition {
+	return contracts.ToolDefinition{Name: name, Description: description, ParamsSchema: schema(params...), Tier: policy.ToolTier(name, false)}
 }
 
-// free is the verdict of a FREE call run in the worker, doing what doing says.
-func free(doing string) Checked { return Checked{Tier: contracts.TierFree, Doing: doing} }
+// judged asks policy for its verdict on a call of the tool named name,
+// whose arguments were parsed and whose facts looked up, and gives it as
+// a Checked, doing what doing says.
+func judged(name string, args policy.ToolArgs, doing string) (Checked, error) {
+	v, err := policy.Tool(name, args)
+	if err != nil {
+		return Checked{}, err
+	}
+	return Checked{Tier: v.Tier, Note: v.Note, Sandboxed: v.Sandboxed, Argv: v.Argv, URL: v.URL, Network: v.Network,
+		SelfCoded: args.SelfCoded, Doing: doing}, nil
+}
+
+// free is policy's verdict on a call of name that takes no facts: a FREE
+// tool's, run in the worker, doing what doing says.
+func free(name, doing string) Checked {
+	checked, _ := judged(name, policy.ToolArgs{}, doing) // only http_get and git refuse, and they take facts
+	return checked
+}
 
 // RuleCall is a checked call of tool as the owner's rules judge it
 // ([policy.RuleFor]).
