@@ -35,7 +35,6 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/chat":                  {},
 	"shelldon/daemon/handoff":               {},
 	"shelldon/daemon/hub":                   {},
-	"shelldon/daemon/mark":                  {},
 	"shelldon/daemon/mood":                  {},
 	"shelldon/daemon/owner":                 {},
 	"shelldon/daemon/procmem":               {},
