@@ -549,3 +549,31 @@ func BenchmarkWriteFile(b *testing.B) {
 		})
 	}
 }
+
+// TestReadlink: a link's target is read, never followed; a link on the
+// way to it is refused, and so is a path that leaves the root.
+func TestReadlink(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		f := newFixture(t)
+		if got, err := f.root.Readlink("dir/link-out"); err != nil || got != f.outside {
+			t.Errorf(`Readlink("dir/link-out") = %q, %v; want %q`, got, err, f.outside)
+		}
+		if got, err := f.root.Readlink("self"); err != nil || got != "." {
+			t.Errorf(`Readlink("self") = %q, %v; want "."`, got, err)
+		}
+		for rel, want := range map[string]error{
+			"out/sub":       ErrLink,
+			"self/dangling": ErrLink,
+			"../x":          ErrOutside,
+			"dir/missing":   fs.ErrNotExist,
+		} {
+			if got, err := f.root.Readlink(rel); !errors.Is(err, want) {
+				t.Errorf("Readlink(%q) = %q, %v; want an error wrapping %v", rel, got, err, want)
+			}
+		}
+		if _, err := f.root.Readlink("dir/file"); !errors.Is(err, unix.EINVAL) {
+			t.Errorf(`Readlink("dir/file") = %v; want EINVAL, not a link`, err)
+		}
+		f.untouched(t, "Readlink")
+	})
+}

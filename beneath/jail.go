@@ -81,7 +81,12 @@ func (j Jail) Resolve(path string) (string, error) {
 		return "", fmt.Errorf("workspace root %s: not a directory", j.Root)
 	}
 
-	walk := jailWalk{root: root, givenRoot: givenRoot}
+	dir, err := Open(root)
+	if err != nil {
+		return "", fmt.Errorf("workspace root %s: %w", j.Root, err)
+	}
+	defer dir.Close()
+	walk := jailWalk{dir: dir, root: root, givenRoot: givenRoot}
 	rel, err := walk.resolve(path)
 	if err != nil {
 		return "", fmt.Errorf("path %q: %w", path, err)
@@ -114,7 +119,11 @@ type jailStep struct {
 // jailWalk resolves a path under root one component at a time, reading
 // each symbolic link itself rather than asking the kernel, so that the
 // target of a dangling link is checked as strictly as that of a live one.
+// It looks at the file system only through the root's Root: each look
+// is resolved from the root's descriptor and follows no link, so the
+// walk and the Root that later opens its answer are one resolver.
 type jailWalk struct {
+	dir       *Root
 	root      string // the real root, free of links
 	givenRoot string // the root as configured, which absolute link targets may name
 	links     int
@@ -147,7 +156,7 @@ func (w *jailWalk) resolve(path string) ([]string, error) {
 			continue
 		}
 		relPath := filepath.Join(rel...)
-		info, err := os.Lstat(filepath.Join(w.root, relPath))
+		info, err := w.dir.Lstat(filepath.ToSlash(relPath))
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			missing = relPath
@@ -178,7 +187,7 @@ func (w *jailWalk) follow(relPath string) (steps []jailStep, restart bool, err e
 	if w.links > jailMaxLinks {
 		return nil, false, fmt.Errorf("more than %d symbolic links (a loop?) at %q: %w", jailMaxLinks, relPath, syscall.ELOOP)
 	}
-	target, err := os.Readlink(filepath.Join(w.root, relPath))
+	target, err := w.dir.Readlink(filepath.ToSlash(relPath))
 	if err != nil {
 		return nil, false, jailRelError(relPath, err)
 	}

@@ -285,6 +285,21 @@ func (r *Root) Lstat(rel string) (fs.FileInfo, error) {
 	return info, nil
 }
 
+// Readlink returns the target of the link rel, which it does not follow.
+func (r *Root) Readlink(rel string) (string, error) {
+	dir, name, err := r.locate(rel)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: rel, Err: err}
+	}
+	defer unix.Close(dir)
+	buf := make([]byte, unix.PathMax) // a target is at most PATH_MAX-1 bytes
+	n, err := unix.Readlinkat(dir, name, buf)
+	if err != nil {
+		return "", &fs.PathError{Op: "readlink", Path: rel, Err: err}
+	}
+	return string(buf[:n]), nil
+}
+
 // ReadDir lists the directory rel, sorted by name, each entry described
 // as [Root.Lstat] would.
 func (r *Root) ReadDir(rel string) ([]fs.DirEntry, error) {
