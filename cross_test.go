@@ -48,6 +48,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/turns":                 {},
 	"shelldon/daemon/visible":               {},
 	"shelldon/demomodel":                    {},
+	"shelldon/manual":                       {},
 	"shelldon/panel":                        {},
 	"shelldon/panel/epd":                    {},
 	"shelldon/panel/faces":                  {},

@@ -59,6 +59,7 @@
 //	demomodel/phrases             the phrases the demo persona understands, for the banner and /help
 //	images/                       the recipes of the root file systems, carried in the binary
 //	units/                        the systemd units, slices, users and tmpfiles
+//	manual/                       the owner's manual (README.md, docs/) read for the tests that hold it to the code
 //	testhost/                     what this machine can do, and skips that name what is missing
 //	testhost/systemdhost          a real systemd booted from a root of its own, for tests
 //	testhost/vm                   a whole Debian machine under qemu, amd64 or the board's arm64, for end-to-end tests

@@ -168,3 +168,26 @@ func TestTheMapNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestTheREADMEIsShortAndLeadsToEveryPage keeps README.md what a newcomer
+// reads to the end (at most 250 lines: what shelldon is, the two commands,
+// the Pi, everyday life, where to read next), with the reference in docs/,
+// each page reachable from it.
+func TestTheREADMEIsShortAndLeadsToEveryPage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n > 250 {
+		t.Errorf("README.md is %d lines, more than 250: move the reference into a page of docs/", n)
+	}
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) < 5 {
+		t.Fatalf("docs/ has the pages %q (%v)", pages, err)
+	}
+	for _, p := range pages {
+		if !bytes.Contains(readme, []byte("]("+filepath.ToSlash(p)+")")) {
+			t.Errorf("README.md does not link %s: a page nobody is led to is not read", p)
+		}
+	}
+}
