@@ -36,6 +36,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/handoff":               {},
 	"shelldon/daemon/hub":                   {},
 	"shelldon/daemon/mark":                  {},
+	"shelldon/daemon/media":                 {},
 	"shelldon/daemon/mood":                  {},
 	"shelldon/daemon/owner":                 {},
 	"shelldon/daemon/procmem":               {},

@@ -18,6 +18,7 @@
 //	daemon/selfcode               the gate a proposed tool must pass
 //	daemon/tools                  the tools' definitions and checks, shared by core and worker
 //	daemon/hub                    core's side of the bus: who may take which role, and routing
+//	daemon/media                  the owner's voice notes' transcripts and photos, kept until their turn has answered
 //	daemon/handoff                each reply kept until the transport that delivers it holds it
 //	daemon/hub/hubtest            a real hub on a real socket, for other packages' tests
 //	daemon/launch                 how a turn's worker is started, bounded and reaped
