@@ -17,6 +17,7 @@
 //	daemon/selfcode               the gate a proposed tool must pass
 //	daemon/tools                  the tools' definitions and checks, shared by core and worker
 //	daemon/hub                    core's side of the bus: who may take which role, and routing
+//	daemon/media                  the owner's voice notes' transcripts and photos, kept until their turn has answered
 //	daemon/handoff                each reply kept until the transport that delivers it holds it
 //	daemon/hub/hubtest            a real hub on a real socket, for other packages' tests
 //	daemon/launch                 how a turn's worker is started, bounded and reaped
@@ -58,6 +59,7 @@
 //	demomodel/phrases             the phrases the demo persona understands, for the banner and /help
 //	images/                       the recipes of the root file systems, carried in the binary
 //	units/                        the systemd units, slices, users and tmpfiles
+//	manual/                       the owner's manual (README.md, docs/) read for the tests that hold it to the code
 //	testhost/                     what this machine can do, and skips that name what is missing
 //	testhost/systemdhost          a real systemd booted from a root of its own, for tests
 //	testhost/vm                   a whole Debian machine under qemu, amd64 or the board's arm64, for end-to-end tests

@@ -168,3 +168,32 @@ func TestTheMapNamesEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// TestTheREADMEIsShortAndLeadsToEveryPage keeps README.md what a newcomer
+// reads to the end (at most 250 lines: what shelldon is, the two commands,
+// the Pi, everyday life, where to read next), with the reference in docs/,
+// each page reachable from it (the benchmarks' history from BENCHMARKS.md,
+// which README links).
+func TestTheREADMEIsShortAndLeadsToEveryPage(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	benchmarks, err := os.ReadFile("BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(readme, []byte("\n")); n > 250 {
+		t.Errorf("README.md is %d lines, more than 250: move the reference into a page of docs/", n)
+	}
+	pages, err := filepath.Glob("docs/*.md")
+	if err != nil || len(pages) < 5 {
+		t.Fatalf("docs/ has the pages %q (%v)", pages, err)
+	}
+	for _, p := range pages {
+		link := []byte("](" + filepath.ToSlash(p) + ")")
+		if !bytes.Contains(readme, link) && !bytes.Contains(benchmarks, link) {
+			t.Errorf("README.md does not link %s: a page nobody is led to is not read", p)
+		}
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"shelldon/manual"
 )
 
 // writeConfig writes contents to a fresh file and returns its path.
@@ -78,19 +80,19 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 	}
 }
 
-// TestREADMEConfigurationsLoad: every configuration README.md shows the
-// owner loads as it stands — each ```toml block as a file, and the
-// SHELLDON_ variables of its shell examples as an environment — and
-// means what README says of it: a provider each.
-func TestREADMEConfigurationsLoad(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// TestManualConfigurationsLoad: every configuration the manual (README.md
+// and docs/) shows the owner loads as it stands — each ```toml block as a
+// file, and the SHELLDON_ variables of its shell examples as an
+// environment — and means what the manual says of it: a provider each.
+func TestManualConfigurationsLoad(t *testing.T) {
+	pages, err := manual.Read("..")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var block, environ []string
 	fence := ""
 	files := 0
-	for _, line := range strings.Split(string(readme), "\n") {
+	for _, line := range strings.Split(manual.Text(pages), "\n") {
 		switch {
 		case fence == "" && strings.HasPrefix(line, "```"):
 			fence, block = strings.TrimPrefix(line, "```"), nil
@@ -99,7 +101,7 @@ func TestREADMEConfigurationsLoad(t *testing.T) {
 				files++
 				got, err := Load(writeConfig(t, strings.Join(block, "\n")+"\n"), nil)
 				if err != nil || len(got.Providers) != 1 {
-					t.Errorf("README.md's configuration\n%s\nloads as %+v, %v; want it to load, with its provider", strings.Join(block, "\n"), got.Providers, err)
+					t.Errorf("the manual's configuration\n%s\nloads as %+v, %v; want it to load, with its provider", strings.Join(block, "\n"), got.Providers, err)
 				}
 			}
 			fence = ""
@@ -110,22 +112,23 @@ func TestREADMEConfigurationsLoad(t *testing.T) {
 		}
 	}
 	if files == 0 || len(environ) == 0 {
-		t.Fatalf("README.md shows %d configuration files and the variables %q; want both kinds", files, environ)
+		t.Fatalf("the manual shows %d configuration files and the variables %q; want both kinds", files, environ)
 	}
 	got, err := Load("", environ)
 	if err != nil || len(got.Providers) != 1 || got.Providers[0].APIKey == "" {
-		t.Errorf("README.md's environment %q loads as %+v, %v; want one provider with its key", environ, got.Providers, err)
+		t.Errorf("the manual's environment %q loads as %+v, %v; want one provider with its key", environ, got.Providers, err)
 	}
 }
 
-// TestExampleProviderAsTheREADMESays: the example's provider, once
-// uncommented, is the one README.md tells the owner to set up: the same
+// TestExampleProviderAsTheManualSays: the example's provider, once
+// uncommented, is the one the manual tells the owner to set up: the same
 // credential name in api_key_credential and under /etc/shelldon/credentials.
-func TestExampleProviderAsTheREADMESays(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+func TestExampleProviderAsTheManualSays(t *testing.T) {
+	pages, err := manual.Read("..")
 	if err != nil {
 		t.Fatal(err)
 	}
+	text := manual.Text(pages)
 	var uncommented []string
 	for _, line := range strings.Split(Example, "\n") {
 		if strings.HasPrefix(line, "# [[provider]]") || len(uncommented) > 0 && strings.HasPrefix(line, "# ") && strings.Contains(line, " = ") {
@@ -142,8 +145,8 @@ func TestExampleProviderAsTheREADMESays(t *testing.T) {
 	}
 	name := got.Providers[0].APIKeyCredential
 	for _, want := range []string{"/etc/shelldon/credentials/" + name + "`", `api_key_credential = "` + name + `"`} {
-		if !strings.Contains(string(readme), want) {
-			t.Errorf("README.md does not say %s, as the example's provider (%s) needs", want, name)
+		if !strings.Contains(text, want) {
+			t.Errorf("the manual does not say %s, as the example's provider (%s) needs", want, name)
 		}
 	}
 }

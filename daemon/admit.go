@@ -72,7 +72,7 @@ func (c *Core) confirm(from turns.Origin, ref string) {
 // with nothing to say, or for no transport, has them answered at once.
 // The turn may end later (its worker still has to go).
 func (c *Core) answer(ctx context.Context, t *turns.Turn, out contracts.Outbound) {
-	c.forgetMedia(t.Admission.Messages)
+	c.media.Forget(t.Admission.Messages)
 	from := t.Admission.Origin
 	if out.Text != "" && from.Transport != "" {
 		out.Chat = from.Chat
@@ -103,7 +103,11 @@ func (c *Core) loadLeftBehind(ctx context.Context) {
 		return
 	}
 	c.left = leftBehind{}
-	c.pruneMedia(left)
+	unanswered := make([]int64, len(left))
+	for i, m := range left {
+		unanswered[i] = m.ID
+	}
+	c.media.Prune(unanswered)
 	for _, m := range left {
 		c.left[m.Transport] = append(c.left[m.Transport], m)
 	}

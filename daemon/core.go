@@ -18,6 +18,7 @@ import (
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/media"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
@@ -101,9 +102,9 @@ type Core struct {
 	// joined yet; draining is set once core stops: no turn starts.
 	left     leftBehind
 	draining bool
-	// heard are the transcripts of the owner's voice notes not yet
-	// answered, by admitted id, for the reply's echo.
-	heard map[int64]string
+	// media keeps the owner's voice notes' transcripts and photos until
+	// their turn has answered.
+	media *media.Keeper
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -126,8 +127,8 @@ func New(opts Options) (*Core, error) {
 		stopped: make(chan struct{}),
 		slots:   &workerSlots{clock: opts.Clock},
 		writes:  &failedWrites{clock: opts.Clock},
-		heard:   map[int64]string{},
 	}
+	c.media = media.New(layout.Photos(), c.writes.note, c.log)
 	c.say = &messenger{clock: c.clock, log: c.log}
 	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
 		Send: func(transport string, out contracts.Outbound) error {
@@ -320,7 +321,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 			return
 		}
 		for _, id := range kept {
-			c.keepMedia(id, in)
+			c.media.Keep(id, in)
 		}
 		c.brain.feel(mood.OwnerMessage)
 		c.submit(ctx, in.Text, from, kept...)

@@ -104,7 +104,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		Scheduled:  adm.Scheduled,
 		SelfCoded:  selfCoded,
 		ByNameOnly: byName,
-		Images:     c.photosOf(adm.Messages),
+		Images:     c.media.Photos(adm.Messages),
 	})
 
 	spec := launch.Spec{
@@ -239,7 +239,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	}
 	out := contracts.Outbound{Turn: t.ID}
 	if reply != "" {
-		out.Text = c.echoHeard(t, reply)
+		out.Text = c.media.Echo(t.Admission.Messages, reply)
 	}
 	c.answer(ctx, t, out)
 	c.face.replied(res.Face, res.Thought)
@@ -273,7 +273,7 @@ func outcomeOf(res contracts.Result) (outcome, why string) {
 // answerDegraded answers a turn that failed: the degrade reply and face.
 func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
-	c.answer(context.Background(), t, contracts.Outbound{Text: c.echoHeard(t, DegradeText), Turn: t.ID, Degraded: true})
+	c.answer(context.Background(), t, contracts.Outbound{Text: c.media.Echo(t.Admission.Messages, DegradeText), Turn: t.ID, Degraded: true})
 	c.face.failed()
 	c.brain.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what

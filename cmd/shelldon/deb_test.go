@@ -31,8 +31,9 @@ func TestDebInstallsUpgradesAndRemoves(t *testing.T) {
 	for _, want := range []string{"./usr/bin/shelldon", "./usr/bin/shelldon-worker", "./lib/systemd/system/shelldon.service", "./lib/systemd/system/shelldon-broker.service",
 		"./lib/systemd/system/shelldon-panel.service", "./lib/systemd/system/shelldon.slice", "./usr/lib/sysusers.d/shelldon.conf",
 		"./usr/lib/tmpfiles.d/shelldon.conf", "./etc/shelldon/shelldon.toml",
-		// Debian's policy asks for the licence; the slice's Documentation= names the README.
-		"./usr/share/doc/shelldon/copyright", "./usr/share/doc/shelldon/README.md"} {
+		// Debian's policy asks for the licence; the slice's Documentation= names the README,
+		// which leads to the manual's pages beside it.
+		"./usr/share/doc/shelldon/copyright", "./usr/share/doc/shelldon/README.md", "./usr/share/doc/shelldon/docs/telegram.md"} {
 		if !strings.Contains(string(contents), want) {
 			t.Errorf("the .deb lacks %s:\n%s", want, contents)
 		}

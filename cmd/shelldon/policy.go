@@ -24,7 +24,7 @@ func cmdPolicy(_ context.Context, env *environment, args []string) error {
 	var asJSON bool
 	var workspace string
 	cfg, rest, err := parseConfigArgs("policy check", args, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print the verdict as one JSON object (fields in README.md)")
+		fs.BoolVar(&asJSON, "json", false, "print the verdict as one JSON object (fields in docs/commands.md)")
 		fs.StringVar(&workspace, "workspace", "", "judge the command as run in the workspace `DIR` (absolute; default <state-dir>/workspace)")
 	}, func(rest []string) error {
 		if len(rest) > 1 && strings.HasPrefix(rest[1], "-") {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,37 +12,26 @@ import (
 	"mvdan.cc/sh/v3/shell"
 
 	"shelldon/demomodel/phrases"
+	"shelldon/manual"
 )
 
-// readme is README.md's lines.
-func readme(t *testing.T) []string {
+// theManual is README.md and the pages of docs/.
+func theManual(t *testing.T) []manual.Page {
 	t.Helper()
-	raw, err := os.ReadFile("../../README.md")
+	pages, err := manual.Read("../..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return strings.Split(string(raw), "\n")
+	return pages
 }
 
-// readmeTable is the rows of the README table whose header's first cell
-// is header, as cells with their backticks removed.
-func readmeTable(t *testing.T, header string) [][]string {
+// manualTable is the rows of the manual's table whose header's first
+// cell is header, as cells with their backticks removed.
+func manualTable(t *testing.T, header string) [][]string {
 	t.Helper()
-	lines := readme(t)
-	start := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, "| "+header+" |") })
-	if start < 0 {
-		t.Fatalf("README.md has no table headed %q", header)
-	}
-	var rows [][]string
-	for _, line := range lines[start+2:] {
-		if !strings.HasPrefix(line, "|") {
-			break
-		}
-		var cells []string
-		for _, cell := range strings.Split(strings.Trim(line, "|"), " | ") {
-			cells = append(cells, strings.Trim(strings.TrimSpace(cell), "`"))
-		}
-		rows = append(rows, cells)
+	rows, _, err := manual.Table(theManual(t), header)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return rows
 }
@@ -60,7 +48,7 @@ func jsonFieldsOf(v any) []string {
 	return names
 }
 
-// jsonType is how README names the type of a decoded JSON value.
+// jsonType is how the manual names the type of a decoded JSON value.
 func jsonType(v any) string {
 	switch v.(type) {
 	case string:
@@ -76,8 +64,8 @@ func jsonType(v any) string {
 }
 
 // TestJSONOutputsAreDocumented: each JSON output has exactly the fields
-// README documents for it, in snake_case, of the documented types; a
-// field added to the output and not to README fails here.
+// the manual documents for it, in snake_case, of the documented types; a
+// field added to the output and not to the manual fails here.
 func TestJSONOutputsAreDocumented(t *testing.T) {
 	dir, _ := turnsFixture(t)
 	turns, _, err := runCLI(t, "turns", "--json", "--state-dir", dir)
@@ -97,7 +85,7 @@ func TestJSONOutputsAreDocumented(t *testing.T) {
 		{"shelldon policy check --json", verdict, jsonFieldsOf(verdictJSON{})},
 	} {
 		documented := map[string]string{}
-		for _, row := range readmeTable(t, "`"+tc.command+"` field") {
+		for _, row := range manualTable(t, "`"+tc.command+"` field") {
 			documented[row[0]] = row[1]
 		}
 		var names []string
@@ -106,7 +94,7 @@ func TestJSONOutputsAreDocumented(t *testing.T) {
 		}
 		slices.Sort(names)
 		if !slices.Equal(names, tc.fields) {
-			t.Errorf("README documents %s's fields %q, it prints %q", tc.command, names, tc.fields)
+			t.Errorf("the manual documents %s's fields %q, it prints %q", tc.command, names, tc.fields)
 		}
 		// Every line is one object; between them they print every field.
 		printed := map[string]bool{}
@@ -119,7 +107,7 @@ func TestJSONOutputsAreDocumented(t *testing.T) {
 			for name, value := range got {
 				printed[name] = true
 				if want, ok := documented[name]; !ok || jsonType(value) != want {
-					t.Errorf("%s printed %q: %v (%s); README says %q", tc.command, name, value, jsonType(value), want)
+					t.Errorf("%s printed %q: %v (%s); the manual says %q", tc.command, name, value, jsonType(value), want)
 				}
 			}
 		}
@@ -129,17 +117,17 @@ func TestJSONOutputsAreDocumented(t *testing.T) {
 	}
 }
 
-// TestREADMECommandsAreTheCommands: README's table of commands and
+// TestManualCommandsAreTheCommands: the manual's table of commands and
 // `shelldon help` list the same commands, and each has its help.
-func TestREADMECommandsAreTheCommands(t *testing.T) {
-	var inREADME []string
-	for _, row := range readmeTable(t, "command") {
+func TestManualCommandsAreTheCommands(t *testing.T) {
+	var inManual []string
+	for _, row := range manualTable(t, "command") {
 		fields := strings.Fields(strings.ReplaceAll(row[0], "`", ""))
 		if len(fields) < 2 || fields[0] != "shelldon" {
-			t.Errorf("README's table of commands has %q, want `shelldon COMMAND …`", row[0])
+			t.Errorf("the manual's table of commands has %q, want `shelldon COMMAND …`", row[0])
 			continue
 		}
-		inREADME = append(inREADME, fields[1])
+		inManual = append(inManual, fields[1])
 	}
 	var listed []string
 	for _, d := range docs {
@@ -148,8 +136,8 @@ func TestREADMECommandsAreTheCommands(t *testing.T) {
 		}
 	}
 	listed = append(listed, "help")
-	if !slices.Equal(inREADME, listed) {
-		t.Errorf("README lists the commands %q, shelldon help %q", inREADME, listed)
+	if !slices.Equal(inManual, listed) {
+		t.Errorf("the manual lists the commands %q, shelldon help %q", inManual, listed)
 	}
 	for name := range commands {
 		if _, ok := docFor(name); !ok {
@@ -158,38 +146,41 @@ func TestREADMECommandsAreTheCommands(t *testing.T) {
 	}
 }
 
-// TestREADMETranscripts runs every `$ shelldon …` line of README's shell
-// examples and compares what it prints with the lines that follow it.
-func TestREADMETranscripts(t *testing.T) {
-	lines := readme(t)
+// TestManualTranscripts runs every `$ shelldon …` line of the manual's
+// shell examples and compares what it prints with the lines that follow
+// it.
+func TestManualTranscripts(t *testing.T) {
 	ran := 0
-	for i := 0; i < len(lines); i++ {
-		line, ok := strings.CutPrefix(lines[i], "$ shelldon ")
-		if !ok {
-			continue
-		}
-		var want []string
-		for _, next := range lines[i+1:] {
-			if strings.HasPrefix(next, "$ ") || strings.HasPrefix(next, "```") {
-				break
+	for _, page := range theManual(t) {
+		lines := page.Lines
+		for i := 0; i < len(lines); i++ {
+			line, ok := strings.CutPrefix(lines[i], "$ shelldon ")
+			if !ok {
+				continue
 			}
-			want = append(want, next)
+			var want []string
+			for _, next := range lines[i+1:] {
+				if strings.HasPrefix(next, "$ ") || strings.HasPrefix(next, "```") {
+					break
+				}
+				want = append(want, next)
+			}
+			args, err := shell.Fields(line, func(string) string { return "" })
+			if err != nil {
+				t.Fatalf("%s line %d: %v", page.Path, i+1, err)
+			}
+			out, _, err := runCLI(t, args...)
+			if err != nil && !errors.As(err, new(reported)) {
+				t.Errorf("%s line %d: shelldon %q = %v", page.Path, i+1, args, err)
+			}
+			if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
+				t.Errorf("%s line %d: shelldon %q printed\n%s\nthe manual says\n%s", page.Path, i+1, args, got, strings.Join(want, "\n"))
+			}
+			ran++
 		}
-		args, err := shell.Fields(line, func(string) string { return "" })
-		if err != nil {
-			t.Fatalf("README line %d: %v", i+1, err)
-		}
-		out, _, err := runCLI(t, args...)
-		if err != nil && !errors.As(err, new(reported)) {
-			t.Errorf("README line %d: shelldon %q = %v", i+1, args, err)
-		}
-		if got := strings.TrimSuffix(out, "\n"); got != strings.Join(want, "\n") {
-			t.Errorf("README line %d: shelldon %q printed\n%s\nREADME says\n%s", i+1, args, got, strings.Join(want, "\n"))
-		}
-		ran++
 	}
 	if ran == 0 {
-		t.Error("README has no `$ shelldon …` transcript")
+		t.Error("the manual has no `$ shelldon …` transcript")
 	}
 }
 
@@ -250,7 +241,11 @@ func TestHelpFitsATerminal(t *testing.T) {
 // demo model is the list the banner and /help show, in its order.
 func TestREADMEListsTheDemoPhrases(t *testing.T) {
 	var inREADME, listed []string
-	for _, row := range readmeTable(t, "type") {
+	rows, page, err := manual.Table(theManual(t), "type")
+	if err != nil || page != "README.md" {
+		t.Fatalf("the demo's phrases are on %q (%v), want README.md, where a newcomer starts", page, err)
+	}
+	for _, row := range rows {
 		inREADME = append(inREADME, strings.Split(row[0], "`, then `")...)
 	}
 	for _, p := range phrases.Try {

@@ -32,7 +32,8 @@ const demoModelBinary = "shelldon-demo-model"
 // and what to try.
 var demoBanner = `*** DEMO MODEL: no provider is configured, so shelldon is talking to a scripted
 *** demo model (shelldon-demo-model), not a real LLM. Configure one with a
-*** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY (see README.md).
+*** [[provider]] table or SHELLDON_PROVIDER_URL / _MODEL / _KEY
+*** (see docs/configuration.md).
 *** It understands a few phrases; each runs the real thing (/help lists them):
 ` + phrases.List("***   ")
 

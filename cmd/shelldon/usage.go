@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 )
 
-// The exit statuses of every command (README.md, "Exit status"). `sandbox
+// The exit statuses of every command (docs/commands.md, "Exit status"). `sandbox
 // run` exits with its command's own status instead.
 const (
 	exitOK = 0
@@ -175,7 +175,7 @@ lists the commands. It ends with the input (Ctrl-D).`,
 		synopsis: "shelldon turns [-n COUNT] [--json] [--config FILE] [--state-dir DIR]",
 		about: `Lists the most recent turns, newest first: kind, start, duration, spawn time,
 model time, tokens, the worker's memory peak, CPU and how it ended, outcome.
---json prints one object per turn and line; README.md lists its fields.`,
+--json prints one object per turn and line; docs/commands.md lists its fields.`,
 		example: "shelldon turns -n 5 --state-dir var"},
 	{name: "doctor", summary: "what this host lacks, one line each, with the fix",
 		synopsis: "shelldon doctor [--config FILE] [--state-dir DIR]",
