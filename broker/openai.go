@@ -122,12 +122,13 @@ func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if slot, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
-		*slot = retryAfter(resp, time.Now())
-	}
 	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
 	if isChatAnswer(r, resp) {
 		resp.Body = reshapeBody(resp, resp.Body)
+	}
+	if slot, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
+		// After the reshape, which may have found an error in a 200.
+		*slot = retryAfter(resp, time.Now())
 	}
 	return resp, nil
 }

@@ -3,6 +3,7 @@ package broker
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -106,16 +107,41 @@ func mustMarshal(v any) json.RawMessage {
 
 // reshapeBody reads a successful chat completion answer (at most the
 // cap, through body) and hands back one go-openai can decode; a read that
-// fails hands back what was read, then the failure.
+// fails hands back what was read, then the failure. An answer that is an
+// error after all (OpenRouter's, for a failure once the model started)
+// takes the status its error says, so go-openai reports it as that error.
 func reshapeBody(resp *http.Response, body io.ReadCloser) io.ReadCloser {
 	data, err := io.ReadAll(body)
 	body.Close()
 	if err != nil {
 		return io.NopCloser(io.MultiReader(bytes.NewReader(data), failingReader{err}))
 	}
-	data = reshapeAnswer(data)
+	if status := errorStatusIn(data); status != 0 {
+		resp.StatusCode, resp.Status = status, fmt.Sprintf("%d %s", status, http.StatusText(status))
+	} else {
+		data = reshapeAnswer(data)
+	}
 	resp.ContentLength = int64(len(data))
 	return io.NopCloser(bytes.NewReader(data))
+}
+
+// errorStatusIn is the HTTP status of an answer that has no choices but
+// an error whose numeric code is one ({"error": {"code": 502, …}}); zero
+// for any other answer.
+func errorStatusIn(body []byte) int {
+	var answer struct {
+		Choices json.RawMessage `json:"choices"`
+		Error   struct {
+			Code any `json:"code"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &answer) != nil || len(answer.Choices) > 0 {
+		return 0
+	}
+	if code, ok := answer.Error.Code.(float64); ok && code >= 400 && code <= 599 && code == float64(int(code)) {
+		return int(code)
+	}
+	return 0
 }
 
 type failingReader struct{ err error }
