@@ -49,9 +49,9 @@ func normalizeAnswer(content string, calls []contracts.ToolCall, tools []contrac
 // broker never makes up a call the model did not clearly ask for. rest is
 // the text around the blocks.
 func toolCallsInText(text string, tools []contracts.ToolDefinition) (rest string, calls []contracts.ToolCall, ok bool) {
-	offered := make(map[string]bool, len(tools))
+	offered := make(map[string]contracts.ToolDefinition, len(tools))
 	for _, t := range tools {
-		offered[t.Name] = true
+		offered[t.Name] = t
 	}
 	if !strings.Contains(text, toolCallOpen) {
 		call, ok := textToolCall(text, offered)
@@ -84,11 +84,15 @@ func toolCallsInText(text string, tools []contracts.ToolDefinition) (rest string
 	return strings.TrimSpace(around.String()), calls, true
 }
 
-// textToolCall decodes one call written as JSON text: a name among the
-// offered tools, and arguments (or parameters) that are a JSON object,
-// or a string holding one; nothing else.
-func textToolCall(s string, offered map[string]bool) (contracts.ToolCall, bool) {
+// textToolCall decodes one call written as text: JSON with a name among
+// the offered tools and arguments (or parameters) that are a JSON object,
+// or a string holding one; or Qwen3-Coder's <function=…> form
+// ([xmlToolCall]); nothing else.
+func textToolCall(s string, offered map[string]contracts.ToolDefinition) (contracts.ToolCall, bool) {
 	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, functionOpen) {
+		return xmlToolCall(s, offered)
+	}
 	if !strings.HasPrefix(s, "{") {
 		return contracts.ToolCall{}, false
 	}
@@ -99,7 +103,10 @@ func textToolCall(s string, offered map[string]bool) (contracts.ToolCall, bool) 
 	}
 	dec := json.NewDecoder(strings.NewReader(s))
 	dec.DisallowUnknownFields()
-	if dec.Decode(&call) != nil || dec.More() || !offered[call.Name] {
+	if dec.Decode(&call) != nil || dec.More() {
+		return contracts.ToolCall{}, false
+	}
+	if _, known := offered[call.Name]; !known {
 		return contracts.ToolCall{}, false
 	}
 	args := call.Arguments
@@ -121,6 +128,108 @@ func textToolCall(s string, offered map[string]bool) (contracts.ToolCall, bool) 
 		return contracts.ToolCall{}, false
 	}
 	return contracts.ToolCall{Name: call.Name, Args: compact.String()}, true
+}
+
+// The tags of Qwen3-Coder's call format.
+const (
+	functionOpen   = "<function="
+	functionClose  = "</function>"
+	parameterOpen  = "<parameter="
+	parameterClose = "</parameter>"
+)
+
+// xmlToolCall decodes Qwen3-Coder's call format,
+//
+//	<function=run_command>
+//	<parameter=command>
+//	pwd
+//	</parameter>
+//	</function>
+//
+// into a call of an offered tool whose arguments are an object of the
+// parameters, each a string unless the tool's schema types it as a
+// number, an integer or a boolean and the text is one. Anything but
+// parameter blocks inside the function, or a parameter named twice, and
+// it is no call.
+func xmlToolCall(s string, offered map[string]contracts.ToolDefinition) (contracts.ToolCall, bool) {
+	name, body, ok := cutTag(s, functionOpen, functionClose)
+	tool, known := offered[name]
+	if !ok || !known {
+		return contracts.ToolCall{}, false
+	}
+	args := map[string]json.RawMessage{}
+	var order []string
+	for body = strings.TrimSpace(body); body != ""; body = strings.TrimSpace(body) {
+		param, value, ok := cutTag(body, parameterOpen, parameterClose)
+		if !ok {
+			return contracts.ToolCall{}, false
+		}
+		if _, twice := args[param]; twice || param == "" {
+			return contracts.ToolCall{}, false
+		}
+		body = body[strings.Index(body, parameterClose)+len(parameterClose):]
+		value = strings.TrimSuffix(strings.TrimPrefix(value, "\n"), "\n")
+		args[param] = parameterValue(value, tool.ParamsSchema, param)
+		order = append(order, param)
+	}
+	var out bytes.Buffer
+	out.WriteByte('{')
+	for i, param := range order {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		key, _ := json.Marshal(param)
+		out.Write(key)
+		out.WriteByte(':')
+		out.Write(args[param])
+	}
+	out.WriteByte('}')
+	return contracts.ToolCall{Name: name, Args: out.String()}, true
+}
+
+// cutTag splits "<open NAME>BODY</close>..." into NAME and BODY; ok is
+// false unless s starts with open and holds close after the name.
+func cutTag(s, open, close string) (name, body string, ok bool) {
+	if !strings.HasPrefix(s, open) {
+		return "", "", false
+	}
+	rest := s[len(open):]
+	gt := strings.Index(rest, ">")
+	if gt < 0 {
+		return "", "", false
+	}
+	name, rest = strings.TrimSpace(rest[:gt]), rest[gt+1:]
+	end := strings.Index(rest, close)
+	if end < 0 {
+		return "", "", false
+	}
+	if open == functionOpen && strings.TrimSpace(rest[end+len(close):]) != "" {
+		return "", "", false // text after the function: not one call
+	}
+	return name, rest[:end], true
+}
+
+// parameterValue is value as JSON: the number or boolean it spells when
+// the schema says the parameter is one, else a string.
+func parameterValue(value string, schema map[string]any, param string) json.RawMessage {
+	properties, _ := schema["properties"].(map[string]any)
+	property, _ := properties[param].(map[string]any)
+	switch property["type"] {
+	case "integer", "number", "boolean":
+		var v any
+		if json.Unmarshal([]byte(strings.TrimSpace(value)), &v) == nil {
+			switch v.(type) {
+			case float64, bool:
+				return json.RawMessage(strings.TrimSpace(value))
+			}
+		}
+	}
+	// Written as the model wrote it: no \u003c for a "<" in a command.
+	var quoted bytes.Buffer
+	enc := json.NewEncoder(&quoted)
+	enc.SetEscapeHTML(false)
+	enc.Encode(value) // a string always encodes
+	return bytes.TrimSuffix(quoted.Bytes(), []byte("\n"))
 }
 
 // withUniqueIDs gives every call an id that no other call of the

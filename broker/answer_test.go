@@ -70,3 +70,35 @@ func TestAnUnclosedThinkHidesTheRest(t *testing.T) {
 		t.Errorf("CompleteWithTools = %+v, %v; want no text", got, err)
 	}
 }
+
+// TestQwenCoderParametersTakeTheirSchemaTypes: in Qwen3-Coder's call
+// format every parameter is text; one the tool's schema calls a number
+// or a boolean becomes one when the text is one, and a command keeps its
+// characters as written.
+func TestQwenCoderParametersTakeTheirSchemaTypes(t *testing.T) {
+	tool := contracts.ToolDefinition{Name: "run_command", ParamsSchema: map[string]any{"type": "object", "properties": map[string]any{
+		"command": map[string]any{"type": "string"},
+		"timeout": map[string]any{"type": "integer"},
+		"sudo":    map[string]any{"type": "boolean"},
+		"retries": map[string]any{"type": "integer"},
+	}}}
+	const text = "<tool_call>\n<function=run_command>\n<parameter=command>\nls -l > out.txt && echo 1\n</parameter>\n" +
+		"<parameter=timeout>\n30\n</parameter>\n<parameter=sudo>\nfalse\n</parameter>\n<parameter=retries>\nthree\n</parameter>\n</function>\n</tool_call>"
+	_, p, _ := demo(t, "local", demomodel.Step{Text: text})
+	got, err := p.CompleteWithTools(context.Background(), greeting, []contracts.ToolDefinition{tool})
+	want := []contracts.ToolCall{{ID: "call_1", Name: "run_command", Args: `{"command":"ls -l > out.txt && echo 1","timeout":30,"sudo":false,"retries":"three"}`}}
+	if err != nil || got.Text != "" || !reflect.DeepEqual(got.ToolCalls, want) {
+		t.Errorf("CompleteWithTools = %+v, %v; want %+v", got, err, want)
+	}
+	for _, broken := range []string{
+		"<tool_call><function=run_command><parameter=command>a</parameter><parameter=command>b</parameter></function></tool_call>",
+		"<tool_call><function=run_command>pwd</function></tool_call>",
+		"<tool_call><function=run_command><parameter=command>pwd</parameter></function> and more</tool_call>",
+		"<tool_call><function=rm_rf><parameter=path>/</parameter></function></tool_call>",
+	} {
+		_, p, _ := demo(t, "local", demomodel.Step{Text: broken})
+		if got, err := p.CompleteWithTools(context.Background(), greeting, []contracts.ToolDefinition{tool}); err != nil || got.ToolCalls != nil || got.Text != broken {
+			t.Errorf("answer %q: CompleteWithTools = %+v, %v; want the text unchanged", broken, got, err)
+		}
+	}
+}
