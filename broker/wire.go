@@ -26,6 +26,9 @@ import (
 // go-openai decodes; body itself when none needs it, or when it is not a
 // chat completion at all (go-openai then reports what is wrong with it).
 func reshapeAnswer(body []byte) []byte {
+	if !bytes.Contains(body, []byte(`"tool_calls"`)) {
+		return body // most answers: text, nothing to look at
+	}
 	var doc map[string]json.RawMessage
 	if json.Unmarshal(body, &doc) != nil {
 		return body
