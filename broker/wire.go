@@ -132,6 +132,9 @@ func reshapeBody(resp *http.Response, body io.ReadCloser) io.ReadCloser {
 // an error whose numeric code is one ({"error": {"code": 502, …}}); zero
 // for any other answer.
 func errorStatusIn(body []byte) int {
+	if !bytes.Contains(body, []byte(`"error"`)) {
+		return 0
+	}
 	var answer struct {
 		Choices json.RawMessage `json:"choices"`
 		Error   struct {
