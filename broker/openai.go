@@ -239,8 +239,8 @@ func answerSize(m openai.ChatCompletionMessage) int {
 // callError classifies an error of the go-openai client.
 func (p *OpenAI) callError(ctx context.Context, err error) *CallError {
 	e := &CallError{Provider: p.name, Err: err}
-	var message string // the provider's own words, when it sent any
 	var (
+		message    string // the provider's own words, when it sent any
 		requestErr *openai.RequestError
 		apiErr     *openai.APIError
 		urlErr     *url.Error
