@@ -122,10 +122,14 @@ func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
+	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
+	if isChatAnswer(r, resp) {
+		resp.Body = reshapeBody(resp, resp.Body)
+	}
 	if slot, ok := r.Context().Value(retryAfterKey{}).(*time.Duration); ok {
+		// After the reshape, which may have found an error in a 200.
 		*slot = retryAfter(resp, time.Now())
 	}
-	resp.Body = &cappedBody{ReadCloser: resp.Body, left: t.max}
 	return resp, nil
 }
 
@@ -135,20 +139,21 @@ func (t cappedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 type retryAfterKey struct{}
 
 // retryAfter is the wait a 429 or 503 answer's Retry-After asks for, in
-// seconds or as a date; zero when it asks none.
+// seconds or as a date; for a 429 without one, the wait its rate-limit
+// headers imply ([rateLimitReset]); zero when it asks none.
 func retryAfter(resp *http.Response, now time.Time) time.Duration {
 	if resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusServiceUnavailable {
 		return 0
 	}
 	h := strings.TrimSpace(resp.Header.Get("Retry-After"))
-	if h == "" {
-		return 0
-	}
 	if secs, err := strconv.Atoi(h); err == nil && secs > 0 {
 		return time.Duration(secs) * time.Second
 	}
 	if at, err := http.ParseTime(h); err == nil && at.After(now) {
 		return at.Sub(now)
+	}
+	if resp.StatusCode == http.StatusTooManyRequests {
+		return rateLimitReset(resp.Header)
 	}
 	return 0
 }
@@ -204,12 +209,14 @@ func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Mes
 		return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK,
 			Reason: fmt.Sprintf("the answer is %d KiB, more than the %d KiB one turn takes", size>>10, MaxReplyBytes>>10)}
 	}
+	text, calls := normalizeAnswer(answer.Content, fromOpenAIToolCalls(answer.ToolCalls), tools, messages)
 	return contracts.Completion{
 		OK:        true,
-		Text:      answer.Content,
-		ToolCalls: fromOpenAIToolCalls(answer.ToolCalls, countToolCalls(messages)),
+		Text:      text,
+		ToolCalls: calls,
 		Provider:  p.name,
-		// A provider that sends no usage leaves it zero: unknown, not free.
+		// A provider that sends no usage leaves it zero: not counted, not
+		// free (docs/configuration.md says how the owner sees it).
 		Usage: contracts.Usage{PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens},
 	}, nil
 }
@@ -233,6 +240,7 @@ func answerSize(m openai.ChatCompletionMessage) int {
 func (p *OpenAI) callError(ctx context.Context, err error) *CallError {
 	e := &CallError{Provider: p.name, Err: err}
 	var (
+		message    string // the provider's own words, when it sent any
 		requestErr *openai.RequestError
 		apiErr     *openai.APIError
 		urlErr     *url.Error
@@ -244,9 +252,14 @@ func (p *OpenAI) callError(ctx context.Context, err error) *CallError {
 		// The failure is only the caller giving up; the chain stops on it.
 		e.Reason = ctx.Err().Error()
 	case errors.As(err, &requestErr):
-		// An error status whose body is not OpenAI's error JSON (a proxy's
-		// HTML page, say): the status says more than the body.
+		// An error status whose body is not OpenAI's error JSON: another
+		// vendor's error JSON (vLLM's, Mistral's, Gemini's list), whose
+		// message is found, or a proxy's HTML page, whose status says more.
 		e.Status = requestErr.HTTPStatusCode
+		if message = errorBodyMessage(requestErr.Body); message != "" {
+			e.Reason = statusReason(requestErr.HTTPStatusCode, message)
+			break
+		}
 		e.Reason = statusReason(requestErr.HTTPStatusCode, "")
 		if body := oneLine(string(requestErr.Body), 120); body != "" {
 			e.Reason += ": " + body
@@ -254,6 +267,7 @@ func (p *OpenAI) callError(ctx context.Context, err error) *CallError {
 	case errors.As(err, &apiErr):
 		e.Status = apiErr.HTTPStatusCode
 		e.Reason = statusReason(apiErr.HTTPStatusCode, apiErr.Message)
+		message = apiErr.Message
 	case errors.As(err, &urlErr):
 		// http.Client wraps every transport failure so; its Op and URL
 		// only repeat what the provider name already says.
@@ -268,6 +282,18 @@ func (p *OpenAI) callError(ctx context.Context, err error) *CallError {
 	}
 	if e.Status != 0 && e.Status != http.StatusOK {
 		e.Transient = transientStatus(e.Status)
+	}
+	if apiErr != nil && fmt.Sprint(apiErr.Code) == "tool_use_failed" {
+		// Groq refusing a call the model wrote wrongly: the model may
+		// write it right when asked again.
+		e.Transient = true
+	}
+	if e.Status >= 400 {
+		if fix, ok := toolsRefusal(message); ok {
+			e.Reason = fmt.Sprintf("model %q cannot call tools here (%s): %s", p.model, e.Reason, fix)
+			e.Err = fmt.Errorf("%w: %w", ErrToolsUnsupported, err)
+			e.Transient = false
+		}
 	}
 	return e
 }
@@ -352,31 +378,17 @@ func toOpenAITools(tools []contracts.ToolDefinition) []openai.Tool {
 	return out
 }
 
-// fromOpenAIToolCalls converts a model's tool calls. Some local servers
-// send calls without ids; each gets "call_<n>", numbered after the calls
-// already in the conversation (earlier), so the same answer to the same
-// conversation always gets the same ids and no id repeats within it.
-func fromOpenAIToolCalls(calls []openai.ToolCall, earlier int) []contracts.ToolCall {
+// fromOpenAIToolCalls converts a model's tool calls as they came; ids
+// are made whole by [normalizeAnswer].
+func fromOpenAIToolCalls(calls []openai.ToolCall) []contracts.ToolCall {
 	if len(calls) == 0 {
 		return nil
 	}
 	out := make([]contracts.ToolCall, len(calls))
 	for i, call := range calls {
-		id := call.ID
-		if id == "" {
-			id = fmt.Sprintf("call_%d", earlier+i+1)
-		}
-		out[i] = contracts.ToolCall{ID: id, Name: call.Function.Name, Args: argsOrEmptyObject(call.Function.Arguments)}
+		out[i] = contracts.ToolCall{ID: call.ID, Name: call.Function.Name, Args: argsOrEmptyObject(call.Function.Arguments)}
 	}
 	return out
-}
-
-func countToolCalls(messages []contracts.Message) int {
-	n := 0
-	for _, m := range messages {
-		n += len(m.ToolCalls)
-	}
-	return n
 }
 
 // argsOrEmptyObject turns the empty arguments some models send for a

@@ -2,6 +2,7 @@ package broker
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"time"
 
@@ -57,3 +58,8 @@ func (e *CallError) Unwrap() error { return e.Err }
 func transientStatus(status int) bool {
 	return status == http.StatusRequestTimeout || status == http.StatusTooManyRequests || status >= 500
 }
+
+// ErrToolsUnsupported is wrapped by the *CallError of a provider that
+// refuses the request because its model (or its server's configuration)
+// does not call tools.
+var ErrToolsUnsupported = errors.New("the model does not call tools")

@@ -178,18 +178,32 @@ func TokenReport(f TokenFacts) string {
 
 // usageLine is usage in all and per provider, each with its estimate if
 // it has a price: "5000+300 — demo 4000+250 ≈ 0.0011 USD, local 1000+50".
+// A provider that answered without saying what it cost (zero tokens) is
+// "not reported", and the sum then says it is only what was counted.
 func usageLine(usage contracts.UsageByProvider, prices tokens.Prices, currency string) string {
 	if len(usage) == 0 {
 		return "none"
 	}
 	parts := make([]string, len(usage))
+	unreported := false
 	for i, u := range usage {
+		if u.Usage == (contracts.Usage{}) {
+			parts[i], unreported = visible.Line(u.Provider)+" not reported", true
+			continue
+		}
 		parts[i] = visible.Line(u.Provider) + " " + plusTokens(u.Usage)
 		if p, ok := prices[u.Provider]; ok {
 			parts[i] += " ≈ " + Cost(p.Cost(u.Usage), currency)
 		}
 	}
-	return plusTokens(usage.Total()) + " — " + strings.Join(parts, ", ")
+	total := plusTokens(usage.Total())
+	switch {
+	case unreported && usage.Total() == (contracts.Usage{}):
+		total = "none counted"
+	case unreported:
+		total += " counted"
+	}
+	return total + " — " + strings.Join(parts, ", ")
 }
 
 func plusTokens(u contracts.Usage) string {

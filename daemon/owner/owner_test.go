@@ -104,6 +104,11 @@ func TestTokenReport(t *testing.T) {
 				"Daily token cap: 5300 of 5000 used today; at the cap, a message of yours asks you before I think about it."},
 		{"no prices", TokenFacts{Last: nil, LastKnown: true, Today: today[:1], Month: today[:1]},
 			"Tokens (prompt+completion, as the providers counted them): the last turn counted none.\nToday: 1000+50 — local 1000+50.\nThis month: 1000+50 — local 1000+50."},
+		{"a provider that reports no usage", TokenFacts{Last: contracts.UsageByProvider{{Provider: "local"}}, LastKnown: true,
+			Today: append(contracts.UsageByProvider{{Provider: "local"}}, today[1]), Month: month, Prices: prices, Currency: "USD"},
+			"Tokens (prompt+completion, as the providers counted them): the last turn none counted — local not reported.\n" +
+				"Today: 4000+250 counted — local not reported, openrouter 4000+250 ≈ 0.0008 USD.\n" +
+				"This month: 2000000+100000 — openrouter 2000000+100000 ≈ 0.36 USD."},
 		{"unknown", TokenFacts{Err: errors.New("disk I/O error")},
 			"Tokens (prompt+completion, as the providers counted them): no turn has ended yet.\nToday and this month: unknown (disk I/O error)."},
 	} {

@@ -27,8 +27,6 @@ const MaxThoughtRunes = 120
 const emptyPayload = "…"
 
 const (
-	thinkOpen      = "<think>"
-	thinkClose     = "</think>"
 	thoughtPrefix  = "THOUGHT:"
 	facePrefix     = "FACE:"
 	opsInfo        = "ops"
@@ -47,7 +45,7 @@ const (
 // malformed proposal is seen rather than silently lost. Lines inside any
 // fenced block are never taken as THOUGHT: or FACE: lines.
 func ParseReply(raw string, faces FaceSet) contracts.Result {
-	text := stripThinking(strings.ReplaceAll(raw, "\r\n", "\n"))
+	text := contracts.WithoutThinking(strings.ReplaceAll(raw, "\r\n", "\n"))
 	p := replyParser{lines: strings.Split(text, "\n")}
 	p.scan()
 
@@ -71,59 +69,6 @@ func ParseReply(raw string, faces FaceSet) contracts.Result {
 		Face:    name,
 		Notes:   p.notes,
 	}
-}
-
-// stripThinking removes every <think>…</think> block, everything from an
-// unclosed <think> to the end, and everything up to a </think> that has no
-// opening tag (some models leave the opening tag out). It searches again
-// after each cut because the text either side of a cut can join into a new
-// tag; the result contains neither tag.
-func stripThinking(s string) string {
-	for {
-		open := indexASCIIFold(s, thinkOpen)
-		closing := indexASCIIFold(s, thinkClose)
-		switch {
-		case closing >= 0 && (open < 0 || closing < open):
-			s = s[closing+len(thinkClose):]
-		case open < 0:
-			return s
-		case closing < 0:
-			return s[:open]
-		default:
-			s = s[:open] + s[closing+len(thinkClose):]
-		}
-	}
-}
-
-// indexASCIIFold is strings.Index ignoring ASCII case. Unicode folding is
-// avoided on purpose: it would match look-alikes such as the Kelvin sign
-// for "k", whose byte length differs from the tag's.
-func indexASCIIFold(s, tag string) int {
-	for i := 0; i+len(tag) <= len(s); i++ {
-		if hasPrefixASCIIFold(s[i:], tag) {
-			return i
-		}
-	}
-	return -1
-}
-
-func hasPrefixASCIIFold(s, prefix string) bool {
-	if len(s) < len(prefix) {
-		return false
-	}
-	for i := 0; i < len(prefix); i++ {
-		if lowerASCII(s[i]) != lowerASCII(prefix[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func lowerASCII(b byte) byte {
-	if 'A' <= b && b <= 'Z' {
-		return b + ('a' - 'A')
-	}
-	return b
 }
 
 // payloadLine is a line that stays in the payload. Verbatim lines belong
@@ -229,7 +174,7 @@ func isOpsInfo(info string) bool {
 // case, leading blanks allowed) and returns its trimmed value.
 func controlValue(line, prefix string) (string, bool) {
 	trimmed := strings.TrimLeftFunc(line, unicode.IsSpace)
-	if !hasPrefixASCIIFold(trimmed, prefix) {
+	if !contracts.HasPrefixFoldASCII(trimmed, prefix) {
 		return "", false
 	}
 	return strings.TrimSpace(trimmed[len(prefix):]), true

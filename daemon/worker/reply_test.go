@@ -358,14 +358,14 @@ func FuzzParseReply(f *testing.F) {
 		if !got.OK || got.Payload == "" {
 			t.Fatalf("ParseReply(%q) = OK %v, payload %q; want OK and a payload", raw, got.OK, got.Payload)
 		}
-		for _, tag := range []string{thinkOpen, thinkClose} {
-			if indexASCIIFold(got.Payload, tag) >= 0 || indexASCIIFold(got.Thought, tag) >= 0 {
+		for _, tag := range []string{contracts.ThinkOpen, contracts.ThinkClose} {
+			if contracts.IndexFoldASCII(got.Payload, tag) >= 0 || contracts.IndexFoldASCII(got.Thought, tag) >= 0 {
 				t.Fatalf("ParseReply(%q) leaks %s: payload %q, thought %q", raw, tag, got.Payload, got.Thought)
 			}
 		}
-		if closed := strings.Index(raw, thinkClose); closed >= 0 && strings.Contains(raw[:closed], thinkOpen) {
-			if strings.Contains(got.Payload, thinkOpen) {
-				t.Fatalf("ParseReply(%q).Payload = %q, contains %s", raw, got.Payload, thinkOpen)
+		if closed := strings.Index(raw, contracts.ThinkClose); closed >= 0 && strings.Contains(raw[:closed], contracts.ThinkOpen) {
+			if strings.Contains(got.Payload, contracts.ThinkOpen) {
+				t.Fatalf("ParseReply(%q).Payload = %q, contains %s", raw, got.Payload, contracts.ThinkOpen)
 			}
 		}
 		if n := utf8.RuneCountInString(got.Thought); n > MaxThoughtRunes || strings.Contains(got.Thought, "\n") {
