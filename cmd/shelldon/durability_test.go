@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/owner"
@@ -347,12 +345,7 @@ func readState[T any](p *pet, read func(context.Context, *state.Store) (T, error
 // the run fit; it counts the writes that failed, whenever one did (a
 // request not kept); and once space is back, all is as before.
 func TestAFullDiskLosesNothingSilently(t *testing.T) {
-	testhost.Root(t)
-	dir := testhost.ShortDir(t)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0750"); err != nil {
-		t.Fatalf("mount a small tmpfs for the state: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	dir := testhost.SmallDisk(t, 16<<20, 0o750)
 	model := demomodel.New(demomodel.Step{Text: "all fine"}, writeCall("w1", "notes.txt", "milk"))
 	p := newPet(t, model, func(c *config.Config) {
 		c.StateDir, c.Socket = dir, filepath.Join(dir, "bus.sock")
@@ -364,7 +357,7 @@ func TestAFullDiskLosesNothingSilently(t *testing.T) {
 	p.waitTurns(1)
 
 	filler := filepath.Join(dir, "filler")
-	fill(t, filler)
+	testhost.FillDisk(t, filler)
 	p.say("write milk into notes.txt")
 	told := false // that the disk is full
 	r := p.reply(15 * time.Second)
@@ -408,25 +401,6 @@ func TestAFullDiskLosesNothingSilently(t *testing.T) {
 	p.say("better now?")
 	if r := p.reply(15 * time.Second); r.Degraded || r.Text == "" {
 		t.Errorf("with space back the pet answered %+v", r)
-	}
-}
-
-// fill writes to path until its file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	block := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(block); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling the disk: %v", err)
-			}
-			return
-		}
 	}
 }
 
@@ -840,12 +814,7 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 // ("could not queue a message; it is lost"), nothing was answered while
 // the disk was full, and the message waited for the next start.
 func TestAFullDiskOverTelegramIsToldAndCaughtUp(t *testing.T) {
-	testhost.Root(t)
-	dir := testhost.ShortDir(t)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=8m,mode=0750"); err != nil {
-		t.Fatalf("mount a small tmpfs for the state: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	dir := testhost.SmallDisk(t, 8<<20, 0o750)
 	model := demomodel.New(
 		demomodel.Step{Text: "before the disk filled"},
 		// A long answer (200 KiB), more than the room SQLite's log has.
@@ -865,11 +834,14 @@ func TestAFullDiskOverTelegramIsToldAndCaughtUp(t *testing.T) {
 	api.SendText(ownerID, "think slowly")
 	p.waitRequests(2)
 	filler := filepath.Join(dir, "filler")
-	fill(t, filler)
+	testhost.FillDisk(t, filler)
 	api.WaitMessage(t, ownerID, textHas("answered as the disk filled"))
 	told := api.WaitMessage(t, ownerID, textHas("disk is full"))
 	t.Logf("the owner was told: %q", told.Text)
 
+	layout := statedir.Layout{Root: dir}
+	waitCheckpointed(t, layout, 2)
+	freeBefore, _ := layout.Free()
 	seen := len(api.Calls("setMessageReaction"))
 	api.SendText(ownerID, "/status")
 	api.WaitMessage(t, ownerID, textHas("Up "))
@@ -879,6 +851,11 @@ func TestAFullDiskOverTelegramIsToldAndCaughtUp(t *testing.T) {
 		t.Error("no 👀 for a message on a full disk")
 	}
 
+	waitCheckpointed(t, layout, 3)
+	if free, err := layout.Free(); err == nil {
+		t.Logf("on the full disk, the turns used %d KiB of the %d KiB reserve, /status and a short turn %d KiB of it",
+			(state.ReserveBytes-free)>>10, state.ReserveBytes>>10, (freeBefore-free)>>10)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
@@ -890,7 +867,6 @@ func TestAFullDiskOverTelegramIsToldAndCaughtUp(t *testing.T) {
 			t.Errorf("sent more than once: %q", owner.Shorten(m.Text, 60))
 		}
 	}
-	layout := statedir.Layout{Root: dir}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if info, err := os.Stat(layout.Reserve()); err == nil && info.Size() == state.ReserveBytes {

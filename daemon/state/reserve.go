@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -14,19 +15,32 @@ import (
 // ReserveBytes is the room the store keeps in reserve on the state's disk:
 // a file of this size (statedir.Layout.Reserve), taken when there is room
 // and let go of the first time a write finds the disk full, so that the
-// pet goes on answering from it while the owner frees space. 2 MiB is
-// what a few dozen turns on a full disk write: a short turn adds 30–60 KiB
-// to state.db and its log (a few pages of each table and index it
-// touches, the log's frames until the checkpoint after the turn), and a
-// reply of 200 KiB, kept three times over (history, the kept reply, the
-// outbox), about 800 KiB. It costs 2 MiB of the card, a thirtieth of
-// what statedir.LowFree warns at.
+// pet goes on answering from it while the owner frees space. While the
+// disk is full the log is checkpointed often (fullDiskCheckpointPages),
+// so that what the pet writes reuses the room the log and the database
+// free: a reply of 200 KiB (kept as history, as the reply, and in 50
+// pieces in the outbox) took 448 KiB of the reserve, and /status and a
+// short turn after it nothing more (TestAFullDiskOverTelegramIsToldAndCaughtUp).
+// 2 MiB is four such replies, and leaves room for SQLite's log to grow
+// by its checkpoint interval when the reserve is let go of; it costs 2
+// MiB of the card, a thirty-second of what statedir.LowFree warns at.
 const ReserveBytes = 2 << 20
 
 // reserveMargin is the room past the reserve the disk must have free for
 // the store to take its reserve again: taking it must not fill the disk
 // it was let go of for.
 const reserveMargin = ReserveBytes
+
+// While the disk is full, SQLite's log is moved into the database every
+// fullDiskCheckpointPages pages written, rather than every
+// defaultCheckpointPages (SQLite's default), so that it is written over
+// from its start again before it grows into the reserve: between the
+// checkpoints after turns, the outbox's sent pieces alone write some
+// 12 KiB of log each.
+const (
+	fullDiskCheckpointPages = 64
+	defaultCheckpointPages  = 1000
+)
 
 // sqliteFull is SQLite's primary result code for a write that found the
 // disk full (SQLITE_FULL, https://sqlite.org/rescode.html).
@@ -70,6 +84,9 @@ func (s *Store) roomFor(err error) bool {
 	}
 	full := *s.diskFull
 	s.reserveMu.Unlock()
+	if released {
+		s.checkpointEvery(fullDiskCheckpointPages)
+	}
 	if tell {
 		// After the reserve is let go of, so that it is kept; past it
 		// (the notice's own write failing) it is held in memory.
@@ -120,8 +137,18 @@ func (s *Store) keepReserve() error {
 		os.Remove(path)
 		return fmt.Errorf("keep a reserve on the state's disk: %w", err)
 	}
+	if s.diskFull != nil {
+		s.checkpointEvery(defaultCheckpointPages)
+	}
 	s.reserveHeld, s.diskFull = true, nil
 	return nil
+}
+
+// checkpointEvery has SQLite move its log into the database every pages
+// pages written. The store's one connection keeps it; a connection
+// opened afresh has SQLite's default, which only costs room.
+func (s *Store) checkpointEvery(pages int) {
+	s.db.ExecContext(context.Background(), "PRAGMA wal_autocheckpoint = "+strconv.Itoa(pages))
 }
 
 // preallocate makes the file at path size bytes long, its blocks taken on

@@ -117,7 +117,9 @@ func (t *Transport) enqueue(ctx context.Context, kind string, item outItem) {
 	t.held.mu.Lock()
 	defer t.held.mu.Unlock()
 	t.held.items = append(t.held.items, queued{kind, item})
-	t.queueHeldLocked(ctx)
+	if t.queueHeldLocked(ctx) > 0 {
+		poke(t.outWake) // so that the send loop tries them again
+	}
 }
 
 // queueHeld queues the items held, and returns how many are left.
