@@ -866,6 +866,9 @@ func TestAFullDiskOverTelegramIsToldAndCaughtUp(t *testing.T) {
 		if sent[m.Text]++; sent[m.Text] == 2 {
 			t.Errorf("sent more than once: %q", owner.Shorten(m.Text, 60))
 		}
+		if strings.Contains(m.Text, "I was restarted") {
+			t.Errorf("a pet that was never restarted said so: %q", owner.Shorten(m.Text, 80))
+		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
