@@ -111,10 +111,21 @@ func (s *Store) DiskFull() *DiskFull {
 // disk has room for it and reserveMargin besides. A disk short of that
 // room is no error: the reserve is taken at a later checkpoint.
 func (s *Store) keepReserve() error {
+	wasFull, err := s.takeReserve()
+	if wasFull {
+		// Outside the lock: a write that finds the disk full takes it.
+		s.checkpointEvery(defaultCheckpointPages)
+	}
+	return err
+}
+
+// takeReserve is keepReserve's taking, under the reserve's lock; it says
+// whether it took the reserve back after the disk was found full.
+func (s *Store) takeReserve() (wasFull bool, err error) {
 	s.reserveMu.Lock()
 	defer s.reserveMu.Unlock()
 	if s.reserveHeld {
-		return nil
+		return false, nil
 	}
 	path := s.layout.Reserve()
 	held := int64(0)
@@ -123,25 +134,23 @@ func (s *Store) keepReserve() error {
 	}
 	free, err := s.layout.Free()
 	if err != nil {
-		return fmt.Errorf("keep a reserve on the state's disk: %w", err)
+		return false, fmt.Errorf("keep a reserve on the state's disk: %w", err)
 	}
 	if free+held < ReserveBytes+reserveMargin {
-		return nil
+		return false, nil
 	}
 	err = preallocate(path, ReserveBytes)
 	if isDiskFull(err) {
 		os.Remove(path)
-		return nil
+		return false, nil
 	}
 	if err != nil {
 		os.Remove(path)
-		return fmt.Errorf("keep a reserve on the state's disk: %w", err)
+		return false, fmt.Errorf("keep a reserve on the state's disk: %w", err)
 	}
-	if s.diskFull != nil {
-		s.checkpointEvery(defaultCheckpointPages)
-	}
+	wasFull = s.diskFull != nil
 	s.reserveHeld, s.diskFull = true, nil
-	return nil
+	return wasFull, nil
 }
 
 // checkpointEvery has SQLite move its log into the database every pages
