@@ -72,7 +72,10 @@ func (s *Store) Owed(ctx context.Context) ([]Notice, error) {
 	return append(out, s.unkept...), nil
 }
 
-// Told forgets notice n, which a transport took.
+// Told forgets notice n, which a transport took, and checkpoints: a
+// forgetting that lived only in SQLite's log would come back with the
+// notice should that log be lost (a rollback after a kill), and the
+// owner be told twice.
 func (s *Store) Told(ctx context.Context, n Notice) error {
 	if err := s.writable("forget a notice"); err != nil {
 		return err
@@ -84,6 +87,9 @@ func (s *Store) Told(ctx context.Context, n Notice) error {
 		return nil
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM notices WHERE id = ?`, n.ID); err != nil {
+		return fmt.Errorf("forget notice %d: %w", n.ID, err)
+	}
+	if err := s.checkpoint(ctx); err != nil {
 		return fmt.Errorf("forget notice %d: %w", n.ID, err)
 	}
 	return nil
