@@ -96,6 +96,7 @@ func (c *Core) statusFacts(ctx context.Context) owner.Status {
 	s.Tokens = c.tokenFacts(ctx, s.Turns)
 	s.Writes = c.writes.report()
 	s.Free, s.FreeErr = c.layout.Free()
+	s.DiskFull = c.store.DiskFull()
 	return s
 }
 

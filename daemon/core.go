@@ -261,6 +261,8 @@ func (c *Core) loop(ctx context.Context, stop <-chan struct{}, more func() bool)
 			c.brain.felt(ctx, ev)
 		case reply := <-c.probes:
 			close(reply)
+		case <-c.store.Owing():
+			c.say.tellOwed(ctx, c.store)
 		}
 	}
 }

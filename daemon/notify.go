@@ -11,6 +11,7 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
 )
@@ -80,7 +81,7 @@ func (m *messenger) send(to turns.Origin, out contracts.Outbound) error {
 }
 
 // tellOwed tells every transport what the store keeps for the owner
-// (a damaged database restored, a rollback), and has the store forget
+// (a damaged database restored, a rollback, the disk full), and has the store forget
 // each once a transport took it; what none took waits for the next
 // transport to join, or the next start.
 func (m *messenger) tellOwed(ctx context.Context, store *state.Store) {
@@ -107,6 +108,8 @@ func noticeText(n state.Notice) string {
 		return damageNote(n.Damage)
 	case n.Rollback != nil:
 		return rollbackNote(n.Rollback)
+	case n.DiskFull != nil:
+		return owner.DiskFullNote(*n.DiskFull) + " " + owner.FreeSomeSpace + " What I could not write or send, I try again once there is room."
 	}
 	return "I found something wrong with my state database when I started; `shelldon doctor` says more."
 }

@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/owner"
@@ -340,18 +338,14 @@ func readState[T any](p *pet, read func(context.Context, *state.Store) (T, error
 // small tmpfs) under a running pet. The pet goes on answering, but what
 // it cannot write it does not pretend: a request it cannot keep is not
 // asked — the reply says so, and no buttons come — where once it asked
-// "Shall I?" for a request that was never parked (one SQLite could still
-// write, into the room of its log that the last checkpoint freed, is
-// asked); /status counts the
-// failed writes and warns of the disk; and once space is back, all is
-// as before.
+// "Shall I?" for a request that was never parked; one it kept (into the
+// reserve it let go of, or the room of its log that the last checkpoint
+// freed) is asked. /status warns of the disk: full, once a write found
+// it so (and the owner was told), or short of room, when every write of
+// the run fit; it counts the writes that failed, whenever one did (a
+// request not kept); and once space is back, all is as before.
 func TestAFullDiskLosesNothingSilently(t *testing.T) {
-	testhost.Root(t)
-	dir := testhost.ShortDir(t)
-	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "size=16m,mode=0750"); err != nil {
-		t.Fatalf("mount a small tmpfs for the state: %v", err)
-	}
-	t.Cleanup(func() { unix.Unmount(dir, unix.MNT_DETACH) })
+	dir := testhost.SmallDisk(t, 16<<20, 0o750)
 	model := demomodel.New(demomodel.Step{Text: "all fine"}, writeCall("w1", "notes.txt", "milk"))
 	p := newPet(t, model, func(c *config.Config) {
 		c.StateDir, c.Socket = dir, filepath.Join(dir, "bus.sock")
@@ -363,28 +357,42 @@ func TestAFullDiskLosesNothingSilently(t *testing.T) {
 	p.waitTurns(1)
 
 	filler := filepath.Join(dir, "filler")
-	fill(t, filler)
+	testhost.FillDisk(t, filler)
 	p.say("write milk into notes.txt")
+	told := false // that the disk is full
 	r := p.reply(15 * time.Second)
+	for ; strings.Contains(r.Text, "disk is full"); r = p.reply(15 * time.Second) {
+		told = true
+	}
+	failed := false // a write that the owner sees failed
 	select {
 	case req := <-p.approvals:
-		// SQLite wrote it into its log, whose room the checkpoint after
-		// the last turn freed: asked, because kept.
+		// Kept, into the reserve or the room of SQLite's log: asked.
 		if w := p.waiting(); len(w) != 1 || w[0].Turn != req.Turn || !strings.Contains(r.Text, "Shall I?") {
 			t.Errorf("on a full disk the owner was asked %+v (the reply %q) for a request that is not kept (%+v)", req, r.Text, w)
 		}
 	case <-time.After(time.Second):
+		failed = true
 		if strings.Contains(r.Text, "Shall I?") || !strings.Contains(r.Text, "could not keep the request") {
 			t.Errorf("on a full disk the pet answered %q, want it to say it could not keep the request, and not ask", r.Text)
 		}
 	}
 	p.waitTurns(2) // its end is written, or counted as failed
 	p.say("/status")
-	status := p.replyWith("Up ", 10*time.Second)
-	for _, want := range []string{"write(s) to my state failed", "free on my state's disk"} {
-		if !strings.Contains(status.Text, want) {
-			t.Errorf("/status on a full disk does not say %q:\n%s", want, status.Text)
-		}
+	status := p.reply(10 * time.Second)
+	for ; !strings.HasPrefix(status.Text, "Up "); status = p.reply(10 * time.Second) {
+		told = told || strings.Contains(status.Text, "disk is full")
+	}
+	full := strings.Contains(status.Text, "disk is full")
+	t.Logf("a write found the disk full: %v; the request was kept: %v", full, !failed)
+	switch {
+	case full && !told:
+		p.replyWith("disk is full", 10*time.Second)
+	case !full && !strings.Contains(status.Text, "free on my state's disk"):
+		t.Errorf("/status on a full disk does not warn of the disk:\n%s", status.Text)
+	}
+	if failed && !strings.Contains(status.Text, "write(s) to my state failed") {
+		t.Errorf("/status after a write failed does not say so:\n%s", status.Text)
 	}
 
 	if err := os.Remove(filler); err != nil {
@@ -393,25 +401,6 @@ func TestAFullDiskLosesNothingSilently(t *testing.T) {
 	p.say("better now?")
 	if r := p.reply(15 * time.Second); r.Degraded || r.Text == "" {
 		t.Errorf("with space back the pet answered %+v", r)
-	}
-}
-
-// fill writes to path until its file system is full.
-func fill(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	block := make([]byte, 64<<10)
-	for {
-		if _, err := f.Write(block); err != nil {
-			if !errors.Is(err, syscall.ENOSPC) {
-				t.Fatalf("filling the disk: %v", err)
-			}
-			return
-		}
 	}
 }
 
@@ -814,4 +803,91 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 	if len(unexplained) > 0 {
 		t.Errorf("pieces sent twice with no kill cutting the first call: %q", unexplained)
 	}
+}
+
+// TestAFullDiskOverTelegramIsToldAndCaughtUp fills the state directory's
+// disk (an 8 MiB tmpfs) while a Telegram turn thinks. The turn's reply
+// still comes, the owner is told that the disk is full, and the pet goes
+// on answering while it is — 👀, a reply, /status — from the room it
+// kept in reserve; once space is back it keeps a reserve again, and all
+// is as before, without a restart. Once the in-flight reply was dropped
+// ("could not queue a message; it is lost"), nothing was answered while
+// the disk was full, and the message waited for the next start.
+func TestAFullDiskOverTelegramIsToldAndCaughtUp(t *testing.T) {
+	dir := testhost.SmallDisk(t, 8<<20, 0o750)
+	model := demomodel.New(
+		demomodel.Step{Text: "before the disk filled"},
+		// A long answer (200 KiB), more than the room SQLite's log has.
+		demomodel.Step{Text: numberedLines("line %d of a long answer", 200<<10) + "answered as the disk filled", Delay: 2 * time.Second},
+		demomodel.Step{Text: "answered on a full disk"},
+		demomodel.Step{Text: "answered with space back"},
+	)
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api), func(c *config.Config) {
+		c.StateDir, c.Socket = dir, filepath.Join(dir, "bus.sock")
+		c.Telegram.React = true
+	})
+	api.SendText(ownerID, "hello")
+	api.WaitMessage(t, ownerID, textHas("before the disk filled"))
+	p.waitTurns(1)
+
+	api.SendText(ownerID, "think slowly")
+	p.waitRequests(2)
+	filler := filepath.Join(dir, "filler")
+	testhost.FillDisk(t, filler)
+	api.WaitMessage(t, ownerID, textHas("answered as the disk filled"))
+	told := api.WaitMessage(t, ownerID, textHas("disk is full"))
+	t.Logf("the owner was told: %q", told.Text)
+
+	layout := statedir.Layout{Root: dir}
+	waitCheckpointed(t, layout, 2)
+	freeBefore, _ := layout.Free()
+	seen := len(api.Calls("setMessageReaction"))
+	api.SendText(ownerID, "/status")
+	api.WaitMessage(t, ownerID, textHas("Up "))
+	api.SendText(ownerID, "and now?")
+	api.WaitMessage(t, ownerID, textHas("answered on a full disk"))
+	if n := len(api.Calls("setMessageReaction")); n <= seen {
+		t.Error("no 👀 for a message on a full disk")
+	}
+
+	waitCheckpointed(t, layout, 3)
+	if free, err := layout.Free(); err == nil {
+		t.Logf("on the full disk, the turns used %d KiB of the %d KiB reserve, /status and a short turn %d KiB of it",
+			(state.ReserveBytes-free)>>10, state.ReserveBytes>>10, (freeBefore-free)>>10)
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	api.SendText(ownerID, "better?")
+	api.WaitMessage(t, ownerID, textHas("answered with space back"))
+	sent := map[string]int{}
+	for _, m := range api.Messages(ownerID) {
+		if sent[m.Text]++; sent[m.Text] == 2 {
+			t.Errorf("sent more than once: %q", owner.Shorten(m.Text, 60))
+		}
+		if strings.Contains(m.Text, "I was restarted") {
+			t.Errorf("a pet that was never restarted said so: %q", owner.Shorten(m.Text, 80))
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if info, err := os.Stat(layout.Reserve()); err == nil && info.Size() == state.ReserveBytes {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no reserve was kept again once space was back")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// numberedLines is about size bytes of lines, each format with its
+// number, so that no two pieces of a long reply are alike.
+func numberedLines(format string, size int) string {
+	var b strings.Builder
+	for i := 0; b.Len() < size; i++ {
+		fmt.Fprintf(&b, format+"\n", i)
+	}
+	return b.String()
 }

@@ -63,6 +63,20 @@ type Status struct {
 	Writes  WriteFailures
 	Free    int64
 	FreeErr error
+	// DiskFull is how a write found the disk full since the store last
+	// held its reserve, or nil.
+	DiskFull *state.DiskFull
+}
+
+// FreeSomeSpace says what the owner can do about a full disk.
+const FreeSomeSpace = "Free some space (old journals: journalctl --vacuum-size=50M)."
+
+// DiskFullNote says, plainly, what a full state disk means for the pet.
+func DiskFullNote(f state.DiskFull) string {
+	if f.Reserve == 0 {
+		return fmt.Sprintf("My disk is full since %s, and I had no room kept in reserve: what I write fails until there is space again.", f.At.Local().Format("15:04"))
+	}
+	return fmt.Sprintf("My disk is full since %s: I go on answering from the %s I kept in reserve, while it lasts.", f.At.Local().Format("15:04"), MiB(f.Reserve))
 }
 
 // WriteFailures count core's writes to its state that failed: how many,
@@ -94,8 +108,11 @@ func StatusReport(s Status) string {
 		fmt.Fprintf(&b, "⚠ %d write(s) to my state failed since %s, the last at %s (%s: %s): what they were to keep (turns, history, mood, memories) is missing.\n",
 			w.Count, w.First.Local().Format("Jan 2 15:04"), w.Last.Local().Format("15:04"), w.LastWhat, visible.Line(Shorten(w.LastErr, 120)))
 	}
-	if s.FreeErr == nil && s.Free < statedir.LowFree {
-		fmt.Fprintf(&b, "⚠ Only %s free on my state's disk: writes will start to fail. Free some space (old journals: journalctl --vacuum-size=50M).\n", MiB(s.Free))
+	switch {
+	case s.DiskFull != nil:
+		fmt.Fprintf(&b, "⚠ %s %s\n", DiskFullNote(*s.DiskFull), FreeSomeSpace)
+	case s.FreeErr == nil && s.Free < statedir.LowFree:
+		fmt.Fprintf(&b, "⚠ Only %s free on my state's disk: writes will start to fail. %s\n", MiB(s.Free), FreeSomeSpace)
 	}
 	fmt.Fprintf(&b, "Mood: %s (%s, since %s).\n", s.Mood, s.MoodWhy, s.MoodSince.Local().Format("15:04"))
 	b.WriteString(s.Memory + "\n")

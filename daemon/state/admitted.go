@@ -42,9 +42,11 @@ func (s *Store) Admit(ctx context.Context, m Admitted) (id int64, again bool, er
 			return 0, false, fmt.Errorf("admit a message: %w", err)
 		}
 	}
-	err = s.db.QueryRowContext(ctx,
-		`INSERT INTO admitted (transport, chat, ref, text, at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
-		m.Transport, m.Chat, m.Ref, m.Text, m.At.UnixMilli()).Scan(&id)
+	err = s.db.retried(func() error {
+		return s.db.QueryRowContext(ctx,
+			`INSERT INTO admitted (transport, chat, ref, text, at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+			m.Transport, m.Chat, m.Ref, m.Text, m.At.UnixMilli()).Scan(&id)
+	})
 	if err != nil {
 		return 0, false, fmt.Errorf("admit a message: %w", err)
 	}

@@ -235,8 +235,11 @@ func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time) (P
 	}
 	// SQLite deletes every matched row on the statement's first step, so
 	// the row is gone whether or not it reads back cleanly.
-	row := s.db.QueryRowContext(ctx, `DELETE FROM pending_approvals WHERE turn = ? RETURNING `+approvalColumns, turn)
-	a, err := scanApproval(row)
+	var a PendingApproval
+	err := s.db.retried(func() (err error) {
+		a, err = scanApproval(s.db.QueryRowContext(ctx, `DELETE FROM pending_approvals WHERE turn = ? RETURNING `+approvalColumns, turn))
+		return err
+	})
 	if err != nil {
 		return a, approvalError("take approval", turn, err)
 	}

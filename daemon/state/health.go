@@ -21,10 +21,12 @@ func (s *Store) Strike(ctx context.Context, name, why string, now time.Time) (in
 		return 0, err
 	}
 	var strikes int
-	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO tool_health (name, strikes, last_error, updated_at) VALUES (?, 1, ?, ?)
-		 ON CONFLICT (name) DO UPDATE SET strikes = strikes + 1, last_error = excluded.last_error, updated_at = excluded.updated_at
-		 RETURNING strikes`, name, clip(why, MaxErrorRunes), now.UnixMilli()).Scan(&strikes)
+	err := s.db.retried(func() error {
+		return s.db.QueryRowContext(ctx,
+			`INSERT INTO tool_health (name, strikes, last_error, updated_at) VALUES (?, 1, ?, ?)
+			 ON CONFLICT (name) DO UPDATE SET strikes = strikes + 1, last_error = excluded.last_error, updated_at = excluded.updated_at
+			 RETURNING strikes`, name, clip(why, MaxErrorRunes), now.UnixMilli()).Scan(&strikes)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("strike tool %s: %w", name, err)
 	}

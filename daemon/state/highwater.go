@@ -254,12 +254,13 @@ func (s *Store) RolledBack() *Rollback { return s.rolledBack }
 // Checkpoint moves what the write-ahead log holds into the database file
 // as far as no reader is in the way (SQLite's PASSIVE checkpoint, which
 // first flushes the log to disk), and raises the high-water mark to what
-// the database holds now. Core calls it after every turn.
+// the database holds now; then it takes its reserve on the disk again,
+// when it let go of it and there is room. Core calls it after every turn.
 func (s *Store) Checkpoint(ctx context.Context, now time.Time) error {
 	if err := s.writable("checkpoint"); err != nil {
 		return err
 	}
-	return s.mark(ctx, true, now)
+	return errors.Join(s.mark(ctx, true, now), s.keepReserve())
 }
 
 // mark raises the database's sequence number, checkpoints, and writes
@@ -288,7 +289,7 @@ func (s *Store) mark(ctx context.Context, open bool, now time.Time) error {
 	if err != nil {
 		return fmt.Errorf("write the high-water mark: %w", err)
 	}
-	if err := atomicfile.WriteFile(s.layout.HighWater(), data, dbMode); err != nil {
+	if err := s.db.retried(func() error { return atomicfile.WriteFile(s.layout.HighWater(), data, dbMode) }); err != nil {
 		return fmt.Errorf("write the high-water mark: %w", err)
 	}
 	return nil
@@ -308,7 +309,9 @@ const (
 func (s *Store) checkpoint(ctx context.Context) error {
 	for try := 0; ; try++ {
 		var busy, frames, moved int
-		if err := s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &moved); err != nil {
+		if err := s.db.retried(func() error {
+			return s.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &moved)
+		}); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 		if moved >= frames || try == checkpointRetries {

@@ -79,7 +79,7 @@ func (s *Store) Keep(ctx context.Context, turn string, m Memory, at time.Time) e
 	if len(files) == 0 {
 		return nil
 	}
-	if err := atomicfile.WriteFiles(files, fileMode); err != nil {
+	if err := s.db.retried(func() error { return atomicfile.WriteFiles(files, fileMode) }); err != nil {
 		if len(m.Learnings) > 0 {
 			return fmt.Errorf("keep memory of turn %q: its learnings are kept, its files are not: %w", turn, err)
 		}
@@ -236,7 +236,7 @@ func (s *Store) AddFaces(added ...contracts.AddFace) error {
 	if changed {
 		data, err := reg.MarshalAdded()
 		if err == nil {
-			err = atomicfile.WriteFile(s.layout.Faces(), data, fileMode)
+			err = s.db.retried(func() error { return atomicfile.WriteFile(s.layout.Faces(), data, fileMode) })
 		}
 		if err == nil {
 			err = s.grantWorkerFiles()

@@ -8,15 +8,17 @@ import (
 	"time"
 )
 
-// Notice is something Open found that core must tell the owner: kept in
-// the database until a transport took it ([Store.Told]), so that a core
-// stopped before it could tell leaves it to the next.
+// Notice is something the store found that core must tell the owner
+// (Open, a damaged database or a rollback; a write, the disk full): kept
+// in the database until a transport took it ([Store.Told]), so that a
+// core stopped before it could tell leaves it to the next.
 type Notice struct {
 	// ID is the notice's row; negative for one that could not be kept
 	// (a full disk), which lives only as long as this store.
 	ID       int64     `json:"-"`
 	Damage   *Damage   `json:"damage,omitempty"`
 	Rollback *Rollback `json:"rollback,omitempty"`
+	DiskFull *DiskFull `json:"disk_full,omitempty"`
 }
 
 // owe keeps n for the owner; one that cannot be kept is held in memory,
@@ -32,7 +34,16 @@ func (s *Store) owe(ctx context.Context, n Notice, now time.Time) {
 		n.ID = -int64(len(s.unkept) + 1)
 		s.unkept = append(s.unkept, n)
 	}
+	select {
+	case s.owing <- struct{}{}:
+	default: // core is woken already
+	}
 }
+
+// Owing wakes core when the store owes the owner a notice it found while
+// core runs (the disk full); what Open found waits for a transport to
+// join.
+func (s *Store) Owing() <-chan struct{} { return s.owing }
 
 // Owed returns the notices not yet told, oldest first.
 func (s *Store) Owed(ctx context.Context) ([]Notice, error) {
@@ -61,7 +72,10 @@ func (s *Store) Owed(ctx context.Context) ([]Notice, error) {
 	return append(out, s.unkept...), nil
 }
 
-// Told forgets notice n, which a transport took.
+// Told forgets notice n, which a transport took, and checkpoints: a
+// forgetting that lived only in SQLite's log would come back with the
+// notice should that log be lost (a rollback after a kill), and the
+// owner be told twice.
 func (s *Store) Told(ctx context.Context, n Notice) error {
 	if err := s.writable("forget a notice"); err != nil {
 		return err
@@ -73,6 +87,9 @@ func (s *Store) Told(ctx context.Context, n Notice) error {
 		return nil
 	}
 	if _, err := s.db.ExecContext(ctx, `DELETE FROM notices WHERE id = ?`, n.ID); err != nil {
+		return fmt.Errorf("forget notice %d: %w", n.ID, err)
+	}
+	if err := s.checkpoint(ctx); err != nil {
 		return fmt.Errorf("forget notice %d: %w", n.ID, err)
 	}
 	return nil

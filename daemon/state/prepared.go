@@ -21,6 +21,10 @@ type preparedDB struct {
 	*sql.DB
 	mu    sync.Mutex
 	stmts map[string]*sql.Stmt
+	// room is told of a write's error, and says whether the write is
+	// worth trying again ([Store.roomFor]: the disk was full, and the
+	// store let go of its reserve for it); nil says never.
+	room func(error) bool
 }
 
 func newPreparedDB(db *sql.DB) *preparedDB {
@@ -60,12 +64,27 @@ func (d *preparedDB) kept(query string) (stmt *sql.Stmt, full bool) {
 	return d.stmts[query], d.stmts == nil || len(d.stmts) >= maxPrepared
 }
 
-// ExecContext runs query, prepared once.
-func (d *preparedDB) ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error) {
-	if stmt := d.prepared(ctx, query); stmt != nil {
-		return stmt.ExecContext(ctx, args...)
+// retried runs write, and once more when room says it is worth it.
+func (d *preparedDB) retried(write func() error) error {
+	err := write()
+	if err != nil && d.room != nil && d.room(err) {
+		err = write()
 	}
-	return d.DB.ExecContext(ctx, query, args...)
+	return err
+}
+
+// ExecContext runs query, prepared once; a write that found the disk
+// full is tried again once room is made for it.
+func (d *preparedDB) ExecContext(ctx context.Context, query string, args ...any) (res sql.Result, err error) {
+	err = d.retried(func() error {
+		if stmt := d.prepared(ctx, query); stmt != nil {
+			res, err = stmt.ExecContext(ctx, args...)
+		} else {
+			res, err = d.DB.ExecContext(ctx, query, args...)
+		}
+		return err
+	})
+	return res, err
 }
 
 // QueryContext runs query, prepared once.

@@ -97,7 +97,11 @@ func (s *Store) RevokeRule(ctx context.Context, id int64) (Rule, error) {
 	if err := s.writable("revoke a rule"); err != nil {
 		return Rule{}, err
 	}
-	r, err := scanRule(s.db.QueryRowContext(ctx, `DELETE FROM rules WHERE id = ? RETURNING `+ruleColumns, id))
+	var r Rule
+	err := s.db.retried(func() (err error) {
+		r, err = scanRule(s.db.QueryRowContext(ctx, `DELETE FROM rules WHERE id = ? RETURNING `+ruleColumns, id))
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return Rule{}, fmt.Errorf("revoke rule %d: %w", id, ErrNoRule)
 	}

@@ -153,7 +153,11 @@ func (s *Store) CancelSchedule(ctx context.Context, id int64) (Scheduled, error)
 	if err := s.writable("cancel schedule"); err != nil {
 		return Scheduled{}, err
 	}
-	sc, err := scanSchedule(s.db.QueryRowContext(ctx, `DELETE FROM schedules WHERE id = ? RETURNING `+scheduleColumns, id))
+	var sc Scheduled
+	err := s.db.retried(func() (err error) {
+		sc, err = scanSchedule(s.db.QueryRowContext(ctx, `DELETE FROM schedules WHERE id = ? RETURNING `+scheduleColumns, id))
+		return err
+	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return Scheduled{}, fmt.Errorf("cancel schedule %d: %w", id, ErrNoSchedule)

@@ -67,6 +67,14 @@ type Store struct {
 	// database (notices.go).
 	unkeptMu sync.Mutex
 	unkept   []Notice
+	// owing wakes core when a notice is owed while it runs (Owing).
+	owing chan struct{}
+
+	// The reserve on the state's disk (reserve.go): whether the store
+	// holds it, and how a write found the disk full since it last did.
+	reserveMu   sync.Mutex
+	reserveHeld bool
+	diskFull    *DiskFull
 }
 
 // ErrLocked is wrapped by Open when another process holds the state
@@ -142,7 +150,12 @@ func OpenFor(layout statedir.Layout, readers statedir.Readers) (s *Store, err er
 	if err != nil {
 		return nil, fmt.Errorf("open state database %s: %w", path, err)
 	}
-	s = &Store{layout: layout, readers: readers, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage}
+	s = &Store{layout: layout, readers: readers, db: newPreparedDB(db), lock: lock, recovered: recovered, damage: damage,
+		owing: make(chan struct{}, 1)}
+	s.db.room = s.roomFor
+	// A reserve that cannot be taken is no reason not to start: every
+	// checkpoint tries again, and says why it failed.
+	s.keepReserve()
 	if damage != nil {
 		s.owe(ctx, Notice{Damage: damage}, now)
 	}

@@ -174,9 +174,11 @@ func (s *Store) Enqueue(ctx context.Context, transport, lane, kind string, body 
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
 	var id int64
-	err := s.db.QueryRowContext(ctx,
-		`INSERT INTO transport_outbox (transport, lane, kind, body, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
-		transport, lane, kind, blob(body), now.UnixMilli(), now.UnixMilli()).Scan(&id)
+	err := s.db.retried(func() error {
+		return s.db.QueryRowContext(ctx,
+			`INSERT INTO transport_outbox (transport, lane, kind, body, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
+			transport, lane, kind, blob(body), now.UnixMilli(), now.UnixMilli()).Scan(&id)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("enqueue %s for %s: %w", kind, transport, err)
 	}
@@ -248,9 +250,11 @@ func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, e
 		return 0, err
 	}
 	var attempts int
-	err := s.db.QueryRowContext(ctx,
-		`UPDATE transport_outbox SET attempts = attempts + 1, not_before = ? WHERE id = ? RETURNING attempts`,
-		ceilMilli(until), id).Scan(&attempts)
+	err := s.db.retried(func() error {
+		return s.db.QueryRowContext(ctx,
+			`UPDATE transport_outbox SET attempts = attempts + 1, not_before = ? WHERE id = ? RETURNING attempts`,
+			ceilMilli(until), id).Scan(&attempts)
+	})
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, fmt.Errorf("postpone outbox item %d: %w", id, ErrNoOutboxItem)
@@ -683,8 +687,16 @@ func (s *Store) StrangerTotal(ctx context.Context) (updates int64, senders int, 
 
 // inTx runs fn in one transaction, committed when fn returns nil and
 // rolled back otherwise. fn must use tx alone: the store has a single
-// connection, which tx holds.
-func (s *Store) inTx(ctx context.Context, fn func(tx *keptTx) error) (err error) {
+// connection, which tx holds. A transaction that found the disk full is
+// run again once room is made for it (SQLite rolled it back whole), so
+// fn may run twice: what it keeps of its results it assigns, never adds
+// to.
+func (s *Store) inTx(ctx context.Context, fn func(tx *keptTx) error) error {
+	return s.db.retried(func() error { return s.tx(ctx, fn) })
+}
+
+// tx runs fn in one transaction, for inTx.
+func (s *Store) tx(ctx context.Context, fn func(tx *keptTx) error) (err error) {
 	sqlTx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -88,7 +88,7 @@ func (l Layout) Access(r Readers) []Want {
 		wants = append(wants, at(dir, private))
 	}
 	private = Want{Mode: privateFileMode, GID: -1, Who: "core alone"}
-	for _, f := range []string{l.DB(), l.DB() + "-wal", l.DB() + "-shm", l.HighWater(), l.Backup(), l.Lock()} {
+	for _, f := range []string{l.DB(), l.DB() + "-wal", l.DB() + "-shm", l.HighWater(), l.Backup(), l.Reserve(), l.Lock()} {
 		wants = append(wants, at(f, private))
 	}
 	return wants

@@ -65,6 +65,10 @@ func (l Layout) Photos() string { return filepath.Join(l.Root, "photos") }
 // Runs holds the sandbox's run directories (overlay layers).
 func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 
+// Reserve is the room the store keeps on the state's disk, a file it
+// lets go of when the disk is full (state.ReserveBytes).
+func (l Layout) Reserve() string { return l.DB() + ".reserve" }
+
 // Lock is the lock file one core holds while it serves the directory.
 func (l Layout) Lock() string { return filepath.Join(l.Root, "state.lock") }
 

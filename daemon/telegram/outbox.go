@@ -97,17 +97,71 @@ func laneChat(lane string) int64 {
 	return chat
 }
 
-// enqueue queues one item at the end of its lane.
+// maxHeld bounds the items the store could not queue (its disk full past
+// its reserve) that the transport holds in memory, to queue once it can:
+// a few turns' replies and edits. Past it the oldest is dropped, with a
+// log line.
+const maxHeld = 64
+
+// held are the items the store could not queue, oldest first.
+type held struct {
+	mu    sync.Mutex
+	items []queued
+}
+
+// enqueue queues one item at the end of its lane. One the store cannot
+// queue is held and queued again before the next item, so that its lane
+// keeps its order, and by the send loop once a minute, so that what
+// could not be queued on a full disk is sent once there is room.
 func (t *Transport) enqueue(ctx context.Context, kind string, item outItem) {
-	body, err := json.Marshal(item)
-	if err == nil {
-		_, err = t.store.Enqueue(ctx, TransportName, laneOf(kind, item), kind, body, t.clock.Now())
+	t.held.mu.Lock()
+	defer t.held.mu.Unlock()
+	t.held.items = append(t.held.items, queued{kind, item})
+	if t.queueHeldLocked(ctx) > 0 {
+		poke(t.outWake) // so that the send loop tries them again
 	}
-	if err != nil {
-		t.log.Error("telegram: could not queue a message; it is lost", "kind", kind, "chat", item.Chat, "err", err)
-		return
+}
+
+// queueHeld queues the items held, and returns how many are left.
+func (t *Transport) queueHeld(ctx context.Context) int {
+	t.held.mu.Lock()
+	defer t.held.mu.Unlock()
+	return t.queueHeldLocked(ctx)
+}
+
+// queueHeldLocked queues the items held, oldest first, up to the first
+// the store could not take, and returns how many are left; t.held.mu is
+// held. An item the outbox can never hold is dropped.
+func (t *Transport) queueHeldLocked(ctx context.Context) int {
+	items := t.held.items
+	queuedAny := false
+queue:
+	for ; len(items) > 0; items = items[1:] {
+		q := items[0]
+		body, err := json.Marshal(q.item)
+		if err == nil {
+			_, err = t.store.Enqueue(ctx, TransportName, laneOf(q.kind, q.item), q.kind, body, t.clock.Now())
+			if err != nil && !errors.Is(err, state.ErrOutboxItemTooBig) {
+				t.log.Warn("telegram: could not queue a message; it is held, and queued once the store takes it",
+					"kind", q.kind, "chat", q.item.Chat, "held", len(items), "err", err)
+				break queue
+			}
+		}
+		if err != nil {
+			t.log.Error("telegram: a message the outbox cannot hold is dropped", "kind", q.kind, "chat", q.item.Chat, "err", err)
+			continue
+		}
+		queuedAny = true
 	}
-	poke(t.outWake)
+	if over := len(items) - maxHeld; over > 0 {
+		t.log.Error("telegram: more messages could not be queued than are held; the oldest are lost", "lost", over, "held", maxHeld)
+		items = items[over:]
+	}
+	t.held.items = slices.Clone(items)
+	if queuedAny {
+		poke(t.outWake)
+	}
+	return len(items)
 }
 
 // queued is one item of the outbox, before it is stored.
@@ -192,11 +246,15 @@ func (t *Transport) sendLoop(ctx context.Context) {
 	running := map[string]chan struct{}{} // lane → what wakes its sender
 	ended := make(chan string)
 	for {
+		// Before the lanes are read, so that a lane it queues into runs.
+		held := t.queueHeld(ctx)
 		lanes, err := t.store.OutboxLanes(ctx, TransportName)
 		var retry <-chan struct{}
 		stopRetry := func() {}
 		if err != nil && ctx.Err() == nil {
 			t.log.Error("telegram: reading the outbox", "err", err)
+		}
+		if (err != nil || held > 0) && ctx.Err() == nil {
 			retry, stopRetry = t.after(t.backoff.Max)
 		}
 		for _, lane := range lanes {

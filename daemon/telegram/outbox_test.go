@@ -1,10 +1,14 @@
 package telegram
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,7 +16,10 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/testhost"
 )
 
 // friend is a second allowed user, with a chat of their own.
@@ -187,5 +194,66 @@ func TestAClockSetBackHoldsNoChat(t *testing.T) {
 				t.Errorf("the owner got %q, want both replies in order", got)
 			}
 		})
+	}
+}
+
+// TestWhatCouldNotBeQueuedComesOnceThereIsRoom fills the state's disk (a
+// small tmpfs) past the store's reserve while replies come from core,
+// the first with a file of 512 KiB, more than any room SQLite's log
+// has: the store cannot queue it, nor what comes after it in its chat,
+// and the transport holds them; once there is room again they are
+// queued and sent, in order, before what comes after, without a
+// restart. Once such a reply was logged "it is lost".
+func TestWhatCouldNotBeQueuedComesOnceThereIsRoom(t *testing.T) {
+	dir := testhost.SmallDisk(t, 6<<20, 0o700)
+	book := newLogBook()
+	r := newRig(t, func(r *rig) {
+		store, err := state.Open(statedir.Layout{Root: dir})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		r.store, r.log = store, slog.New(book)
+	})
+	ctx := context.Background()
+	// The disk full, then the room of the reserve the store let go of.
+	testhost.FillDisk(t, filepath.Join(dir, "filler"))
+	long := strings.Repeat("a long answer ", state.MaxHistoryEntryBytes/14)
+	for i := 0; r.store.DiskFull() == nil; i++ {
+		if i == 200 {
+			t.Fatal("the store never found the disk full")
+		}
+		if err := r.store.AppendHistory(ctx, "t1", "assistant", long, time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testhost.FillDisk(t, filepath.Join(dir, "reserve's room"))
+
+	r.route(t, contracts.KindOutbound, contracts.Outbound{Chat: strconv.Itoa(owner), Text: "held one",
+		File: bytes.Repeat([]byte("a line of the file\n"), maxFile/19), FileName: "big.txt"})
+	r.reply(t, owner, "held two")
+	book.wait(t, "it is held", "held=2")
+	for _, name := range []string{"filler", "reserve's room"} {
+		if err := os.Remove(filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the log:\n%s", strings.Join(book.matching(""), "\n"))
+		}
+	})
+	r.api.WaitMessage(t, owner, hasText("held two"))
+	r.reply(t, owner, "after")
+	r.api.WaitMessage(t, owner, hasText("after"))
+	var got []string
+	for _, m := range r.api.Messages(owner) {
+		if m.Document != nil {
+			m.Text = "(a file)"
+		}
+		got = append(got, m.Text)
+	}
+	if want := []string{"held one", "(a file)", "held two", "after"}; !slices.Equal(got, want) {
+		t.Errorf("the owner got %q, want %q", got, want)
 	}
 }

@@ -159,6 +159,7 @@ type Transport struct {
 	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
 	passed   passed        // messages core has not yet confirmed kept
+	held     held          // items the store could not queue
 	typing   typing
 	// status shows what a turn is doing; reactions tells the owner that
 	// their message is safe.
