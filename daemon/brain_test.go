@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -252,6 +253,15 @@ func (b *brainRig) advanceTo(at time.Time) {
 func (b *brainRig) scheduled() {
 	b.t.Helper()
 	b.eventually("the schedule is stored", func() bool { return len(b.schedules()) == 1 })
+	// The turn that set it ends before the clock moves on: one due while
+	// it runs would join its pending slot as a catch-up turn instead.
+	b.eventually("the turn that set it ended", func() bool {
+		recent, err := b.store.RecentTurns(context.Background(), 1000)
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		return !slices.ContainsFunc(recent, func(t state.TurnRecord) bool { return t.Ended.IsZero() })
+	})
 	b.settle()
 }
 
