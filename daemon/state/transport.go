@@ -45,9 +45,11 @@ type InboxItem struct {
 	Body []byte
 }
 
-// Receive stores items and raises transport's offset to the highest of
+// Receive stores items and sets transport's offset to the highest of
 // their ids, in one transaction: once it returns, the server may be told
-// they were received. An item whose id is already stored stays as it was.
+// they were received. The offset is the last batch's, even below an
+// earlier one's: Telegram starts its ids again lower after a quiet week,
+// and a confirmation past the old ids would make it forget the new ones. An item whose id is already stored stays as it was.
 // Ids must be positive; a batch with any other is refused whole.
 func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem) error {
 	if err := s.writable("receive updates"); err != nil {
@@ -75,10 +77,10 @@ func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem
 		}
 		_, err := tx.ExecContext(ctx,
 			`INSERT INTO transport_offsets (transport, highest_id) VALUES (?, ?)
-			 ON CONFLICT (transport) DO UPDATE SET highest_id = max(highest_id, excluded.highest_id)`,
+			 ON CONFLICT (transport) DO UPDATE SET highest_id = excluded.highest_id`,
 			transport, highest)
 		if err != nil {
-			return fmt.Errorf("raise offset to %d: %w", highest, err)
+			return fmt.Errorf("set offset to %d: %w", highest, err)
 		}
 		return nil
 	})
@@ -88,7 +90,8 @@ func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem
 	return nil
 }
 
-// Offset is the highest update id ever received for transport, 0 if none.
+// Offset is the highest update id of the last batch received for
+// transport, 0 if none.
 // Handling an update does not lower it.
 func (s *Store) Offset(ctx context.Context, transport string) (int64, error) {
 	var highest int64

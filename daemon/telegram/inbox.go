@@ -92,10 +92,14 @@ func (t *Transport) poll(ctx context.Context, offset int64) {
 			continue
 		}
 		fails = 0
-		for _, it := range items {
-			offset = max(offset, it.ID)
-		}
 		if len(items) > 0 {
+			// The batch's own highest id, not the highest ever: once ids
+			// started again lower, a confirmation past the old ones would
+			// make Telegram forget every update that came in meanwhile.
+			offset = 0
+			for _, it := range items {
+				offset = max(offset, it.ID)
+			}
 			poke(t.inWake)
 		}
 	}
