@@ -101,8 +101,10 @@ type environment struct {
 // command did: nil, or an error that exitCode turns into the status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		writeUsage(stdout)
-		return nil
+		// A command line without a command, as one with an unknown
+		// command, is one shelldon cannot take.
+		writeUsage(stderr)
+		return reported(exitUsage)
 	}
 	if args[0] == "help" || isHelpFlag(args[0]) {
 		return help(args[1:], func(args []string) error { return run(ctx, args, stdin, stdout, stderr) }, stdout)
