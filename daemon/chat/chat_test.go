@@ -172,7 +172,7 @@ func (c *fakeCore) nothing(t *testing.T, after string) {
 func (c *fakeCore) ask(t *testing.T, key, tool, detail string) {
 	t.Helper()
 	c.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: key, Chat: TransportName, Tool: tool,
-		Note: "look closely: " + tool, Detail: detail, Expires: time.Now().Add(time.Hour)})
+		Note: "look closely: " + tool, Detail: detail, Expires: time.Now().Add(time.Hour), Approving: "running " + tool})
 }
 
 func (c *fakeCore) settle(t *testing.T, key, outcome string) {
@@ -382,6 +382,24 @@ func TestASettledRequestStopsWaiting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAnApprovalSaysWhatItDoes: the approval of a new tool is confirmed
+// as keeping it, not as running it, in the words core sent with the
+// request.
+func TestAnApprovalSaysWhatItDoes(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	core.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "c0ffee00", Chat: TransportName, Tool: "new tool greet",
+		Note: "greets", Detail: "greet.py", Expires: time.Now().Add(time.Hour), Approving: "keeping new tool greet"})
+	s.prompt(t, "approve? [y/n]")
+	s.term.Line(t, "y")
+	if d := core.nextDecision(t); d.Turn != "c0ffee00" || !d.Approve {
+		t.Fatalf("y sent %+v, want the approval of c0ffee00", d)
+	}
+	core.settle(t, "c0ffee00", contracts.ApprovalApproved)
+	s.term.WaitFor(t, "✅ Approved — keeping new tool greet")
+	s.prompt(t, "> ")
 }
 
 // TestARequestPastItsTimeStopsWaiting: a request whose time is over
