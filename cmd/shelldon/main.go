@@ -506,7 +506,17 @@ func cmdChat(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	socket, note := chatSocket(cfg.Socket)
-	return chat.Run(ctx, chat.Options{Socket: socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: note})
+	return runChat(ctx, chat.Options{Socket: socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: note})
+}
+
+// runChat runs a terminal chat; what the owner typed that never reached
+// core fails it, quietly, for the chat has said so.
+func runChat(ctx context.Context, opts chat.Options) error {
+	err := chat.Run(ctx, opts)
+	if errors.Is(err, chat.ErrUndelivered) {
+		return errQuiet
+	}
+	return err
 }
 
 func cmdTurns(ctx context.Context, env *environment, args []string) error {

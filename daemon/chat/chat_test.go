@@ -573,13 +573,34 @@ func TestAMessageWaitsForCore(t *testing.T) {
 	s.term.WaitFor(t, "no core is listening at "+socket)
 	s.term.WaitFor(t, "--state-dir")
 	s.term.Line(t, "anyone there?")
-	s.term.WaitFor(t, "(Kept: it goes to core as soon as core is there.)")
+	s.term.WaitFor(t, notSentYet)
 
 	core := startCore(t, socket)
 	if in := core.nextInbound(t); in.Text != "anyone there?" {
 		t.Errorf("core got %q, want the message typed while it was away", in.Text)
 	}
 	s.term.WaitFor(t, "(connected to core at "+socket+")")
+}
+
+// TestAMessageThatNeverReachedCoreFails: with no core, what the owner
+// typed is not said to be kept (only core keeps it); once the input is
+// over and core did not come within the wait, the chat says so and Run
+// fails with ErrUndelivered, for the exit status.
+func TestAMessageThatNeverReachedCoreFails(t *testing.T) {
+	now := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	s := startChat(t, hubtest.SocketPath(t), Options{Clock: now})
+	s.term.Line(t, "anyone there?")
+	s.term.WaitFor(t, notSentYet)
+	s.term.Type(t, "\x04")
+	s.term.WaitFor(t, "Waiting up to 30 seconds")
+	now.Advance(endWait)
+	if err := s.wait(t); !errors.Is(err, ErrUndelivered) {
+		t.Fatalf("Run after Ctrl-D with nothing delivered = %v, want ErrUndelivered", err)
+	}
+	s.term.WaitFor(t, "(1 message(s) you typed never reached core; send them again once it is there.)\nbye")
+	if strings.Contains(s.term.Screen(), "Kept") {
+		t.Errorf("the chat said a message was kept that never reached core:\n%s", s.term.Screen())
+	}
 }
 
 // TestARestartedCoreGetsWhatItDidNotKeep: a message core did not confirm
