@@ -551,6 +551,28 @@ func TestTheOwnerEditsTheLine(t *testing.T) {
 	}
 }
 
+// TestTheOwnersEscapesReachCoreVisibly: escape sequences and control
+// characters the owner types or pastes (a title, a colour, a bell) reach
+// core whole, shown as the pet's own output is shown, never half-eaten;
+// only the keys' own sequences (arrows, Home, F1) are passed over. A
+// backspace takes one control character back whole.
+func TestTheOwnersEscapesReachCoreVisibly(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	for _, tc := range []struct{ typed, want string }{
+		{"\x1b]0;title\x07 set", `\x1b]0;title\x07 set`},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"a\x1bb\x01c", `a\x1bb\x01c`},
+		{"left\x1b[D\x1b[H\x1bOP\x1b[3~ keys", "left keys"},
+		{"bell\x07\x7f!", "bell!"},
+	} {
+		s.term.Type(t, tc.typed+"\r")
+		if in := core.nextInbound(t); in.Text != tc.want {
+			t.Errorf("typed %q, core got %q, want %q", tc.typed, in.Text, tc.want)
+		}
+	}
+}
+
 // TestHelpSaysHowToAnswerHere: /help goes to core, and the terminal adds
 // how a request is answered here (there are no buttons).
 func TestHelpSaysHowToAnswerHere(t *testing.T) {
