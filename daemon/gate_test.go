@@ -118,3 +118,59 @@ func TestGatesRunOneAtATime(t *testing.T) {
 		t.Errorf("the owner was told %q, want the sixth tool dropped and said so", told)
 	}
 }
+
+// TestAProposalWithoutASandboxIsToldBeforeTheReply: where commands cannot
+// run (no sandbox image), a tool the model proposes cannot be tested; the
+// owner hears why, and before the reply that says the tool goes through
+// its gate (core checks first, as it answers a command at once).
+func TestAProposalWithoutASandboxIsToldBeforeTheReply(t *testing.T) {
+	dir := testhost.ShortDir(t)
+	cfg := config.Default()
+	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	op := contracts.Op{Body: contracts.ProposeTool{Name: "greet",
+		Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
+		Test: "from greet import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}}
+	worker := inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, in, err := joinAsWorker(ctx, cfg.Socket, turnOf(spec))
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		env, _ := contracts.NewEnvelope(contracts.KindResult, in.Turn, contracts.Result{OK: true,
+			Payload: "I wrote myself a tool. It goes through my gate in the sandbox.", Ops: []contracts.Op{op}})
+		conn.Send(env)
+	}}
+	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, NoSandbox: sandbox.ErrNoImage,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	got := make(chan contracts.Envelope, 64)
+	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) { got <- env })
+	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: "write yourself a tool"})
+	if err := conn.Send(in); err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	deadline := time.After(30 * time.Second)
+	for len(told) < 2 {
+		select {
+		case env := <-got:
+			if env.Kind == contracts.KindOutbound {
+				var out contracts.Outbound
+				env.Decode(&out)
+				told = append(told, out.Text)
+			}
+		case <-deadline:
+			t.Fatalf("the owner was told %q within 30 s; want why the tool cannot be tested, then the reply", told)
+		}
+	}
+	if !strings.Contains(told[0], "greet") || !strings.Contains(told[0], "not built") || !strings.Contains(told[0], "make image") {
+		t.Errorf("the owner was told first %q, want why greet cannot be tested (no image) and the fix", told[0])
+	}
+	if !strings.Contains(told[1], "goes through my gate") {
+		t.Errorf("the owner was told then %q, want the reply", told[1])
+	}
+}
