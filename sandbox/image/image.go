@@ -221,6 +221,20 @@ func BuildRecipe(cacheDir, name string, data []byte, arch string) (Image, error)
 	return Build(ctx, BuildOptions{CacheDir: cacheDir, Recipe: recipe, Arch: arch})
 }
 
+// Built reports whether cacheDir holds the verified image of r for arch
+// ("" for this machine's): Build finds it there without building.
+func Built(cacheDir string, r Recipe, arch string) bool {
+	if arch == "" {
+		native, err := NativeArch()
+		if err != nil {
+			return false
+		}
+		arch = native
+	}
+	_, err := readImage(filepath.Join(cacheDir, imagePrefix+r.hashFor(arch)))
+	return err == nil
+}
+
 // arch is the architecture to build for, checked: a foreign one must be
 // one Debian has and this host must run its programs.
 func (o BuildOptions) arch() (string, error) {
