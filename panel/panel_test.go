@@ -208,6 +208,20 @@ func TestReactionHoldsAgainstTheMood(t *testing.T) {
 	}
 }
 
+// runPanel runs a panel of opts until the test ends; done has what Run
+// returned, and is given it back by a reader, for the cleanup.
+func runPanel(t *testing.T, opts Options) (done chan error) {
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return done
+}
+
 func TestCoreRestartReconnects(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	d := newRecorder()
@@ -223,15 +237,8 @@ func TestCoreRestartReconnects(t *testing.T) {
 		}
 	}
 	first, socket, stop := hubtest.Serve(t, "", hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
-	p, err := New(Options{Socket: socket, Display: d, Clock: clk, AwayAfter: 5 * time.Second,
+	runPanel(t, Options{Socket: socket, Display: d, Clock: clk, AwayAfter: 5 * time.Second,
 		Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	withCore := render.Render(render.Scene{Face: "(^‿^)", Caption: "hello", Status: render.Status{Name: "shelldon", Word: "happy", Figures: &render.Figures{TurnsToday: 3}}})
 	select {
 	case <-joined:
@@ -331,15 +338,8 @@ func TestAPreviewEndsOnceCoreIsGoneForGood(t *testing.T) {
 	joined := make(chan struct{}, 4)
 	onJoin := func(*hub.Peer) { joined <- struct{}{} }
 	_, socket, stop := hubtest.Serve(t, "", hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
-	p, err := New(Options{Socket: socket, Display: newRecorder(), Clock: clk, AwayAfter: 5 * time.Second, GoneAfter: 30 * time.Second,
+	done := runPanel(t, Options{Socket: socket, Display: newRecorder(), Clock: clk, AwayAfter: 5 * time.Second, GoneAfter: 30 * time.Second,
 		Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	waitJoin := func(step time.Duration, what string) {
 		t.Helper()
 		deadline := time.After(waitLimit)
@@ -348,6 +348,7 @@ func TestAPreviewEndsOnceCoreIsGoneForGood(t *testing.T) {
 			case <-joined:
 				return
 			case err := <-done:
+				done <- err // for the cleanup
 				t.Fatalf("the panel ended (%v) while %s", err, what)
 			case <-time.After(20 * time.Millisecond):
 				clk.Advance(step)
@@ -364,6 +365,7 @@ func TestAPreviewEndsOnceCoreIsGoneForGood(t *testing.T) {
 			clk.Advance(time.Second)
 			select {
 			case err := <-done:
+				done <- err // for the cleanup
 				t.Fatalf("the panel ended (%v) %s", err, what)
 			case <-time.After(5 * time.Millisecond):
 			}
