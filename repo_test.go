@@ -197,3 +197,27 @@ func TestTheREADMEIsShortAndLeadsToEveryPage(t *testing.T) {
 		}
 	}
 }
+
+// TestTestDepsInstallsOnlyWhatTheTestsNeed: make test on a fresh Debian
+// installs the packages .ci/test-deps names and none of their
+// recommends (qemu's GUI and GTK were 182 packages); a recommend a test
+// needs is named there.
+func TestTestDepsInstallsOnlyWhatTheTestsNeed(t *testing.T) {
+	script, err := os.ReadFile(".ci/test-deps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	installs := 0
+	for _, line := range strings.Split(string(script), "\n") {
+		if !strings.Contains(line, "apt-get install") {
+			continue
+		}
+		installs++
+		if !strings.Contains(line, "--no-install-recommends") {
+			t.Errorf(".ci/test-deps installs recommends: %q", strings.TrimSpace(line))
+		}
+	}
+	if installs == 0 {
+		t.Error(".ci/test-deps installs nothing with apt-get install")
+	}
+}

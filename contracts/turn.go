@@ -408,6 +408,10 @@ type ApprovalRequest struct {
 	// decision that carries it back ([Decision.Digest]) answers this
 	// version and no other.
 	Digest string `json:"digest,omitempty"`
+	// Approving says what an approval does, in the owner's words
+	// ("running run_shell", "keeping new tool greet"): a transport
+	// confirms the approval with it.
+	Approving string `json:"approving,omitempty"`
 }
 
 // Decision is the owner's answer to an ApprovalRequest. Anything but an

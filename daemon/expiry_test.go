@@ -4,17 +4,14 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"shelldon/clock"
-	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/state"
-	"shelldon/daemon/statedir"
 	"shelldon/testhost"
 )
 
@@ -22,14 +19,7 @@ import (
 // its expiry; the owner is told, and every transport hears that it is
 // settled, so its buttons go.
 func TestUnansweredRequestsExpire(t *testing.T) {
-	dir := testhost.ShortDir(t)
-	cfg := config.Default()
-	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
-	store, err := state.Open(statedir.Layout{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	cfg, store := coreState(t, testhost.ShortDir(t))
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: `{"path":"a.txt","content":"x"}`}
 	ctx := context.Background()

@@ -42,6 +42,33 @@ func (c *countingSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.R
 	return c.sb.Run(ctx, spec)
 }
 
+// coreState is the configuration and the store of a core on the state
+// directory dir.
+func coreState(t *testing.T, dir string) (config.Config, *state.Store) {
+	t.Helper()
+	cfg := config.Default()
+	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+	store, err := state.Open(statedir.Layout{Root: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return cfg, store
+}
+
+// replyingWorker ends every turn with payload and ops.
+func replyingWorker(socket, payload string, ops []contracts.Op) inProcessLauncher {
+	return inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, in, err := joinAsWorker(ctx, socket, turnOf(spec))
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		env, _ := contracts.NewEnvelope(contracts.KindResult, in.Turn, contracts.Result{OK: true, Payload: payload, Ops: ops})
+		conn.Send(env)
+	}}
+}
+
 // TestGatesRunOneAtATime: a reply that proposes six tools does not run six
 // gates at once — the board could not hold them — but one after another;
 // the owner hears which wait, and the one past the queue is dropped and
@@ -53,14 +80,7 @@ func TestGatesRunOneAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	counted := &countingSandbox{sb: sb}
-	dir := testhost.ShortDir(t)
-	cfg := config.Default()
-	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
-	store, err := state.Open(statedir.Layout{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	cfg, store := coreState(t, testhost.ShortDir(t))
 	var ops []contracts.Op
 	for i := range maxQueuedGates + 2 {
 		name := fmt.Sprintf("tool%c", 'a'+i)
@@ -68,15 +88,7 @@ func TestGatesRunOneAtATime(t *testing.T) {
 			Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
 			Test: "from " + name + " import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}})
 	}
-	worker := inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
-		conn, in, err := joinAsWorker(ctx, cfg.Socket, turnOf(spec))
-		if err != nil {
-			return
-		}
-		defer conn.Close()
-		env, _ := contracts.NewEnvelope(contracts.KindResult, in.Turn, contracts.Result{OK: true, Payload: "I wrote tools.", Ops: ops})
-		conn.Send(env)
-	}}
+	worker := replyingWorker(cfg.Socket, "I wrote tools.", ops)
 	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Sandbox: counted,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	got := make(chan contracts.Envelope, 64)
@@ -116,5 +128,45 @@ func TestGatesRunOneAtATime(t *testing.T) {
 	}
 	if !strings.Contains(joined, "toolf, but 5 of my tools already wait to be tested, so I dropped it") {
 		t.Errorf("the owner was told %q, want the sixth tool dropped and said so", told)
+	}
+}
+
+// TestAProposalWithoutASandboxIsToldBeforeTheReply: where commands cannot
+// run (no sandbox image), a tool the model proposes cannot be tested; the
+// owner hears why, and before the reply that says the tool goes through
+// its gate (core checks first, as it answers a command at once).
+func TestAProposalWithoutASandboxIsToldBeforeTheReply(t *testing.T) {
+	cfg, store := coreState(t, testhost.ShortDir(t))
+	op := contracts.Op{Body: contracts.ProposeTool{Name: "greet",
+		Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
+		Test: "from greet import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}}
+	worker := replyingWorker(cfg.Socket, "I wrote myself a tool. It goes through my gate in the sandbox.", []contracts.Op{op})
+	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, NoSandbox: sandbox.ErrNoImage,
+		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	got := make(chan contracts.Envelope, 64)
+	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) { got <- env })
+	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: "write yourself a tool"})
+	if err := conn.Send(in); err != nil {
+		t.Fatal(err)
+	}
+	var told []string
+	deadline := time.After(30 * time.Second)
+	for len(told) < 2 {
+		select {
+		case env := <-got:
+			if env.Kind == contracts.KindOutbound {
+				var out contracts.Outbound
+				env.Decode(&out)
+				told = append(told, out.Text)
+			}
+		case <-deadline:
+			t.Fatalf("the owner was told %q within 30 s; want why the tool cannot be tested, then the reply", told)
+		}
+	}
+	if !strings.Contains(told[0], "greet") || !strings.Contains(told[0], "not built") || !strings.Contains(told[0], "make image") {
+		t.Errorf("the owner was told first %q, want why greet cannot be tested (no image) and the fix", told[0])
+	}
+	if !strings.Contains(told[1], "goes through my gate") {
+		t.Errorf("the owner was told then %q, want the reply", told[1])
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
+	"shelldon/daemon/visible"
 	"shelldon/sandbox"
 )
 
@@ -94,6 +95,27 @@ func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTo
 		"decision", "queued", "behind", k.gating.stem)
 	k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.stem))
 	return nil
+}
+
+// untestable takes out of ops the tools proposed where no gate can run
+// (no sandbox: its image is not built, say), and says why for each, for
+// the owner to read before the reply that says the tool goes through
+// its gate, as a command is answered at once.
+func (k *keeper) untestable(ops []contracts.Op) (rest []contracts.Op, told []string) {
+	if k.sandbox != nil {
+		return ops, nil
+	}
+	for _, op := range ops {
+		p, ok := op.Body.(contracts.ProposeTool)
+		if !ok {
+			rest = append(rest, op)
+			continue
+		}
+		k.log.Info("a proposed tool cannot be tested", contracts.AuditEvent, contracts.EventPromotion, "tool", p.Name,
+			"decision", "unavailable", "why", k.noSandbox)
+		told = append(told, fmt.Sprintf("I wrote a tool, %s, but I cannot test it here, so I cannot keep it: %v.", visible.Line(p.Name), k.noSandbox))
+	}
+	return rest, told
 }
 
 // gate stages a proposal in the tool store and runs its gate off the

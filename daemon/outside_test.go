@@ -12,12 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/fetch"
 	"shelldon/daemon/launch"
-	"shelldon/daemon/state"
-	"shelldon/daemon/statedir"
 	"shelldon/testhost"
 )
 
@@ -176,13 +173,7 @@ func TestACallAfterReadingAPageCarriesTheWarning(t *testing.T) {
 // workers are work: the attacker's, in the test's own process.
 func attackedCore(t *testing.T, dir string, work func(context.Context, launch.Spec)) Options {
 	t.Helper()
-	cfg := config.Default()
-	cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
-	store, err := state.Open(statedir.Layout{Root: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	cfg, store := coreState(t, dir)
 	return Options{Config: cfg, Store: store, Launcher: inProcessLauncher{work: work}, WorkerArgv: []string{"worker"},
 		Log: slog.New(slog.DiscardHandler)}
 }

@@ -237,6 +237,12 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 		log.Warn("refused a turn's ops whole", "ops", len(ops), "err", err)
 		reply, ops = contracts.WithRefusedOps(reply, err), nil
 	}
+	// A tool that cannot be tested is said so before the reply that says
+	// it goes through its gate.
+	ops, untestable := c.keeper.untestable(ops)
+	for _, line := range untestable {
+		c.say.Tell(approval.Audience(t.Admission.Origin), line)
+	}
 	out := contracts.Outbound{Turn: t.ID}
 	if reply != "" {
 		out.Text = c.media.Echo(t.Admission.Messages, reply)
@@ -255,7 +261,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 			c.say.Tell(approval.Audience(t.Admission.Origin), line)
 		}
 		// The model reads in the history what became of its ops.
-		c.recordExchange(ctx, t, strings.TrimSpace(strings.Join(append([]string{reply}, told...), "\n\n")))
+		c.recordExchange(ctx, t, strings.TrimSpace(strings.Join(append(append([]string{reply}, untestable...), told...), "\n\n")))
 		c.finish(ctx, c.turns.Kept(t))
 	})
 }

@@ -344,7 +344,7 @@ func afterTool(call contracts.ToolCall, answer string) reaction {
 			reply: fmt.Sprintf("My network policy refused it: %s.\n\nThat is on purpose: http_get never reaches this machine itself "+
 				"(loopback), link-local or cloud-metadata addresses, judged on the address actually dialled, so even the name "+
 				"localhost cannot get there. The page is real — open %s in a browser — and with a real model a public page is "+
-				"fetched once you approve.", echoable(failure), echoable(args.URL)),
+				"fetched once you approve.", echoable(refusalReason(failure)), echoable(args.URL)),
 			thought: "the policy said no", face: "smart",
 		}
 	case failed:
@@ -431,6 +431,25 @@ func answeredBefore(messages []contracts.Message) bool {
 		}
 	}
 	return slices.ContainsFunc(messages, func(m contracts.Message) bool { return m.Role == contracts.ChatAssistant })
+}
+
+// refusals are how the network policy's refusals begin (policy's
+// ErrForbiddenAddress and ErrForbiddenURL); what follows is its reason,
+// in the owner's words.
+var refusals = []string{"forbidden address: ", "forbidden URL: "}
+
+// refusalReason is the policy's reason in core's answer to a refused
+// http_get, which also holds words for the model ("tell them why") and
+// the URL and address dialled: the text after the last refusal, or the
+// whole failure when there is none.
+func refusalReason(failure string) string {
+	reason, at := failure, -1
+	for _, r := range refusals {
+		if i := strings.LastIndex(failure, r); i > at {
+			reason, at = failure[i+len(r):], i
+		}
+	}
+	return reason
 }
 
 // echoable makes the owner's words safe to repeat inside the persona's own

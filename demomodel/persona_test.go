@@ -251,8 +251,14 @@ func TestPersonaAnswersToolResults(t *testing.T) {
 		{"replace moon with sun in poem.txt", "wrote 71 bytes to poem.txt", []string{"Done: wrote 71 bytes to poem.txt."}},
 		{"git init", "exit 0\nInitialized empty Git repository\n\nits changes are NOT applied yet: they need the owner's own look (git hooks). Tell the owner; do not try another way around.",
 			[]string{"git answered:\n```\nexit 0\nInitialized empty Git repository\n```\nWhat it changed is not applied yet: some of it needs your own look"}},
-		{"fetch the demo page", "error: Get \"http://localhost:4711/demo/page\": dial tcp 127.0.0.1:4711: forbidden address: 127.0.0.1 is loopback",
-			[]string{"My network policy refused it", "127.0.0.1 is loopback", "never reaches this machine", "http://localhost:4711/demo/page"}},
+		// What core answers the model (daemon/tools.FetchRefusal): the
+		// owner reads the policy's reason, not core's words to the model.
+		{"fetch the demo page", "error: http_get \"http://localhost:4711/demo/page\" refused by shelldon's address rules, and logged for the owner; " +
+			"tell them why nothing was fetched: Get \"http://localhost:4711/demo/page\": dial tcp 127.0.0.1:4711: forbidden address: 127.0.0.1 is loopback",
+			[]string{"My network policy refused it: 127.0.0.1 is loopback.", "never reaches this machine", "http://localhost:4711/demo/page"}},
+		{"fetch the demo page", "error: http_get \"ftp://x\" refused by shelldon's address rules, and logged for the owner; " +
+			"tell them why nothing was fetched: forbidden URL: scheme \"ftp\" is not http or https",
+			[]string{"My network policy refused it: scheme \"ftp\" is not http or https."}},
 		{"reverse hello world", "exit 0\ndlrow olleh", []string{"My own tool says: dlrow olleh"}},
 	}
 	for _, tt := range tests {
@@ -267,7 +273,7 @@ func TestPersonaAnswersToolResults(t *testing.T) {
 				t.Errorf("Persona after %q answered %q said %q, want it to contain %q", tt.say, tt.answer, step.Text, w)
 			}
 		}
-		if strings.Contains(step.Text, "Tell the owner") {
+		if strings.Contains(strings.ToLower(step.Text), "tell the owner") || strings.Contains(step.Text, "tell them") {
 			t.Errorf("Persona after %q answered %q passed core's words to the model on to the owner: %q", tt.say, tt.answer, step.Text)
 		}
 		if again := Persona(req).Text; again != step.Text {

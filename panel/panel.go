@@ -26,9 +26,18 @@ type Options struct {
 	// shows the pet asleep: a restart of core is quicker than this and
 	// does not flash the face.
 	AwayAfter time.Duration
+	// GoneAfter, when set, ends Run with ErrCoreGone once core, heard
+	// from and then lost, has stayed out of reach this long: the terminal
+	// preview ends where the panel service waits for core for as long as
+	// it runs. It should be longer than a restart of core takes.
+	GoneAfter time.Duration
 	Clock     clock.Clock
 	Log       *slog.Logger
 }
+
+// ErrCoreGone ends a panel whose core stayed out of reach for
+// [Options.GoneAfter].
+var ErrCoreGone = errors.New("core is gone")
 
 // redrawEvery redraws the scene so the strip's uptime moves; an unchanged
 // frame is not sent to the display.
@@ -55,6 +64,10 @@ type Panel struct {
 	holdUntil time.Time
 	away      bool
 	awayTimer clock.Timer
+	// goneTimer ends Run when core stays lost for GoneAfter; end is
+	// how it does.
+	goneTimer clock.Timer
+	end       context.CancelCauseFunc
 	holdTimer clock.Timer
 	tick      clock.Timer
 	stopped   bool
@@ -84,6 +97,11 @@ func New(opts Options) (*Panel, error) {
 func (p *Panel) Run(ctx context.Context) error {
 	defer p.opts.Display.Close()
 	defer p.stop()
+	ctx, end := context.WithCancelCause(ctx)
+	defer end(nil)
+	p.mu.Lock()
+	p.end = end
+	p.mu.Unlock()
 	client := &bus.Client{
 		Socket: p.opts.Socket, MaxFrame: p.opts.MaxFrame,
 		Hello: contracts.Hello{Role: contracts.RolePanel, Name: "panel"},
@@ -93,7 +111,7 @@ func (p *Panel) Run(ctx context.Context) error {
 		MaxRedial: maxRedial, Clock: p.clock,
 		// Core sends the face of the moment to a panel that joins.
 		OnConnect:    func(*bus.Conn) { p.coreBack() },
-		OnDisconnect: p.coreGone,
+		OnDisconnect: func() { p.coreGone(); p.coreLost() },
 	}
 	// Until core is first heard from, it is away.
 	p.coreGone()
@@ -110,10 +128,28 @@ func (p *Panel) Run(ctx context.Context) error {
 		}
 		p.take(s)
 	})
+	if cause := context.Cause(ctx); errors.Is(cause, ErrCoreGone) {
+		return fmt.Errorf("panel: %w", cause)
+	}
 	if err != nil {
 		return fmt.Errorf("panel: %w", err)
 	}
 	return nil
+}
+
+// coreLost starts the wait after which a panel with GoneAfter ends.
+func (p *Panel) coreLost() {
+	if p.opts.GoneAfter <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.goneTimer != nil {
+		p.goneTimer.Stop()
+	}
+	p.goneTimer = p.clock.AfterFunc(p.opts.GoneAfter, func() {
+		p.end(fmt.Errorf("%w: no core answered on %s for %s", ErrCoreGone, p.opts.Socket, p.opts.GoneAfter))
+	})
 }
 
 // Counts says what the refresh policy did so far.
@@ -177,6 +213,9 @@ func (p *Panel) coreBack() {
 	defer p.mu.Unlock()
 	if p.awayTimer != nil {
 		p.awayTimer.Stop()
+	}
+	if p.goneTimer != nil {
+		p.goneTimer.Stop()
 	}
 	p.away = false
 }
@@ -242,7 +281,7 @@ func (p *Panel) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopped = true
-	for _, t := range []clock.Timer{p.awayTimer, p.holdTimer, p.tick} {
+	for _, t := range []clock.Timer{p.awayTimer, p.goneTimer, p.holdTimer, p.tick} {
 		if t != nil {
 			t.Stop()
 		}

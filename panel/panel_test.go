@@ -208,6 +208,20 @@ func TestReactionHoldsAgainstTheMood(t *testing.T) {
 	}
 }
 
+// runPanel runs a panel of opts until the test ends; done has what Run
+// returned, and is given it back by a reader, for the cleanup.
+func runPanel(t *testing.T, opts Options) (done chan error) {
+	p, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done = make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return done
+}
+
 func TestCoreRestartReconnects(t *testing.T) {
 	clk := clock.NewFake(time.Now())
 	d := newRecorder()
@@ -223,15 +237,8 @@ func TestCoreRestartReconnects(t *testing.T) {
 		}
 	}
 	first, socket, stop := hubtest.Serve(t, "", hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
-	p, err := New(Options{Socket: socket, Display: d, Clock: clk, AwayAfter: 5 * time.Second,
+	runPanel(t, Options{Socket: socket, Display: d, Clock: clk, AwayAfter: 5 * time.Second,
 		Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
 	withCore := render.Render(render.Scene{Face: "(^‿^)", Caption: "hello", Status: render.Status{Name: "shelldon", Word: "happy", Figures: &render.Figures{TurnsToday: 3}}})
 	select {
 	case <-joined:
@@ -320,5 +327,75 @@ func TestAwayTellsNothingStale(t *testing.T) {
 	sad := awayFrame(snapshot(moment.Idle("sad"), contracts.PanelStatus{Name: "shelldon", Since: start.Add(-26 * time.Hour), TurnsToday: 12, Memory: 900 << 20}, true))
 	if !excited.Equal(sad) {
 		t.Errorf("the away frame after an excited core differs from the one after a sad core in %v, want no trace of what core last said", excited.Changed(sad))
+	}
+}
+
+// TestAPreviewEndsOnceCoreIsGoneForGood: a panel with GoneAfter (the
+// terminal preview) keeps drawing through a restart of core, and ends,
+// saying so, once core has stayed gone that long.
+func TestAPreviewEndsOnceCoreIsGoneForGood(t *testing.T) {
+	clk := clock.NewFake(time.Now())
+	joined := make(chan struct{}, 4)
+	onJoin := func(*hub.Peer) { joined <- struct{}{} }
+	_, socket, stop := hubtest.Serve(t, "", hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
+	done := runPanel(t, Options{Socket: socket, Display: newRecorder(), Clock: clk, AwayAfter: 5 * time.Second, GoneAfter: 30 * time.Second,
+		Policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}})
+	waitJoin := func(step time.Duration, what string) {
+		t.Helper()
+		deadline := time.After(waitLimit)
+		for {
+			select {
+			case <-joined:
+				return
+			case err := <-done:
+				done <- err // for the cleanup
+				t.Fatalf("the panel ended (%v) while %s", err, what)
+			case <-time.After(20 * time.Millisecond):
+				clk.Advance(step)
+			case <-deadline:
+				t.Fatalf("the panel did not join core's bus %s", what)
+			}
+		}
+	}
+	// advance moves the fake clock by d, a second at a time, and fails
+	// if the panel ended meanwhile.
+	advance := func(d time.Duration, what string) {
+		t.Helper()
+		for moved := time.Duration(0); moved < d; moved += time.Second {
+			clk.Advance(time.Second)
+			select {
+			case err := <-done:
+				done <- err // for the cleanup
+				t.Fatalf("the panel ended (%v) %s", err, what)
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+	}
+	waitJoin(0, "at first")
+
+	// A restart: core is gone for 10 s, then back; the preview goes on,
+	// also past 30 s from when core first went.
+	stop()
+	advance(10*time.Second, "10 s into a restart of core")
+	_, _, stop = hubtest.Serve(t, socket, hub.Config{Core: make(chan contracts.Envelope, 8), OnJoin: onJoin})
+	waitJoin(time.Second, "once core was back")
+	advance(40*time.Second, "after core came back")
+
+	// Gone for good: the preview ends, naming why.
+	stop()
+	deadline := time.After(waitLimit)
+	for {
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrCoreGone) {
+				t.Fatalf("the panel ended with %v, want ErrCoreGone", err)
+			}
+			done <- err // for the cleanup
+			return
+		case <-time.After(20 * time.Millisecond):
+			clk.Advance(time.Second)
+		case <-deadline:
+			t.Fatal("the panel went on drawing after core was gone for good")
+		}
 	}
 }

@@ -1,11 +1,13 @@
 package testhost
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // RequireAllEnv is the variable that turns missing-capability skips into
@@ -95,4 +97,22 @@ func Git(t testing.TB, dir string, args ...string) string {
 		t.Fatalf("git %q in %s: %v\n%s", args, dir, err, out)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// TimeToBuild skips t, or fails it where every level is required, when
+// building what takes up to takes and t's binary has less time than that
+// left before its timeout: a plain `go test ./...` (10 minutes) would
+// kill the build halfway, where `make test` gives each level that
+// builds the time it needs. Call it only when what is not built yet.
+func TimeToBuild(t testing.TB, what string, takes time.Duration) {
+	t.Helper()
+	timed, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if !ok {
+		return
+	}
+	deadline, ok := timed.Deadline()
+	if left := time.Until(deadline); ok && left < takes {
+		Missing(t, fmt.Sprintf("time to build %s (up to %s; this go test's timeout leaves %s)", what, takes, left.Round(time.Second)),
+			"run `make test`, whose levels leave the time, or build it first (`make image` for the sandbox image)")
+	}
 }

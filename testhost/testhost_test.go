@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestMissingFailsUnderRequireAll runs a test that lacks a capability in a
@@ -34,4 +35,37 @@ func TestLacksSomething(t *testing.T) {
 		t.Skip("only runs as the child of TestMissingFailsUnderRequireAll")
 	}
 	Tool(t, "no-such-unicorn-tool", "unicorn")
+}
+
+// TestABuildLongerThanTheTimeoutSkips: a plain `go test` (its timeout 10
+// minutes) skips a test that would build for 30, naming make test,
+// rather than be killed halfway through the build; with the time, it
+// builds.
+func TestABuildLongerThanTheTimeoutSkips(t *testing.T) {
+	if os.Getenv("SHELLDON_TEST_TESTHOST_CHILD") == "1" {
+		return
+	}
+	for _, tc := range []struct {
+		timeout string
+		want    []string
+	}{
+		{"10m", []string{"--- SKIP: TestBuildsForHalfAnHour", "time to build the unicorn root (up to 30m0s", "make test"}},
+		{"2h", []string{"--- PASS: TestBuildsForHalfAnHour"}},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestBuildsForHalfAnHour$", "-test.v", "-test.timeout="+tc.timeout)
+		cmd.Env = append(os.Environ(), "SHELLDON_TEST_TESTHOST_CHILD=1", RequireAllEnv+"=")
+		out, _ := cmd.CombinedOutput()
+		for _, w := range tc.want {
+			if !strings.Contains(string(out), w) {
+				t.Errorf("-test.timeout=%s: output %q, want %q in it", tc.timeout, out, w)
+			}
+		}
+	}
+}
+
+func TestBuildsForHalfAnHour(t *testing.T) {
+	if os.Getenv("SHELLDON_TEST_TESTHOST_CHILD") != "1" {
+		t.Skip("only runs as the child of TestABuildLongerThanTheTimeoutSkips")
+	}
+	TimeToBuild(t, "the unicorn root", 30*time.Minute)
 }

@@ -78,7 +78,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&opts.Socket, "socket", "", "the `PATH` of core's bus socket")
 	fs.StringVar(&opts.StateDir, "state-dir", "", "the state directory `DIR` (read-only)")
 	fs.IntVar(&opts.MaxFrame, "max-frame", 0, "the largest bus frame in `BYTES`")
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		// Help asked for is no mistake: the usage, on stdout.
+		_, err = fmt.Fprint(stdout, usage)
+		return err
+	} else if err != nil {
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {

@@ -84,6 +84,17 @@ func TestCommandLine(t *testing.T) {
 	}
 }
 
+// TestHelp: --help, -h and -help print the usage on stdout and exit 0, as
+// every shelldon command's help does.
+func TestHelp(t *testing.T) {
+	for _, flag := range []string{"--help", "-h", "-help"} {
+		out, errOut, status := runWorker(t, nil, flag)
+		if status != 0 || !strings.Contains(out, "usage: shelldon-worker") || !strings.Contains(out, "--turn ID") || errOut != "" {
+			t.Errorf("shelldon-worker %s = status %d, stdout %q, stderr %q; want the usage on stdout and status 0", flag, status, out, errOut)
+		}
+	}
+}
+
 // policyInit is the line GODEBUG=inittrace=1 writes for the policy
 // package's init, with the bytes it allocated.
 var policyInit = regexp.MustCompile(`(?m)^init shelldon/policy @.* ([0-9]+) bytes, ([0-9]+) allocs$`)

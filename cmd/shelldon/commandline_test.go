@@ -53,9 +53,12 @@ func commandLineCases(t *testing.T) []cliCase {
 			top = append(top, "\n  "+topic+" ")
 		}
 	}
-	for _, args := range [][]string{nil, {"help"}, {"-h"}, {"--help"}, {"help", "help"}, {"help", "--help"}} {
+	for _, args := range [][]string{{"help"}, {"-h"}, {"--help"}, {"help", "help"}, {"help", "--help"}} {
 		cases = append(cases, cliCase{args: args, status: 0, stdout: top})
 	}
+	// No command at all is a command line shelldon cannot take, as an
+	// unknown one is: the list of commands goes to stderr.
+	cases = append(cases, cliCase{args: nil, status: 2, stderr: top})
 
 	usage := func(args []string, want ...string) cliCase {
 		return cliCase{args: args, status: 2, stderr: append(want, "shelldon help")}

@@ -142,8 +142,8 @@ func TestDemoFetchIsAskedThenRefused(t *testing.T) {
 		t.Fatalf("the owner was shown %q, want the demo page's URL", req.Detail)
 	}
 	r := p.replyWith("network policy refused", 30*time.Second)
-	if !strings.Contains(r.Text, "loopback") {
-		t.Errorf("the refusal was explained as %q, want the policy's reason", r.Text)
+	if !strings.Contains(r.Text, "refused it: 127.0.0.1 is loopback.") || strings.Contains(r.Text, "tell them") {
+		t.Errorf("the refusal was explained as %q, want the policy's reason whole, in the owner's words", r.Text)
 	}
 	page := httptest.NewServer(p.model)
 	defer page.Close()

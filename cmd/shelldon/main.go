@@ -101,8 +101,10 @@ type environment struct {
 // command did: nil, or an error that exitCode turns into the status.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		writeUsage(stdout)
-		return nil
+		// A command line without a command, as one with an unknown
+		// command, is one shelldon cannot take.
+		writeUsage(stderr)
+		return reported(exitUsage)
 	}
 	if args[0] == "help" || isHelpFlag(args[0]) {
 		return help(args[1:], func(args []string) error { return run(ctx, args, stdin, stdout, stderr) }, stdout)
@@ -504,7 +506,17 @@ func cmdChat(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	socket, note := chatSocket(cfg.Socket)
-	return chat.Run(ctx, chat.Options{Socket: socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: note})
+	return runChat(ctx, chat.Options{Socket: socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout, Banner: note})
+}
+
+// runChat runs a terminal chat; what the owner typed that never reached
+// core fails it, quietly, for the chat has said so.
+func runChat(ctx context.Context, opts chat.Options) error {
+	err := chat.Run(ctx, opts)
+	if errors.Is(err, chat.ErrUndelivered) {
+		return errQuiet
+	}
+	return err
 }
 
 func cmdTurns(ctx context.Context, env *environment, args []string) error {

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -34,17 +36,31 @@ func cmdPanel(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	p, err := panel.New(panel.Options{
+	opts := panel.Options{
 		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Display: display, Log: log,
 		Policy: panelPolicy(cfg.Panel),
-	})
+	}
+	if preview {
+		// The service waits for core as long as it runs; the owner's
+		// preview ends once core is gone for good.
+		opts.GoneAfter = previewGoneAfter
+	}
+	p, err := panel.New(opts)
 	if err != nil {
 		display.Close()
 		return err
 	}
 	log.Info("panel: drawing", "display", display.Name())
-	return p.Run(ctx)
+	err = p.Run(ctx)
+	if errors.Is(err, panel.ErrCoreGone) {
+		return fmt.Errorf("%w; the preview ends (start core, then the preview again)", err)
+	}
+	return err
 }
+
+// previewGoneAfter is how long the preview waits for core once core is
+// gone: longer than a restart of core takes (about a second).
+const previewGoneAfter = 30 * time.Second
 
 // openDisplay opens the configured display; "auto" takes the Waveshare
 // panel when one answers, and the PNG file otherwise.

@@ -165,7 +165,7 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 			case <-chatCtx.Done():
 			}
 		}()
-		err := chat.Run(chatCtx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout,
+		err := runChat(chatCtx, chat.Options{Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), In: env.stdin, Out: env.stdout,
 			Banner: banner, Stopping: ctx.Done()})
 		endChat()
 		cancel()

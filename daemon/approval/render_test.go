@@ -211,3 +211,22 @@ func TestChangeSummary(t *testing.T) {
 		t.Errorf("ChangeListFile = %d bytes ending %q, want the list cut at %d bytes, saying so", len(file), file[max(len(file)-100, 0):], maxListFile)
 	}
 }
+
+// TestAnApprovalSaysWhatItDoes: a transport confirms an approval in the
+// words the request carries: a call runs, a new tool is kept.
+func TestAnApprovalSaysWhatItDoes(t *testing.T) {
+	for _, tc := range []struct {
+		req  Request
+		want string
+	}{
+		{callRequest("t1", "/w/x"), "running write_file"},
+		{promotionRequest("greet", "x"), "keeping new tool greet"},
+		{Request{Kind: ChangeSet, Shown: Shown{Title: "the changes of run_shell"}}, "applying the changes of run_shell"},
+		{Request{Kind: TokenCap, Shown: Shown{Title: "more tokens today"}}, "granting more tokens today"},
+		{Request{Kind: Memory, Shown: Shown{Title: "memory"}}, "making the changes to memory"},
+	} {
+		if got := tc.req.ask(owner).Approving; got != tc.want {
+			t.Errorf("the approval of a %s request %q says %q, want %q", tc.req.Kind, tc.req.Shown.Title, got, tc.want)
+		}
+	}
+}

@@ -187,7 +187,24 @@ func (r Request) Verify(digest string) error {
 // ask is the request as a transport shows it, with its buttons.
 func (r Request) ask(to Audience) contracts.ApprovalRequest {
 	return contracts.ApprovalRequest{Turn: r.Key, Chat: to.Chat, Tool: r.Shown.Title, Note: r.Shown.Note,
-		Detail: r.Shown.Detail, Expires: r.Expires, Always: r.offer().Words, Digest: r.Digest}
+		Detail: r.Shown.Detail, Expires: r.Expires, Always: r.offer().Words, Digest: r.Digest, Approving: r.approving()}
+}
+
+// approving says what approving the request does, in the owner's words,
+// for the transport to confirm the approval with.
+func (r Request) approving() string {
+	switch r.Kind {
+	case Promotion:
+		return "keeping " + r.Shown.Title
+	case ChangeSet:
+		return "applying " + r.Shown.Title
+	case TokenCap:
+		return "granting " + r.Shown.Title
+	case Memory:
+		return "making the changes to " + r.Shown.Title
+	default:
+		return "running " + r.Shown.Title
+	}
 }
 
 // offer is the rule an "always" decision grants: the call's offer, and

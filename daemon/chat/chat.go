@@ -36,6 +36,14 @@ const MoreCommand = "/more"
 // the end of a pipe), waits for core to take and answer what it sent.
 const endWait = 30 * time.Second
 
+// notSentYet answers a message typed while core is not there: the chat
+// holds it, and only while it is open; core keeps it once it has it.
+const notSentYet = "(Not sent yet: core is not there. It goes to core as soon as core is, while this chat is open.)"
+
+// ErrUndelivered ends a chat whose owner typed what never reached core;
+// the chat has said so.
+var ErrUndelivered = errors.New("what was typed never reached core")
+
 // The prompts: what the owner's next line can answer.
 const (
 	promptIdle    = "> "
@@ -295,18 +303,21 @@ func read(ctx context.Context, in io.Reader, keys chan<- []byte) error {
 	}
 }
 
-// finish says goodbye, and what never reached core or was not answered.
+// finish says goodbye, and what never reached core or was not answered;
+// it fails with ErrUndelivered when something never reached core.
 func (c *chat) finish() error {
+	var err error
 	switch {
 	case len(c.outbox.waiting) > 0:
 		c.term.say(fmt.Sprintf("(%d message(s) you typed never reached core; send them again once it is there.)", len(c.outbox.waiting)))
+		err = ErrUndelivered
 	case (c.answering || c.busy || c.owed) && c.stopping:
 		c.term.say("(Core stopped before it answered you; it keeps what you sent and answers it when it starts again.)")
 	case c.answering || c.busy || c.owed:
 		c.term.say("(Core is still answering what you sent; a `shelldon chat` open when it is done shows it.)")
 	}
 	c.term.end("bye")
-	return nil
+	return err
 }
 
 // prompt is the prompt for what the owner's next line can answer.
@@ -672,7 +683,7 @@ func (c *chat) send(text string) {
 	}
 	in := c.outbox.add(text)
 	if !c.connected {
-		c.term.say("(Kept: it goes to core as soon as core is there.)")
+		c.term.say(notSentYet)
 		return
 	}
 	c.deliver(in)

@@ -172,7 +172,7 @@ func (c *fakeCore) nothing(t *testing.T, after string) {
 func (c *fakeCore) ask(t *testing.T, key, tool, detail string) {
 	t.Helper()
 	c.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: key, Chat: TransportName, Tool: tool,
-		Note: "look closely: " + tool, Detail: detail, Expires: time.Now().Add(time.Hour)})
+		Note: "look closely: " + tool, Detail: detail, Expires: time.Now().Add(time.Hour), Approving: "running " + tool})
 }
 
 func (c *fakeCore) settle(t *testing.T, key, outcome string) {
@@ -384,6 +384,24 @@ func TestASettledRequestStopsWaiting(t *testing.T) {
 	}
 }
 
+// TestAnApprovalSaysWhatItDoes: the approval of a new tool is confirmed
+// as keeping it, not as running it, in the words core sent with the
+// request.
+func TestAnApprovalSaysWhatItDoes(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	core.route(t, contracts.KindApprovalRequest, contracts.ApprovalRequest{Turn: "c0ffee00", Chat: TransportName, Tool: "new tool greet",
+		Note: "greets", Detail: "greet.py", Expires: time.Now().Add(time.Hour), Approving: "keeping new tool greet"})
+	s.prompt(t, "approve? [y/n]")
+	s.term.Line(t, "y")
+	if d := core.nextDecision(t); d.Turn != "c0ffee00" || !d.Approve {
+		t.Fatalf("y sent %+v, want the approval of c0ffee00", d)
+	}
+	core.settle(t, "c0ffee00", contracts.ApprovalApproved)
+	s.term.WaitFor(t, "✅ Approved — keeping new tool greet")
+	s.prompt(t, "> ")
+}
+
 // TestARequestPastItsTimeStopsWaiting: a request whose time is over
 // waits no more even when core's word of it never came (the terminal was
 // away then): the terminal says so at its time, and the next n is a
@@ -533,6 +551,28 @@ func TestTheOwnerEditsTheLine(t *testing.T) {
 	}
 }
 
+// TestTheOwnersEscapesReachCoreVisibly: escape sequences and control
+// characters the owner types or pastes (a title, a colour, a bell) reach
+// core whole, shown as the pet's own output is shown, never half-eaten;
+// only the keys' own sequences (arrows, Home, F1) are passed over. A
+// backspace takes one control character back whole.
+func TestTheOwnersEscapesReachCoreVisibly(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	for _, tc := range []struct{ typed, want string }{
+		{"\x1b]0;title\x07 set", `\x1b]0;title\x07 set`},
+		{"\x1b[31mred\x1b[0m", `\x1b[31mred\x1b[0m`},
+		{"a\x1bb\x01c", `a\x1bb\x01c`},
+		{"left\x1b[D\x1b[H\x1bOP\x1b[3~ keys", "left keys"},
+		{"bell\x07\x7f!", "bell!"},
+	} {
+		s.term.Type(t, tc.typed+"\r")
+		if in := core.nextInbound(t); in.Text != tc.want {
+			t.Errorf("typed %q, core got %q, want %q", tc.typed, in.Text, tc.want)
+		}
+	}
+}
+
 // TestHelpSaysHowToAnswerHere: /help goes to core, and the terminal adds
 // how a request is answered here (there are no buttons).
 func TestHelpSaysHowToAnswerHere(t *testing.T) {
@@ -555,13 +595,34 @@ func TestAMessageWaitsForCore(t *testing.T) {
 	s.term.WaitFor(t, "no core is listening at "+socket)
 	s.term.WaitFor(t, "--state-dir")
 	s.term.Line(t, "anyone there?")
-	s.term.WaitFor(t, "(Kept: it goes to core as soon as core is there.)")
+	s.term.WaitFor(t, notSentYet)
 
 	core := startCore(t, socket)
 	if in := core.nextInbound(t); in.Text != "anyone there?" {
 		t.Errorf("core got %q, want the message typed while it was away", in.Text)
 	}
 	s.term.WaitFor(t, "(connected to core at "+socket+")")
+}
+
+// TestAMessageThatNeverReachedCoreFails: with no core, what the owner
+// typed is not said to be kept (only core keeps it); once the input is
+// over and core did not come within the wait, the chat says so and Run
+// fails with ErrUndelivered, for the exit status.
+func TestAMessageThatNeverReachedCoreFails(t *testing.T) {
+	now := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	s := startChat(t, hubtest.SocketPath(t), Options{Clock: now})
+	s.term.Line(t, "anyone there?")
+	s.term.WaitFor(t, notSentYet)
+	s.term.Type(t, "\x04")
+	s.term.WaitFor(t, "Waiting up to 30 seconds")
+	now.Advance(endWait)
+	if err := s.wait(t); !errors.Is(err, ErrUndelivered) {
+		t.Fatalf("Run after Ctrl-D with nothing delivered = %v, want ErrUndelivered", err)
+	}
+	s.term.WaitFor(t, "(1 message(s) you typed never reached core; send them again once it is there.)\nbye")
+	if strings.Contains(s.term.Screen(), "Kept") {
+		t.Errorf("the chat said a message was kept that never reached core:\n%s", s.term.Screen())
+	}
 }
 
 // TestARestartedCoreGetsWhatItDidNotKeep: a message core did not confirm

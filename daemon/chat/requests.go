@@ -24,6 +24,9 @@ const maxWaiting = 64
 // request is one of core's requests, as this terminal knows it.
 type request struct {
 	key, tool string
+	// approving says what its approval does ("running run_shell",
+	// "keeping new tool greet"), made visible.
+	approving string
 	// digest is core's digest of the request as shown here, which the
 	// answer carries back.
 	digest  string
@@ -69,7 +72,7 @@ type requests struct {
 // in full once more; one whose digest changed is unread.
 func (rs *requests) add(req contracts.ApprovalRequest) *request {
 	detail := strings.Split(visible.Text(req.Detail), "\n")
-	r := &request{key: req.Turn, tool: req.Tool, digest: req.Digest, expires: req.Expires, note: visible.Line(req.Note),
+	r := &request{key: req.Turn, tool: req.Tool, approving: visible.Line(req.Approving), digest: req.Digest, expires: req.Expires, note: visible.Line(req.Note),
 		rule: visible.Line(req.Always), detail: detail, rest: detail}
 	for i, old := range rs.all {
 		if old.key == req.Turn {
@@ -165,7 +168,7 @@ func (r *request) closing(outcome string) string {
 	tool := visible.Line(r.tool)
 	switch outcome {
 	case contracts.ApprovalApproved:
-		return "✅ Approved — running " + tool + elsewhere
+		return "✅ Approved — " + r.approving + elsewhere
 	case contracts.ApprovalDenied:
 		return "❌ Denied — " + tool + " does not run" + elsewhere
 	case contracts.ApprovalExpired:

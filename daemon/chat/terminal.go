@@ -41,10 +41,14 @@ type terminal struct {
 	shown bool
 	cols  int
 
+	// line is what is typed, as typed; it goes to core as it is shown
+	// (visible.Line), and size is how long that is.
 	line    []byte
+	size    int
 	dropped int    // bytes typed on this line beyond maxMessage
 	partial []byte // the start of a character split between two reads
 	escape  escapeState
+	seq     []byte          // the escape sequence being typed, from its ESC
 	echo    strings.Builder // what is typed, to echo at the end of a read
 }
 
@@ -55,8 +59,9 @@ type typed struct {
 	dropped int
 }
 
-// escapeState tracks an escape sequence (the arrow keys, function keys)
-// being typed, which the editor passes over.
+// escapeState tracks an escape sequence being typed: a key's (the arrow
+// keys, function keys), which the editor passes over, or any other, which
+// is the owner's text.
 type escapeState int
 
 const (
@@ -136,7 +141,7 @@ func (t *terminal) restore() {
 	// The prompt goes while the chat still knows where it is; what is
 	// typed from now on is the terminal's to echo, after the next one.
 	t.write(t.clear())
-	t.line, t.dropped = t.line[:0], 0
+	t.line, t.size, t.dropped = t.line[:0], 0, 0
 	t.editing = false
 	control(t.ctl, func(fd int) error { return unix.IoctlSetTermios(fd, unix.TCSETS, t.saved) })
 }
@@ -235,13 +240,14 @@ func (t *terminal) redraw() {
 
 // feed takes what the owner typed and returns the lines it ended; eof
 // says the owner ended the input (Ctrl-D on an empty line, when
-// editing). Keys the editor does not use are dropped, and what is typed
-// is echoed as the chat shows any text: visibly.
+// editing). The sequences of keys the editor does not use (arrows, F1)
+// are dropped whole; every other character, a control or an escape
+// sequence too, is the owner's text: it is echoed, and goes to core, as
+// the chat shows any text: visibly (\x1b]0;title\x07), never half-eaten.
 func (t *terminal) feed(keys []byte) (lines []typed, eof bool) {
 	defer t.flush()
 	for _, c := range keys {
-		if t.escape != noEscape {
-			t.passOver(c)
+		if t.escape != noEscape && t.passOver(c) {
 			continue
 		}
 		if c >= utf8.RuneSelf {
@@ -263,8 +269,8 @@ func (t *terminal) feed(keys []byte) (lines []typed, eof bool) {
 				t.showPrompt()
 				t.write("\n")
 			}
-			lines = append(lines, typed{text: string(t.line), dropped: t.dropped})
-			t.line, t.dropped, t.shown = t.line[:0], 0, false
+			lines = append(lines, typed{text: visible.Line(string(t.line)), dropped: t.dropped})
+			t.line, t.size, t.dropped, t.shown = t.line[:0], 0, 0, false
 		case 0x7f, '\b': // backspace: the last character
 			_, n := utf8.DecodeLastRune(t.line)
 			t.edit(t.line[:len(t.line)-n])
@@ -279,38 +285,66 @@ func (t *terminal) feed(keys []byte) (lines []typed, eof bool) {
 				return lines, true
 			}
 		case 0x1b:
-			t.escape = afterEscape
+			t.escape, t.seq = afterEscape, append(t.seq[:0], c)
 		default:
-			if c >= 0x20 || c == '\t' {
-				t.insert([]byte{c})
-			}
+			t.insert([]byte{c})
 		}
 	}
 	return lines, false
 }
 
-// passOver follows an escape sequence the owner's keys send (an arrow, a
-// function key) to its end, to drop it whole.
-func (t *terminal) passOver(c byte) {
+// keyFinals are the final bytes of the CSI sequences keys send: the
+// arrows, Home and End, F1 to F4, Shift-Tab, and Insert, Delete, Page Up
+// and the other keys of ESC [ N ~.
+const keyFinals = "ABCDFHPQRSZ~"
+
+// passOver follows an escape sequence to its end and reports whether it
+// took c. A key's sequence (an arrow, a function key) is dropped whole;
+// any other is the owner's text, inserted as typed, and the byte that
+// showed it is none of a key's (c, if not taken) is the editor's again.
+func (t *terminal) passOver(c byte) bool {
 	switch {
 	case t.escape == afterEscape && c == '[':
-		t.escape = inCSI
+		t.escape, t.seq = inCSI, append(t.seq, c)
+		return true
 	case t.escape == afterEscape && c == 'O':
-		t.escape = inSS3
-	case t.escape == inCSI && (c < 0x40 || c > 0x7e):
+		t.escape, t.seq = inSS3, append(t.seq, c)
+		return true
+	case t.escape == inCSI && c >= 0x20 && c < 0x40:
 		// a parameter or an intermediate byte: the sequence goes on
-	default:
+		t.seq = append(t.seq, c)
+		return true
+	case t.escape == inCSI && c >= 0x40 && c <= 0x7e:
 		t.escape = noEscape
+		if !strings.ContainsRune(keyFinals, rune(c)) {
+			t.insertAll(append(t.seq, c))
+		}
+		return true
+	case t.escape == inSS3 && c >= 0x40 && c <= 0x7e:
+		t.escape = noEscape // F1 to F4, the keypad
+		return true
+	}
+	t.escape = noEscape
+	t.insertAll(t.seq)
+	return false
+}
+
+// insertAll inserts each byte of an escape sequence, all ASCII.
+func (t *terminal) insertAll(seq []byte) {
+	for i := range seq {
+		t.insert(seq[i : i+1])
 	}
 }
 
 // insert adds one character to the line and echoes it, unless the line
 // is full.
 func (t *terminal) insert(char []byte) {
-	if len(t.line)+len(char) > maxMessage {
+	shown := visible.Line(string(char))
+	if t.size+len(shown) > maxMessage {
 		t.dropped += len(char)
 		return
 	}
+	t.size += len(shown)
 	if !t.editing {
 		t.line = append(t.line, char...)
 		return
@@ -320,7 +354,6 @@ func (t *terminal) insert(char []byte) {
 		t.showPrompt()
 	}
 	t.line = append(t.line, char...)
-	shown := visible.Line(string(char))
 	t.cols += utf8.RuneCountInString(shown)
 	t.echo.WriteString(shown)
 }
@@ -338,7 +371,7 @@ func (t *terminal) edit(line []byte) {
 	if len(line) == len(t.line) {
 		return
 	}
-	t.line = line
+	t.line, t.size = line, len(visible.Line(string(line)))
 	if t.editing {
 		t.flush()
 		t.redraw()

@@ -37,6 +37,9 @@ type Status string
 const (
 	OK   Status = "ok"
 	Warn Status = "warn" // shelldon runs, with less (no systemd: rlimits only)
+	// Note is worth knowing, and right for this setup (no provider where
+	// shelldon is not installed: `shelldon up` runs on the demo model).
+	Note Status = "note"
 	Fail Status = "FAIL" // shelldon cannot do its job until this is fixed
 )
 
@@ -509,8 +512,13 @@ func (h Host) core(cfg config.Config) Check {
 func (h Host) providers(ctx context.Context, cfg config.Config) Check {
 	c := Check{Name: "model provider"}
 	if len(cfg.Providers) == 0 {
-		c.Status, c.Detail = Fail, "no provider is configured: only `shelldon up` can run, on the scripted demo model"
 		c.Fix = "add a [[provider]] table to the configuration (see config/shelldon.example.toml)"
+		if unit := h.installedUnit(); unit != "" {
+			c.Status, c.Detail = Fail, "no provider is configured: shelldon is installed ("+unit+"), and its broker (shelldon-broker.service) does not start without one"
+			return c
+		}
+		c.Status, c.Detail = Note, "no provider is configured: `shelldon up` (make run) talks to the scripted demo model"
+		c.Fix = "to talk to a real model, " + c.Fix
 		return c
 	}
 	var reached []string
@@ -551,6 +559,23 @@ func (h Host) providers(ctx context.Context, cfg config.Config) Check {
 		c.Fix = "check base_url, the network, and the key (api_key_credential in $CREDENTIALS_DIRECTORY)"
 	}
 	return c
+}
+
+// serviceUnits are where shelldon.service is when shelldon is installed:
+// the .deb's and make install's place, the same under a /usr that is not
+// merged, and an administrator's own copy.
+var serviceUnits = []string{"/lib/systemd/system/shelldon.service", "/usr/lib/systemd/system/shelldon.service", "/etc/systemd/system/shelldon.service"}
+
+// installedUnit is the path of shelldon.service on this host, or "" where
+// shelldon is not installed as a service (the development setup, which
+// runs `shelldon up` from the source tree).
+func (h Host) installedUnit() string {
+	for _, unit := range serviceUnits {
+		if _, err := os.Stat(h.path(unit)); err == nil {
+			return unit
+		}
+	}
+	return ""
 }
 
 func (h Host) spi() Check {

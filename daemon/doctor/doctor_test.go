@@ -461,23 +461,31 @@ func TestProviders(t *testing.T) {
 		providers []config.Provider
 		want      Status
 		detail    []string // the detail names these
+		files     map[string]string
 	}{
-		{"none", nil, Fail, []string{"no provider"}},
-		{"one reachable", []config.Provider{provider("good", good.URL)}, OK, []string{"good"}},
-		{"trailing slash", []config.Provider{{Name: "slash", BaseURL: good.URL + "/v1/", Model: "m"}}, OK, []string{"slash"}},
-		{"answers 500", []config.Provider{provider("broken", broken.URL)}, Fail, []string{"broken", "500"}},
-		{"wrong path", []config.Provider{{Name: "nopath", BaseURL: good.URL, Model: "m"}}, Fail, []string{"nopath", "404"}},
-		{"unreachable", []config.Provider{provider("gone", closed.URL)}, Fail, []string{"gone"}},
-		{"not a URL", []config.Provider{{Name: "bad", BaseURL: "http://[::1", Model: "m"}}, Fail, []string{"bad"}},
-		{"one good, one bad", []config.Provider{provider("good", good.URL), provider("broken", broken.URL)}, Warn, []string{"broken"}},
-		{"credential without its directory", []config.Provider{{Name: "cred", BaseURL: good.URL + "/v1", Model: "m", APIKeyCredential: "cred-key"}}, Fail, []string{"cred", "CREDENTIALS_DIRECTORY"}},
+		// The development setup (`make run`, `shelldon up`) runs on the
+		// demo model: no provider there is a note, not a failure.
+		{"none, not installed", nil, Note, []string{"no provider", "demo model"}, nil},
+		// The installed pet (shelldon.service, from the .deb or make
+		// install; or an administrator's own copy) has no model at all.
+		{"none, installed", nil, Fail, []string{"no provider", "shelldon.service", "broker"}, map[string]string{"lib/systemd/system/shelldon.service": ""}},
+		{"none, installed under /usr/lib", nil, Fail, []string{"no provider"}, map[string]string{"usr/lib/systemd/system/shelldon.service": ""}},
+		{"none, the administrator's unit", nil, Fail, []string{"no provider"}, map[string]string{"etc/systemd/system/shelldon.service": ""}},
+		{"one reachable", []config.Provider{provider("good", good.URL)}, OK, []string{"good"}, nil},
+		{"trailing slash", []config.Provider{{Name: "slash", BaseURL: good.URL + "/v1/", Model: "m"}}, OK, []string{"slash"}, nil},
+		{"answers 500", []config.Provider{provider("broken", broken.URL)}, Fail, []string{"broken", "500"}, nil},
+		{"wrong path", []config.Provider{{Name: "nopath", BaseURL: good.URL, Model: "m"}}, Fail, []string{"nopath", "404"}, nil},
+		{"unreachable", []config.Provider{provider("gone", closed.URL)}, Fail, []string{"gone"}, nil},
+		{"not a URL", []config.Provider{{Name: "bad", BaseURL: "http://[::1", Model: "m"}}, Fail, []string{"bad"}, nil},
+		{"one good, one bad", []config.Provider{provider("good", good.URL), provider("broken", broken.URL)}, Warn, []string{"broken"}, nil},
+		{"credential without its directory", []config.Provider{{Name: "cred", BaseURL: good.URL + "/v1", Model: "m", APIKeyCredential: "cred-key"}}, Fail, []string{"cred", "CREDENTIALS_DIRECTORY"}, nil},
 	}
 	t.Setenv("CREDENTIALS_DIRECTORY", "")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
 			cfg.Providers = tt.providers
-			got := testHost(t, nil).providers(context.Background(), cfg)
+			got := testHost(t, tt.files).providers(context.Background(), cfg)
 			wantStatus(t, got, tt.want)
 			for _, s := range tt.detail {
 				if !strings.Contains(got.Detail, s) {
@@ -614,7 +622,7 @@ func TestRunOnABareHost(t *testing.T) {
 		"state directory": OK,
 		"state access":    OK,
 		"core":            Warn,
-		"model provider":  Fail,
+		"model provider":  Note,
 		"telegram":        Warn,
 		"SPI (panel)":     Warn,
 	}
@@ -645,6 +653,16 @@ func TestWrite(t *testing.T) {
 			[]string{
 				"ok   systemd          systemd is PID 1",
 				"warn SPI (panel)      no SPI — fix: enable SPI",
+			},
+		},
+		{
+			"a note",
+			[]Check{
+				{Name: "model provider", Status: Note, Detail: "none: the demo model", Fix: "add a provider"},
+			},
+			true,
+			[]string{
+				"note model provider   none: the demo model — fix: add a provider",
 			},
 		},
 		{

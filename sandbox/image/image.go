@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -220,6 +221,20 @@ func BuildRecipe(cacheDir, name string, data []byte, arch string) (Image, error)
 	return Build(ctx, BuildOptions{CacheDir: cacheDir, Recipe: recipe, Arch: arch})
 }
 
+// Built reports whether cacheDir holds the verified image of r for arch
+// ("" for this machine's): Build finds it there without building.
+func Built(cacheDir string, r Recipe, arch string) bool {
+	if arch == "" {
+		native, err := NativeArch()
+		if err != nil {
+			return false
+		}
+		arch = native
+	}
+	_, err := readImage(filepath.Join(cacheDir, imagePrefix+r.hashFor(arch)))
+	return err == nil
+}
+
 // arch is the architecture to build for, checked: a foreign one must be
 // one Debian has and this host must run its programs.
 func (o BuildOptions) arch() (string, error) {
@@ -325,6 +340,12 @@ func removeUnfinished(cache string, log io.Writer) error {
 			}
 		}
 		fmt.Fprintf(log, "removing unfinished build %s\n", dir)
+		// A build killed halfway leaves mmdebstrap's mounts (the host's
+		// /dev, /proc, /sys bound in) while its lock went with its
+		// process: they are this build's to take down now.
+		if err := unmountUnder(dir, log); err != nil {
+			return err
+		}
 		if err := removeTree(dir); err != nil {
 			return err
 		}
@@ -357,22 +378,53 @@ func removeOlder(cache, keep, arch string, log io.Writer) {
 	}
 }
 
-// removeTree removes dir unless something is still mounted inside it: a
-// build killed halfway may leave the host's /dev or /proc bound into the
-// root, and removing through those would delete the host's own files.
-func removeTree(dir string) error {
+// mountsUnder lists the mount points at or under dir, from
+// /proc/self/mountinfo, in the order they were mounted.
+func mountsUnder(dir string) ([]string, error) {
 	info, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		return fmt.Errorf("check mounts before removing %s: %w", dir, err)
+		return nil, fmt.Errorf("check mounts under %s: %w", dir, err)
 	}
+	var mounts []string
 	for _, line := range strings.Split(string(info), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 5 {
 			continue
 		}
 		if mp := fields[4]; mp == dir || strings.HasPrefix(mp, dir+"/") {
-			return fmt.Errorf("not removing %s: %s is still mounted (umount -R it first)", dir, mp)
+			mounts = append(mounts, mp)
 		}
+	}
+	return mounts, nil
+}
+
+// unmountUnder detaches every mount under dir, the last mounted first
+// (as umount -R does), so that removing dir cannot reach through a bind
+// mount into the host's own files.
+func unmountUnder(dir string, log io.Writer) error {
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	for _, mp := range slices.Backward(mounts) {
+		fmt.Fprintf(log, "unmounting %s, left by a build that did not finish\n", mp)
+		if err := syscall.Unmount(mp, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			return fmt.Errorf("unmount %s, left by a build that did not finish: %w", mp, err)
+		}
+	}
+	return nil
+}
+
+// removeTree removes dir unless something is still mounted inside it: a
+// build killed halfway may leave the host's /dev or /proc bound into the
+// root, and removing through those would delete the host's own files.
+func removeTree(dir string) error {
+	mounts, err := mountsUnder(dir)
+	if err != nil {
+		return err
+	}
+	if len(mounts) > 0 {
+		return fmt.Errorf("not removing %s: %s is still mounted (umount -R it first)", dir, mounts[0])
 	}
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove %s: %w", dir, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -473,4 +474,46 @@ func TestBuildReal(t *testing.T) {
 		t.Errorf("Status after build = %+v, %v; want just the current image", st, err)
 	}
 	t.Logf("built and verified in %s", img.Took)
+}
+
+// TestABuildTakesDownADeadBuildsMounts: a build killed halfway (a go test
+// past its timeout) leaves mmdebstrap's mounts in its root, and its lock
+// goes with its process; the next build, holding the lock, unmounts them
+// and removes the leftover, where it once refused ("…/root/dev/pts is
+// still mounted (umount -R it first)"). What is beneath the mounts is
+// not touched: a bind mount of a directory outside keeps its files.
+func TestABuildTakesDownADeadBuildsMounts(t *testing.T) {
+	testhost.Root(t)
+	cache := t.TempDir()
+	dead := filepath.Join(cache, tempPrefix+"0123abcd"+tempInfix+"42")
+	dev, pts := filepath.Join(dead, "root", "dev"), filepath.Join(dead, "root", "dev", "pts")
+	host := filepath.Join(t.TempDir(), "host-dev")
+	mkdirs(t, dev, host)
+	if err := os.WriteFile(filepath.Join(host, "keep"), []byte("the host's own"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// As mmdebstrap does: the host's /dev bound in, devpts over its pts.
+	if err := syscall.Mount(host, dev, "", syscall.MS_BIND, ""); err != nil {
+		t.Fatalf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dev, syscall.MNT_DETACH) })
+	mkdirs(t, pts)
+	if err := syscall.Mount("tmpfs", pts, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatalf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(pts, syscall.MNT_DETACH) })
+
+	var log strings.Builder
+	if err := removeUnfinished(cache, &log); err != nil {
+		t.Fatalf("removeUnfinished with a dead build's mounts = %v, want them taken down and the build removed", err)
+	}
+	if _, err := os.Stat(dead); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the dead build %s is still there (%v)", dead, err)
+	}
+	if data, err := os.ReadFile(filepath.Join(host, "keep")); err != nil || string(data) != "the host's own" {
+		t.Errorf("the file beneath the bind mount = %q, %v; want it untouched", data, err)
+	}
+	if !strings.Contains(log.String(), "unmount") {
+		t.Errorf("the build's log says %q, want the unmounts named", log.String())
+	}
 }

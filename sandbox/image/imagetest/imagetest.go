@@ -8,6 +8,7 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"shelldon/sandbox/image"
 	"shelldon/testhost"
@@ -54,11 +55,14 @@ func ForArch(t testing.TB, arch string) image.Image {
 		builds[arch] = b
 	}
 	buildsMu.Unlock()
+	cache := os.Getenv(CacheEnv)
+	if cache == "" {
+		cache = image.DefaultCacheDir
+	}
+	if recipe, err := image.DefaultRecipe(); err == nil && !image.Built(cache, recipe, arch) {
+		testhost.TimeToBuild(t, "the "+archName(arch)+" sandbox image", buildTakes(arch))
+	}
 	b.once.Do(func() {
-		cache := os.Getenv(CacheEnv)
-		if cache == "" {
-			cache = image.DefaultCacheDir
-		}
 		b.img, b.err = image.Build(context.Background(), image.BuildOptions{CacheDir: cache, Arch: arch})
 		if b.err == nil && b.img.Fresh {
 			t.Logf("sandbox image for %s built in %s: %s", b.img.Arch, b.img.Took, b.img.Root)
@@ -74,4 +78,22 @@ func ForArch(t testing.TB, arch string) image.Image {
 		t.Fatalf("building the sandbox image: %v", b.err)
 	}
 	return b.img
+}
+
+// buildTakes bounds how long building the sandbox image for arch takes:
+// a minute or two here, far longer for a foreign architecture, whose
+// packages are configured under emulation.
+func buildTakes(arch string) time.Duration {
+	if native, _ := image.NativeArch(); arch == "" || arch == native {
+		return 5 * time.Minute
+	}
+	return 30 * time.Minute
+}
+
+// archName names arch for a message: "" is this machine's.
+func archName(arch string) string {
+	if arch == "" {
+		arch, _ = image.NativeArch()
+	}
+	return arch
 }
