@@ -158,8 +158,8 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 		switch s.key {
 		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule", "budget", "sandbox":
 			pattern = `(?m)^\[` + s.key + `\]$`
-		case "provider":
-			pattern = `(?m)^(# )?\[\[provider\]\]$`
+		case "provider", "mcp":
+			pattern = `(?m)^(# )?\[\[` + s.key + `\]\]$`
 		}
 		if !regexp.MustCompile(pattern).MatchString(Example) {
 			t.Errorf("Example does not mention %s (looked for %s)", s.key, pattern)
