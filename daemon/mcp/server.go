@@ -387,25 +387,29 @@ func (s *Server) start(ctx context.Context) (_ *running, err error) {
 	client := sdk.NewClient(&sdk.Implementation{Name: "shelldon", Version: "1"}, &sdk.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 	r.session, err = client.Connect(ctx, &sdk.IOTransport{Reader: proc.Stdout, Writer: proc.Stdin, MaxLineLength: MaxFrame}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("MCP server %s started but did not answer as an MCP server: %w", s.cfg.Name, s.why(proc, err))
+		return nil, fmt.Errorf("MCP server %s started but did not answer as an MCP server: %w", s.cfg.Name, s.why(ctx, proc, err))
 	}
 	listed, err := r.session.ListTools(ctx, nil)
 	if err != nil {
 		r.session.Close()
-		return nil, fmt.Errorf("MCP server %s did not list its tools: %w", s.cfg.Name, s.why(proc, err))
+		return nil, fmt.Errorf("MCP server %s did not list its tools: %w", s.cfg.Name, s.why(ctx, proc, err))
 	}
 	r.tools = s.offered(listed.Tools)
 	s.opts.Log.Info("MCP server started", "took", s.opts.Clock.Now().Sub(begun).Round(time.Millisecond), "tools", len(r.tools))
 	return r, nil
 }
 
-// why adds to err how the server ended, when it has.
-func (s *Server) why(proc *sandbox.Process, err error) error {
+// why adds to err how the server ended, when it has or is ending (its
+// pipe closes a moment before its container is gone).
+func (s *Server) why(ctx context.Context, proc *sandbox.Process, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
 	select {
 	case <-proc.Done():
 		exit, _ := proc.Wait()
 		return fmt.Errorf("%w (it ended: %s; %s)", err, ending(exit), lastLine(exit.Text()))
-	default:
+	case <-time.After(teardown):
 		return err
 	}
 }
