@@ -103,6 +103,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		Scheduled:  adm.Scheduled,
 		SelfCoded:  selfCoded,
 		ByNameOnly: byName,
+		MCP:        c.mcp.offered(),
 		Images:     c.media.Photos(adm.Messages),
 	})
 

@@ -3,7 +3,6 @@ package mcp
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -113,6 +112,10 @@ type Server struct {
 	used     uint64    // calls begun, so a stale idle timer stops nothing
 	deaths   int       // in a row, for the back-off
 	retryAt  time.Time // no start before
+	// listed are the offered tools as the server last listed them,
+	// kept while it is stopped, for the turns' offer; nil until it
+	// first started.
+	listed []Tool
 	// told is set once the owner heard that the server died: once for
 	// core's life, however often it dies after.
 	told bool
@@ -158,6 +161,14 @@ func (s *Server) State() State {
 		return Crashed
 	}
 	return Stopped
+}
+
+// Listed returns the offered tools as the server last listed them,
+// without starting it; false before it first started.
+func (s *Server) Listed() ([]Tool, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listed, s.listed != nil
 }
 
 // Tools starts the server if it is not running and returns those of its
@@ -271,7 +282,7 @@ func (s *Server) begin(ctx context.Context) (*running, error) {
 			s.mu.Unlock()
 			return nil, err
 		}
-		s.run = r
+		s.run, s.listed = r, r.tools
 		s.mu.Unlock()
 		go s.watch(r)
 	}
@@ -557,6 +568,3 @@ func cut(text string, max int) string {
 	kept := strings.ToValidUTF8(text[:max], "")
 	return fmt.Sprintf("%s\n[… %d more bytes cut]", kept, len(text)-len(kept))
 }
-
-// ErrNoServer is returned for a tool of no configured server.
-var ErrNoServer = errors.New("no such MCP server")
