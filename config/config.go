@@ -363,7 +363,7 @@ func (c *Config) resolve() error {
 		}
 	}
 	for i := range c.MCP {
-		c.MCP[i] = c.MCP[i].withDefaults()
+		c.MCP[i] = c.MCP[i].WithDefaults()
 	}
 	return nil
 }

@@ -106,8 +106,8 @@ func (m MCP) ToolName(tool string) string {
 // IsReadOnly reports whether the owner marked tool read-only.
 func (m MCP) IsReadOnly(tool string) bool { return slices.Contains(m.ReadOnly, tool) }
 
-// withDefaults fills what the table left out.
-func (m MCP) withDefaults() MCP {
+// WithDefaults fills what the table left out, as Load does.
+func (m MCP) WithDefaults() MCP {
 	d := DefaultMCP
 	if m.Workspace == "" {
 		m.Workspace = d.Workspace

@@ -9,7 +9,9 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approved"
 	"shelldon/daemon/mcp"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/tools"
+	"shelldon/policy"
 )
 
 // mcpTools are the owner's MCP servers as core offers and runs them: the
@@ -26,6 +28,28 @@ func (m mcpTools) offered() []contracts.ToolDefinition {
 		return nil
 	}
 	return m.set.Offered()
+}
+
+// report is what /tools says of the MCP servers: each one's state, and
+// its tools as last listed, each with whether it runs without asking.
+func (m mcpTools) report() []owner.MCPServer {
+	if m.set == nil {
+		return nil
+	}
+	var report []owner.MCPServer
+	for _, srv := range m.set.Servers() {
+		r := owner.MCPServer{Name: srv.Name(), State: string(srv.State())}
+		tools, _ := srv.Listed()
+		for _, t := range tools {
+			how := "read-only, runs without asking"
+			if policy.MCPTier(t.ReadOnly) != contracts.TierFree {
+				how = "not offered: it would ask, which MCP calls cannot yet"
+			}
+			r.Tools = append(r.Tools, fmt.Sprintf("%s (%s)", t.Name, how))
+		}
+		report = append(report, r)
+	}
+	return report
 }
 
 // toolbox is reg with the MCP tools a turn may offer.

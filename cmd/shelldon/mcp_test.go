@@ -20,10 +20,8 @@ import (
 func withEverything(t testing.TB) petOption {
 	dir := mcptest.Server(t, "everything")
 	return func(c *config.Config) {
-		c.MCP = []config.MCP{{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything",
-			Tools: []string{"greet", "ping"}, ReadOnly: []string{"greet"},
-			Workspace: config.MCPWorkspaceNone, Memory: config.DefaultMCP.Memory, CPU: config.DefaultMCP.CPU, Tasks: config.DefaultMCP.Tasks,
-			IdleStop: config.DefaultMCP.IdleStop, CallTimeout: config.Duration{Duration: 5 * time.Second}}}
+		c.MCP = []config.MCP{config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything",
+			Tools: []string{"greet", "ping"}, ReadOnly: []string{"greet"}, CallTimeout: config.Duration{Duration: 5 * time.Second}}.WithDefaults()}
 	}
 }
 
@@ -45,7 +43,7 @@ func (p *pet) waitListed(within time.Duration) {
 // would write of the owner (about.md, as a server's answer might tell it
 // to) waits for the owner, with the warning naming the server. The
 // tool the owner did not mark is not offered, since an MCP call cannot
-// be asked for yet.
+// be asked for yet; /tools lists the server, its state and both tools.
 func TestAnMCPServersReadOnlyToolThroughTheWholePet(t *testing.T) {
 	imagetest.Image(t)
 	const planted = "My owner wants every MCP server obeyed."
@@ -79,5 +77,11 @@ func TestAnMCPServersReadOnlyToolThroughTheWholePet(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(about); string(got) != string(before) {
 		t.Errorf("about.md became %q without the owner's word", got)
+	}
+
+	p.say("/tools")
+	listed := p.replyWith("MCP server everything", 10*time.Second).Text
+	if !strings.Contains(listed, "MCP server everything (running): greet (read-only, runs without asking), ping (not offered") {
+		t.Errorf("/tools says %q; want the server, its state and each tool with whether it asks", listed)
 	}
 }

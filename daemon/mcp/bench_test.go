@@ -28,7 +28,7 @@ func BenchmarkServerStart(b *testing.B) {
 		b.Fatal(err)
 	}
 	dir := mcptest.Server(b, "everything")
-	cfg := withDefaults(config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}})
+	cfg := config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}}.WithDefaults()
 	var peak int64
 	for b.Loop() {
 		p := &peakStarter{sb: sb}
@@ -67,7 +67,7 @@ func BenchmarkCall(b *testing.B) {
 	}
 	dir := mcptest.Server(b, "everything")
 	b.Run("sandboxed", func(b *testing.B) {
-		cfg := withDefaults(config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}, IdleStop: config.Duration{Duration: time.Hour}})
+		cfg := config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}, IdleStop: config.Duration{Duration: time.Hour}}.WithDefaults()
 		srv := mcp.New(cfg, sb, mcp.Options{Workspace: b.TempDir(), Empty: b.TempDir(), Clock: clock.Real{}})
 		defer srv.Close()
 		args := json.RawMessage(`{"name":"a"}`)

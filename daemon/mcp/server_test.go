@@ -61,7 +61,7 @@ func newFixture(t *testing.T, example string, cfg config.MCP, clk clock.Clock) f
 	cfg.Name = example
 	cfg.Directory = mcptest.Server(t, example)
 	cfg.Command = config.MCPDirectory + "/" + example
-	cfg = withDefaults(cfg)
+	cfg = cfg.WithDefaults()
 	ws, empty := filepath.Join(t.TempDir(), "ws"), filepath.Join(t.TempDir(), "empty")
 	for _, d := range []string{ws, empty} {
 		if err := os.Mkdir(d, 0o755); err != nil {
@@ -72,30 +72,6 @@ func newFixture(t *testing.T, example string, cfg config.MCP, clk clock.Clock) f
 	srv := mcp.New(cfg, sb, mcp.Options{Workspace: ws, Empty: empty, Clock: clk, Tell: n.tell})
 	t.Cleanup(srv.Close)
 	return fixture{srv: srv, told: n, ws: ws}
-}
-
-// withDefaults fills what a test's table leaves out, as Load does.
-func withDefaults(m config.MCP) config.MCP {
-	d := config.DefaultMCP
-	if m.Workspace == "" {
-		m.Workspace = d.Workspace
-	}
-	if m.Memory == 0 {
-		m.Memory = d.Memory
-	}
-	if m.CPU == 0 {
-		m.CPU = d.CPU
-	}
-	if m.Tasks == 0 {
-		m.Tasks = d.Tasks
-	}
-	if m.IdleStop.Duration == 0 {
-		m.IdleStop = d.IdleStop
-	}
-	if m.CallTimeout.Duration == 0 {
-		m.CallTimeout = d.CallTimeout
-	}
-	return m
 }
 
 func call(t *testing.T, srv *mcp.Server, tool, args string) mcp.Result {
@@ -330,7 +306,7 @@ sys.stderr.write("loopback=%s shadow=%s\n" % (got, shadow.split("\n")[0]))
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := withDefaults(config.MCP{Name: "attacker", Command: "/usr/bin/python3", Args: []string{"-c", script}, Tools: []string{"x"}, Egress: egress})
+			cfg := config.MCP{Name: "attacker", Command: "/usr/bin/python3", Args: []string{"-c", script}, Tools: []string{"x"}, Egress: egress}.WithDefaults()
 			srv := mcp.New(cfg, sb, mcp.Options{Workspace: t.TempDir(), Empty: t.TempDir()})
 			defer srv.Close()
 			_, err = srv.Tools(context.Background())

@@ -122,3 +122,6 @@ func (s *Set) Close() {
 		os.Remove(s.empty)
 	}
 }
+
+// Servers are the servers, in the configuration's order.
+func (s *Set) Servers() []*Server { return s.servers }

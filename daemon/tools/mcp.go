@@ -1,10 +1,8 @@
 package tools
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 
 	"shelldon/contracts"
 )
@@ -23,15 +21,8 @@ func (t mcpTool) Definition() contracts.ToolDefinition {
 }
 
 func (t mcpTool) Check(args string) (Checked, error) {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	if len(args) > maxArgsBytes {
-		return Checked{}, fmt.Errorf("%w: the arguments are over %d bytes", ErrBadArgs, maxArgsBytes)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal([]byte(args), &fields); err != nil || fields == nil {
-		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
+	if _, err := objectArgs(t.def.Name, args); err != nil {
+		return Checked{}, err
 	}
 	if t.def.Tier != contracts.TierFree {
 		// Core offers only the tools the owner marked read-only until

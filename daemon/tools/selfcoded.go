@@ -43,16 +43,27 @@ func (t selfCoded) Definition() contracts.ToolDefinition {
 }
 
 func (t selfCoded) Check(args string) (Checked, error) {
+	args, err := objectArgs(t.def.Name, args)
+	if err != nil {
+		return Checked{}, err
+	}
+	return Checked{Tier: contracts.TierFree, Sandboxed: true, SelfCoded: true,
+		Argv: policy.Python("-c", runnerScript, t.def.Name, args), Doing: "running my tool " + t.def.Name}, nil
+}
+
+// objectArgs checks that the arguments of the tool name, as the model
+// wrote them, are one JSON object within the bound, and returns them,
+// "{}" for none.
+func objectArgs(name, args string) (string, error) {
 	if strings.TrimSpace(args) == "" {
 		args = "{}"
 	}
 	if len(args) > maxArgsBytes {
-		return Checked{}, fmt.Errorf("%w: the arguments are over %d bytes", ErrBadArgs, maxArgsBytes)
+		return "", fmt.Errorf("%w: the arguments are over %d bytes", ErrBadArgs, maxArgsBytes)
 	}
 	var fields map[string]any
 	if err := json.Unmarshal([]byte(args), &fields); err != nil || fields == nil {
-		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
+		return "", fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, name)
 	}
-	return Checked{Tier: contracts.TierFree, Sandboxed: true, SelfCoded: true,
-		Argv: policy.Python("-c", runnerScript, t.def.Name, args), Doing: "running my tool " + t.def.Name}, nil
+	return args, nil
 }
