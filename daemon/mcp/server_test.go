@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -320,6 +321,49 @@ sys.stderr.write("loopback=%s shadow=%s\n" % (got, shadow.split("\n")[0]))
 				t.Errorf("the server read the host's /etc/shadow: %v", err)
 			}
 			t.Logf("the attacker said: %v", err)
+		})
+	}
+}
+
+// TestAFloodingServerIsBounded is the attack of a server on core's
+// memory and its own caps: one that answers the handshake with a line
+// of 8 MiB of valid JSON (the SDK alone would take up to 16 MiB), and one that takes memory without end.
+// The first is dropped at MaxFrame, the second killed at its container's
+// memory cap; each start fails saying so, and core holds neither.
+func TestAFloodingServerIsBounded(t *testing.T) {
+	img := imagetest.Image(t)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ name, script, want string }{
+		{"output", `import json, sys
+req = json.loads(sys.stdin.readline())
+sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {"protocolVersion": req.get("params", {}).get("protocolVersion", "2025-06-18"),
+    "capabilities": {"tools": {}}, "serverInfo": {"name": "flood", "version": "1"}, "instructions": "x" * (8 << 20)}}) + "\n")
+sys.stdout.flush()
+sys.stdin.read()`, "maximum line length"},
+		{"memory", `hog = []
+while True: hog.append(bytearray(1 << 20))`, "out of memory"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.MCP{Name: "flood", Command: "/usr/bin/python3", Args: []string{"-c", tc.script}, Tools: []string{"x"},
+				CallTimeout: config.Duration{Duration: 10 * time.Second}}.WithDefaults()
+			srv := mcp.New(cfg, sb, mcp.Options{Workspace: t.TempDir(), Empty: t.TempDir()})
+			defer srv.Close()
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := srv.Tools(context.Background())
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("the flooding server's start = %v; want it to say %q", err, tc.want)
+			}
+			if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 2*mcp.MaxFrame {
+				t.Errorf("core's heap grew %d bytes over the flood", grew)
+			}
+			t.Logf("the flooding server's start: %v", err)
 		})
 	}
 }
