@@ -67,7 +67,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/state/atomicfile": {`^TestWriteFileUnwritableDirectory$/^read-only_directory$`, selfExec + " as another user"},
 	"shelldon/daemon/journal":          {`^TestWire$`, selfExec},
 	"shelldon/daemon/tools":            {`^TestPythonEval|^TestEvaluator`, selfExec + " as the python_eval evaluator"},
-	"shelldon/daemon/mcp": {`^TestTheOwnersTools|^TestAQuietServer|^TestADeadServer|^TestAHungServer|^TestAServer|^TestAFloodingServer`,
+	"shelldon/daemon/mcp": {`^TestTheOwnersTools|^TestAQuietServer|^TestADeadServer|^TestARecycledServer|^TestAHungServer|^TestAServer|^TestAFloodingServer`,
 		"its servers run in the sandbox, whose image " + foreignImage},
 	"shelldon/daemon/worker":    {`^TestServeEvaluatesInAChildProcess$`, selfExec + " as the python_eval evaluator"},
 	"shelldon/daemon/toolstore": {`^TestAKeptToolIgnoresTheWorkspacesModules$`, "a kept tool runs in the sandbox, whose image " + foreignImage},

@@ -33,9 +33,9 @@ const (
 	// stderrTail is how much of a server's stderr is kept for the log
 	// and the owner's note when it dies.
 	stderrTail = 4 << 10
-	// serverWall is the longest a server's container lives: a busy
+	// DefaultRecycle is the longest a server's container lives: a busy
 	// server is recycled then, as a quiet one is sooner.
-	serverWall = time.Hour
+	DefaultRecycle = time.Hour
 	// teardown is how long a call that lost its connection waits to
 	// learn how its server ended.
 	teardown = 5 * time.Second
@@ -62,6 +62,10 @@ type Options struct {
 	Log   *slog.Logger
 	// Tell tells the owner something, once per event: a server that died.
 	Tell func(text string)
+	// Recycle is the longest a server's container lives (its wall
+	// time); DefaultRecycle when zero. Its end then is no death: the
+	// next call starts it again at once.
+	Recycle time.Duration
 }
 
 // Tool is one of a server's tools the owner lets the model use.
@@ -140,6 +144,9 @@ func New(cfg config.MCP, sb Starter, opts Options) *Server {
 	}
 	if opts.Tell == nil {
 		opts.Tell = func(string) {}
+	}
+	if opts.Recycle == 0 {
+		opts.Recycle = DefaultRecycle
 	}
 	opts.Log = opts.Log.With("mcp", cfg.Name)
 	return &Server{cfg: cfg, opts: opts, sb: sb}
@@ -343,8 +350,11 @@ func (s *Server) watch(r *running) {
 	if s.run == r {
 		s.run = nil
 	}
-	if r.stopping {
+	if r.stopping || exit.TimedOut {
 		s.mu.Unlock()
+		if exit.TimedOut {
+			s.opts.Log.Info("MCP server recycled at its time limit", "after", s.opts.Recycle)
+		}
 		return
 	}
 	s.died()
@@ -452,7 +462,7 @@ func (s *Server) spec() sandbox.Spec {
 			Memory: int64(s.cfg.Memory),
 			CPU:    s.cfg.CPU,
 			Tasks:  s.cfg.Tasks,
-			Wall:   serverWall,
+			Wall:   s.opts.Recycle,
 			Output: stderrTail,
 		},
 	}

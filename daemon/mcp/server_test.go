@@ -190,6 +190,29 @@ func TestADeadServerIsToldOnceAndStartsAgain(t *testing.T) {
 	}
 }
 
+// TestARecycledServerIsNoDeath: a server that lived its time limit is
+// stopped, not mourned: the owner hears nothing, and the next call starts
+// it again.
+func TestARecycledServerIsNoDeath(t *testing.T) {
+	img := imagetest.Image(t)
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &notes{}
+	cfg := config.MCP{Name: "everything", Directory: mcptest.Server(t, "everything"), Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}}.WithDefaults()
+	srv := mcp.New(cfg, sb, mcp.Options{Workspace: t.TempDir(), Empty: t.TempDir(), Tell: n.tell, Recycle: 2 * time.Second})
+	defer srv.Close()
+	call(t, srv, "greet", `{"name":"a"}`)
+	waitState(t, srv, mcp.Stopped)
+	if got := n.all(); len(got) != 0 {
+		t.Errorf("the owner was told of a recycle: %q", got)
+	}
+	if res := call(t, srv, "greet", `{"name":"b"}`); !strings.Contains(res.Text, "b") {
+		t.Errorf("after the recycle, greet answered %+v", res)
+	}
+}
+
 // TestAHungServerIsKilledAtItsDeadline: a server that stops answering is
 // killed at call_timeout, the call says so, and the next call gets a
 // fresh server.
