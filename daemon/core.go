@@ -166,7 +166,11 @@ func New(opts Options) (*Core, error) {
 	c.mcp = mcpTools{log: c.log}
 	// The servers run as sandboxed processes: a sandbox that can start
 	// one (the real one; tests' stand-ins run commands only) serves them.
-	if starter, ok := sb.(mcp.Starter); ok && len(c.cfg.MCP) > 0 {
+	starter, ok := sb.(mcp.Starter)
+	switch {
+	case len(c.cfg.MCP) > 0 && !ok:
+		c.log.Warn("the MCP servers of the configuration are not started: there is no sandbox to run them in", "why", opts.NoSandbox)
+	case len(c.cfg.MCP) > 0:
 		c.mcp.set = mcp.NewSet(c.cfg.MCP, starter, mcp.Options{Workspace: layout.Workspace(), Clock: c.clock, Log: c.log,
 			Tell: func(text string) {
 				c.onLoop(func(context.Context) {
