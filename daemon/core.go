@@ -174,9 +174,13 @@ func New(opts Options) (*Core, error) {
 		c.mcp.set = mcp.NewSet(c.cfg.MCP, starter, mcp.Options{Workspace: layout.Workspace(), Clock: c.clock, Log: c.log,
 			Tell: func(text string) {
 				c.onLoop(func(context.Context) {
+					// Where the turn in flight came from; between turns,
+					// every transport.
+					var to turns.Origin
 					if t := c.turns.Current(); t != nil {
-						c.say.Tell(approval.Audience(t.Admission.Origin), text)
+						to = t.Admission.Origin
 					}
+					c.say.reply(to, contracts.Outbound{Text: text})
 				})
 			}})
 	}

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,4 +88,39 @@ func TestAnMCPServersReadOnlyToolThroughTheWholePet(t *testing.T) {
 	if !strings.Contains(listed, "MCP server everything (running): greet (read-only, runs without asking), ping (not offered") {
 		t.Errorf("/tools says %q; want the server, its state and each tool with whether it asks", listed)
 	}
+}
+
+// TestAnMCPServerThatDiesBetweenTurnsIsTold: the owner hears, once,
+// that a server stopped on its own, though no turn is running to carry
+// the news; a second death says nothing more.
+func TestAnMCPServerThatDiesBetweenTurnsIsTold(t *testing.T) {
+	imagetest.Image(t)
+	p := newPet(t, demomodel.New(), withEverything(t))
+	p.waitListed(30 * time.Second)
+	killServer(t, "everything")
+	note := p.replyWith("stopped on its own", 30*time.Second)
+	if !strings.Contains(note.Text, "MCP server everything") {
+		t.Errorf("the owner was told %q; want the server named", note.Text)
+	}
+}
+
+// killServer kills the process of the MCP server name in its container,
+// as the host sees it.
+func killServer(t *testing.T, name string) {
+	t.Helper()
+	want := []byte(config.MCPDirectory + "/" + name + "\x00")
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		entries, _ := os.ReadDir("/proc")
+		for _, e := range entries {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); bytes.HasPrefix(cmdline, want) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return
+			}
+		}
+	}
+	t.Fatalf("no process of the MCP server %s found", name)
 }
