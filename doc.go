@@ -35,6 +35,8 @@
 //	daemon/visible                text made visible: no escape or bidi override reaches a screen
 //	daemon/doctor                 what the host lacks, and how to fix it
 //	daemon/fetch                  the guarded HTTP GET behind http_get
+//	daemon/mcp                    core's MCP client: each configured server in a sandbox container of its own
+//	daemon/mcp/mcptest            the official Go SDK's example MCP servers, built for tests
 //	daemon/journal                structured audit lines for systemd's journal
 //	daemon/sdnotify               READY, STATUS and the watchdog, for systemd
 //	daemon/procmem                memory figures of this process, its cgroup and the machine

@@ -36,6 +36,7 @@ type Config struct {
 	Schedule  Schedule   `toml:"schedule"`
 	Budget    Budget     `toml:"budget"`
 	Sandbox   Sandbox    `toml:"sandbox"`
+	MCP       []MCP      `toml:"mcp"` // [[mcp]] tables: the MCP servers the pet may use
 }
 
 // Timeouts bound one turn. They must keep 0 < Worker < Reap < Turn: the
@@ -340,8 +341,8 @@ func Load(path string, environ []string) (Config, error) {
 	return c, nil
 }
 
-// resolve fills in what Load derives: absolute paths, the socket and each
-// provider's timeout.
+// resolve fills in what Load derives: absolute paths, the socket, each
+// provider's timeout and what each MCP server's table leaves out.
 func (c *Config) resolve() error {
 	for _, p := range []*string{&c.StateDir, &c.Socket} {
 		if *p == "" {
@@ -360,6 +361,9 @@ func (c *Config) resolve() error {
 		if c.Providers[i].Timeout.Duration == 0 {
 			c.Providers[i].Timeout = c.Timeouts.Worker
 		}
+	}
+	for i := range c.MCP {
+		c.MCP[i] = c.MCP[i].WithDefaults()
 	}
 	return nil
 }

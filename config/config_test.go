@@ -83,7 +83,8 @@ func TestExampleDecodesToDefaults(t *testing.T) {
 // TestManualConfigurationsLoad: every configuration the manual (README.md
 // and docs/) shows the owner loads as it stands — each ```toml block as a
 // file, and the SHELLDON_ variables of its shell examples as an
-// environment — and means what the manual says of it: a provider each.
+// environment — and means what the manual says of it: a provider each,
+// or an MCP server.
 func TestManualConfigurationsLoad(t *testing.T) {
 	pages, err := manual.Read("..")
 	if err != nil {
@@ -100,8 +101,8 @@ func TestManualConfigurationsLoad(t *testing.T) {
 			if fence == "toml" {
 				files++
 				got, err := Load(writeConfig(t, strings.Join(block, "\n")+"\n"), nil)
-				if err != nil || len(got.Providers) != 1 {
-					t.Errorf("the manual's configuration\n%s\nloads as %+v, %v; want it to load, with its provider", strings.Join(block, "\n"), got.Providers, err)
+				if err != nil || len(got.Providers)+len(got.MCP) != 1 {
+					t.Errorf("the manual's configuration\n%s\nloads as %+v %+v, %v; want it to load, with its provider or MCP server", strings.Join(block, "\n"), got.Providers, got.MCP, err)
 				}
 			}
 			fence = ""
@@ -158,8 +159,8 @@ func TestExampleMentionsEveryKey(t *testing.T) {
 		switch s.key {
 		case "timeouts", "turn", "worker", "bus", "telegram", "panel", "mood", "schedule", "budget", "sandbox":
 			pattern = `(?m)^\[` + s.key + `\]$`
-		case "provider":
-			pattern = `(?m)^(# )?\[\[provider\]\]$`
+		case "provider", "mcp":
+			pattern = `(?m)^(# )?\[\[` + s.key + `\]\]$`
 		}
 		if !regexp.MustCompile(pattern).MatchString(Example) {
 			t.Errorf("Example does not mention %s (looked for %s)", s.key, pattern)

@@ -147,6 +147,22 @@ var settings = []setting{
 		set: textSetter(func(c *Config) *Size { return &c.Sandbox.Disk }, parseSize)},
 	{key: "sandbox.user", hint: `a string, like "shelldon-sandbox"`,
 		set: textSetter(func(c *Config) *string { return &c.Sandbox.User }, parseString)},
+
+	{key: "mcp", hint: "an array of tables: start each MCP server with [[mcp]], in double brackets"},
+	{key: "mcp.name", hint: `a string, like "everything"`},
+	{key: "mcp.command", hint: `a string: the program's path inside the container, like "/run/shelldon/mcp/server"`},
+	{key: "mcp.args", hint: `an array of strings, like ["--stdio"]`},
+	{key: "mcp.directory", hint: `a string: a host directory, like "/opt/mcp/everything"`},
+	{key: "mcp.env", hint: `an array of strings, like ["LOG_LEVEL=info"]`},
+	{key: "mcp.tools", hint: `an array of strings, like ["greet", "ping"]`},
+	{key: "mcp.read_only", hint: `an array of strings, like ["ping"]`},
+	{key: "mcp.workspace", hint: `a string: "none" or "read-only"`},
+	{key: "mcp.egress", hint: "true or false"},
+	{key: "mcp.memory", hint: sizeHint},
+	{key: "mcp.cpu", hint: `a number of CPUs, like 0.5`},
+	{key: "mcp.tasks", hint: integerHint},
+	{key: "mcp.idle_stop", hint: durationHint},
+	{key: "mcp.call_timeout", hint: durationHint},
 }
 
 const (
@@ -241,8 +257,8 @@ func tableLabel(parent string) string {
 	switch parent {
 	case "":
 		return "top-level keys"
-	case "provider":
-		return "keys in [[provider]]"
+	case "provider", "mcp":
+		return "keys in [[" + parent + "]]"
 	}
 	return "keys in [" + parent + "]"
 }

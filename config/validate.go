@@ -206,6 +206,7 @@ func (c Config) validate(o origins) error {
 	inRange(add, "schedule.daily_token_budget", c.Schedule.DailyTokenBudget, 0, maxDailyTokens, def.Schedule.DailyTokenBudget)
 	c.Budget.validate(def.Budget, add)
 	inRange(add, "sandbox.disk", c.Sandbox.Disk, minSandboxDisk, maxSandboxDisk, def.Sandbox.Disk)
+	c.validateMCP(add)
 
 	errs := make([]error, len(found))
 	for i, f := range found {

@@ -273,6 +273,10 @@ type TurnInput struct {
 	// tool known by name is as callable as the others, and its
 	// definition joins the offer once the model calls it.
 	ByNameOnly []string `json:"by_name_only,omitempty"`
+	// MCP are the tools of the owner's MCP servers the turn may offer,
+	// each named mcp_<server>_<tool>, as core listed them. Core runs
+	// every call of one (EXEC) and checks it against its own list.
+	MCP []ToolDefinition `json:"mcp,omitempty"`
 	// MaxModelCalls caps the model calls of the turn (turn.max_model_calls);
 	// under 1 it counts as 1, since the model is always asked once.
 	MaxModelCalls int `json:"max_model_calls,omitempty"`

@@ -158,7 +158,8 @@ func memoryReport() string {
 }
 
 // toolReport lists the tools: built-in, self-coded live with strikes,
-// under their gate, waiting for the owner, and put away.
+// under their gate, waiting for the owner, and put away; the MCP
+// servers with their state and tools.
 func (c *Core) toolReport(ctx context.Context) string {
 	strikes := map[string]int{}
 	if healths, err := c.store.ToolHealths(ctx); err == nil {
@@ -176,7 +177,7 @@ func (c *Core) toolReport(ctx context.Context) string {
 	}
 	gating, queued := c.keeper.waitingForGate()
 	return owner.Tools(owner.ToolFacts{Builtin: c.tools.BuiltinNames(), Stored: c.keeper.tools.List(), Strikes: strikes,
-		Gating: gating, Queued: queued, Waiting: waiting})
+		Gating: gating, Queued: queued, Waiting: waiting, MCP: c.mcp.report()})
 }
 
 // showPending shows the waiting requests again, with their buttons,

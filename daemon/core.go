@@ -18,6 +18,7 @@ import (
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/mcp"
 	"shelldon/daemon/media"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/sdnotify"
@@ -105,6 +106,8 @@ type Core struct {
 	// media keeps the owner's voice notes' transcripts and photos until
 	// their turn has answered.
 	media *media.Keeper
+	// mcp are the owner's MCP servers.
+	mcp mcpTools
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -159,6 +162,27 @@ func New(opts Options) (*Core, error) {
 		}}
 	if err := c.brain.init(opts.Config); err != nil {
 		return nil, fmt.Errorf("new core: %w", err)
+	}
+	c.mcp = mcpTools{log: c.log}
+	// The servers run as sandboxed processes: a sandbox that can start
+	// one (the real one; tests' stand-ins run commands only) serves them.
+	starter, ok := sb.(mcp.Starter)
+	switch {
+	case len(c.cfg.MCP) > 0 && !ok:
+		c.log.Warn("the MCP servers of the configuration are not started: there is no sandbox to run them in", "why", opts.NoSandbox)
+	case len(c.cfg.MCP) > 0:
+		c.mcp.set = mcp.NewSet(c.cfg.MCP, starter, mcp.Options{Workspace: layout.Workspace(), Clock: c.clock, Log: c.log,
+			Tell: func(text string) {
+				c.onLoop(func(context.Context) {
+					// Where the turn in flight came from; between turns,
+					// every transport.
+					var to turns.Origin
+					if t := c.turns.Current(); t != nil {
+						to = t.Admission.Origin
+					}
+					c.say.reply(to, contracts.Outbound{Text: text})
+				})
+			}})
 	}
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
@@ -221,6 +245,9 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.loadFaces()
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
 	c.brain.load(ctx)
+	// Each MCP server starts now to list its tools, in the background,
+	// so that the first turns can offer them; idle_stop stops it after.
+	c.mcp.offered()
 	if ready != nil {
 		ready()
 	}
@@ -238,6 +265,9 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.opts.Notify.Stopping()
 	c.drain(busCtx)
 	c.shutdown()
+	if c.mcp.set != nil {
+		c.mcp.set.Close()
+	}
 	c.reportLeft(busCtx)
 	stopBus()
 	close(c.stopped)

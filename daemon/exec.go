@@ -46,10 +46,27 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		return
 	}
 	audit := c.log.With(contracts.AuditEvent, contracts.EventToolCall, "turn", t.ID, "tool", call.Name, "args", call.Args)
-	checked, err := checkFree(c.keeper.toolbox(origin), call)
+	checked, err := checkFree(c.mcp.toolbox(c.keeper.toolbox(origin)), call)
 	if err != nil {
 		audit.Warn("refused a call the owner did not approve", "decision", "refused", "why", err)
 		answer(false, "core refused to run this call: "+err.Error())
+		return
+	}
+	if checked.MCP {
+		audit.Info("calling an MCP tool the owner marked read-only", "decision", "free")
+		c.stepStarted(t, checked.Doing)
+		c.offLoop.Go(func() {
+			content, ok, outside := c.mcp.call(ctx, call)
+			answer(ok, content)
+			c.onLoop(func(context.Context) {
+				if outside != "" {
+					// What the server said is in the conversation now:
+					// the rest of the turn is marked, as after a page.
+					t.Admission.Outside = policy.MarkJoined(t.Admission.Outside, outside)
+				}
+				c.stepDone(t.ID, checked.Doing, map[bool]string{true: "answered", false: "failed"}[ok])
+			})
+		})
 		return
 	}
 	if c.opts.Sandbox == nil {
@@ -101,7 +118,7 @@ func checkFree(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, err
 	switch {
 	case err != nil:
 		return tools.Checked{}, err
-	case checked.Tier != contracts.TierFree || !checked.Sandboxed || len(checked.Argv) == 0:
+	case checked.Tier != contracts.TierFree || !checked.Sandboxed || len(checked.Argv) == 0 && !checked.MCP:
 		return tools.Checked{}, fmt.Errorf("%s with these arguments is not a read-only command", call.Name)
 	}
 	return checked, nil

@@ -119,3 +119,47 @@ func (k *keeper) offer(ctx context.Context, text string, to approval.Audience) (
 	}
 	return definitions(live), byNameOnly(live, text, uses)
 }
+
+// mcpByName chooses the MCP tools a turn is told of by name alone: they
+// share the budget of the self-coded tools offered in full
+// (maxToolsInFull, maxInFullBytes), after them; those the owner's text
+// names first, then in the configuration's order, each while it fits.
+// selfCoded are the self-coded definitions, heldBack those of them told
+// of by name.
+func mcpByName(selfCoded []contracts.ToolDefinition, heldBack []string, mcp []contracts.ToolDefinition, text string) []string {
+	size := func(d contracts.ToolDefinition) int {
+		def, err := json.Marshal(d)
+		if err != nil {
+			return maxInFullBytes + 1
+		}
+		return len(def)
+	}
+	inFull, bytes := 0, 0
+	for _, d := range selfCoded {
+		if !slices.Contains(heldBack, d.Name) {
+			inFull, bytes = inFull+1, bytes+size(d)
+		}
+	}
+	text = strings.ToLower(text)
+	ordered := slices.Clone(mcp)
+	slices.SortStableFunc(ordered, func(a, b contracts.ToolDefinition) int {
+		an, bn := names(text, strings.ToLower(a.Name)), names(text, strings.ToLower(b.Name))
+		switch {
+		case an && !bn:
+			return -1
+		case bn && !an:
+			return 1
+		}
+		return 0
+	})
+	var out []string
+	for _, d := range ordered {
+		if n := size(d); inFull < maxToolsInFull && bytes+n <= maxInFullBytes {
+			inFull, bytes = inFull+1, bytes+n
+			continue
+		}
+		out = append(out, d.Name)
+	}
+	slices.Sort(out)
+	return out
+}

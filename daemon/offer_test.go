@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/contracts"
 	"shelldon/daemon/state"
 	"shelldon/daemon/toolstore"
 )
@@ -85,5 +86,32 @@ func TestByNameOnly(t *testing.T) {
 		if !slices.IsSorted(byName) {
 			t.Errorf("%s: byNameOnly(%d tools, %q) = %q, want them sorted", c.about, len(c.live), c.text, byName)
 		}
+	}
+}
+
+// TestMCPToolsShareTheSelfCodedBudget: the MCP tools are offered in full
+// within what the self-coded tools leave of the budget, those the owner
+// names first; the rest by name.
+func TestMCPToolsShareTheSelfCodedBudget(t *testing.T) {
+	defs := func(prefix string, n int) []contracts.ToolDefinition {
+		var out []contracts.ToolDefinition
+		for i := range n {
+			out = append(out, contracts.ToolDefinition{Name: fmt.Sprintf("%s_%d", prefix, i), Description: "Does a thing.", Tier: contracts.TierFree})
+		}
+		return out
+	}
+	selfCoded, mcp := defs("mine", maxToolsInFull-2), defs("mcp_srv_tool", 4)
+	if got := mcpByName(selfCoded, nil, mcp, "hello"); !slices.Equal(got, []string{"mcp_srv_tool_2", "mcp_srv_tool_3"}) {
+		t.Errorf("with %d self-coded tools in full, the MCP tools by name = %v; want the two past the budget", len(selfCoded), got)
+	}
+	if got := mcpByName(selfCoded, nil, mcp, "use mcp_srv_tool_3 please"); !slices.Equal(got, []string{"mcp_srv_tool_1", "mcp_srv_tool_2"}) {
+		t.Errorf("the owner naming mcp_srv_tool_3, by name = %v; want it in full", got)
+	}
+	if got := mcpByName(selfCoded, []string{"mine_0", "mine_1"}, mcp, ""); len(got) != 0 {
+		t.Errorf("with room left by self-coded tools held back, by name = %v; want none", got)
+	}
+	big := contracts.ToolDefinition{Name: "mcp_srv_big", Description: strings.Repeat("x", maxInFullBytes)}
+	if got := mcpByName(nil, nil, []contracts.ToolDefinition{big}, ""); !slices.Equal(got, []string{"mcp_srv_big"}) {
+		t.Errorf("a definition past the bytes' budget in full: by name = %v", got)
 	}
 }

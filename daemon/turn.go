@@ -94,6 +94,8 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		log.Error("reading history failed; the turn goes on without it", "err", err)
 	}
 	selfCoded, byName := c.keeper.offer(ctx, adm.Text, approval.Audience(adm.Origin))
+	mcpDefs := c.mcp.offered()
+	byName = append(byName, mcpByName(selfCoded, byName, mcpDefs, adm.Text)...)
 	slot := c.slots.open(t.ID, contracts.TurnInput{
 		Turn: t.ID, Text: adm.Text, History: history, MaxModelCalls: c.cfg.Turn.MaxModelCalls,
 		Deadline:   contracts.OnThisClock(t.Started.Add(c.cfg.Timeouts.Worker.Duration)),
@@ -104,6 +106,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		Scheduled:  adm.Scheduled,
 		SelfCoded:  selfCoded,
 		ByNameOnly: byName,
+		MCP:        mcpDefs,
 		Images:     c.media.Photos(adm.Messages),
 	})
 

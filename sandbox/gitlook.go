@@ -233,7 +233,7 @@ func (s *Sandbox) lookThroughGit(ctx context.Context, fsys *runFS, ws string, o 
 	argv = append(argv, policy.GitCredentialPathspecs()...)
 	look := Spec{Argv: argv, Workspace: ws, Turn: spec.Turn}
 	lim := Limits{Output: gitLookOutput, Wall: gitLookWall, Disk: spec.Limits.Disk}.withDefaults()
-	res, err := s.execute(ctx, id+"-git", look, lim, c)
+	res, err := s.execute(ctx, id+"-git", look, lim, c, stdio{})
 	// The look's view goes before the layer under it changes.
 	if uErr := fsys.unmountOverlay(view); uErr != nil && err == nil {
 		err = uErr

@@ -91,9 +91,13 @@ type UnitRun struct {
 	// Limits become the unit's MemoryMax (with no swap), CPUQuota,
 	// TasksMax and RuntimeMaxSec.
 	Limits Limits
-	// Output receives the command's stdout and stderr; its stdin is
-	// /dev/null.
+	// Output receives the command's stderr, and its stdout unless Stdout
+	// is set.
 	Output *os.File
+	// Input, when set, is the command's stdin; nil is /dev/null.
+	Input *os.File
+	// Stdout, when set, receives the command's stdout apart from Output.
+	Stdout *os.File
 	// NetworkNamespace, when not empty, is a network namespace to start
 	// the command in (the unit's NetworkNamespacePath); the unit must
 	// fail rather than start without it.
@@ -211,54 +215,18 @@ type Result struct {
 // host's failure); a command that fails, times out or runs out of memory
 // is a Result, not an error. Nothing the command started outlives Run.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
-	if spec.Limits.Disk == 0 {
-		spec.Limits.Disk = s.disk
-	}
-	if err := spec.check(); err != nil {
-		return Result{}, err
-	}
-	lim := spec.Limits.withDefaults()
-	ws, owner, err := openWorkspace(spec.Workspace, spec.Dir)
+	r, lim, err := s.prepare(ctx, spec)
 	if err != nil {
 		return Result{}, err
 	}
-	id := newRunID()
-	runDir := filepath.Join(s.runDir, id)
-	if err := os.Mkdir(runDir, 0o700); err != nil {
-		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
-	}
 	defer func() {
-		if rmErr := removeRunDir(runDir); rmErr != nil && err == nil {
-			err = rmErr
+		if cErr := r.close(); cErr != nil && err == nil {
+			err = cErr
 		}
 	}()
-	fsys, err := mountRunFS(runDir, lim.Disk)
-	if err != nil {
-		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
-	}
-	defer func() {
-		if uErr := fsys.unmount(); uErr != nil && err == nil {
-			err = fmt.Errorf("sandbox run %s: %w", id, uErr)
-		}
-	}()
-	lower, root, err := s.asRoot(fsys, ws, owner)
-	if err != nil {
-		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
-	}
-	c, upper, err := s.view(ctx, fsys, lower, root, spec, id)
-	if err != nil {
-		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
-	}
-	if spec.Network {
-		e, err := startEgress(fetch.Dialer{}.DialContext, s.log.With("turn", spec.Turn, "run", id))
-		if err != nil {
-			return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
-		}
-		defer e.close()
-		c.netns, c.env = e.ns, append(c.env, e.env()...)
-	}
+	id, fsys, c, upper, ws := r.id, r.fsys, r.c, r.upper, r.ws
 
-	res, err = s.execute(ctx, id, spec, lim, c)
+	res, err = s.execute(ctx, id, spec, lim, c, stdio{})
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
@@ -293,6 +261,81 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 		res.Changes = newLayerChangeSet(layer, ws, changes)
 	}
 	return res, nil
+}
+
+// prepared is one run's setup on the host: its directory, its file
+// system, what its container is given, and its way out.
+type prepared struct {
+	id     string
+	dir    string
+	fsys   *runFS
+	c      container
+	upper  string // the writable layer, "" for a read-only view
+	ws     string // the workspace, resolved
+	egress *egress
+}
+
+// prepare checks spec and sets up its run: the run's directory and file
+// system, the view of the workspace and the bound directories, and the
+// network namespace with its proxy when the spec asks for the network.
+// On failure nothing of it is left.
+func (s *Sandbox) prepare(ctx context.Context, spec Spec) (_ *prepared, _ Limits, err error) {
+	if spec.Limits.Disk == 0 {
+		spec.Limits.Disk = s.disk
+	}
+	if err := spec.check(); err != nil {
+		return nil, Limits{}, err
+	}
+	lim := spec.Limits.withDefaults()
+	ws, owner, err := openWorkspace(spec.Workspace, spec.Dir)
+	if err != nil {
+		return nil, Limits{}, err
+	}
+	r := &prepared{id: newRunID(), ws: ws}
+	r.dir = filepath.Join(s.runDir, r.id)
+	if err := os.Mkdir(r.dir, 0o700); err != nil {
+		return nil, Limits{}, fmt.Errorf("sandbox run %s: %w", r.id, err)
+	}
+	defer func() {
+		if err != nil {
+			r.close()
+		}
+	}()
+	if r.fsys, err = mountRunFS(r.dir, lim.Disk); err != nil {
+		return nil, Limits{}, fmt.Errorf("sandbox run %s: %w", r.id, err)
+	}
+	lower, root, err := s.asRoot(r.fsys, ws, owner)
+	if err != nil {
+		return nil, Limits{}, fmt.Errorf("sandbox run %s: %w", r.id, err)
+	}
+	if r.c, r.upper, err = s.view(ctx, r.fsys, lower, root, spec, r.id); err != nil {
+		return nil, Limits{}, fmt.Errorf("sandbox run %s: %w", r.id, err)
+	}
+	if spec.Network {
+		if r.egress, err = startEgress(fetch.Dialer{}.DialContext, s.log.With("turn", spec.Turn, "run", r.id)); err != nil {
+			return nil, Limits{}, fmt.Errorf("sandbox run %s: %w", r.id, err)
+		}
+		r.c.netns, r.c.env = r.egress.ns, append(r.c.env, r.egress.env()...)
+	}
+	return r, lim, nil
+}
+
+// close ends the run's way out, takes its file system down and removes
+// its directory.
+func (r *prepared) close() error {
+	if r.egress != nil {
+		r.egress.close()
+	}
+	var err error
+	if r.fsys != nil {
+		if uErr := r.fsys.unmount(); uErr != nil {
+			err = fmt.Errorf("sandbox run %s: %w", r.id, uErr)
+		}
+	}
+	if rmErr := removeRunDir(r.dir); rmErr != nil && err == nil {
+		err = rmErr
+	}
+	return err
 }
 
 // view builds, in the run's file system, what the container is given of
@@ -359,19 +402,29 @@ func (s *Sandbox) view(ctx context.Context, fsys *runFS, ws string, o owner, spe
 	return c, upper, nil
 }
 
+// stdio is what a container's command reads and writes besides the
+// output the sandbox keeps.
+type stdio struct {
+	// in is the command's stdin; nil is /dev/null.
+	in *os.File
+	// out is the command's stdout; nil sends it with stderr to the
+	// output the sandbox keeps (Result.Output).
+	out *os.File
+}
+
 // execute starts the container and waits for it within the limits, in a
 // transient unit where the sandbox has systemd's, in a control group of
 // its own otherwise.
-func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, c container) (Result, error) {
+func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, c container, std stdio) (Result, error) {
 	out := newTailBuffer(lim.Output)
 	res := Result{Enforced: []string{"wall", "output", "disk"}, UserNamespace: c.owner.uid != 0}
 	argv := append([]string{s.nspawn}, nspawnArgs(s.image, spec, c)...)
 	started := time.Now()
 	var err error
 	if s.units != nil {
-		err = s.executeInUnit(ctx, id, spec, argv, lim, c.netns, out, &res)
+		err = s.executeInUnit(ctx, id, spec, argv, lim, c.netns, out, std, &res)
 	} else {
-		err = s.executeInGroup(ctx, id, argv, lim, c.netns, out, &res)
+		err = s.executeInGroup(ctx, id, argv, lim, c.netns, out, std, &res)
 	}
 	if err != nil {
 		return Result{}, err
@@ -390,7 +443,7 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 // executeInUnit runs argv as shelldon-run@<id>.service: systemd holds
 // every limit, the wall time included, and the output comes back through
 // a pipe whose write end systemd is handed.
-func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, netns *os.File, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv []string, lim Limits, netns *os.File, out io.Writer, std stdio, res *Result) error {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return fmt.Errorf("output pipe: %w", err)
@@ -401,7 +454,7 @@ func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv 
 		io.Copy(out, r)
 		r.Close()
 	}()
-	run := UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w}
+	run := UnitRun{Name: unitName(spec.Turn, id), Argv: argv, Limits: lim, Output: w, Input: std.in, Stdout: std.out}
 	if netns != nil {
 		run.NetworkNamespace = namespacePath(netns)
 	}
@@ -456,7 +509,7 @@ var turnRuns struct {
 // executeInGroup runs argv directly, in a control group of the run's own
 // that holds the limits the host can enforce, and keeps the wall time
 // itself.
-func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, netns *os.File, out io.Writer, res *Result) error {
+func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, lim Limits, netns *os.File, out io.Writer, std stdio, res *Result) error {
 	cmd := exec.Command(argv[0], argv[1:]...)
 	group, err := cgroup.New("run-"+id, cgroup.Limits{MemoryMax: lim.Memory, TasksMax: int64(lim.Tasks), CPUQuota: lim.CPU})
 	if err != nil {
@@ -470,6 +523,12 @@ func (s *Sandbox) executeInGroup(ctx context.Context, id string, argv []string, 
 	// provider key in development.
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SYSTEMD_LOG_LEVEL=warning"}
 	cmd.Stdout, cmd.Stderr = out, out // one pipe, so the order of the two streams holds
+	if std.out != nil {
+		cmd.Stdout = std.out
+	}
+	if std.in != nil { // a nil *os.File in the interface would not be /dev/null
+		cmd.Stdin = std.in
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	// Should something inherit the pipe and outlive the container, do not
 	// wait for it forever.

@@ -1,7 +1,9 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -54,6 +56,25 @@ func TestInSystemdUnits(t *testing.T) {
 				t.Errorf("Enforced = %v, want %s held by the unit", res.Enforced, limit)
 			}
 		}
+	})
+	t.Run("a process is spoken to over its stdio", func(t *testing.T) {
+		p, err := sb.Start(ctx, sandbox.Spec{Argv: sh("echo starting >&2; read -r line; echo \"got $line\""), Workspace: ws})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := io.WriteString(p.Stdin, "hello\n"); err != nil {
+			t.Fatal(err)
+		}
+		got, err := bufio.NewReader(p.Stdout).ReadString('\n')
+		if err != nil || got != "got hello\n" {
+			t.Errorf("read %q, %v; want the answer on stdout alone", got, err)
+		}
+		res, err := p.Wait()
+		if err != nil || res.ExitCode != 0 || res.Text() != "starting\n" || !slices.Contains(res.Enforced, "memory") {
+			t.Errorf("Wait = %+v (%q), %v; want exit 0, stderr kept, limits held by the unit", res, res.Text(), err)
+		}
+		p.Stdin.Close()
+		p.Stdout.Close()
 	})
 	t.Run("a turn's runs are numbered units", func(t *testing.T) {
 		for range 2 {

@@ -23,6 +23,7 @@ import (
 	"shelldon/daemon/approved"
 	"shelldon/daemon/fetch"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/mcp/mcptest"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
@@ -48,7 +49,9 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Setenv("SHELLDON_TEST_MAIN", "1")
-	os.Exit(m.Run())
+	code := m.Run()
+	mcptest.Cleanup() // the MCP servers the tests built
+	os.Exit(code)
 }
 
 // pet is a whole shelldon for one test: core and broker on a real bus, a

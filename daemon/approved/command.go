@@ -35,7 +35,7 @@ func (r *Runner) command(ctx context.Context, req approval.Request, argv []strin
 	out := DescribeRun(res)
 	if network {
 		from := "the remote of " + strings.Join(argv, " ")
-		out = fenceUntrusted(from, out)
+		out = FenceUntrusted(from, out)
 		defer func() { result.Outside = from }()
 	}
 	cs := res.Changes

@@ -198,5 +198,5 @@ func (r *Runner) fetch(ctx context.Context, turn, url string) (answer, from stri
 	if res.Truncated {
 		body += "\n[… cut: the body was longer]"
 	}
-	return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, fenceUntrusted(from, body)), from
+	return fmt.Sprintf("HTTP %d %s\n%s", res.Status, res.ContentType, FenceUntrusted(from, body)), from
 }

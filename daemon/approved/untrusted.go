@@ -7,14 +7,15 @@ import (
 	"strings"
 )
 
-// fenceUntrusted puts text that came from outside — a fetched page, what
-// a git remote said — between two lines holding a boundary drawn at
-// random for this one call, under a header that tells the model whose
-// words they are: data to read, never instructions to follow. The
+// FenceUntrusted puts text that came from outside — a fetched page, what
+// a git remote said, an MCP server's answer — between two lines holding
+// a boundary drawn at random for this one call, under a header that
+// tells the model whose words they are: data to read, never instructions
+// to follow. The
 // boundary is not in text (a new one is drawn until it is not), so
 // nothing the page says can close the block early and speak after it as
 // the pet or the owner would.
-func fenceUntrusted(source, text string) string {
+func FenceUntrusted(source, text string) string {
 	boundary := newBoundary()
 	for strings.Contains(text, boundary) {
 		boundary = newBoundary()

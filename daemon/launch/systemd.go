@@ -320,7 +320,6 @@ func (s *Systemd) RunUnit(ctx context.Context, run sandbox.UnitRun) (sandbox.Uni
 		sddbus.PropSlice(TurnSlice),
 		sddbus.PropType("exec"),
 		sddbus.PropExecStart(literalArgv(run.Argv), false),
-		prop("StandardOutputFileDescriptor", out),
 		prop("StandardErrorFileDescriptor", out),
 		prop("RuntimeMaxUSec", usec(l.Wall)),
 		prop("KillMode", "control-group"),
@@ -333,6 +332,16 @@ func (s *Systemd) RunUnit(ctx context.Context, run sandbox.UnitRun) (sandbox.Uni
 		prop("MemorySwapMax", uint64(0)),
 		prop("CPUQuotaPerSecUSec", uint64(l.CPU*float64(time.Second/time.Microsecond))),
 		prop("TasksMax", uint64(l.Tasks)),
+	}
+	// A server's stdin and stdout are its own pipes; a command's stdout
+	// goes with its stderr, and its stdin is /dev/null.
+	if run.Stdout != nil {
+		props = append(props, prop("StandardOutputFileDescriptor", godbus.UnixFD(run.Stdout.Fd())))
+	} else {
+		props = append(props, prop("StandardOutputFileDescriptor", out))
+	}
+	if run.Input != nil {
+		props = append(props, prop("StandardInputFileDescriptor", godbus.UnixFD(run.Input.Fd())))
 	}
 	if run.NetworkNamespace != "" {
 		// systemd fails the unit rather than start it elsewhere.

@@ -252,6 +252,17 @@ type ToolFacts struct {
 	// it, Waiting the ones that passed and wait for the owner's answer.
 	Gating          string
 	Queued, Waiting []string
+	// MCP are the owner's MCP servers, in the configuration's order.
+	MCP []MCPServer
+}
+
+// MCPServer is what /tools says of one MCP server: its state, and its
+// tools the owner named, each with whether it asks.
+type MCPServer struct {
+	Name, State string
+	// Tools are the tools offered ("greet (read-only)"); empty before
+	// the server first listed them.
+	Tools []string
 }
 
 // Tools lists the tools: built in, self-coded live (with their strikes),
@@ -286,6 +297,13 @@ func Tools(f ToolFacts) string {
 	fmt.Fprintf(&b, "Put away: %s.", list(byState[toolstore.Quarantined]))
 	if len(byState[toolstore.Quarantined]) > 0 {
 		b.WriteString(" /restore NAME brings one back.")
+	}
+	for _, m := range f.MCP {
+		tools := "its tools not listed yet"
+		if len(m.Tools) > 0 {
+			tools = strings.Join(m.Tools, ", ")
+		}
+		fmt.Fprintf(&b, "\nMCP server %s (%s): %s.", visible.Line(m.Name), m.State, visible.Line(tools))
 	}
 	return b.String()
 }

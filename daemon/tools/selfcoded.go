@@ -43,15 +43,9 @@ func (t selfCoded) Definition() contracts.ToolDefinition {
 }
 
 func (t selfCoded) Check(args string) (Checked, error) {
-	if strings.TrimSpace(args) == "" {
-		args = "{}"
-	}
-	if len(args) > maxArgsBytes {
-		return Checked{}, fmt.Errorf("%w: the arguments are over %d bytes", ErrBadArgs, maxArgsBytes)
-	}
-	var fields map[string]any
-	if err := json.Unmarshal([]byte(args), &fields); err != nil || fields == nil {
-		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
+	args, err := objectArgs(t.def.Name, args)
+	if err != nil {
+		return Checked{}, err
 	}
 	checked, err := judged(t.def.Name, policy.ToolArgs{SelfCoded: true}, "running my tool "+t.def.Name)
 	if err != nil {
@@ -59,4 +53,21 @@ func (t selfCoded) Check(args string) (Checked, error) {
 	}
 	checked.Argv = policy.Python("-c", runnerScript, t.def.Name, args)
 	return checked, nil
+}
+
+// objectArgs checks that the arguments of the tool name, as the model
+// wrote them, are one JSON object within the bound, and returns them,
+// "{}" for none.
+func objectArgs(name, args string) (string, error) {
+	if strings.TrimSpace(args) == "" {
+		args = "{}"
+	}
+	if len(args) > maxArgsBytes {
+		return "", fmt.Errorf("%w: the arguments are over %d bytes", ErrBadArgs, maxArgsBytes)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(args), &fields); err != nil || fields == nil {
+		return "", fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, name)
+	}
+	return args, nil
 }

@@ -74,6 +74,9 @@ type Checked struct {
 	// SelfCoded marks a call of a self-coded tool: core binds the tool's
 	// verified module at SelfCodedMount for the run.
 	SelfCoded bool
+	// MCP marks a call of an MCP server's tool: core runs it in the
+	// server's container, not as a command.
+	MCP bool
 	// Doing is what the call does, in a few words taken from its parsed
 	// arguments ("reading notes.md", "running `pytest -q`"), for the
 	// owner's progress line while it runs. It is raw: whoever shows it

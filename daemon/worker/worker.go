@@ -223,7 +223,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		// The owner's photo goes with their words, the last message.
 		messages[len(messages)-1].Images = in.Images
 	}
-	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}, Evaluator: b.evaluator}).WithSelfCoded(in.SelfCoded)
+	toolbox := tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: clock.Real{}, Evaluator: b.evaluator}).WithSelfCoded(in.SelfCoded).WithMCP(in.MCP)
 	offer, held := offered(toolbox, in.Approvals, in.ByNameOnly)
 	loop := agentLoop{
 		tools:    toolbox,
