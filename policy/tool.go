@@ -46,31 +46,19 @@ type ToolVerdict struct {
 	URL string
 }
 
-// toolTiers are the tiers of the built-in tools as the model is told
-// them: what a call asks at most. run_shell is RISKY here, and its
-// read-only commands are FREE call by call ([Tool]).
-var toolTiers = map[string]contracts.Tier{
-	"get_time":    contracts.TierFree,
-	"read_file":   contracts.TierFree,
-	"list_dir":    contracts.TierFree,
-	"python_eval": contracts.TierFree,
-	"run_shell":   contracts.TierRisky,
-	"write_file":  contracts.TierRisky,
-	"edit_file":   contracts.TierRisky,
-	"http_get":    contracts.TierRisky,
-	"git":         contracts.TierRisky,
-}
-
 // ToolTier is the tier of the tool named name as its definition gives it
-// to the model. A self-coded tool is FREE (it runs sandboxed, without
-// network or writes); a name policy does not know is RISKY, so a tool
-// added without a decision here asks.
+// to the model: what a call asks at most. run_shell is RISKY here, and its
+// read-only commands are FREE call by call ([Tool]). A self-coded tool is
+// FREE (it runs sandboxed, without network or writes); a name policy does
+// not know is RISKY, so a tool added without a decision here asks. (A
+// switch, not a map: the worker's start builds nothing of policy's.)
 func ToolTier(name string, selfCoded bool) contracts.Tier {
 	if selfCoded {
 		return contracts.TierFree
 	}
-	if tier, ok := toolTiers[name]; ok {
-		return tier
+	switch name {
+	case "get_time", "read_file", "list_dir", "python_eval":
+		return contracts.TierFree
 	}
 	return contracts.TierRisky
 }
