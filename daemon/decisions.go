@@ -98,18 +98,23 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	} else {
 		c.brain.feel(mood.Denied)
 	}
-	var doing string
+	// Checked again and verified once, here: the progress line says what
+	// the verified call does, and only that call runs.
+	var verified approved.Verified
+	var res approved.Result
+	ok := false
 	if approve {
-		if checked, err := checkRisky(c.tools, req.Call.Call); err == nil {
-			doing = checked.Doing
-			c.approvedProgress(turns.Origin(req.Origin), req.Key, doing, false)
+		if verified, res, ok = c.runner.Verify(req); ok {
+			c.approvedProgress(turns.Origin(req.Origin), req.Key, verified.Doing(), false)
 		}
 	}
+	doing := verified.Doing()
 	c.offLoop.Go(func() {
 		answer := contracts.DeniedByOwner
-		var res approved.Result
+		if ok {
+			res = c.runner.Run(ctx, verified)
+		}
 		if approve {
-			res = c.runner.Call(ctx, req)
 			answer = res.Answer
 		}
 		c.onLoop(func(ctx context.Context) {
@@ -173,7 +178,7 @@ func (c *Core) parkChangeSet(ctx context.Context, call approval.Request, res app
 // not trusted to have), and the authority shows the owner exactly what
 // core's check will run.
 func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) (approval.Request, error) {
-	checked, err := checkRisky(c.tools, req.Call)
+	checked, err := approved.Check(c.tools, req.Call)
 	if err != nil {
 		return approval.Request{}, err
 	}
@@ -203,7 +208,7 @@ func (c *Core) letThrough(ctx context.Context, t *turns.Turn, req contracts.Requ
 	if !mark.RulesApply(t.Admission.Outside) || t.Admission.RuleRuns >= maxRuleRuns {
 		return false
 	}
-	checked, err := checkRisky(c.tools, req.Call)
+	checked, err := approved.Check(c.tools, req.Call)
 	if err != nil {
 		return false // keep says why
 	}

@@ -70,6 +70,15 @@ func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error
 	return sandbox.Result{ExitCode: b.exit, Output: []byte("done\n"), Changes: cs}, nil
 }
 
+// carry carries out req as core does: verified, then run.
+func carry(r *Runner, ctx context.Context, req approval.Request) Result {
+	v, refused, ok := r.Verify(req)
+	if !ok {
+		return refused
+	}
+	return r.Run(ctx, v)
+}
+
 // rig is a runner over a fresh workspace, with the built-in tools.
 type rig struct {
 	t   *testing.T
@@ -128,7 +137,7 @@ func TestAnApprovedCallRunsOnlyAsTheOwnerSawIt(t *testing.T) {
 			g.box.writes = map[string]string{"ran.txt": "x"}
 			req := g.approved(tc.tool, tc.shown)
 			req.Call = g.approved(tc.tool, tc.is).Call
-			res := g.r.Call(context.Background(), req)
+			res := carry(g.r, context.Background(), req)
 			if !res.Changed || !strings.Contains(res.Answer, "nothing ran") {
 				t.Errorf("Call = %+v, want nothing run, as changed", res)
 			}
@@ -153,9 +162,9 @@ func TestAnApprovedCallThatNoLongerChecksDoesNotRun(t *testing.T) {
 	}{
 		{contracts.ToolCall{Name: "launch_rocket", Args: "{}"}, "no tool"},
 		{contracts.ToolCall{Name: "write_file", Args: `{"path":"../out.txt","content":"x"}`}, "no longer passes"},
-		{contracts.ToolCall{Name: "run_shell", Args: `{"command":"ls"}`}, "no longer needs the owner"},
+		{contracts.ToolCall{Name: "run_shell", Args: `{"command":"ls"}`}, "does not need the owner"},
 	} {
-		res := g.r.Call(context.Background(), approval.Request{Key: "t1", Kind: approval.Call, Digest: "d", Call: &approval.CallPayload{Call: tc.call}})
+		res := carry(g.r, context.Background(), approval.Request{Key: "t1", Kind: approval.Call, Digest: "d", Call: &approval.CallPayload{Call: tc.call}})
 		if !strings.Contains(res.Answer, tc.want) || res.Applied != nil {
 			t.Errorf("Call(%s %s) = %+v, want %q", tc.call.Name, tc.call.Args, res, tc.want)
 		}
@@ -170,22 +179,22 @@ func TestAnApprovedCallThatNoLongerChecksDoesNotRun(t *testing.T) {
 func TestApprovedWritesAndEdits(t *testing.T) {
 	g := newRig(t)
 	ctx := context.Background()
-	if res := g.r.Call(ctx, g.approved("write_file", map[string]string{"path": "notes/a.txt", "content": "one two"})); !strings.Contains(res.Answer, "wrote 7 bytes") {
+	if res := carry(g.r, ctx, g.approved("write_file", map[string]string{"path": "notes/a.txt", "content": "one two"})); !strings.Contains(res.Answer, "wrote 7 bytes") {
 		t.Fatalf("write = %+v", res)
 	}
-	if res := g.r.Call(ctx, g.approved("edit_file", map[string]string{"path": "notes/a.txt", "old": "two", "new": "three"})); !strings.Contains(res.Answer, "wrote") {
+	if res := carry(g.r, ctx, g.approved("edit_file", map[string]string{"path": "notes/a.txt", "old": "two", "new": "three"})); !strings.Contains(res.Answer, "wrote") {
 		t.Fatalf("edit = %+v", res)
 	}
 	if got, _ := g.file("notes/a.txt"); got != "one three" {
 		t.Fatalf("notes/a.txt = %q, want the edit", got)
 	}
-	if res := g.r.Call(ctx, g.approved("edit_file", map[string]string{"path": "notes/a.txt", "old": "one", "new": "four"})); !strings.Contains(res.Answer, "wrote") {
+	if res := carry(g.r, ctx, g.approved("edit_file", map[string]string{"path": "notes/a.txt", "old": "one", "new": "four"})); !strings.Contains(res.Answer, "wrote") {
 		t.Fatalf("edit = %+v", res)
 	}
 	// The text went since the call was approved.
 	req := g.approved("edit_file", map[string]string{"path": "notes/a.txt", "old": "four", "new": "five"})
 	os.WriteFile(filepath.Join(g.ws, "notes/a.txt"), []byte("none of it"), 0o644)
-	if res := g.r.Call(ctx, req); !strings.HasPrefix(res.Answer, "error:") {
+	if res := carry(g.r, ctx, req); !strings.HasPrefix(res.Answer, "error:") {
 		t.Errorf("an edit of text that is not there = %+v, want an error", res)
 	}
 	if got, _ := g.file("notes/a.txt"); got != "none of it" {
@@ -202,7 +211,7 @@ func TestAWriteThroughALinkIsRefused(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(g.ws, "out")); err != nil {
 		t.Fatal(err)
 	}
-	res := g.r.Call(context.Background(), req)
+	res := carry(g.r, context.Background(), req)
 	if !strings.Contains(res.Answer, "error") {
 		t.Errorf("Call = %+v, want it refused", res)
 	}
@@ -216,7 +225,7 @@ func TestAWriteThroughALinkIsRefused(t *testing.T) {
 func TestAnApprovedCommandsChangesAreApplied(t *testing.T) {
 	g := newRig(t)
 	g.box.writes = map[string]string{"made.txt": "made"}
-	res := g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "echo made > made.txt"}))
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "echo made > made.txt"}))
 	if res.Applied == nil || len(res.Applied.Applied) != 1 || res.Kept != nil || !strings.Contains(res.Answer, "exit 0") {
 		t.Fatalf("Call = %+v, want made.txt applied", res)
 	}
@@ -233,15 +242,15 @@ func TestAnApprovedCommandsChangesAreApplied(t *testing.T) {
 func TestAnApprovedCommandThatChangedNothingOrCouldNotRun(t *testing.T) {
 	g := newRig(t)
 	req := g.approved("run_shell", map[string]string{"command": "touch x"})
-	if res := g.r.Call(context.Background(), req); res.Applied != nil || !strings.Contains(res.Answer, "done") {
+	if res := carry(g.r, context.Background(), req); res.Applied != nil || !strings.Contains(res.Answer, "done") {
 		t.Errorf("Call = %+v, want the output and nothing applied", res)
 	}
 	g.box.err = errors.New("no image")
-	if res := g.r.Call(context.Background(), req); !strings.Contains(res.Answer, "could not run it: no image") {
+	if res := carry(g.r, context.Background(), req); !strings.Contains(res.Answer, "could not run it: no image") {
 		t.Errorf("Call = %+v, want the sandbox's error", res)
 	}
 	g.r.Sandbox, g.r.NoSandbox = nil, errors.New("no systemd-nspawn")
-	if res := g.r.Call(context.Background(), req); !strings.Contains(res.Answer, "no systemd-nspawn") {
+	if res := carry(g.r, context.Background(), req); !strings.Contains(res.Answer, "no systemd-nspawn") {
 		t.Errorf("Call = %+v, want why commands cannot run", res)
 	}
 }
@@ -250,7 +259,7 @@ func TestAnApprovedCommandThatChangedNothingOrCouldNotRun(t *testing.T) {
 // printed is the remote's, fenced, and the result says where it came from.
 func TestAGitFetchIsFencedAsOutside(t *testing.T) {
 	g := newRig(t)
-	res := g.r.Call(context.Background(), g.approved("git", map[string]string{"args": "fetch origin"}))
+	res := carry(g.r, context.Background(), g.approved("git", map[string]string{"args": "fetch origin"}))
 	if !g.box.runs[0].Network || !strings.HasPrefix(res.Outside, "the remote of ") || !strings.Contains(res.Answer, "BEGIN>>>") {
 		t.Errorf("Call = %+v (network %v), want the remote's output fenced", res, g.box.runs[0].Network)
 	}
@@ -264,7 +273,7 @@ func TestAChangeSetTooLargeIsDropped(t *testing.T) {
 	for i := range policy.MaxChangeSetPaths + 1 {
 		g.box.writes[fmt.Sprintf("many/f%04d", i)] = "x"
 	}
-	res := g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "touch many"}))
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "touch many"}))
 	if res.Applied == nil || res.Applied.Err == nil || len(res.Applied.Applied) != 0 || !strings.Contains(res.Answer, "none applied") {
 		t.Fatalf("Call = %+v, want the changes dropped", res)
 	}
@@ -279,7 +288,7 @@ func TestAChangeSetTooLargeIsDropped(t *testing.T) {
 func keptConftest(t *testing.T, g *rig) approval.Request {
 	t.Helper()
 	g.box.writes = map[string]string{"conftest.py": "import os\n"}
-	res := g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "echo > conftest.py"}))
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "echo > conftest.py"}))
 	if res.Kept == nil || res.Applied != nil || !strings.Contains(res.Answer, "NOT applied") {
 		t.Fatalf("Call = %+v, want the change set kept for the owner", res)
 	}
@@ -379,7 +388,7 @@ func TestExistingTestsStayAsTheyWere(t *testing.T) {
 	if !HasTests(g.ws) {
 		t.Fatal("HasTests does not see test_sum.py")
 	}
-	res := g.r.Call(context.Background(), g.approved("write_file", map[string]string{"path": "test_sum.py", "content": cheat}))
+	res := carry(g.r, context.Background(), g.approved("write_file", map[string]string{"path": "test_sum.py", "content": cheat}))
 	if !strings.Contains(res.Answer, "put test_sum.py back") || !strings.Contains(res.Answer, "test_sum") {
 		t.Errorf("write = %+v, want test_sum.py put back", res)
 	}
@@ -388,7 +397,7 @@ func TestExistingTestsStayAsTheyWere(t *testing.T) {
 	}
 
 	g.box.writes = map[string]string{"test_sum.py": cheat}
-	res = g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "sed -i s/1/0/ test_sum.py"}))
+	res = carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "sed -i s/1/0/ test_sum.py"}))
 	if res.Applied == nil || !strings.Contains(res.Applied.Guard, "put test_sum.py back") {
 		t.Fatalf("command = %+v, want its report to say test_sum.py was put back", res)
 	}
@@ -402,7 +411,7 @@ func TestExistingTestsStayAsTheyWere(t *testing.T) {
 
 	// Adding a test is fine.
 	g.box.writes = map[string]string{"test_sum.py": before + "\ndef test_more():\n    assert 3 == 3\n"}
-	res = g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "echo >> test_sum.py"}))
+	res = carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "echo >> test_sum.py"}))
 	if res.Applied == nil || res.Applied.Guard != "" {
 		t.Fatalf("command = %+v, want the added test kept", res)
 	}
@@ -417,12 +426,12 @@ func TestExistingTestsStayAsTheyWere(t *testing.T) {
 func TestPytestsConfigurationWaitsForTheOwner(t *testing.T) {
 	g := newRig(t)
 	g.box.writes = map[string]string{"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-p evil\"\n"}
-	res := g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "touch pyproject.toml"}))
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "touch pyproject.toml"}))
 	if res.Kept == nil || !strings.Contains(strings.Join(res.Kept.Risks, ";"), "pytest's configuration") {
 		t.Errorf("Call = %+v, want it kept as pytest's configuration", res)
 	}
 	g.box.writes = map[string]string{"pyproject.toml": "[project]\nname = \"x\"\n"}
-	res = g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "touch pyproject.toml"}))
+	res = carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "touch pyproject.toml"}))
 	if res.Applied == nil || res.Kept != nil {
 		t.Errorf("Call = %+v, want it applied", res)
 	}
@@ -437,7 +446,7 @@ func TestALongChangeListIsSummedUp(t *testing.T) {
 	for i := range 300 {
 		g.box.writes[fmt.Sprintf("out/f%03d.txt", i)] = "x"
 	}
-	res := g.r.Call(context.Background(), g.approved("run_shell", map[string]string{"command": "touch out"}))
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "touch out"}))
 	if res.Applied == nil || len(res.Applied.Applied) != 301 {
 		t.Fatalf("Call = %+v, want 301 changes applied", res)
 	}
@@ -460,7 +469,7 @@ func (failingFetcher) Get(context.Context, string) (fetch.Response, error) {
 func TestAFetchThatFailsSaysSo(t *testing.T) {
 	g := newRig(t)
 	g.r.Fetch = failingFetcher{}
-	res := g.r.Call(context.Background(), g.approved("http_get", map[string]string{"url": "https://example.com/"}))
+	res := carry(g.r, context.Background(), g.approved("http_get", map[string]string{"url": "https://example.com/"}))
 	if !strings.Contains(res.Answer, "connection refused") || res.Outside != "" {
 		t.Errorf("Call = %+v, want the error and no outside mark", res)
 	}
