@@ -146,7 +146,11 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 		c.say.changes(req.Origin, call.Name, res.Applied)
 	}
 	if res.Kept != nil {
-		c.parkChangeSet(ctx, req, res)
+		if err := c.auth.Park(ctx, res.KeptRequest(req)); err != nil {
+			c.log.Error("asking the owner about a change set failed; it was dropped", "turn", req.Key, "err", err)
+			c.runner.DiscardKept(res.Kept)
+			c.say.Tell(req.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
+		}
 	}
 	c.startTurn(ctx, turns.Admission{
 		Origin: turns.Origin(req.Origin),
@@ -159,18 +163,6 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 		// The owner's own decision starts the count again.
 		RuleRuns: req.Call.Runs,
 	})
-}
-
-// parkChangeSet asks the owner about a change set that needs their own
-// look before it is applied.
-func (c *Core) parkChangeSet(ctx context.Context, call approval.Request, res approved.Result) {
-	r := approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Origin: call.Origin,
-		Shown: approval.RenderChangeSet(*res.Kept), Digest: res.KeptDigest, ChangeSet: res.Kept}
-	if err := c.auth.Park(ctx, r); err != nil {
-		c.log.Error("asking the owner about a change set failed; it was dropped", "turn", call.Key, "err", err)
-		c.runner.DiscardKept(res.Kept)
-		c.say.Tell(call.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
-	}
 }
 
 // keep keeps a turn's RISKY call for the owner, to be asked once the

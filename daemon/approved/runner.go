@@ -73,6 +73,13 @@ type Result struct {
 	Outside string
 }
 
+// KeptRequest is the request that asks the owner about the change set
+// that call's approved command kept for their own look (res.Kept).
+func (res Result) KeptRequest(call approval.Request) approval.Request {
+	return approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Origin: call.Origin,
+		Shown: approval.RenderChangeSet(*res.Kept), Digest: res.KeptDigest, ChangeSet: res.Kept}
+}
+
 // Check checks a call as the tools do and accepts only a call that asks
 // the owner: core checks a worker's request with it before parking it,
 // and [Runner.Verify] checks an approved call with it again before it

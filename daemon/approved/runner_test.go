@@ -288,14 +288,15 @@ func TestAChangeSetTooLargeIsDropped(t *testing.T) {
 func keptConftest(t *testing.T, g *rig) approval.Request {
 	t.Helper()
 	g.box.writes = map[string]string{"conftest.py": "import os\n"}
-	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "echo > conftest.py"}))
+	call := g.approved("run_shell", map[string]string{"command": "echo > conftest.py"})
+	res := carry(g.r, context.Background(), call)
 	if res.Kept == nil || res.Applied != nil || !strings.Contains(res.Answer, "NOT applied") {
 		t.Fatalf("Call = %+v, want the change set kept for the owner", res)
 	}
 	if _, ok := g.file("conftest.py"); ok {
 		t.Fatal("conftest.py was applied before the owner looked")
 	}
-	return approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Digest: res.KeptDigest, ChangeSet: res.Kept}
+	return res.KeptRequest(call)
 }
 
 // TestAKeptChangeSetIsAppliedAsShown: the owner's yes applies the change
