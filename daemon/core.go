@@ -437,7 +437,7 @@ const expiryCheck = time.Minute
 func (c *Core) tidyUp(ctx context.Context) {
 	c.keeper.tidy(ctx, c.layout.Workspace())
 	c.auth.Renew(ctx, func(p approval.CallPayload) (approval.Shown, string, error) {
-		checked, err := checkRisky(c.tools, p.Call)
+		checked, err := approved.Check(c.tools, p.Call)
 		if err != nil {
 			return approval.Shown{}, "", err
 		}

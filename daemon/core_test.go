@@ -6,12 +6,15 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/user"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/launch"
@@ -74,6 +77,12 @@ func startCore(t *testing.T, l launch.Launcher, turnTimeout time.Duration) *core
 // before core creates its socket there.
 func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, prepare func(dir string)) *coreHarness {
 	t.Helper()
+	return startCoreWith(t, l, turnTimeout, prepare, func(*Options) {})
+}
+
+// startCoreWith is startCoreIn with a last say over the core's options.
+func startCoreWith(t *testing.T, l launch.Launcher, turnTimeout time.Duration, prepare func(dir string), tweak func(*Options)) *coreHarness {
+	t.Helper()
 	dir := testhost.ShortDir(t)
 	if prepare != nil {
 		prepare(dir)
@@ -88,7 +97,9 @@ func startCoreIn(t *testing.T, l launch.Launcher, turnTimeout time.Duration, pre
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	serveCore(t, Options{Config: cfg, Store: store, Launcher: l, WorkerArgv: []string{"worker"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	opts := Options{Config: cfg, Store: store, Launcher: l, WorkerArgv: []string{"worker"}, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	tweak(&opts)
+	serveCore(t, opts)
 	h := &coreHarness{cfg: cfg, replies: make(chan contracts.Outbound, 16)}
 	conn := listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) {
 		var out contracts.Outbound
@@ -219,12 +230,16 @@ func TestResultAfterTurnTimeoutIsDropped(t *testing.T) {
 	sent := make(chan error, 1)
 	var h *coreHarness
 	h = startCore(t, inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
-		conn, _, err := joinAsWorker(ctx, h.cfg.Socket, turnOf(spec))
+		conn, in, err := joinAsWorker(ctx, h.cfg.Socket, turnOf(spec))
 		if err != nil {
 			sent <- err
 			return
 		}
 		defer conn.Close()
+		if in.Text != "hello" {
+			sendResult(conn, turnOf(spec), "answer to "+in.Text)
+			return
+		}
 		<-time.After(T + 300*time.Millisecond) // answer after core gave up
 		sent <- sendResult(conn, turnOf(spec), "too late")
 	}}, T)
@@ -236,10 +251,86 @@ func TestResultAfterTurnTimeoutIsDropped(t *testing.T) {
 	if err := within(t, sent, "the late worker's send"); err != nil {
 		t.Fatalf("the late worker could not send: %v", err)
 	}
-	select {
-	case r := <-h.replies:
+	// The next message's turn starts once the late worker is gone, after
+	// its result: its answer is the owner's next reply.
+	h.send("next")
+	if r := within(t, h.replies, "the answer to the next message"); r.Text != "answer to next" {
 		t.Fatalf("a result after T reached the owner: %+v", r)
-	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// TestAResultTheFenceRefusedIsNotActedOn is a worker that answers after
+// its turn timed out, and before it is gone: the turn is still core's
+// current one, settled by the timeout, its fence closed. Its answer must
+// not reach the owner. On the fake clock: the worker's leaving, which core
+// takes behind its result and tells the brokers of, says that the result
+// was taken; the reap then ends the turn, and the next message's answer
+// must be the owner's next reply.
+// firstStubborn starts its first worker as one that will not die, and
+// the rest as they are.
+type firstStubborn struct {
+	inProcessLauncher
+	started *atomic.Int32
+}
+
+func (l firstStubborn) Start(ctx context.Context, spec launch.Spec) (launch.Handle, error) {
+	if l.started.Add(1) == 1 {
+		return stubbornLauncher{l.inProcessLauncher}.Start(ctx, spec)
+	}
+	return l.inProcessLauncher.Start(ctx, spec)
+}
+
+func TestAResultTheFenceRefusedIsNotActedOn(t *testing.T) {
+	const T = time.Minute
+	clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	me, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined, late := make(chan string, 1), make(chan struct{})
+	sent := make(chan error, 1)
+	var h *coreHarness
+	h = startCoreWith(t, firstStubborn{started: new(atomic.Int32), inProcessLauncher: inProcessLauncher{work: func(ctx context.Context, spec launch.Spec) {
+		conn, in, err := joinAsWorker(ctx, h.cfg.Socket, turnOf(spec))
+		if err != nil {
+			sent <- err
+			return
+		}
+		defer conn.Close()
+		if in.Text != "one" {
+			sendResult(conn, turnOf(spec), "answer to "+in.Text)
+			return
+		}
+		joined <- turnOf(spec)
+		<-late // the turn times out meanwhile; the worker will not die
+		sent <- sendResult(conn, turnOf(spec), "too late")
+	}}}, T, nil, func(o *Options) {
+		o.Clock = clk
+		o.Config.Bus.BrokerUsers = []string{me.Username}
+	})
+	cancelled := make(chan string, 4)
+	listen(t, h.cfg.Socket, contracts.RoleBroker, func(env contracts.Envelope) {
+		if env.Kind == contracts.KindJobCancel {
+			cancelled <- env.Turn
+		}
+	})
+	h.send("one")
+	first := within(t, joined, "the worker of the first turn")
+	clk.Advance(T)
+	if r := within(t, h.replies, "the degrade answer at T"); !r.Degraded {
+		t.Fatalf("first reply = %+v, want the degrade answer at T", r)
+	}
+	close(late)
+	if err := within(t, sent, "the late worker's send"); err != nil {
+		t.Fatalf("the late worker could not send: %v", err)
+	}
+	if turn := within(t, cancelled, "the worker's leaving, behind its result"); turn != first {
+		t.Fatalf("the brokers were told that the worker of %q left, want %q", turn, first)
+	}
+	clk.Advance(h.cfg.Timeouts.Reap.Duration)
+	h.send("two")
+	if r := within(t, h.replies, "the answer to the next message"); r.Text != "answer to two" {
+		t.Fatalf("the next reply is %+v, want the answer to the next message: core acted on a result its fence refused", r)
 	}
 }
 

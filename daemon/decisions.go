@@ -97,18 +97,23 @@ func (c *Core) carryOut(ctx context.Context, out approval.Outcome) bool {
 	} else {
 		c.brain.feel(mood.Denied)
 	}
-	var doing string
+	// Checked again and verified once, here: the progress line says what
+	// the verified call does, and only that call runs.
+	var verified approved.Verified
+	var res approved.Result
+	ok := false
 	if approve {
-		if checked, err := checkRisky(c.tools, req.Call.Call); err == nil {
-			doing = checked.Doing
-			c.approvedProgress(turns.Origin(req.Origin), req.Key, doing, false)
+		if verified, res, ok = c.runner.Verify(req); ok {
+			c.approvedProgress(turns.Origin(req.Origin), req.Key, verified.Doing(), false)
 		}
 	}
+	doing := verified.Doing()
 	c.offLoop.Go(func() {
 		answer := contracts.DeniedByOwner
-		var res approved.Result
+		if ok {
+			res = c.runner.Run(ctx, verified)
+		}
 		if approve {
-			res = c.runner.Call(ctx, req)
 			answer = res.Answer
 		}
 		c.onLoop(func(ctx context.Context) {
@@ -140,7 +145,11 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 		c.say.changes(req.Origin, call.Name, res.Applied)
 	}
 	if res.Kept != nil {
-		c.parkChangeSet(ctx, req, res)
+		if err := c.auth.Park(ctx, res.KeptRequest(req)); err != nil {
+			c.log.Error("asking the owner about a change set failed; it was dropped", "turn", req.Key, "err", err)
+			c.runner.DiscardKept(res.Kept)
+			c.say.Tell(req.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
+		}
 	}
 	c.startTurn(ctx, turns.Admission{
 		Origin: turns.Origin(req.Origin),
@@ -155,24 +164,12 @@ func (c *Core) resume(ctx context.Context, req approval.Request, answer, decisio
 	})
 }
 
-// parkChangeSet asks the owner about a change set that needs their own
-// look before it is applied.
-func (c *Core) parkChangeSet(ctx context.Context, call approval.Request, res approved.Result) {
-	r := approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Origin: call.Origin,
-		Shown: approval.RenderChangeSet(*res.Kept), Digest: res.KeptDigest, ChangeSet: res.Kept}
-	if err := c.auth.Park(ctx, r); err != nil {
-		c.log.Error("asking the owner about a change set failed; it was dropped", "turn", call.Key, "err", err)
-		c.runner.DiscardKept(res.Kept)
-		c.say.Tell(call.Origin, fmt.Sprintf("The changes of %s needed your own look, but I could not ask you (%v), so I dropped them.", res.Kept.Tool, err))
-	}
-}
-
 // keep keeps a turn's RISKY call for the owner, to be asked once the
 // turn's reply has said why: core checks the call itself (the worker is
 // not trusted to have), and the authority shows the owner exactly what
 // core's check will run.
 func (c *Core) keep(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) (approval.Request, error) {
-	checked, err := checkRisky(c.tools, req.Call)
+	checked, err := approved.Check(c.tools, req.Call)
 	if err != nil {
 		return approval.Request{}, err
 	}
@@ -197,7 +194,7 @@ func (c *Core) letThrough(ctx context.Context, t *turns.Turn, req contracts.Requ
 	if !policy.RulesLetThrough(t.Admission.Outside, t.Admission.RuleRuns) {
 		return false
 	}
-	checked, err := checkRisky(c.tools, req.Call)
+	checked, err := approved.Check(c.tools, req.Call)
 	if err != nil {
 		return false // keep says why
 	}

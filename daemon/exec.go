@@ -124,23 +124,6 @@ func checkFree(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, err
 	return checked, nil
 }
 
-// checkRisky checks a call as the tools do and accepts only a call that
-// asks.
-func checkRisky(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, error) {
-	tool, ok := reg.Lookup(call.Name)
-	if !ok {
-		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
-	}
-	checked, err := tool.Check(call.Args)
-	if err != nil {
-		return tools.Checked{}, err
-	}
-	if checked.Tier != contracts.TierRisky {
-		return tools.Checked{}, fmt.Errorf("%s with these arguments does not need the owner", call.Name)
-	}
-	return checked, nil
-}
-
 // testsDoing is the done-check's progress line.
 const testsDoing = "running the tests"
 

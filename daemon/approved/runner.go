@@ -72,27 +72,65 @@ type Result struct {
 	Outside string
 }
 
-// Call carries out the approved call req: core's own parked copy,
-// checked again now (the workspace may have changed in the hour it
-// waited), and run only if its digest is the one the owner approved.
-func (r *Runner) Call(ctx context.Context, req approval.Request) Result {
-	call := req.Call.Call
-	tool, ok := r.Tools.Lookup(call.Name)
+// KeptRequest is the request that asks the owner about the change set
+// that call's approved command kept for their own look (res.Kept).
+func (res Result) KeptRequest(call approval.Request) approval.Request {
+	return approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Origin: call.Origin,
+		Shown: approval.RenderChangeSet(*res.Kept), Digest: res.KeptDigest, ChangeSet: res.Kept}
+}
+
+// Check checks a call as the tools do and accepts only a call that asks
+// the owner: core checks a worker's request with it before parking it,
+// and [Runner.Verify] checks an approved call with it again before it
+// runs.
+func Check(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, error) {
+	tool, ok := reg.Lookup(call.Name)
 	if !ok {
-		return Result{Answer: fmt.Sprintf("error: there is no tool %q any more", call.Name)}
+		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
 	}
 	checked, err := tool.Check(call.Args)
-	if err == nil && checked.Tier != contracts.TierRisky {
-		err = fmt.Errorf("%s with these arguments no longer needs the owner", call.Name)
-	}
 	if err != nil {
-		return Result{Answer: "error: the approved call no longer passes the checks: " + err.Error()}
+		return tools.Checked{}, err
+	}
+	if checked.Tier != contracts.TierRisky {
+		return tools.Checked{}, fmt.Errorf("%s with these arguments does not need the owner", call.Name)
+	}
+	return checked, nil
+}
+
+// Verified is an approved call checked again and found to be what the
+// owner approved: only [Runner.Verify] makes one, and only
+// [Runner.Run] carries one out.
+type Verified struct {
+	req     approval.Request
+	checked tools.Checked
+}
+
+// Doing says what the call does, for the owner's progress line.
+func (v Verified) Doing() string { return v.checked.Doing }
+
+// Verify checks the approved call req again now — core's own parked
+// copy: the workspace may have changed in the hour it waited — and
+// verifies that what the check makes has the digest the owner approved.
+// When it may not run, ok is false and refused is what the model is
+// told.
+func (r *Runner) Verify(req approval.Request) (v Verified, refused Result, ok bool) {
+	call := req.Call.Call
+	checked, err := Check(r.Tools, call)
+	if err != nil {
+		return Verified{}, Result{Answer: "error: the approved call no longer passes the checks: " + err.Error()}, false
 	}
 	if err := req.Verify(approval.CallDigest(call.Name, checked, req.Call.Outside)); err != nil {
 		r.Log.Warn("refused to run an approved call that changed", contracts.AuditEvent, contracts.EventApprovalDecided,
 			"turn", req.Key, "tool", call.Name, "decision", "changed", "err", err)
-		return Result{Changed: true, Answer: "error: nothing ran: what this call would run now is not what the owner approved"}
+		return Verified{}, Result{Changed: true, Answer: "error: nothing ran: what this call would run now is not what the owner approved"}, false
 	}
+	return Verified{req: req, checked: checked}, Result{}, true
+}
+
+// Run carries out a verified call.
+func (r *Runner) Run(ctx context.Context, v Verified) Result {
+	req, checked, call := v.req, v.checked, v.req.Call.Call
 	if call.Name == "http_get" {
 		answer, from := r.fetch(ctx, req.Key, checked.URL)
 		return Result{Answer: answer, Outside: from}

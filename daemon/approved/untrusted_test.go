@@ -39,7 +39,7 @@ func TestAFetchedPageCannotSpeakAsThePet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res := r.Call(context.Background(), approval.Request{Key: "t1", Kind: approval.Call,
+	res := carry(r, context.Background(), approval.Request{Key: "t1", Kind: approval.Call,
 		Digest: approval.CallDigest("http_get", checked, ""), Call: &approval.CallPayload{Call: call}})
 	if res.Outside != "https://example.com/news" {
 		t.Errorf("Call(http_get).Outside = %q, want the URL", res.Outside)
