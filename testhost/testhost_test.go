@@ -69,3 +69,23 @@ func TestBuildsForHalfAnHour(t *testing.T) {
 	}
 	TimeToBuild(t, "the unicorn root", 30*time.Minute)
 }
+
+// TestOwnProcessFindsOnlyThisTestsChildren: a process of the same command
+// line that another test binary started is not this test's.
+func TestOwnProcessFindsOnlyThisTestsChildren(t *testing.T) {
+	sleep := Tool(t, "sleep", "coreutils")
+	mine := exec.Command(sleep, "27.1828")
+	if err := mine.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { mine.Process.Kill(); mine.Wait() }()
+	if got := OwnProcess(t, sleep); got != mine.Process.Pid {
+		t.Errorf("OwnProcess(%q) = %d, want this test's child %d", sleep, got, mine.Process.Pid)
+	}
+	if descends(mine.Process.Pid, mine.Process.Pid) || descends(os.Getpid(), mine.Process.Pid) {
+		t.Error("a process counts as its own or its parent's descendant")
+	}
+	if !descends(mine.Process.Pid, os.Getppid()) {
+		t.Error("this test's child does not descend from the test's parent")
+	}
+}

@@ -1,10 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,6 +13,7 @@ import (
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image/imagetest"
+	"shelldon/testhost"
 )
 
 // withEverything configures the official Go SDK's example server
@@ -108,19 +106,5 @@ func TestAnMCPServerThatDiesBetweenTurnsIsTold(t *testing.T) {
 // as the host sees it.
 func killServer(t *testing.T, name string) {
 	t.Helper()
-	want := []byte(config.MCPDirectory + "/" + name + "\x00")
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			if cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); bytes.HasPrefix(cmdline, want) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				return
-			}
-		}
-	}
-	t.Fatalf("no process of the MCP server %s found", name)
+	syscall.Kill(testhost.OwnProcess(t, config.MCPDirectory+"/"+name), syscall.SIGKILL)
 }

@@ -13,7 +13,8 @@
 // minute while it is joined (its disk was full). A core killed at any
 // point thus neither loses a reply — the next sends the kept one, or
 // answers the message again if the reply was never kept — nor sends one
-// twice: the key is the same, and the transport holds it already.
+// twice: a kept reply goes again under its key, and the transport holds
+// it already.
 //
 // The ledger is core's loop's: it is not safe for concurrent use.
 package handoff
@@ -110,10 +111,14 @@ func (l *Ledger) Load(ctx context.Context) {
 	}
 }
 
-// Key names the reply that answers messages, or, for a reply that
-// answers none, the one of turn: the same messages answered again after a
-// restart have the same key, so a transport that holds the first answer
-// takes no second.
+// Key names the reply of turn that answers messages: the messages' ids
+// for the log, and the turn, because ids are not forever — a database
+// that lost its write-ahead log, or was restored from its backup, hands
+// them out again, and a transport remembers the keys it took
+// (state.KeepKeysFor), so a key of ids alone would have it drop the
+// reply to the next message as a duplicate. A reply is sent again under
+// the key it was kept with; a message is answered by a new turn only when
+// no reply of it was kept, which its transport then never had.
 func Key(turn string, messages []int64) string {
 	if len(messages) == 0 {
 		return "t" + turn
@@ -122,7 +127,7 @@ func Key(turn string, messages []int64) string {
 	for i, id := range messages {
 		ids[i] = strconv.FormatInt(id, 10)
 	}
-	return "m" + strings.Join(ids, ".")
+	return "m" + strings.Join(ids, ".") + "@" + turn
 }
 
 // Reply keeps out, the reply for transport that answers messages, and

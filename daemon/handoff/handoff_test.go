@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -187,5 +188,46 @@ func TestAReplyThatCannotBeKeptStillGoesUntilConfirmed(t *testing.T) {
 	l.Retry(ctx)
 	if len(r.sent) != n {
 		t.Errorf("a reply given up on was sent again: %+v", r.sent[n:])
+	}
+}
+
+// TestARolledBackStoreDoesNotSilenceTheNextMessage: a state database
+// that lost its write-ahead log (or was restored from its backup) hands
+// out the ids of messages it forgot again. A transport remembers the
+// keys it took for days; the reply to a new message under a reused id
+// must not carry a key it already holds, or the transport drops it as a
+// duplicate and the owner is never answered.
+func TestARolledBackStoreDoesNotSilenceTheNextMessage(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	layout := statedir.Layout{Root: root}
+	before := newRig(t, root)
+	before.store.Close()
+	saved, err := os.ReadFile(layout.DB())
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	first := newRig(t, root)
+	a := first.admit(t, "A")
+	first.ledger(first.store).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A", Turn: "t1"}, []int64{a})
+	taken := first.sent[0].out.Key // what the transport now holds
+	first.store.Close()
+
+	// The log is lost: the database is as it was before A.
+	for _, f := range []string{layout.DB() + "-wal", layout.DB() + "-shm"} {
+		os.Remove(f)
+	}
+	if err := os.WriteFile(layout.DB(), saved, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	next := newRig(t, root)
+	b := next.admit(t, "B")
+	if b != a {
+		t.Fatalf("the rolled-back store gave B id %d, A had %d: the test no longer reuses an id", b, a)
+	}
+	next.ledger(next.store).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to B", Turn: "t2"}, []int64{b})
+	if got := next.sent[0].out.Key; got == taken {
+		t.Errorf("the reply to B has key %q, which the transport took for A's reply: B is never answered", got)
 	}
 }

@@ -1,7 +1,6 @@
 package mcp_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -85,26 +84,11 @@ func call(t *testing.T, srv *mcp.Server, tool, args string) mcp.Result {
 	return res
 }
 
-// serverPID finds the process of the example server running in its
-// container, as the host sees it.
+// serverPID is the pid of this test's server of example, as the host
+// sees it.
 func serverPID(t *testing.T, example string) int {
 	t.Helper()
-	want := []byte(config.MCPDirectory + "/" + example + "\x00")
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		entries, _ := os.ReadDir("/proc")
-		for _, e := range entries {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-			if bytes.HasPrefix(cmdline, want) {
-				return pid
-			}
-		}
-	}
-	t.Fatalf("no process of %s found", example)
-	return 0
+	return testhost.OwnProcess(t, config.MCPDirectory+"/"+example)
 }
 
 // waitState waits for the server to be in state want.
