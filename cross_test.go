@@ -31,7 +31,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/config":                       {},
 	"shelldon/contracts":                    {},
 	"shelldon/daemon/approval":              {},
-	"shelldon/daemon/approved":              {},
+	"shelldon/daemon/approval/approved":     {},
 	"shelldon/daemon/chat":                  {},
 	"shelldon/daemon/handoff":               {},
 	"shelldon/daemon/hub":                   {},

@@ -12,7 +12,7 @@
 //	daemon/                       core: routes envelopes, events and decisions to its parts
 //	daemon/turns                  the turn state machine: arbiter, fence, timeouts, catch-up
 //	daemon/approval               the approval authority: every request the owner decides on
-//	daemon/approved               carries out what the owner approved, checked against its digest
+//	daemon/approval/approved      carries out what the owner approved, checked against its digest
 //	daemon/toolstore              the self-coded tools, out of the model's reach, verified at load
 //	daemon/selfcode               the gate a proposed tool must pass
 //	daemon/tools                  the tools' definitions and checks, shared by core and worker

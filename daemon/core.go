@@ -14,7 +14,7 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"

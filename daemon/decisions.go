@@ -9,7 +9,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/mood"
 	"shelldon/daemon/turns"
 	"shelldon/policy"

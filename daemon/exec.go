@@ -6,7 +6,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
 	"shelldon/policy"

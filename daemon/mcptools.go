@@ -7,7 +7,7 @@ import (
 	"log/slog"
 
 	"shelldon/contracts"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/tools"

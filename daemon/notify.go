@@ -9,7 +9,7 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/state"

@@ -28,7 +28,7 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/journal"

@@ -20,7 +20,7 @@ import (
 	"shelldon/bus"
 	"shelldon/config"
 	"shelldon/contracts"
-	"shelldon/daemon/approved"
+	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/fetch"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mcp/mcptest"
