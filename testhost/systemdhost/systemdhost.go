@@ -189,23 +189,54 @@ func boot(t testing.TB, nspawn, root string, readOnly []string) (*Host, error) {
 func leaderOf(nspawnPid int) int {
 	children, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawnPid, nspawnPid))
 	for _, f := range strings.Fields(string(children)) {
-		pid, err := strconv.Atoi(f)
-		if err != nil {
-			continue
+		if pid, err := strconv.Atoi(f); err == nil && innermostPid(pid) == 1 {
+			return pid
 		}
-		status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		if err != nil {
-			continue
-		}
-		for _, line := range strings.Split(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
-				ids := strings.Fields(rest)
-				if len(ids) > 1 && ids[len(ids)-1] == "1" {
-					return pid
-				}
+	}
+	return 0
+}
+
+// innermostPid is pid's number in the innermost pid namespace it is in,
+// or 0 when it cannot be read.
+func innermostPid(pid int) int {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			if ids := strings.Fields(rest); len(ids) > 1 {
+				n, _ := strconv.Atoi(ids[len(ids)-1])
+				return n
 			}
 		}
 	}
+	return 0
+}
+
+// HostPID is the pid, in this process's namespace, of the process that is
+// pid in the container: a launcher's handle names a worker by the pid
+// systemd knows it by, while /proc and credentials here carry the other.
+func (h *Host) HostPID(t testing.TB, pid int) int {
+	t.Helper()
+	ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", h.Leader))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if other, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", p)); other == ns && innermostPid(p) == pid {
+			return p
+		}
+	}
+	t.Fatalf("no host pid for pid %d of the container", pid)
 	return 0
 }
 
