@@ -97,7 +97,7 @@ var notCrossPackages = map[string]string{
 	"shelldon/daemon/chat/chattest":     "no tests",
 	"shelldon/daemon/hub/hubtest":       "no tests",
 	"shelldon/daemon/launch/launchtest": "no tests",
-	"shelldon/daemon/mcp/mcptest":        "no tests",
+	"shelldon/daemon/mcp/mcptest":       "no tests",
 	"shelldon/demomodel/phrases":        "no tests",
 	"shelldon/images":                   "no tests",
 	"shelldon/panel/render/rendertest":  "no tests",
