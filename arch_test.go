@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -98,6 +99,16 @@ var rules = []rule{
 		},
 	},
 	{
+		name:    "core's parts do not reach back into core",
+		applies: func(p string) bool { return slices.ContainsFunc(coreParts, func(part string) bool { return under(part)(p) }) },
+		forbidden: func(dep string, _ bool) string {
+			if dep == "shelldon/daemon" {
+				return "core hands its parts what they need (small interfaces, function fields); a part that imports core is core again"
+			}
+			return ""
+		},
+	},
+	{
 		name:    "policy depends only on the contracts",
 		applies: under("shelldon/policy"),
 		forbidden: func(dep string, _ bool) string {
@@ -117,6 +128,12 @@ var rules = []rule{
 			return ""
 		},
 	},
+}
+
+// coreParts are the packages core routes to, each with one job split out
+// of *daemon.Core (issue 30).
+var coreParts = []string{
+	"shelldon/daemon/progress",
 }
 
 // touching are the standard packages (and x/sys) through which code
@@ -205,6 +222,7 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/policy", Imports: []string{"os"}, Deps: []string{"os"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"net"}, Deps: []string{"net"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"syscall"}, Deps: []string{"syscall"}},
+		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/daemon"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}, rules); len(v) != 1 {
@@ -219,6 +237,7 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/statedir"}},
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/tools"}},
 		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/tools"}},
+		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/daemon/tools", "shelldon/daemon/turns"}},
 	}
 	for _, p := range fine {
 		if v := violations([]pkg{p}, rules); len(v) != 0 {

@@ -21,6 +21,7 @@ import (
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/media"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/progress"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
@@ -108,6 +109,15 @@ type Core struct {
 	media *media.Keeper
 	// mcp are the owner's MCP servers.
 	mcp mcpTools
+	// progress words the steps of the turn in flight for the owner.
+	progress *progress.Reporter
+
+	// The carry-out of approved requests and the worker's commands
+	// (decisions.go, exec.go) reach the parts through these until it
+	// moves to the approval authority.
+	stepStarted      func(t *turns.Turn, doing string)
+	stepDone         func(turn, doing, described string)
+	approvedProgress func(to turns.Origin, key, doing string, settled bool)
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -139,6 +149,13 @@ func New(opts Options) (*Core, error) {
 		}})
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
+	c.progress = &progress.Reporter{Send: c.say.progress, Tools: c.tools, Log: c.log,
+		Running: func(turn string) bool {
+			t := c.turns.Current()
+			return t != nil && t.ID == turn && !c.turns.Settled(t)
+		}}
+	c.stepStarted = func(t *turns.Turn, doing string) { c.progress.Started(t.ID, doing) }
+	c.stepDone, c.approvedProgress = c.progress.Done, c.progress.Approved
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
@@ -369,7 +386,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 	case contracts.KindExec:
 		c.handleExec(ctx, env)
 	case contracts.KindStep:
-		c.handleStep(env)
+		c.progress.Step(env)
 	case contracts.KindDecision:
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:

@@ -47,8 +47,6 @@ type turnRun struct {
 	peakRSS     int64
 	usage       contracts.UsageByProvider
 	joinedAfter time.Duration
-	// steps counts the tool steps shown to the owner (progress.go).
-	steps int
 }
 
 // workerTasks bounds a worker's processes and threads where a unit holds
@@ -73,6 +71,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	t := c.turns.Begin(adm)
 	r := &turnRun{turn: t}
 	c.run = r
+	c.progress.Begin(t.ID, adm.Origin)
 	preview := adm.Text
 	if preview == "" {
 		preview = adm.Preview
@@ -304,7 +303,7 @@ func (c *Core) finish(ctx context.Context, t *turns.Turn) {
 	c.run = nil
 	c.recordTurn(r, t.Outcome, t.Err)
 	c.face.refresh() // one more turn today
-	c.settleProgress(r)
+	c.progress.Settle(t.ID)
 	c.say.activity(t, false)
 	// The reaction holds the screen for its dwell; then the mood's face.
 	c.clock.AfterFunc(c.cfg.Turn.ReactionDwell.Duration, func() { c.onLoop(func(context.Context) { c.brain.show() }) })
