@@ -9,8 +9,8 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -99,8 +99,10 @@ var rules = []rule{
 		},
 	},
 	{
-		name:    "core's parts do not reach back into core",
-		applies: func(p string) bool { return slices.ContainsFunc(coreParts, func(part string) bool { return under(part)(p) }) },
+		name: "core's parts do not reach back into core",
+		applies: func(p string) bool {
+			return slices.ContainsFunc(coreParts, func(part string) bool { return under(part)(p) })
+		},
 		forbidden: func(dep string, _ bool) string {
 			if dep == "shelldon/daemon" {
 				return "core hands its parts what they need (small interfaces, function fields); a part that imports core is core again"
@@ -133,6 +135,7 @@ var rules = []rule{
 // coreParts are the packages core routes to, each with one job split out
 // of *daemon.Core (issue 30).
 var coreParts = []string{
+	"shelldon/daemon/commands",
 	"shelldon/daemon/progress",
 }
 

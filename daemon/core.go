@@ -15,12 +15,14 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approval/approved"
+	"shelldon/daemon/commands"
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/media"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/owner"
 	"shelldon/daemon/progress"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
@@ -111,6 +113,8 @@ type Core struct {
 	mcp mcpTools
 	// progress words the steps of the turn in flight for the owner.
 	progress *progress.Reporter
+	// commands answers the owner's commands.
+	commands *commands.Handler
 
 	// The carry-out of approved requests and the worker's commands
 	// (decisions.go, exec.go) reach the parts through these until it
@@ -147,7 +151,7 @@ func New(opts Options) (*Core, error) {
 		Send: func(transport string, out contracts.Outbound) error {
 			return c.say.send(turns.Origin{Transport: transport, Chat: out.Chat}, out)
 		}})
-	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
+	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: func() contracts.PanelStatus { return panelStatus(c.store, c.clock.Now(), c.started) }}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
 	c.progress = &progress.Reporter{Send: c.say.progress, Tools: c.tools, Log: c.log,
 		Running: func(turn string) bool {
@@ -203,6 +207,18 @@ func New(opts Options) (*Core, error) {
 	}
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
+	c.commands = &commands.Handler{Config: c.cfg, Store: c.store, Layout: layout, Auth: c.auth, Turns: c.turns,
+		Clock: c.clock, Log: c.log, ModelHelp: opts.ModelHelp, Reply: c.say.reply,
+		Started: func() time.Time { return c.started },
+		Mood:    func() mood.State { return c.brain.mood },
+		Budget:  c.brain.budgetReport, Schedule: c.brain.command, Writes: c.writes.report,
+		Tools: func() owner.ToolFacts {
+			gating, queued := c.keeper.waitingForGate()
+			return owner.ToolFacts{Builtin: c.tools.BuiltinNames(), Stored: c.keeper.tools.List(),
+				Gating: gating, Queued: queued, MCP: c.mcp.report()}
+		},
+		Restore: c.keeper.restore,
+	}
 	return c, nil
 }
 
@@ -259,7 +275,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	defer stopBus()
 	served := make(chan error, 1)
 	go func() { served <- h.Serve(busCtx) }()
-	c.loadFaces()
+	c.face.load(c.layout, c.log)
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
 	c.brain.load(ctx)
 	// Each MCP server starts now to list its tools, in the background,
@@ -356,7 +372,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		from := turns.Origin{Transport: env.Sender, Chat: in.Chat}
 		// An owner's command is not a message for the model: it needs
 		// no turn and does not wait for one, nor keeping.
-		if c.ownerCommand(ctx, from, in) {
+		if c.commands.Answer(ctx, from, in) {
 			c.confirm(from, in.Ref)
 			return
 		}
@@ -552,14 +568,4 @@ func (c *Core) shutdown() {
 	} else {
 		c.recordTurn(r, state.OutcomeInterrupted, "core stopped")
 	}
-}
-
-// loadFaces reads the face registry for the panels: at start, and after
-// core itself has added a face.
-func (c *Core) loadFaces() {
-	reg, err := c.layout.LoadFaces()
-	if err != nil {
-		c.log.Warn("face registry has bad entries; using the good ones", "err", err)
-	}
-	c.face.setFaces(reg)
 }

@@ -214,7 +214,7 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 				if added != nil {
 					log.Warn("faces not added", "err", added)
 				}
-				c.loadFaces()
+				c.face.load(c.layout, c.log)
 			}
 			done(ctx, told)
 		})

@@ -1,18 +1,29 @@
-package daemon
+// Package commands answers the owner's commands (contracts.Commands):
+// /start, /help, /status, /tools, /pending, /schedule, /rules and
+// /restore. A command is not a message for the model: it needs no turn,
+// does not wait for one, and is answered at once where it was typed;
+// an unknown one is answered too, so that a typo does not become a
+// message for the model.
+package commands
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 	"time"
 
+	"shelldon/clock"
+	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
+	"shelldon/daemon/mood"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/procmem"
 	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/daemon/tokens"
 	"shelldon/daemon/turns"
 	"shelldon/daemon/visible"
@@ -26,11 +37,61 @@ const RestoreCommand = "/restore"
 // statusTurns is how many recent turns /status lists.
 const statusTurns = 5
 
-// ownerCommand answers the owner's commands (contracts.Commands) and
-// reports whether in was one: only a typed message can be
+// Authority is what the commands read of the approval authority
+// ([approval.Authority]) and the one thing they change: a rule revoked.
+type Authority interface {
+	HeldCount() int
+	Waiting(ctx context.Context) ([]approval.Request, error)
+	ShowAgain(ctx context.Context, to approval.Audience, first int) (approval.Page, error)
+	Rules(ctx context.Context) ([]state.Rule, error)
+	Revoke(ctx context.Context, id int64, from approval.Audience) (state.Rule, error)
+}
+
+// Turns is what /status reads of the turn machine ([turns.Machine]).
+type Turns interface {
+	Current() *turns.Turn
+	Pending() int
+}
+
+// Handler answers the owner's commands. It is used from core's loop
+// only. The function fields are the other parts' answers, which core
+// wires in: each command reads them, and only /schedule and /restore
+// change anything, through them.
+type Handler struct {
+	Config config.Config
+	Store  *state.Store
+	Layout statedir.Layout
+	Auth   Authority
+	Turns  Turns
+	Clock  clock.Clock
+	Log    *slog.Logger
+	// ModelHelp ends /help and /start: what the model is known to
+	// understand; empty for a real model.
+	ModelHelp string
+	// Reply answers where the command was typed.
+	Reply func(to turns.Origin, out contracts.Outbound)
+	// Started is when core started serving.
+	Started func() time.Time
+	// Mood is the pet's mood; Budget the scheduled turns' budget, worded.
+	Mood   func() mood.State
+	Budget func(ctx context.Context) string
+	// Schedule answers /schedule and what follows it.
+	Schedule func(ctx context.Context, arg string) string
+	// Writes are core's failed writes to its state.
+	Writes func() owner.WriteFailures
+	// Tools are what the tool parts hold: the built-in tools, the tool
+	// store's, those under or waiting for their gate, the MCP servers.
+	// The strikes and the promotions waiting for the owner are read here.
+	Tools func() owner.ToolFacts
+	// Restore brings a quarantined self-coded tool back.
+	Restore func(ctx context.Context, name string) (answer string, refused bool)
+}
+
+// Answer answers the owner's command in, typed at from, and reports
+// whether in was one: only a typed message can be
 // (contracts.InboundCommand). Unknown commands are answered too, so a
 // typo does not become a message for the model.
-func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, in contracts.Inbound) bool {
+func (h *Handler) Answer(ctx context.Context, from turns.Origin, in contracts.Inbound) bool {
 	name, arg, ok := contracts.InboundCommand(in)
 	if !ok {
 		return false
@@ -39,100 +100,83 @@ func (c *Core) ownerCommand(ctx context.Context, from turns.Origin, in contracts
 	refused := false
 	switch name {
 	case "start":
-		answer = "Hello! I'm shelldon, your pet. Talk to me in plain words.\n\n" + c.help()
+		answer = "Hello! I'm shelldon, your pet. Talk to me in plain words.\n\n" + h.help()
 	case "help":
-		answer = c.help()
+		answer = h.help()
 	case "status":
-		answer = owner.StatusReport(c.statusFacts(ctx))
+		answer = owner.StatusReport(h.status(ctx))
 	case "tools":
-		answer = c.toolReport(ctx)
+		answer = h.tools(ctx)
 	case "pending":
-		answer, refused = c.showPending(ctx, from, arg)
+		answer, refused = h.pending(ctx, from, arg)
 	case "schedule":
-		answer = c.brain.command(ctx, arg)
+		answer = h.Schedule(ctx, arg)
 	case "rules":
-		answer, refused = c.rulesCommand(ctx, from, arg)
+		answer, refused = h.rules(ctx, from, arg)
 	case strings.TrimPrefix(RestoreCommand, "/"):
 		answer, refused = "Which tool? Say /restore NAME; /tools lists the ones I put away.", true
 		if arg != "" {
-			answer, refused = c.keeper.restore(ctx, arg)
+			answer, refused = h.Restore(ctx, arg)
 		}
 	default:
 		answer, refused = fmt.Sprintf("I don't know /%s. /help lists what I understand.", name), true
 	}
-	c.log.Info("owner command", "command", name, "from", from.Transport)
-	c.say.reply(from, contracts.Outbound{Text: answer, Refused: refused})
+	h.Log.Info("owner command", "command", name, "from", from.Transport)
+	h.Reply(from, contracts.Outbound{Text: answer, Refused: refused})
 	return true
 }
 
 // help says what the pet understands, and what its model is known to.
-func (c *Core) help() string {
-	help := owner.Help(c.cfg.Turn.ApprovalExpiry.Duration)
-	if c.opts.ModelHelp != "" {
-		help += "\n\n" + c.opts.ModelHelp
+func (h *Handler) help() string {
+	help := owner.Help(h.Config.Turn.ApprovalExpiry.Duration)
+	if h.ModelHelp != "" {
+		help += "\n\n" + h.ModelHelp
 	}
 	return help
 }
 
-// statusFacts gathers what /status says.
-func (c *Core) statusFacts(ctx context.Context) owner.Status {
+// status gathers what /status says.
+func (h *Handler) status(ctx context.Context) owner.Status {
 	s := owner.Status{
-		Now: c.clock.Now(), Started: c.started, Pending: c.turns.Pending(), Held: c.auth.HeldCount(),
-		Mood: c.brain.mood.Mood, MoodWhy: c.brain.mood.Why, MoodSince: c.brain.mood.Since,
-		Memory: memoryReport(), Budget: c.brain.budgetReport(ctx),
+		Now: h.Clock.Now(), Started: h.Started(), Pending: h.Turns.Pending(), Held: h.Auth.HeldCount(),
+		Memory: memoryReport(), Budget: h.Budget(ctx),
 	}
-	if t := c.turns.Current(); t != nil {
+	m := h.Mood()
+	s.Mood, s.MoodWhy, s.MoodSince = m.Mood, m.Why, m.Since
+	if t := h.Turns.Current(); t != nil {
 		s.Turn, s.TurnStarted, s.TurnAbout = t.ID, t.Started, t.Admission.Text+t.Admission.Preview
 	}
-	waiting, err := c.auth.Waiting(ctx)
+	waiting, err := h.Auth.Waiting(ctx)
 	s.Waiting, s.WaitingErr = len(waiting), err
-	if updates, senders, err := c.store.StrangerTotal(ctx); err == nil && updates > 0 {
+	if updates, senders, err := h.Store.StrangerTotal(ctx); err == nil && updates > 0 {
 		s.StrangerUpdates, s.StrangerSenders = updates, senders
-		if latest, err := c.store.Strangers(ctx, 1); err == nil && len(latest) == 1 {
+		if latest, err := h.Store.Strangers(ctx, 1); err == nil && len(latest) == 1 {
 			s.LatestStranger = &latest[0]
 		}
 	}
-	s.Turns, s.TurnsErr = c.store.RecentTurns(ctx, statusTurns)
-	s.Tokens = c.tokenFacts(ctx, s.Turns)
-	s.Writes = c.writes.report()
-	s.Free, s.FreeErr = c.layout.Free()
-	s.DiskFull = c.store.DiskFull()
+	s.Turns, s.TurnsErr = h.Store.RecentTurns(ctx, statusTurns)
+	s.Tokens = h.tokenFacts(ctx, s.Turns)
+	s.Writes = h.Writes()
+	s.Free, s.FreeErr = h.Layout.Free()
+	s.DiskFull = h.Store.DiskFull()
 	return s
 }
 
 // tokenFacts gathers what /status says of the tokens: the last ended
 // turn's (of recent, newest first), today's and this month's.
-func (c *Core) tokenFacts(ctx context.Context, recent []state.TurnRecord) owner.TokenFacts {
-	f := owner.TokenFacts{Prices: tokens.PricesOf(c.cfg.Providers), Currency: c.cfg.Budget.Currency, Cap: c.cfg.Budget.DailyTokenCap}
+func (h *Handler) tokenFacts(ctx context.Context, recent []state.TurnRecord) owner.TokenFacts {
+	f := owner.TokenFacts{Prices: tokens.PricesOf(h.Config.Providers), Currency: h.Config.Budget.Currency, Cap: h.Config.Budget.DailyTokenCap}
 	for _, t := range recent {
 		if !t.Ended.IsZero() {
 			f.Last, f.LastKnown = t.Usage, true
 			break
 		}
 	}
-	now := c.clock.Now()
-	today, err := c.store.UsageSince(ctx, tokens.Today(now))
-	month, merr := c.store.UsageSince(ctx, tokens.ThisMonth(now))
+	now := h.Clock.Now()
+	today, err := h.Store.UsageSince(ctx, tokens.Today(now))
+	month, merr := h.Store.UsageSince(ctx, tokens.ThisMonth(now))
 	f.Today, f.Month, f.Err = today, month, errors.Join(err, merr)
 	return f
-}
-
-// panelStatus is the status strip of the panel: the pet's name, when core
-// started, the turns since local midnight and the memory in use. The
-// strip's word is the moment's, which presence adds.
-func (c *Core) panelStatus() contracts.PanelStatus {
-	now := c.clock.Now().Local()
-	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
-	st := contracts.PanelStatus{Name: "shelldon", Since: c.started}
-	if n, err := c.store.TurnsSince(context.Background(), midnight); err == nil {
-		st.TurnsToday = n
-	}
-	if current, _, ok := procmem.Cgroup(); ok {
-		st.Memory = current
-	} else if rss, ok := procmem.Resident(); ok {
-		st.Memory = rss
-	}
-	return st
 }
 
 // memoryReport says what core, its service and the machine use.
@@ -157,35 +201,35 @@ func memoryReport() string {
 	return "Memory: " + strings.Join(parts, "; ") + "."
 }
 
-// toolReport lists the tools: built-in, self-coded live with strikes,
+// tools lists the tools: built-in, self-coded live with strikes,
 // under their gate, waiting for the owner, and put away; the MCP
 // servers with their state and tools.
-func (c *Core) toolReport(ctx context.Context) string {
+func (h *Handler) tools(ctx context.Context) string {
 	strikes := map[string]int{}
-	if healths, err := c.store.ToolHealths(ctx); err == nil {
+	if healths, err := h.Store.ToolHealths(ctx); err == nil {
 		for _, h := range healths {
 			strikes[h.Name] = h.Strikes
 		}
 	}
 	var waiting []string
-	if reqs, err := c.auth.Waiting(ctx); err == nil {
+	if reqs, err := h.Auth.Waiting(ctx); err == nil {
 		for _, r := range reqs {
 			if r.Kind == approval.Promotion {
 				waiting = append(waiting, r.Promotion.Stem)
 			}
 		}
 	}
-	gating, queued := c.keeper.waitingForGate()
-	return owner.Tools(owner.ToolFacts{Builtin: c.tools.BuiltinNames(), Stored: c.keeper.tools.List(), Strikes: strikes,
-		Gating: gating, Queued: queued, Waiting: waiting, MCP: c.mcp.report()})
+	facts := h.Tools()
+	facts.Strikes, facts.Waiting = strikes, waiting
+	return owner.Tools(facts)
 }
 
-// showPending shows the waiting requests again, with their buttons,
+// pending shows the waiting requests again, with their buttons,
 // where the owner asked, a page at a time (approval.MaxShownAgain) from
 // the one arg numbers (the oldest when empty); the answer counts them all
 // and says how to see the next ones, one tap away where the transport
 // makes /pending_N a link.
-func (c *Core) showPending(ctx context.Context, to turns.Origin, arg string) (answer string, refused bool) {
+func (h *Handler) pending(ctx context.Context, to turns.Origin, arg string) (answer string, refused bool) {
 	first := 1
 	if arg != "" {
 		n, err := strconv.Atoi(arg)
@@ -194,7 +238,7 @@ func (c *Core) showPending(ctx context.Context, to turns.Origin, arg string) (an
 		}
 		first = n
 	}
-	page, err := c.auth.ShowAgain(ctx, approval.Audience(to), first)
+	page, err := h.Auth.ShowAgain(ctx, approval.Audience(to), first)
 	if err != nil {
 		return fmt.Sprintf("I could not read what is waiting: %v", err), true
 	}
@@ -216,17 +260,17 @@ func (c *Core) showPending(ctx context.Context, to turns.Origin, arg string) (an
 	return answer, false
 }
 
-// rulesCommand answers /rules, which lists the rules the owner granted
+// rules answers /rules, which lists the rules the owner granted
 // (number, words, granted, expires, uses), and /rules revoke N, which
 // drops one.
-func (c *Core) rulesCommand(ctx context.Context, from turns.Origin, arg string) (answer string, refused bool) {
+func (h *Handler) rules(ctx context.Context, from turns.Origin, arg string) (answer string, refused bool) {
 	if arg != "" {
 		verb, n, _ := strings.Cut(arg, " ")
 		id, err := strconv.ParseInt(strings.TrimSpace(n), 10, 64)
 		if verb != "revoke" || err != nil || id < 1 {
 			return "Say /rules to list the rules, or /rules revoke N to drop rule N.", true
 		}
-		r, err := c.auth.Revoke(ctx, id, approval.Audience(from))
+		r, err := h.Auth.Revoke(ctx, id, approval.Audience(from))
 		if errors.Is(err, state.ErrNoRule) {
 			return fmt.Sprintf("There is no rule %d; /rules lists them.", id), true
 		}
@@ -235,7 +279,7 @@ func (c *Core) rulesCommand(ctx context.Context, from turns.Origin, arg string) 
 		}
 		return fmt.Sprintf("Rule %d revoked: %s asks you again.", r.ID, r.Words), false
 	}
-	rules, err := c.auth.Rules(ctx)
+	rules, err := h.Auth.Rules(ctx)
 	if err != nil {
 		return "I could not read the rules: " + err.Error(), true
 	}
