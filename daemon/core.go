@@ -18,6 +18,7 @@ import (
 	"shelldon/daemon/commands"
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/intake"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/media"
@@ -102,10 +103,10 @@ type Core struct {
 	keeper  *keeper
 	brain   *brain
 	tools   *tools.Registry // the built-in tools
-	// left is what an earlier core left unanswered, for transports not
-	// joined yet; draining is set once core stops: no turn starts.
-	left     leftBehind
+	// draining is set once core stops: no turn starts.
 	draining bool
+	// intake takes the owner's messages in.
+	intake *intake.Intake
 	// media keeps the owner's voice notes' transcripts and photos until
 	// their turn has answered.
 	media *media.Keeper
@@ -147,10 +148,17 @@ func New(opts Options) (*Core, error) {
 	}
 	c.media = media.New(layout.Photos(), c.writes.note, c.log)
 	c.say = &messenger{clock: c.clock, log: c.log}
+	c.intake = &intake.Intake{Store: c.store, Media: c.media, Clock: c.clock, Log: c.log, Workspace: layout.Workspace(),
+		Failed: c.writes.note, Reply: c.say.reply, Tell: c.say.Tell, OnLoop: c.onLoop,
+		Route:    func(env contracts.Envelope) error { return c.hub.Route(env) },
+		Stopping: func() bool { return c.draining },
+		Start:    func(ctx context.Context, adm turns.Admission) { c.startOwnersTurn(ctx, adm) },
+	}
 	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
 		Send: func(transport string, out contracts.Outbound) error {
 			return c.say.send(turns.Origin{Transport: transport, Chat: out.Chat}, out)
 		}})
+	c.intake.Hand = c.replies.Reply
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: func() contracts.PanelStatus { return panelStatus(c.store, c.clock.Now(), c.started) }}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
 	c.progress = &progress.Reporter{Send: c.say.progress, Tools: c.tools, Log: c.log,
@@ -163,6 +171,7 @@ func New(opts Options) (*Core, error) {
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
+	c.intake.Turns = c.turns
 	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
 		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log})
 	sb := opts.Sandbox
@@ -184,6 +193,7 @@ func New(opts Options) (*Core, error) {
 	if err := c.brain.init(opts.Config); err != nil {
 		return nil, fmt.Errorf("new core: %w", err)
 	}
+	c.intake.Feel = c.brain.feel
 	c.mcp = mcpTools{log: c.log}
 	// The servers run as sandboxed processes: a sandbox that can start
 	// one (the real one; tests' stand-ins run commands only) serves them.
@@ -268,7 +278,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		c.log.Error("the state database was found behind its high-water mark", "why", r.Why, "since", r.Since, "lost", r.Lost())
 	}
 	c.replies.Load(ctx)
-	c.loadLeftBehind(ctx)
+	c.intake.Load(ctx)
 	// The bus outlives ctx: a stopping core still hears the turn in
 	// flight, its broker and the owner while it drains.
 	busCtx, stopBus := context.WithCancel(context.WithoutCancel(ctx))
@@ -292,7 +302,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.tidyUp) })
 	c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.onLoop(c.brain.tick) })
 	c.brain.arm(ctx)
-	c.pruneAnswered(busCtx)
+	c.intake.Prune(busCtx)
 	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(busCtx, ctx.Done(), func() bool { return true })
 	c.opts.Notify.Stopping()
@@ -301,7 +311,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	if c.mcp.set != nil {
 		c.mcp.set.Close()
 	}
-	c.reportLeft(busCtx)
+	c.intake.ReportLeft(busCtx)
 	stopBus()
 	close(c.stopped)
 	c.offLoop.Wait()
@@ -373,23 +383,10 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		// An owner's command is not a message for the model: it needs
 		// no turn and does not wait for one, nor keeping.
 		if c.commands.Answer(ctx, from, in) {
-			c.confirm(from, in.Ref)
+			c.intake.Confirm(from, in.Ref)
 			return
 		}
-		if text, cut := turns.CutMessage(in.Text); cut {
-			c.say.Tell(approval.Audience(from), fmt.Sprintf("Your message was %d KiB, so I read only its first %d KiB.", len(in.Text)>>10, turns.MaxMessageBytes>>10))
-			in.Text = text
-		}
-		kept, again := c.admit(ctx, from, in)
-		if again {
-			c.log.Info("a transport delivered a message again that is kept already", "transport", from.Transport, "ref", in.Ref)
-			return
-		}
-		for _, id := range kept {
-			c.media.Keep(id, in)
-		}
-		c.brain.feel(mood.OwnerMessage)
-		c.submit(ctx, in.Text, from, kept...)
+		c.intake.Take(ctx, from, in)
 	case contracts.KindOutboundAck:
 		var a contracts.OutboundAck
 		if err := env.Decode(&a); err != nil {
@@ -447,7 +444,7 @@ func (c *Core) onJoin(p *hub.Peer) {
 		c.onLoop(func(ctx context.Context) {
 			c.replies.Joined(name, joined)
 			c.say.tellOwed(ctx, c.store)
-			c.takeUpLeftBehind(ctx, name)
+			c.intake.Joined(ctx, name)
 		})
 		return
 	default:
@@ -546,6 +543,28 @@ func (c *Core) dropOrphanChanges(ctx context.Context) {
 		if !keep[e.Name()] {
 			os.RemoveAll(filepath.Join(c.layout.Changes(), e.Name()))
 		}
+	}
+}
+
+// drain is the first part of a stop: the turn in flight may finish within
+// the stop grace, with its results, requests and the broker's answers
+// routed as ever; what the owner sends meanwhile is kept for the next
+// start, and no turn starts. Real time, not core's clock: the grace
+// bounds how long a stop takes, which systemd's TimeoutStopSec bounds in
+// turn.
+func (c *Core) drain(ctx context.Context) {
+	c.draining = true
+	grace := c.cfg.Timeouts.StopGrace.Duration
+	if c.run == nil || grace <= 0 {
+		return
+	}
+	c.log.Info("stopping: letting the turn in flight finish", "turn", c.run.turn.ID, "grace", grace)
+	over := make(chan struct{})
+	timer := time.AfterFunc(grace, func() { close(over) })
+	defer timer.Stop()
+	c.loop(ctx, over, func() bool { return c.run != nil })
+	if c.run != nil {
+		c.log.Warn("stopping: the turn in flight did not finish within the grace", "turn", c.run.turn.ID, "grace", grace)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
+	"shelldon/daemon/intake"
 	"shelldon/daemon/turns"
 	"shelldon/policy"
 )
@@ -44,7 +45,7 @@ func (c *Core) startOwnersTurn(ctx context.Context, adm turns.Admission) {
 // that restarts shows the request again instead of answering them.
 func (c *Core) askPastCap(ctx context.Context, adm turns.Admission, today int) {
 	if adm.Overflow != "" {
-		adm.Text += c.keepOverflow(adm.Overflow)
+		adm.Text += c.intake.Overflow(adm.Overflow)
 	}
 	p := approval.TokenCapPayload{Text: adm.Text, Today: today, Cap: c.cfg.Budget.DailyTokenCap, Outside: adm.Outside}
 	origin := approval.Audience(adm.Origin)
@@ -54,12 +55,12 @@ func (c *Core) askPastCap(ctx context.Context, adm turns.Admission, today int) {
 	if err := c.writes.note("keep a request for the owner", err); err != nil {
 		log.Error("the daily token cap holds a message back, and asking the owner failed; it is let go", "err", err)
 		c.say.Tell(origin, fmt.Sprintf("Today's turns used %d tokens, your daily cap is %d, and I could not ask you whether to go on (%v), so I did not think about %s. Ask me again.",
-			today, p.Cap, err, quoteMessage(adm.Text)))
+			today, p.Cap, err, intake.Quote(adm.Text)))
 	} else {
 		log.Info("the daily token cap holds a message back until the owner decides", "request", kept.Key)
 		c.auth.Ask(kept)
 	}
-	if err := c.writes.note("record messages answered", c.store.Answered(ctx, adm.Messages, c.clock.Now())); err != nil {
+	if err := c.intake.Answered(ctx, adm.Messages); err != nil {
 		log.Error("recording that the request holds the owner's messages failed; the next start may answer them", "err", err)
 	}
 }
@@ -71,7 +72,7 @@ func (c *Core) askPastCap(ctx context.Context, adm turns.Admission, today int) {
 func (c *Core) carryOutPastCap(ctx context.Context, out approval.Outcome) bool {
 	req := out.Request
 	if out.Verdict != approval.Approved {
-		c.say.Tell(req.Origin, fmt.Sprintf("All right, I'll leave %s for now. Ask me again when you like; the cap starts afresh at midnight.", quoteMessage(req.TokenCap.Text)))
+		c.say.Tell(req.Origin, fmt.Sprintf("All right, I'll leave %s for now. Ask me again when you like; the cap starts afresh at midnight.", intake.Quote(req.TokenCap.Text)))
 		return false
 	}
 	if err := req.Verify(approval.TokenCapDigest(*req.TokenCap)); err != nil {
@@ -80,7 +81,7 @@ func (c *Core) carryOutPastCap(ctx context.Context, out approval.Outcome) bool {
 		return false
 	}
 	from := turns.Origin(req.Origin)
-	kept, _ := c.admit(ctx, from, contracts.Inbound{Chat: from.Chat, Text: req.TokenCap.Text})
+	kept, _ := c.intake.Admit(ctx, from, contracts.Inbound{Chat: from.Chat, Text: req.TokenCap.Text})
 	c.startTurn(ctx, turns.Admission{Text: req.TokenCap.Text, Origin: from, Messages: kept, Outside: req.TokenCap.Outside})
 	return true
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"shelldon/beneath"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/launch"
@@ -65,7 +64,7 @@ func (c *Core) turnID() string {
 // message is never stuck behind a turn that never started.
 func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 	if adm.Overflow != "" {
-		adm.Text += c.keepOverflow(adm.Overflow)
+		adm.Text += c.intake.Overflow(adm.Overflow)
 	}
 	giveback.Busy() // the turn's garbage waits for the giveback at its end
 	t := c.turns.Begin(adm)
@@ -144,29 +143,6 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		r.exited <- exit
 		c.onLoop(func(ctx context.Context) { c.workerExited(ctx, r, exit) })
 	}()
-}
-
-// keepOverflow keeps what the owner wrote during a turn beyond what one
-// turn takes as a file in the workspace, beneath it without following a
-// link, and says where, for the model.
-func (c *Core) keepOverflow(text string) string {
-	name := fmt.Sprintf("inbox/while-busy-%s.txt", c.clock.Now().UTC().Format("20060102T150405.000Z"))
-	err := func() error {
-		ws, err := beneath.Open(c.layout.Workspace())
-		if err != nil {
-			return err
-		}
-		defer ws.Close()
-		if err := ws.MkdirAll("inbox", 0o755); err != nil {
-			return err
-		}
-		return ws.WriteFile(name, []byte(text), 0o644)
-	}()
-	if err != nil {
-		c.log.Error("keeping what the owner wrote beyond a turn's size", "err", err, "bytes", len(text))
-		return fmt.Sprintf("\n\n[The owner wrote %d KiB more while I was busy, which I could not keep (%v).]", len(text)>>10, err)
-	}
-	return fmt.Sprintf("\n\n[The owner wrote %d KiB more while I was busy: it is in my workspace at %s; read it with read_file.]", len(text)>>10, name)
 }
 
 // workerExited takes the launcher's word that a turn's worker is gone.
@@ -249,7 +225,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	if reply != "" {
 		out.Text = c.media.Echo(t.Admission.Messages, reply)
 	}
-	c.answer(ctx, t, out)
+	c.intake.Answer(ctx, t, out)
 	c.face.replied(res.Face, res.Thought)
 	for _, r := range asks {
 		c.auth.Ask(r)
@@ -281,7 +257,7 @@ func outcomeOf(res contracts.Result) (outcome, why string) {
 // answerDegraded answers a turn that failed: the degrade reply and face.
 func (c *Core) answerDegraded(t *turns.Turn) {
 	c.log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
-	c.answer(context.Background(), t, contracts.Outbound{Text: c.media.Echo(t.Admission.Messages, DegradeText), Turn: t.ID, Degraded: true})
+	c.intake.Answer(context.Background(), t, contracts.Outbound{Text: c.media.Echo(t.Admission.Messages, DegradeText), Turn: t.ID, Degraded: true})
 	c.face.failed()
 	c.brain.feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what
