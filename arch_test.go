@@ -138,6 +138,7 @@ var coreParts = []string{
 	"shelldon/daemon/commands",
 	"shelldon/daemon/intake",
 	"shelldon/daemon/progress",
+	"shelldon/daemon/tokencap",
 }
 
 // touching are the standard packages (and x/sys) through which code

@@ -28,6 +28,7 @@ import (
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
+	"shelldon/daemon/tokencap"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/turns"
@@ -105,8 +106,10 @@ type Core struct {
 	tools   *tools.Registry // the built-in tools
 	// draining is set once core stops: no turn starts.
 	draining bool
-	// intake takes the owner's messages in.
-	intake *intake.Intake
+	// intake takes the owner's messages in; tokencap starts the turns
+	// of their messages, or asks them first past the daily token cap.
+	intake   *intake.Intake
+	tokencap *tokencap.Gate
 	// media keeps the owner's voice notes' transcripts and photos until
 	// their turn has answered.
 	media *media.Keeper
@@ -123,6 +126,7 @@ type Core struct {
 	stepStarted      func(t *turns.Turn, doing string)
 	stepDone         func(turn, doing, described string)
 	approvedProgress func(to turns.Origin, key, doing string, settled bool)
+	carryOutPastCap  func(ctx context.Context, out approval.Outcome) bool
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -152,7 +156,7 @@ func New(opts Options) (*Core, error) {
 		Failed: c.writes.note, Reply: c.say.reply, Tell: c.say.Tell, OnLoop: c.onLoop,
 		Route:    func(env contracts.Envelope) error { return c.hub.Route(env) },
 		Stopping: func() bool { return c.draining },
-		Start:    func(ctx context.Context, adm turns.Admission) { c.startOwnersTurn(ctx, adm) },
+		Start:    func(ctx context.Context, adm turns.Admission) { c.tokencap.Start(ctx, adm) },
 	}
 	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
 		Send: func(transport string, out contracts.Outbound) error {
@@ -194,6 +198,9 @@ func New(opts Options) (*Core, error) {
 		return nil, fmt.Errorf("new core: %w", err)
 	}
 	c.intake.Feel = c.brain.feel
+	c.tokencap = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
+		Failed: c.writes.note, Tell: c.say.Tell, Log: c.log, Begin: c.startTurn, Release: c.release}
+	c.carryOutPastCap = c.tokencap.CarryOut
 	c.mcp = mcpTools{log: c.log}
 	// The servers run as sandboxed processes: a sandbox that can start
 	// one (the real one; tests' stand-ins run commands only) serves them.

@@ -314,7 +314,7 @@ func (c *Core) release(ctx context.Context) {
 		}
 	}
 	if next, ok := c.turns.Release(); ok {
-		c.startOwnersTurn(ctx, next) // a catch-up: the owner's messages, perhaps a due schedule's text
+		c.tokencap.Start(ctx, next) // a catch-up: the owner's messages, perhaps a due schedule's text
 	}
 }
 
