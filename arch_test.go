@@ -137,6 +137,7 @@ var rules = []rule{
 var coreParts = []string{
 	"shelldon/daemon/commands",
 	"shelldon/daemon/intake",
+	"shelldon/daemon/ops",
 	"shelldon/daemon/progress",
 	"shelldon/daemon/tokencap",
 }

@@ -23,6 +23,7 @@ import (
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/media"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/ops"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/progress"
 	"shelldon/daemon/sdnotify"
@@ -106,6 +107,8 @@ type Core struct {
 	tools   *tools.Registry // the built-in tools
 	// draining is set once core stops: no turn starts.
 	draining bool
+	// ops applies what turns keep or change.
+	ops *ops.Applier
 	// intake takes the owner's messages in; tokencap starts the turns
 	// of their messages, or asks them first past the daily token cap.
 	intake   *intake.Intake
@@ -127,6 +130,7 @@ type Core struct {
 	stepDone         func(turn, doing, described string)
 	approvedProgress func(to turns.Origin, key, doing string, settled bool)
 	carryOutPastCap  func(ctx context.Context, out approval.Outcome) bool
+	keepMarked       func(ctx context.Context, from approval.Audience, req approval.Request, approve bool)
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -224,6 +228,15 @@ func New(opts Options) (*Core, error) {
 	}
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
+	c.ops = &ops.Applier{Store: c.store, Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
+		OffLoop: c.offLoop.Go, OnLoop: c.onLoop, FacesAdded: func() { c.face.load(c.layout, c.log) },
+		Propose: c.keeper.propose, Schedule: c.brain.schedule,
+		Cancel: func(ctx context.Context, id int64) error {
+			_, err := c.brain.cancel(ctx, id)
+			return err
+		},
+		LetThrough: c.letThrough, Keep: c.keep}
+	c.keepMarked = c.ops.KeepMarked
 	c.commands = &commands.Handler{Config: c.cfg, Store: c.store, Layout: layout, Auth: c.auth, Turns: c.turns,
 		Clock: c.clock, Log: c.log, ModelHelp: opts.ModelHelp, Reply: c.say.reply,
 		Started: func() time.Time { return c.started },

@@ -14,6 +14,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/ops"
 	"shelldon/daemon/selfcode"
 	"shelldon/daemon/state"
 	"shelldon/daemon/tools"
@@ -70,28 +71,28 @@ const maxQueuedGates = 4
 // would not fit the board); the rest wait in order, and the owner is told
 // which. A pass asks the owner to keep exactly the code that was gated,
 // a failure discards it and says why.
-func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTool) error {
+func (k *keeper) propose(ctx context.Context, by ops.Proposer, p contracts.ProposeTool) error {
 	if k.sandbox == nil {
 		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
 	}
-	origin := approval.Audience(by.origin)
+	origin := approval.Audience(by.Origin)
 	stem, err := selfcode.Check(p.Name, p.Code, p.Test, k.builtins.BuiltinNames())
 	if err != nil {
 		// The turn that proposed it is over: the owner hears why.
 		k.tell(origin, fmt.Sprintf("I wrote a tool, but did not test it: %v", err))
 		return err
 	}
-	next := proposal{stem: stem, tool: p, origin: origin, turn: by.turn, outside: by.outside}
+	next := proposal{stem: stem, tool: p, origin: origin, turn: by.Turn, outside: by.Outside}
 	if k.gating == nil {
 		k.gate(ctx, next)
 		return nil
 	}
 	if len(k.queue) >= maxQueuedGates {
 		k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s, but %d of my tools already wait to be tested, so I dropped it. Ask me again later.", stem, len(k.queue)+1))
-		return fmt.Errorf("%w: %d tools already wait to be tested (%w)", selfcode.ErrRefused, len(k.queue)+1, errTold)
+		return fmt.Errorf("%w: %d tools already wait to be tested (%w)", selfcode.ErrRefused, len(k.queue)+1, ops.ErrTold)
 	}
 	k.queue = append(k.queue, next)
-	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.turn, "tool", stem,
+	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.Turn, "tool", stem,
 		"decision", "queued", "behind", k.gating.stem)
 	k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.stem))
 	return nil

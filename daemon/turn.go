@@ -208,7 +208,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	// Reply and react first: the owner never waits on a memory write, and
 	// a failed write never blocks the reply. A request for the owner is
 	// the exception: kept before the reply that asks for it.
-	reply, asks, ops := c.keepRequests(ctx, t, res.Payload, res.Ops)
+	reply, asks, ops := c.ops.Requests(ctx, t, res.Payload, res.Ops)
 	if err := policy.CheckOps(ops); err != nil {
 		// The worker checks this too; a worker that did not is not
 		// trusted to have.
@@ -234,7 +234,7 @@ func (c *Core) handleResult(ctx context.Context, env contracts.Envelope) {
 	t.Outcome, t.Err = outcomeOf(res)
 	// The turn is over once what it keeps is written, off the loop.
 	c.turns.Keeping(t)
-	c.applyOps(ctx, t, ops, func(ctx context.Context, told []string) {
+	c.ops.Apply(ctx, t, ops, func(ctx context.Context, told []string) {
 		for _, line := range told {
 			c.say.Tell(approval.Audience(t.Admission.Origin), line)
 		}

@@ -1,11 +1,21 @@
-package daemon
+// Package ops applies what a turn proposes to keep or change (its ops:
+// notes, learnings, the about text, faces, schedules, self-coded tools)
+// as the only writer of the pet's state, and keeps the requests among
+// them for the owner before the turn's reply asks them. Each op is
+// validated again here (the worker is not trusted to have done it); a
+// bad one is skipped, never stopping the others, and the owner and the
+// model read what became of it. What a turn marked by outside content
+// would keep of the owner waits for their decision (policy.MarkAsks).
+package ops
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/state"
@@ -14,12 +24,48 @@ import (
 	"shelldon/policy"
 )
 
-// keepRequests keeps the turn's requests for the owner before its reply
+// Authority parks what a marked turn would keep, for the owner
+// ([approval.Authority]).
+type Authority interface {
+	Park(ctx context.Context, r approval.Request) error
+}
+
+// Applier applies the ops of turns. It is used from core's loop; what it
+// writes in a batch it writes off the loop, and comes back through
+// OnLoop.
+type Applier struct {
+	Store *state.Store
+	Auth  Authority
+	Clock clock.Clock
+	Log   *slog.Logger
+	// Failed notes a failed write to the state for /status and returns
+	// its error.
+	Failed func(what string, err error) error
+	Tell   func(to approval.Audience, text string)
+	// OffLoop runs a batch of writes off core's loop (core waits for it
+	// before the store closes); OnLoop hands its end back to the loop.
+	OffLoop func(func())
+	OnLoop  func(func(context.Context))
+	// FacesAdded reloads the faces for the panels after some were added.
+	FacesAdded func()
+	// Propose, Schedule and Cancel apply the ops that other parts own:
+	// a self-coded tool's proposal (its gate), a schedule and its end.
+	Propose  func(ctx context.Context, by Proposer, p contracts.ProposeTool) error
+	Schedule func(ctx context.Context, by Proposer, s contracts.Schedule) error
+	Cancel   func(ctx context.Context, id int64) error
+	// LetThrough reports whether a granted rule lets a turn's RISKY call
+	// through without asking (and queues it); Keep keeps it for the
+	// owner otherwise.
+	LetThrough func(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) bool
+	Keep       func(ctx context.Context, t *turns.Turn, req contracts.RequestToolApproval) (approval.Request, error)
+}
+
+// Requests keeps the turn's requests for the owner before its reply
 // asks them, and returns the reply to send, the requests to ask once it
 // is sent, and the other ops: a "Shall I?" for a request that could not
 // be kept would ask for a tap that nothing waits for, so the reply then
 // says that instead.
-func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, ops []contracts.Op) (reply string, asks []approval.Request, rest []contracts.Op) {
+func (a *Applier) Requests(ctx context.Context, t *turns.Turn, payload string, ops []contracts.Op) (reply string, asks []approval.Request, rest []contracts.Op) {
 	reply = payload
 	for _, op := range ops {
 		req, ok := op.Body.(contracts.RequestToolApproval)
@@ -27,13 +73,13 @@ func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, 
 			rest = append(rest, op)
 			continue
 		}
-		if c.letThrough(ctx, t, req) {
+		if a.LetThrough(ctx, t, req) {
 			reply = "" // it runs now; the owner hears what it did instead of a question
 			continue
 		}
-		kept, err := c.keep(ctx, t, req)
+		kept, err := a.Keep(ctx, t, req)
 		if err != nil {
-			c.log.Error("could not keep a request for the owner; not asking", "turn", t.ID, "tool", req.Call.Name, "err", err)
+			a.Log.Error("could not keep a request for the owner; not asking", "turn", t.ID, "tool", req.Call.Name, "err", err)
 			reply = fmt.Sprintf("I wanted to ask you before using %s, but I could not keep the request (%v), so I am not asking, and nothing ran. Ask me again later.",
 				visible.Line(req.Call.Name), err)
 			continue
@@ -43,31 +89,31 @@ func (c *Core) keepRequests(ctx context.Context, t *turns.Turn, payload string, 
 	return reply, asks, rest
 }
 
-// proposer is who proposed ops: the turn, where it answers, and its mark
+// Proposer is who proposed ops: the turn, where it answers, and its mark
 // (policy.MarkAsks).
-type proposer struct {
-	turn    string
-	origin  turns.Origin
-	outside string
+type Proposer struct {
+	Turn    string
+	Origin  turns.Origin
+	Outside string
 }
 
-func proposerOf(t *turns.Turn) proposer {
-	return proposer{turn: t.ID, origin: t.Admission.Origin, outside: t.Admission.Outside}
+func proposerOf(t *turns.Turn) Proposer {
+	return Proposer{Turn: t.ID, Origin: t.Admission.Origin, Outside: t.Admission.Outside}
 }
 
-// applyOps applies a turn's proposed ops, which passed policy.CheckOps,
+// Apply applies a turn's proposed ops, which passed policy.CheckOps,
 // as the only writer of state, and calls done on the loop once they are
 // applied, with what the owner and the model are to read of any that
 // could not be. Each op is validated again here (the worker is not
 // trusted to have done it); a bad one is logged and skipped and never
 // stops the others. What a marked turn would keep of the owner is not
 // applied: it waits for the owner's decision.
-func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, done func(ctx context.Context, told []string)) {
+func (a *Applier) Apply(ctx context.Context, t *turns.Turn, ops []contracts.Op, done func(ctx context.Context, told []string)) {
 	by := proposerOf(t)
 	var now, asked []contracts.Op
 	var invalid refusals
 	for i, op := range ops {
-		log := c.log.With("turn", t.ID, "op", i+1)
+		log := a.Log.With("turn", t.ID, "op", i+1)
 		if op.Body == nil {
 			log.Warn("skipped an empty op")
 			invalid.add("", errEmptyOp)
@@ -78,7 +124,7 @@ func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, 
 			invalid.add(op.Body.OpName(), err)
 			continue
 		}
-		if policy.MarkAsks(by.outside, op.Body) {
+		if policy.MarkAsks(by.Outside, op.Body) {
 			asked = append(asked, op)
 			continue
 		}
@@ -86,14 +132,14 @@ func (c *Core) applyOps(ctx context.Context, t *turns.Turn, ops []contracts.Op, 
 	}
 	refused := invalid.told(ops)
 	if len(asked) > 0 {
-		refused = append(refused, c.askToKeep(ctx, by, asked)...)
+		refused = append(refused, a.askToKeep(ctx, by, asked)...)
 	}
-	c.apply(ctx, by, now, func(ctx context.Context, told []string) { done(ctx, append(refused, told...)) })
+	a.apply(ctx, by, now, func(ctx context.Context, told []string) { done(ctx, append(refused, told...)) })
 }
 
-// errTold marks the error of an op whose refusal the owner was told of
+// ErrTold marks the error of an op whose refusal the owner was told of
 // already, in words of its own.
-var errTold = errors.New("the owner was told")
+var ErrTold = errors.New("the owner was told")
 
 // errEmptyOp is why an op with no body is skipped.
 var errEmptyOp = errors.New("it names no op")
@@ -146,7 +192,7 @@ func (r refusals) told(ops []contracts.Op) []string {
 // (state.Store.Keep: one transaction, one batch of files) and their faces
 // in one write of that file, both off the loop, which waits on neither;
 // the others are applied one by one, at once.
-func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done func(ctx context.Context, told []string)) {
+func (a *Applier) apply(ctx context.Context, by Proposer, ops []contracts.Op, done func(ctx context.Context, told []string)) {
 	var memory state.Memory
 	var faces []contracts.AddFace
 	var refused refusals
@@ -161,10 +207,10 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 		case contracts.AddFace:
 			faces = append(faces, o)
 		default:
-			log := c.log.With("turn", by.turn, "kind", o.OpName())
-			if err := c.applyOp(ctx, by, o); err != nil {
+			log := a.Log.With("turn", by.Turn, "kind", o.OpName())
+			if err := a.applyOne(ctx, by, o); err != nil {
 				log.Warn("skipped an op that could not be applied", "err", err)
-				if !errors.Is(err, errTold) {
+				if !errors.Is(err, ErrTold) {
 					refused.add(o.OpName(), err)
 				}
 				continue
@@ -177,19 +223,19 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 		done(ctx, refused.told(ops))
 		return
 	}
-	log := c.log.With("turn", by.turn)
-	at := c.clock.Now()
+	log := a.Log.With("turn", by.Turn)
+	at := a.Clock.Now()
 	// A stop lets the batch land: it is a few writes.
 	writeCtx := context.WithoutCancel(ctx)
-	c.offLoop.Go(func() {
+	a.OffLoop(func() {
 		var kept, added error
 		if keep {
-			kept = c.writes.note("keep memory", c.store.Keep(writeCtx, by.turn, memory, at))
+			kept = a.Failed("keep memory", a.Store.Keep(writeCtx, by.Turn, memory, at))
 		}
 		if len(faces) > 0 {
-			added = c.writes.note("add faces", c.store.AddFaces(faces...))
+			added = a.Failed("add faces", a.Store.AddFaces(faces...))
 		}
-		c.onLoop(func(ctx context.Context) {
+		a.OnLoop(func(ctx context.Context) {
 			var told []string
 			if added != nil {
 				// Each face the registry refused, or all of them when the
@@ -214,23 +260,22 @@ func (c *Core) apply(ctx context.Context, by proposer, ops []contracts.Op, done 
 				if added != nil {
 					log.Warn("faces not added", "err", added)
 				}
-				c.face.load(c.layout, c.log)
+				a.FacesAdded()
 			}
 			done(ctx, told)
 		})
 	})
 }
 
-// applyOp applies one op that is neither kept of the owner nor a face.
-func (c *Core) applyOp(ctx context.Context, by proposer, body contracts.OpBody) error {
+// applyOne applies one op that is neither kept of the owner nor a face.
+func (a *Applier) applyOne(ctx context.Context, by Proposer, body contracts.OpBody) error {
 	switch o := body.(type) {
 	case contracts.ProposeTool:
-		return c.keeper.propose(ctx, by, o)
+		return a.Propose(ctx, by, o)
 	case contracts.Schedule:
-		return c.brain.schedule(ctx, by, o)
+		return a.Schedule(ctx, by, o)
 	case contracts.CancelSchedule:
-		_, err := c.brain.cancel(ctx, o.ID)
-		return err
+		return a.Cancel(ctx, o.ID)
 	default:
 		return errUnsupportedOp{body.OpName()}
 	}
@@ -238,42 +283,42 @@ func (c *Core) applyOp(ctx context.Context, by proposer, body contracts.OpBody) 
 
 // askToKeep asks the owner whether to apply what the marked turn by
 // would keep of them, and returns what they are to read if it cannot.
-func (c *Core) askToKeep(ctx context.Context, by proposer, ops []contracts.Op) []string {
-	p := approval.MemoryPayload{Ops: ops, Outside: by.outside, Turn: by.turn}
-	err := c.auth.Park(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.Memory, Origin: approval.Audience(by.origin),
+func (a *Applier) askToKeep(ctx context.Context, by Proposer, ops []contracts.Op) []string {
+	p := approval.MemoryPayload{Ops: ops, Outside: by.Outside, Turn: by.Turn}
+	err := a.Auth.Park(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.Memory, Origin: approval.Audience(by.Origin),
 		Shown: approval.RenderMemory(p), Digest: approval.MemoryDigest(p), Memory: &p})
-	if err := c.writes.note("keep a request for the owner", err); err != nil {
-		c.log.Error("could not ask the owner about a marked turn's memory; none of it is kept", "turn", by.turn, "ops", len(ops), "err", err)
+	if err := a.Failed("keep a request for the owner", err); err != nil {
+		a.Log.Error("could not ask the owner about a marked turn's memory; none of it is kept", "turn", by.Turn, "ops", len(ops), "err", err)
 		return []string{fmt.Sprintf("I read text from outside in this turn, so what I noted waits for your word, but I could not ask you (%v), so I kept none of it.", err)}
 	}
-	c.log.Info("a marked turn's memory waits for the owner", "turn", by.turn, "ops", len(ops), "outside", by.outside)
+	a.Log.Info("a marked turn's memory waits for the owner", "turn", by.Turn, "ops", len(ops), "outside", by.Outside)
 	return nil
 }
 
-// keepMarked carries out the owner's decision, taken at from, on what a
+// KeepMarked carries out the owner's decision, taken at from, on what a
 // marked turn would keep of them, and tells them what became of it.
-func (c *Core) keepMarked(ctx context.Context, from approval.Audience, req approval.Request, approve bool) {
+func (a *Applier) KeepMarked(ctx context.Context, from approval.Audience, req approval.Request, approve bool) {
 	p := req.Memory
 	if !approve {
-		c.say.Tell(from, "All right, I kept none of it.")
+		a.Tell(from, "All right, I kept none of it.")
 		return
 	}
 	if err := req.Verify(approval.MemoryDigest(*p)); err != nil {
-		c.say.Tell(from, fmt.Sprintf("I kept none of it: %v.", err))
+		a.Tell(from, fmt.Sprintf("I kept none of it: %v.", err))
 		return
 	}
 	for _, op := range p.Ops {
 		if err := op.Body.Validate(); err != nil {
-			c.say.Tell(from, fmt.Sprintf("I kept none of it: what I kept for your answer no longer passes my checks (%v).", err))
+			a.Tell(from, fmt.Sprintf("I kept none of it: what I kept for your answer no longer passes my checks (%v).", err))
 			return
 		}
 	}
 	// The owner read each change: they are the owner's now, unmarked.
-	c.apply(ctx, proposer{turn: p.Turn, origin: turns.Origin(req.Origin)}, p.Ops, func(_ context.Context, told []string) {
+	a.apply(ctx, Proposer{Turn: p.Turn, Origin: turns.Origin(req.Origin)}, p.Ops, func(_ context.Context, told []string) {
 		if len(told) == 0 {
 			told = []string{"Kept, as you approved."}
 		}
-		c.say.Tell(from, strings.Join(told, " "))
+		a.Tell(from, strings.Join(told, " "))
 	})
 }
 
