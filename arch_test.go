@@ -136,6 +136,7 @@ var rules = []rule{
 // of *daemon.Core (issue 30).
 var coreParts = []string{
 	"shelldon/daemon/commands",
+	"shelldon/daemon/driver",
 	"shelldon/daemon/intake",
 	"shelldon/daemon/ops",
 	"shelldon/daemon/progress",

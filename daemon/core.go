@@ -16,6 +16,7 @@ import (
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/commands"
+	"shelldon/daemon/driver"
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/intake"
@@ -97,8 +98,8 @@ type Core struct {
 	replies *handoff.Ledger
 	face    *presence      // what the panels show
 	turns   *turns.Machine // one turn at a time
-	run     *turnRun       // the worker of the turn in flight
-	slots   *workerSlots   // shared with the hub: the workers being admitted
+	driver  *driver.Driver // drives the turn machine: the turn in flight
+	slots   *driver.Slots  // shared with the hub: the workers being admitted
 	writes  *failedWrites  // the writes to the state that failed, for /status
 	auth    *approval.Authority
 	runner  *approved.Runner
@@ -130,6 +131,8 @@ type Core struct {
 	stepDone         func(turn, doing, described string)
 	approvedProgress func(to turns.Origin, key, doing string, settled bool)
 	carryOutPastCap  func(ctx context.Context, out approval.Outcome) bool
+	startTurn        func(ctx context.Context, adm turns.Admission)
+	release          func(ctx context.Context)
 	keepMarked       func(ctx context.Context, from approval.Audience, req approval.Request, approve bool)
 }
 
@@ -151,7 +154,7 @@ func New(opts Options) (*Core, error) {
 		work:    make(chan func(context.Context), 64),
 		probes:  make(chan chan struct{}),
 		stopped: make(chan struct{}),
-		slots:   &workerSlots{clock: opts.Clock},
+		slots:   &driver.Slots{Clock: opts.Clock},
 		writes:  &failedWrites{clock: opts.Clock},
 	}
 	c.media = media.New(layout.Photos(), c.writes.note, c.log)
@@ -177,7 +180,7 @@ func New(opts Options) (*Core, error) {
 	c.stepStarted = func(t *turns.Turn, doing string) { c.progress.Started(t.ID, doing) }
 	c.stepDone, c.approvedProgress = c.progress.Done, c.progress.Approved
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
-		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
+		c.onLoop(func(ctx context.Context) { c.driver.Event(ctx, ev) })
 	})
 	c.intake.Turns = c.turns
 	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
@@ -194,7 +197,7 @@ func New(opts Options) (*Core, error) {
 			adm, now := c.turns.SubmitMarked(sc.Text, turns.Origin{Transport: sc.Transport, Chat: sc.Chat}, sc.Outside)
 			if now {
 				adm.Scheduled = true
-				c.startTurn(ctx, adm)
+				c.driver.Start(ctx, adm)
 			}
 			return now
 		}}
@@ -202,9 +205,6 @@ func New(opts Options) (*Core, error) {
 		return nil, fmt.Errorf("new core: %w", err)
 	}
 	c.intake.Feel = c.brain.feel
-	c.tokencap = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
-		Failed: c.writes.note, Tell: c.say.Tell, Log: c.log, Begin: c.startTurn, Release: c.release}
-	c.carryOutPastCap = c.tokencap.CarryOut
 	c.mcp = mcpTools{log: c.log}
 	// The servers run as sandboxed processes: a sandbox that can start
 	// one (the real one; tests' stand-ins run commands only) serves them.
@@ -249,6 +249,22 @@ func New(opts Options) (*Core, error) {
 		},
 		Restore: c.keeper.restore,
 	}
+	c.driver = &driver.Driver{Config: c.cfg, Turns: c.turns, Slots: c.slots, Store: c.store, Launcher: opts.Launcher,
+		WorkerArgv: opts.WorkerArgv, Clock: c.clock, Log: c.log, Failed: c.writes.note, OnLoop: c.onLoop, OffLoop: c.offLoop.Go,
+		Status: opts.Notify.Status, Progress: c.progress, Media: c.media, Intake: c.intake, Ops: c.ops, Auth: c.auth,
+		Face:     driver.Face{Thinking: c.face.thinking, Failed: c.face.failed, Replied: c.face.replied, Refresh: c.face.refresh, Settle: c.brain.show},
+		Activity: c.say.activity, Tell: c.say.Tell, Feel: c.brain.feel, Untestable: c.keeper.untestable, CarryOut: c.carryOut,
+		Mood:     func() mood.State { return c.brain.mood },
+		Stopping: func() bool { return c.draining },
+		Offer: func(ctx context.Context, text string, to approval.Audience) ([]contracts.ToolDefinition, []string, []contracts.ToolDefinition) {
+			selfCoded, byName := c.keeper.offer(ctx, text, to)
+			mcpDefs := c.mcp.offered()
+			return selfCoded, append(byName, mcpByName(selfCoded, byName, mcpDefs, text)...), mcpDefs
+		}}
+	c.tokencap = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
+		Failed: c.writes.note, Tell: c.say.Tell, Log: c.log, Begin: c.driver.Start, Release: c.driver.Release}
+	c.driver.StartOwners = c.tokencap.Start
+	c.carryOutPastCap, c.startTurn, c.release = c.tokencap.CarryOut, c.driver.Start, c.driver.Release
 	return c, nil
 }
 
@@ -273,7 +289,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 			Brokers:    hub.LookupUIDs("bus.broker_users", c.cfg.Bus.BrokerUsers, logf),
 			Transports: hub.LookupUIDs("bus.transport_users", c.cfg.Bus.TransportUsers, logf),
 		},
-		VerifyWorker: c.slots.verify,
+		VerifyWorker: c.slots.Verify,
 		Core:         c.inbox,
 		OnJoin:       c.onJoin,
 		OnLeave:      c.onLeave,
@@ -327,7 +343,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.loop(busCtx, ctx.Done(), func() bool { return true })
 	c.opts.Notify.Stopping()
 	c.drain(busCtx)
-	c.shutdown()
+	c.driver.Shutdown()
 	if c.mcp.set != nil {
 		c.mcp.set.Close()
 	}
@@ -415,7 +431,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		}
 		c.replies.Confirmed(ctx, env.Sender, a.Key)
 	case contracts.KindResult:
-		c.handleResult(ctx, env)
+		c.driver.Result(ctx, env)
 	case contracts.KindExec:
 		c.handleExec(ctx, env)
 	case contracts.KindStep:
@@ -424,7 +440,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:
 		c.say.workerGone(env.Turn)
-		c.turnEvent(ctx, turns.Event{Kind: turns.Left, Turn: env.Turn})
+		c.driver.Event(ctx, turns.Event{Kind: turns.Left, Turn: env.Turn})
 	default:
 		c.log.Warn("core got an envelope it does not handle", "kind", env.Kind)
 	}
@@ -452,7 +468,7 @@ func (c *Core) onJoin(p *hub.Peer) {
 	var err error
 	switch p.Hello.Role {
 	case contracts.RoleWorker:
-		input, ok := c.slots.input(p.Hello.Turn)
+		input, ok := c.slots.Input(p.Hello.Turn)
 		if !ok {
 			return
 		}
@@ -575,36 +591,16 @@ func (c *Core) dropOrphanChanges(ctx context.Context) {
 func (c *Core) drain(ctx context.Context) {
 	c.draining = true
 	grace := c.cfg.Timeouts.StopGrace.Duration
-	if c.run == nil || grace <= 0 {
+	turn := c.driver.InFlight()
+	if turn == "" || grace <= 0 {
 		return
 	}
-	c.log.Info("stopping: letting the turn in flight finish", "turn", c.run.turn.ID, "grace", grace)
+	c.log.Info("stopping: letting the turn in flight finish", "turn", turn, "grace", grace)
 	over := make(chan struct{})
 	timer := time.AfterFunc(grace, func() { close(over) })
 	defer timer.Stop()
-	c.loop(ctx, over, func() bool { return c.run != nil })
-	if c.run != nil {
-		c.log.Warn("stopping: the turn in flight did not finish within the grace", "turn", c.run.turn.ID, "grace", grace)
-	}
-}
-
-// shutdown kills a running worker so that a stopping core leaves nothing
-// behind; its result could not be accepted by the next core anyway.
-func (c *Core) shutdown() {
-	r := c.run
-	if r == nil || r.handle == nil || r.turn.Exited() {
-		return
-	}
-	c.log.Info("stopping: killing the running worker", "turn", r.turn.ID)
-	r.handle.Kill()
-	select {
-	case r.exit = <-r.exited:
-	case <-time.After(c.cfg.Timeouts.Reap.Duration):
-		c.log.Error("the running worker did not end after a kill", "turn", r.turn.ID, "pid", r.handle.PID())
-	}
-	if c.turns.Settled(r.turn) {
-		c.recordTurn(r, r.turn.Outcome, r.turn.Err)
-	} else {
-		c.recordTurn(r, state.OutcomeInterrupted, "core stopped")
+	c.loop(ctx, over, func() bool { return c.driver.InFlight() != "" })
+	if turn := c.driver.InFlight(); turn != "" {
+		c.log.Warn("stopping: the turn in flight did not finish within the grace", "turn", turn, "grace", grace)
 	}
 }

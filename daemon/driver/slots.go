@@ -1,4 +1,4 @@
-package daemon
+package driver
 
 import (
 	"fmt"
@@ -23,31 +23,31 @@ type workerSlot struct {
 	joinedAfter time.Duration
 }
 
-// workerSlots are the turns being started, shared between the loop,
-// which opens and closes them, and the hub's goroutines, which admit a
-// turn's worker and hand it its input.
-type workerSlots struct {
-	clock clock.Clock
+// Slots are the turns being started, shared between core's loop, which
+// opens and closes them through the driver, and the hub's goroutines,
+// which admit a turn's worker and hand it its input.
+type Slots struct {
+	Clock clock.Clock
 	mu    sync.Mutex
 	slots map[string]*workerSlot
 }
 
 // open makes the slot of a turn about to be launched.
-func (w *workerSlots) open(turn string, input contracts.TurnInput) *workerSlot {
+func (w *Slots) open(turn string, input contracts.TurnInput) *workerSlot {
 	slot := &workerSlot{ready: make(chan struct{}), input: input}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.slots == nil {
 		w.slots = map[string]*workerSlot{}
 	}
-	slot.launched = w.clock.Now()
+	slot.launched = w.Clock.Now()
 	w.slots[turn] = slot
 	return slot
 }
 
 // launched records what the launcher said of the turn's worker; a failed
 // start closes the slot.
-func (w *workerSlots) launched(turn string, slot *workerSlot, handle launch.Handle, err error) {
+func (w *Slots) launched(turn string, slot *workerSlot, handle launch.Handle, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slot.handle = handle
@@ -59,7 +59,7 @@ func (w *workerSlots) launched(turn string, slot *workerSlot, handle launch.Hand
 
 // close closes the slot of a turn whose worker is gone, and says whether
 // its worker ever joined and how long it took.
-func (w *workerSlots) close(turn string) (joined bool, after time.Duration) {
+func (w *Slots) close(turn string) (joined bool, after time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slot := w.slots[turn]
@@ -70,8 +70,8 @@ func (w *workerSlots) close(turn string) (joined bool, after time.Duration) {
 	return slot.sent, slot.joinedAfter
 }
 
-// input is the turn input of the worker that just joined for turn.
-func (w *workerSlots) input(turn string) (contracts.TurnInput, bool) {
+// Input is the turn input of the worker that just joined for turn.
+func (w *Slots) Input(turn string) (contracts.TurnInput, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	slot := w.slots[turn]
@@ -81,10 +81,10 @@ func (w *workerSlots) input(turn string) (contracts.TurnInput, bool) {
 	return slot.input, true
 }
 
-// verify admits a worker the hub's Access let in only if it is a process
+// Verify admits a worker the hub's Access let in only if it is a process
 // of the turn it names, that turn is the one being started, and no other
 // worker joined for it.
-func (w *workerSlots) verify(hello contracts.Hello, cred hub.Cred) error {
+func (w *Slots) Verify(hello contracts.Hello, cred hub.Cred) error {
 	w.mu.Lock()
 	slot := w.slots[hello.Turn]
 	w.mu.Unlock()
@@ -107,6 +107,6 @@ func (w *workerSlots) verify(hello contracts.Hello, cred hub.Cred) error {
 		return fmt.Errorf("turn %q already has its worker", hello.Turn)
 	}
 	slot.sent = true
-	slot.joinedAfter = w.clock.Now().Sub(slot.launched)
+	slot.joinedAfter = w.Clock.Now().Sub(slot.launched)
 	return nil
 }
