@@ -412,7 +412,7 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 			c.log.Warn("dropped an unreadable inbound message", "from", env.Sender, "err", err)
 			return
 		}
-		if c.testHook(ctx, in.Text) {
+		if testHook(ctx, c.log, in.Text) {
 			return
 		}
 		from := turns.Origin{Transport: env.Sender, Chat: in.Chat}
@@ -509,7 +509,7 @@ func (c *Core) tidyUp(ctx context.Context) {
 		}
 		return approval.RenderCall(p.Call.Name, checked, p.Outside), approval.CallDigest(p.Call.Name, checked, p.Outside), nil
 	})
-	c.dropOrphanChanges(ctx)
+	dropOrphanChanges(ctx, c.auth, c.layout.Changes())
 	c.say.tellOwed(ctx, c.store)
 	c.backUp(ctx)
 	c.expire(ctx)
@@ -561,10 +561,10 @@ func (c *Core) expire(ctx context.Context) {
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
 }
 
-// dropOrphanChanges removes kept change sets no request waits for (a
-// request dropped while core was away).
-func (c *Core) dropOrphanChanges(ctx context.Context) {
-	waiting, err := c.auth.Waiting(ctx)
+// dropOrphanChanges removes the change sets kept in dir that no request
+// of auth's waits for (a request dropped while core was away).
+func dropOrphanChanges(ctx context.Context, auth *approval.Authority, dir string) {
+	waiting, err := auth.Waiting(ctx)
 	if err != nil {
 		return
 	}
@@ -574,10 +574,10 @@ func (c *Core) dropOrphanChanges(ctx context.Context) {
 			keep[r.ChangeSet.Dir] = true
 		}
 	}
-	entries, _ := os.ReadDir(c.layout.Changes())
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !keep[e.Name()] {
-			os.RemoveAll(filepath.Join(c.layout.Changes(), e.Name()))
+			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
 }

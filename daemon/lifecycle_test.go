@@ -39,4 +39,3 @@ func TestPresenceDwellAndDedup(t *testing.T) {
 		t.Errorf("current() = %+v, want thinking", cur)
 	}
 }
-
