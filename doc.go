@@ -11,6 +11,12 @@
 //	bus/                          the wire: length-prefixed frames and the client actors join with
 //	daemon/                       core: routes envelopes, events and decisions to its parts
 //	daemon/turns                  the turn state machine: arbiter, fence, timeouts, catch-up
+//	daemon/driver                 drives the turn machine: starts each worker, takes its result, finishes the turn
+//	daemon/intake                 the owner's messages: kept before anything, offered to the turns, taken up after a restart
+//	daemon/commands               the owner's commands: /status, /tools, /pending, /rules and the rest
+//	daemon/progress               what a turn is doing, one line per step, for the owner
+//	daemon/tokencap               the daily token cap's effects: asking before a turn past it, and the answer
+//	daemon/ops                    a turn's ops applied, and its requests kept, as the only writer of state
 //	daemon/approval               the approval authority: every request the owner decides on
 //	daemon/approval/approved      carries out what the owner approved, checked against its digest
 //	daemon/toolstore              the self-coded tools, out of the model's reach, verified at load
