@@ -6,7 +6,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 	"shelldon/panel/moment"
 )
 
