@@ -121,6 +121,38 @@ var rules = []rule{
 		},
 	},
 	{
+		name:    "the panel reaches nothing of core's",
+		applies: under("shelldon/panel"),
+		forbidden: func(dep string, _ bool) string {
+			if under("shelldon/daemon")(dep) {
+				return "the panel is a process of its own that only reads the bus; what it shares with core lives beside both (faces, atomicfile, contracts)"
+			}
+			return ""
+		},
+	},
+	{
+		name:    "the vocabulary below the rooms reaches none of them",
+		applies: func(p string) bool { return lowerLayer[p] },
+		forbidden: func(dep string, _ bool) string {
+			for _, room := range []string{"shelldon/daemon", "shelldon/panel", "shelldon/broker", "shelldon/sandbox", "shelldon/cmd"} {
+				if under(room)(dep) {
+					return "config, contracts, clock, faces and atomicfile are shared by every process: they may not depend on one"
+				}
+			}
+			return ""
+		},
+	},
+	{
+		name:    "the state store depends on no part of core",
+		applies: under("shelldon/daemon/state"),
+		forbidden: func(dep string, _ bool) string {
+			if (under("shelldon/daemon")(dep) && !under("shelldon/daemon/state")(dep) && dep != "shelldon/daemon/statedir") || under("shelldon/panel")(dep) {
+				return "the store keeps what core's parts decide; it does not ask them (a part validates what it gives the store)"
+			}
+			return ""
+		},
+	},
+	{
 		name:    "policy touches nothing",
 		applies: under("shelldon/policy"),
 		forbidden: func(dep string, direct bool) string {
@@ -141,6 +173,13 @@ var coreParts = []string{
 	"shelldon/daemon/ops",
 	"shelldon/daemon/progress",
 	"shelldon/daemon/tokencap",
+}
+
+// lowerLayer are the packages every process shares, beneath core, the
+// panel, the broker and the sandbox.
+var lowerLayer = map[string]bool{
+	"shelldon/config": true, "shelldon/contracts": true, "shelldon/clock": true,
+	"shelldon/faces": true, "shelldon/atomicfile": true, "shelldon/bus": true,
 }
 
 // touching are the standard packages (and x/sys) through which code
@@ -230,6 +269,10 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/policy", Imports: []string{"net"}, Deps: []string{"net"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"syscall"}, Deps: []string{"syscall"}},
 		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/daemon"}},
+		{ImportPath: "shelldon/panel", Deps: []string{"shelldon/daemon/state/atomicfile"}},
+		{ImportPath: "shelldon/config", Deps: []string{"shelldon/daemon/mood"}},
+		{ImportPath: "shelldon/daemon/state", Deps: []string{"shelldon/daemon/schedule"}},
+		{ImportPath: "shelldon/daemon/state", Deps: []string{"shelldon/panel/faces"}},
 	}
 	for _, p := range bad {
 		if v := violations([]pkg{p}, rules); len(v) != 1 {
@@ -245,6 +288,8 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/tools"}},
 		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/tools"}},
 		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/daemon/tools", "shelldon/daemon/turns"}},
+		{ImportPath: "shelldon/daemon/state", Deps: []string{"shelldon/daemon/statedir", "shelldon/faces", "shelldon/atomicfile"}},
+		{ImportPath: "shelldon/panel", Deps: []string{"shelldon/faces", "shelldon/panel/moment"}},
 	}
 	for _, p := range fine {
 		if v := violations([]pkg{p}, rules); len(v) != 0 {

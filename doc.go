@@ -27,8 +27,8 @@
 //	daemon/handoff                each reply kept until the transport that delivers it holds it
 //	daemon/hub/hubtest            a real hub on a real socket, for other packages' tests
 //	daemon/launch                 how a turn's worker is started, bounded and reaped
+//	daemon/launch/launchtest      the conformance suite every launcher passes
 //	daemon/state                  the only writer of state: SQLite and the memory tree
-//	daemon/state/atomicfile       a file replaced whole or not at all
 //	daemon/statedir               where everything lives in the state directory
 //	daemon/telegram               the Telegram transport, inside core
 //	daemon/telegram/telegramtest  a local Bot API server for tests
@@ -58,10 +58,11 @@
 //	panel/moment                  what each moment shows: the face, the strip's word, the caption
 //	panel/render                  the frame: status strip, face and caption
 //	panel/render/rendertest       golden PNGs of frames, for tests
-//	panel/faces                   the face registry
 //	panel/epd                     the Waveshare 2.13" V4 driver
 //	config/                       the TOML file and its environment overrides
-//	clock/                        real time in production, a fake clock in tests
+//	clock/                        real time in production, a fake clock in tests; the hours of a day's window
+//	atomicfile/                   a file replaced whole or not at all
+//	faces/                        the face registry: the faces core lets the model pick and the panel draws
 //	giveback/                     a process's spare memory back to the kernel once it goes quiet
 //	demomodel/                    the scripted OpenAI-compatible model for tests and demos
 //	demomodel/phrases             the phrases the demo persona understands, for the banner and /help

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"path"
 	"path/filepath"
@@ -109,24 +110,12 @@ func (m MCP) IsReadOnly(tool string) bool { return slices.Contains(m.ReadOnly, t
 // WithDefaults fills what the table left out, as Load does.
 func (m MCP) WithDefaults() MCP {
 	d := DefaultMCP
-	if m.Workspace == "" {
-		m.Workspace = d.Workspace
-	}
-	if m.Memory == 0 {
-		m.Memory = d.Memory
-	}
-	if m.CPU == 0 {
-		m.CPU = d.CPU
-	}
-	if m.Tasks == 0 {
-		m.Tasks = d.Tasks
-	}
-	if m.IdleStop.Duration == 0 {
-		m.IdleStop = d.IdleStop
-	}
-	if m.CallTimeout.Duration == 0 {
-		m.CallTimeout = d.CallTimeout
-	}
+	m.Workspace = cmp.Or(m.Workspace, d.Workspace)
+	m.Memory = cmp.Or(m.Memory, d.Memory)
+	m.CPU = cmp.Or(m.CPU, d.CPU)
+	m.Tasks = cmp.Or(m.Tasks, d.Tasks)
+	m.IdleStop = cmp.Or(m.IdleStop, d.IdleStop)
+	m.CallTimeout = cmp.Or(m.CallTimeout, d.CallTimeout)
 	return m
 }
 

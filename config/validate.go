@@ -16,7 +16,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"shelldon/daemon/mood"
+	"shelldon/clock"
 )
 
 // maxSocketPath is the longest Unix socket path: sun_path holds 108 bytes,
@@ -197,7 +197,7 @@ func (c Config) validate(o origins) error {
 	c.Telegram.validateMedia(c.Bus.MaxFrame, def.Telegram, add)
 	c.Panel.validate(def.Panel, add)
 	inRange(add, "mood.tick", c.Mood.Tick.Duration, minMoodTick, maxMoodTick, def.Mood.Tick.Duration)
-	if _, err := mood.ParseWindow(c.Mood.Night); err != nil {
+	if _, err := clock.ParseWindow(c.Mood.Night); err != nil {
 		add("mood.night", err.Error(), fmt.Sprintf("write the hours as %q, or \"\" for no night", def.Mood.Night))
 	}
 	inRange(add, "mood.lonely", c.Mood.Lonely.Duration, 0, maxLonely, def.Mood.Lonely.Duration)

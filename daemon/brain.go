@@ -58,7 +58,7 @@ type brain struct {
 }
 
 func (b *brain) init(cfg config.Config) error {
-	night, err := mood.ParseWindow(cfg.Mood.Night)
+	night, err := clock.ParseWindow(cfg.Mood.Night)
 	if err != nil {
 		return fmt.Errorf("mood.night: %w", err)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/launch"
@@ -168,5 +170,101 @@ func TestAProposalWithoutASandboxIsToldBeforeTheReply(t *testing.T) {
 	}
 	if !strings.Contains(told[1], "goes through my gate") {
 		t.Errorf("the owner was told then %q, want the reply", told[1])
+	}
+}
+
+// stuckSandbox is a sandbox whose runs hang until their context ends, as
+// a gate does that is cut by a stop; entered says a run began.
+type stuckSandbox struct{ entered chan struct{} }
+
+func (s stuckSandbox) Run(ctx context.Context, _ sandbox.Spec) (sandbox.Result, error) {
+	select {
+	case s.entered <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return sandbox.Result{}, ctx.Err()
+}
+
+// TestAProposalInItsGateOutlivesAStop: a core stopped (Ctrl-C, a
+// restart) while a proposed tool is under its gate, with another queued
+// behind it, loses neither: the next core tells the owner it tests them
+// again, and asks about each that passes.
+func TestAProposalInItsGateOutlivesAStop(t *testing.T) {
+	img := imagetest.Image(t)
+	dir := testhost.ShortDir(t)
+	layout := statedir.Layout{Root: dir}
+	tool := func(name string) contracts.Op {
+		return contracts.Op{Body: contracts.ProposeTool{Name: name,
+			Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
+			Test: "from " + name + " import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}}
+	}
+	start := func(sb Sandbox, worker inProcessLauncher) (*clock.Fake, chan contracts.Envelope, *bus.Conn, func()) {
+		cfg := config.Default()
+		cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
+		store, err := state.Open(layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { store.Close() })
+		clk := clock.NewFake(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+		stop := serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Clock: clk, Sandbox: sb,
+			Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		got := make(chan contracts.Envelope, 64)
+		var conn *bus.Conn
+		ready := make(chan struct{})
+		conn = listen(t, cfg.Socket, contracts.RoleTransport, func(env contracts.Envelope) {
+			<-ready
+			var out contracts.Outbound
+			if env.Kind == contracts.KindOutbound && env.Decode(&out) == nil && out.Key != "" {
+				// Held, as a transport confirms a reply it took.
+				ack, _ := contracts.NewEnvelope(contracts.KindOutboundAck, "", contracts.OutboundAck{Key: out.Key})
+				conn.Send(ack)
+			}
+			got <- env
+		})
+		close(ready)
+		return clk, got, conn, func() { stop(); store.Close() }
+	}
+
+	stuck := stuckSandbox{entered: make(chan struct{}, 1)}
+	socket := filepath.Join(dir, "bus.sock")
+	_, _, conn, stop := start(stuck, replyingWorker(socket, "I wrote two tools.", []contracts.Op{tool("toola"), tool("toolb")}))
+	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: "write yourself two tools"})
+	if err := conn.Send(in); err != nil {
+		t.Fatal(err)
+	}
+	within(t, stuck.entered, "toola's gate to start")
+	stop()
+
+	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk, got, _, _ := start(sb, replyingWorker(socket, "nothing", nil))
+	var asked, told []string
+	deadline := time.After(90 * time.Second)
+	for len(asked) < 2 {
+		clk.Advance(expiryCheck)
+		select {
+		case env := <-got:
+			switch env.Kind {
+			case contracts.KindApprovalRequest:
+				var req contracts.ApprovalRequest
+				env.Decode(&req)
+				asked = append(asked, req.Tool)
+			case contracts.KindOutbound:
+				var out contracts.Outbound
+				env.Decode(&out)
+				told = append(told, out.Text)
+			}
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			t.Fatalf("after the restart the owner was asked about %q and told %q; want both tools tested again and asked about", asked, told)
+		}
+	}
+	t.Logf("asked about %q; told %q", asked, told)
+	if joined := strings.Join(told, "\n"); !strings.Contains(joined, "toola") || !strings.Contains(joined, "again") {
+		t.Errorf("the owner was told %q, want that toola and toolb are tested again after the stop", told)
 	}
 }

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -52,14 +53,21 @@ type keeper struct {
 }
 
 // proposal is a tool the model proposed, waiting for or under its gate.
+// It is kept in the state store (gateQueueKey) until its gate's verdict
+// is in, as a message is until it is answered: a stop cuts a gate, and
+// the next core tests it again.
 type proposal struct {
-	stem   string
-	tool   contracts.ProposeTool
-	origin approval.Audience
-	turn   string
-	// outside is the mark of the turn that proposed it: its card says so.
-	outside string
+	Stem   string                `json:"stem"`
+	Tool   contracts.ProposeTool `json:"tool"`
+	Origin approval.Audience     `json:"origin"`
+	Turn   string                `json:"turn"`
+	// Outside is the mark of the turn that proposed it: its card says so.
+	Outside string `json:"outside,omitempty"`
 }
+
+// gateQueueKey is the state store's key of the proposals under or
+// waiting for their gate, in order, the one under its gate first.
+const gateQueueKey = "gate-queue"
 
 // maxQueuedGates bounds the proposals waiting for the gate: a reply that
 // proposes a dozen tools gets the first ones tested, the rest refused.
@@ -82,19 +90,21 @@ func (k *keeper) propose(ctx context.Context, by ops.Proposer, p contracts.Propo
 		k.tell(origin, fmt.Sprintf("I wrote a tool, but did not test it: %v", err))
 		return err
 	}
-	next := proposal{stem: stem, tool: p, origin: origin, turn: by.Turn, outside: by.Outside}
+	next := proposal{Stem: stem, Tool: p, Origin: origin, Turn: by.Turn, Outside: by.Outside}
 	if k.gating == nil {
 		k.gate(ctx, next)
+		k.keepQueue(ctx)
 		return nil
 	}
 	if len(k.queue) >= maxQueuedGates {
-		k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s, but %d of my tools already wait to be tested, so I dropped it. Ask me again later.", stem, len(k.queue)+1))
+		k.tell(next.Origin, fmt.Sprintf("I wrote a tool, %s, but %d of my tools already wait to be tested, so I dropped it. Ask me again later.", stem, len(k.queue)+1))
 		return fmt.Errorf("%w: %d tools already wait to be tested (%w)", selfcode.ErrRefused, len(k.queue)+1, ops.ErrTold)
 	}
 	k.queue = append(k.queue, next)
+	k.keepQueue(ctx)
 	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.Turn, "tool", stem,
-		"decision", "queued", "behind", k.gating.stem)
-	k.tell(next.origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.stem))
+		"decision", "queued", "behind", k.gating.Stem)
+	k.tell(next.Origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.Stem))
 	return nil
 }
 
@@ -124,23 +134,91 @@ func (k *keeper) untestable(ops []contracts.Op) (rest []contracts.Op, told []str
 // It is staged only now, so that an update is held to the live version
 // of the moment, not of when it was proposed.
 func (k *keeper) gate(ctx context.Context, p proposal) {
-	staged, err := k.tools.Stage(approval.NewKey(), p.stem, p.tool.Code, p.tool.Test)
+	staged, err := k.tools.Stage(approval.NewKey(), p.Stem, p.Tool.Code, p.Tool.Test)
 	if err != nil {
-		k.tell(p.origin, fmt.Sprintf("I wrote a tool, %s, but could not stage it for its test: %v", p.stem, err))
+		k.tell(p.Origin, fmt.Sprintf("I wrote a tool, %s, but could not stage it for its test: %v", p.Stem, err))
 		k.gateNext(ctx)
 		return
 	}
 	k.gating = &p
-	k.log.Info("testing a proposed tool", contracts.AuditEvent, contracts.EventPromotion, "turn", p.turn, "tool", p.stem, "decision", "gate")
+	k.log.Info("testing a proposed tool", contracts.AuditEvent, contracts.EventPromotion, "turn", p.Turn, "tool", p.Stem, "decision", "gate")
 	k.offLoop.Go(func() {
-		v, err := selfcode.Gate(ctx, k.sandbox, staged.Dir, p.stem)
+		v, err := selfcode.Gate(ctx, k.sandbox, staged.Dir, p.Stem)
 		staged.Discard()
+		if ctx.Err() != nil {
+			// The verdict is the stop's, not the tool's: the proposal
+			// stays kept, and the next core tests it again.
+			k.log.Info("stopping: the test of a proposed tool was cut; the next start tests it again, and those waiting behind it",
+				"tool", p.Stem)
+			return
+		}
 		k.onLoop(func(ctx context.Context) {
 			k.gating = nil
 			k.gated(ctx, staged, p, v, err)
 			k.gateNext(ctx)
+			k.keepQueue(ctx)
 		})
 	})
+}
+
+// keepQueue keeps the proposals under and waiting for their gate in the
+// state store, for the next core should this one stop before their
+// verdicts. A store that cannot keep them (a full disk) is counted and
+// logged; the gates go on.
+func (k *keeper) keepQueue(ctx context.Context) {
+	kept := k.queue
+	if k.gating != nil {
+		kept = append([]proposal{*k.gating}, k.queue...)
+	}
+	data, err := json.Marshal(kept)
+	if err == nil {
+		err = k.writes.note("keep the proposed tools until their tests end", k.state.Put(ctx, gateQueueKey, data))
+	}
+	if err != nil {
+		k.log.Error("keeping the proposed tools until their tests end", "err", err)
+	}
+}
+
+// resumeGates takes up the proposals an earlier core kept under or
+// waiting for their gate: each is checked again, the owner told it is
+// tested again, and gated in order. At most maxQueuedGates+1 are taken,
+// as many as a core holds.
+func (k *keeper) resumeGates(ctx context.Context) {
+	raw, ok, err := k.state.Get(ctx, gateQueueKey)
+	if err != nil || !ok || len(raw) == 0 {
+		if err != nil {
+			k.log.Error("reading the proposed tools an earlier core was testing", "err", err)
+		}
+		return
+	}
+	var kept []proposal
+	if err := json.Unmarshal(raw, &kept); err != nil {
+		k.log.Error("the proposed tools an earlier core was testing are unreadable; dropped", "err", err)
+		k.keepQueue(ctx)
+		return
+	}
+	for i, p := range kept {
+		name := visible.Line(p.Tool.Name)
+		switch stem, err := selfcode.Check(p.Tool.Name, p.Tool.Code, p.Tool.Test, k.builtins.BuiltinNames()); {
+		case i > maxQueuedGates:
+			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped, but too many wait to be tested, so I dropped it. Ask me again later.", name))
+		case k.sandbox == nil:
+			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped, and I cannot test it here now: %v.", name, k.noSandbox))
+		case err != nil:
+			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped; I did not test it again: %v", name, err))
+		default:
+			p.Stem = stem
+			k.log.Info("a proposed tool an earlier core was testing is tested again", contracts.AuditEvent, contracts.EventPromotion,
+				"turn", p.Turn, "tool", stem, "decision", "resumed")
+			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped; I am testing it again.", stem))
+			if k.gating == nil {
+				k.gate(ctx, p)
+			} else {
+				k.queue = append(k.queue, p)
+			}
+		}
+	}
+	k.keepQueue(ctx)
 }
 
 // gateNext starts the gate of the oldest proposal waiting, if any.
@@ -157,10 +235,10 @@ func (k *keeper) gateNext(ctx context.Context) {
 // it, for the owner.
 func (k *keeper) waitingForGate() (gating string, queued []string) {
 	if k.gating != nil {
-		gating = k.gating.stem
+		gating = k.gating.Stem
 	}
 	for _, p := range k.queue {
-		queued = append(queued, p.stem)
+		queued = append(queued, p.Stem)
 	}
 	return gating, queued
 }
@@ -168,11 +246,11 @@ func (k *keeper) waitingForGate() (gating string, queued []string) {
 // gated takes a gate's verdict: a pass parks the tool, as it was gated,
 // for the owner; a failure is reported.
 func (k *keeper) gated(ctx context.Context, staged toolstore.Staged, p proposal, v selfcode.Verdict, err error) {
-	stem, origin := staged.Stem, p.origin
+	stem, origin := staged.Stem, p.Origin
 	if err == nil && v.Passed {
 		promo := approval.PromotionPayload{Stem: stem, Description: v.Description, Schema: v.Schema,
-			Module: p.tool.Code, Test: p.tool.Test, Unverifiable: v.Unverifiable, Gate: lastLines(v.Output, 3), Live: staged.Live,
-			Outside: p.outside}
+			Module: p.Tool.Code, Test: p.Tool.Test, Unverifiable: v.Unverifiable, Gate: lastLines(v.Output, 3), Live: staged.Live,
+			Outside: p.Outside}
 		if live := k.tools.LiveDigest(stem); live != staged.Live {
 			// Kept or changed while this one was gated: the gate held it
 			// to a version that is no longer the live one.
@@ -342,6 +420,7 @@ func (k *keeper) tidy(ctx context.Context, workspace string) {
 	if err := k.tools.Sweep(); err != nil {
 		k.log.Warn("clearing the tool store's leftovers", "err", err)
 	}
+	k.resumeGates(ctx)
 }
 
 // adoptLegacy adopts the old tools, the first time only.

@@ -11,7 +11,7 @@ import (
 	"shelldon/daemon/procmem"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 	"shelldon/panel/moment"
 )
 

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"shelldon/daemon/state/atomicfile"
+	"shelldon/atomicfile"
 	"shelldon/panel/render"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 	"shelldon/panel/moment"
 	"shelldon/panel/render"
 	"shelldon/panel/render/rendertest"

@@ -12,7 +12,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -124,24 +125,12 @@ func badSpec(format string, args ...any) error {
 // withDefaults fills the zero limits from DefaultLimits.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits
-	if l.Memory == 0 {
-		l.Memory = d.Memory
-	}
-	if l.CPU == 0 {
-		l.CPU = d.CPU
-	}
-	if l.Tasks == 0 {
-		l.Tasks = d.Tasks
-	}
-	if l.Wall == 0 {
-		l.Wall = d.Wall
-	}
-	if l.Output == 0 {
-		l.Output = d.Output
-	}
-	if l.Disk == 0 {
-		l.Disk = d.Disk
-	}
+	l.Memory = cmp.Or(l.Memory, d.Memory)
+	l.CPU = cmp.Or(l.CPU, d.CPU)
+	l.Tasks = cmp.Or(l.Tasks, d.Tasks)
+	l.Wall = cmp.Or(l.Wall, d.Wall)
+	l.Output = cmp.Or(l.Output, d.Output)
+	l.Disk = cmp.Or(l.Disk, d.Disk)
 	return l
 }
 

@@ -13,7 +13,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 	"shelldon/panel/render"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost/vm"

@@ -18,7 +18,7 @@ import (
 	"shelldon/daemon/owner"
 	"shelldon/daemon/turns"
 	"shelldon/daemon/visible"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 // TransportName is the name the terminal joins the bus with, and the chat

@@ -23,8 +23,8 @@ import (
 	"strconv"
 	"strings"
 
+	"shelldon/atomicfile"
 	"shelldon/contracts"
-	"shelldon/daemon/state/atomicfile"
 )
 
 // MaxPhotoFile bounds a kept photo read back for a turn: the transport's

@@ -3,6 +3,8 @@ package mood
 import (
 	"fmt"
 	"time"
+
+	"shelldon/clock"
 )
 
 // Event is something that happened which the pet has feelings about.
@@ -64,7 +66,7 @@ const (
 
 // Config is what the owner decides about the pet's days.
 type Config struct {
-	Night  Window        // the pet sleeps (mood "sleeping") in this window
+	Night  clock.Window  // the pet sleeps (mood "sleeping") in this window
 	Lonely time.Duration // no chat for this long → bored; three times as long → sad. 0 = never lonely
 }
 

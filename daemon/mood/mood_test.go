@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/panel/faces"
+	"shelldon/clock"
+	"shelldon/faces"
 )
 
 // midnight is the fake clock's day; no test reads the real clock.
 var midnight = time.Date(2025, time.March, 10, 0, 0, 0, 0, time.UTC)
 
-var testConfig = Config{Night: Window{23 * time.Hour, 7 * time.Hour}, Lonely: 2*time.Hour + 30*time.Minute}
+var testConfig = Config{Night: clock.Window{Start: 23 * time.Hour, End: 7 * time.Hour}, Lonely: 2*time.Hour + 30*time.Minute}
 
 func clockAt(d time.Duration) time.Time { return midnight.Add(d) }
 
@@ -205,7 +206,7 @@ func TestDamagedState(t *testing.T) {
 	}{
 		{"negative lonely", Config{Lonely: -time.Hour}},
 		{"huge lonely", Config{Lonely: math.MaxInt64}},
-		{"damaged window", Config{Night: Window{-5 * time.Hour, 100 * time.Hour}}},
+		{"damaged window", Config{Night: clock.Window{Start: -5 * time.Hour, End: 100 * time.Hour}}},
 		{"tiny lonely", Config{Lonely: time.Nanosecond}},
 	}
 	for _, tc := range odd {

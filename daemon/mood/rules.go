@@ -3,7 +3,8 @@ package mood
 import (
 	"time"
 
-	"shelldon/panel/faces"
+	"shelldon/clock"
+	"shelldon/faces"
 )
 
 // The moods, each the name of a built-in face.
@@ -38,7 +39,7 @@ type situation struct {
 	valence, energy int
 	// asleep: inside the night window and not woken by the owner.
 	asleep bool
-	night  Window
+	night  clock.Window
 	// quietSince is when the silence began: the owner's last message, or
 	// the end of the last night if that came later, as the owner sleeps too.
 	quietSince time.Time
@@ -125,7 +126,7 @@ func (s State) derive(now time.Time, cfg Config, awake bool, cause *effect) Stat
 		quietSince: s.LastChat,
 		lonely:     cfg.Lonely,
 	}
-	if nightEnded := cfg.Night.lastEnd(now); nightEnded.After(s.LastChat) {
+	if nightEnded := cfg.Night.LastEnd(now); nightEnded.After(s.LastChat) {
 		at.quietSince, at.woke = nightEnded, true
 	}
 	at.silence, at.now = now.Sub(at.quietSince), now

@@ -3,6 +3,7 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"shelldon/daemon/state"
 	"shelldon/testhost"
 	"strings"
 	"testing"
@@ -156,5 +157,15 @@ func TestNextAfterDowntimeRunsOnce(t *testing.T) {
 	}
 	if want := time.Date(2026, 3, 30, 9, 0, 0, 0, loc); runs != 1 || !due.Equal(want) {
 		t.Errorf("after downtime: %d runs, next %v; want 1 run, next %v", runs, due, want)
+	}
+}
+
+// TestTheLongestRepetitionFitsTheStore: the store keeps a repetition as
+// given, up to state.MaxEvery bytes; the longest form String writes fits.
+func TestTheLongestRepetitionFitsTheStore(t *testing.T) {
+	for _, e := range []Every{{Kind: Once}, {Kind: Daily}, {Kind: Weekly}, {Kind: Interval, Interval: MaxInterval}, {Kind: Interval, Interval: MaxInterval - time.Nanosecond}} {
+		if n := len(e.String()); n > state.MaxEvery {
+			t.Errorf("%+v writes %q, %d bytes, over state.MaxEvery %d", e, e.String(), n, state.MaxEvery)
+		}
 	}
 }

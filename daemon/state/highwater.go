@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"shelldon/daemon/state/atomicfile"
+	"shelldon/atomicfile"
 	"shelldon/daemon/statedir"
 )
 

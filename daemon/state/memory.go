@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"shelldon/atomicfile"
 	"shelldon/contracts"
-	"shelldon/daemon/state/atomicfile"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 // DefaultTopic is the memory topic of a note that names none.

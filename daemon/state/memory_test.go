@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 var noteTime = time.Date(2026, 11, 30, 14, 2, 59, 0, time.UTC)

@@ -10,7 +10,6 @@ import (
 	"unicode/utf8"
 
 	"shelldon/contracts"
-	"shelldon/daemon/schedule"
 )
 
 // MaxSchedules caps the live schedules: each may start turns, and a model
@@ -35,7 +34,9 @@ type Scheduled struct {
 	Text string
 	// Next is when it is due, to the millisecond.
 	Next time.Time
-	// Every is the repetition in schedule.Every's String form; "" for once.
+	// Every is the repetition, "" for once: opaque to the store, which
+	// keeps it as given (at most MaxEvery bytes); package schedule writes
+	// and reads it (Every.String, ParseEvery).
 	Every string
 	// Transport and Chat say where the turn answers.
 	Transport, Chat string
@@ -48,12 +49,15 @@ type Scheduled struct {
 	Outside string
 }
 
+// MaxEvery bounds a schedule's repetition as stored; the longest
+// schedule.Every writes is an interval's ("720h0m0s").
+const MaxEvery = 32
+
 const scheduleColumns = `id, text, next_at, every, transport, chat, created_at, last_run_at, outside`
 
 // AddSchedule stores a schedule and returns its id; sc.ID is ignored. The
 // text must be non-blank valid UTF-8 of at most contracts.MaxScheduleText
-// bytes, Next must be set, and Every must be a repetition
-// schedule.ParseEvery reads; it is stored in its String form. With
+// bytes, Next must be set, and Every at most MaxEvery bytes. With
 // MaxSchedules already live the schedule is refused with
 // ErrTooManySchedules.
 func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
@@ -70,12 +74,11 @@ func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
 	case sc.Next.IsZero():
 		return 0, errors.New("add schedule: no time given")
 	}
-	every, err := schedule.ParseEvery(sc.Every)
-	if err != nil {
-		return 0, fmt.Errorf("add schedule: %w", err)
+	if len(sc.Every) > MaxEvery || !utf8.ValidString(sc.Every) {
+		return 0, fmt.Errorf("add schedule: a repetition of %d bytes, over the cap of %d or not UTF-8", len(sc.Every), MaxEvery)
 	}
 	var id int64
-	err = s.inTx(ctx, func(tx *keptTx) error {
+	err := s.inTx(ctx, func(tx *keptTx) error {
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules`).Scan(&live); err != nil {
 			return fmt.Errorf("count schedules: %w", err)
@@ -85,7 +88,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
 		}
 		return tx.QueryRowContext(ctx,
 			`INSERT INTO schedules (text, next_at, every, transport, chat, created_at, outside) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-			sc.Text, sc.Next.UnixMilli(), every.String(), sc.Transport, sc.Chat, sc.Created.UnixMilli(), sc.Outside).Scan(&id)
+			sc.Text, sc.Next.UnixMilli(), sc.Every, sc.Transport, sc.Chat, sc.Created.UnixMilli(), sc.Outside).Scan(&id)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("add schedule: %w", err)

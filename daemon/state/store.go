@@ -17,7 +17,7 @@ import (
 	"syscall"
 	"time"
 
-	"shelldon/daemon/state/atomicfile"
+	"shelldon/atomicfile"
 	"shelldon/daemon/statedir"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver

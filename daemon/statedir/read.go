@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"unicode/utf8"
 
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 // MaxReadBytes caps what ReadDirective and ReadAbout return, so a file grown

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 func TestLayoutPaths(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/worker"
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 // A model's final text becomes a turn's result: its private reasoning

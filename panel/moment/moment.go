@@ -3,7 +3,7 @@ package moment
 import (
 	"strings"
 
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 // Moment is what the panel shows: a face, the word for it in the status

@@ -3,7 +3,7 @@ package moment
 import (
 	"testing"
 
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 func TestMoments(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/panel/faces"
+	"shelldon/faces"
 	"shelldon/panel/render/rendertest"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"unicode"
 
-	"shelldon/panel/faces"
+	"shelldon/faces"
 )
 
 func TestClean(t *testing.T) {

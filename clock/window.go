@@ -1,4 +1,4 @@
-package mood
+package clock
 
 import (
 	"fmt"
@@ -88,9 +88,9 @@ func (w Window) Contains(t time.Time) bool {
 	return at >= w.Start || at < w.End
 }
 
-// lastEnd is the latest moment not after t at which the window ended, or
+// LastEnd is the latest moment not after t at which the window ended, or
 // the zero time for an empty window.
-func (w Window) lastEnd(t time.Time) time.Time {
+func (w Window) LastEnd(t time.Time) time.Time {
 	if w.empty() {
 		return time.Time{}
 	}
