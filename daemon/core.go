@@ -108,15 +108,8 @@ type Core struct {
 	tools   *tools.Registry // the built-in tools
 	// draining is set once core stops: no turn starts.
 	draining bool
-	// ops applies what turns keep or change.
-	ops *ops.Applier
-	// intake takes the owner's messages in; tokencap starts the turns
-	// of their messages, or asks them first past the daily token cap.
-	intake   *intake.Intake
-	tokencap *tokencap.Gate
-	// media keeps the owner's voice notes' transcripts and photos until
-	// their turn has answered.
-	media *media.Keeper
+	// intake takes the owner's messages in.
+	intake *intake.Intake
 	// mcp are the owner's MCP servers.
 	mcp mcpTools
 	// progress words the steps of the turn in flight for the owner.
@@ -157,13 +150,17 @@ func New(opts Options) (*Core, error) {
 		slots:   &driver.Slots{Clock: opts.Clock},
 		writes:  &failedWrites{clock: opts.Clock},
 	}
-	c.media = media.New(layout.Photos(), c.writes.note, c.log)
+	// photos keeps the owner's voice notes' transcripts and photos until
+	// their turn has answered; gate starts the turns of their messages,
+	// or asks them first past the daily token cap.
+	photos := media.New(layout.Photos(), c.writes.note, c.log)
+	var gate *tokencap.Gate
 	c.say = &messenger{clock: c.clock, log: c.log}
-	c.intake = &intake.Intake{Store: c.store, Media: c.media, Clock: c.clock, Log: c.log, Workspace: layout.Workspace(),
+	c.intake = &intake.Intake{Store: c.store, Media: photos, Clock: c.clock, Log: c.log, Workspace: layout.Workspace(),
 		Failed: c.writes.note, Reply: c.say.reply, Tell: c.say.Tell, OnLoop: c.onLoop,
 		Route:    func(env contracts.Envelope) error { return c.hub.Route(env) },
 		Stopping: func() bool { return c.draining },
-		Start:    func(ctx context.Context, adm turns.Admission) { c.tokencap.Start(ctx, adm) },
+		Start:    func(ctx context.Context, adm turns.Admission) { gate.Start(ctx, adm) },
 	}
 	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
 		Send: func(transport string, out contracts.Outbound) error {
@@ -228,7 +225,7 @@ func New(opts Options) (*Core, error) {
 	}
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
-	c.ops = &ops.Applier{Store: c.store, Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
+	applier := &ops.Applier{Store: c.store, Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
 		OffLoop: c.offLoop.Go, OnLoop: c.onLoop, FacesAdded: func() { c.face.load(c.layout, c.log) },
 		Propose: c.keeper.propose, Schedule: c.brain.schedule,
 		Cancel: func(ctx context.Context, id int64) error {
@@ -236,7 +233,7 @@ func New(opts Options) (*Core, error) {
 			return err
 		},
 		LetThrough: c.letThrough, Keep: c.keep}
-	c.keepMarked = c.ops.KeepMarked
+	c.keepMarked = applier.KeepMarked
 	c.commands = &commands.Handler{Config: c.cfg, Store: c.store, Layout: layout, Auth: c.auth, Turns: c.turns,
 		Clock: c.clock, Log: c.log, ModelHelp: opts.ModelHelp, Reply: c.say.reply,
 		Started: func() time.Time { return c.started },
@@ -251,7 +248,7 @@ func New(opts Options) (*Core, error) {
 	}
 	c.driver = &driver.Driver{Config: c.cfg, Turns: c.turns, Slots: c.slots, Store: c.store, Launcher: opts.Launcher,
 		WorkerArgv: opts.WorkerArgv, Clock: c.clock, Log: c.log, Failed: c.writes.note, OnLoop: c.onLoop, OffLoop: c.offLoop.Go,
-		Status: opts.Notify.Status, Progress: c.progress, Media: c.media, Intake: c.intake, Ops: c.ops, Auth: c.auth,
+		Status: opts.Notify.Status, Progress: c.progress, Media: photos, Intake: c.intake, Ops: applier, Auth: c.auth,
 		Face:     driver.Face{Thinking: c.face.thinking, Failed: c.face.failed, Replied: c.face.replied, Refresh: c.face.refresh, Settle: c.brain.show},
 		Activity: c.say.activity, Tell: c.say.Tell, Feel: c.brain.feel, Untestable: c.keeper.untestable, CarryOut: c.carryOut,
 		Mood:     func() mood.State { return c.brain.mood },
@@ -261,10 +258,10 @@ func New(opts Options) (*Core, error) {
 			mcpDefs := c.mcp.offered()
 			return selfCoded, append(byName, mcpByName(selfCoded, byName, mcpDefs, text)...), mcpDefs
 		}}
-	c.tokencap = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
+	gate = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
 		Failed: c.writes.note, Tell: c.say.Tell, Log: c.log, Begin: c.driver.Start, Release: c.driver.Release}
-	c.driver.StartOwners = c.tokencap.Start
-	c.carryOutPastCap, c.startTurn, c.release = c.tokencap.CarryOut, c.driver.Start, c.driver.Release
+	c.driver.StartOwners = gate.Start
+	c.carryOutPastCap, c.startTurn, c.release = gate.CarryOut, c.driver.Start, c.driver.Release
 	return c, nil
 }
 
