@@ -41,6 +41,7 @@
 //	daemon/sdnotify               READY, STATUS and the watchdog, for systemd
 //	daemon/procmem                memory figures of this process, its cgroup and the machine
 //	daemon/worker                 one turn's brain adapter: prompt, model, reply parsing
+//	daemon/skills                 the Agent Skills in the workspace, as a turn's prompt names them
 //	policy/                       every safety decision, as pure functions
 //	sandbox/                      the nspawn container one command runs in, and its change set
 //	sandbox/cgroup                a control group of a run's own where no systemd unit holds it
