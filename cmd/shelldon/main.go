@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"shelldon/broker"
+	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
@@ -33,6 +34,7 @@ import (
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/journal"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/mcp"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
@@ -649,8 +651,40 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 		}
 		return errQuiet
 	}
-	if !doctor.Write(env.stdout, append(doctor.System().Run(ctx, cfg), workerCheck(workerArgv(cfg)))) {
+	host := doctor.System()
+	if len(cfg.MCP) > 0 {
+		host.ProbeMCP = probeMCP(cfg)
+	}
+	if !doctor.Write(env.stdout, append(host.Run(ctx, cfg), workerCheck(workerArgv(cfg)))) {
 		return errQuiet
 	}
 	return nil
+}
+
+// probeMCP starts an MCP server of cfg's as core would, in a sandbox
+// container of its own, for doctor: the tools the configuration names
+// that it offers, or why it did not start (no sandbox among the reasons).
+func probeMCP(cfg config.Config) func(context.Context, config.MCP) ([]string, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sb, err := openSandbox(cfg, launch.Child{}, quiet)
+	starter, ok := sb.(mcp.Starter)
+	return func(ctx context.Context, m config.MCP) ([]string, error) {
+		if err != nil || !ok {
+			return nil, fmt.Errorf("no sandbox to start it in (%v)", err)
+		}
+		empty, err := os.MkdirTemp("", "shelldon-doctor-mcp-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(empty)
+		srv := mcp.New(m, starter, mcp.Options{Workspace: statedir.Layout{Root: cfg.StateDir}.Workspace(), Empty: empty,
+			Clock: clock.Real{}, Log: quiet, Tell: func(string) {}})
+		defer srv.Close()
+		tools, err := srv.Tools(ctx)
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		return names, err
+	}
 }
