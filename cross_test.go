@@ -40,6 +40,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/owner":                 {},
 	"shelldon/daemon/procmem":               {},
 	"shelldon/daemon/schedule":              {},
+	"shelldon/daemon/pairing":               {},
 	"shelldon/daemon/skills":                {},
 	"shelldon/daemon/sdnotify":              {},
 	"shelldon/daemon/statedir":              {},

@@ -26,6 +26,7 @@
 //	daemon/statedir               where everything lives in the state directory
 //	daemon/telegram               the Telegram transport, inside core
 //	daemon/telegram/telegramtest  a local Bot API server for tests
+//	daemon/pairing                the one-time code that makes the bot's owner (shelldon pair)
 //	daemon/chat                   the terminal transport (`shelldon chat`)
 //	daemon/chat/chattest          a real pseudo-terminal and a model of its screen, for the chat's tests
 //	daemon/mood                   the pet's feeling between turns

@@ -72,6 +72,7 @@ var commands = map[string]commandFunc{
 	"image":   cmdImage,
 	"sandbox": cmdSandbox,
 	"tools":   cmdTools,
+	"pair":    cmdPair,
 	"panel":   cmdPanel,
 	"version": cmdVersion,
 }
@@ -338,8 +339,8 @@ func openState(cfg config.Config) (*state.Store, error) {
 }
 
 // newTelegram makes core's Telegram transport when a bot token is
-// configured, or nil when none is. A token without allowed users is an
-// error: the bot would answer strangers.
+// configured, or nil when none is. A token without allowed users waits to
+// be paired (shelldon pair).
 func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*telegram.Transport, error) {
 	environ := os.Environ()
 	enabled, err := cfg.Telegram.Check(environ)
@@ -351,7 +352,7 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		return nil, err
 	}
 	return telegram.New(telegram.Config{
-		Token: token, APIURL: cfg.Telegram.APIURL, AllowedIDs: cfg.Telegram.AllowedUsers,
+		Token: token, APIURL: cfg.Telegram.APIURL, AllowedIDs: cfg.Telegram.AllowedUsers, Pairing: statedir.Layout{Root: cfg.StateDir}.Pairing(),
 		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Store: store,
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},

@@ -711,7 +711,7 @@ func TestTelegram(t *testing.T) {
 		{"off", nil, "", []int64{42}, api.URL(), Warn, []string{"off"}},
 		{"token file", map[string]string{TelegramTokenFile: testBotToken + "\n"}, "", []int64{42}, api.URL(), OK, []string{"@shelldon_test_bot", "1 allowed user"}},
 		{"token in the configuration", nil, testBotToken, []int64{42, 43}, api.URL(), OK, []string{"2 allowed user"}},
-		{"no allowed users", nil, testBotToken, nil, api.URL(), Fail, []string{"no allowed users"}},
+		{"no allowed users: paired", nil, testBotToken, nil, api.URL(), Note, []string{"no allowed users", "pairing code"}},
 		{"refused token", nil, "999:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQ", []int64{42}, api.URL(), Fail, []string{"refuses the bot token", "401"}},
 		{"out of reach", nil, testBotToken, []int64{42}, "http://127.0.0.1:1", Warn, []string{"out of reach"}},
 	}

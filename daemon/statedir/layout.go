@@ -69,6 +69,10 @@ func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 // lets go of when the disk is full (state.ReserveBytes).
 func (l Layout) Reserve() string { return l.DB() + ".reserve" }
 
+// Pairing is where `shelldon pair` keeps the hash of the code that pairs
+// the bot's owner, until it is used, spent or expired.
+func (l Layout) Pairing() string { return filepath.Join(l.Root, "pairing.json") }
+
 // Lock is the lock file one core holds while it serves the directory.
 func (l Layout) Lock() string { return filepath.Join(l.Root, "state.lock") }
 
