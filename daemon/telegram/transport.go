@@ -84,9 +84,9 @@ type Config struct {
 	AllowedIDs []int64
 	// Pairing is the file where `shelldon pair` keeps a code's hash
 	// (statedir.Layout.Pairing); empty turns pairing off.
-	Pairing string
-	Socket     string
-	MaxFrame   int
+	Pairing  string
+	Socket   string
+	MaxFrame int
 	// Store keeps the updates not yet handled, the messages not yet
 	// sent and the requests shown, across restarts.
 	Store *state.Store
@@ -139,18 +139,18 @@ type updateStore interface {
 // Transport joins Telegram to core's bus. It runs inside core's process:
 // it holds the bot token core holds, and keeps its state in core's store.
 type Transport struct {
-	cfg        Config
-	owners     owners
-	pairer     pairer
-	store      *state.Store
-	updates    updateStore
-	clock      clock.Clock
-	loc        *time.Location
-	backoff    Backoff
-	giveUp     GiveUp
-	log        *slog.Logger
-	client     *bus.Client
-	bot        *bot.Bot
+	cfg     Config
+	owners  owners
+	pairer  pairer
+	store   *state.Store
+	updates updateStore
+	clock   clock.Clock
+	loc     *time.Location
+	backoff Backoff
+	giveUp  GiveUp
+	log     *slog.Logger
+	client  *bus.Client
+	bot     *bot.Bot
 	// apiURL is the Bot API server's base URL, without a trailing slash.
 	apiURL string
 	// conns are the connections to it, which the long poll, the Bot API
