@@ -100,6 +100,8 @@ var notCrossPackages = map[string]string{
 	"shelldon/daemon/mcp/mcptest":       "no tests",
 	"shelldon/demomodel/phrases":        "no tests",
 	"shelldon/images":                   "no tests",
+	"shelldon/panel/displaytest":        "no tests",
+	"shelldon/panel/epd/epdtest":        "no tests",
 	"shelldon/panel/render/rendertest":  "no tests",
 	"shelldon/sandbox":                  "systemd-nspawn over the sandbox's image: " + foreignImage,
 	"shelldon/sandbox/image":            "its tests build the sandbox's image: " + foreignImage,

@@ -52,7 +52,9 @@
 //	panel/moment                  what each moment shows: the face, the strip's word, the caption
 //	panel/render                  the frame: status strip, face and caption
 //	panel/render/rendertest       golden PNGs of frames, for tests
+//	panel/displaytest             the conformance suite every display passes
 //	panel/epd                     the Waveshare 2.13" V4 driver
+//	panel/epd/epdtest             a fake Waveshare controller on periph's fakes, checking the driver's bytes
 //	config/                       the TOML file and its environment overrides
 //	clock/                        real time in production, a fake clock in tests; the hours of a day's window
 //	atomicfile/                   a file replaced whole or not at all
