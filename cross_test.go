@@ -106,6 +106,7 @@ var notCrossPackages = map[string]string{
 	"shelldon/sandbox":                  "systemd-nspawn over the sandbox's image: " + foreignImage,
 	"shelldon/sandbox/image":            "its tests build the sandbox's image: " + foreignImage,
 	"shelldon/sandbox/image/imagetest":  "no tests",
+	"shelldon/sandbox/sandboxtest":      "no tests",
 	"shelldon/testhost":                 "its test runs the test binary again",
 	"shelldon/testhost/systemdhost":     "a real systemd booted from a test host's image: " + foreignImage,
 	"shelldon/testhost/vm":              "qemu-system and a test VM's image: " + foreignImage,

@@ -46,6 +46,7 @@
 //	sandbox/cgroup                a control group of a run's own where no systemd unit holds it
 //	sandbox/image                 the sandbox's root file system: built, found, checked
 //	sandbox/image/imagetest       the real image for tests, built once
+//	sandbox/sandboxtest           the conformance suite every sandbox backend passes
 //	beneath/                      reading and writing beneath a root without following a link
 //	broker/                       the providers behind CompleteWithTools; executes nothing
 //	panel/                        the e-ink face: the actor behind `shelldon panel`
