@@ -582,16 +582,13 @@ func (s *suite) aMemoryHogIsStopped(t *testing.T) {
 // ends when its stdin does, and Stop ends one that would not.
 func (s *suite) aProcessIsSpokenToOverItsStdio(t *testing.T) {
 	ws := s.workspace(t, 0, map[string]string{"a.txt": "hello"})
-	p, err := s.Sandbox.Start(context.Background(), sandbox.Spec{Argv: Sh("echo starting >&2; while read -r line; do echo \"got $line\"; done"), Workspace: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := s.start(t, sandbox.Spec{Argv: Sh("echo starting >&2; while read -r line; do echo \"got $line\"; done"), Workspace: ws})
 	out := bufio.NewReader(p.Stdout)
 	for _, line := range []string{"one", "two"} {
 		if _, err := io.WriteString(p.Stdin, line+"\n"); err != nil {
 			t.Fatal(err)
 		}
-		got, err := out.ReadString('\n')
+		got, err := readLine(t, out)
 		if err != nil || got != "got "+line+"\n" {
 			t.Fatalf("read %q, %v; want %q", got, err, "got "+line)
 		}
@@ -609,12 +606,8 @@ func (s *suite) aProcessIsSpokenToOverItsStdio(t *testing.T) {
 	if rest, _ := io.ReadAll(out); len(rest) != 0 {
 		t.Errorf("stdout after the end: %q", rest)
 	}
-	p.Stdout.Close()
 
-	p, err = s.Sandbox.Start(context.Background(), sandbox.Spec{Argv: []string{"/bin/sleep", "600"}, Workspace: ws})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p = s.start(t, sandbox.Spec{Argv: []string{"/bin/sleep", "600"}, Workspace: ws})
 	stopped := make(chan error, 1)
 	go func() { _, err := p.Stop(); stopped <- err }()
 	select {
@@ -631,7 +624,43 @@ func (s *suite) aProcessIsSpokenToOverItsStdio(t *testing.T) {
 	if _, err := io.WriteString(p.Stdin, "late\n"); err == nil {
 		t.Error("a write to a stopped process's stdin succeeded")
 	}
-	p.Stdout.Close()
+}
+
+// start starts spec as a process that the test's cleanup stops, should
+// the test end first.
+func (s *suite) start(t *testing.T, spec sandbox.Spec) *sandbox.Process {
+	t.Helper()
+	p, err := s.Sandbox.Start(context.Background(), spec)
+	if err != nil {
+		t.Fatalf("Start(%q) = %v", spec.Argv, err)
+	}
+	t.Cleanup(func() {
+		p.Stop()
+		p.Stdin.Close()
+		p.Stdout.Close()
+	})
+	return p
+}
+
+// readLine reads a line of a process's stdout, giving up after waitLimit.
+func readLine(t *testing.T, r *bufio.Reader) (string, error) {
+	t.Helper()
+	type line struct {
+		text string
+		err  error
+	}
+	got := make(chan line, 1)
+	go func() {
+		text, err := r.ReadString('\n')
+		got <- line{text, err}
+	}()
+	select {
+	case l := <-got:
+		return l.text, l.err
+	case <-time.After(waitLimit):
+		t.Fatalf("no line on the process's stdout within %v", waitLimit)
+		return "", nil
+	}
 }
 
 // aKeptChangeSetReadsBackTheSame: a captured run's change set kept for
