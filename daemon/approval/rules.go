@@ -62,10 +62,26 @@ func (a *Authority) Allow(ctx context.Context, turn string, c policy.RuleCall) (
 	return state.Rule{}, false
 }
 
-// LetThrough queues a call a rule let through (r.Call.Rule says which),
-// to be carried out like an approved one once the slot is free: [Held]
-// gives it back first.
-func (a *Authority) LetThrough(r Request) { a.ruled = append(a.ruled, r) }
+// LetThrough reports whether a granted rule lets the RISKY call r asks
+// (r.Call: a call of a conversation that read nothing from outside, with
+// its count of calls let through in a row) through without asking, and
+// if so queues it, checked and sealed as if asked, to be carried out like
+// an approved one once the slot is free: [Authority.Held] gives it back
+// first.
+func (a *Authority) LetThrough(ctx context.Context, r Request) bool {
+	checked, err := a.cfg.Executor.Check(r.Call.Call)
+	if err != nil {
+		return false // asking it says why
+	}
+	rule, ok := a.Allow(ctx, r.Key, checked.RuleCall(r.Call.Call.Name))
+	if !ok {
+		return false
+	}
+	r.Call.Rule = &rule
+	sealCall(&r, checked)
+	a.ruled = append(a.ruled, r)
+	return true
+}
 
 // Rules lists the granted rules, oldest first.
 func (a *Authority) Rules(ctx context.Context) ([]state.Rule, error) {
