@@ -143,7 +143,7 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"park asks where it came from", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if !slices.Equal(r.notes.asked, []string{"t1@telegram/42 "+r.callDigest("a.txt")}) || !slices.Equal(r.waiting(), []string{"t1"}) {
+			if !slices.Equal(r.notes.asked, []string{"t1@telegram/42 " + r.callDigest("a.txt")}) || !slices.Equal(r.waiting(), []string{"t1"}) {
 				t.Errorf("after Park: asked %q, waiting %q", r.notes.asked, r.waiting())
 			}
 		}},
