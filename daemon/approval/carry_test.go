@@ -3,12 +3,15 @@ package approval
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"shelldon/contracts"
 	"shelldon/daemon/tools"
+	"shelldon/sandbox"
 )
 
 // TestCarryOutRunsOnlyWhatTheOwnerWasShown is the attack: the owner
@@ -68,6 +71,43 @@ func TestCarryOutRunsOnlyWhatTheOwnerWasShown(t *testing.T) {
 				t.Errorf("the altered %s was handed on (%q), want it refused", tc.kind, r.host.kept)
 			}
 		})
+	}
+}
+
+// TestAKeptChangeSetIsAppliedOnlyAsShown is the attack on a change set
+// that waits for the owner's own look: a file slips into its kept layer
+// while it waits. The owner approves what they read; nothing is applied,
+// and they are told why. Unaltered, it is applied.
+func TestAKeptChangeSetIsAppliedOnlyAsShown(t *testing.T) {
+	ctx := context.Background()
+	for _, slipped := range []bool{false, true} {
+		r := newRig(t)
+		layer := filepath.Join(r.exec.kept, "k1")
+		if err := os.MkdirAll(layer, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(layer, "conftest.py"), []byte("import os\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cs, err := sandbox.OpenKept(layer, r.exec.workspace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept := r.park(Request{Key: NewKey(), Kind: ChangeSet, Origin: owner,
+			ChangeSet: &ChangeSetPayload{Dir: "k1", Tool: "run_shell", Turn: "t1", Changes: cs.Changes, Risks: []string{"conftest.py"}}})
+		if slipped {
+			if err := os.WriteFile(filepath.Join(layer, "sitecustomize.py"), []byte("import evil\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out := r.decide(kept.Key, true, owner)
+		r.auth.CarryOut(ctx, out)
+		switch {
+		case slipped && (len(r.exec.applied) != 0 || len(r.host.reports) != 1 || r.host.reports[0].Err == nil):
+			t.Errorf("the altered change set: applied %q, told %+v; want nothing applied and the owner told why", r.exec.applied, r.host.reports)
+		case !slipped && !slices.Equal(r.exec.applied, []string{kept.Key}):
+			t.Errorf("the change set as shown: applied %q, want it applied", r.exec.applied)
+		}
 	}
 }
 

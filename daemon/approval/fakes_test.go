@@ -3,6 +3,7 @@ package approval
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 
 	"shelldon/clock"
@@ -21,10 +22,15 @@ type executor struct {
 	// workspace changed under the parked call.
 	swap func(tools.Checked) tools.Checked
 	ran  []string // the keys of the calls Run carried out
+	// workspace and kept are the workspace and the directory of kept
+	// change sets; applied the keys of the sets ApplyKept applied.
+	workspace, kept string
+	applied         []string
 }
 
 func newExecutor(t *testing.T, clk clock.Clock) *executor {
-	return &executor{reg: tools.Builtins(tools.Env{Workspace: t.TempDir(), Vault: t.TempDir(), Clock: clk})}
+	ws := t.TempDir()
+	return &executor{reg: tools.Builtins(tools.Env{Workspace: ws, Vault: t.TempDir(), Clock: clk}), workspace: ws, kept: t.TempDir()}
 }
 
 func (e *executor) Check(call contracts.ToolCall) (tools.Checked, error) {
@@ -40,7 +46,7 @@ func (e *executor) Check(call contracts.ToolCall) (tools.Checked, error) {
 }
 
 func (e *executor) OpenKept(p *ChangeSetPayload) (*sandbox.ChangeSet, error) {
-	return nil, fmt.Errorf("no kept change sets in these tests")
+	return sandbox.OpenKept(filepath.Join(e.kept, p.Dir), e.workspace)
 }
 
 func (e *executor) Run(_ context.Context, v Verified) Result {
@@ -48,8 +54,12 @@ func (e *executor) Run(_ context.Context, v Verified) Result {
 	return Result{Answer: "ran " + v.Checked().Doing}
 }
 
-func (e *executor) ApplyKept(context.Context, Verified) Report { return Report{} }
-func (e *executor) DiscardKept(*ChangeSetPayload) error        { return nil }
+func (e *executor) ApplyKept(_ context.Context, v Verified) Report {
+	e.applied = append(e.applied, v.Request().Key)
+	return Report{Applied: v.Kept().Changes}
+}
+
+func (e *executor) DiscardKept(*ChangeSetPayload) error { return nil }
 
 // host is core in these tests: it runs what goes off the loop at once,
 // and records what it was asked to do.
@@ -57,14 +67,15 @@ type host struct {
 	felt    []mood.Event
 	resumed []string // key: the answer the resumed turn gets
 	kept    []string // what KeepTool, PastCap and KeepMemory were handed: kind:key:approve
+	reports []Report // what the owner was told of change sets
 }
 
-func (h *host) Feel(e mood.Event)                  { h.felt = append(h.felt, e) }
-func (h *host) Go(f func())                        { f() }
-func (h *host) OnLoop(f func(ctx context.Context)) { f(context.Background()) }
-func (h *host) Release(context.Context)            {}
-func (h *host) Progress(Request, string, bool)     {}
-func (h *host) Changes(Audience, string, *Report)  {}
+func (h *host) Feel(e mood.Event)                       { h.felt = append(h.felt, e) }
+func (h *host) Go(f func())                             { f() }
+func (h *host) OnLoop(f func(ctx context.Context))      { f(context.Background()) }
+func (h *host) Release(context.Context)                 {}
+func (h *host) Progress(Request, string, bool)          {}
+func (h *host) Changes(_ Audience, _ string, r *Report) { h.reports = append(h.reports, *r) }
 func (h *host) Resume(_ context.Context, r Request, answer contracts.Message, _, _ string) {
 	h.resumed = append(h.resumed, r.Key+": "+answer.Content)
 }
