@@ -52,8 +52,11 @@ var (
 	stranger = Audience{Transport: "telegram", Chat: "666"}
 )
 
-func newRig(t *testing.T) *rig {
-	store, err := state.Open(statedir.Layout{Root: t.TempDir()})
+func newRig(t *testing.T) *rig { return newRigIn(t, t.TempDir()) }
+
+// newRigIn is a rig over the state directory dir.
+func newRigIn(t *testing.T, dir string) *rig {
+	store, err := state.Open(statedir.Layout{Root: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
