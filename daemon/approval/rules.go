@@ -35,11 +35,11 @@ func (a *Authority) grant(ctx context.Context, r Request, from Audience) {
 		kept.ID, kept.Expires.Format("2006-01-02"), kept.Words, kept.ID))
 }
 
-// Allow finds a granted rule, not expired, that covers the call c, counts
+// allow finds a granted rule, not expired, that covers the call c, counts
 // the use and says it in the journal; false when none does. The caller
 // asks it only for a call of a conversation that read nothing from
 // outside.
-func (a *Authority) Allow(ctx context.Context, turn string, c policy.RuleCall) (state.Rule, bool) {
+func (a *Authority) allow(ctx context.Context, turn string, c policy.RuleCall) (state.Rule, bool) {
 	rules, err := a.cfg.Store.Rules(ctx)
 	if err != nil {
 		a.cfg.Log.Error("reading the granted rules failed; the call is asked", "turn", turn, "err", err)
@@ -73,7 +73,7 @@ func (a *Authority) LetThrough(ctx context.Context, r Request) bool {
 	if err != nil {
 		return false // asking it says why
 	}
-	rule, ok := a.Allow(ctx, r.Key, checked.RuleCall(r.Call.Call.Name))
+	rule, ok := a.allow(ctx, r.Key, checked.RuleCall(r.Call.Call.Name))
 	if !ok {
 		return false
 	}
