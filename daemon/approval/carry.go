@@ -80,56 +80,69 @@ func (v Verified) Checked() tools.Checked { return v.checked }
 // Kept is a verified change set as scanned now: what is applied.
 func (v Verified) Kept() *sandbox.ChangeSet { return v.kept }
 
-// Verify computes the digest of what carrying r out would do now — a
-// call checked again (the workspace may have changed in the hour it
-// waited), a kept change set scanned again, a payload as it is kept —
-// and checks it against the digest the owner approved: the one place a
-// digest is checked. A change set that fails is discarded.
-func Verify(exec Executor, r Request) (Verified, error) {
-	v := Verified{req: r}
-	var digest string
-	switch r.Kind {
-	case Call:
-		checked, err := exec.Check(r.Call.Call)
-		if err != nil {
-			return Verified{}, fmt.Errorf("the approved call no longer passes the checks: %w", err)
-		}
-		v.checked, digest = checked, CallDigest(r.Call.Call.Name, checked, r.Call.Outside)
-	case ChangeSet:
-		cs, err := exec.OpenKept(r.ChangeSet)
-		if err != nil {
-			return Verified{}, fmt.Errorf("the kept changes cannot be read: %w", err)
-		}
-		if digest, err = cs.Digest(); err == nil {
-			err = r.Verify(digest)
-		}
-		if err != nil {
-			cs.Discard()
-			return Verified{}, fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)
-		}
-		v.kept = cs
-		return v, nil
-	default:
-		digest = payloadDigest(r)
-	}
-	if err := r.Verify(digest); err != nil {
-		return Verified{}, err
-	}
-	return v, nil
+// measured is what carrying a request out would do now, as the owner
+// reads it and as its digest binds it.
+type measured struct {
+	shown  Shown
+	digest string
+	// checked is a call as core's check makes it now; kept a change set
+	// as scanned now (its holder discards it, or leaves it kept).
+	checked tools.Checked
+	kept    *sandbox.ChangeSet
 }
 
-// payloadDigest is the digest of a request whose payload is all that is
-// carried out.
-func payloadDigest(r Request) string {
+// measure makes, from r's payload and what carrying it out would do now,
+// its card and its digest: the one place both are made, when a request
+// is parked and again before it is carried out. A call is checked again
+// by the executor (the workspace may have changed in the hour it waited),
+// a kept change set scanned again.
+func measure(exec Executor, r Request) (measured, error) {
+	var m measured
 	switch {
+	case r.Kind == Call && r.Call != nil:
+		checked, err := exec.Check(r.Call.Call)
+		if err != nil {
+			return m, fmt.Errorf("the call no longer passes the checks: %w", err)
+		}
+		name, outside := r.Call.Call.Name, r.Call.Outside
+		m.checked, m.shown, m.digest = checked, RenderCall(name, checked, outside), CallDigest(name, checked, outside)
+	case r.Kind == ChangeSet && r.ChangeSet != nil:
+		cs, err := exec.OpenKept(r.ChangeSet)
+		if err != nil {
+			return m, fmt.Errorf("the kept changes cannot be read: %w", err)
+		}
+		if m.digest, err = cs.Digest(); err != nil {
+			return m, fmt.Errorf("the kept changes cannot be read: %w", err)
+		}
+		m.kept, m.shown = cs, RenderChangeSet(*r.ChangeSet)
 	case r.Kind == Promotion && r.Promotion != nil:
-		return PromotionDigest(*r.Promotion)
+		m.shown, m.digest = RenderPromotion(*r.Promotion), PromotionDigest(*r.Promotion)
 	case r.Kind == TokenCap && r.TokenCap != nil:
-		return TokenCapDigest(*r.TokenCap)
+		m.shown, m.digest = RenderTokenCap(*r.TokenCap), TokenCapDigest(*r.TokenCap)
 	case r.Kind == Memory && r.Memory != nil:
-		return MemoryDigest(*r.Memory)
+		m.shown, m.digest = RenderMemory(*r.Memory), MemoryDigest(*r.Memory)
+	default:
+		return m, fmt.Errorf("a %q without its payload", r.Kind)
 	}
-	return ""
+	return m, nil
+}
+
+// Verify measures what carrying r out would do now and checks its digest
+// against the one the owner approved: the one place a digest is checked,
+// for every kind. A change set that fails is discarded.
+func Verify(exec Executor, r Request) (Verified, error) {
+	m, err := measure(exec, r)
+	if err == nil {
+		err = r.Verify(m.digest)
+	}
+	switch {
+	case err == nil:
+		return Verified{req: r, checked: m.checked, kept: m.kept}, nil
+	case r.Kind == ChangeSet:
+		m.kept.Discard()
+		return Verified{}, fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)
+	}
+	return Verified{}, err
 }
 
 // Refusal is what the model is told of an approved call that failed
@@ -141,47 +154,22 @@ func Refusal(err error) Result {
 	return Result{Answer: "error: " + err.Error()}
 }
 
-// seal sets what r shows and its digest from its payload, as it is now:
-// the one place a request's card and digest are made. A call is checked
-// here (core's own check, not the worker's), and offers the rule policy
-// states for it unless it was asked after outside content.
+// seal sets what r shows and its digest, as [measure] makes them, and a
+// call's offer: the rule policy states for it, unless it was asked after
+// outside content or a rule let it through.
 func (a *Authority) seal(r *Request) error {
-	switch {
-	case r.Kind == Call && r.Call != nil:
-		checked, err := a.cfg.Executor.Check(r.Call.Call)
-		if err != nil {
-			return err
+	m, err := measure(a.cfg.Executor, *r)
+	if err != nil {
+		return fmt.Errorf("request %s: %w", r.Key, err)
+	}
+	r.Shown, r.Digest = m.shown, m.digest
+	if p := r.Call; r.Kind == Call {
+		p.Offer = nil
+		if rule, ok := policy.RuleFor(m.checked.RuleCall(p.Call.Name)); ok && policy.RulesApply(p.Outside) && p.Rule == nil {
+			p.Offer = &rule
 		}
-		sealCall(r, checked)
-	case r.Kind == ChangeSet && r.ChangeSet != nil:
-		cs, err := a.cfg.Executor.OpenKept(r.ChangeSet)
-		if err != nil {
-			return fmt.Errorf("request %s: read its change set: %w", r.Key, err)
-		}
-		if r.Digest, err = cs.Digest(); err != nil {
-			return fmt.Errorf("request %s: %w", r.Key, err)
-		}
-		r.Shown = RenderChangeSet(*r.ChangeSet)
-	case r.Kind == Promotion && r.Promotion != nil:
-		r.Shown, r.Digest = RenderPromotion(*r.Promotion), PromotionDigest(*r.Promotion)
-	case r.Kind == TokenCap && r.TokenCap != nil:
-		r.Shown, r.Digest = RenderTokenCap(*r.TokenCap), TokenCapDigest(*r.TokenCap)
-	case r.Kind == Memory && r.Memory != nil:
-		r.Shown, r.Digest = RenderMemory(*r.Memory), MemoryDigest(*r.Memory)
-	default:
-		return fmt.Errorf("request %s: a %q without its payload", r.Key, r.Kind)
 	}
 	return nil
-}
-
-// sealCall sets a call's card, digest and offer from checked.
-func sealCall(r *Request, checked tools.Checked) {
-	p := r.Call
-	r.Shown, r.Digest = RenderCall(p.Call.Name, checked, p.Outside), CallDigest(p.Call.Name, checked, p.Outside)
-	p.Offer = nil
-	if rule, ok := policy.RuleFor(checked.RuleCall(p.Call.Name)); ok && policy.RulesApply(p.Outside) && p.Rule == nil {
-		p.Offer = &rule
-	}
 }
 
 // CarryOut does what a taken decision says: it verifies an approved
