@@ -102,7 +102,7 @@ func measure(exec Executor, r Request) (measured, error) {
 	case r.Kind == Call && r.Call != nil:
 		checked, err := exec.Check(r.Call.Call)
 		if err != nil {
-			return m, fmt.Errorf("the call no longer passes the checks: %w", err)
+			return m, err
 		}
 		name, outside := r.Call.Call.Name, r.Call.Outside
 		m.checked, m.shown, m.digest = checked, RenderCall(name, checked, outside), CallDigest(name, checked, outside)
@@ -132,17 +132,20 @@ func measure(exec Executor, r Request) (measured, error) {
 // for every kind. A change set that fails is discarded.
 func Verify(exec Executor, r Request) (Verified, error) {
 	m, err := measure(exec, r)
-	if err == nil {
-		err = r.Verify(m.digest)
-	}
 	switch {
-	case err == nil:
-		return Verified{req: r, checked: m.checked, kept: m.kept}, nil
-	case r.Kind == ChangeSet:
-		m.kept.Discard()
-		return Verified{}, fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)
+	case err != nil && r.Kind == Call:
+		return Verified{}, fmt.Errorf("the approved call no longer passes the checks: %w", err)
+	case err != nil:
+		return Verified{}, err
 	}
-	return Verified{}, err
+	if err := r.Verify(m.digest); err != nil {
+		if r.Kind == ChangeSet {
+			m.kept.Discard()
+			return Verified{}, fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)
+		}
+		return Verified{}, err
+	}
+	return Verified{req: r, checked: m.checked, kept: m.kept}, nil
 }
 
 // Refusal is what the model is told of an approved call that failed
@@ -160,7 +163,7 @@ func Refusal(err error) Result {
 func (a *Authority) seal(r *Request) error {
 	m, err := measure(a.cfg.Executor, *r)
 	if err != nil {
-		return fmt.Errorf("request %s: %w", r.Key, err)
+		return err // a call's says what the owner would not be asked
 	}
 	r.Shown, r.Digest = m.shown, m.digest
 	if p := r.Call; r.Kind == Call {
