@@ -142,11 +142,12 @@ func New(opts Options) (*Core, error) {
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
-	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
-		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log})
 	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
+	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
+		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log,
+		Executor: c.runner, Host: decisionHost{c}})
 	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
 		start: func(ctx context.Context, sc state.Scheduled) bool {
@@ -436,13 +437,7 @@ const expiryCheck = time.Minute
 // older shelldon left, then starts the expiry checks.
 func (c *Core) tidyUp(ctx context.Context) {
 	c.keeper.tidy(ctx, c.layout.Workspace())
-	c.auth.Renew(ctx, func(p approval.CallPayload) (approval.Shown, string, error) {
-		checked, err := approved.Check(c.tools, p.Call)
-		if err != nil {
-			return approval.Shown{}, "", err
-		}
-		return approval.RenderCall(p.Call.Name, checked, p.Outside), approval.CallDigest(p.Call.Name, checked, p.Outside), nil
-	})
+	c.auth.Renew(ctx)
 	c.dropOrphanChanges(ctx)
 	c.say.tellOwed(ctx, c.store)
 	c.backUp(ctx)
@@ -478,14 +473,7 @@ func (c *Core) backUp(ctx context.Context) {
 func (c *Core) expire(ctx context.Context) {
 	c.replies.Retry(ctx)
 	c.auth.ExpireRules(ctx)
-	for _, r := range c.auth.Expire(ctx) {
-		c.brain.feel(mood.Expired)
-		if r.Kind == approval.ChangeSet {
-			if err := c.runner.DiscardKept(r.ChangeSet); err != nil {
-				c.log.Error("discarding an expired change set", "turn", r.Key, "err", err)
-			}
-		}
-	}
+	c.auth.Expire(ctx)
 	c.face.refresh() // the status strip's memory figure moves between turns
 	if c.turns.Current() == nil {
 		// The check ran SQLite's code and the snapshot's, idle: core lets

@@ -334,7 +334,7 @@ func (c *Core) release(ctx context.Context) {
 		if !ok {
 			break
 		}
-		if c.carryOut(ctx, out) {
+		if c.auth.CarryOut(ctx, out) {
 			return // the decision holds the slot until it is done
 		}
 	}

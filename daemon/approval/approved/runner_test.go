@@ -70,13 +70,23 @@ func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error
 	return sandbox.Result{ExitCode: b.exit, Output: []byte("done\n"), Changes: cs}, nil
 }
 
-// carry carries out req as core does: verified, then run.
-func carry(r *Runner, ctx context.Context, req approval.Request) Result {
-	v, refused, ok := r.Verify(req)
-	if !ok {
-		return refused
+// carry carries out req as the authority does: verified, then run.
+func carry(r *Runner, ctx context.Context, req approval.Request) approval.Result {
+	v, err := approval.Verify(r, req)
+	if err != nil {
+		return approval.Refusal(err)
 	}
 	return r.Run(ctx, v)
+}
+
+// applyKept applies the kept change set of req as the authority does:
+// verified, then applied.
+func applyKept(r *Runner, ctx context.Context, req approval.Request) approval.Report {
+	v, err := approval.Verify(r, req)
+	if err != nil {
+		return approval.Report{Err: err}
+	}
+	return r.ApplyKept(ctx, v)
 }
 
 // rig is a runner over a fresh workspace, with the built-in tools.
@@ -296,7 +306,17 @@ func keptConftest(t *testing.T, g *rig) approval.Request {
 	if _, ok := g.file("conftest.py"); ok {
 		t.Fatal("conftest.py was applied before the owner looked")
 	}
-	return res.KeptRequest(call)
+	// Parked as the authority parks it: with the digest of the set as
+	// kept.
+	req := res.KeptRequest(call)
+	cs, err := g.r.OpenKept(req.ChangeSet)
+	if err == nil {
+		req.Digest, err = cs.Digest()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
 
 // TestAKeptChangeSetIsAppliedAsShown: the owner's yes applies the change
@@ -304,7 +324,7 @@ func keptConftest(t *testing.T, g *rig) approval.Request {
 func TestAKeptChangeSetIsAppliedAsShown(t *testing.T) {
 	g := newRig(t)
 	req := keptConftest(t, g)
-	report := g.r.ApplyKept(context.Background(), req)
+	report := applyKept(g.r, context.Background(), req)
 	if report.Err != nil || len(report.Applied) != 1 {
 		t.Fatalf("ApplyKept = %+v, want conftest.py applied", report)
 	}
@@ -327,7 +347,7 @@ func TestAKeptChangeSetThatChangedIsNotApplied(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(g.r.Kept, req.ChangeSet.Dir, "sitecustomize.py"), []byte("import evil\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if report := g.r.ApplyKept(context.Background(), req); report.Err == nil || len(report.Applied) != 0 {
+		if report := applyKept(g.r, context.Background(), req); report.Err == nil || len(report.Applied) != 0 {
 			t.Errorf("ApplyKept = %+v, want nothing applied", report)
 		}
 		for _, f := range []string{"conftest.py", "sitecustomize.py"} {
@@ -340,7 +360,7 @@ func TestAKeptChangeSetThatChangedIsNotApplied(t *testing.T) {
 		g := newRig(t)
 		req := keptConftest(t, g)
 		req.Digest = strings.Repeat("0", 64)
-		if report := g.r.ApplyKept(context.Background(), req); report.Err == nil || !strings.Contains(report.Err.Error(), "not what you were shown") {
+		if report := applyKept(g.r, context.Background(), req); report.Err == nil || !strings.Contains(report.Err.Error(), "not what you were shown") {
 			t.Errorf("ApplyKept = %+v, want nothing applied", report)
 		}
 		if _, ok := g.file("conftest.py"); ok {
@@ -361,7 +381,7 @@ func TestAKeptChangeSetTurnedDownIsGone(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(g.r.Kept, req.ChangeSet.Dir)); err == nil {
 		t.Error("the kept change set is still there")
 	}
-	if report := g.r.ApplyKept(context.Background(), req); report.Err == nil {
+	if report := applyKept(g.r, context.Background(), req); report.Err == nil {
 		t.Errorf("ApplyKept of a discarded set = %+v, want an error", report)
 	}
 	for _, name := range []string{"", "../state", "a/b", "."} {
