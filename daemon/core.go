@@ -145,7 +145,7 @@ func New(opts Options) (*Core, error) {
 	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
 		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log})
 	sb := opts.Sandbox
-	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
+	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(), Scratch: layout.Scratch(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
 	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
@@ -193,6 +193,11 @@ func New(opts Options) (*Core, error) {
 // not nil, is called once the bus accepts connections.
 func (c *Core) Run(ctx context.Context, ready func()) error {
 	if err := os.MkdirAll(c.layout.Changes(), 0o700); err != nil {
+		return fmt.Errorf("start core: %w", err)
+	}
+	// What a run was shown besides the workspace is for that run alone:
+	// an earlier core's is cleared.
+	if err := errors.Join(os.RemoveAll(c.layout.Scratch()), os.MkdirAll(c.layout.Scratch(), 0o700)); err != nil {
 		return fmt.Errorf("start core: %w", err)
 	}
 	tools, err := toolstore.Open(c.layout.ToolStore())

@@ -130,7 +130,7 @@ func (r *Runner) ApplyKept(ctx context.Context, req approval.Request) Report {
 	if err != nil {
 		return Report{Err: fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)}
 	}
-	g, err := r.openGuard(ctx, req.ChangeSet.Turn)
+	g, err := r.openGuard(req.ChangeSet.Turn)
 	if err != nil {
 		return Report{Err: fmt.Errorf("nothing was applied: the workspace's tests could not be read first: %w", err)}
 	}
