@@ -273,4 +273,3 @@ func TestTreesBeforeAfter(ctx context.Context, sb Sandbox, workspace, scratch, t
 	}
 	return was, now, nil
 }
-
