@@ -143,7 +143,7 @@ func New(opts Options) (*Core, error) {
 		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
 	})
 	sb := opts.Sandbox
-	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
+	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(), Scratch: layout.Scratch(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
 	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
 		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log,
@@ -194,6 +194,11 @@ func New(opts Options) (*Core, error) {
 // not nil, is called once the bus accepts connections.
 func (c *Core) Run(ctx context.Context, ready func()) error {
 	if err := os.MkdirAll(c.layout.Changes(), 0o700); err != nil {
+		return fmt.Errorf("start core: %w", err)
+	}
+	// What a run was shown besides the workspace is for that run alone:
+	// an earlier core's is cleared.
+	if err := errors.Join(os.RemoveAll(c.layout.Scratch()), os.MkdirAll(c.layout.Scratch(), 0o700)); err != nil {
 		return fmt.Errorf("start core: %w", err)
 	}
 	tools, err := toolstore.Open(c.layout.ToolStore())

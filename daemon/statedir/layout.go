@@ -62,6 +62,11 @@ func (l Layout) Changes() string { return filepath.Join(l.Root, "changes") }
 // its history keep only their placeholders.
 func (l Layout) Photos() string { return filepath.Join(l.Root, "photos") }
 
+// Scratch is core's own directory for what a sandboxed run is shown
+// besides the workspace, for the run's time (the tests as they were, for
+// the read-only-tests guard).
+func (l Layout) Scratch() string { return filepath.Join(l.Root, "scratch") }
+
 // Runs holds the sandbox's run directories (overlay layers).
 func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 

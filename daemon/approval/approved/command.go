@@ -122,7 +122,7 @@ func (r *Runner) OpenKept(p *approval.ChangeSetPayload) (*sandbox.ChangeSet, err
 func (r *Runner) ApplyKept(ctx context.Context, v approval.Verified) approval.Report {
 	cs := v.Kept()
 	defer cs.Discard()
-	g, err := r.openGuard(ctx, v.Request().ChangeSet.Turn)
+	g, err := r.openGuard(v.Request().ChangeSet.Turn)
 	if err != nil {
 		return approval.Report{Err: fmt.Errorf("nothing was applied: the workspace's tests could not be read first: %w", err)}
 	}

@@ -31,6 +31,11 @@ type Runner struct {
 	// Kept is core's own directory for change sets that wait for the
 	// owner.
 	Kept string
+	// Scratch is core's own directory for what a sandboxed run is shown
+	// besides the workspace (the tests as they were, for the guard): it
+	// must be visible where sandboxed commands start (under the state
+	// directory); empty is the system's temporary directory.
+	Scratch string
 	// Sandbox runs commands; nil when the host has none, and NoSandbox
 	// says why.
 	Sandbox   Sandbox
@@ -80,7 +85,7 @@ func (r *Runner) Run(ctx context.Context, v approval.Verified) approval.Result {
 		answer, from := r.fetch(ctx, req.Key, checked.URL)
 		return approval.Result{Answer: answer, Outside: from}
 	}
-	g, err := r.openGuard(ctx, req.Key)
+	g, err := r.openGuard(req.Key)
 	if err != nil {
 		return approval.Result{Answer: "error: could not read the workspace's tests before the change: " + err.Error()}
 	}

@@ -1,6 +1,7 @@
 package approved
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,11 +29,13 @@ import (
 // writes says (path → content) over the workspace, as a command that
 // wrote them would have left it, and counts the runs.
 type box struct {
-	t      *testing.T
+	t      testing.TB
 	writes map[string]string
 	exit   int
 	err    error
 	runs   []sandbox.Spec
+	// reads counts the guard's runs that read the tests' syntax.
+	reads int
 }
 
 func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
@@ -40,12 +44,25 @@ func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error
 	}
 	if spec.View == sandbox.ReadOnly {
 		// The guard reading the tests' syntax: the host's Python reads
-		// the workspace as the image's would.
-		cmd := exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
+		// the workspace as the image's would, and the binds where they
+		// are on the host.
+		b.reads++
+		argv := slices.Clone(spec.Argv)
+		for i, arg := range argv {
+			for _, bind := range spec.Binds {
+				if rest, ok := strings.CutPrefix(arg, bind.Target+"/"); ok {
+					argv[i] = filepath.Join(bind.Source, rest)
+				}
+			}
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = spec.Workspace
 		out, err := cmd.Output()
 		if err != nil {
 			return sandbox.Result{}, err
+		}
+		for _, bind := range spec.Binds { // named as the container sees them
+			out = bytes.ReplaceAll(out, []byte(bind.Source+"/"), []byte(bind.Target+"/"))
 		}
 		return sandbox.Result{Output: out}, nil
 	}
@@ -91,14 +108,14 @@ func applyKept(r *Runner, ctx context.Context, req approval.Request) approval.Re
 
 // rig is a runner over a fresh workspace, with the built-in tools.
 type rig struct {
-	t   *testing.T
+	t   testing.TB
 	ws  string
 	reg *tools.Registry
 	r   *Runner
 	box *box
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	ws, vault := t.TempDir(), t.TempDir()
 	reg := tools.Builtins(tools.Env{Workspace: ws, Vault: vault, Clock: clock.NewFake(time.Now())})
 	b := &box{t: t}
@@ -493,5 +510,27 @@ func TestAFetchThatFailsSaysSo(t *testing.T) {
 	res := carry(g.r, context.Background(), g.approved("http_get", map[string]string{"url": "https://example.com/"}))
 	if !strings.Contains(res.Answer, "connection refused") || res.Outside != "" {
 		t.Errorf("Call = %+v, want the error and no outside mark", res)
+	}
+}
+
+// TestAnApprovedCommandStartsTheSandboxOnce: a command that leaves the
+// workspace's tests alone starts the sandbox once, for itself (the guard
+// compares bytes, on the host); one that rewrites a test starts it once
+// more, for one reading of the tests before and after together.
+func TestAnApprovedCommandStartsTheSandboxOnce(t *testing.T) {
+	testhost.Tool(t, "python3", "python3")
+	g := newRig(t)
+	if err := os.WriteFile(filepath.Join(g.ws, "test_sum.py"), []byte("def test_sum():\n    assert 1 + 1 == 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.box.writes = map[string]string{"notes.txt": "noted\n"}
+	carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "echo noted > notes.txt"}))
+	if starts := len(g.box.runs) + g.box.reads; starts != 1 {
+		t.Errorf("a command that leaves the tests alone started the sandbox %d times (%d for the guard), want once", starts, g.box.reads)
+	}
+	g.box.writes = map[string]string{"test_sum.py": "def test_sum():\n    assert True\n"}
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "sed -i s/1/0/ test_sum.py"}))
+	if starts := len(g.box.runs) + g.box.reads; starts != 3 || res.Applied == nil || !strings.Contains(res.Applied.Guard, "put test_sum.py back") {
+		t.Errorf("a command that rewrote a test: %d starts in all (%d for the guard), report %+v; want 3 and the test put back", starts, g.box.reads, res.Applied)
 	}
 }
