@@ -32,6 +32,7 @@
 //	daemon/statedir               where everything lives in the state directory
 //	daemon/telegram               the Telegram transport, inside core
 //	daemon/telegram/telegramtest  a local Bot API server for tests
+//	daemon/pairing                the one-time code that makes the bot's owner (shelldon pair)
 //	daemon/chat                   the terminal transport (`shelldon chat`)
 //	daemon/chat/chattest          a real pseudo-terminal and a model of its screen, for the chat's tests
 //	daemon/mood                   the pet's feeling between turns
@@ -47,18 +48,22 @@
 //	daemon/sdnotify               READY, STATUS and the watchdog, for systemd
 //	daemon/procmem                memory figures of this process, its cgroup and the machine
 //	daemon/worker                 one turn's brain adapter: prompt, model, reply parsing
+//	daemon/skills                 the Agent Skills in the workspace, as a turn's prompt names them
 //	policy/                       every safety decision, as pure functions
 //	sandbox/                      the nspawn container one command runs in, and its change set
 //	sandbox/cgroup                a control group of a run's own where no systemd unit holds it
 //	sandbox/image                 the sandbox's root file system: built, found, checked
 //	sandbox/image/imagetest       the real image for tests, built once
+//	sandbox/sandboxtest           the conformance suite every sandbox backend passes
 //	beneath/                      reading and writing beneath a root without following a link
 //	broker/                       the providers behind CompleteWithTools; executes nothing
 //	panel/                        the e-ink face: the actor behind `shelldon panel`
 //	panel/moment                  what each moment shows: the face, the strip's word, the caption
 //	panel/render                  the frame: status strip, face and caption
 //	panel/render/rendertest       golden PNGs of frames, for tests
+//	panel/displaytest             the conformance suite every display passes
 //	panel/epd                     the Waveshare 2.13" V4 driver
+//	panel/epd/epdtest             a fake Waveshare controller on periph's fakes, checking the driver's bytes
 //	config/                       the TOML file and its environment overrides
 //	clock/                        real time in production, a fake clock in tests; the hours of a day's window
 //	atomicfile/                   a file replaced whole or not at all

@@ -79,10 +79,8 @@ func (t Telegram) Check(environ []string) (enabled bool, err error) {
 	if err != nil || !enabled {
 		return false, err
 	}
-	if len(t.AllowedUsers) == 0 {
-		return true, &configError{key: "telegram.allowed_users", problem: "no allowed Telegram users, so the bot would answer strangers",
-			fix: "message @userinfobot on Telegram to learn your numeric user id and put it in telegram.allowed_users (or SHELLDON_TELEGRAM_ALLOWED_USERS)"}
-	}
+	// Without allowed users the bot waits to be paired (shelldon pair),
+	// answering strangers only "not paired".
 	return true, nil
 }
 

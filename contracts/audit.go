@@ -36,4 +36,7 @@ const (
 	// EventRule: a rule the owner may grant was granted, let a call
 	// through, was revoked or expired (decision, rule, words, turn).
 	EventRule = "rule"
+	// EventPairing: a pairing code made a Telegram user the owner, or
+	// was spent by wrong guesses (user_id).
+	EventPairing = "pairing"
 )

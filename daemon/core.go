@@ -117,9 +117,9 @@ type Core struct {
 	// commands answers the owner's commands.
 	commands *commands.Handler
 
-	// The carry-out of approved requests and the worker's commands
-	// (decisions.go, exec.go) reach the parts through these until it
-	// moves to the approval authority.
+	// What core does for a decision the authority carries out
+	// (decisionHost, decisions.go) and for the worker's commands
+	// (exec.go) reaches the parts through these.
 	stepStarted      func(t *turns.Turn, doing string)
 	stepDone         func(turn, doing, described string)
 	approvedProgress func(to turns.Origin, key, doing string, settled bool)
@@ -180,11 +180,12 @@ func New(opts Options) (*Core, error) {
 		c.onLoop(func(ctx context.Context) { c.driver.Event(ctx, ev) })
 	})
 	c.intake.Turns = c.turns
-	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
-		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log})
 	sb := opts.Sandbox
-	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(),
+	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(), Scratch: layout.Scratch(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
+	c.auth = approval.New(approval.Config{Store: c.store, Notify: c.say, Clock: c.clock,
+		Expiry: c.cfg.Turn.ApprovalExpiry.Duration, RuleLife: time.Duration(c.cfg.Turn.RuleDays) * 24 * time.Hour, Log: c.log,
+		Executor: c.runner, Host: decisionHost{c}})
 	c.brain = &brain{store: c.store, writes: c.writes, clock: c.clock, log: c.log, face: c.face, onLoop: c.onLoop,
 		onScreen: func() bool { return c.turns.Current() != nil },
 		start: func(ctx context.Context, sc state.Scheduled) bool {
@@ -250,7 +251,7 @@ func New(opts Options) (*Core, error) {
 		WorkerArgv: opts.WorkerArgv, Clock: c.clock, Log: c.log, Failed: c.writes.note, OnLoop: c.onLoop, OffLoop: c.offLoop.Go,
 		Status: opts.Notify.Status, Progress: c.progress, Media: photos, Intake: c.intake, Ops: applier, Auth: c.auth,
 		Face:     driver.Face{Thinking: c.face.thinking, Failed: c.face.failed, Replied: c.face.replied, Refresh: c.face.refresh, Settle: c.brain.show},
-		Activity: c.say.activity, Tell: c.say.Tell, Feel: c.brain.feel, Untestable: c.keeper.untestable, CarryOut: c.carryOut,
+		Activity: c.say.activity, Tell: c.say.Tell, Feel: c.brain.feel, Untestable: c.keeper.untestable, CarryOut: c.auth.CarryOut,
 		Mood:     func() mood.State { return c.brain.mood },
 		Stopping: func() bool { return c.draining },
 		Offer: func(ctx context.Context, text string, to approval.Audience) ([]contracts.ToolDefinition, []string, []contracts.ToolDefinition) {
@@ -269,6 +270,11 @@ func New(opts Options) (*Core, error) {
 // not nil, is called once the bus accepts connections.
 func (c *Core) Run(ctx context.Context, ready func()) error {
 	if err := os.MkdirAll(c.layout.Changes(), 0o700); err != nil {
+		return fmt.Errorf("start core: %w", err)
+	}
+	// What a run was shown besides the workspace is for that run alone:
+	// an earlier core's is cleared.
+	if err := errors.Join(os.RemoveAll(c.layout.Scratch()), os.MkdirAll(c.layout.Scratch(), 0o700)); err != nil {
 		return fmt.Errorf("start core: %w", err)
 	}
 	tools, err := toolstore.Open(c.layout.ToolStore())
@@ -499,13 +505,7 @@ const expiryCheck = time.Minute
 // older shelldon left, then starts the expiry checks.
 func (c *Core) tidyUp(ctx context.Context) {
 	c.keeper.tidy(ctx, c.layout.Workspace())
-	c.auth.Renew(ctx, func(p approval.CallPayload) (approval.Shown, string, error) {
-		checked, err := approved.Check(c.tools, p.Call)
-		if err != nil {
-			return approval.Shown{}, "", err
-		}
-		return approval.RenderCall(p.Call.Name, checked, p.Outside), approval.CallDigest(p.Call.Name, checked, p.Outside), nil
-	})
+	c.auth.Renew(ctx)
 	dropOrphanChanges(ctx, c.auth, c.layout.Changes())
 	c.say.tellOwed(ctx, c.store)
 	c.backUp(ctx)
@@ -541,14 +541,7 @@ func (c *Core) backUp(ctx context.Context) {
 func (c *Core) expire(ctx context.Context) {
 	c.replies.Retry(ctx)
 	c.auth.ExpireRules(ctx)
-	for _, r := range c.auth.Expire(ctx) {
-		c.brain.feel(mood.Expired)
-		if r.Kind == approval.ChangeSet {
-			if err := c.runner.DiscardKept(r.ChangeSet); err != nil {
-				c.log.Error("discarding an expired change set", "turn", r.Key, "err", err)
-			}
-		}
-	}
+	c.auth.Expire(ctx)
 	c.face.refresh() // the status strip's memory figure moves between turns
 	if c.turns.Current() == nil {
 		// The check ran SQLite's code and the snapshot's, idle: core lets

@@ -24,7 +24,7 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: `{"path":"a.txt","content":"x"}`}
 	ctx := context.Background()
 	if err := store.ParkApproval(ctx, state.PendingApproval{
-		Turn: "0123456789abcdef", Kind: state.KindCall, Call: call, Summary: "writes 1 byte to a.txt", Title: "write_file", Digest: "d",
+		Turn: "0123456789abcdef", Kind: "call", Call: call, Summary: "writes 1 byte to a.txt", Title: "write_file", Digest: "d",
 		Shown:     []state.Audience{{Transport: "test", Chat: "owner"}},
 		Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},
 		Transport: "test", Chat: "owner", Created: clk.Now(), Expires: clk.Now().Add(90 * time.Second),

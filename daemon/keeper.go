@@ -256,8 +256,7 @@ func (k *keeper) gated(ctx context.Context, staged toolstore.Staged, p proposal,
 			// to a version that is no longer the live one.
 			err = fmt.Errorf("the live %s changed while this version was tested; propose it again", stem)
 		} else {
-			err = k.auth.Park(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.Promotion, Origin: origin,
-				Shown: approval.RenderPromotion(promo), Digest: approval.PromotionDigest(promo), Promotion: &promo})
+			err = k.auth.Park(ctx, approval.Request{Key: approval.NewKey(), Kind: approval.Promotion, Origin: origin, Promotion: &promo})
 			if err == nil {
 				k.log.Info("asked the owner to keep a tool", contracts.AuditEvent, contracts.EventPromotion, "tool", stem, "decision", "asked")
 				return
@@ -275,8 +274,8 @@ func (k *keeper) gated(ctx context.Context, staged toolstore.Staged, p proposal,
 	k.tell(origin, fmt.Sprintf("I wrote a tool, %s, but %s", stem, why))
 }
 
-// keep carries out the owner's decision on a tool: Approve makes the
-// exact code and test they were shown live, from the next turn; Deny
+// keep carries out the owner's decision on a tool (the authority verified
+// an approved one): Approve makes the exact code and test they were shown live, from the next turn; Deny
 // drops them. The answer is for the owner.
 func (k *keeper) keep(ctx context.Context, req approval.Request, approve bool, by approval.Audience) string {
 	p := req.Promotion
@@ -284,9 +283,6 @@ func (k *keeper) keep(ctx context.Context, req approval.Request, approve bool, b
 		k.feel(mood.Denied)
 		k.log.Info("the owner turned a tool down", contracts.AuditEvent, contracts.EventPromotion, "tool", p.Stem, "decision", "denied")
 		return fmt.Sprintf("All right, I threw %s away.", p.Stem)
-	}
-	if err := req.Verify(approval.PromotionDigest(*p)); err != nil {
-		return fmt.Sprintf("I did not keep %s: %v", p.Stem, err)
 	}
 	if live := k.tools.LiveDigest(p.Stem); live != p.Live {
 		return fmt.Sprintf("I did not keep %s: the live version changed since it was tested. Ask me to propose it again.", p.Stem)

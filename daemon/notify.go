@@ -9,7 +9,6 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
-	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
@@ -57,7 +56,7 @@ func (m *messenger) Tell(to approval.Audience, text string) {
 
 // changes shows the owner the exact list of what an approved command
 // changed in the workspace: nothing it does there goes unseen.
-func (m *messenger) changes(to approval.Audience, what string, report *approved.Report) {
+func (m *messenger) changes(to approval.Audience, what string, report *approval.Report) {
 	m.reply(turns.Origin(to), report.ForOwner(what))
 }
 

@@ -14,8 +14,11 @@ import (
 )
 
 // Display shows frames. Show with partial set may refresh only what
-// changed (a display that cannot ignores it); Sleep powers the display
-// down until the next Show.
+// changed (a display that cannot ignores it), and never costs more than a
+// whole frame; a frame it cannot show (a nil image, another size than the
+// panel's) is refused with an error. Sleep powers the display down until
+// the next Show; Close twice is no fault. panel/displaytest holds every
+// display to this.
 type Display interface {
 	Show(img image.Image, partial bool) error
 	Sleep() error

@@ -49,7 +49,8 @@ type FileChange struct {
 // ChangeSetRisks applies the rule for what an approved command may change
 // without a second look: a change set that touches what makes git or
 // Python run code (git's config and hooks, conftest.py, sitecustomize.py,
-// usercustomize.py, *.pth, pytest's configuration), a credential-shaped
+// usercustomize.py, *.pth, pytest's configuration), a skill's
+// instructions (IsSkillFile), a credential-shaped
 // name, a symbolic link, a special or sparse file, or that writes more
 // than [MaxChangeSetBytes], is shown to the owner as a request of its own
 // before anything of it is applied. The result says why, one line per
@@ -65,6 +66,9 @@ func ChangeSetRisks(changes []FileChange) []string {
 		}
 		if why := pythonHook(c); why != "" {
 			add(why)
+		}
+		if !c.Deleted && IsSkillFile(c.Path) {
+			add("a skill's instructions (SKILL.md), which every turn's prompt offers the model")
 		}
 		if _, denied := Denied(c.Path); denied {
 			add("named like a credential")
@@ -220,4 +224,19 @@ func listPaths(paths []string) string {
 		return strings.Join(paths, ", ")
 	}
 	return fmt.Sprintf("%s and %d more", strings.Join(paths[:shown], ", "), len(paths)-shown)
+}
+
+// The Agent Skills the pet offers the model live in the workspace, one
+// folder each under SkillsDir, with their instructions in SkillFile.
+const (
+	SkillsDir = "skills"
+	SkillFile = "SKILL.md"
+)
+
+// IsSkillFile reports whether the workspace path p (slash-separated,
+// relative) is a skill's instructions, skills/<name>/SKILL.md: what every
+// turn's prompt names, so a change to one has the owner's second look.
+func IsSkillFile(p string) bool {
+	parts := strings.Split(path.Clean(p), "/")
+	return len(parts) == 3 && parts[0] == SkillsDir && parts[2] == SkillFile
 }

@@ -70,8 +70,8 @@ func TestDiskIsBounded(t *testing.T) {
 			{sandbox.ReadOnly, "/tmp/big"},
 			{sandbox.Captured, "/var/tmp/big"},
 		} {
-			t.Run(o.name+"/"+tc.view.String()+tc.file, func(t *testing.T) {
-				ws := workspace(t, o.uid, map[string]string{"a.txt": "a"})
+			t.Run(o.Name+"/"+tc.view.String()+tc.file, func(t *testing.T) {
+				ws := workspace(t, o.UID, map[string]string{"a.txt": "a"})
 				before := freeSpace(t, runs)
 				stop := lowestFreeSpace(t, runs)
 				started := time.Now()

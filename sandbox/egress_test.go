@@ -196,8 +196,8 @@ func TestEgressFollowsHTTPGetsRules(t *testing.T) {
 	loopback := fmt.Sprintf("http://127.0.0.1:%d/repo.git", hostPort)
 
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) {
-			ws := workspace(t, o.uid, nil)
+		t.Run(o.Name, func(t *testing.T) {
+			ws := workspace(t, o.UID, nil)
 			netRun := func(script string) sandbox.Result {
 				t.Helper()
 				res, err := sb.Run(context.Background(), sandbox.Spec{View: sandbox.Captured, Workspace: ws, Network: true,

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"shelldon/sandbox"
+	"shelldon/sandbox/sandboxtest"
 	"shelldon/testhost"
 )
 
@@ -75,7 +76,7 @@ func trackedEnvWorkspace(t *testing.T, uid int, how trackedEnv) string {
 		testhost.Git(t, ws, "tag", "snapshot", testhost.Git(t, ws, "write-tree"))
 		testhost.Git(t, ws, "rm", "-q", "--cached", ".env")
 	}
-	chownTree(t, ws, uid)
+	sandboxtest.ChownTree(t, ws, uid)
 	return ws
 }
 
@@ -164,13 +165,13 @@ func TestGitViewsNeverShowATrackedCredential(t *testing.T) {
 	sb := newSandbox(t)
 	for _, o := range owners {
 		for _, how := range trackedEnvs {
-			t.Run(o.name+"/"+string(how), func(t *testing.T) {
-				ws := trackedEnvWorkspace(t, o.uid, how)
+			t.Run(o.Name+"/"+string(how), func(t *testing.T) {
+				ws := trackedEnvWorkspace(t, o.UID, how)
 				if how == envCommitted || how == envStaged {
 					// Packed too: the key then lies inside a pack, not in a
 					// loose object of its own.
 					testhost.Git(t, ws, "-c", "safe.directory=*", "gc", "-q")
-					chownTree(t, ws, o.uid)
+					sandboxtest.ChownTree(t, ws, o.UID)
 				}
 				for _, view := range []sandbox.View{sandbox.ReadOnly, sandbox.Captured} {
 					spec := sandbox.Spec{View: view, Workspace: ws, Limits: sandbox.Limits{Output: 4 << 20}}
@@ -252,8 +253,8 @@ func TestGitMasksFollowTheRepository(t *testing.T) {
 func TestAnApprovedCommitKeepsTheOwnersRepository(t *testing.T) {
 	sb := newSandbox(t)
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) {
-			ws := trackedEnvWorkspace(t, o.uid, envCommitted)
+		t.Run(o.Name, func(t *testing.T) {
+			ws := trackedEnvWorkspace(t, o.UID, envCommitted)
 			res := run(t, sb, sandbox.Spec{View: sandbox.Captured, Workspace: ws, Argv: sh(
 				"echo 'print(3)' > app.py && git -c user.name=pet -c user.email=pet@example.invalid commit -qam third && git pack-refs --all && git log --oneline | head -1")})
 			if res.ExitCode != 0 || res.Changes == nil {

@@ -64,8 +64,8 @@ func deniedSecrets(t *testing.T) map[string]string {
 func TestCredentialsAreMasked(t *testing.T) {
 	sb := newSandbox(t)
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) {
-			ws := credentialWorkspace(t, o.uid)
+		t.Run(o.Name, func(t *testing.T) {
+			ws := credentialWorkspace(t, o.UID)
 			denied := deniedSecrets(t)
 			for _, view := range []sandbox.View{sandbox.ReadOnly, sandbox.Captured, sandbox.Scratch} {
 				t.Run(view.String(), func(t *testing.T) {
@@ -164,8 +164,8 @@ func discard(sets ...*sandbox.ChangeSet) {
 func TestTheVaultIsNeverSeen(t *testing.T) {
 	img := imagetest.Image(t)
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) {
-			ws := workspace(t, o.uid, map[string]string{"state/vault/token": "SECRET-vault-7781\n", "state/notes.txt": "plain\n"})
+		t.Run(o.Name, func(t *testing.T) {
+			ws := workspace(t, o.UID, map[string]string{"state/vault/token": "SECRET-vault-7781\n", "state/notes.txt": "plain\n"})
 			if err := os.Symlink("state/vault", filepath.Join(ws, "v")); err != nil {
 				t.Fatal(err)
 			}

@@ -464,7 +464,14 @@ func (s *Sandbox) executeInUnit(ctx context.Context, id string, spec Spec, argv 
 	if err != nil {
 		return fmt.Errorf("sandbox unit: %w", err)
 	}
-	res.Enforced = append(res.Enforced, "memory", "swap", "tasks", "cpu")
+	// systemd takes MemoryMax silently where the unit's control group has
+	// no memory controller (a Pi kernel without cgroup_enable=memory, a
+	// systemd in a container on a cgroup v1 host), and then measures no
+	// peak either: a memory limit held only where memory was measured.
+	if exit.MemoryPeak > 0 {
+		res.Enforced = append(res.Enforced, "memory", "swap")
+	}
+	res.Enforced = append(res.Enforced, "tasks", "cpu")
 	res.ExitCode, res.MemoryPeak = exit.Code, exit.MemoryPeak
 	switch exit.Result {
 	case "timeout":

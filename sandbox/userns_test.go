@@ -32,10 +32,10 @@ func TestCommandsRunAsTheSandboxUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) {
+		t.Run(o.Name, func(t *testing.T) {
 			// own/.env makes the mask layer hold own/, which it must give
 			// the sandbox user as the workspace gives it to its owner.
-			ws := workspace(t, o.uid, map[string]string{"notes.txt": "one\n", "own/inner.txt": "inner\n", "own/.env": "KEY=secret\n"})
+			ws := workspace(t, o.UID, map[string]string{"notes.txt": "one\n", "own/inner.txt": "inner\n", "own/.env": "KEY=secret\n"})
 			if err := os.Chmod(filepath.Join(ws, "own"), 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -65,8 +65,8 @@ func TestCommandsRunAsTheSandboxUser(t *testing.T) {
 			}
 			for _, name := range []string{"notes.txt", "own/made.txt", "own/sub", "own/sub/f"} {
 				var st syscall.Stat_t
-				if err := syscall.Lstat(filepath.Join(ws, name), &st); err != nil || int(st.Uid) != o.uid {
-					t.Errorf("applied %s is owned by uid %d (%v), want the workspace's owner %d", name, st.Uid, err, o.uid)
+				if err := syscall.Lstat(filepath.Join(ws, name), &st); err != nil || int(st.Uid) != o.UID {
+					t.Errorf("applied %s is owned by uid %d (%v), want the workspace's owner %d", name, st.Uid, err, o.UID)
 				}
 			}
 
@@ -101,8 +101,8 @@ func TestBoundDirectoriesAreReadAsTheirOwnersAre(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, o := range owners {
-		t.Run(o.name, func(t *testing.T) {
-			ws := workspace(t, o.uid, map[string]string{"notes.txt": "one\n"})
+		t.Run(o.Name, func(t *testing.T) {
+			ws := workspace(t, o.UID, map[string]string{"notes.txt": "one\n"})
 			tool := workspace(t, 0, map[string]string{"greet.py": "def run(): return 'hello'\n"})
 			if err := os.Chmod(tool, 0o700); err != nil {
 				t.Fatal(err)

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"shelldon/broker"
+	"shelldon/clock"
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
@@ -33,6 +34,7 @@ import (
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/journal"
 	"shelldon/daemon/launch"
+	"shelldon/daemon/mcp"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
@@ -70,6 +72,7 @@ var commands = map[string]commandFunc{
 	"image":   cmdImage,
 	"sandbox": cmdSandbox,
 	"tools":   cmdTools,
+	"pair":    cmdPair,
 	"panel":   cmdPanel,
 	"version": cmdVersion,
 }
@@ -336,8 +339,8 @@ func openState(cfg config.Config) (*state.Store, error) {
 }
 
 // newTelegram makes core's Telegram transport when a bot token is
-// configured, or nil when none is. A token without allowed users is an
-// error: the bot would answer strangers.
+// configured, or nil when none is. A token without allowed users waits to
+// be paired (shelldon pair).
 func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*telegram.Transport, error) {
 	environ := os.Environ()
 	enabled, err := cfg.Telegram.Check(environ)
@@ -349,7 +352,7 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		return nil, err
 	}
 	return telegram.New(telegram.Config{
-		Token: token, APIURL: cfg.Telegram.APIURL, AllowedIDs: cfg.Telegram.AllowedUsers,
+		Token: token, APIURL: cfg.Telegram.APIURL, AllowedIDs: cfg.Telegram.AllowedUsers, Pairing: statedir.Layout{Root: cfg.StateDir}.Pairing(),
 		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Store: store,
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
@@ -649,8 +652,40 @@ func cmdDoctor(ctx context.Context, env *environment, args []string) error {
 		}
 		return errQuiet
 	}
-	if !doctor.Write(env.stdout, append(doctor.System().Run(ctx, cfg), workerCheck(workerArgv(cfg)))) {
+	host := doctor.System()
+	if len(cfg.MCP) > 0 {
+		host.ProbeMCP = probeMCP(cfg)
+	}
+	if !doctor.Write(env.stdout, append(host.Run(ctx, cfg), workerCheck(workerArgv(cfg)))) {
 		return errQuiet
 	}
 	return nil
+}
+
+// probeMCP starts an MCP server of cfg's as core would, in a sandbox
+// container of its own, for doctor: the tools the configuration names
+// that it offers, or why it did not start (no sandbox among the reasons).
+func probeMCP(cfg config.Config) func(context.Context, config.MCP) ([]string, error) {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	sb, err := openSandbox(cfg, launch.Child{}, quiet)
+	starter, ok := sb.(mcp.Starter)
+	return func(ctx context.Context, m config.MCP) ([]string, error) {
+		if err != nil || !ok {
+			return nil, fmt.Errorf("no sandbox to start it in (%v)", err)
+		}
+		empty, err := os.MkdirTemp("", "shelldon-doctor-mcp-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(empty)
+		srv := mcp.New(m, starter, mcp.Options{Workspace: statedir.Layout{Root: cfg.StateDir}.Workspace(), Empty: empty,
+			Clock: clock.Real{}, Log: quiet, Tell: func(string) {}})
+		defer srv.Close()
+		tools, err := srv.Tools(ctx)
+		names := make([]string, len(tools))
+		for i, t := range tools {
+			names[i] = t.Name
+		}
+		return names, err
+	}
 }

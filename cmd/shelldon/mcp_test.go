@@ -2,10 +2,13 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/BurntSushi/toml"
 
 	"shelldon/config"
 	"shelldon/contracts"
@@ -107,4 +110,42 @@ func TestAnMCPServerThatDiesBetweenTurnsIsTold(t *testing.T) {
 func killServer(t *testing.T, name string) {
 	t.Helper()
 	syscall.Kill(testhost.OwnProcess(t, config.MCPDirectory+"/"+name), syscall.SIGKILL)
+}
+
+// TestDoctorStartsEachMCPServer: doctor starts each configured server in
+// its container, as core would, and says what it offers; a tool the
+// server does not have is named, and a server that cannot start fails
+// its check with the reason.
+func TestDoctorStartsEachMCPServer(t *testing.T) {
+	imagetest.Image(t)
+	dir := mcptest.Server(t, "everything")
+	cfg := config.Default()
+	cfg.StateDir = t.TempDir()
+	cfg.MCP = []config.MCP{
+		config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet", "ping"}}.WithDefaults(),
+		config.MCP{Name: "misnamed", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet", "grete"}}.WithDefaults(),
+		config.MCP{Name: "missing", Directory: dir, Command: config.MCPDirectory + "/no-such-server", Tools: []string{"greet"}}.WithDefaults(),
+	}
+	path := filepath.Join(t.TempDir(), "shelldon.toml")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := toml.NewEncoder(f).Encode(cfg); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	out, _, _ := runCLI(t, "doctor", "--config", path)
+	for name, want := range map[string]string{
+		"mcp everything": "ok   mcp everything",
+		"mcp misnamed":   "has no tool grete",
+		"mcp missing":    "FAIL mcp missing",
+	} {
+		if line := doctorLine(out, name); !strings.Contains(line, want) {
+			t.Errorf("doctor says %q of %s, want %q\n%s", line, name, want, out)
+		}
+	}
+	if line := doctorLine(out, "mcp everything"); !strings.Contains(line, "offers greet, ping") {
+		t.Errorf("doctor says %q of the everything server, want its tools", line)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +14,7 @@ import (
 
 	"shelldon/config"
 	"shelldon/contracts"
-	"shelldon/daemon/launch"
+	"shelldon/daemon/pairing"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/telegram"
@@ -249,21 +250,84 @@ func TestOwnerCommands(t *testing.T) {
 	}
 }
 
-// TestTelegramWithoutAllowedUsersRefusesToStart: a bot token with nobody
-// allowed would answer strangers, so core does not start, and says how to
-// find the owner's id.
-func TestTelegramWithoutAllowedUsersRefusesToStart(t *testing.T) {
-	t.Parallel()
-	cfg := testConfig(t, "http://127.0.0.1:1/v1")
-	cfg.Telegram.Token = botToken
-	store, err := openState(cfg)
-	if err != nil {
-		t.Fatal(err)
+// TestTelegramPairsTheOwnerWithAOneTimeCode: a bot with nobody allowed
+// waits to be paired. A stranger's /start reads only "not paired", once a
+// minute at most; wrong guesses are bounded and spend a code, after which
+// the right one pairs no one; the code of a second `shelldon pair` makes
+// its first sender the owner, whom the pet then answers, also after a
+// restart; the same code from another user pairs no one.
+func TestTelegramPairsTheOwnerWithAOneTimeCode(t *testing.T) {
+	const stranger, guesser, late = 5151, 6161, 7171
+	model := demomodel.New(demomodel.Step{Text: "Hello, owner."}, demomodel.Step{Text: "Hello again."})
+	api := telegramtest.New(t, botToken)
+	p := newPet(t, model, withTelegram(api), func(c *config.Config) { c.Telegram.AllowedUsers = nil })
+	// logged waits until the log holds n lines with each of parts.
+	logged := func(n int, parts ...string) {
+		t.Helper()
+		count := func() int {
+			found := 0
+			for line := range strings.Lines(p.logs.String()) {
+				if !slices.ContainsFunc(parts, func(part string) bool { return !strings.Contains(line, part) }) {
+					found++
+				}
+			}
+			return found
+		}
+		for deadline := time.Now().Add(15 * time.Second); count() < n; time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the log holds %d lines with %q within 15 s, want %d", count(), parts, n)
+			}
+		}
 	}
-	defer store.Close()
-	err = runCore(context.Background(), cfg, store, testLogger(t), coreRun{launcher: launch.Child{}, ready: func() { t.Error("core started") }})
-	if err == nil || !strings.Contains(err.Error(), "@userinfobot") || !strings.Contains(err.Error(), "telegram.allowed_users") {
-		t.Errorf("runCore = %v, want a refusal saying how to find the owner's id", err)
+	pair := func() string {
+		t.Helper()
+		out, _, err := runCLI(t, "pair", "--config", writeConfig(t, p))
+		code := regexp.MustCompile(`[0-9A-Z]{4}-[0-9A-Z]{4}`).FindString(out)
+		if err != nil || code == "" {
+			t.Fatalf("shelldon pair = %q, %v; want a code", out, err)
+		}
+		return code
+	}
+
+	api.SendText(stranger, "/start")
+	if m := api.WaitMessage(t, stranger, nil); m.Text != "not paired" {
+		t.Fatalf("a stranger's /start was answered %q, want only \"not paired\"", m.Text)
+	}
+
+	spent := pair()
+	for i := range pairing.MaxGuesses {
+		api.SendText(guesser, fmt.Sprintf("AAAA-%04d", i))
+	}
+	api.SendText(guesser, spent)
+	logged(1, "pairing code was spent", "user_id=6161")
+	logged(pairing.MaxGuesses+1, "ignored a stranger", "user_id=6161")
+	if strings.Contains(p.logs.String(), "paired a new owner") {
+		t.Fatal("a code spent by wrong guesses paired its next sender")
+	}
+	api.WaitMessage(t, guesser, nil)
+	if got := api.Messages(guesser); len(got) != 1 || got[0].Text != "not paired" {
+		t.Errorf("the guesser read %+v, want one \"not paired\" for all their guesses", got)
+	}
+
+	code := pair()
+	api.SendText(ownerID, strings.ToLower(code))
+	if m := api.WaitMessage(t, ownerID, nil); !strings.Contains(m.Text, "Paired") {
+		t.Fatalf("the code's sender read %q, want that they are paired", m.Text)
+	}
+	api.SendText(ownerID, "hi")
+	api.WaitMessage(t, ownerID, textHas("Hello, owner."))
+	api.SendText(late, code)
+	logged(1, "ignored a stranger", "user_id=7171")
+	if got := api.Messages(late); len(got) != 0 {
+		t.Errorf("a second sender of the used code read %+v, want nothing: the pet has its owner", got)
+	}
+
+	p.stopCore()
+	p.startCore()
+	api.SendText(ownerID, "still there?")
+	api.WaitMessage(t, ownerID, textHas("Hello again."))
+	if !strings.Contains(p.logs.String(), "user_id=4242") {
+		t.Errorf("the pairing is not in the log with who paired")
 	}
 }
 
@@ -339,7 +403,7 @@ func TestTelegramHundredsOfRequestsLoseNoReply(t *testing.T) {
 	for i := range waiting {
 		call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: fmt.Sprintf(`{"path":"f%03d.txt","content":"x"}`, i)}
 		if err := store.ParkApproval(context.Background(), state.PendingApproval{
-			Turn: fmt.Sprintf("%016x", i+1), Kind: state.KindCall, Call: call, Title: "write_file",
+			Turn: fmt.Sprintf("%016x", i+1), Kind: "call", Call: call, Title: "write_file",
 			Summary: fmt.Sprintf("writes 1 byte to f%03d.txt", i), Detail: fmt.Sprintf("f%03d.txt: x", i), Digest: fmt.Sprintf("digest%d", i),
 			Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},
 			Transport: telegram.TransportName, Chat: chat, Shown: []state.Audience{{Transport: telegram.TransportName, Chat: chat}},

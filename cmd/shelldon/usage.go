@@ -236,6 +236,14 @@ quarantined one back: see shelldon help tools restore.`,
 strikes cleared, if its files are still what was kept, and prints core's
 answer. Exits 1 when core did not restore it.`,
 		example: "shelldon tools restore reverse_text --state-dir var"},
+	{name: "pair", summary: "a one-time code that makes whoever sends it to the bot its owner",
+		synopsis: "shelldon pair [--config FILE] [--state-dir DIR]",
+		about: `Mints a one-time code (ABCD-EFGH) and prints it. The first Telegram user
+who sends it to the bot within 10 minutes becomes the pet's owner,
+replacing one paired before; 5 wrong guesses spend it. Until the pet has
+an owner, strangers read only "not paired". Needs to write the state
+directory: run it as root on the board. No running core is needed.`,
+		example: "sudo shelldon pair"},
 	{name: "version", summary: "which build this is",
 		synopsis: "shelldon version [--config FILE] [--state-dir DIR]",
 		about: `Prints which build this is. Like every command it stops on a configuration

@@ -10,6 +10,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/mood"
 	"shelldon/daemon/state"
 )
 
@@ -59,6 +60,10 @@ type Config struct {
 	// RuleLife is how long a rule the owner grants lets calls through.
 	RuleLife time.Duration
 	Log      *slog.Logger
+	// Executor checks and carries out what the owner approved; Host is
+	// what only core can do for it.
+	Executor Executor
+	Host     Host
 }
 
 // Authority owns every parked request. Core's loop calls it; it is not
@@ -100,11 +105,16 @@ func (a *Authority) Park(ctx context.Context, r Request) error {
 
 // Keep keeps r for the owner, without asking yet, and returns it as kept:
 // for a caller that must say something first, and must not ask at all
-// when r could not be kept. Created, Expires and Audiences are set here. A
-// promotion of a tool that already waits replaces the waiting one: that
+// when r could not be kept. The caller gives the kind, the key, the
+// origin and the payload; what the owner is shown and the digest are
+// made here, from the payload ([Authority.seal]), as are Created, Expires
+// and Audiences. A promotion of a tool that already waits replaces the waiting one: that
 // one is settled as replaced, so its buttons can never keep the newer
 // code.
 func (a *Authority) Keep(ctx context.Context, r Request) (Request, error) {
+	if err := a.seal(&r); err != nil {
+		return Request{}, err
+	}
 	now := a.cfg.Clock.Now()
 	r.Created, r.Expires = now, now.Add(a.cfg.Expiry)
 	r.Audiences = []Audience{r.Origin}
@@ -329,8 +339,8 @@ func (a *Authority) Held(ctx context.Context) (Outcome, bool) {
 func (a *Authority) HeldCount() int { return len(a.held) + len(a.ruled) }
 
 // Expire drops every request whose time has come, tells the owner of each
-// where they were asked and settles it everywhere, and returns them (a
-// change set's kept layer is the caller's to discard).
+// where they were asked and settles it everywhere, discards an expired
+// change set's kept layer, and returns them.
 func (a *Authority) Expire(ctx context.Context) []Request {
 	expired, err := a.cfg.Store.ExpireApprovals(ctx, a.cfg.Clock.Now())
 	if err != nil {
@@ -344,6 +354,12 @@ func (a *Authority) Expire(ctx context.Context) []Request {
 		a.cfg.Log.Info("a parked request expired", contracts.AuditEvent, contracts.EventApprovalDecided, "turn", r.Key,
 			"kind", string(r.Kind), "tool", r.Shown.Title, "decision", contracts.ApprovalExpired)
 		a.cfg.Notify.Settled(r.Key, contracts.ApprovalExpired)
+		a.cfg.Host.Feel(mood.Expired)
+		if r.Kind == ChangeSet && r.ChangeSet != nil {
+			if err := a.cfg.Executor.DiscardKept(r.ChangeSet); err != nil {
+				a.cfg.Log.Error("discarding an expired change set", "turn", r.Key, "err", err)
+			}
+		}
 		if _, ok := byOrigin[r.Origin]; !ok {
 			origins = append(origins, r.Origin)
 		}
@@ -403,12 +419,12 @@ func (a *Authority) waitingOf(parked []state.PendingApproval) []Request {
 }
 
 // Renew brings the requests parked before this authority existed up to
-// its rules, at start: a call without a digest is shown as render says
-// (core checks the call again) and asked again, with its digest from
+// its rules, at start: a call without a digest is checked again and shown
+// as it is now ([Authority.seal]) and asked again, with its digest from
 // now; a request that cannot be renewed (a promotion whose code lived in
 // the workspace, a call that no longer passes the checks, a damaged
 // row) is dropped and the owner told.
-func (a *Authority) Renew(ctx context.Context, render func(CallPayload) (Shown, string, error)) {
+func (a *Authority) Renew(ctx context.Context) {
 	parked, _ := a.cfg.Store.PendingApprovals(ctx)
 	for _, p := range parked {
 		r, err := fromRow(p)
@@ -416,11 +432,9 @@ func (a *Authority) Renew(ctx context.Context, render func(CallPayload) (Shown, 
 			continue
 		}
 		if err == nil && r.Kind == Call {
-			var shown Shown
-			var digest string
-			if shown, digest, err = render(*r.Call); err == nil {
+			if err = a.seal(&r); err == nil {
 				// Before, a request was shown where it was asked.
-				r.Shown, r.Digest, r.Audiences = shown, digest, []Audience{r.Origin}
+				r.Audiences = []Audience{r.Origin}
 				var row state.PendingApproval
 				if row, err = r.row(); err == nil {
 					err = a.cfg.Store.UpdateApproval(ctx, row)

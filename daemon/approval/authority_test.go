@@ -39,6 +39,8 @@ type rig struct {
 	clk   *clock.Fake
 	notes *notes
 	auth  *Authority
+	exec  *executor
+	host  *host
 	slot  bool // the turn slot is taken
 }
 
@@ -50,13 +52,17 @@ var (
 	stranger = Audience{Transport: "telegram", Chat: "666"}
 )
 
-func newRig(t *testing.T) *rig {
-	store, err := state.Open(statedir.Layout{Root: t.TempDir()})
+func newRig(t *testing.T) *rig { return newRigIn(t, t.TempDir()) }
+
+// newRigIn is a rig over the state directory dir.
+func newRigIn(t *testing.T, dir string) *rig {
+	store, err := state.Open(statedir.Layout{Root: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
 	r := &rig{t: t, store: store, clk: clock.NewFake(time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC))}
+	r.exec = newExecutor(t, r.clk)
 	r.restart()
 	return r
 }
@@ -64,8 +70,9 @@ func newRig(t *testing.T) *rig {
 // restart makes a new authority over the same store, as a core restart
 // does.
 func (r *rig) restart() {
-	r.notes = &notes{}
-	r.auth = New(Config{Store: r.store, Notify: r.notes, Clock: r.clk, Expiry: expiry, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	r.notes, r.host = &notes{}, &host{}
+	r.auth = New(Config{Store: r.store, Notify: r.notes, Clock: r.clk, Expiry: expiry, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Executor: r.exec, Host: r.host})
 }
 
 func (r *rig) claim() bool {
@@ -78,22 +85,35 @@ func (r *rig) claim() bool {
 
 func callRequest(turn, path string) Request {
 	call := contracts.ToolCall{ID: "c-" + turn, Name: "write_file", Args: `{"path":"` + path + `","content":"x"}`}
-	return Request{Key: turn, Kind: Call, Origin: owner, Shown: Shown{Title: "write_file", Note: "writes 1 byte", Detail: "write " + path},
-		Digest: "digest-" + path,
-		Call:   &CallPayload{Call: call, Messages: []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}}}}
+	return Request{Key: turn, Kind: Call, Origin: owner,
+		Call: &CallPayload{Call: call, Messages: []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}}}}
+}
+
+// callDigest is the digest the authority gives callRequest(_, path).
+func (r *rig) callDigest(path string) string {
+	r.t.Helper()
+	req := callRequest("", path)
+	checked, err := r.exec.Check(req.Call.Call)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	return CallDigest("write_file", checked, "")
 }
 
 func promotionRequest(stem, code string) Request {
 	p := PromotionPayload{Stem: stem, Description: "d", Module: code, Test: "def test_x(): pass\n", Gate: "1 passed"}
-	return Request{Key: NewKey(), Kind: Promotion, Origin: owner, Shown: RenderPromotion(p), Digest: PromotionDigest(p), Promotion: &p}
+	return Request{Key: NewKey(), Kind: Promotion, Origin: owner, Promotion: &p}
 }
 
+// park parks req as Park does, and returns it as kept.
 func (r *rig) park(req Request) Request {
 	r.t.Helper()
-	if err := r.auth.Park(context.Background(), req); err != nil {
-		r.t.Fatalf("Park(%s) = %v", req.Key, err)
+	kept, err := r.auth.Keep(context.Background(), req)
+	if err != nil {
+		r.t.Fatalf("Keep(%s) = %v", req.Key, err)
 	}
-	return req
+	r.auth.Ask(kept)
+	return kept
 }
 
 func (r *rig) decide(key string, approve bool, from Audience) Outcome {
@@ -126,7 +146,7 @@ func TestTransitions(t *testing.T) {
 	}{
 		{"park asks where it came from", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if !slices.Equal(r.notes.asked, []string{"t1@telegram/42 digest-a.txt"}) || !slices.Equal(r.waiting(), []string{"t1"}) {
+			if !slices.Equal(r.notes.asked, []string{"t1@telegram/42 " + r.callDigest("a.txt")}) || !slices.Equal(r.waiting(), []string{"t1"}) {
 				t.Errorf("after Park: asked %q, waiting %q", r.notes.asked, r.waiting())
 			}
 		}},
@@ -181,10 +201,10 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"a decision bound to another version is refused and the request shown again", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if !has(r.notes.asked, "t1@telegram/42 digest-a.txt") {
+			if !has(r.notes.asked, "t1@telegram/42 "+r.callDigest("a.txt")) {
 				t.Fatalf("asked %q, want the request shown with its digest", r.notes.asked)
 			}
-			stale := contracts.Decision{Turn: "t1", Approve: true, Chat: owner.Chat, Digest: "digest-b.txt"}
+			stale := contracts.Decision{Turn: "t1", Approve: true, Chat: owner.Chat, Digest: r.callDigest("b.txt")}
 			if out := r.auth.Decide(context.Background(), stale, owner, r.claim); out.Verdict != Refused || out.Slot {
 				t.Fatalf("Decide(another version) = %+v, want refused without the slot", out)
 			}
@@ -194,7 +214,7 @@ func TestTransitions(t *testing.T) {
 			if !has(r.notes.told, "telegram/42: That request is not the one you answered") || len(r.notes.asked) != 2 {
 				t.Errorf("told %q, asked %q; want the owner told and the request shown again", r.notes.told, r.notes.asked)
 			}
-			bound := contracts.Decision{Turn: "t1", Approve: true, Chat: owner.Chat, Digest: "digest-a.txt"}
+			bound := contracts.Decision{Turn: "t1", Approve: true, Chat: owner.Chat, Digest: r.callDigest("a.txt")}
 			if out := r.auth.Decide(context.Background(), bound, owner, r.claim); out.Verdict != Approved {
 				t.Errorf("Decide(the version shown) = %+v, want it approved", out)
 			}
@@ -328,7 +348,7 @@ func TestTransitions(t *testing.T) {
 			if r.auth.HeldCount() != 0 || !slices.Equal(r.waiting(), []string{"t1"}) {
 				t.Fatalf("after a restart: held %d, waiting %q", r.auth.HeldCount(), r.waiting())
 			}
-			if out := r.decide("t1", true, owner); out.Verdict != Approved || out.Request.Digest != "digest-a.txt" {
+			if out := r.decide("t1", true, owner); out.Verdict != Approved || out.Request.Digest != r.callDigest("a.txt") {
 				t.Errorf("Decide after a restart = %+v", out)
 			}
 		}},
@@ -337,7 +357,7 @@ func TestTransitions(t *testing.T) {
 			if _, err := r.store.TakeApproval(context.Background(), "t1", r.clk.Now()); err != nil {
 				t.Fatal(err)
 			}
-			bad := state.PendingApproval{Turn: "p1", Kind: state.KindPromotion, Payload: []byte(`"not an object"`),
+			bad := state.PendingApproval{Turn: "p1", Kind: string(Promotion), Payload: []byte(`"not an object"`),
 				Transport: owner.Transport, Chat: owner.Chat, Shown: []Audience{owner}, Created: r.clk.Now(), Expires: r.clk.Now().Add(time.Hour), Digest: "d"}
 			if err := r.store.ParkApproval(context.Background(), bad); err != nil {
 				t.Fatal(err)
@@ -351,21 +371,19 @@ func TestTransitions(t *testing.T) {
 			legacy.Digest, legacy.Shown = "", Shown{Note: "writes 1 byte"}
 			row, _ := legacy.row()
 			row.Created, row.Expires, row.Shown = r.clk.Now(), r.clk.Now().Add(time.Hour), nil
-			promo := state.PendingApproval{Turn: "promote-greet", Kind: state.KindPromotion, Transport: "telegram", Chat: "42",
+			promo := state.PendingApproval{Turn: "promote-greet", Kind: string(Promotion), Transport: "telegram", Chat: "42",
 				Created: r.clk.Now(), Expires: r.clk.Now().Add(time.Hour), Payload: []byte(`{}`)}
 			for _, p := range []state.PendingApproval{row, promo} {
 				if err := r.store.ParkApproval(context.Background(), p); err != nil {
 					t.Fatal(err)
 				}
 			}
-			r.auth.Renew(context.Background(), func(c CallPayload) (Shown, string, error) {
-				return Shown{Title: c.Call.Name, Note: "writes 1 byte", Detail: "renewed"}, "new-digest", nil
-			})
+			r.auth.Renew(context.Background())
 			if !slices.Equal(r.waiting(), []string{"t1"}) || !has(r.notes.asked, "t1@telegram/42") || !has(r.notes.settled, "promote-greet:gone") {
 				t.Fatalf("after Renew: waiting %q, asked %q, settled %q", r.waiting(), r.notes.asked, r.notes.settled)
 			}
 			out := r.decide("t1", true, owner)
-			if out.Verdict != Approved || out.Request.Digest != "new-digest" || out.Request.Shown.Detail != "renewed" {
+			if out.Verdict != Approved || out.Request.Digest != r.callDigest("a.txt") || out.Request.Shown.Detail != "write a.txt:\nx" {
 				t.Errorf("the renewed call decided = %+v", out)
 			}
 		}},
@@ -397,7 +415,7 @@ func TestVerify(t *testing.T) {
 func TestAMessagePastTheCapIsKeptAcrossARestart(t *testing.T) {
 	r := newRig(t)
 	p := TokenCapPayload{Text: "what is\x1b[2J the weather?", Today: 1500, Cap: 1000}
-	req := r.park(Request{Key: NewKey(), Kind: TokenCap, Origin: owner, Shown: RenderTokenCap(p), Digest: TokenCapDigest(p), TokenCap: &p})
+	req := r.park(Request{Key: NewKey(), Kind: TokenCap, Origin: owner, TokenCap: &p})
 	if req.Shown.Detail != `what is\x1b[2J the weather?` || !strings.Contains(req.Shown.Note, "used 1500 tokens, at or over your daily cap of 1000") {
 		t.Errorf("RenderTokenCap(%+v) = %+v, want the figures and the message made visible", p, req.Shown)
 	}

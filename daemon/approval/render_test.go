@@ -215,12 +215,13 @@ func TestChangeSummary(t *testing.T) {
 // TestAnApprovalSaysWhatItDoes: a transport confirms an approval in the
 // words the request carries: a call runs, a new tool is kept.
 func TestAnApprovalSaysWhatItDoes(t *testing.T) {
+	r := newRig(t)
 	for _, tc := range []struct {
 		req  Request
 		want string
 	}{
-		{callRequest("t1", "/w/x"), "running write_file"},
-		{promotionRequest("greet", "x"), "keeping new tool greet"},
+		{r.park(callRequest("t1", "x")), "running write_file"},
+		{r.park(promotionRequest("greet", "x")), "keeping new tool greet"},
 		{Request{Kind: ChangeSet, Shown: Shown{Title: "the changes of run_shell"}}, "applying the changes of run_shell"},
 		{Request{Kind: TokenCap, Shown: Shown{Title: "more tokens today"}}, "granting more tokens today"},
 		{Request{Kind: Memory, Shown: Shown{Title: "memory"}}, "making the changes to memory"},

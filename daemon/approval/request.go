@@ -17,22 +17,23 @@ import (
 // Kind says what a request asks.
 type Kind string
 
-// The kinds of request.
+// The kinds of request, as the state store keeps them (a row's kind
+// column: these names are the database's format).
 const (
 	// Call is a RISKY tool call of a parked turn; deciding it resumes the
 	// turn.
-	Call Kind = state.KindCall
+	Call Kind = "call"
 	// Promotion asks to keep a self-coded tool that passed its gate.
-	Promotion Kind = state.KindPromotion
+	Promotion Kind = "promotion"
 	// ChangeSet asks to apply what an approved command changed, when the
 	// change set needs the owner's own look.
-	ChangeSet Kind = state.KindChangeSet
+	ChangeSet Kind = "changeset"
 	// TokenCap asks to start a turn of the owner's messages although
 	// today's turns used the daily token cap.
-	TokenCap Kind = state.KindTokenCap
+	TokenCap Kind = "token-cap"
 	// Memory asks to keep what a marked turn would keep of the owner
 	// (policy/mark.go).
-	Memory Kind = state.KindMemory
+	Memory Kind = "memory"
 )
 
 // needsSlot reports whether carrying out a decision of kind k needs the
@@ -247,6 +248,9 @@ func (r Request) row() (state.PendingApproval, error) {
 		if r.Call == nil {
 			return p, fmt.Errorf("request %s: a call without its call", r.Key)
 		}
+		if err := (contracts.RequestToolApproval{Call: r.Call.Call, Summary: r.Shown.Note, Messages: r.Call.Messages}).Validate(); err != nil {
+			return p, fmt.Errorf("request %s: %w", r.Key, err)
+		}
 		p.Call, p.Messages = r.Call.Call, r.Call.Messages
 		payload = callMarks{Outside: r.Call.Outside, Offer: r.Call.Offer}
 	case Promotion:
@@ -274,24 +278,29 @@ func fromRow(p state.PendingApproval) (Request, error) {
 		Created: p.Created, Expires: p.Expires,
 	}
 	var err error
-	switch r.Kind {
-	case Call:
+	if r.Kind != Call && (p.Call != (contracts.ToolCall{}) || len(p.Messages) > 0) {
+		err = fmt.Errorf("a %s carries no call", r.Kind)
+	}
+	switch {
+	case err != nil:
+	case r.Kind == Call:
 		r.Call = &CallPayload{Call: p.Call, Messages: p.Messages}
-		if len(p.Payload) > 0 { // none in a row kept before calls had marks
+		err = contracts.RequestToolApproval{Call: p.Call, Summary: p.Summary, Messages: p.Messages}.Validate()
+		if err == nil && len(p.Payload) > 0 { // none in a row kept before calls had marks
 			var marks callMarks
 			err = json.Unmarshal(p.Payload, &marks)
 			r.Call.Outside, r.Call.Offer = marks.Outside, marks.Offer
 		}
-	case Promotion:
+	case r.Kind == Promotion:
 		r.Promotion = &PromotionPayload{}
 		err = json.Unmarshal(p.Payload, r.Promotion)
-	case ChangeSet:
+	case r.Kind == ChangeSet:
 		r.ChangeSet = &ChangeSetPayload{}
 		err = json.Unmarshal(p.Payload, r.ChangeSet)
-	case TokenCap:
+	case r.Kind == TokenCap:
 		r.TokenCap = &TokenCapPayload{}
 		err = json.Unmarshal(p.Payload, r.TokenCap)
-	case Memory:
+	case r.Kind == Memory:
 		r.Memory = &MemoryPayload{}
 		err = json.Unmarshal(p.Payload, r.Memory)
 	default:

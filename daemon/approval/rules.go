@@ -35,11 +35,11 @@ func (a *Authority) grant(ctx context.Context, r Request, from Audience) {
 		kept.ID, kept.Expires.Format("2006-01-02"), kept.Words, kept.ID))
 }
 
-// Allow finds a granted rule, not expired, that covers the call c, counts
+// allow finds a granted rule, not expired, that covers the call c, counts
 // the use and says it in the journal; false when none does. The caller
 // asks it only for a call of a conversation that read nothing from
 // outside.
-func (a *Authority) Allow(ctx context.Context, turn string, c policy.RuleCall) (state.Rule, bool) {
+func (a *Authority) allow(ctx context.Context, turn string, c policy.RuleCall) (state.Rule, bool) {
 	rules, err := a.cfg.Store.Rules(ctx)
 	if err != nil {
 		a.cfg.Log.Error("reading the granted rules failed; the call is asked", "turn", turn, "err", err)
@@ -62,10 +62,29 @@ func (a *Authority) Allow(ctx context.Context, turn string, c policy.RuleCall) (
 	return state.Rule{}, false
 }
 
-// LetThrough queues a call a rule let through (r.Call.Rule says which),
-// to be carried out like an approved one once the slot is free: [Held]
-// gives it back first.
-func (a *Authority) LetThrough(r Request) { a.ruled = append(a.ruled, r) }
+// LetThrough reports whether a granted rule lets the RISKY call r asks
+// (r.Call: a call of a conversation that read nothing from outside, with
+// its count of calls let through in a row) through without asking, and
+// if so queues it, checked and sealed as if asked, to be carried out like
+// an approved one once the slot is free: [Authority.Held] gives it back
+// first.
+func (a *Authority) LetThrough(ctx context.Context, r Request) bool {
+	checked, err := a.cfg.Executor.Check(r.Call.Call)
+	if err != nil {
+		return false // asking it says why
+	}
+	rule, ok := a.allow(ctx, r.Key, checked.RuleCall(r.Call.Call.Name))
+	if !ok {
+		return false
+	}
+	r.Call.Rule = &rule
+	if err := a.seal(&r); err != nil {
+		a.cfg.Log.Error("a call a rule let through no longer checks; it is asked", "turn", r.Key, "err", err)
+		return false
+	}
+	a.ruled = append(a.ruled, r)
+	return true
+}
 
 // Rules lists the granted rules, oldest first.
 func (a *Authority) Rules(ctx context.Context) ([]state.Rule, error) {

@@ -68,6 +68,10 @@ type Host struct {
 	// says which of its limits hold ([cgroup.Group.Enforced]); nil means
 	// the layout of the hierarchy alone is judged.
 	ProbeCgroup func() ([]string, error)
+	// ProbeMCP starts a configured MCP server in its container and returns
+	// the tools of the configuration's it offers; nil means the servers
+	// are not started (each is then noted as not checked).
+	ProbeMCP func(ctx context.Context, m config.MCP) ([]string, error)
 }
 
 // System is the running machine.
@@ -109,7 +113,7 @@ func (h Host) path(p string) string { return filepath.Join(h.Root, p) }
 
 // Run runs every check against cfg.
 func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
-	return []Check{
+	return append([]Check{
 		h.systemd(ctx),
 		h.nspawn(),
 		h.sandboxImage(),
@@ -122,7 +126,42 @@ func (h Host) Run(ctx context.Context, cfg config.Config) []Check {
 		h.providers(ctx, cfg),
 		h.telegram(ctx, cfg),
 		h.spi(),
+	}, h.mcp(ctx, cfg)...)
+}
+
+// mcp starts each configured MCP server, as core would at its first use,
+// and says whether it offers the tools the configuration names.
+func (h Host) mcp(ctx context.Context, cfg config.Config) []Check {
+	var checks []Check
+	for _, m := range cfg.MCP {
+		c := Check{Name: "mcp " + m.Name}
+		if h.ProbeMCP == nil {
+			c.Status, c.Detail = Note, "not started by this doctor"
+			checks = append(checks, c)
+			continue
+		}
+		start := time.Now()
+		offered, err := h.ProbeMCP(ctx, m)
+		took := time.Since(start).Round(time.Millisecond)
+		var missing []string
+		for _, tool := range m.Tools {
+			if !slices.Contains(offered, tool) {
+				missing = append(missing, tool)
+			}
+		}
+		switch {
+		case err != nil:
+			c.Status, c.Detail = Fail, fmt.Sprintf("did not start and list its tools: %v", err)
+			c.Fix = fmt.Sprintf("check command, directory and arguments of [[mcp]] %q; shelldon sandbox run --dir DIR -- COMMAND runs it by hand", m.Name)
+		case len(missing) > 0:
+			c.Status, c.Detail = Warn, fmt.Sprintf("started in %v, but has no tool %s, so the model is not offered it (offers: %s)", took, strings.Join(missing, ", "), listOrNone(offered))
+			c.Fix = fmt.Sprintf("correct tools in [[mcp]] %q to the server's own names", m.Name)
+		default:
+			c.Status, c.Detail = OK, fmt.Sprintf("started in %v; offers %s", took, strings.Join(offered, ", "))
+		}
+		checks = append(checks, c)
 	}
+	return checks
 }
 
 // TelegramTokenFile is where the owner puts the bot token; shelldon.service
@@ -149,11 +188,7 @@ func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
 		}
 		token = strings.TrimSpace(string(data))
 	}
-	if len(cfg.Telegram.AllowedUsers) == 0 {
-		c.Status, c.Detail = Fail, "a bot token but no allowed users: core refuses to start the bot, which would answer strangers"
-		c.Fix = "message @userinfobot on Telegram to learn your numeric id, and put it in telegram.allowed_users"
-		return c
-	}
+	unpaired := len(cfg.Telegram.AllowedUsers) == 0
 	api := strings.TrimRight(cfg.Telegram.APIURL, "/")
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/bot"+token+"/getMe", nil)
 	if err != nil {
@@ -182,6 +217,10 @@ func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
 		return c
 	}
 	c.Status, c.Detail = OK, fmt.Sprintf("bot @%s, %d allowed user(s)", me.Result.Username, len(cfg.Telegram.AllowedUsers))
+	if unpaired {
+		c.Status, c.Detail = Note, fmt.Sprintf("bot @%s, no allowed users: its owner is the one a pairing code paired; strangers read only \"not paired\"", me.Result.Username)
+		c.Fix = fmt.Sprintf("shelldon pair, then send the code to @%s within 10 minutes", me.Result.Username)
+	}
 	return c
 }
 

@@ -711,7 +711,7 @@ func TestTelegram(t *testing.T) {
 		{"off", nil, "", []int64{42}, api.URL(), Warn, []string{"off"}},
 		{"token file", map[string]string{TelegramTokenFile: testBotToken + "\n"}, "", []int64{42}, api.URL(), OK, []string{"@shelldon_test_bot", "1 allowed user"}},
 		{"token in the configuration", nil, testBotToken, []int64{42, 43}, api.URL(), OK, []string{"2 allowed user"}},
-		{"no allowed users", nil, testBotToken, nil, api.URL(), Fail, []string{"no allowed users"}},
+		{"no allowed users: paired", nil, testBotToken, nil, api.URL(), Note, []string{"no allowed users", "pairing code"}},
 		{"refused token", nil, "999:AAbbCCddEEffGGhhIIjjKKllMMnnOOppQQ", []int64{42}, api.URL(), Fail, []string{"refuses the bot token", "401"}},
 		{"out of reach", nil, testBotToken, []int64{42}, "http://127.0.0.1:1", Warn, []string{"out of reach"}},
 	}
@@ -820,5 +820,49 @@ func TestStateDBBehindItsMark(t *testing.T) {
 	c = host.stateDB(ctx, cfg)
 	if c.Status != Warn || !strings.Contains(c.Detail, "core found it behind") || !strings.Contains(c.Fix, "owner was told") {
 		t.Errorf("stateDB once core noticed the rollback = %+v, want a warning that it did", c)
+	}
+}
+
+func TestMCP(t *testing.T) {
+	cfg := config.Default()
+	cfg.MCP = []config.MCP{
+		{Name: "fine", Tools: []string{"greet", "ping"}},
+		{Name: "misnamed", Tools: []string{"greet", "grete"}},
+		{Name: "broken", Tools: []string{"greet"}},
+	}
+	h := testHost(t, nil)
+	if got := h.mcp(context.Background(), cfg); len(got) != 3 || got[0].Status != Note {
+		t.Errorf("mcp without a probe = %+v, want three notes", got)
+	}
+	h.ProbeMCP = func(_ context.Context, m config.MCP) ([]string, error) {
+		switch m.Name {
+		case "broken":
+			return nil, errors.New("its process ended at once: exec: no such file")
+		default: // the server has greet and ping
+			var offered []string
+			for _, tool := range m.Tools {
+				if tool == "greet" || tool == "ping" {
+					offered = append(offered, tool)
+				}
+			}
+			return offered, nil
+		}
+	}
+	got := h.mcp(context.Background(), cfg)
+	want := []struct {
+		status Status
+		detail string
+	}{
+		{OK, "offers greet, ping"},
+		{Warn, "has no tool grete"},
+		{Fail, "no such file"},
+	}
+	for i, w := range want {
+		if i >= len(got) || got[i].Status != w.status || !strings.Contains(got[i].Detail, w.detail) || got[i].Name != "mcp "+cfg.MCP[i].Name {
+			t.Errorf("check %d = %+v, want %s saying %q", i, got, w.status, w.detail)
+		}
+		if i < len(got) && w.status != OK && got[i].Fix == "" {
+			t.Errorf("check %d = %+v has no fix", i, got[i])
+		}
 	}
 }

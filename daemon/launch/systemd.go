@@ -401,6 +401,15 @@ func (s *Systemd) startUnit(ctx context.Context, unit string, props []sddbus.Pro
 		return nil
 	case <-timer.C:
 	case <-ctx.Done():
+		// Cancelled while systemd starts it: the start is seen through
+		// (within the job's bound), so that the kill below finds what it
+		// started; a kill sent before the unit's processes exist would
+		// leave them running (a stopped MCP server or command that
+		// lived on, holding its container's mounts).
+		select {
+		case <-result:
+		case <-timer.C:
+		}
 	}
 	// Whatever the job still does, nothing may be left running.
 	s.conn.KillUnitContext(context.Background(), unit, int32(syscall.SIGKILL))

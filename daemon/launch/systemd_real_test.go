@@ -113,6 +113,34 @@ func TestSystemdAgainstRealSystemd(t *testing.T) {
 		}
 	})
 
+	// A command's unit whose run is cancelled while systemd starts it (an
+	// MCP server stopped at once, a turn's command cut by a stop) leaves
+	// nothing running: a kill sent before the unit's processes exist
+	// would miss them.
+	t.Run("a command unit cancelled while it starts", func(t *testing.T) {
+		var names []string
+		for i := range 12 {
+			name := fmt.Sprintf("shelldon-run@cancel-%d.service", i)
+			names = append(names, name)
+			runCtx, stop := context.WithCancel(ctx)
+			time.AfterFunc(time.Duration(i)*3*time.Millisecond, stop)
+			out, err := os.CreateTemp(t.TempDir(), "out")
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.RunUnit(runCtx, sandbox.UnitRun{Name: name, Argv: []string{"/bin/sleep", "600"}, Limits: sandbox.DefaultLimits, Output: out})
+			out.Close()
+			stop()
+		}
+		for _, name := range names {
+			waitFor(t, func() bool {
+				out, _ := host.Exec(ctx, "systemctl", "show", "-P", "ActiveState", name)
+				state := strings.TrimSpace(string(out))
+				return state != "active" && state != "activating" && state != "deactivating"
+			}, func() string { return name + " is still running after its run was cancelled" })
+		}
+	})
+
 	// MemoryMax's kill is not tested here: on a host of cgroup v1, as this
 	// one is, nspawn hands the booted systemd a read-only memory hierarchy,
 	// so no limit could hold. Both VM suites, which boot a kernel with

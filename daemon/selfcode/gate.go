@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -218,24 +221,55 @@ for path in sys.argv[1:]:
 print(json.dumps(out))
 `
 
-// TestTrees reads the test functions of each of paths (relative to the
-// workspace) in the sandbox, with the workspace read-only: path →
-// function → syntax tree, nil for a file that does not parse. The
-// read-only-tests rule compares them ([policy.BrokenTests]). turn is
-// the turn the reading is for, if any, named in the run's unit and log.
-func TestTrees(ctx context.Context, sb Sandbox, workspace, turn string, paths []string) (map[string]map[string]string, error) {
+// beforeMount is where TestTreesBeforeAfter shows the files as they were.
+const beforeMount = "/run/shelldon/tests-before" // /run is the container's own tmpfs, where a mount point can be made
+
+// TestTreesBeforeAfter reads, in one sandbox run with the workspace
+// read-only, the test functions of each file of before both as it was
+// (its content, copied into a directory under scratch that the run sees
+// read-only) and as it is in the workspace now: path → function → syntax
+// tree, nil for a file that does not parse or, now, is not there. One
+// start however many files changed: the read-only-tests rule compares
+// the two ([policy.BrokenTests]) only for the files a change touched.
+func TestTreesBeforeAfter(ctx context.Context, sb Sandbox, workspace, scratch, turn string, before map[string][]byte) (was, now map[string]map[string]string, err error) {
+	if err := os.MkdirAll(scratch, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("copy the tests as they were: %w", err)
+	}
+	dir, err := os.MkdirTemp(scratch, "tests-before-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("copy the tests as they were: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("copy the tests as they were: %w", err)
+	}
+	paths := slices.Sorted(maps.Keys(before))
+	args := []string{"-c", treesScript}
+	for i, p := range paths {
+		name := strconv.Itoa(i) + ".py"
+		if err := os.WriteFile(filepath.Join(dir, name), before[p], 0o644); err != nil {
+			return nil, nil, fmt.Errorf("copy the tests as they were: %w", err)
+		}
+		args = append(args, beforeMount+"/"+name)
+	}
+	args = append(args, paths...)
 	res, err := sb.Run(ctx, sandbox.Spec{
-		Argv: policy.Python(append([]string{"-c", treesScript}, paths...)...), Workspace: workspace, View: sandbox.ReadOnly, Turn: turn,
+		Argv: policy.Python(args...), Workspace: workspace, View: sandbox.ReadOnly, Turn: turn,
+		Binds: []sandbox.Bind{{Source: dir, Target: beforeMount}},
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read the tests' syntax: %w", err)
+		return nil, nil, fmt.Errorf("read the tests' syntax: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("read the tests' syntax: exit %d: %s", res.ExitCode, res.Text())
+		return nil, nil, fmt.Errorf("read the tests' syntax: exit %d: %s", res.ExitCode, res.Text())
 	}
 	var out map[string]map[string]string
 	if err := json.Unmarshal(bytes.TrimSpace(res.Output), &out); err != nil {
-		return nil, fmt.Errorf("read the tests' syntax: %w", err)
+		return nil, nil, fmt.Errorf("read the tests' syntax: %w", err)
 	}
-	return out, nil
+	was, now = map[string]map[string]string{}, map[string]map[string]string{}
+	for i, p := range paths {
+		was[p], now[p] = out[beforeMount+"/"+strconv.Itoa(i)+".py"], out[p]
+	}
+	return was, now, nil
 }

@@ -18,21 +18,9 @@ import (
 // conversation cannot bloat the database that every turn reads.
 const MaxParkedApprovalBytes = 4 << 20
 
-// The kinds of parked request.
-const (
-	// KindCall is a RISKY tool call of a parked turn.
-	KindCall = "call"
-	// KindPromotion asks to keep a self-coded tool that passed its gate.
-	KindPromotion = "promotion"
-	// KindChangeSet asks to apply an approved command's change set.
-	KindChangeSet = "changeset"
-	// KindTokenCap asks to start a turn of the owner's messages past
-	// today's token cap.
-	KindTokenCap = "token-cap"
-	// KindMemory asks to keep what a turn that read text from outside
-	// would keep of the owner.
-	KindMemory = "memory"
-)
+// MaxKindBytes bounds a parked request's kind: a short name the approval
+// authority gives, which the store keeps without knowing what it means.
+const MaxKindBytes = 64
 
 // Audience is one place a request was shown: a transport and the chat in
 // it.
@@ -65,8 +53,9 @@ type PendingApproval struct {
 	// Turn is the request's key: the id of the turn that parked a call
 	// (at most one call per turn), a fresh id for anything else.
 	Turn string
-	// Kind is KindCall, KindPromotion, KindChangeSet, KindTokenCap or
-	// KindMemory.
+	// Kind names what the request asks. The store keeps it as given;
+	// what each kind means, and what it must carry, is the approval
+	// authority's (package daemon/approval).
 	Kind string
 	// Title, Summary and Detail are exactly what the owner is shown:
 	// what is asked, the one-line risk note, and what will run.
@@ -80,7 +69,7 @@ type PendingApproval struct {
 	// parked, ending with the assistant message that asked for it.
 	Call     contracts.ToolCall
 	Messages []contracts.Message
-	// Payload is what another kind carries, as JSON.
+	// Payload is what a request carries beyond a call, as JSON.
 	Payload []byte
 	// Transport and Chat say where the owner was asked and where the
 	// resumed turn answers.
@@ -100,24 +89,25 @@ func (a PendingApproval) expired(now time.Time) bool {
 	return a.Expires.UnixMilli() <= now.UnixMilli()
 }
 
-// check holds a to what its kind must carry, both when it is parked and
-// when it is read back: a call what a worker may propose
-// (contracts.RequestToolApproval), another kind a JSON payload and no
-// call.
+// check holds a to what every row must carry, whatever its kind, both
+// when it is parked and when it is read back: a kind; a call, when it
+// carries one, what a worker may propose (contracts.RequestToolApproval);
+// a payload, when it has one, JSON. What a kind must carry beyond that is
+// checked by the approval authority, which reads a row that fails its
+// kind's checks as damaged.
 func (a PendingApproval) check() error {
-	switch a.Kind {
-	case KindCall:
-		return contracts.RequestToolApproval{Call: a.Call, Summary: a.Summary, Messages: a.Messages}.Validate()
-	case KindPromotion, KindChangeSet, KindTokenCap, KindMemory:
-		if a.Call != (contracts.ToolCall{}) || len(a.Messages) > 0 {
-			return fmt.Errorf("a %s carries no call", a.Kind)
-		}
-		if !json.Valid(a.Payload) {
-			return fmt.Errorf("a %s needs a JSON payload", a.Kind)
-		}
-		return nil
+	if a.Kind == "" || len(a.Kind) > MaxKindBytes {
+		return fmt.Errorf("a request's kind must be 1 to %d bytes, not %d", MaxKindBytes, len(a.Kind))
 	}
-	return fmt.Errorf("unknown kind of request %q", a.Kind)
+	if a.Call != (contracts.ToolCall{}) || len(a.Messages) > 0 {
+		if err := (contracts.RequestToolApproval{Call: a.Call, Summary: a.Summary, Messages: a.Messages}).Validate(); err != nil {
+			return err
+		}
+	}
+	if len(a.Payload) > 0 && !json.Valid(a.Payload) {
+		return fmt.Errorf("a %s's payload is not JSON", a.Kind)
+	}
+	return nil
 }
 
 const approvalColumns = `turn, kind, title, summary, detail, digest, call, messages, payload, transport, chat, shown, created_at, expires_at`

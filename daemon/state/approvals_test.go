@@ -21,7 +21,7 @@ func parkedAt(turn string, created time.Time) PendingApproval {
 	call := contracts.ToolCall{ID: "call-" + turn, Name: "run_shell", Args: `{"command":"rm -rf build"}`}
 	return PendingApproval{
 		Turn:    turn,
-		Kind:    KindCall,
+		Kind:    "call",
 		Call:    call,
 		Summary: "deletes files in the workspace",
 		Messages: []contracts.Message{
@@ -106,11 +106,11 @@ func TestParkApprovalRefuses(t *testing.T) {
 		{"more JSON than allowed", with(func(a *PendingApproval) {
 			a.Messages[1].Content = strings.Repeat("x", MaxParkedApprovalBytes)
 		}), nil, "more than the 4194304 allowed"},
-		{"a promotion carrying a call", with(func(a *PendingApproval) { a.Kind, a.Payload = KindPromotion, []byte(`{}`) }), nil, "carries no call"},
-		{"a change set without a payload", with(func(a *PendingApproval) {
-			a.Kind, a.Call, a.Messages = KindChangeSet, contracts.ToolCall{}, nil
-		}), nil, "JSON payload"},
-		{"an unknown kind", with(func(a *PendingApproval) { a.Kind = "wish" }), nil, "unknown kind"},
+		{"a payload that is not JSON", with(func(a *PendingApproval) {
+			a.Kind, a.Call, a.Messages, a.Payload = "changeset", contracts.ToolCall{}, nil, []byte(`{"dir":`)
+		}), nil, "not JSON"},
+		{"no kind", with(func(a *PendingApproval) { a.Kind = "" }), nil, "kind"},
+		{"a kind too long", with(func(a *PendingApproval) { a.Kind = strings.Repeat("k", MaxKindBytes+1) }), nil, "kind"},
 		{"second park of a turn", parkedAt("taken", epoch.Add(time.Minute)), ErrApprovalExists, `"taken"`},
 	}
 	for _, tt := range tests {
@@ -396,27 +396,27 @@ func TestRequestsOfEveryKindRoundTrip(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	promo := PendingApproval{
-		Turn: "p1", Kind: KindPromotion, Title: "new tool greet", Summary: "Greets.", Detail: "greet.py:\n…",
+		Turn: "p1", Kind: "promotion", Title: "new tool greet", Summary: "Greets.", Detail: "greet.py:\n…",
 		Digest: "abc", Payload: []byte(`{"stem":"greet"}`), Transport: "telegram", Chat: "42",
 		Shown: []Audience{{Transport: "telegram", Chat: "42"}}, Created: epoch, Expires: epoch.Add(time.Hour),
 	}
 	park(t, s, promo)
 	got, err := s.PendingApproval(ctx, "p1")
-	if err != nil || got.Kind != KindPromotion || got.Title != promo.Title || got.Detail != promo.Detail ||
+	if err != nil || got.Kind != "promotion" || got.Title != promo.Title || got.Detail != promo.Detail ||
 		got.Digest != "abc" || string(got.Payload) != `{"stem":"greet"}` || !slices.Equal(got.Shown, promo.Shown) {
 		t.Fatalf("PendingApproval(p1) = %+v, %v; want it as parked", got, err)
 	}
 	got.Shown = append(got.Shown, Audience{Transport: "cli", Chat: "cli"})
-	got.Detail, got.Digest, got.Kind, got.Transport = "shown again", "def", KindChangeSet, "elsewhere"
+	got.Detail, got.Digest, got.Kind, got.Transport = "shown again", "def", "changeset", "elsewhere"
 	if err := s.UpdateApproval(ctx, got); err != nil {
 		t.Fatal(err)
 	}
 	again, err := s.PendingApproval(ctx, "p1")
 	if err != nil || again.Detail != "shown again" || again.Digest != "def" || len(again.Shown) != 2 ||
-		again.Kind != KindPromotion || again.Transport != "telegram" {
+		again.Kind != "promotion" || again.Transport != "telegram" {
 		t.Errorf("after UpdateApproval = %+v, %v; want the new detail, digest and audiences, the kind and origin kept", again, err)
 	}
-	if err := s.UpdateApproval(ctx, PendingApproval{Turn: "none", Kind: KindPromotion, Payload: []byte(`{}`)}); !errors.Is(err, ErrNoApproval) {
+	if err := s.UpdateApproval(ctx, PendingApproval{Turn: "none", Kind: "promotion", Payload: []byte(`{}`)}); !errors.Is(err, ErrNoApproval) {
 		t.Errorf("UpdateApproval(nothing parked) = %v, want ErrNoApproval", err)
 	}
 }
@@ -451,11 +451,13 @@ func TestARowFromBeforeDigestsIsMigrated(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	// The store reads both back as they are; that a promotion without a
+	// payload is damaged is the approval authority's to say.
 	list, err := s.PendingApprovals(ctx)
-	if !errors.Is(err, ErrCorruptApproval) || !strings.Contains(err.Error(), "promote-greet") || len(list) != 2 {
-		t.Fatalf("PendingApprovals after the migration = %+v, %v; want both rows, the promotion corrupt", list, err)
+	if err != nil || len(list) != 2 || list[1].Kind != "promotion" {
+		t.Fatalf("PendingApprovals after the migration = %+v, %v; want both rows, the second a promotion", list, err)
 	}
-	if c := list[0]; c.Turn != "0123456789abcdef" || c.Kind != KindCall || c.Digest != "" || c.Call != call.Call {
+	if c := list[0]; c.Turn != "0123456789abcdef" || c.Kind != "call" || c.Digest != "" || c.Call != call.Call {
 		t.Errorf("the migrated call = %+v, want a call without a digest", c)
 	}
 }

@@ -62,12 +62,21 @@ func (l Layout) Changes() string { return filepath.Join(l.Root, "changes") }
 // its history keep only their placeholders.
 func (l Layout) Photos() string { return filepath.Join(l.Root, "photos") }
 
+// Scratch is core's own directory for what a sandboxed run is shown
+// besides the workspace, for the run's time (the tests as they were, for
+// the read-only-tests guard).
+func (l Layout) Scratch() string { return filepath.Join(l.Root, "scratch") }
+
 // Runs holds the sandbox's run directories (overlay layers).
 func (l Layout) Runs() string { return filepath.Join(l.Root, "runs") }
 
 // Reserve is the room the store keeps on the state's disk, a file it
 // lets go of when the disk is full (state.ReserveBytes).
 func (l Layout) Reserve() string { return l.DB() + ".reserve" }
+
+// Pairing is where `shelldon pair` keeps the hash of the code that pairs
+// the bot's owner, until it is used, spent or expired.
+func (l Layout) Pairing() string { return filepath.Join(l.Root, "pairing.json") }
 
 // Lock is the lock file one core holds while it serves the directory.
 func (l Layout) Lock() string { return filepath.Join(l.Root, "state.lock") }

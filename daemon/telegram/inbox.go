@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -342,7 +341,7 @@ func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) update
 	return updateDone
 }
 
-func (t *Transport) allowed(id int64) bool { return slices.Contains(t.allowedIDs, id) }
+func (t *Transport) allowed(id int64) bool { return t.owners.allowed(id) }
 
 // ignore counts and logs an update from someone who may not talk to the pet.
 func (t *Transport) ignore(ctx context.Context, what string, from *models.User) {
@@ -361,7 +360,13 @@ func (t *Transport) ignore(ctx context.Context, what string, from *models.User) 
 // confirms it by the update's id once kept.
 func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Message) updateFate {
 	if msg.From == nil || !t.allowed(msg.From.ID) {
-		t.ignore(ctx, "message", msg.From)
+		paired, reply := t.pairer.take(ctx, msg.From, msg.Text)
+		if reply != "" {
+			t.reply(ctx, msg.Chat.ID, reply)
+		}
+		if !paired {
+			t.ignore(ctx, "message", msg.From)
+		}
 		return updateDone
 	}
 	switch {

@@ -26,7 +26,7 @@ const TransportName = "telegram"
 
 // ErrNoAllowedIDs is returned by [New] when no user may chat: a bot that
 // answers everyone would hand the pet to strangers.
-var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids; message @userinfobot on Telegram to learn your numeric user id, then add it to telegram.allowed_users")
+var ErrNoAllowedIDs = errors.New("no allowed Telegram user ids and no pairing: run shelldon pair and send the code to the bot, or put your numeric user id (from @userinfobot) in telegram.allowed_users")
 
 // ErrTokenRefused is returned by [Transport.Run] when Telegram says the
 // bot token is not valid: retrying would not help.
@@ -78,10 +78,15 @@ type Config struct {
 	Token string
 	// APIURL is the Bot API server; empty means Telegram's own.
 	APIURL string
-	// AllowedIDs are the Telegram user ids that may chat and tap buttons.
+	// AllowedIDs are the Telegram user ids that may chat and tap buttons
+	// (telegram.allowed_users); with none, and no owner paired, the bot
+	// answers strangers only "not paired".
 	AllowedIDs []int64
-	Socket     string
-	MaxFrame   int
+	// Pairing is the file where `shelldon pair` keeps a code's hash
+	// (statedir.Layout.Pairing); empty turns pairing off.
+	Pairing  string
+	Socket   string
+	MaxFrame int
 	// Store keeps the updates not yet handled, the messages not yet
 	// sent and the requests shown, across restarts.
 	Store *state.Store
@@ -134,17 +139,18 @@ type updateStore interface {
 // Transport joins Telegram to core's bus. It runs inside core's process:
 // it holds the bot token core holds, and keeps its state in core's store.
 type Transport struct {
-	cfg        Config
-	allowedIDs []int64
-	store      *state.Store
-	updates    updateStore
-	clock      clock.Clock
-	loc        *time.Location
-	backoff    Backoff
-	giveUp     GiveUp
-	log        *slog.Logger
-	client     *bus.Client
-	bot        *bot.Bot
+	cfg     Config
+	owners  owners
+	pairer  pairer
+	store   *state.Store
+	updates updateStore
+	clock   clock.Clock
+	loc     *time.Location
+	backoff Backoff
+	giveUp  GiveUp
+	log     *slog.Logger
+	client  *bus.Client
+	bot     *bot.Bot
 	// apiURL is the Bot API server's base URL, without a trailing slash.
 	apiURL string
 	// conns are the connections to it, which the long poll, the Bot API
@@ -172,7 +178,7 @@ func New(cfg Config) (*Transport, error) {
 	switch {
 	case strings.TrimSpace(cfg.Token) == "":
 		return nil, errors.New("telegram: empty bot token")
-	case len(cfg.AllowedIDs) == 0:
+	case len(cfg.AllowedIDs) == 0 && cfg.Pairing == "":
 		return nil, fmt.Errorf("telegram: %w", ErrNoAllowedIDs)
 	case cfg.Socket == "":
 		return nil, errors.New("telegram: no bus socket")
@@ -180,7 +186,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("telegram: no state store")
 	}
 	t := &Transport{
-		cfg: cfg, allowedIDs: cfg.AllowedIDs, store: cfg.Store, updates: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
+		cfg: cfg, owners: owners{configured: cfg.AllowedIDs}, store: cfg.Store, updates: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
 		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log, apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
 		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
@@ -193,6 +199,7 @@ func New(cfg Config) (*Transport, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
+	t.pairer = pairer{file: cfg.Pairing, store: cfg.Store, owners: &t.owners, clock: t.clock, log: t.log}
 	if t.cfg.PollTimeout <= 0 {
 		t.cfg.PollTimeout = defaultPollTimeout
 	}
@@ -268,6 +275,9 @@ func (t *Transport) Run(ctx context.Context) error {
 	}
 	t.bot = b
 	defer t.conns.CloseIdleConnections()
+	if err := t.pairer.load(ctx); err != nil {
+		t.log.Error("telegram: reading the paired owner", "err", err)
+	}
 	if n, err := t.store.PruneApprovals(ctx, t.clock.Now().Add(-keepSettled)); err != nil {
 		t.log.Warn("telegram: pruning settled requests", "err", err)
 	} else if n > 0 {
@@ -335,7 +345,7 @@ func (t *Transport) greet(ctx context.Context) error {
 		cancel()
 		switch {
 		case err == nil:
-			t.log.Info("telegram: connected", "bot", me.Username, "allowed_users", len(t.allowedIDs))
+			t.log.Info("telegram: connected", "bot", me.Username, "owners", len(t.owners.all()))
 			// Registered anew at every start; one still queued from a
 			// start before will do.
 			if _, queued, err := t.store.NextOutbox(ctx, TransportName, laneCommands); err != nil || !queued {
@@ -448,7 +458,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 // another transport.
 func (t *Transport) chats(chat string) []int64 {
 	if chat == "" {
-		return t.allowedIDs
+		return t.owners.all()
 	}
 	id, err := strconv.ParseInt(chat, 10, 64)
 	if err != nil {

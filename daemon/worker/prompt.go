@@ -35,6 +35,8 @@ type PromptInput struct {
 	Scheduled bool
 	// ByName are the tools the model is told of by name alone.
 	ByName []string
+	// Skills is the skills section (skills.Section); "" for none.
+	Skills string
 	// MaxChars is the budget, in characters, for the contents of all the
 	// prompt's messages; zero or less means DefaultPromptChars.
 	MaxChars int
@@ -91,6 +93,10 @@ func systemPrompt(in PromptInput, about string) string {
 	if len(in.ByName) > 0 {
 		b.WriteString("\n\n## More tools\nYou also have these tools, described only once you call one: call it by name, and from then on its description and parameters come with your tools: ")
 		b.WriteString(strings.Join(in.ByName, ", "))
+	}
+	if in.Skills != "" {
+		b.WriteString("\n\n## Skills\n")
+		b.WriteString(in.Skills)
 	}
 	b.WriteString("\n\n## Now\nLocal date and time: ")
 	b.WriteString(in.Now.Format("Monday 2 January 2006, 15:04 MST"))

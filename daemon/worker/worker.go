@@ -13,6 +13,7 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/procmem"
+	"shelldon/daemon/skills"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
@@ -208,6 +209,13 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 		if err != nil {
 			return fail("read about.md: %v", err)
 		}
+		found, problems, err := skills.List(layout.Workspace())
+		if err != nil {
+			problems = append(problems, err.Error())
+		}
+		for _, p := range problems {
+			notes = append(notes, "skills: "+p)
+		}
 		messages = BuildPrompt(PromptInput{
 			Directive: directive,
 			About:     about,
@@ -219,6 +227,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 			MoodWhy:   in.MoodWhy,
 			Scheduled: in.Scheduled,
 			ByName:    in.ByNameOnly,
+			Skills:    skills.Section(found),
 		})
 		// The owner's photo goes with their words, the last message.
 		messages[len(messages)-1].Images = in.Images

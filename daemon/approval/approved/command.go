@@ -24,13 +24,13 @@ import (
 // What a command that reached the network printed holds what its remote
 // said (git's "remote:" lines, a ref's name): it is fenced as untrusted
 // data, and the result names the remote's command as where it came from.
-func (r *Runner) command(ctx context.Context, req approval.Request, argv []string, network bool) (result Result) {
+func (r *Runner) command(ctx context.Context, req approval.Request, argv []string, network bool) (result approval.Result) {
 	if r.Sandbox == nil {
-		return Result{Answer: fmt.Sprintf("error: commands cannot run on this pet right now (%v)", r.NoSandbox)}
+		return approval.Result{Answer: fmt.Sprintf("error: commands cannot run on this pet right now (%v)", r.NoSandbox)}
 	}
 	res, err := r.Sandbox.Run(ctx, sandbox.Spec{Argv: argv, Workspace: r.Workspace, View: sandbox.Captured, Network: network, Turn: req.Key})
 	if err != nil {
-		return Result{Answer: "error: the sandbox could not run it: " + err.Error()}
+		return approval.Result{Answer: "error: the sandbox could not run it: " + err.Error()}
 	}
 	out := DescribeRun(res)
 	if network {
@@ -41,37 +41,37 @@ func (r *Runner) command(ctx context.Context, req approval.Request, argv []strin
 	cs := res.Changes
 	if cs == nil || len(cs.Changes) == 0 {
 		cs.Discard()
-		return Result{Answer: out}
+		return approval.Result{Answer: out}
 	}
 	if res.DiskFull {
 		// A write cut short by the full disk would be applied as it is:
 		// half a file, a clone without its objects.
 		cs.Discard()
 		r.Log.Warn("dropped the changes of a command that filled its disk", "turn", req.Key, "changes", len(cs.Changes))
-		return Result{Answer: out + "\nits changes were dropped, none applied: it filled the sandbox's disk, so what it wrote may be cut short. " +
+		return approval.Result{Answer: out + "\nits changes were dropped, none applied: it filled the sandbox's disk, so what it wrote may be cut short. " +
 			"Tell the owner; a command that needs more room needs sandbox.disk raised in the configuration."}
 	}
 	changes := r.fileChanges(cs)
 	if why := policy.ChangeSetTooLarge(changes); why != "" {
 		cs.Discard()
 		r.Log.Warn("dropped the changes of a command that changed too much", "turn", req.Key, "changes", len(cs.Changes))
-		return Result{Answer: out + "\nits changes were dropped, none applied: " + why + ". What it changed:\n" + approval.ChangeSummary(cs.Changes) +
+		return approval.Result{Answer: out + "\nits changes were dropped, none applied: " + why + ". What it changed:\n" + approval.ChangeSummary(cs.Changes) +
 			"Tell the owner; do the work in smaller steps, each changing fewer paths.",
-			Applied: &Report{Dropped: cs.Changes, Err: errors.New(why)}}
+			Applied: &approval.Report{Dropped: cs.Changes, Err: errors.New(why)}}
 	}
 	risks := policy.ChangeSetRisks(changes)
 	if len(risks) == 0 {
 		defer cs.Discard()
 		report := r.apply(cs)
-		return Result{Answer: out + "\n" + report.ForModel(), Applied: &report}
+		return approval.Result{Answer: out + "\n" + report.ForModel(), Applied: &report}
 	}
-	kept, digest, err := r.keep(cs, req, risks)
+	kept, err := r.keep(cs, req, risks)
 	if err != nil {
 		cs.Discard()
 		r.Log.Error("keeping a change set for the owner failed; it was dropped", "turn", req.Key, "err", err)
-		return Result{Answer: out + "\nits changes were dropped: they need the owner's own look, and could not be kept for it: " + err.Error()}
+		return approval.Result{Answer: out + "\nits changes were dropped: they need the owner's own look, and could not be kept for it: " + err.Error()}
 	}
-	return Result{Kept: kept, KeptDigest: digest, Answer: out + "\nits changes are NOT applied yet: they need the owner's own look (" +
+	return approval.Result{Kept: kept, Answer: out + "\nits changes are NOT applied yet: they need the owner's own look (" +
 		strings.Join(risks, "; ") + "), so the owner was asked about them on their own. Tell the owner; do not try another way around."}
 }
 
@@ -97,42 +97,34 @@ func (r *Runner) fileChanges(cs *sandbox.ChangeSet) []policy.FileChange {
 
 // keep moves a change set that waits for the owner into core's own
 // directory, under a fresh name, and says what to park.
-func (r *Runner) keep(cs *sandbox.ChangeSet, req approval.Request, risks []string) (*approval.ChangeSetPayload, string, error) {
+func (r *Runner) keep(cs *sandbox.ChangeSet, req approval.Request, risks []string) (*approval.ChangeSetPayload, error) {
 	name := approval.NewKey()
 	if err := cs.Keep(filepath.Join(r.Kept, name)); err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	digest, err := cs.Digest()
-	if err != nil {
-		return nil, "", err
-	}
-	return &approval.ChangeSetPayload{Dir: name, Tool: req.Call.Call.Name, Turn: req.Key, Changes: cs.Changes, Risks: risks}, digest, nil
+	return &approval.ChangeSetPayload{Dir: name, Tool: req.Call.Call.Name, Turn: req.Key, Changes: cs.Changes, Risks: risks}, nil
 }
 
-// ApplyKept applies a kept change set the owner let through, if it still
-// is what they were shown: scanned again against the workspace as it is
-// now, it must hash as it did. It is discarded after, applied or not.
-func (r *Runner) ApplyKept(ctx context.Context, req approval.Request) Report {
-	p := req.ChangeSet
+// OpenKept scans a kept change set again against the workspace as it is
+// now.
+func (r *Runner) OpenKept(p *approval.ChangeSetPayload) (*sandbox.ChangeSet, error) {
 	dir, err := r.keptDir(p.Dir)
 	if err != nil {
-		return Report{Err: err}
+		return nil, err
 	}
-	cs, err := sandbox.OpenKept(dir, r.Workspace)
-	if err != nil {
-		return Report{Err: fmt.Errorf("the kept changes cannot be read: %w", err)}
-	}
+	return sandbox.OpenKept(dir, r.Workspace)
+}
+
+// ApplyKept applies a kept change set the owner let through, verified
+// (scanned again against the workspace as it is now, it hashed as it did
+// when they were shown it), under the guard of the workspace's tests. It
+// is discarded after, applied or not.
+func (r *Runner) ApplyKept(ctx context.Context, v approval.Verified) approval.Report {
+	cs := v.Kept()
 	defer cs.Discard()
-	digest, err := cs.Digest()
-	if err == nil {
-		err = req.Verify(digest)
-	}
+	g, err := r.openGuard(v.Request().ChangeSet.Turn)
 	if err != nil {
-		return Report{Err: fmt.Errorf("nothing was applied: the changes, or the workspace under them, are not what you were shown (%w)", err)}
-	}
-	g, err := r.openGuard(ctx, req.ChangeSet.Turn)
-	if err != nil {
-		return Report{Err: fmt.Errorf("nothing was applied: the workspace's tests could not be read first: %w", err)}
+		return approval.Report{Err: fmt.Errorf("nothing was applied: the workspace's tests could not be read first: %w", err)}
 	}
 	defer g.close()
 	report := r.apply(cs)
@@ -163,9 +155,9 @@ func (r *Runner) keptDir(name string) (string, error) {
 }
 
 // apply applies a change set through the jail and reports it.
-func (r *Runner) apply(cs *sandbox.ChangeSet) Report {
+func (r *Runner) apply(cs *sandbox.ChangeSet) approval.Report {
 	report, err := cs.Apply(beneath.Jail{Root: r.Workspace, Vault: r.Vault})
-	return Report{Applied: report.Applied, Refused: report.Refused, Err: err}
+	return approval.Report{Applied: report.Applied, Refused: report.Refused, Err: err}
 }
 
 // DescribeRun is a run's answer for the model: how it ended, then its

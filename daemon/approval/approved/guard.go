@@ -1,9 +1,11 @@
 package approved
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -35,15 +37,15 @@ var skippedDirs = []string{"build", "dist", "node_modules", "venv", "CVS", "_dar
 type guard struct {
 	r     *Runner
 	ws    *beneath.Root
-	turn  string                       // whose approved change it guards
-	files map[string][]byte            // path → content
-	funcs map[string]map[string]string // path → function → tree
+	turn  string            // whose approved change it guards
+	files map[string][]byte // path → content
 }
 
-// openGuard opens the workspace and reads its tests as they are: their
-// bytes, and their test functions when there is a sandbox to read them in,
-// for the change of turn's approved request.
-func (r *Runner) openGuard(ctx context.Context, turn string) (guard, error) {
+// openGuard opens the workspace and reads its test files' bytes as they
+// are, for the change of turn's approved request. Their syntax is read
+// only if the change touches them (check): a change that leaves the tests
+// alone, as most do, costs no sandbox start of the guard's.
+func (r *Runner) openGuard(turn string) (guard, error) {
 	ws, err := beneath.Open(r.Workspace)
 	if err != nil {
 		return guard{}, fmt.Errorf("open the workspace: %w", err)
@@ -56,14 +58,6 @@ func (r *Runner) openGuard(ctx context.Context, turn string) (guard, error) {
 		}
 		g.files[rel] = data
 	}
-	if len(g.files) == 0 || r.Sandbox == nil {
-		return g, nil
-	}
-	g.funcs, err = selfcode.TestTrees(ctx, r.Sandbox, r.Workspace, turn, slices.Sorted(maps.Keys(g.files)))
-	if err != nil {
-		ws.Close()
-		return guard{}, err
-	}
 	return g, nil
 }
 
@@ -73,34 +67,36 @@ func (g guard) close() {
 	}
 }
 
-// check compares the test functions after a change with those before,
-// puts back every file whose existing test functions changed or vanished,
-// and says what it put back and why ("" when nothing).
+// check finds the test files the change touched (their bytes differ, or
+// they are gone), compares their test functions after it with those
+// before, in one sandbox run, puts back every file whose existing test
+// functions changed or vanished, and says what it put back and why (""
+// when nothing).
 func (g guard) check(ctx context.Context) string {
-	if len(g.funcs) == 0 {
+	touched := map[string][]byte{}
+	for p, before := range g.files {
+		if now, err := g.ws.ReadFile(p, maxTestBytes); err != nil || !bytes.Equal(now, before) {
+			touched[p] = before
+		}
+	}
+	if len(touched) == 0 || g.r.Sandbox == nil {
 		return ""
 	}
-	paths := slices.Sorted(maps.Keys(g.funcs))
-	var present []string
-	for _, p := range paths {
-		if info, err := g.ws.Lstat(p); err == nil && info.Mode().IsRegular() {
-			present = append(present, p)
-		}
+	scratch := g.r.Scratch
+	if scratch == "" {
+		scratch = os.TempDir()
 	}
-	after := map[string]map[string]string{}
-	if len(present) > 0 {
-		var err error
-		if after, err = selfcode.TestTrees(ctx, g.r.Sandbox, g.r.Workspace, g.turn, present); err != nil {
-			g.r.Log.Error("checking the tests after a change", "err", err)
-			return "(the tests could not be checked after the change: " + err.Error() + ")"
-		}
+	was, now, err := selfcode.TestTreesBeforeAfter(ctx, g.r.Sandbox, g.r.Workspace, scratch, g.turn, touched)
+	if err != nil {
+		g.r.Log.Error("checking the tests after a change", "err", err)
+		return "(the tests could not be checked after the change: " + err.Error() + ")"
 	}
 	var notes []string
-	for _, p := range paths {
-		if g.funcs[p] == nil {
+	for _, p := range slices.Sorted(maps.Keys(touched)) {
+		if was[p] == nil {
 			continue // it did not parse before: nothing to hold it to
 		}
-		broken := policy.BrokenTests(g.funcs[p], after[p])
+		broken := policy.BrokenTests(was[p], now[p])
 		if len(broken) == 0 {
 			continue
 		}

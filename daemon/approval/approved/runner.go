@@ -31,6 +31,11 @@ type Runner struct {
 	// Kept is core's own directory for change sets that wait for the
 	// owner.
 	Kept string
+	// Scratch is core's own directory for what a sandboxed run is shown
+	// besides the workspace (the tests as they were, for the guard): it
+	// must be visible where sandboxed commands start (under the state
+	// directory); empty is the system's temporary directory.
+	Scratch string
 	// Sandbox runs commands; nil when the host has none, and NoSandbox
 	// says why.
 	Sandbox   Sandbox
@@ -43,6 +48,9 @@ type Runner struct {
 	Log   *slog.Logger
 }
 
+// A Runner is the authority's executor.
+var _ approval.Executor = (*Runner)(nil)
+
 // Fetcher fetches one approved URL: [fetch.Getter].
 type Fetcher interface {
 	Get(ctx context.Context, url string) (fetch.Response, error)
@@ -51,40 +59,11 @@ type Fetcher interface {
 // maxEditBytes caps the file an edit reads.
 const maxEditBytes = 4 << 20
 
-// Result is what carrying out an approved call came to.
-type Result struct {
-	// Answer is what the model is told.
-	Answer string
-	// Applied is what a command changed in the workspace, for the owner
-	// to see; nil when it changed nothing there.
-	Applied *Report
-	// Kept is a change set that needs the owner's own look, with its
-	// digest: the caller parks it as a request of its own.
-	Kept       *approval.ChangeSetPayload
-	KeptDigest string
-	// Changed says nothing ran: what the call would run now is not what
-	// the owner approved.
-	Changed bool
-	// Outside names where the answer's text came from when it came from
-	// outside — the URL of a fetched page, the remote of a git fetch —
-	// and is "" otherwise. That text reaches the model fenced as
-	// untrusted data, and the turn that reads it is marked by it.
-	Outside string
-}
-
-// KeptRequest is the request that asks the owner about the change set
-// that call's approved command kept for their own look (res.Kept).
-func (res Result) KeptRequest(call approval.Request) approval.Request {
-	return approval.Request{Key: approval.NewKey(), Kind: approval.ChangeSet, Origin: call.Origin,
-		Shown: approval.RenderChangeSet(*res.Kept), Digest: res.KeptDigest, ChangeSet: res.Kept}
-}
-
 // Check checks a call as the tools do and accepts only a call that asks
-// the owner: core checks a worker's request with it before parking it,
-// and [Runner.Verify] checks an approved call with it again before it
-// runs.
-func Check(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, error) {
-	tool, ok := reg.Lookup(call.Name)
+// the owner: the authority checks a worker's request with it before
+// parking it, and again before an approved call runs.
+func (r *Runner) Check(call contracts.ToolCall) (tools.Checked, error) {
+	tool, ok := r.Tools.Lookup(call.Name)
 	if !ok {
 		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
 	}
@@ -98,50 +77,21 @@ func Check(reg *tools.Registry, call contracts.ToolCall) (tools.Checked, error) 
 	return checked, nil
 }
 
-// Verified is an approved call checked again and found to be what the
-// owner approved: only [Runner.Verify] makes one, and only
-// [Runner.Run] carries one out.
-type Verified struct {
-	req     approval.Request
-	checked tools.Checked
-}
-
-// Doing says what the call does, for the owner's progress line.
-func (v Verified) Doing() string { return v.checked.Doing }
-
-// Verify checks the approved call req again now — core's own parked
-// copy: the workspace may have changed in the hour it waited — and
-// verifies that what the check makes has the digest the owner approved.
-// When it may not run, ok is false and refused is what the model is
-// told.
-func (r *Runner) Verify(req approval.Request) (v Verified, refused Result, ok bool) {
-	call := req.Call.Call
-	checked, err := Check(r.Tools, call)
-	if err != nil {
-		return Verified{}, Result{Answer: "error: the approved call no longer passes the checks: " + err.Error()}, false
-	}
-	if err := req.Verify(approval.CallDigest(call.Name, checked, req.Call.Outside)); err != nil {
-		r.Log.Warn("refused to run an approved call that changed", contracts.AuditEvent, contracts.EventApprovalDecided,
-			"turn", req.Key, "tool", call.Name, "decision", "changed", "err", err)
-		return Verified{}, Result{Changed: true, Answer: "error: nothing ran: what this call would run now is not what the owner approved"}, false
-	}
-	return Verified{req: req, checked: checked}, Result{}, true
-}
-
 // Run carries out a verified call.
-func (r *Runner) Run(ctx context.Context, v Verified) Result {
-	req, checked, call := v.req, v.checked, v.req.Call.Call
+func (r *Runner) Run(ctx context.Context, v approval.Verified) approval.Result {
+	req, checked := v.Request(), v.Checked()
+	call := req.Call.Call
 	if call.Name == "http_get" {
 		answer, from := r.fetch(ctx, req.Key, checked.URL)
-		return Result{Answer: answer, Outside: from}
+		return approval.Result{Answer: answer, Outside: from}
 	}
-	g, err := r.openGuard(ctx, req.Key)
+	g, err := r.openGuard(req.Key)
 	if err != nil {
-		return Result{Answer: "error: could not read the workspace's tests before the change: " + err.Error()}
+		return approval.Result{Answer: "error: could not read the workspace's tests before the change: " + err.Error()}
 	}
 	defer g.close()
 	ws := g.ws
-	var res Result
+	var res approval.Result
 	switch call.Name {
 	case "write_file":
 		res.Answer = r.write(ws, checked.Path, func([]byte) ([]byte, error) { return []byte(checked.Content), nil })
@@ -156,7 +106,7 @@ func (r *Runner) Run(ctx context.Context, v Verified) Result {
 		network := call.Name == "git" && checked.Network
 		res = r.command(ctx, req, checked.Argv, network)
 	default:
-		return Result{Answer: fmt.Sprintf("error: core does not carry out %s", call.Name)}
+		return approval.Result{Answer: fmt.Sprintf("error: core does not carry out %s", call.Name)}
 	}
 	if note := g.check(ctx); note != "" {
 		res.Answer += "\n" + note

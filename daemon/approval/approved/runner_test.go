@@ -1,6 +1,7 @@
 package approved
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -27,11 +29,13 @@ import (
 // writes says (path → content) over the workspace, as a command that
 // wrote them would have left it, and counts the runs.
 type box struct {
-	t      *testing.T
+	t      testing.TB
 	writes map[string]string
 	exit   int
 	err    error
 	runs   []sandbox.Spec
+	// reads counts the guard's runs that read the tests' syntax.
+	reads int
 }
 
 func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
@@ -40,12 +44,25 @@ func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error
 	}
 	if spec.View == sandbox.ReadOnly {
 		// The guard reading the tests' syntax: the host's Python reads
-		// the workspace as the image's would.
-		cmd := exec.CommandContext(ctx, spec.Argv[0], spec.Argv[1:]...)
+		// the workspace as the image's would, and the binds where they
+		// are on the host.
+		b.reads++
+		argv := slices.Clone(spec.Argv)
+		for i, arg := range argv {
+			for _, bind := range spec.Binds {
+				if rest, ok := strings.CutPrefix(arg, bind.Target+"/"); ok {
+					argv[i] = filepath.Join(bind.Source, rest)
+				}
+			}
+		}
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 		cmd.Dir = spec.Workspace
 		out, err := cmd.Output()
 		if err != nil {
 			return sandbox.Result{}, err
+		}
+		for _, bind := range spec.Binds { // named as the container sees them
+			out = bytes.ReplaceAll(out, []byte(bind.Source+"/"), []byte(bind.Target+"/"))
 		}
 		return sandbox.Result{Output: out}, nil
 	}
@@ -70,25 +87,35 @@ func (b *box) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error
 	return sandbox.Result{ExitCode: b.exit, Output: []byte("done\n"), Changes: cs}, nil
 }
 
-// carry carries out req as core does: verified, then run.
-func carry(r *Runner, ctx context.Context, req approval.Request) Result {
-	v, refused, ok := r.Verify(req)
-	if !ok {
-		return refused
+// carry carries out req as the authority does: verified, then run.
+func carry(r *Runner, ctx context.Context, req approval.Request) approval.Result {
+	v, err := approval.Verify(r, req)
+	if err != nil {
+		return approval.Refusal(err)
 	}
 	return r.Run(ctx, v)
 }
 
+// applyKept applies the kept change set of req as the authority does:
+// verified, then applied.
+func applyKept(r *Runner, ctx context.Context, req approval.Request) approval.Report {
+	v, err := approval.Verify(r, req)
+	if err != nil {
+		return approval.Report{Err: err}
+	}
+	return r.ApplyKept(ctx, v)
+}
+
 // rig is a runner over a fresh workspace, with the built-in tools.
 type rig struct {
-	t   *testing.T
+	t   testing.TB
 	ws  string
 	reg *tools.Registry
 	r   *Runner
 	box *box
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t testing.TB) *rig {
 	ws, vault := t.TempDir(), t.TempDir()
 	reg := tools.Builtins(tools.Env{Workspace: ws, Vault: vault, Clock: clock.NewFake(time.Now())})
 	b := &box{t: t}
@@ -296,7 +323,17 @@ func keptConftest(t *testing.T, g *rig) approval.Request {
 	if _, ok := g.file("conftest.py"); ok {
 		t.Fatal("conftest.py was applied before the owner looked")
 	}
-	return res.KeptRequest(call)
+	// Parked as the authority parks it: with the digest of the set as
+	// kept.
+	req := res.KeptRequest(call)
+	cs, err := g.r.OpenKept(req.ChangeSet)
+	if err == nil {
+		req.Digest, err = cs.Digest()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return req
 }
 
 // TestAKeptChangeSetIsAppliedAsShown: the owner's yes applies the change
@@ -304,7 +341,7 @@ func keptConftest(t *testing.T, g *rig) approval.Request {
 func TestAKeptChangeSetIsAppliedAsShown(t *testing.T) {
 	g := newRig(t)
 	req := keptConftest(t, g)
-	report := g.r.ApplyKept(context.Background(), req)
+	report := applyKept(g.r, context.Background(), req)
 	if report.Err != nil || len(report.Applied) != 1 {
 		t.Fatalf("ApplyKept = %+v, want conftest.py applied", report)
 	}
@@ -327,7 +364,7 @@ func TestAKeptChangeSetThatChangedIsNotApplied(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(g.r.Kept, req.ChangeSet.Dir, "sitecustomize.py"), []byte("import evil\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if report := g.r.ApplyKept(context.Background(), req); report.Err == nil || len(report.Applied) != 0 {
+		if report := applyKept(g.r, context.Background(), req); report.Err == nil || len(report.Applied) != 0 {
 			t.Errorf("ApplyKept = %+v, want nothing applied", report)
 		}
 		for _, f := range []string{"conftest.py", "sitecustomize.py"} {
@@ -340,7 +377,7 @@ func TestAKeptChangeSetThatChangedIsNotApplied(t *testing.T) {
 		g := newRig(t)
 		req := keptConftest(t, g)
 		req.Digest = strings.Repeat("0", 64)
-		if report := g.r.ApplyKept(context.Background(), req); report.Err == nil || !strings.Contains(report.Err.Error(), "not what you were shown") {
+		if report := applyKept(g.r, context.Background(), req); report.Err == nil || !strings.Contains(report.Err.Error(), "not what you were shown") {
 			t.Errorf("ApplyKept = %+v, want nothing applied", report)
 		}
 		if _, ok := g.file("conftest.py"); ok {
@@ -361,7 +398,7 @@ func TestAKeptChangeSetTurnedDownIsGone(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(g.r.Kept, req.ChangeSet.Dir)); err == nil {
 		t.Error("the kept change set is still there")
 	}
-	if report := g.r.ApplyKept(context.Background(), req); report.Err == nil {
+	if report := applyKept(g.r, context.Background(), req); report.Err == nil {
 		t.Errorf("ApplyKept of a discarded set = %+v, want an error", report)
 	}
 	for _, name := range []string{"", "../state", "a/b", "."} {
@@ -473,5 +510,27 @@ func TestAFetchThatFailsSaysSo(t *testing.T) {
 	res := carry(g.r, context.Background(), g.approved("http_get", map[string]string{"url": "https://example.com/"}))
 	if !strings.Contains(res.Answer, "connection refused") || res.Outside != "" {
 		t.Errorf("Call = %+v, want the error and no outside mark", res)
+	}
+}
+
+// TestAnApprovedCommandStartsTheSandboxOnce: a command that leaves the
+// workspace's tests alone starts the sandbox once, for itself (the guard
+// compares bytes, on the host); one that rewrites a test starts it once
+// more, for one reading of the tests before and after together.
+func TestAnApprovedCommandStartsTheSandboxOnce(t *testing.T) {
+	testhost.Tool(t, "python3", "python3")
+	g := newRig(t)
+	if err := os.WriteFile(filepath.Join(g.ws, "test_sum.py"), []byte("def test_sum():\n    assert 1 + 1 == 2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	g.box.writes = map[string]string{"notes.txt": "noted\n"}
+	carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "echo noted > notes.txt"}))
+	if starts := len(g.box.runs) + g.box.reads; starts != 1 {
+		t.Errorf("a command that leaves the tests alone started the sandbox %d times (%d for the guard), want once", starts, g.box.reads)
+	}
+	g.box.writes = map[string]string{"test_sum.py": "def test_sum():\n    assert True\n"}
+	res := carry(g.r, context.Background(), g.approved("run_shell", map[string]string{"command": "sed -i s/1/0/ test_sum.py"}))
+	if starts := len(g.box.runs) + g.box.reads; starts != 3 || res.Applied == nil || !strings.Contains(res.Applied.Guard, "put test_sum.py back") {
+		t.Errorf("a command that rewrote a test: %d starts in all (%d for the guard), report %+v; want 3 and the test put back", starts, g.box.reads, res.Applied)
 	}
 }

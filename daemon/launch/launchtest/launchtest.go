@@ -34,7 +34,8 @@ type Target struct {
 	Dir string
 	// HostPID maps a pid of the workers' pid namespace (what a Handle's
 	// PID and a worker's $$ say) to the test's, where /proc and Owns
-	// read it; nil when the two are the same namespace.
+	// read it, or to 0 when that process has ended; nil when the two are
+	// the same namespace.
 	HostPID func(t testing.TB, pid int) int
 }
 
@@ -207,6 +208,9 @@ func ReadPID(t testing.TB, fifo string) int {
 // user space, so nothing it does afterwards is the worker's doing).
 func Doomed(t testing.TB, pid int) bool {
 	t.Helper()
+	if pid <= 0 {
+		return true // ended before it was looked up (Target.HostPID)
+	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if os.IsNotExist(err) {
 		return true
@@ -250,6 +254,9 @@ func Doomed(t testing.TB, pid int) bool {
 // KillOnCleanup kills pid when the test ends, should it have escaped the
 // launcher.
 func KillOnCleanup(t testing.TB, pid int) {
+	if pid <= 0 {
+		return // an ended process; kill(0) would be the test's own group
+	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
 }
 

@@ -1,11 +1,10 @@
-package approved
+package approval
 
 import (
 	"fmt"
 	"strings"
 
 	"shelldon/contracts"
-	"shelldon/daemon/approval"
 	"shelldon/daemon/visible"
 	"shelldon/sandbox"
 )
@@ -27,18 +26,18 @@ type Report struct {
 const listFileName = "changes.txt"
 
 // ForModel is the report for the model: every path changed or refused,
-// a long list summed up ([approval.ChangeSummary]).
+// a long list summed up ([ChangeSummary]).
 func (rep Report) ForModel() string {
 	var lines []string
-	if approval.LongChangeList(rep.Applied) {
-		lines = append(lines, strings.TrimSuffix(approval.ChangeSummary(rep.Applied), "\n"))
+	if LongChangeList(rep.Applied) {
+		lines = append(lines, strings.TrimSuffix(ChangeSummary(rep.Applied), "\n"))
 	} else {
 		for _, c := range rep.Applied {
 			lines = append(lines, fmt.Sprintf("%s %s", c.Kind, c.Path))
 		}
 	}
 	for i, r := range rep.Refused {
-		if i == approval.MaxListed {
+		if i == MaxListed {
 			lines = append(lines, fmt.Sprintf("and %d more refused", len(rep.Refused)-i))
 			break
 		}
@@ -61,12 +60,12 @@ func (rep Report) ForOwner(what string) contracts.Outbound {
 	var out contracts.Outbound
 	var b strings.Builder
 	list := func(changes []sandbox.Change) {
-		if !approval.LongChangeList(changes) {
-			b.WriteString(strings.TrimSuffix(approval.ChangeList(changes), "\n"))
+		if !LongChangeList(changes) {
+			b.WriteString(strings.TrimSuffix(ChangeList(changes), "\n"))
 			return
 		}
-		b.WriteString(approval.ChangeSummary(changes))
-		out.File, out.FileName = approval.ChangeListFile(changes), listFileName
+		b.WriteString(ChangeSummary(changes))
+		out.File, out.FileName = ChangeListFile(changes), listFileName
 		b.WriteString("  (the whole list is in the file " + listFileName + ")")
 	}
 	switch {
@@ -85,7 +84,7 @@ func (rep Report) ForOwner(what string) contracts.Outbound {
 		list(rep.Applied)
 	}
 	for i, r := range rep.Refused {
-		if i == approval.MaxListed {
+		if i == MaxListed {
 			fmt.Fprintf(&b, "\n  … and %d more refused", len(rep.Refused)-i)
 			break
 		}
