@@ -185,6 +185,7 @@ func New(opts Options) (*Core, error) {
 				})
 			}})
 	}
+	c.runner.MCP = c.mcp
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
 	return c, nil
@@ -253,7 +254,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.brain.load(ctx)
 	// Each MCP server starts now to list its tools, in the background,
 	// so that the first turns can offer them; idle_stop stops it after.
-	c.mcp.offered()
+	c.mcp.Offered()
 	if ready != nil {
 		ready()
 	}

@@ -94,7 +94,7 @@ func (c *Core) startTurn(ctx context.Context, adm turns.Admission) {
 		log.Error("reading history failed; the turn goes on without it", "err", err)
 	}
 	selfCoded, byName := c.keeper.offer(ctx, adm.Text, approval.Audience(adm.Origin))
-	mcpDefs := c.mcp.offered()
+	mcpDefs := c.mcp.Offered()
 	byName = append(byName, mcpByName(selfCoded, byName, mcpDefs, adm.Text)...)
 	slot := c.slots.open(t.ID, contracts.TurnInput{
 		Turn: t.ID, Text: adm.Text, History: history, MaxModelCalls: c.cfg.Turn.MaxModelCalls,
