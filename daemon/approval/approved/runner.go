@@ -47,7 +47,7 @@ type Runner struct {
 	Fetch Fetcher
 	// MCP are the owner's MCP servers' tools; nil for none.
 	MCP MCPTools
-	Log   *slog.Logger
+	Log *slog.Logger
 }
 
 // A Runner is the authority's executor.
