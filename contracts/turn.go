@@ -157,6 +157,10 @@ type ToolDefinition struct {
 	Description  string         `json:"description"`
 	ParamsSchema map[string]any `json:"params_schema"`
 	Tier         Tier           `json:"tier"`
+	// Note is what an asking call's card says of the tool besides its
+	// arguments: an MCP tool's server, and the server's own claims about
+	// it. The model is not shown it.
+	Note string `json:"note,omitempty"`
 }
 
 // Job asks the broker for one completion.

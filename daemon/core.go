@@ -224,6 +224,7 @@ func New(opts Options) (*Core, error) {
 				})
 			}})
 	}
+	c.runner.MCP = c.mcp
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
 	applier := &ops.Applier{Store: c.store, Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
@@ -256,7 +257,7 @@ func New(opts Options) (*Core, error) {
 		Stopping: func() bool { return c.draining },
 		Offer: func(ctx context.Context, text string, to approval.Audience) ([]contracts.ToolDefinition, []string, []contracts.ToolDefinition) {
 			selfCoded, byName := c.keeper.offer(ctx, text, to)
-			mcpDefs := c.mcp.offered()
+			mcpDefs := c.mcp.Offered()
 			return selfCoded, append(byName, mcpByName(selfCoded, byName, mcpDefs, text)...), mcpDefs
 		}}
 	gate = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
@@ -329,7 +330,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.brain.load(ctx)
 	// Each MCP server starts now to list its tools, in the background,
 	// so that the first turns can offer them; idle_stop stops it after.
-	c.mcp.offered()
+	c.mcp.Offered()
 	if ready != nil {
 		ready()
 	}

@@ -56,7 +56,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		audit.Info("calling an MCP tool the owner marked read-only", "decision", "free")
 		c.stepStarted(t, checked.Doing)
 		c.offLoop.Go(func() {
-			content, ok, outside := c.mcp.call(ctx, call)
+			content, ok, outside := c.mcp.Call(ctx, call)
 			answer(ok, content)
 			c.onLoop(func(context.Context) {
 				if outside != "" {

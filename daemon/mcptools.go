@@ -22,8 +22,8 @@ type mcpTools struct {
 	log *slog.Logger
 }
 
-// offered are the MCP tools a turn may offer.
-func (m mcpTools) offered() []contracts.ToolDefinition {
+// Offered are the MCP tools a turn may offer.
+func (m mcpTools) Offered() []contracts.ToolDefinition {
 	if m.set == nil {
 		return nil
 	}
@@ -43,7 +43,7 @@ func (m mcpTools) report() []owner.MCPServer {
 		for _, t := range tools {
 			how := "read-only, runs without asking"
 			if policy.MCPTier(t.ReadOnly) != contracts.TierFree {
-				how = "not offered: it would ask, which MCP calls cannot yet"
+				how = "asks you first"
 			}
 			r.Tools = append(r.Tools, fmt.Sprintf("%s (%s)", t.Name, how))
 		}
@@ -54,13 +54,16 @@ func (m mcpTools) report() []owner.MCPServer {
 
 // toolbox is reg with the MCP tools a turn may offer.
 func (m mcpTools) toolbox(reg *tools.Registry) *tools.Registry {
-	return reg.WithMCP(m.offered())
+	return reg.WithMCP(m.Offered())
 }
 
-// call runs a checked MCP call, off the loop: the answer for the model,
+// Call runs a checked MCP call, off the loop: the answer for the model,
 // fenced as untrusted data, whether it is one, and the mark it sets on
 // the turn ("" when nothing came from the server).
-func (m mcpTools) call(ctx context.Context, call contracts.ToolCall) (answer string, ok bool, outside string) {
+func (m mcpTools) Call(ctx context.Context, call contracts.ToolCall) (answer string, ok bool, outside string) {
+	if m.set == nil {
+		return fmt.Sprintf("there is no MCP tool %q", call.Name), false, ""
+	}
 	srv, tool, found := m.set.Lookup(call.Name)
 	if !found {
 		return fmt.Sprintf("there is no MCP tool %q", call.Name), false, ""

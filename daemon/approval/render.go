@@ -1,6 +1,7 @@
 package approval
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
@@ -30,6 +31,16 @@ import (
 // conversation read text from outside says so first, with where from.
 func RenderCall(tool string, c tools.Checked, outside string) Shown {
 	s := Shown{Title: tool, Note: visible.Line(MarkOutside(outside) + c.Note)}
+	if c.MCP {
+		// The exact arguments the server is sent, one field a line.
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, []byte(c.Content), "", "  ") != nil {
+			pretty.Reset()
+			pretty.WriteString(c.Content)
+		}
+		s.Detail = "arguments:\n" + visible.Text(pretty.String())
+		return s
+	}
 	switch tool {
 	case "write_file":
 		s.Detail = fmt.Sprintf("write %s:\n%s", visible.Quote(c.Path), visible.Text(c.Content))

@@ -40,6 +40,9 @@ func TestRenderCannotLie(t *testing.T) {
 			tools.Checked{Path: "a.py", Old: "x = 1", New: "x = 2\u200b"},
 			"in a.py, replace:\nx = 1\nwith:\nx = 2<U+200B>"},
 		{"a URL", "http_get", tools.Checked{URL: "https://example.test/\u202e"}, "GET https://example.test/<U+202E>"},
+		{"an MCP call's arguments, one field a line, escapes shown", "mcp_s_greet",
+			tools.Checked{MCP: true, Content: `{"name":"Ada\u001b[2K","n":2}`},
+			"arguments:\n{\n  \"name\": \"Ada\\u001b[2K\",\n  \"n\": 2\n}"},
 	}
 	for _, tc := range cases {
 		got := RenderCall(tc.tool, tc.checked, "https://example.test/\u202epage")

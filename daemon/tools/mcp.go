@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"shelldon/contracts"
 )
@@ -20,16 +22,31 @@ func (t mcpTool) Definition() contracts.ToolDefinition {
 	return d
 }
 
+// Check reads the call's arguments as a JSON object and keeps them in
+// their canonical form (Content): what the owner is shown of an asking
+// call, what its digest covers, and what the server is sent.
 func (t mcpTool) Check(args string) (Checked, error) {
-	if _, err := objectArgs(t.def.Name, args); err != nil {
+	args, err := objectArgs(t.def.Name, args)
+	if err != nil {
 		return Checked{}, err
 	}
-	if t.def.Tier != contracts.TierFree {
-		// Core offers only the tools the owner marked read-only until
-		// an MCP call can be asked for.
-		return Checked{}, fmt.Errorf("%s needs the owner's approval, which MCP calls cannot ask for yet", t.def.Name)
+	dec := json.NewDecoder(strings.NewReader(args))
+	dec.UseNumber() // numbers as written: a float would round a large one
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil {
+		return Checked{}, fmt.Errorf("%w: %s takes a JSON object of arguments", ErrBadArgs, t.def.Name)
 	}
-	return Checked{Tier: contracts.TierFree, Sandboxed: true, MCP: true, Doing: "asking " + t.def.Name}, nil
+	canonical, err := json.Marshal(obj) // keys sorted: one form for one object
+	if err != nil {
+		return Checked{}, fmt.Errorf("%s: arguments: %w", t.def.Name, err)
+	}
+	c := Checked{Tier: t.def.Tier, MCP: true, Content: string(canonical), Doing: "asking " + t.def.Name}
+	if c.Tier == contracts.TierFree {
+		c.Sandboxed = true
+	} else {
+		c.Tier, c.Note = contracts.TierRisky, t.def.Note
+	}
+	return c, nil
 }
 
 // WithMCP adds the MCP servers' tools core offers, as defined; a

@@ -45,11 +45,23 @@ type Runner struct {
 	// Fetch carries out an approved http_get; nil is the guarded client
 	// ([fetch.Getter]) with its defaults.
 	Fetch Fetcher
-	Log   *slog.Logger
+	// MCP are the owner's MCP servers' tools; nil for none.
+	MCP MCPTools
+	Log *slog.Logger
 }
 
 // A Runner is the authority's executor.
 var _ approval.Executor = (*Runner)(nil)
+
+// MCPTools are the owner's MCP servers' tools as core offers and calls
+// them.
+type MCPTools interface {
+	// Offered are the tools a turn may offer, each with its tier.
+	Offered() []contracts.ToolDefinition
+	// Call calls one in its server's container: the answer for the model,
+	// fenced, and where its text came from ("" when nothing came).
+	Call(ctx context.Context, call contracts.ToolCall) (answer string, ok bool, outside string)
+}
 
 // Fetcher fetches one approved URL: [fetch.Getter].
 type Fetcher interface {
@@ -63,7 +75,11 @@ const maxEditBytes = 4 << 20
 // the owner: the authority checks a worker's request with it before
 // parking it, and again before an approved call runs.
 func (r *Runner) Check(call contracts.ToolCall) (tools.Checked, error) {
-	tool, ok := r.Tools.Lookup(call.Name)
+	registry := r.Tools
+	if r.MCP != nil {
+		registry = registry.WithMCP(r.MCP.Offered())
+	}
+	tool, ok := registry.Lookup(call.Name)
 	if !ok {
 		return tools.Checked{}, fmt.Errorf("there is no tool %q", call.Name)
 	}
@@ -83,6 +99,11 @@ func (r *Runner) Run(ctx context.Context, v approval.Verified) approval.Result {
 	call := req.Call.Call
 	if call.Name == "http_get" {
 		answer, from := r.fetch(ctx, req.Key, checked.URL)
+		return approval.Result{Answer: answer, Outside: from}
+	}
+	if checked.MCP {
+		// The server is sent exactly the arguments the owner was shown.
+		answer, _, from := r.MCP.Call(ctx, contracts.ToolCall{ID: call.ID, Name: call.Name, Args: checked.Content})
 		return approval.Result{Answer: answer, Outside: from}
 	}
 	g, err := r.openGuard(req.Key)
