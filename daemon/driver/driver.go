@@ -27,9 +27,13 @@ import (
 	"shelldon/daemon/progress"
 	"shelldon/daemon/state"
 	"shelldon/daemon/turns"
+	"shelldon/daemon/visible"
 	"shelldon/giveback"
 	"shelldon/policy"
 )
+
+// maxOwnerFix bounds what a degraded answer says of the model's failure.
+const maxOwnerFix = 600
 
 // DegradeText is the answer of a turn that failed or timed out.
 const DegradeText = "…can't think right now…"
@@ -291,7 +295,7 @@ func (d *Driver) Result(ctx context.Context, env contracts.Envelope) {
 	if !res.OK {
 		log.Warn("worker reported failure", "err", res.Error)
 		t.Outcome, t.Err = OutcomeFailed, res.Error
-		d.degrade(t)
+		d.degradeSaying(t, res.OwnerFix)
 		d.finish(ctx, d.Turns.Finished())
 		return
 	}
@@ -345,9 +349,19 @@ func outcomeOf(res contracts.Result) (outcome, why string) {
 }
 
 // degrade answers a turn that failed: the degrade reply and face.
-func (d *Driver) degrade(t *turns.Turn) {
+func (d *Driver) degrade(t *turns.Turn) { d.degradeSaying(t, "") }
+
+// degradeSaying is degrade that tells the owner, besides, what only they
+// can fix ("" for nothing): a model that cannot call tools, a key
+// refused. Without it the pet would only ever say it cannot think, and
+// the owner would not learn why.
+func (d *Driver) degradeSaying(t *turns.Turn, ownerFix string) {
 	d.Log.Warn("degraded", contracts.AuditEvent, contracts.EventDegrade, "turn", t.ID, "outcome", t.Outcome, "why", t.Err)
-	d.Intake.Answer(context.Background(), t, contracts.Outbound{Text: d.Media.Echo(t.Admission.Messages, DegradeText), Turn: t.ID, Degraded: true})
+	text := DegradeText
+	if ownerFix != "" {
+		text += "\n\nMy model needs you: " + visible.Text(owner.Shorten(ownerFix, maxOwnerFix))
+	}
+	d.Intake.Answer(context.Background(), t, contracts.Outbound{Text: d.Media.Echo(t.Admission.Messages, text), Turn: t.ID, Degraded: true})
 	d.Face.Failed()
 	d.Feel(mood.TurnFailed)
 	// The owner's words stay in the history, so the next turn knows what

@@ -64,6 +64,8 @@ type loopEnd struct {
 	Text string
 	Park *contracts.RequestToolApproval
 	Err  error
+	// OwnerFix is the model's failure the owner must fix, with Err.
+	OwnerFix string
 	// Stop says how the loop ended, one of contracts.Stop…; empty with Err.
 	Stop      string
 	ModelTime time.Duration
@@ -125,7 +127,7 @@ func (l *agentLoop) run(ctx context.Context, messages []contracts.Message) (end 
 			end.Err = fmt.Errorf("no completion: %w", err)
 			return end
 		case !c.OK:
-			end.Err = fmt.Errorf("the model failed: %s", c.Error)
+			end.Err, end.OwnerFix = fmt.Errorf("the model failed: %s", c.Error), c.OwnerFix
 			return end
 		case len(c.ToolCalls) == 0:
 			end.Stop = contracts.StopAnswer

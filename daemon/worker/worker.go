@@ -254,6 +254,7 @@ func serve(ctx context.Context, layout statedir.Layout, in contracts.TurnInput, 
 	switch {
 	case end.Err != nil:
 		res = fail("%v", end.Err)
+		res.OwnerFix = end.OwnerFix
 	case end.Park != nil:
 		res = parked(*end.Park)
 	default:
