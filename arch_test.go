@@ -70,7 +70,7 @@ var rules = []rule{
 	},
 	{
 		name:    "the worker writes no state",
-		applies: under("shelldon/daemon/worker"),
+		applies: under("shelldon/worker"),
 		forbidden: func(dep string, _ bool) string {
 			if under("shelldon/daemon/state")(dep) {
 				return "only core writes state; the worker proposes ops"
@@ -82,17 +82,17 @@ var rules = []rule{
 		name:    "core does not reach into the worker",
 		applies: func(p string) bool { return p == "shelldon/daemon" },
 		forbidden: func(dep string, _ bool) string {
-			if under("shelldon/daemon/worker")(dep) {
-				return "the checks core shares with the worker live in daemon/tools"
+			if under("shelldon/worker")(dep) {
+				return "the checks core shares with the worker live in package tools"
 			}
 			return ""
 		},
 	},
 	{
 		name:    "the shared tool checks belong to no actor",
-		applies: under("shelldon/daemon/tools"),
+		applies: under("shelldon/tools"),
 		forbidden: func(dep string, _ bool) string {
-			if dep == "shelldon/daemon" || under("shelldon/daemon/worker")(dep) {
+			if dep == "shelldon/daemon" || under("shelldon/worker")(dep) {
 				return "core and the worker import the tools, never the other way"
 			}
 			return ""
@@ -260,11 +260,11 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/daemon/hub", Deps: []string{"github.com/sashabaranov/go-openai"}},
 		{ImportPath: "shelldon/broker", Imports: []string{"os/exec"}, Deps: []string{"os/exec"}},
 		{ImportPath: "shelldon/broker", Deps: []string{"shelldon/daemon/state"}},
-		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/state"}},
+		{ImportPath: "shelldon/worker", Deps: []string{"shelldon/daemon/state"}},
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/daemon/statedir"}},
-		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/worker/tools"}},
-		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon"}},
-		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon/worker"}},
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/worker/tools"}},
+		{ImportPath: "shelldon/tools", Deps: []string{"shelldon/daemon"}},
+		{ImportPath: "shelldon/tools", Deps: []string{"shelldon/worker"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"os"}, Deps: []string{"os"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"net"}, Deps: []string{"net"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"syscall"}, Deps: []string{"syscall"}},
@@ -284,10 +284,10 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/contracts"}},
 		{ImportPath: "shelldon/policy", Deps: []string{"os", "net"}}, // reached only through a library
 		{ImportPath: "shelldon/policy", Imports: []string{"net/netip", "net/url", "io/fs"}, Deps: []string{"net/netip", "net/url", "io/fs"}},
-		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/statedir"}},
-		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/tools"}},
-		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/tools"}},
-		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/daemon/tools", "shelldon/daemon/turns"}},
+		{ImportPath: "shelldon/worker", Deps: []string{"shelldon/daemon/statedir"}},
+		{ImportPath: "shelldon/worker", Deps: []string{"shelldon/tools"}},
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/tools"}},
+		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/tools", "shelldon/daemon/turns"}},
 		{ImportPath: "shelldon/daemon/state", Deps: []string{"shelldon/daemon/statedir", "shelldon/faces", "shelldon/atomicfile"}},
 		{ImportPath: "shelldon/panel", Deps: []string{"shelldon/faces", "shelldon/panel/moment"}},
 	}

@@ -33,7 +33,7 @@ var methodsOverCap = map[string]struct {
 
 // testServers are the packages whose types stand in for a real server in
 // tests: their size is the protocol's, not a design's.
-var testServers = []string{"daemon/telegram/telegramtest"}
+var testServers = []string{"transports/telegram/telegramtest"}
 
 // methodCounts counts the methods of each named type in the non-test Go
 // files under root, as "package.Type" (the package's directory's last

@@ -31,11 +31,11 @@ import (
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/tokencap"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/turns"
 	"shelldon/giveback"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // Options configure a core.

@@ -18,10 +18,10 @@ import (
 	"shelldon/daemon/ops"
 	"shelldon/daemon/selfcode"
 	"shelldon/daemon/state"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/visible"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // keeper looks after the tools the pet writes for itself: it stages a

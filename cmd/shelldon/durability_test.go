@@ -23,10 +23,10 @@ import (
 	"shelldon/daemon/owner"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/daemon/turns"
 	"shelldon/demomodel"
 	"shelldon/testhost"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // TestASecondCoreIsRefusedWithoutSideEffects: `shelldon daemon` on a

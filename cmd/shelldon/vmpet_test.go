@@ -14,11 +14,11 @@ import (
 
 	"shelldon/daemon/driver"
 	"shelldon/daemon/owner"
-	"shelldon/daemon/telegram/telegramtest"
-	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image"
 	"shelldon/testhost/vm"
+	"shelldon/transports/telegram/telegramtest"
+	"shelldon/worker"
 )
 
 // Guest ports on vm.ForwardAddress that lead to the test's servers.

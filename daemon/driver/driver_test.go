@@ -18,8 +18,8 @@ import (
 	"shelldon/daemon/progress"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
+	"shelldon/tools"
 )
 
 // worker is a started worker that ends when killed or told to.

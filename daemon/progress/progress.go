@@ -15,9 +15,9 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/owner"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
 	"shelldon/daemon/visible"
+	"shelldon/tools"
 )
 
 // maxSteps bounds the progress lines one turn sends: a worker runs at

@@ -9,8 +9,8 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
+	"shelldon/tools"
 )
 
 // reporter is a Reporter over the built-in tools whose turn in flight is

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"shelldon/daemon/tools"
+	"shelldon/tools"
 )
 
 // evalChildEnv makes this test binary the evaluator python_eval starts,

@@ -13,10 +13,10 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/procmem"
-	"shelldon/daemon/skills"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
+	"shelldon/tools"
+	"shelldon/worker/skills"
 )
 
 // Options say which turn to serve and where.

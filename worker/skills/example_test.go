@@ -3,7 +3,7 @@ package skills_test
 import (
 	"fmt"
 
-	"shelldon/daemon/skills"
+	"shelldon/worker/skills"
 )
 
 func ExampleParse() {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
 	"shelldon/policy"
+	"shelldon/tools"
 )
 
 // bailWithin is how close to the deadline the loop stops asking the

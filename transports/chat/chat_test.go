@@ -16,9 +16,9 @@ import (
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/chat/chattest"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
+	"shelldon/transports/chat/chattest"
 )
 
 // waitLimit bounds every wait, so a broken chat fails instead of hanging.

@@ -18,8 +18,8 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/testhost"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // friend is a second allowed user, with a chat of their own.

@@ -13,7 +13,7 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/state"
-	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // errDiskFull stands for any failure to store a batch of updates.

@@ -18,7 +18,7 @@ import (
 	"shelldon/daemon/hub/hubtest"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 const (

@@ -14,7 +14,7 @@ import (
 
 	"shelldon/bus"
 	"shelldon/contracts"
-	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // hearing makes the rig's transport transcribe and see, with the given

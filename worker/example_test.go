@@ -4,8 +4,8 @@ import (
 	"fmt"
 
 	"shelldon/contracts"
-	"shelldon/daemon/worker"
 	"shelldon/faces"
+	"shelldon/worker"
 )
 
 // A model's final text becomes a turn's result: its private reasoning

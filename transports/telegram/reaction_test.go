@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"shelldon/contracts"
-	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // TestTheOwnersMessageGetsEyes: once core confirms it kept the owner's

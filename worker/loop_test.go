@@ -14,8 +14,8 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/tools"
 	"shelldon/policy"
+	"shelldon/tools"
 )
 
 // scripted answers the loop's jobs from a list, recording each job.

@@ -13,7 +13,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/telegram/telegramtest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 func (r *rig) progress(t *testing.T, chat int64, turn, line string, settled bool) {
