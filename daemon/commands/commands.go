@@ -148,9 +148,9 @@ func (h *Handler) status(ctx context.Context) owner.Status {
 	}
 	waiting, err := h.Auth.Waiting(ctx)
 	s.Waiting, s.WaitingErr = len(waiting), err
-	if updates, senders, err := h.Store.StrangerTotal(ctx); err == nil && updates > 0 {
+	if updates, senders, err := h.Store.Queues().StrangerTotal(ctx); err == nil && updates > 0 {
 		s.StrangerUpdates, s.StrangerSenders = updates, senders
-		if latest, err := h.Store.Strangers(ctx, 1); err == nil && len(latest) == 1 {
+		if latest, err := h.Store.Queues().Strangers(ctx, 1); err == nil && len(latest) == 1 {
 			s.LatestStranger = &latest[0]
 		}
 	}

@@ -93,7 +93,7 @@ func TestATransactionRunsKeptStatements(t *testing.T) {
 	now := time.Now()
 	for i := range 3 {
 		turn := fmt.Sprintf("t%d", i)
-		if err := s.Receive(ctx, "telegram", []InboxItem{{ID: int64(i + 1), Body: []byte("{}")}}); err != nil {
+		if err := s.Queues().Receive(ctx, "telegram", []InboxItem{{ID: int64(i + 1), Body: []byte("{}")}}); err != nil {
 			t.Fatal(err)
 		}
 		if err := s.StartTurn(ctx, TurnStart{ID: turn, Kind: "chat", Started: now}); err != nil {
@@ -157,11 +157,11 @@ func TestUnhandledIsNotCompiledAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Receive(ctx, "telegram", []InboxItem{{ID: 1, Body: []byte("{}")}, {ID: 2, Body: []byte("{}")}, {ID: 3, Body: []byte("{}")}}); err != nil {
+	if err := s.Queues().Receive(ctx, "telegram", []InboxItem{{ID: 1, Body: []byte("{}")}, {ID: 2, Body: []byte("{}")}, {ID: 3, Body: []byte("{}")}}); err != nil {
 		t.Fatal(err)
 	}
 	unhandled := func(limit int) {
-		items, err := s.Unhandled(ctx, "telegram", limit)
+		items, err := s.Queues().Unhandled(ctx, "telegram", limit)
 		if err != nil || len(items) != limit || items[0].ID != 1 {
 			t.Fatalf("Unhandled(%d) = %v, %v; want the first %d", limit, items, err, limit)
 		}

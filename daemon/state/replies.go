@@ -121,7 +121,7 @@ type OutboxEntry struct {
 // KeepKeysFor; taken is false when the key was taken before, and nothing
 // is queued: the same reply sent again is one reply. An item longer than
 // MaxOutboxBytes refuses the batch with ErrOutboxItemTooBig.
-func (s *Store) TakeReply(ctx context.Context, transport, key string, items []OutboxEntry, now time.Time) (taken bool, err error) {
+func (s *Queues) TakeReply(ctx context.Context, transport, key string, items []OutboxEntry, now time.Time) (taken bool, err error) {
 	if err := s.writable("take a reply"); err != nil {
 		return false, err
 	}

@@ -61,21 +61,21 @@ func TestATransportTakesAReplyOnce(t *testing.T) {
 	ctx := context.Background()
 	items := []OutboxEntry{{Lane: "chat:42", Kind: "message", Body: []byte("one")}, {Lane: "chat:42", Kind: "message", Body: []byte("two")}}
 	for i, want := range []bool{true, false} {
-		taken, err := s.TakeReply(ctx, "telegram", "m5", items, epoch.Add(time.Duration(i)*time.Minute))
+		taken, err := s.Queues().TakeReply(ctx, "telegram", "m5", items, epoch.Add(time.Duration(i)*time.Minute))
 		if err != nil || taken != want {
 			t.Fatalf("TakeReply #%d = %v, %v; want %v", i+1, taken, err, want)
 		}
 	}
-	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 2 {
+	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 2 {
 		t.Errorf("the outbox holds %d items (%v), want the reply's 2 once", n, err)
 	}
-	if taken, err := s.TakeReply(ctx, "telegram", "m5", items, epoch.Add(KeepKeysFor+time.Minute)); err != nil || !taken {
+	if taken, err := s.Queues().TakeReply(ctx, "telegram", "m5", items, epoch.Add(KeepKeysFor+time.Minute)); err != nil || !taken {
 		t.Errorf("TakeReply past KeepKeysFor = %v, %v; want the key forgotten", taken, err)
 	}
-	if _, err := s.TakeReply(ctx, "telegram", "m6", []OutboxEntry{{Lane: "chat:42", Kind: "message", Body: make([]byte, MaxOutboxBytes+1)}}, epoch); err == nil {
+	if _, err := s.Queues().TakeReply(ctx, "telegram", "m6", []OutboxEntry{{Lane: "chat:42", Kind: "message", Body: make([]byte, MaxOutboxBytes+1)}}, epoch); err == nil {
 		t.Error("TakeReply took an item past MaxOutboxBytes")
 	}
-	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 4 {
+	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 4 {
 		t.Errorf("the outbox holds %d items (%v), want 4: a refused batch queues nothing", n, err)
 	}
 }

@@ -331,7 +331,7 @@ func TestUpgradeToSchedules(t *testing.T) {
 	if n, last, err := s.TurnsOfKindSince(ctx, "scheduled", epoch); err != nil || n != 1 || !last.Equal(epoch) {
 		t.Errorf("TurnsOfKindSince after the upgrade = %d, %v, %v, want the old turn", n, last, err)
 	}
-	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 1 {
+	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 1 {
 		t.Errorf("OutboxLen after the upgrade = %d, %v, want the old reply kept", n, err)
 	}
 	if _, err := s.AddSchedule(ctx, scheduledAt("check in", epoch, "day")); err != nil {

@@ -51,7 +51,7 @@ type InboxItem struct {
 // earlier one's: Telegram starts its ids again lower after a quiet week,
 // and a confirmation past the old ids would make it forget the new ones. An item whose id is already stored stays as it was.
 // Ids must be positive; a batch with any other is refused whole.
-func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem) error {
+func (s *Queues) Receive(ctx context.Context, transport string, items []InboxItem) error {
 	if err := s.writable("receive updates"); err != nil {
 		return err
 	}
@@ -93,7 +93,7 @@ func (s *Store) Receive(ctx context.Context, transport string, items []InboxItem
 // Offset is the highest update id of the last batch received for
 // transport, 0 if none.
 // Handling an update does not lower it.
-func (s *Store) Offset(ctx context.Context, transport string) (int64, error) {
+func (s *Queues) Offset(ctx context.Context, transport string) (int64, error) {
 	var highest int64
 	err := s.db.QueryRowContext(ctx, `SELECT highest_id FROM transport_offsets WHERE transport = ?`, transport).Scan(&highest)
 	switch {
@@ -107,7 +107,7 @@ func (s *Store) Offset(ctx context.Context, transport string) (int64, error) {
 
 // Unhandled returns up to limit of transport's stored updates, lowest id
 // first.
-func (s *Store) Unhandled(ctx context.Context, transport string, limit int) ([]InboxItem, error) {
+func (s *Queues) Unhandled(ctx context.Context, transport string, limit int) ([]InboxItem, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -135,7 +135,7 @@ func (s *Store) Unhandled(ctx context.Context, transport string, limit int) ([]I
 
 // Handled forgets a handled update. The offset stays, so the update is
 // not taken again; forgetting one already forgotten does nothing.
-func (s *Store) Handled(ctx context.Context, transport string, id int64) error {
+func (s *Queues) Handled(ctx context.Context, transport string, id int64) error {
 	if err := s.writable("forget handled update"); err != nil {
 		return err
 	}
@@ -169,7 +169,7 @@ const outboxColumns = `id, transport, lane, kind, body, attempts, not_before, cr
 // Enqueue adds an item at the end of one lane of transport's outbox, to
 // be sent from now on, and returns its id. A body longer than
 // MaxOutboxBytes is refused with ErrOutboxItemTooBig.
-func (s *Store) Enqueue(ctx context.Context, transport, lane, kind string, body []byte, now time.Time) (int64, error) {
+func (s *Queues) Enqueue(ctx context.Context, transport, lane, kind string, body []byte, now time.Time) (int64, error) {
 	if err := s.writable("enqueue"); err != nil {
 		return 0, err
 	}
@@ -204,7 +204,7 @@ func checkOutboxItem(transport, kind string, body []byte) error {
 
 // OutboxLanes names transport's lanes that have something to do: items
 // queued, or replies given up on that the owner was not yet told of.
-func (s *Store) OutboxLanes(ctx context.Context, transport string) ([]string, error) {
+func (s *Queues) OutboxLanes(ctx context.Context, transport string) ([]string, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT DISTINCT lane FROM transport_outbox WHERE transport = ?
 		 UNION SELECT lane FROM transport_undelivered WHERE transport = ? ORDER BY lane`, transport, transport)
@@ -230,7 +230,7 @@ func (s *Store) OutboxLanes(ctx context.Context, transport string) ([]string, er
 // whatever its NotBefore; ok is false when the lane is empty. A lane goes
 // strictly in order, so the caller waits for NotBefore itself rather
 // than sending a later item of the lane.
-func (s *Store) NextOutbox(ctx context.Context, transport, lane string) (item OutboxItem, ok bool, err error) {
+func (s *Queues) NextOutbox(ctx context.Context, transport, lane string) (item OutboxItem, ok bool, err error) {
 	var notBefore, created int64
 	err = s.db.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM transport_outbox WHERE transport = ? AND lane = ? ORDER BY id LIMIT 1`, transport, lane).
 		Scan(&item.ID, &item.Transport, &item.Lane, &item.Kind, &item.Body, &item.Attempts, &notBefore, &created)
@@ -248,7 +248,7 @@ func (s *Store) NextOutbox(ctx context.Context, transport, lane string) (item Ou
 // Postpone counts a failed attempt at item id, sets when the next may be
 // made, and returns how many attempts have failed. An id that names no
 // item gets ErrNoOutboxItem.
-func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, error) {
+func (s *Queues) Postpone(ctx context.Context, id int64, until time.Time) (int, error) {
 	if err := s.writable("postpone outbox item"); err != nil {
 		return 0, err
 	}
@@ -271,7 +271,7 @@ func (s *Store) Postpone(ctx context.Context, id int64, until time.Time) (int, e
 // a failed one: the server asked for a wait, or could not be reached,
 // which says nothing against the item. An id that names no item gets
 // ErrNoOutboxItem.
-func (s *Store) Hold(ctx context.Context, id int64, until time.Time) error {
+func (s *Queues) Hold(ctx context.Context, id int64, until time.Time) error {
 	if err := s.writable("hold outbox item"); err != nil {
 		return err
 	}
@@ -301,7 +301,7 @@ func ceilMilli(t time.Time) int64 {
 
 // Sent removes an item once delivered. Removing one already gone does
 // nothing.
-func (s *Store) Sent(ctx context.Context, id int64) error {
+func (s *Queues) Sent(ctx context.Context, id int64) error {
 	if err := s.writable("remove sent outbox item"); err != nil {
 		return err
 	}
@@ -315,7 +315,7 @@ func (s *Store) Sent(ctx context.Context, id int64) error {
 // a lane, counts it there as undelivered, in one transaction: the owner
 // is to be told of every reply lost, and of none twice. Giving up on an
 // item already gone does nothing.
-func (s *Store) GiveUp(ctx context.Context, id int64, tell string) error {
+func (s *Queues) GiveUp(ctx context.Context, id int64, tell string) error {
 	if err := s.writable("give up on outbox item"); err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func (s *Store) GiveUp(ctx context.Context, id int64, tell string) error {
 
 // Undelivered is how many replies of transport's lane were given up on
 // and not yet told of.
-func (s *Store) Undelivered(ctx context.Context, transport, lane string) (int, error) {
+func (s *Queues) Undelivered(ctx context.Context, transport, lane string) (int, error) {
 	var n int
 	err := s.db.QueryRowContext(ctx, `SELECT count FROM transport_undelivered WHERE transport = ? AND lane = ?`, transport, lane).Scan(&n)
 	switch {
@@ -358,7 +358,7 @@ func (s *Store) Undelivered(ctx context.Context, transport, lane string) (int, e
 // ToldUndelivered takes n off the replies of transport's lane not yet
 // told of, once the owner was told of n; any given up on meanwhile stay
 // counted.
-func (s *Store) ToldUndelivered(ctx context.Context, transport, lane string, n int) error {
+func (s *Queues) ToldUndelivered(ctx context.Context, transport, lane string, n int) error {
 	if err := s.writable("forget undelivered replies"); err != nil {
 		return err
 	}
@@ -377,7 +377,7 @@ func (s *Store) ToldUndelivered(ctx context.Context, transport, lane string, n i
 }
 
 // OutboxLen is how many items transport must still send.
-func (s *Store) OutboxLen(ctx context.Context, transport string) (int, error) {
+func (s *Queues) OutboxLen(ctx context.Context, transport string) (int, error) {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM transport_outbox WHERE transport = ?`, transport).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count outbox of %s: %w", transport, err)
@@ -418,7 +418,7 @@ const approvalStatusColumns = `transport, turn, state, outcome, at`
 // closed is asked anew: its earlier messages are forgotten with its
 // outcome, since a key like "promote-<stem>" can be asked again later. A
 // request already open keeps its messages.
-func (s *Store) OpenApproval(ctx context.Context, transport, turn string, now time.Time) error {
+func (s *Queues) OpenApproval(ctx context.Context, transport, turn string, now time.Time) error {
 	if err := s.writable("open approval"); err != nil {
 		return err
 	}
@@ -448,7 +448,7 @@ func (s *Store) OpenApproval(ctx context.Context, transport, turn string, now ti
 // and returns the status it had before; found is false when it was never
 // opened. A request tapped or closed already is left as it is, so of two
 // quick taps only the first — the one that sees ApprovalOpen — decides.
-func (s *Store) TapApproval(ctx context.Context, transport, turn string, now time.Time) (prev ApprovalStatus, found bool, err error) {
+func (s *Queues) TapApproval(ctx context.Context, transport, turn string, now time.Time) (prev ApprovalStatus, found bool, err error) {
 	if err := s.writable("tap approval"); err != nil {
 		return ApprovalStatus{}, false, err
 	}
@@ -469,7 +469,7 @@ func (s *Store) TapApproval(ctx context.Context, transport, turn string, now tim
 
 // CloseApproval records how a request ended, at at, whatever its state
 // and whether or not it was opened.
-func (s *Store) CloseApproval(ctx context.Context, transport, turn, outcome string, at time.Time) error {
+func (s *Queues) CloseApproval(ctx context.Context, transport, turn, outcome string, at time.Time) error {
 	if err := s.writable("close approval"); err != nil {
 		return err
 	}
@@ -491,7 +491,7 @@ func (s *Store) CloseApproval(ctx context.Context, transport, turn, outcome stri
 
 // ApprovalStatusOf returns where a request stands; found is false when it
 // was never opened or closed, or has been pruned.
-func (s *Store) ApprovalStatusOf(ctx context.Context, transport, turn string) (ApprovalStatus, bool, error) {
+func (s *Queues) ApprovalStatusOf(ctx context.Context, transport, turn string) (ApprovalStatus, bool, error) {
 	status, found, err := approvalStatusOf(ctx, s.db, transport, turn)
 	if err != nil {
 		return ApprovalStatus{}, false, fmt.Errorf("read approval %q on %s: %w", turn, transport, err)
@@ -533,7 +533,7 @@ type ApprovalMessage struct {
 // request must have a status (OpenApproval first), so that every message
 // goes when PruneApprovals prunes its status; without one it gets
 // ErrNoApprovalStatus.
-func (s *Store) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) error {
+func (s *Queues) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) error {
 	if err := s.writable("record approval message"); err != nil {
 		return err
 	}
@@ -559,7 +559,7 @@ func (s *Store) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) er
 
 // ApprovalMessages returns the messages recorded for a request, in the
 // order recorded.
-func (s *Store) ApprovalMessages(ctx context.Context, transport, turn string) ([]ApprovalMessage, error) {
+func (s *Queues) ApprovalMessages(ctx context.Context, transport, turn string) ([]ApprovalMessage, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT transport, turn, chat, message_id, html FROM approval_messages WHERE transport = ? AND turn = ? ORDER BY id`, transport, turn)
 	if err != nil {
@@ -584,7 +584,7 @@ func (s *Store) ApprovalMessages(ctx context.Context, transport, turn string) ([
 // messages, and returns how many requests went: a pet runs for months,
 // and these tables must not grow without bound. Open and tapped requests
 // stay however old.
-func (s *Store) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
+func (s *Queues) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
 	if err := s.writable("prune approvals"); err != nil {
 		return 0, err
 	}
@@ -631,7 +631,7 @@ type Stranger struct {
 
 // CountStranger counts one ignored update from sender at now. The sender's
 // name is kept to its first 200 characters.
-func (s *Store) CountStranger(ctx context.Context, transport, sender string, now time.Time) error {
+func (s *Queues) CountStranger(ctx context.Context, transport, sender string, now time.Time) error {
 	if err := s.writable("count stranger"); err != nil {
 		return err
 	}
@@ -651,7 +651,7 @@ func (s *Store) CountStranger(ctx context.Context, transport, sender string, now
 
 // Strangers returns at most limit ignored senders of every transport, the
 // most recently heard from first.
-func (s *Store) Strangers(ctx context.Context, limit int) ([]Stranger, error) {
+func (s *Queues) Strangers(ctx context.Context, limit int) ([]Stranger, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -681,7 +681,7 @@ func (s *Store) Strangers(ctx context.Context, limit int) ([]Stranger, error) {
 
 // StrangerTotal is how many updates were ignored in all, and from how
 // many senders.
-func (s *Store) StrangerTotal(ctx context.Context) (updates int64, senders int, err error) {
+func (s *Queues) StrangerTotal(ctx context.Context) (updates int64, senders int, err error) {
 	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(count), 0), count(*) FROM ignored_senders`).Scan(&updates, &senders); err != nil {
 		return 0, 0, fmt.Errorf("count strangers: %w", err)
 	}

@@ -260,7 +260,7 @@ func TestAnOversizedUpdateHoldsUpNothing(t *testing.T) {
 		}
 	}
 	eventually(t, "the oversized update was confirmed to the server", func() bool { return r.api.Confirmed() >= big })
-	if items, err := r.store.Unhandled(context.Background(), TransportName, 10); err != nil || len(items) > 0 {
+	if items, err := r.store.Queues().Unhandled(context.Background(), TransportName, 10); err != nil || len(items) > 0 {
 		t.Errorf("the inbox holds %d updates (%v), want none", len(items), err)
 	}
 }

@@ -74,14 +74,14 @@ func TestOneChatFailingHoldsUpNoOther(t *testing.T) {
 			t.Errorf("setMyCommands answered %d, want only 500s", c.Status)
 		}
 	}
-	if head, ok, err := r.store.NextOutbox(ctx, TransportName, chatLane(friend)); err != nil || !ok || head.Attempts != 1 {
+	if head, ok, err := r.store.Queues().NextOutbox(ctx, TransportName, chatLane(friend)); err != nil || !ok || head.Attempts != 1 {
 		t.Fatalf("the friend's lane = %+v, %v, %v; want its first reply still queued, failed once", head, ok, err)
 	}
 
 	// Time passes: the friend's replies fail past the bound.
 	eventually(t, "the friend's replies were given up on", func() bool {
 		clk.Advance(time.Second)
-		n, err := r.store.Undelivered(ctx, TransportName, chatLane(friend))
+		n, err := r.store.Queues().Undelivered(ctx, TransportName, chatLane(friend))
 		return err == nil && n == 2
 	})
 	if lines := book.matching("ERROR", "gave up sending; dropped", "lane=chat:43", "failed 3 times"); len(lines) != 2 {
@@ -102,7 +102,7 @@ func TestOneChatFailingHoldsUpNoOther(t *testing.T) {
 	if got, want := texts(r.api.Messages(friend)), []string{fmt.Sprintf(undeliveredFmt, 2), "back again"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Errorf("the friend got %q, want %q", got, want)
 	}
-	if n, err := r.store.Undelivered(ctx, TransportName, chatLane(friend)); err != nil || n != 0 {
+	if n, err := r.store.Queues().Undelivered(ctx, TransportName, chatLane(friend)); err != nil || n != 0 {
 		t.Errorf("Undelivered after telling = %d, %v, want 0: told once", n, err)
 	}
 	r.reply(t, owner, "third")
@@ -133,7 +133,7 @@ func TestMissingSetMyCommandsIsTolerated(t *testing.T) {
 				t.Errorf("errors logged for a server without the method: %q", lines)
 			}
 			eventually(t, "the outbox emptied", func() bool {
-				n, err := r.store.OutboxLen(context.Background(), TransportName)
+				n, err := r.store.Queues().OutboxLen(context.Background(), TransportName)
 				return err == nil && n == 0
 			})
 		})
@@ -156,7 +156,7 @@ func TestRateLimitHoldsOnlyItsChat(t *testing.T) {
 	asked := time.Now()
 	r.reply(t, owner, "now")
 	r.api.WaitMessage(t, owner, hasText("now"))
-	head, ok, err := r.store.NextOutbox(context.Background(), TransportName, chatLane(friend))
+	head, ok, err := r.store.Queues().NextOutbox(context.Background(), TransportName, chatLane(friend))
 	if err != nil || !ok || head.Attempts != 0 || head.NotBefore.Before(asked.Add(290*time.Second)) {
 		t.Errorf("the friend's lane = %+v, %v, %v; want its reply held for the five minutes asked, no failed attempt counted", head, ok, err)
 	}

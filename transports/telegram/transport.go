@@ -142,7 +142,7 @@ type Transport struct {
 	cfg     Config
 	owners  owners
 	pairer  pairer
-	store   *state.Store
+	store   *state.Queues
 	updates updateStore
 	clock   clock.Clock
 	loc     *time.Location
@@ -186,7 +186,7 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("telegram: no state store")
 	}
 	t := &Transport{
-		cfg: cfg, owners: owners{configured: cfg.AllowedIDs}, store: cfg.Store, updates: cfg.Store, clock: cfg.Clock, loc: cfg.Location,
+		cfg: cfg, owners: owners{configured: cfg.AllowedIDs}, store: cfg.Store.Queues(), updates: cfg.Store.Queues(), clock: cfg.Clock, loc: cfg.Location,
 		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log, apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
 		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}

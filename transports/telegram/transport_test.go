@@ -169,7 +169,7 @@ func (r *rig) confirm(t *testing.T, in contracts.Inbound) {
 	r.route(t, contracts.KindInboundAck, contracts.InboundAck{Ref: in.Ref, Chat: in.Chat})
 	deadline := time.Now().Add(waitLimit)
 	for {
-		items, err := r.store.Unhandled(context.Background(), TransportName, 1000)
+		items, err := r.store.Queues().Unhandled(context.Background(), TransportName, 1000)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -417,7 +417,7 @@ func TestStrangersAreIgnored(t *testing.T) {
 	for _, m := range r.api.Messages(stranger) {
 		t.Errorf("the stranger got a message: %q", m.Text)
 	}
-	updates, senders, err := r.store.StrangerTotal(context.Background())
+	updates, senders, err := r.store.Queues().StrangerTotal(context.Background())
 	if err != nil || updates != 2 || senders != 1 {
 		t.Errorf("StrangerTotal = %d, %d, %v; want 2 updates from 1 stranger", updates, senders, err)
 	}
@@ -597,12 +597,12 @@ func TestOutageQueuesReplies(t *testing.T) {
 		r.route(t, contracts.KindOutbound, contracts.Outbound{Text: fmt.Sprintf("queued %d", i)})
 	}
 	eventually(t, "sends failed for the outage", func() bool { return len(r.api.Calls("sendMessage")) >= 2 })
-	if n, err := r.store.OutboxLen(context.Background(), TransportName); err != nil || n != 3 {
+	if n, err := r.store.Queues().OutboxLen(context.Background(), TransportName); err != nil || n != 3 {
 		t.Errorf("outbox holds %d items (%v) while Telegram is down, want 3", n, err)
 	}
 	// An outage says nothing against the reply: it is not counted towards
 	// giving up.
-	if head, ok, err := r.store.NextOutbox(context.Background(), TransportName, chatLane(owner)); err != nil || !ok || head.Attempts != 0 {
+	if head, ok, err := r.store.Queues().NextOutbox(context.Background(), TransportName, chatLane(owner)); err != nil || !ok || head.Attempts != 0 {
 		t.Errorf("head of the owner's lane during the outage = %+v, %v, %v, want no failed attempt counted", head, ok, err)
 	}
 	r.api.SetDown(false)
@@ -629,7 +629,7 @@ func TestRestartHandlesEachUpdateOnce(t *testing.T) {
 	// An update kept but not handled when the pet died is handled after
 	// the restart, though Telegram will never send it again.
 	ctx := context.Background()
-	offset, err := r.store.Offset(ctx, TransportName)
+	offset, err := r.store.Queues().Offset(ctx, TransportName)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -646,7 +646,7 @@ func TestRestartHandlesEachUpdateOnce(t *testing.T) {
 	}
 	r.stop()
 	body := fmt.Sprintf(`{"update_id":%d,"message":{"message_id":99,"date":1,"chat":{"id":%d,"type":"private"},"from":{"id":%d,"is_bot":false,"first_name":"o"},"text":"kept, not handled"}}`, offset+50, owner, owner)
-	if err := r.store.Receive(ctx, TransportName, []state.InboxItem{{ID: offset + 50, Body: []byte(body)}}); err != nil {
+	if err := r.store.Queues().Receive(ctx, TransportName, []state.InboxItem{{ID: offset + 50, Body: []byte(body)}}); err != nil {
 		t.Fatal(err)
 	}
 	r.start(t)
