@@ -173,7 +173,10 @@ const TelegramTokenFile = "/etc/shelldon/telegram/token"
 // users, and a Bot API server that accepts the token.
 func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
 	c := Check{Name: "telegram"}
-	token := cfg.Telegram.Token
+	// The token in the configuration, or in $CREDENTIALS_DIRECTORY where
+	// that is set (a development state directory's credentials), else
+	// the file shelldon.service loads.
+	token, _, _ := cfg.Telegram.BotToken(os.Environ())
 	if token == "" {
 		data, err := os.ReadFile(h.path(TelegramTokenFile))
 		switch {
