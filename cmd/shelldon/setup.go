@@ -113,8 +113,13 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 			return fmt.Errorf("setup: %s needs an API key (--api-key-file FILE); nothing was changed", prov.Name)
 		}
 	}
-	if key != "" {
-		prov.APIKeyCredential = prov.Name
+	switch {
+	case key == "":
+		prov.APIKeyCredential = ""
+	case prov.APIKeyCredential == "":
+		// A custom server's, or a keyless preset's that was given one:
+		// named as the presets' are.
+		prov.APIKeyCredential = prov.Name + "-api-key"
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, setupCheckTimeout)
 	err = setup.CheckProvider(checkCtx, client, prov, key)
@@ -126,7 +131,7 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 
 	// 3. The secrets, then the configuration.
 	if key != "" {
-		path := filepath.Join(paths.credentials, prov.Name)
+		path := filepath.Join(paths.credentials, prov.APIKeyCredential)
 		if err := setup.WriteSecret(path, key); err != nil {
 			return fmt.Errorf("setup: %w", err)
 		}
@@ -254,7 +259,7 @@ func (f *setupFlags) chooseProvider(env *environment, in *bufio.Reader) (config.
 	var prov config.Provider
 	needsKey := true
 	if preset, ok := config.PresetNamed(name); ok {
-		prov = config.Provider{Name: preset.Name, BaseURL: preset.BaseURL, Model: preset.Model}
+		prov = preset.Provider()
 		needsKey = preset.NeedsKey
 	} else if name == "custom" {
 		prov.Name = "custom"

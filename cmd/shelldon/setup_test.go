@@ -107,7 +107,7 @@ func TestSetupWritesCheckedSecretsAndTheProvider(t *testing.T) {
 	for _, want := range []string{
 		"@shelldon_test_bot",
 		"Provider: openrouter answers with model " + demomodel.ModelName,
-		"+[[provider]]", `+name = "openrouter"`, `+api_key_credential = "openrouter"`,
+		"+[[provider]]", `+name = "openrouter"`, `+api_key_credential = "openrouter-api-key"`,
 		// doctor reads the development credentials as the pet will.
 		"ok   model provider   reachable: openrouter", "ok   telegram         bot @shelldon_test_bot, 1 allowed user(s)",
 		"Next: shelldon pair --state-dir " + r.dir + ", then send the code to @shelldon_test_bot.",
@@ -129,7 +129,7 @@ func TestSetupWritesCheckedSecretsAndTheProvider(t *testing.T) {
 
 	credentials := filepath.Join(r.dir, "credentials")
 	for path, want := range map[string]string{
-		filepath.Join(credentials, "openrouter"):              "sk-test-key\n",
+		filepath.Join(credentials, "openrouter-api-key"):      "sk-test-key\n",
 		filepath.Join(credentials, config.TelegramCredential): botToken + "\n",
 	} {
 		info, err := os.Stat(path)
@@ -157,7 +157,7 @@ func TestSetupWritesCheckedSecretsAndTheProvider(t *testing.T) {
 		t.Fatalf("providers = %+v, want the one set up", cfg.Providers)
 	}
 	p := cfg.Providers[0]
-	if p.Name != "openrouter" || p.BaseURL != r.modelURL || p.Model != demomodel.ModelName || p.APIKeyCredential != "openrouter" {
+	if p.Name != "openrouter" || p.BaseURL != r.modelURL || p.Model != demomodel.ModelName || p.APIKeyCredential != "openrouter-api-key" {
 		t.Errorf("provider = %+v", p)
 	}
 	if key, err := p.Key(environ); err != nil || key != "sk-test-key" {
@@ -269,7 +269,7 @@ func TestSetupAsksOnStdin(t *testing.T) {
 			t.Errorf("setup's output lacks %q:\n%s", want, out)
 		}
 	}
-	if got, _ := os.ReadFile(filepath.Join(r.dir, "credentials", "custom")); string(got) != "sk-typed-key\n" {
+	if got, _ := os.ReadFile(filepath.Join(r.dir, "credentials", "custom-api-key")); string(got) != "sk-typed-key\n" {
 		t.Errorf("the key file holds %q", got)
 	}
 	cfg, err := config.Load(r.config, nil)

@@ -245,7 +245,7 @@ API's getMe (it names the bot); a provider (a preset, or custom with its
 base URL) and its key, checked with one small completion that offers a
 tool (a refused key, an unknown model, a model that calls no tools and a
 server out of reach are said as such). Nothing is written until both
-pass. Then the key goes alone in /etc/shelldon/credentials/NAME and the
+pass. Then the key goes alone in /etc/shelldon/credentials/NAME-api-key, the
 token in /etc/shelldon/telegram/token (mode 0600), the [[provider]]
 table into the configuration (the rest of it kept; the change shown),
 and doctor runs. Needs root; with --state-dir DIR it writes
