@@ -16,6 +16,7 @@ import (
 
 	"shelldon/atomicfile"
 	"shelldon/config"
+	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
 	"shelldon/setup"
 )
@@ -230,7 +231,11 @@ func (f *setupFlags) secret(env *environment, in *bufio.Reader, file, what, ques
 		}
 		return s, nil
 	}
-	answer, err := ask(env, in, question)
+	var answer string
+	err := chat.WithoutEcho(env.stdin, func() (err error) {
+		answer, err = ask(env, in, question)
+		return err
+	})
 	if err != nil || answer == "" {
 		return "", err
 	}

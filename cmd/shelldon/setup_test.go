@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"shelldon/config"
+	"shelldon/daemon/chat/chattest"
 	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
@@ -275,5 +277,27 @@ func TestSetupAsksOnStdin(t *testing.T) {
 	cfg, err := config.Load(r.config, nil)
 	if err != nil || len(cfg.Providers) != 1 || cfg.Providers[0].Name != "custom" || cfg.Providers[0].BaseURL != r.modelURL {
 		t.Errorf("the configuration written: %+v, %v", cfg.Providers, err)
+	}
+}
+
+func TestSetupDoesNotShowATypedSecret(t *testing.T) {
+	r := newSetupRig(t, demomodel.Step{Text: "ok"})
+	term := chattest.New(t)
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		args := append([]string{"setup", "--state-dir", r.dir}, r.flags()[5:]...) // all but the token file
+		done <- run(ctx, args, term.Slave, term.Slave, io.Discard)
+	}()
+	term.WaitFor(t, "Paste the bot token")
+	term.Line(t, botToken)
+	if err := <-done; err != nil {
+		t.Fatalf("setup: %v\n%s", err, term.Screen())
+	}
+	term.WaitFor(t, "doctor found")
+	// The screen wraps at its width: any piece of the token is too much.
+	if screen := term.Screen(); strings.Contains(screen, botToken[:12]) || !strings.Contains(screen, "@shelldon_test_bot") {
+		t.Errorf("the terminal shows the token, or not the bot:\n%s", screen)
 	}
 }

@@ -377,3 +377,30 @@ func (t *terminal) edit(line []byte) {
 		t.redraw()
 	}
 }
+
+// WithoutEcho runs read with the terminal behind in not echoing what is
+// typed, keeping its line editing, and gives the echo back after: a
+// secret typed at a prompt (`shelldon setup`'s token and key) is not left
+// on the screen. Where in is no terminal, read runs as it is.
+func WithoutEcho(in io.Reader, read func() error) error {
+	conn, ok := rawConn(in)
+	if !ok || !isTerminal(conn) {
+		return read()
+	}
+	var saved *unix.Termios
+	err := control(conn, func(fd int) error {
+		var err error
+		if saved, err = unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
+			return err
+		}
+		quiet := *saved
+		quiet.Lflag &^= unix.ECHO
+		quiet.Lflag |= unix.ECHONL // Enter still ends the line on the screen
+		return unix.IoctlSetTermios(fd, unix.TCSETS, &quiet)
+	})
+	if err != nil {
+		return fmt.Errorf("turn the terminal's echo off: %w", err)
+	}
+	defer control(conn, func(fd int) error { return unix.IoctlSetTermios(fd, unix.TCSETS, saved) })
+	return read()
+}
