@@ -8,7 +8,6 @@ package setup
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"shelldon/broker"
 	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/doctor"
 )
 
 // MaxSecretBytes bounds a bot token or an API key as setup reads it (a
@@ -66,52 +66,29 @@ func ReadSecretFile(path, what string) (string, error) {
 	return ReadSecret(f, what+" in "+path)
 }
 
-// ErrTokenRefused is wrapped by CheckBot's error when the Bot API refuses
-// the token (as opposed to not answering at all).
-var ErrTokenRefused = errors.New("Telegram refuses the bot token")
-
-// CheckBot asks the Bot API at apiURL who the bot of token is, and
-// returns its username (without the @).
+// CheckBot asks the Bot API at apiURL who the bot of token is, as doctor
+// does, and returns its username (without the @); a refusal says how to
+// get the token right.
 func CheckBot(ctx context.Context, client *http.Client, apiURL, token string) (string, error) {
-	if strings.ContainsAny(token, "/?#%") {
-		return "", fmt.Errorf("%w: it holds characters no token of @BotFather has", ErrTokenRefused)
+	bot, err := doctor.BotName(ctx, client, apiURL, token)
+	switch {
+	case errors.Is(err, doctor.ErrTokenRefused):
+		return "", fmt.Errorf("%w: copy it again from @BotFather (/token)", err)
+	case err != nil:
+		return "", fmt.Errorf("%w: check the network (or telegram.api_url, --telegram-api)", err)
 	}
-	api := strings.TrimRight(apiURL, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/bot"+token+"/getMe", nil)
-	if err != nil {
-		return "", fmt.Errorf("%w: it cannot be put in a URL", ErrTokenRefused)
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		// The error holds the URL, and so the token: say only where.
-		return "", fmt.Errorf("the Bot API at %s is out of reach: check the network (or telegram.api_url)", api)
-	}
-	defer resp.Body.Close()
-	var me struct {
-		OK     bool `json:"ok"`
-		Result struct {
-			Username string `json:"username"`
-		} `json:"result"`
-		Description string `json:"description"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&me); err != nil && resp.StatusCode == http.StatusOK {
-		return "", fmt.Errorf("the Bot API at %s answered getMe with something else than its JSON: %v", api, err)
-	}
-	if !me.OK || me.Result.Username == "" {
-		return "", fmt.Errorf("%w (%s %s): copy it again from @BotFather (/token)", ErrTokenRefused, resp.Status, oneLine(me.Description))
-	}
-	return me.Result.Username, nil
+	return bot, nil
 }
 
-// ProviderURL checks a base URL given for a custom provider: an absolute
-// http or https URL with a host.
-func ProviderURL(raw string) error {
+// CheckURL checks a server's URL given to setup (a custom provider's
+// base URL, the Bot API's): an absolute http or https URL with a host.
+func CheckURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("base URL %q: %w", raw, err)
+		return fmt.Errorf("URL %q: %w", raw, err)
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("base URL %q: want http:// or https:// and a host, such as http://192.168.1.20:11434/v1", raw)
+		return fmt.Errorf("URL %q: want http:// or https:// and a host, such as http://192.168.1.20:11434/v1", raw)
 	}
 	return nil
 }
@@ -161,19 +138,9 @@ func WriteSecret(path, secret string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	if err := atomicfile.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	// atomicfile keeps perm under the umask; the key's file is 0600 whatever it is.
-	return os.Chmod(path, 0o600)
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	return s
+	// atomicfile sets the mode before the file takes its name: never, not
+	// for a moment, is the secret readable by another.
+	return atomicfile.WriteFile(path, []byte(secret+"\n"), 0o600)
 }
 
 // lines is data without a final newline, split in lines; nil for none.

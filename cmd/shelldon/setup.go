@@ -66,7 +66,12 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 	if err != nil {
 		return err
 	}
-	paths, err := f.paths()
+	if f.telegramAPI != "" {
+		if err := setup.CheckURL(f.telegramAPI); err != nil {
+			return usagef("setup", "setup: --telegram-api: %v", err)
+		}
+	}
+	paths, err := f.paths(os.Geteuid())
 	if err != nil {
 		return err
 	}
@@ -164,11 +169,12 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 	return f.finish(ctx, env, paths, bot)
 }
 
-// paths are where this setup writes: under --state-dir DIR for
-// development, else the board's system files, which only root may write.
-func (f *setupFlags) paths() (setupPaths, error) {
+// paths are where this setup, run as euid, writes: under --state-dir DIR
+// for development, else the board's system files, which only root may
+// write.
+func (f *setupFlags) paths(euid int) (setupPaths, error) {
 	if f.stateDir == "" {
-		if os.Geteuid() != 0 {
+		if euid != 0 {
 			return setupPaths{}, usagef("setup", "setup: writes /etc/shelldon: run it as root (sudo shelldon setup), or give --state-dir DIR for development")
 		}
 		p := setupPaths{config: "/etc/shelldon/shelldon.toml", credentials: "/etc/shelldon/credentials", token: doctor.TelegramTokenFile}
@@ -281,7 +287,7 @@ func (f *setupFlags) chooseProvider(env *environment, in *bufio.Reader) (config.
 		// A preset's server elsewhere: Ollama on another machine.
 		prov.BaseURL = f.baseURL
 	}
-	if err := setup.ProviderURL(prov.BaseURL); err != nil {
+	if err := setup.CheckURL(prov.BaseURL); err != nil {
 		return config.Provider{}, false, usagef("setup", "setup: %v", err)
 	}
 	if f.model != "" {

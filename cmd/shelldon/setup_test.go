@@ -194,7 +194,7 @@ func TestSetupRefusesWhatItsServersRefuse(t *testing.T) {
 		token string
 		want  []string
 	}{
-		{"refused token", demomodel.Step{Text: "ok"}, "123456:not-the-token", []string{"Telegram refuses the bot token", "401", "@BotFather", "nothing was changed"}},
+		{"refused token", demomodel.Step{Text: "ok"}, "123456:not-the-token", []string{"refuses the bot token", "401", "@BotFather", "nothing was changed"}},
 		{"bad key", demomodel.Step{Status: 401, Error: "Incorrect API key provided"}, botToken, []string{"bad key", "Incorrect API key provided", "nothing was changed"}},
 		{"forbidden key", demomodel.Step{Status: 403, Error: "key disabled"}, botToken, []string{"bad key", "key disabled"}},
 		{"unknown model", demomodel.Step{Status: 404, Error: "The model `shelldon-demo` does not exist"}, botToken, []string{"unknown model \"shelldon-demo\"", "does not exist", "--model"}},
@@ -232,6 +232,7 @@ func TestSetupRefusesUnreachableAndMalformedInput(t *testing.T) {
 		{"unreachable provider", []string{"--base-url", "http://127.0.0.1:1/v1"}, "unreachable"},
 		{"base URL not http", []string{"--base-url", "ftp://example.invalid/v1"}, "want http:// or https://"},
 		{"unknown preset", []string{"--provider", "nosuch"}, `no provider "nosuch"`},
+		{"Bot API URL not http", []string{"--telegram-api", "file:///etc/passwd"}, "--telegram-api"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,5 +300,23 @@ func TestSetupDoesNotShowATypedSecret(t *testing.T) {
 	// The screen wraps at its width: any piece of the token is too much.
 	if screen := term.Screen(); strings.Contains(screen, botToken[:12]) || !strings.Contains(screen, "@shelldon_test_bot") {
 		t.Errorf("the terminal shows the token, or not the bot:\n%s", screen)
+	}
+}
+
+func TestSetupWritesTheBoardsFilesAsRootOnly(t *testing.T) {
+	var board setupFlags
+	got, err := board.paths(0)
+	want := setupPaths{config: "/etc/shelldon/shelldon.toml", credentials: "/etc/shelldon/credentials", token: "/etc/shelldon/telegram/token"}
+	if err != nil || got != want {
+		t.Errorf("paths as root = %+v, %v, want %+v", got, err, want)
+	}
+	if _, err := board.paths(1000); err == nil || !strings.Contains(err.Error(), "sudo shelldon setup") || exitCode(err) != exitUsage {
+		t.Errorf("paths as uid 1000 = %v, want a usage error saying to run it as root", err)
+	}
+	dev := setupFlags{configFlags: configFlags{stateDir: "/tmp/pet"}}
+	got, err = dev.paths(1000)
+	want = setupPaths{config: "/tmp/pet/shelldon.toml", credentials: "/tmp/pet/credentials", token: "/tmp/pet/credentials/" + config.TelegramCredential, stateDir: "/tmp/pet"}
+	if err != nil || got != want {
+		t.Errorf("paths with --state-dir = %+v, %v, want %+v", got, err, want)
 	}
 }
