@@ -135,7 +135,15 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "Provider: %s answers with model %s, and takes tools.\n", prov.Name, prov.Model)
 
-	// 3. The secrets, then the configuration.
+	// 3. The configuration, checked to load before anything is written;
+	// then the secrets, then the file.
+	updated, err := setup.SetProvider(old, prov)
+	if err != nil {
+		return fmt.Errorf("setup: %s: %w; nothing was changed", paths.config, err)
+	}
+	if err := f.loads(updated); err != nil {
+		return fmt.Errorf("setup: %s with [[provider]] %q would not load: %w; nothing was changed", paths.config, prov.Name, err)
+	}
 	if key != "" {
 		path := filepath.Join(paths.credentials, prov.APIKeyCredential)
 		if err := setup.WriteSecret(path, key); err != nil {
@@ -149,19 +157,12 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 		}
 		fmt.Fprintf(env.stdout, "Wrote the bot token to %s (mode 0600).\n", paths.token)
 	}
-	updated, err := setup.SetProvider(old, prov)
-	if err != nil {
-		return fmt.Errorf("setup: %s: %w", paths.config, err)
-	}
 	if diff := setup.Diff(old, updated); diff == "" {
 		fmt.Fprintf(env.stdout, "%s already says this.\n", paths.config)
 	} else {
 		fmt.Fprintf(env.stdout, "Changes to %s:\n%s", paths.config, diff)
-		if err := os.MkdirAll(filepath.Dir(paths.config), 0o755); err != nil {
+		if err := writeConfigFile(paths.config, updated); err != nil {
 			return fmt.Errorf("setup: %w", err)
-		}
-		if err := atomicfile.WriteFile(paths.config, updated, 0o644); err != nil {
-			return fmt.Errorf("setup: write %s: %w", paths.config, err)
 		}
 	}
 
@@ -214,6 +215,41 @@ func readConfigFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("setup: %s is over %d bytes; setup edits only a file of that size", path, setup.MaxConfigBytes)
 	}
 	return data, nil
+}
+
+// loads checks that data, a configuration file, loads as every command
+// would load it.
+func (f *setupFlags) loads(data []byte) error {
+	tmp, err := os.CreateTemp("", "shelldon-setup-*.toml")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if closeErr := tmp.Close(); err == nil {
+		err = closeErr
+	}
+	if err != nil {
+		return err
+	}
+	cf := f.configFlags
+	cf.path = tmp.Name()
+	_, err = cf.load()
+	return err
+}
+
+// writeConfigFile replaces the configuration file at path with data,
+// atomically, keeping the mode of the file it replaces (one that holds an
+// api_key may be the owner's alone), else 0644 as the package installs it.
+func writeConfigFile(path string, data []byte) error {
+	mode := os.FileMode(0o644)
+	if info, err := os.Stat(path); err == nil {
+		mode = info.Mode().Perm()
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, data, mode)
 }
 
 // loadFrom loads the configuration at paths.config, as every command

@@ -102,9 +102,15 @@ func (r *setupRig) unchanged(t *testing.T) {
 
 func TestSetupWritesCheckedSecretsAndTheProvider(t *testing.T) {
 	r := newSetupRig(t, demomodel.Step{Text: "ok"})
+	if err := os.Chmod(r.config, 0o640); err != nil {
+		t.Fatal(err)
+	}
 	out, err := runWithStdin(t, "", r.flags()...)
 	if err != nil {
 		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	if info, err := os.Stat(r.config); err != nil || info.Mode().Perm() != 0o640 {
+		t.Errorf("the configuration's mode after setup: %v, %v, want the owner's 0640 kept", info.Mode(), err)
 	}
 	for _, want := range []string{
 		"@shelldon_test_bot",
@@ -250,6 +256,21 @@ func TestSetupRefusesUnreachableAndMalformedInput(t *testing.T) {
 			t.Errorf("setup = %v, want the key refused as too long", err)
 		}
 		r.unchanged(t)
+	})
+	t.Run("a configuration that does not load", func(t *testing.T) {
+		r := newSetupRig(t, demomodel.Step{Text: "ok"})
+		bad := "[mood]\nnigth = \"22:00-06:00\"\n"
+		writeFile(t, r.config, bad)
+		_, err := runWithStdin(t, "", r.flags()...)
+		if err == nil || !strings.Contains(err.Error(), "nigth") {
+			t.Errorf("setup = %v, want the unknown key named", err)
+		}
+		if got, _ := os.ReadFile(r.config); string(got) != bad {
+			t.Errorf("setup changed a configuration that does not load:\n%s", got)
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, "credentials")); err == nil {
+			t.Errorf("setup wrote credentials for a configuration that does not load")
+		}
 	})
 	t.Run("no answer on stdin", func(t *testing.T) {
 		_, err := runWithStdin(t, "", "setup", "--state-dir", r.dir, "--no-telegram")
