@@ -103,6 +103,9 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 			return fmt.Errorf("setup: %w; nothing was changed", err)
 		}
 		fmt.Fprintf(env.stdout, "Telegram: the token is the bot @%s.\n", bot)
+		if cfg.Telegram.Token != "" && cfg.Telegram.Token != token {
+			fmt.Fprintf(env.stdout, "Note: telegram.token (in %s or $SHELLDON_TELEGRAM_TOKEN) names another bot and wins over the token file: remove it.\n", paths.config)
+		}
 	}
 
 	// 2. The provider.

@@ -272,6 +272,14 @@ func TestSetupRefusesUnreachableAndMalformedInput(t *testing.T) {
 			t.Errorf("setup wrote credentials for a configuration that does not load")
 		}
 	})
+	t.Run("a token in the configuration wins", func(t *testing.T) {
+		r := newSetupRig(t, demomodel.Step{Text: "ok"})
+		t.Setenv("SHELLDON_TELEGRAM_TOKEN", "654321:OtherBotsTokenOtherBotsTokenOther")
+		out, err := runWithStdin(t, "", r.flags()...)
+		if err != nil || !strings.Contains(out, "wins over the token file") {
+			t.Errorf("setup = %v, want a note that the other token wins:\n%s", err, out)
+		}
+	})
 	t.Run("no answer on stdin", func(t *testing.T) {
 		_, err := runWithStdin(t, "", "setup", "--state-dir", r.dir, "--no-telegram")
 		if err == nil || !strings.Contains(err.Error(), "give it by its flag") {
