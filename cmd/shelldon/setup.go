@@ -103,6 +103,9 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 			return fmt.Errorf("setup: %w; nothing was changed", err)
 		}
 		fmt.Fprintf(env.stdout, "Telegram: the token is the bot @%s.\n", bot)
+		if api != cfg.Telegram.APIURL {
+			fmt.Fprintf(env.stdout, "Note: the pet asks telegram.api_url (%s), not --telegram-api: set it to the server checked.\n", cfg.Telegram.APIURL)
+		}
 		if cfg.Telegram.Token != "" && cfg.Telegram.Token != token {
 			fmt.Fprintf(env.stdout, "Note: telegram.token (in %s or $SHELLDON_TELEGRAM_TOKEN) names another bot and wins over the token file: remove it.\n", paths.config)
 		}
@@ -114,11 +117,11 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	var key string
-	if needsKey {
+	if needsKey || f.keyFile != "" { // a keyless server behind a proxy that wants one
 		if key, err = f.secret(env, in, f.keyFile, "the API key", "Paste the API key for "+prov.Name+": "); err != nil {
 			return err
 		}
-		if key == "" && prov.Name != "custom" {
+		if key == "" && needsKey && prov.Name != "custom" {
 			return fmt.Errorf("setup: %s needs an API key (--api-key-file FILE); nothing was changed", prov.Name)
 		}
 	}
@@ -126,8 +129,8 @@ func cmdSetup(ctx context.Context, env *environment, args []string) error {
 	case key == "":
 		prov.APIKeyCredential = ""
 	case prov.APIKeyCredential == "":
-		// A custom server's, or a keyless preset's that was given one:
-		// named as the presets' are.
+		// A custom server's, or a keyless preset's given one: named as
+		// the presets' are.
 		prov.APIKeyCredential = prov.Name + "-api-key"
 	}
 	checkCtx, cancel := context.WithTimeout(ctx, setupCheckTimeout)

@@ -349,3 +349,24 @@ func TestSetupWritesTheBoardsFilesAsRootOnly(t *testing.T) {
 		t.Errorf("paths with --state-dir = %+v, %v, want %+v", got, err, want)
 	}
 }
+
+func TestSetupOfALocalServerWithoutTelegram(t *testing.T) {
+	r := newSetupRig(t, demomodel.Step{Text: "ok"})
+	out, err := runWithStdin(t, "", "setup", "--state-dir", r.dir, "--no-telegram", "--provider", "ollama", "--base-url", r.modelURL)
+	if err != nil {
+		t.Fatalf("setup: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "Next: shelldon up --chat --state-dir "+r.dir) || strings.Contains(out, "Paste") {
+		t.Errorf("setup asked, or did not say what next:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(r.dir, "credentials")); err == nil {
+		t.Errorf("setup wrote credentials for a server that takes no key and no bot")
+	}
+	cfg, err := config.Load(r.config, nil)
+	if err != nil || len(cfg.Providers) != 1 {
+		t.Fatalf("the configuration written: %+v, %v", cfg.Providers, err)
+	}
+	if p := cfg.Providers[0]; p.Name != "ollama" || p.Model != "qwen2.5:7b" || p.APIKeyCredential != "" || p.BaseURL != r.modelURL {
+		t.Errorf("provider = %+v, want the ollama preset's model at the given address, no key", p)
+	}
+}
