@@ -178,6 +178,16 @@ func TestSetupWritesCheckedSecretsAndTheProvider(t *testing.T) {
 		t.Errorf("the owner's settings were lost: mood.night %q, allowed_users %v, api_url %q", cfg.Mood.Night, cfg.Telegram.AllowedUsers, cfg.Telegram.APIURL)
 	}
 
+	// Any command given the state directory reads what setup wrote there:
+	// DIR/shelldon.toml, and DIR/credentials as $CREDENTIALS_DIRECTORY.
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	out, _ = runWithStdin(t, "", "doctor", "--state-dir", r.dir)
+	for _, want := range []string{"ok   model provider   reachable: openrouter", "ok   telegram         bot @shelldon_test_bot, 1 allowed user(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("shelldon doctor --state-dir lacks %q:\n%s", want, out)
+		}
+	}
+
 	// Run again with another model: the table is replaced, not added.
 	r.model.Enqueue(demomodel.Step{Text: "ok"})
 	out, err = runWithStdin(t, "", r.flags("--model", "other-model")...)
