@@ -9,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ var rules = []rule{
 	},
 	{
 		name:    "the worker writes no state",
-		applies: under("shelldon/daemon/worker"),
+		applies: under("shelldon/worker"),
 		forbidden: func(dep string, _ bool) string {
 			if under("shelldon/daemon/state")(dep) {
 				return "only core writes state; the worker proposes ops"
@@ -81,18 +82,30 @@ var rules = []rule{
 		name:    "core does not reach into the worker",
 		applies: func(p string) bool { return p == "shelldon/daemon" },
 		forbidden: func(dep string, _ bool) string {
-			if under("shelldon/daemon/worker")(dep) {
-				return "the checks core shares with the worker live in daemon/tools"
+			if under("shelldon/worker")(dep) {
+				return "the checks core shares with the worker live in package tools"
 			}
 			return ""
 		},
 	},
 	{
 		name:    "the shared tool checks belong to no actor",
-		applies: under("shelldon/daemon/tools"),
+		applies: under("shelldon/tools"),
 		forbidden: func(dep string, _ bool) string {
-			if dep == "shelldon/daemon" || under("shelldon/daemon/worker")(dep) {
+			if dep == "shelldon/daemon" || under("shelldon/worker")(dep) {
 				return "core and the worker import the tools, never the other way"
+			}
+			return ""
+		},
+	},
+	{
+		name: "core's parts do not reach back into core",
+		applies: func(p string) bool {
+			return slices.ContainsFunc(coreParts, func(part string) bool { return under(part)(p) })
+		},
+		forbidden: func(dep string, _ bool) string {
+			if dep == "shelldon/daemon" {
+				return "core hands its parts what they need (small interfaces, function fields); a part that imports core is core again"
 			}
 			return ""
 		},
@@ -149,6 +162,17 @@ var rules = []rule{
 			return ""
 		},
 	},
+}
+
+// coreParts are the packages core routes to, each with one job split out
+// of *daemon.Core (issue 30).
+var coreParts = []string{
+	"shelldon/daemon/commands",
+	"shelldon/daemon/driver",
+	"shelldon/daemon/intake",
+	"shelldon/daemon/ops",
+	"shelldon/daemon/progress",
+	"shelldon/daemon/tokencap",
 }
 
 // lowerLayer are the packages every process shares, beneath core, the
@@ -236,14 +260,15 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/daemon/hub", Deps: []string{"github.com/sashabaranov/go-openai"}},
 		{ImportPath: "shelldon/broker", Imports: []string{"os/exec"}, Deps: []string{"os/exec"}},
 		{ImportPath: "shelldon/broker", Deps: []string{"shelldon/daemon/state"}},
-		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/state"}},
+		{ImportPath: "shelldon/worker", Deps: []string{"shelldon/daemon/state"}},
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/daemon/statedir"}},
-		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/worker/tools"}},
-		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon"}},
-		{ImportPath: "shelldon/daemon/tools", Deps: []string{"shelldon/daemon/worker"}},
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/worker/tools"}},
+		{ImportPath: "shelldon/tools", Deps: []string{"shelldon/daemon"}},
+		{ImportPath: "shelldon/tools", Deps: []string{"shelldon/worker"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"os"}, Deps: []string{"os"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"net"}, Deps: []string{"net"}},
 		{ImportPath: "shelldon/policy", Imports: []string{"syscall"}, Deps: []string{"syscall"}},
+		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/daemon"}},
 		{ImportPath: "shelldon/panel", Deps: []string{"shelldon/daemon/state/atomicfile"}},
 		{ImportPath: "shelldon/config", Deps: []string{"shelldon/daemon/mood"}},
 		{ImportPath: "shelldon/daemon/state", Deps: []string{"shelldon/daemon/schedule"}},
@@ -259,9 +284,10 @@ func TestImportRulesCatch(t *testing.T) {
 		{ImportPath: "shelldon/policy", Deps: []string{"shelldon/contracts"}},
 		{ImportPath: "shelldon/policy", Deps: []string{"os", "net"}}, // reached only through a library
 		{ImportPath: "shelldon/policy", Imports: []string{"net/netip", "net/url", "io/fs"}, Deps: []string{"net/netip", "net/url", "io/fs"}},
-		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/statedir"}},
-		{ImportPath: "shelldon/daemon/worker", Deps: []string{"shelldon/daemon/tools"}},
-		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/daemon/tools"}},
+		{ImportPath: "shelldon/worker", Deps: []string{"shelldon/daemon/statedir"}},
+		{ImportPath: "shelldon/worker", Deps: []string{"shelldon/tools"}},
+		{ImportPath: "shelldon/daemon", Deps: []string{"shelldon/tools"}},
+		{ImportPath: "shelldon/daemon/progress", Deps: []string{"shelldon/tools", "shelldon/daemon/turns"}},
 		{ImportPath: "shelldon/daemon/state", Deps: []string{"shelldon/daemon/statedir", "shelldon/faces", "shelldon/atomicfile"}},
 		{ImportPath: "shelldon/panel", Deps: []string{"shelldon/faces", "shelldon/panel/moment"}},
 	}

@@ -11,11 +11,16 @@
 //	bus/                          the wire: length-prefixed frames and the client actors join with
 //	daemon/                       core: routes envelopes, events and decisions to its parts
 //	daemon/turns                  the turn state machine: arbiter, fence, timeouts, catch-up
+//	daemon/driver                 drives the turn machine: starts each worker, takes its result, finishes the turn
+//	daemon/intake                 the owner's messages: kept before anything, offered to the turns, taken up after a restart
+//	daemon/commands               the owner's commands: /status, /tools, /pending, /rules and the rest
+//	daemon/progress               what a turn is doing, one line per step, for the owner
+//	daemon/tokencap               the daily token cap's effects: asking before a turn past it, and the answer
+//	daemon/ops                    a turn's ops applied, and its requests kept, as the only writer of state
 //	daemon/approval               the approval authority: every request the owner decides on
 //	daemon/approval/approved      carries out what the owner approved, checked against its digest
 //	daemon/toolstore              the self-coded tools, out of the model's reach, verified at load
 //	daemon/selfcode               the gate a proposed tool must pass
-//	daemon/tools                  the tools' definitions and checks, shared by core and worker
 //	daemon/hub                    core's side of the bus: who may take which role, and routing
 //	daemon/media                  the owner's voice notes' transcripts and photos, kept until their turn has answered
 //	daemon/handoff                each reply kept until the transport that delivers it holds it
@@ -24,11 +29,7 @@
 //	daemon/launch/launchtest      the conformance suite every launcher passes
 //	daemon/state                  the only writer of state: SQLite and the memory tree
 //	daemon/statedir               where everything lives in the state directory
-//	daemon/telegram               the Telegram transport, inside core
-//	daemon/telegram/telegramtest  a local Bot API server for tests
 //	daemon/pairing                the one-time code that makes the bot's owner (shelldon pair)
-//	daemon/chat                   the terminal transport (`shelldon chat`)
-//	daemon/chat/chattest          a real pseudo-terminal and a model of its screen, for the chat's tests
 //	daemon/mood                   the pet's feeling between turns
 //	daemon/schedule               the times of the turns the pet starts itself
 //	daemon/tokens                 what turns spend on their model: the day, the month, the cost
@@ -41,8 +42,13 @@
 //	daemon/journal                structured audit lines for systemd's journal
 //	daemon/sdnotify               READY, STATUS and the watchdog, for systemd
 //	daemon/procmem                memory figures of this process, its cgroup and the machine
-//	daemon/worker                 one turn's brain adapter: prompt, model, reply parsing
-//	daemon/skills                 the Agent Skills in the workspace, as a turn's prompt names them
+//	worker/                       one turn's brain adapter: prompt, model, reply parsing
+//	worker/skills                 the Agent Skills in the workspace, as a turn's prompt names them
+//	tools/                        the tools' definitions and checks, shared by core and worker
+//	transports/telegram           the Telegram transport, run inside core's process
+//	transports/telegram/telegramtest a local Bot API server for tests
+//	transports/chat               the terminal transport (`shelldon chat`)
+//	transports/chat/chattest      a real pseudo-terminal and a model of its screen, for the chat's tests
 //	policy/                       every safety decision, as pure functions
 //	sandbox/                      the nspawn container one command runs in, and its change set
 //	sandbox/cgroup                a control group of a run's own where no systemd unit holds it

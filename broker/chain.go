@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -75,12 +77,16 @@ func (c *Chain) Complete(ctx context.Context, messages []contracts.Message, tool
 		}
 	}
 	var completion contracts.Completion
+	var fixes []string
 	name, tries, failure := c.each(ctx, links, func(ctx context.Context, p Provider) (err error) {
 		completion, err = safeCall(ctx, p, messages, tools)
+		if fix := ownersToFix(err); fix != "" && !slices.Contains(fixes, fix) {
+			fixes = append(fixes, fix)
+		}
 		return err
 	})
 	if failure != "" {
-		return contracts.Completion{Error: failure, Tries: tries}
+		return contracts.Completion{Error: failure, Tries: tries, OwnerFix: strings.Join(fixes, "; ")}
 	}
 	completion.OK, completion.Error = true, ""
 	completion.Provider, completion.Tries = name, tries
@@ -281,4 +287,23 @@ func reasonOf(err error) string {
 func isTransient(err error) bool {
 	var callErr *CallError
 	return errors.As(err, &callErr) && callErr.Transient
+}
+
+// ownersToFix words a provider's failure that only the owner can fix —
+// a model that cannot call tools, a key refused, a model unknown — for
+// them; "" for any other (an outage is not theirs to fix, and is retried).
+func ownersToFix(err error) string {
+	var ce *CallError
+	if err == nil || !errors.As(err, &ce) {
+		return ""
+	}
+	switch {
+	case errors.Is(err, ErrToolsUnsupported):
+		return ce.Error()
+	case ce.Status == http.StatusUnauthorized || ce.Status == http.StatusForbidden:
+		return fmt.Sprintf("%s refused the key (%s): check its key (api_key_credential)", ce.Provider, ce.Reason)
+	case ce.Status == http.StatusNotFound:
+		return fmt.Sprintf("%s does not know the model (%s): check model in its [[provider]] table", ce.Provider, ce.Reason)
+	}
+	return ""
 }

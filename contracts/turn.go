@@ -186,6 +186,10 @@ type Completion struct {
 	// Usage is what the answering call cost, as its provider counted it;
 	// zero where the provider does not say.
 	Usage Usage `json:"usage,omitzero"`
+	// OwnerFix, when no completion came, is what only the owner can
+	// change among the reasons, in their words: a model that cannot call
+	// tools, a key refused, a model the provider does not know.
+	OwnerFix string `json:"owner_fix,omitempty"`
 }
 
 // Usage counts the tokens of model calls: the prompts sent and the
@@ -313,6 +317,9 @@ type Result struct {
 	Face string `json:"face,omitempty"`
 	// Error says why the turn failed, when it did.
 	Error string `json:"error,omitempty"`
+	// OwnerFix is the model's failure the owner must fix, when that is
+	// why the turn failed (Completion.OwnerFix): core tells them.
+	OwnerFix string `json:"owner_fix,omitempty"`
 	// Notes are things the parser wants core to log: a rejected ops block,
 	// an unknown face.
 	Notes []string `json:"notes,omitempty"`

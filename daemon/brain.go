@@ -13,6 +13,7 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/ops"
 	"shelldon/daemon/owner"
 	"shelldon/daemon/schedule"
 	"shelldon/daemon/state"
@@ -143,21 +144,21 @@ func (b *brain) keep(ctx context.Context) {
 
 // schedule stores a schedule the model proposed, for the owner of the
 // turn by, with its mark: the turns it starts are marked as by was.
-func (b *brain) schedule(ctx context.Context, by proposer, op contracts.Schedule) error {
+func (b *brain) schedule(ctx context.Context, by ops.Proposer, op contracts.Schedule) error {
 	now := b.clock.Now()
 	first, every, err := schedule.Plan(op, now, time.Local)
 	if err != nil {
 		return err
 	}
 	id, err := b.store.AddSchedule(ctx, state.Scheduled{
-		Text: op.Text, Next: first, Every: every.String(), Transport: by.origin.Transport, Chat: by.origin.Chat, Created: now,
-		Outside: by.outside,
+		Text: op.Text, Next: first, Every: every.String(), Transport: by.Origin.Transport, Chat: by.Origin.Chat, Created: now,
+		Outside: by.Outside,
 	})
 	if err != nil {
 		return err
 	}
 	b.log.Info("a turn was scheduled", contracts.AuditEvent, contracts.EventSchedule, "decision", "set",
-		"schedule", id, "first", first.Format(time.RFC3339), "every", every.String(), "text", owner.Shorten(op.Text, 80), "outside", by.outside)
+		"schedule", id, "first", first.Format(time.RFC3339), "every", every.String(), "text", owner.Shorten(op.Text, 80), "outside", by.Outside)
 	b.arm(ctx)
 	return nil
 }

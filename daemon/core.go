@@ -15,20 +15,27 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approval/approved"
+	"shelldon/daemon/commands"
+	"shelldon/daemon/driver"
 	"shelldon/daemon/handoff"
 	"shelldon/daemon/hub"
+	"shelldon/daemon/intake"
 	"shelldon/daemon/launch"
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/media"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/ops"
+	"shelldon/daemon/owner"
+	"shelldon/daemon/progress"
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/tools"
+	"shelldon/daemon/tokencap"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/turns"
 	"shelldon/giveback"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // Options configure a core.
@@ -91,23 +98,35 @@ type Core struct {
 	replies *handoff.Ledger
 	face    *presence      // what the panels show
 	turns   *turns.Machine // one turn at a time
-	run     *turnRun       // the worker of the turn in flight
-	slots   *workerSlots   // shared with the hub: the workers being admitted
+	driver  *driver.Driver // drives the turn machine: the turn in flight
+	slots   *driver.Slots  // shared with the hub: the workers being admitted
 	writes  *failedWrites  // the writes to the state that failed, for /status
 	auth    *approval.Authority
 	runner  *approved.Runner
 	keeper  *keeper
 	brain   *brain
 	tools   *tools.Registry // the built-in tools
-	// left is what an earlier core left unanswered, for transports not
-	// joined yet; draining is set once core stops: no turn starts.
-	left     leftBehind
+	// draining is set once core stops: no turn starts.
 	draining bool
-	// media keeps the owner's voice notes' transcripts and photos until
-	// their turn has answered.
-	media *media.Keeper
+	// intake takes the owner's messages in.
+	intake *intake.Intake
 	// mcp are the owner's MCP servers.
 	mcp mcpTools
+	// progress words the steps of the turn in flight for the owner.
+	progress *progress.Reporter
+	// commands answers the owner's commands.
+	commands *commands.Handler
+
+	// What core does for a decision the authority carries out
+	// (decisionHost, decisions.go) and for the worker's commands
+	// (exec.go) reaches the parts through these.
+	stepStarted      func(t *turns.Turn, doing string)
+	stepDone         func(turn, doing, described string)
+	approvedProgress func(to turns.Origin, key, doing string, settled bool)
+	carryOutPastCap  func(ctx context.Context, out approval.Outcome) bool
+	startTurn        func(ctx context.Context, adm turns.Admission)
+	release          func(ctx context.Context)
+	keepMarked       func(ctx context.Context, from approval.Audience, req approval.Request, approve bool)
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -128,20 +147,39 @@ func New(opts Options) (*Core, error) {
 		work:    make(chan func(context.Context), 64),
 		probes:  make(chan chan struct{}),
 		stopped: make(chan struct{}),
-		slots:   &workerSlots{clock: opts.Clock},
+		slots:   &driver.Slots{Clock: opts.Clock},
 		writes:  &failedWrites{clock: opts.Clock},
 	}
-	c.media = media.New(layout.Photos(), c.writes.note, c.log)
+	// photos keeps the owner's voice notes' transcripts and photos until
+	// their turn has answered; gate starts the turns of their messages,
+	// or asks them first past the daily token cap.
+	photos := media.New(layout.Photos(), c.writes.note, c.log)
+	var gate *tokencap.Gate
 	c.say = &messenger{clock: c.clock, log: c.log}
+	c.intake = &intake.Intake{Store: c.store, Media: photos, Clock: c.clock, Log: c.log, Workspace: layout.Workspace(),
+		Failed: c.writes.note, Reply: c.say.reply, Tell: c.say.Tell, OnLoop: c.onLoop,
+		Route:    func(env contracts.Envelope) error { return c.hub.Route(env) },
+		Stopping: func() bool { return c.draining },
+		Start:    func(ctx context.Context, adm turns.Admission) { gate.Start(ctx, adm) },
+	}
 	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
 		Send: func(transport string, out contracts.Outbound) error {
 			return c.say.send(turns.Origin{Transport: transport, Chat: out.Chat}, out)
 		}})
-	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: c.panelStatus}
+	c.intake.Hand = c.replies.Reply
+	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: func() contracts.PanelStatus { return panelStatus(c.store, c.clock.Now(), c.started) }}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
+	c.progress = &progress.Reporter{Send: c.say.progress, Tools: c.tools, Log: c.log,
+		Running: func(turn string) bool {
+			t := c.turns.Current()
+			return t != nil && t.ID == turn && !c.turns.Settled(t)
+		}}
+	c.stepStarted = func(t *turns.Turn, doing string) { c.progress.Started(t.ID, doing) }
+	c.stepDone, c.approvedProgress = c.progress.Done, c.progress.Approved
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
-		c.onLoop(func(ctx context.Context) { c.turnEvent(ctx, ev) })
+		c.onLoop(func(ctx context.Context) { c.driver.Event(ctx, ev) })
 	})
+	c.intake.Turns = c.turns
 	sb := opts.Sandbox
 	c.runner = &approved.Runner{Workspace: layout.Workspace(), Vault: layout.Vault(), Kept: layout.Changes(), Scratch: layout.Scratch(),
 		Sandbox: sb, NoSandbox: opts.NoSandbox, Tools: c.tools, Fetch: opts.Fetch, Log: c.log}
@@ -157,13 +195,14 @@ func New(opts Options) (*Core, error) {
 			adm, now := c.turns.SubmitMarked(sc.Text, turns.Origin{Transport: sc.Transport, Chat: sc.Chat}, sc.Outside)
 			if now {
 				adm.Scheduled = true
-				c.startTurn(ctx, adm)
+				c.driver.Start(ctx, adm)
 			}
 			return now
 		}}
 	if err := c.brain.init(opts.Config); err != nil {
 		return nil, fmt.Errorf("new core: %w", err)
 	}
+	c.intake.Feel = c.brain.feel
 	c.mcp = mcpTools{log: c.log}
 	// The servers run as sandboxed processes: a sandbox that can start
 	// one (the real one; tests' stand-ins run commands only) serves them.
@@ -188,6 +227,43 @@ func New(opts Options) (*Core, error) {
 	c.runner.MCP = c.mcp
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
+	applier := &ops.Applier{Store: c.store, Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
+		OffLoop: c.offLoop.Go, OnLoop: c.onLoop, FacesAdded: func() { c.face.load(c.layout, c.log) },
+		Propose: c.keeper.propose, Schedule: c.brain.schedule,
+		Cancel: func(ctx context.Context, id int64) error {
+			_, err := c.brain.cancel(ctx, id)
+			return err
+		},
+		LetThrough: c.letThrough, Keep: c.keep}
+	c.keepMarked = applier.KeepMarked
+	c.commands = &commands.Handler{Config: c.cfg, Store: c.store, Layout: layout, Auth: c.auth, Turns: c.turns,
+		Clock: c.clock, Log: c.log, ModelHelp: opts.ModelHelp, Reply: c.say.reply,
+		Started: func() time.Time { return c.started },
+		Mood:    func() mood.State { return c.brain.mood },
+		Budget:  c.brain.budgetReport, Schedule: c.brain.command, Writes: c.writes.report,
+		Tools: func() owner.ToolFacts {
+			gating, queued := c.keeper.waitingForGate()
+			return owner.ToolFacts{Builtin: c.tools.BuiltinNames(), Stored: c.keeper.tools.List(),
+				Gating: gating, Queued: queued, MCP: c.mcp.report()}
+		},
+		Restore: c.keeper.restore,
+	}
+	c.driver = &driver.Driver{Config: c.cfg, Turns: c.turns, Slots: c.slots, Store: c.store, Launcher: opts.Launcher,
+		WorkerArgv: opts.WorkerArgv, Clock: c.clock, Log: c.log, Failed: c.writes.note, OnLoop: c.onLoop, OffLoop: c.offLoop.Go,
+		Status: opts.Notify.Status, Progress: c.progress, Media: photos, Intake: c.intake, Ops: applier, Auth: c.auth,
+		Face:     driver.Face{Thinking: c.face.thinking, Failed: c.face.failed, Replied: c.face.replied, Refresh: c.face.refresh, Settle: c.brain.show},
+		Activity: c.say.activity, Tell: c.say.Tell, Feel: c.brain.feel, Untestable: c.keeper.untestable, CarryOut: c.auth.CarryOut,
+		Mood:     func() mood.State { return c.brain.mood },
+		Stopping: func() bool { return c.draining },
+		Offer: func(ctx context.Context, text string, to approval.Audience) ([]contracts.ToolDefinition, []string, []contracts.ToolDefinition) {
+			selfCoded, byName := c.keeper.offer(ctx, text, to)
+			mcpDefs := c.mcp.Offered()
+			return selfCoded, append(byName, mcpByName(selfCoded, byName, mcpDefs, text)...), mcpDefs
+		}}
+	gate = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
+		Failed: c.writes.note, Tell: c.say.Tell, Log: c.log, Begin: c.driver.Start, Release: c.driver.Release}
+	c.driver.StartOwners = gate.Start
+	c.carryOutPastCap, c.startTurn, c.release = gate.CarryOut, c.driver.Start, c.driver.Release
 	return c, nil
 }
 
@@ -217,7 +293,7 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 			Brokers:    hub.LookupUIDs("bus.broker_users", c.cfg.Bus.BrokerUsers, logf),
 			Transports: hub.LookupUIDs("bus.transport_users", c.cfg.Bus.TransportUsers, logf),
 		},
-		VerifyWorker: c.slots.verify,
+		VerifyWorker: c.slots.Verify,
 		Core:         c.inbox,
 		OnJoin:       c.onJoin,
 		OnLeave:      c.onLeave,
@@ -242,14 +318,14 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 		c.log.Error("the state database was found behind its high-water mark", "why", r.Why, "since", r.Since, "lost", r.Lost())
 	}
 	c.replies.Load(ctx)
-	c.loadLeftBehind(ctx)
+	c.intake.Load(ctx)
 	// The bus outlives ctx: a stopping core still hears the turn in
 	// flight, its broker and the owner while it drains.
 	busCtx, stopBus := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopBus()
 	served := make(chan error, 1)
 	go func() { served <- h.Serve(busCtx) }()
-	c.loadFaces()
+	c.face.load(c.layout, c.log)
 	c.log.Info("core ready", "socket", c.cfg.Socket, "launcher", c.opts.Launcher.Name(), "state", c.cfg.StateDir)
 	c.brain.load(ctx)
 	// Each MCP server starts now to list its tools, in the background,
@@ -266,16 +342,16 @@ func (c *Core) Run(ctx context.Context, ready func()) error {
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.tidyUp) })
 	c.clock.AfterFunc(c.cfg.Mood.Tick.Duration, func() { c.onLoop(c.brain.tick) })
 	c.brain.arm(ctx)
-	c.pruneAnswered(busCtx)
+	c.intake.Prune(busCtx)
 	go c.opts.Notify.Watchdog(ctx, c.alive)
 	c.loop(busCtx, ctx.Done(), func() bool { return true })
 	c.opts.Notify.Stopping()
 	c.drain(busCtx)
-	c.shutdown()
+	c.driver.Shutdown()
 	if c.mcp.set != nil {
 		c.mcp.set.Close()
 	}
-	c.reportLeft(busCtx)
+	c.intake.ReportLeft(busCtx)
 	stopBus()
 	close(c.stopped)
 	c.offLoop.Wait()
@@ -340,30 +416,17 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 			c.log.Warn("dropped an unreadable inbound message", "from", env.Sender, "err", err)
 			return
 		}
-		if c.testHook(ctx, in.Text) {
+		if testHook(ctx, c.log, in.Text) {
 			return
 		}
 		from := turns.Origin{Transport: env.Sender, Chat: in.Chat}
 		// An owner's command is not a message for the model: it needs
 		// no turn and does not wait for one, nor keeping.
-		if c.ownerCommand(ctx, from, in) {
-			c.confirm(from, in.Ref)
+		if c.commands.Answer(ctx, from, in) {
+			c.intake.Confirm(from, in.Ref)
 			return
 		}
-		if text, cut := turns.CutMessage(in.Text); cut {
-			c.say.Tell(approval.Audience(from), fmt.Sprintf("Your message was %d KiB, so I read only its first %d KiB.", len(in.Text)>>10, turns.MaxMessageBytes>>10))
-			in.Text = text
-		}
-		kept, again := c.admit(ctx, from, in)
-		if again {
-			c.log.Info("a transport delivered a message again that is kept already", "transport", from.Transport, "ref", in.Ref)
-			return
-		}
-		for _, id := range kept {
-			c.media.Keep(id, in)
-		}
-		c.brain.feel(mood.OwnerMessage)
-		c.submit(ctx, in.Text, from, kept...)
+		c.intake.Take(ctx, from, in)
 	case contracts.KindOutboundAck:
 		var a contracts.OutboundAck
 		if err := env.Decode(&a); err != nil {
@@ -372,16 +435,16 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		}
 		c.replies.Confirmed(ctx, env.Sender, a.Key)
 	case contracts.KindResult:
-		c.handleResult(ctx, env)
+		c.driver.Result(ctx, env)
 	case contracts.KindExec:
 		c.handleExec(ctx, env)
 	case contracts.KindStep:
-		c.handleStep(env)
+		c.progress.Step(env)
 	case contracts.KindDecision:
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:
 		c.say.workerGone(env.Turn)
-		c.turnEvent(ctx, turns.Event{Kind: turns.Left, Turn: env.Turn})
+		c.driver.Event(ctx, turns.Event{Kind: turns.Left, Turn: env.Turn})
 	default:
 		c.log.Warn("core got an envelope it does not handle", "kind", env.Kind)
 	}
@@ -409,7 +472,7 @@ func (c *Core) onJoin(p *hub.Peer) {
 	var err error
 	switch p.Hello.Role {
 	case contracts.RoleWorker:
-		input, ok := c.slots.input(p.Hello.Turn)
+		input, ok := c.slots.Input(p.Hello.Turn)
 		if !ok {
 			return
 		}
@@ -421,7 +484,7 @@ func (c *Core) onJoin(p *hub.Peer) {
 		c.onLoop(func(ctx context.Context) {
 			c.replies.Joined(name, joined)
 			c.say.tellOwed(ctx, c.store)
-			c.takeUpLeftBehind(ctx, name)
+			c.intake.Joined(ctx, name)
 		})
 		return
 	default:
@@ -444,7 +507,7 @@ const expiryCheck = time.Minute
 func (c *Core) tidyUp(ctx context.Context) {
 	c.keeper.tidy(ctx, c.layout.Workspace())
 	c.auth.Renew(ctx)
-	c.dropOrphanChanges(ctx)
+	dropOrphanChanges(ctx, c.auth, c.layout.Changes())
 	c.say.tellOwed(ctx, c.store)
 	c.backUp(ctx)
 	c.expire(ctx)
@@ -489,10 +552,10 @@ func (c *Core) expire(ctx context.Context) {
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
 }
 
-// dropOrphanChanges removes kept change sets no request waits for (a
-// request dropped while core was away).
-func (c *Core) dropOrphanChanges(ctx context.Context) {
-	waiting, err := c.auth.Waiting(ctx)
+// dropOrphanChanges removes the change sets kept in dir that no request
+// of auth's waits for (a request dropped while core was away).
+func dropOrphanChanges(ctx context.Context, auth *approval.Authority, dir string) {
+	waiting, err := auth.Waiting(ctx)
 	if err != nil {
 		return
 	}
@@ -502,41 +565,33 @@ func (c *Core) dropOrphanChanges(ctx context.Context) {
 			keep[r.ChangeSet.Dir] = true
 		}
 	}
-	entries, _ := os.ReadDir(c.layout.Changes())
+	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if !keep[e.Name()] {
-			os.RemoveAll(filepath.Join(c.layout.Changes(), e.Name()))
+			os.RemoveAll(filepath.Join(dir, e.Name()))
 		}
 	}
 }
 
-// shutdown kills a running worker so that a stopping core leaves nothing
-// behind; its result could not be accepted by the next core anyway.
-func (c *Core) shutdown() {
-	r := c.run
-	if r == nil || r.handle == nil || r.turn.Exited() {
+// drain is the first part of a stop: the turn in flight may finish within
+// the stop grace, with its results, requests and the broker's answers
+// routed as ever; what the owner sends meanwhile is kept for the next
+// start, and no turn starts. Real time, not core's clock: the grace
+// bounds how long a stop takes, which systemd's TimeoutStopSec bounds in
+// turn.
+func (c *Core) drain(ctx context.Context) {
+	c.draining = true
+	grace := c.cfg.Timeouts.StopGrace.Duration
+	turn := c.driver.InFlight()
+	if turn == "" || grace <= 0 {
 		return
 	}
-	c.log.Info("stopping: killing the running worker", "turn", r.turn.ID)
-	r.handle.Kill()
-	select {
-	case r.exit = <-r.exited:
-	case <-time.After(c.cfg.Timeouts.Reap.Duration):
-		c.log.Error("the running worker did not end after a kill", "turn", r.turn.ID, "pid", r.handle.PID())
+	c.log.Info("stopping: letting the turn in flight finish", "turn", turn, "grace", grace)
+	over := make(chan struct{})
+	timer := time.AfterFunc(grace, func() { close(over) })
+	defer timer.Stop()
+	c.loop(ctx, over, func() bool { return c.driver.InFlight() != "" })
+	if turn := c.driver.InFlight(); turn != "" {
+		c.log.Warn("stopping: the turn in flight did not finish within the grace", "turn", turn, "grace", grace)
 	}
-	if c.turns.Settled(r.turn) {
-		c.recordTurn(r, r.turn.Outcome, r.turn.Err)
-	} else {
-		c.recordTurn(r, state.OutcomeInterrupted, "core stopped")
-	}
-}
-
-// loadFaces reads the face registry for the panels: at start, and after
-// core itself has added a face.
-func (c *Core) loadFaces() {
-	reg, err := c.layout.LoadFaces()
-	if err != nil {
-		c.log.Warn("face registry has bad entries; using the good ones", "err", err)
-	}
-	c.face.setFaces(reg)
 }

@@ -7,10 +7,10 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/approval/approved"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/turns"
 	"shelldon/policy"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // handleExec runs a worker's FREE call that runs a program — a read-only

@@ -7,7 +7,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/tools"
+	"shelldon/tools"
 )
 
 // TestCoreRunsOnlyWhatItsOwnCheckAllows: whatever a worker asks, core

@@ -15,12 +15,13 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/mood"
+	"shelldon/daemon/ops"
 	"shelldon/daemon/selfcode"
 	"shelldon/daemon/state"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/daemon/visible"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // keeper looks after the tools the pet writes for itself: it stages a
@@ -78,18 +79,18 @@ const maxQueuedGates = 4
 // would not fit the board); the rest wait in order, and the owner is told
 // which. A pass asks the owner to keep exactly the code that was gated,
 // a failure discards it and says why.
-func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTool) error {
+func (k *keeper) propose(ctx context.Context, by ops.Proposer, p contracts.ProposeTool) error {
 	if k.sandbox == nil {
 		return fmt.Errorf("no sandbox to test a new tool in (%v)", k.noSandbox)
 	}
-	origin := approval.Audience(by.origin)
+	origin := approval.Audience(by.Origin)
 	stem, err := selfcode.Check(p.Name, p.Code, p.Test, k.builtins.BuiltinNames())
 	if err != nil {
 		// The turn that proposed it is over: the owner hears why.
 		k.tell(origin, fmt.Sprintf("I wrote a tool, but did not test it: %v", err))
 		return err
 	}
-	next := proposal{Stem: stem, Tool: p, Origin: origin, Turn: by.turn, Outside: by.outside}
+	next := proposal{Stem: stem, Tool: p, Origin: origin, Turn: by.Turn, Outside: by.Outside}
 	if k.gating == nil {
 		k.gate(ctx, next)
 		k.keepQueue(ctx)
@@ -97,11 +98,11 @@ func (k *keeper) propose(ctx context.Context, by proposer, p contracts.ProposeTo
 	}
 	if len(k.queue) >= maxQueuedGates {
 		k.tell(next.Origin, fmt.Sprintf("I wrote a tool, %s, but %d of my tools already wait to be tested, so I dropped it. Ask me again later.", stem, len(k.queue)+1))
-		return fmt.Errorf("%w: %d tools already wait to be tested (%w)", selfcode.ErrRefused, len(k.queue)+1, errTold)
+		return fmt.Errorf("%w: %d tools already wait to be tested (%w)", selfcode.ErrRefused, len(k.queue)+1, ops.ErrTold)
 	}
 	k.queue = append(k.queue, next)
 	k.keepQueue(ctx)
-	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.turn, "tool", stem,
+	k.log.Info("a proposed tool waits for the gate", contracts.AuditEvent, contracts.EventPromotion, "turn", by.Turn, "tool", stem,
 		"decision", "queued", "behind", k.gating.Stem)
 	k.tell(next.Origin, fmt.Sprintf("I wrote a tool, %s; I will test it once the test of %s is done.", stem, k.gating.Stem))
 	return nil

@@ -10,8 +10,8 @@ import (
 	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/owner"
-	"shelldon/daemon/tools"
 	"shelldon/policy"
+	"shelldon/tools"
 )
 
 // mcpTools are the owner's MCP servers as core offers and runs them: the

@@ -1,11 +1,16 @@
 package daemon
 
 import (
+	"context"
+	"log/slog"
 	"sync"
 	"time"
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	"shelldon/daemon/procmem"
+	"shelldon/daemon/state"
+	"shelldon/daemon/statedir"
 	"shelldon/faces"
 	"shelldon/panel/moment"
 )
@@ -112,4 +117,32 @@ func (p *presence) current() contracts.Snapshot {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.last
+}
+
+// load reads the face registry for the panels: at start, and after core
+// itself has added a face.
+func (p *presence) load(layout statedir.Layout, log *slog.Logger) {
+	reg, err := layout.LoadFaces()
+	if err != nil {
+		log.Warn("face registry has bad entries; using the good ones", "err", err)
+	}
+	p.setFaces(reg)
+}
+
+// panelStatus is the status strip of the panel: the pet's name, when core
+// started, the turns since local midnight and the memory in use. The
+// strip's word is the moment's, which presence adds.
+func panelStatus(store *state.Store, now, started time.Time) contracts.PanelStatus {
+	now = now.Local()
+	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
+	st := contracts.PanelStatus{Name: "shelldon", Since: started}
+	if n, err := store.TurnsSince(context.Background(), midnight); err == nil {
+		st.TurnsToday = n
+	}
+	if current, _, ok := procmem.Cgroup(); ok {
+		st.Memory = current
+	} else if rss, ok := procmem.Resident(); ok {
+		st.Memory = rss
+	}
+	return st
 }

@@ -2,8 +2,11 @@
 
 package daemon
 
-import "context"
+import (
+	"context"
+	"log/slog"
+)
 
 // testHook does nothing in a shipped binary: the test hooks are built
 // only with the shelldon_testhooks tag.
-func (c *Core) testHook(context.Context, string) bool { return false }
+func testHook(context.Context, *slog.Logger, string) bool { return false }

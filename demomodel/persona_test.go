@@ -251,7 +251,7 @@ func TestPersonaAnswersToolResults(t *testing.T) {
 		{"replace moon with sun in poem.txt", "wrote 71 bytes to poem.txt", []string{"Done: wrote 71 bytes to poem.txt."}},
 		{"git init", "exit 0\nInitialized empty Git repository\n\nits changes are NOT applied yet: they need the owner's own look (git hooks). Tell the owner; do not try another way around.",
 			[]string{"git answered:\n```\nexit 0\nInitialized empty Git repository\n```\nWhat it changed is not applied yet: some of it needs your own look"}},
-		// What core answers the model (daemon/tools.FetchRefusal): the
+		// What core answers the model (tools.FetchRefusal): the
 		// owner reads the policy's reason, not core's words to the model.
 		{"fetch the demo page", "error: http_get \"http://localhost:4711/demo/page\" refused by shelldon's address rules, and logged for the owner; " +
 			"tell them why nothing was fetched: Get \"http://localhost:4711/demo/page\": dial tcp 127.0.0.1:4711: forbidden address: 127.0.0.1 is loopback",

@@ -24,8 +24,8 @@ import (
 	"syscall"
 
 	"shelldon/daemon/journal"
-	"shelldon/daemon/tools"
-	"shelldon/daemon/worker"
+	"shelldon/tools"
+	"shelldon/worker"
 )
 
 // Exit statuses: a failed turn, and a command line that is wrong.

@@ -17,10 +17,10 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // BenchmarkTurn measures a whole turn with an instant model: the owner's

@@ -18,10 +18,10 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/daemon/toolstore"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image/imagetest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // These tests are the security review's breaches of the trust boundary,

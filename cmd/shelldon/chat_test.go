@@ -11,14 +11,14 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/chat"
-	"shelldon/daemon/chat/chattest"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
+	"shelldon/transports/chat"
+	"shelldon/transports/chat/chattest"
 )
 
 // TestChatFindsThePetOfTheRepository: `shelldon chat` with no

@@ -11,12 +11,12 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/faces"
 	"shelldon/panel/render"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost/vm"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // TestWholePetInAVM installs the .deb on a Debian VM with cgroup v2 (qemu),

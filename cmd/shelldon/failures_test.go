@@ -143,3 +143,25 @@ func TestProviderFallbackAndRetry(t *testing.T) {
 		t.Errorf("primary was tried %d times, want 2 (one retry)", failing.Hits())
 	}
 }
+
+// TestAModelThatCannotCallToolsIsToldToTheOwner: a provider whose model
+// refuses tools (Ollama's words for a model without them) leaves the turn
+// without an answer; the owner reads why, with the model and the fix,
+// not only that the pet cannot think. An outage says nothing of the kind.
+func TestAModelThatCannotCallToolsIsToldToTheOwner(t *testing.T) {
+	model := demomodel.New(
+		demomodel.Step{Status: 400, Error: "registry.ollama.ai/library/gemma:2b does not support tools"},
+		demomodel.Step{Status: 503, Error: "overloaded"},
+		demomodel.Step{Status: 503, Error: "overloaded"},
+	)
+	p := newPet(t, model)
+	p.say("hello")
+	r := p.reply(30 * time.Second)
+	if !strings.Contains(r.Text, "can't think right now") || !strings.Contains(r.Text, "cannot call tools") || !strings.Contains(r.Text, "qwen2.5") {
+		t.Fatalf("the owner read %q; want the degrade, why (a model that cannot call tools) and the fix", r.Text)
+	}
+	p.say("again")
+	if r := p.reply(30 * time.Second); strings.Contains(r.Text, "needs you") {
+		t.Errorf("after an outage the owner read %q; want no word of fixing the model", r.Text)
+	}
+}

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost/vm"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // footprintTurns is how many turns the pet lives through before it is

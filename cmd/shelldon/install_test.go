@@ -16,10 +16,10 @@ import (
 	"shelldon/daemon"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // TestInstalledUnderSystemd installs shelldon into a real systemd as

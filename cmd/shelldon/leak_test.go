@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"shelldon/contracts"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // TestNoLeaksOverManyTurns lives 150 turns over Telegram — chats, FREE

@@ -30,7 +30,6 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon"
 	"shelldon/daemon/approval/approved"
-	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/journal"
 	"shelldon/daemon/launch"
@@ -38,11 +37,12 @@ import (
 	"shelldon/daemon/sdnotify"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram"
 	"shelldon/daemon/visible"
 	"shelldon/giveback"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image"
+	"shelldon/transports/chat"
+	"shelldon/transports/telegram"
 )
 
 func main() {

@@ -10,8 +10,8 @@ import (
 
 	"shelldon/config"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // withMedia marks the pet's provider as transcribing and seeing.

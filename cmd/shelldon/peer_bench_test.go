@@ -19,9 +19,9 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"shelldon/config"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // peerEnv names the PicoClaw binary BenchmarkTurnBesidePicoClaw runs

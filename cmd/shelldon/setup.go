@@ -16,9 +16,9 @@ import (
 
 	"shelldon/atomicfile"
 	"shelldon/config"
-	"shelldon/daemon/chat"
 	"shelldon/daemon/doctor"
 	"shelldon/setup"
+	"shelldon/transports/chat"
 )
 
 // setupFlags are what `shelldon setup` is told instead of asking.

@@ -12,10 +12,10 @@ import (
 	"time"
 
 	"shelldon/config"
-	"shelldon/daemon/chat/chattest"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
 	"shelldon/testhost"
+	"shelldon/transports/chat/chattest"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // setupRig is what `shelldon setup --state-dir` is run against: the Bot

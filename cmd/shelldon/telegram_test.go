@@ -17,9 +17,9 @@ import (
 	"shelldon/daemon/pairing"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/demomodel"
+	"shelldon/transports/telegram"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 const (

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"shelldon/daemon"
-	"shelldon/daemon/worker"
 	"shelldon/testhost"
+	"shelldon/worker"
 )
 
 // TestReleaseBuildHasNoTestHooks builds shelldon and shelldon-worker as

@@ -11,7 +11,7 @@ import (
 
 	"shelldon/bus"
 	"shelldon/contracts"
-	"shelldon/daemon"
+	ownercommands "shelldon/daemon/commands"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/daemon/toolstore"
@@ -101,7 +101,7 @@ func cmdToolsRestore(ctx context.Context, env *environment, args []string) error
 		return fmt.Errorf("reach core to restore %s: %w (is shelldon running?)", name, err)
 	}
 	defer conn.Close()
-	msg, err := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "tools", Text: daemon.RestoreCommand + " " + name})
+	msg, err := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "tools", Text: ownercommands.RestoreCommand + " " + name})
 	if err != nil {
 		return err
 	}

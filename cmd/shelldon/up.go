@@ -16,11 +16,11 @@ import (
 
 	"shelldon/broker"
 	"shelldon/config"
-	"shelldon/daemon/chat"
 	"shelldon/daemon/journal"
 	"shelldon/daemon/launch"
 	"shelldon/demomodel/phrases"
 	"shelldon/panel"
+	"shelldon/transports/chat"
 )
 
 // demoModelBinary is the scripted model server `up` starts when no

@@ -18,9 +18,9 @@ import (
 	"time"
 
 	"shelldon/config"
-	"shelldon/daemon/chat/chattest"
 	"shelldon/daemon/statedir"
 	"shelldon/testhost"
+	"shelldon/transports/chat/chattest"
 )
 
 // syncBuffer is an io.Writer that a test can read while the chat writes.

@@ -12,13 +12,13 @@ import (
 	"testing"
 	"time"
 
-	"shelldon/daemon"
+	"shelldon/daemon/driver"
 	"shelldon/daemon/owner"
-	"shelldon/daemon/telegram/telegramtest"
-	"shelldon/daemon/worker"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image"
 	"shelldon/testhost/vm"
+	"shelldon/transports/telegram/telegramtest"
+	"shelldon/worker"
 )
 
 // Guest ports on vm.ForwardAddress that lead to the test's servers.
@@ -327,7 +327,7 @@ func checkTurnStory(t *testing.T, pet petInAVM, message, answer string) {
 // model's answer.
 func checkWorkerOOMKilled(t *testing.T, pet petInAVM, then, answer string) {
 	pet.api.SendText(ownerID, worker.HogMessage)
-	pet.api.WaitMessage(t, ownerID, textHas(daemon.DegradeText))
+	pet.api.WaitMessage(t, ownerID, textHas(driver.DegradeText))
 	last := guestTurns(t, pet.guest, 1)
 	if len(last) != 1 || last[0].WorkerResult != "oom-kill" {
 		t.Fatalf("shelldon turns records %+v, want the last turn's worker oom-killed", last)

@@ -8,9 +8,9 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/mood"
-	"shelldon/daemon/tools"
 	"shelldon/policy"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // Executor carries out what the owner approved, in the workspace:

@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"shelldon/contracts"
-	"shelldon/daemon/tools"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // TestCarryOutRunsOnlyWhatTheOwnerWasShown is the attack: the owner

@@ -9,8 +9,8 @@ import (
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/mood"
-	"shelldon/daemon/tools"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // executor is the authority's executor in these tests: calls are checked

@@ -17,9 +17,9 @@ import (
 
 	"shelldon/contracts"
 	"shelldon/daemon/state"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/visible"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // RenderCall is what the owner is shown of a RISKY call, as core's own

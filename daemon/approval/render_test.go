@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"shelldon/contracts"
-	"shelldon/daemon/tools"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // TestRenderCannotLie: whatever the model put in a call, what the owner

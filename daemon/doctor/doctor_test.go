@@ -23,11 +23,11 @@ import (
 	"shelldon/config"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
-	"shelldon/daemon/telegram/telegramtest"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
 	"shelldon/testhost"
 	"shelldon/testhost/systemdhost"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // fakeRoot builds a host root holding the given files (a path ending in

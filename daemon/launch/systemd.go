@@ -387,8 +387,16 @@ func (s *Systemd) ranAndEnded(ctx context.Context, unit string) bool {
 
 // startUnit starts a transient unit and waits for its start job.
 func (s *Systemd) startUnit(ctx context.Context, unit string, props []sddbus.Property) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start job: %w", err) // nothing asked of systemd yet
+	}
+	// The request itself is not cancelled: once it may have reached
+	// systemd, the job is seen through and its unit killed below, never
+	// left to start after the caller gave up.
+	call, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.JobTimeout)
+	defer cancel()
 	result := make(chan string, 1)
-	if _, err := s.conn.StartTransientUnitContext(ctx, unit, "fail", props, result); err != nil {
+	if _, err := s.conn.StartTransientUnitContext(call, unit, "fail", props, result); err != nil {
 		return err
 	}
 	timer := time.NewTimer(s.opts.JobTimeout)

@@ -165,6 +165,10 @@ func TestADeadServerIsToldOnceAndStartsAgain(t *testing.T) {
 		call(t, f.srv, "greet", `{"name":"a"}`)
 		syscall.Kill(serverPID(t, "everything"), syscall.SIGKILL)
 		waitState(t, f.srv, mcp.Crashed)
+		// The note follows the state: the owner is told outside the
+		// server's lock.
+		for deadline := time.Now().Add(10 * time.Second); len(f.told.all()) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		}
 		if got := f.told.all(); len(got) != 1 || !strings.Contains(got[0], "everything") {
 			t.Fatalf("after death %d the owner was told %q, want one note naming the server", i+1, got)
 		}

@@ -8,10 +8,10 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
-	"shelldon/daemon/tools"
 	"shelldon/daemon/toolstore"
 	"shelldon/sandbox"
 	"shelldon/sandbox/image/imagetest"
+	"shelldon/tools"
 )
 
 const greetModule = `DESCRIPTION = "Greets someone by name."

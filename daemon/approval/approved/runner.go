@@ -15,8 +15,8 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/fetch"
-	"shelldon/daemon/tools"
 	"shelldon/sandbox"
+	"shelldon/tools"
 )
 
 // Sandbox runs one command in a throwaway container: [sandbox.Sandbox].

@@ -19,10 +19,10 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/fetch"
-	"shelldon/daemon/tools"
 	"shelldon/policy"
 	"shelldon/sandbox"
 	"shelldon/testhost"
+	"shelldon/tools"
 )
 
 // box is a sandbox that runs nothing: each run makes the change set that

@@ -12,7 +12,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/fetch"
-	"shelldon/daemon/tools"
+	"shelldon/tools"
 )
 
 // pageFetcher answers every URL with one page, as a server would have.
