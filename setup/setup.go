@@ -114,16 +114,15 @@ func CheckProvider(ctx context.Context, client *http.Client, p config.Provider, 
 	if err == nil {
 		return nil
 	}
-	var call *broker.CallError
-	if !errors.As(err, &call) {
-		return fmt.Errorf("%s: %w", p.Name, err)
-	}
+	fault, call := broker.FaultOf(err)
 	switch {
-	case errors.Is(err, broker.ErrToolsUnsupported):
+	case call == nil:
+		return fmt.Errorf("%s: %w", p.Name, err)
+	case fault == broker.NoToolCalling:
 		return fmt.Errorf("model cannot call tools: %s", call.Reason)
-	case call.Status == http.StatusUnauthorized || call.Status == http.StatusForbidden:
+	case fault == broker.BadKey:
 		return fmt.Errorf("bad key: %s refuses it (%s): check the key, and that it belongs to %s", p.BaseURL, call.Reason, p.Name)
-	case call.Status == http.StatusNotFound:
+	case fault == broker.UnknownModel:
 		return fmt.Errorf("unknown model %q (or base URL): %s answers %s: name a model it lists (--model)", p.Model, p.BaseURL, call.Reason)
 	case call.Status == 0:
 		return fmt.Errorf("unreachable: %s (%s): check the base URL and the network", p.BaseURL, call.Reason)
