@@ -29,6 +29,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/clock":                            {},
 	"shelldon/giveback":                         {},
 	"shelldon/config":                           {},
+	"shelldon/setup":                            {},
 	"shelldon/contracts":                        {},
 	"shelldon/daemon/approval":                  {},
 	"shelldon/daemon/approval/approved":         {},

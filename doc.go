@@ -65,6 +65,7 @@
 //	panel/epd                     the Waveshare 2.13" V4 driver
 //	panel/epd/epdtest             a fake Waveshare controller on periph's fakes, checking the driver's bytes
 //	config/                       the TOML file and its environment overrides
+//	setup/                        what `shelldon setup` checks and writes: bot token, provider, secrets, [[provider]]
 //	clock/                        real time in production, a fake clock in tests; the hours of a day's window
 //	atomicfile/                   a file replaced whole or not at all
 //	faces/                        the face registry: the faces core lets the model pick and the panel draws

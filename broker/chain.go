@@ -293,17 +293,44 @@ func isTransient(err error) bool {
 // a model that cannot call tools, a key refused, a model unknown — for
 // them; "" for any other (an outage is not theirs to fix, and is retried).
 func ownersToFix(err error) string {
-	var ce *CallError
-	if err == nil || !errors.As(err, &ce) {
-		return ""
-	}
-	switch {
-	case errors.Is(err, ErrToolsUnsupported):
+	fault, ce := FaultOf(err)
+	switch fault {
+	case NoToolCalling:
 		return ce.Error()
-	case ce.Status == http.StatusUnauthorized || ce.Status == http.StatusForbidden:
+	case BadKey:
 		return fmt.Sprintf("%s refused the key (%s): check its key (api_key_credential)", ce.Provider, ce.Reason)
-	case ce.Status == http.StatusNotFound:
+	case UnknownModel:
 		return fmt.Sprintf("%s does not know the model (%s): check model in its [[provider]] table", ce.Provider, ce.Reason)
 	}
 	return ""
+}
+
+// OwnersFault is a provider's failure that only the owner can fix.
+type OwnersFault string
+
+// The faults: the model calls no tools, the key is refused (401, 403), the
+// model is unknown there (404).
+const (
+	NoToolCalling OwnersFault = "no tool calling"
+	BadKey        OwnersFault = "bad key"
+	UnknownModel  OwnersFault = "unknown model"
+)
+
+// FaultOf says which of the owner's faults err, a provider's failure, is,
+// with its *CallError; "" for any other failure (an outage, a timeout),
+// which is not theirs to fix.
+func FaultOf(err error) (OwnersFault, *CallError) {
+	var ce *CallError
+	if err == nil || !errors.As(err, &ce) {
+		return "", nil
+	}
+	switch {
+	case errors.Is(err, ErrToolsUnsupported):
+		return NoToolCalling, ce
+	case ce.Status == http.StatusUnauthorized || ce.Status == http.StatusForbidden:
+		return BadKey, ce
+	case ce.Status == http.StatusNotFound:
+		return UnknownModel, ce
+	}
+	return "", ce
 }

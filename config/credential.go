@@ -39,7 +39,7 @@ func (p Provider) Key(environ []string) (string, error) {
 	}
 	key := fmt.Sprintf("provider %q: api_key_credential", p.Name)
 	fix := fmt.Sprintf("put the key in /etc/shelldon/credentials/%s (mode 0600), which shelldon-broker.service loads, and restart it; "+
-		"outside systemd (`shelldon up`), set api_key instead, or SHELLDON_PROVIDER_URL, _MODEL and SHELLDON_PROVIDER_KEY", p.APIKeyCredential)
+		"outside systemd (`shelldon up`), run shelldon setup --state-dir DIR (it keeps the key in DIR/credentials), or set api_key, or SHELLDON_PROVIDER_URL, _MODEL and SHELLDON_PROVIDER_KEY", p.APIKeyCredential)
 	source := p.from
 	if source == "" {
 		source = sourceInMemory

@@ -73,6 +73,7 @@ var commands = map[string]commandFunc{
 	"sandbox": cmdSandbox,
 	"tools":   cmdTools,
 	"pair":    cmdPair,
+	"setup":   cmdSetup,
 	"panel":   cmdPanel,
 	"version": cmdVersion,
 }
@@ -149,17 +150,17 @@ func (f *configFlags) register(fs *flag.FlagSet) {
 }
 
 // load reads the configuration: the file named by --config or
-// $SHELLDON_CONFIG, else the system file if there is one, then the
-// environment, then --state-dir.
+// $SHELLDON_CONFIG, else <state-dir>/shelldon.toml if --state-dir names
+// a directory holding one (what `shelldon setup --state-dir` writes),
+// else the system file if there is one, then the environment, then
+// --state-dir. Where $CREDENTIALS_DIRECTORY is unset (outside systemd)
+// and the state directory has a credentials directory, that is where
+// keys and the bot token are read from: setup --state-dir puts them
+// there.
 func (f *configFlags) load() (config.Config, error) {
 	path := f.path
 	if path == "" {
 		path = os.Getenv("SHELLDON_CONFIG")
-	}
-	if path == "" {
-		if _, err := os.Stat("/etc/shelldon/shelldon.toml"); err == nil {
-			path = "/etc/shelldon/shelldon.toml"
-		}
 	}
 	environ := os.Environ()
 	if f.stateDir != "" {
@@ -168,8 +169,28 @@ func (f *configFlags) load() (config.Config, error) {
 			return config.Config{}, fmt.Errorf("--state-dir %s: %w", f.stateDir, err)
 		}
 		environ = append(environ, "SHELLDON_STATE_DIR="+dir)
+		if _, err := os.Stat(filepath.Join(dir, "shelldon.toml")); path == "" && err == nil {
+			path = filepath.Join(dir, "shelldon.toml")
+		}
 	}
-	return config.Load(path, environ)
+	if path == "" {
+		if _, err := os.Stat("/etc/shelldon/shelldon.toml"); err == nil {
+			path = "/etc/shelldon/shelldon.toml"
+		}
+	}
+	cfg, err := config.Load(path, environ)
+	if err != nil {
+		return cfg, err
+	}
+	// Keys and the token are read later, from the process's environment.
+	if dir := filepath.Join(cfg.StateDir, "credentials"); os.Getenv("CREDENTIALS_DIRECTORY") == "" && cfg.StateDir != "" {
+		if info, err := os.Stat(dir); err == nil && info.IsDir() {
+			if err := os.Setenv("CREDENTIALS_DIRECTORY", dir); err != nil {
+				return config.Config{}, fmt.Errorf("credentials in %s: %w", dir, err)
+			}
+		}
+	}
+	return cfg, nil
 }
 
 // parseConfig parses the flags of a command that takes nothing else (the

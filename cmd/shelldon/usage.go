@@ -236,6 +236,22 @@ quarantined one back: see shelldon help tools restore.`,
 strikes cleared, if its files are still what was kept, and prints core's
 answer. Exits 1 when core did not restore it.`,
 		example: "shelldon tools restore reverse_text --state-dir var"},
+	{name: "setup", summary: "the bot token and the model provider, checked, written, then doctor",
+		synopsis: "shelldon setup [--telegram-token-file FILE | --no-telegram]\n" +
+			"       [--telegram-api URL] [--provider NAME [--base-url URL]\n" +
+			"       [--model MODEL] [--api-key-file FILE]] [--config FILE] [--state-dir DIR]",
+		about: `Asks for what a flag does not give: the bot token, checked with the Bot
+API's getMe (it names the bot); a provider (a preset, or custom with its
+base URL) and its key, checked with one small completion that offers a
+tool (a refused key, an unknown model, a model that calls no tools and a
+server out of reach are said as such). Nothing is written until both
+pass. Then the key goes alone in /etc/shelldon/credentials/NAME-api-key, the
+token in /etc/shelldon/telegram/token (mode 0600), the [[provider]]
+table into the configuration (the rest of it kept; the change shown),
+and doctor runs. Needs root; with --state-dir DIR it writes
+DIR/credentials/ and DIR/shelldon.toml instead, which commands given
+--state-dir DIR read. Secrets are read up to 4 KiB.`,
+		example: "sudo shelldon setup --provider groq --api-key-file key"},
 	{name: "pair", summary: "a one-time code that makes whoever sends it to the bot its owner",
 		synopsis: "shelldon pair [--config FILE] [--state-dir DIR]",
 		about: `Mints a one-time code (ABCD-EFGH) and prints it. The first Telegram user

@@ -173,7 +173,10 @@ const TelegramTokenFile = "/etc/shelldon/telegram/token"
 // users, and a Bot API server that accepts the token.
 func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
 	c := Check{Name: "telegram"}
-	token := cfg.Telegram.Token
+	// The token in the configuration, or in $CREDENTIALS_DIRECTORY where
+	// that is set (a development state directory's credentials), else
+	// the file shelldon.service loads.
+	token, _, _ := cfg.Telegram.BotToken(os.Environ())
 	if token == "" {
 		data, err := os.ReadFile(h.path(TelegramTokenFile))
 		switch {
@@ -189,18 +192,45 @@ func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
 		token = strings.TrimSpace(string(data))
 	}
 	unpaired := len(cfg.Telegram.AllowedUsers) == 0
-	api := strings.TrimRight(cfg.Telegram.APIURL, "/")
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/bot"+token+"/getMe", nil)
-	if err != nil {
-		c.Status, c.Detail, c.Fix = Fail, "the bot token cannot be put in a URL", "put the token exactly as @BotFather gave it"
+	bot, err := BotName(ctx, h.HTTP, cfg.Telegram.APIURL, token)
+	switch {
+	case errors.Is(err, ErrTokenRefused):
+		c.Status, c.Detail = Fail, err.Error()
+		c.Fix = "check the token with @BotFather (/token), and put it in " + TelegramTokenFile
 		return c
-	}
-	resp, err := h.HTTP.Do(req)
-	if err != nil {
-		// The error holds the URL, and so the token: say only where.
-		c.Status, c.Detail = Warn, fmt.Sprintf("%s is out of reach", api)
+	case err != nil:
+		c.Status, c.Detail = Warn, err.Error()
 		c.Fix = "check the network; the pet keeps its replies and sends them when Telegram is back"
 		return c
+	}
+	c.Status, c.Detail = OK, fmt.Sprintf("bot @%s, %d allowed user(s)", bot, len(cfg.Telegram.AllowedUsers))
+	if unpaired {
+		c.Status, c.Detail = Note, fmt.Sprintf("bot @%s, no allowed users: its owner is the one a pairing code paired; strangers read only \"not paired\"", bot)
+		c.Fix = fmt.Sprintf("shelldon pair, then send the code to @%s within 10 minutes", bot)
+	}
+	return c
+}
+
+// ErrTokenRefused is wrapped by BotName's error when the Bot API refuses
+// the token, as opposed to not answering at all.
+var ErrTokenRefused = errors.New("refuses the bot token")
+
+// BotName asks the Bot API at apiURL who the bot of token is (getMe) and
+// returns its username, without the @. A refusal wraps ErrTokenRefused
+// and says the status and Telegram's words; a failure to reach it says
+// only where, since the request's URL holds the token.
+func BotName(ctx context.Context, client *http.Client, apiURL, token string) (string, error) {
+	api := strings.TrimRight(apiURL, "/")
+	if strings.ContainsAny(token, "/?#% \t\r\n") {
+		return "", fmt.Errorf("%s %w: it holds characters no token of @BotFather has", api, ErrTokenRefused)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, api+"/bot"+token+"/getMe", nil)
+	if err != nil {
+		return "", fmt.Errorf("%s %w: it cannot be put in a URL", api, ErrTokenRefused)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%s is out of reach", api)
 	}
 	defer resp.Body.Close()
 	var me struct {
@@ -211,17 +241,10 @@ func (h Host) telegram(ctx context.Context, cfg config.Config) Check {
 		Description string `json:"description"`
 	}
 	json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&me)
-	if !me.OK {
-		c.Status, c.Detail = Fail, fmt.Sprintf("%s refuses the bot token: %s %s", api, resp.Status, me.Description)
-		c.Fix = "check the token with @BotFather (/token), and put it in " + TelegramTokenFile
-		return c
+	if !me.OK || me.Result.Username == "" {
+		return "", fmt.Errorf("%s %w: %s %s", api, ErrTokenRefused, resp.Status, me.Description)
 	}
-	c.Status, c.Detail = OK, fmt.Sprintf("bot @%s, %d allowed user(s)", me.Result.Username, len(cfg.Telegram.AllowedUsers))
-	if unpaired {
-		c.Status, c.Detail = Note, fmt.Sprintf("bot @%s, no allowed users: its owner is the one a pairing code paired; strangers read only \"not paired\"", me.Result.Username)
-		c.Fix = fmt.Sprintf("shelldon pair, then send the code to @%s within 10 minutes", me.Result.Username)
-	}
-	return c
+	return me.Result.Username, nil
 }
 
 // systemd says which launcher core will use: a transient unit per turn

@@ -81,20 +81,13 @@ func newTerminal(in io.Reader, out io.Writer) (*terminal, error) {
 	if !okIn || !okOut || !isTerminal(inConn) {
 		return t, nil
 	}
-	var saved *unix.Termios
-	err := control(inConn, func(fd int) error {
-		var err error
-		if saved, err = unix.IoctlGetTermios(fd, unix.TCGETS); err != nil {
-			return err
-		}
-		raw := *saved
+	saved, fd, err := changeMode(inConn, func(raw *unix.Termios) {
 		// No line editing, no echo, no literal-next (Ctrl-V) of the
 		// terminal's own; signals (Ctrl-C, Ctrl-Z) stay.
 		raw.Lflag &^= unix.ICANON | unix.ECHO | unix.ECHONL | unix.IEXTEN
 		raw.Cc[unix.VMIN], raw.Cc[unix.VTIME] = 1, 0
-		t.fd = fd
-		return unix.IoctlSetTermios(fd, unix.TCSETS, &raw)
 	})
+	t.fd = fd
 	if err != nil {
 		return nil, fmt.Errorf("put the terminal in raw mode: %w", err)
 	}
@@ -376,4 +369,40 @@ func (t *terminal) edit(line []byte) {
 		t.flush()
 		t.redraw()
 	}
+}
+
+// WithoutEcho runs read with the terminal behind in not echoing what is
+// typed, keeping its line editing, and gives the echo back after: a
+// secret typed at a prompt (`shelldon setup`'s token and key) is not left
+// on the screen. Where in is no terminal, read runs as it is.
+func WithoutEcho(in io.Reader, read func() error) error {
+	conn, ok := rawConn(in)
+	if !ok || !isTerminal(conn) {
+		return read()
+	}
+	saved, _, err := changeMode(conn, func(quiet *unix.Termios) {
+		quiet.Lflag &^= unix.ECHO
+		quiet.Lflag |= unix.ECHONL // Enter still ends the line on the screen
+	})
+	if err != nil {
+		return fmt.Errorf("turn the terminal's echo off: %w", err)
+	}
+	defer control(conn, func(fd int) error { return unix.IoctlSetTermios(fd, unix.TCSETS, saved) })
+	return read()
+}
+
+// changeMode applies change to the mode of the terminal behind conn, and
+// returns the mode it had and the terminal's descriptor.
+func changeMode(conn syscall.RawConn, change func(*unix.Termios)) (saved *unix.Termios, fd int, err error) {
+	err = control(conn, func(d int) error {
+		var err error
+		if saved, err = unix.IoctlGetTermios(d, unix.TCGETS); err != nil {
+			return err
+		}
+		mode := *saved
+		change(&mode)
+		fd = d
+		return unix.IoctlSetTermios(d, unix.TCSETS, &mode)
+	})
+	return saved, fd, err
 }
