@@ -44,7 +44,10 @@ func unitTarget(t *testing.T) sandboxtest.Target {
 		// sandbox's /proc, which a systemd of another pid namespace, as
 		// the booted test host's, cannot open; on a board systemd is
 		// PID 1 of the same one.
-		Offline: "a systemd in the test's pid namespace: the booted test host's cannot open /proc/<pid>/fd of the sandbox's namespace"}
+		Offline: "a systemd in the test's pid namespace: the booted test host's cannot open /proc/<pid>/fd of the sandbox's namespace (the VM suites run networked commands in units)",
+		// The booted test host's systemd sits in a container whose
+		// memory hierarchy nspawn hands it read-only (cgroup v1 here).
+		Unlimited: "the booted test host's memory hierarchy is read-only (the VM suites, on cgroup v2, check MemoryMax's kill of a command's unit)"}
 }
 
 // inSystemdUnits is a sandbox whose runs are units of a systemd booted in
