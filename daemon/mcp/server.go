@@ -371,6 +371,11 @@ func (s *Server) watch(r *running) {
 func (s *Server) stop(r *running) {
 	s.mu.Lock()
 	r.stopping = true
+	if s.run == r {
+		// The next use starts a fresh server at once, not the one going
+		// (its watcher, which would let go of it, may not have run yet).
+		s.run = nil
+	}
 	s.mu.Unlock()
 	r.session.Close()
 	r.proc.Stop()
