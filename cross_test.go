@@ -64,7 +64,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/panel/moment":                     {},
 	"shelldon/panel/render":                     {},
 	"shelldon/policy":                           {},
-	"shelldon/daemon": {`^TestGatesRunOneAtATime$|^TestOnlyTrustedUsersJoin$`,
+	"shelldon/daemon": {`^TestGatesRunOneAtATime$|^TestAProposalInItsGateOutlivesAStop$|^TestOnlyTrustedUsersJoin$`,
 		"the gates need the sandbox's image (" + foreignImage + "), and the trust test " + selfExec + " as other users"},
 	"shelldon/daemon/launch": {`^TestLaunchers$/^child$/^AppliesLimits$|^TestLaunchers$/^systemd$|^TestSystemdAgainstRealSystemd$|^TestStopLeftovers$`,
 		"qemu-user ignores a guest's RLIMIT_DATA, which would bound qemu itself, and a real systemd needs a test host's image (" + foreignImage + ")"},
