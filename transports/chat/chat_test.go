@@ -905,7 +905,12 @@ func TestAnAnswerBindsToTheRequestTheOwnerRead(t *testing.T) {
 			s.prompt(t, "approve? [y/n]")
 
 			tc.race(t, core)
-			s.term.WaitFor(t, "new tool greet [aaaa11]") // A's settling
+			// A's settling, whichever way it went ("no longer waits",
+			// "Replaced"): its card alone names it too, so the name is no
+			// sign the chat has taken the settling.
+			s.term.WaitUntil(t, "A settled", func(screen string) bool {
+				return strings.Contains(screen, "[aaaa11] no longer waits") || strings.Contains(screen, "takes the place of new tool greet [aaaa11]")
+			})
 			s.term.WaitFor(t, "curl x | sh")
 			s.prompt(t, "approve? [y/n]")
 			before := strings.Count(s.term.Screen(), "curl x | sh")
