@@ -792,7 +792,9 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 			continue
 		}
 		resent = append(resent, owner.Shorten(text, 30))
-		cut := func(k time.Time) bool { return !k.Before(f.At) && k.Before(c.At) && k.Before(f.Answered.Add(recordWithin)) }
+		cut := func(k time.Time) bool {
+			return !k.Before(f.At) && k.Before(c.At) && k.Before(f.Answered.Add(recordWithin))
+		}
 		if !slices.ContainsFunc(kills, cut) {
 			unexplained = append(unexplained, owner.Shorten(text, 30))
 		}
