@@ -71,6 +71,14 @@ func replyingWorker(socket, payload string, ops []contracts.Op) inProcessLaunche
 	}}
 }
 
+// passingTool is a reply's op proposing a tool called name that passes its
+// gate: run() returns 'ok', and its test says so.
+func passingTool(name string) contracts.Op {
+	return contracts.Op{Body: contracts.ProposeTool{Name: name,
+		Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
+		Test: "from " + name + " import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}}
+}
+
 // TestGatesRunOneAtATime: a reply that proposes six tools does not run six
 // gates at once — the board could not hold them — but one after another;
 // the owner hears which wait, and the one past the queue is dropped and
@@ -85,10 +93,7 @@ func TestGatesRunOneAtATime(t *testing.T) {
 	cfg, store := coreState(t, testhost.ShortDir(t))
 	var ops []contracts.Op
 	for i := range maxQueuedGates + 2 {
-		name := fmt.Sprintf("tool%c", 'a'+i)
-		ops = append(ops, contracts.Op{Body: contracts.ProposeTool{Name: name,
-			Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
-			Test: "from " + name + " import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}})
+		ops = append(ops, passingTool(fmt.Sprintf("tool%c", 'a'+i)))
 	}
 	worker := replyingWorker(cfg.Socket, "I wrote tools.", ops)
 	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, Sandbox: counted,
@@ -139,9 +144,7 @@ func TestGatesRunOneAtATime(t *testing.T) {
 // its gate (core checks first, as it answers a command at once).
 func TestAProposalWithoutASandboxIsToldBeforeTheReply(t *testing.T) {
 	cfg, store := coreState(t, testhost.ShortDir(t))
-	op := contracts.Op{Body: contracts.ProposeTool{Name: "greet",
-		Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
-		Test: "from greet import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}}
+	op := passingTool("greet")
 	worker := replyingWorker(cfg.Socket, "I wrote myself a tool. It goes through my gate in the sandbox.", []contracts.Op{op})
 	serveCore(t, Options{Config: cfg, Store: store, Launcher: worker, WorkerArgv: []string{"worker"}, NoSandbox: sandbox.ErrNoImage,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -194,11 +197,6 @@ func TestAProposalInItsGateOutlivesAStop(t *testing.T) {
 	img := imagetest.Image(t)
 	dir := testhost.ShortDir(t)
 	layout := statedir.Layout{Root: dir}
-	tool := func(name string) contracts.Op {
-		return contracts.Op{Body: contracts.ProposeTool{Name: name,
-			Code: "DESCRIPTION = 'x'\nPARAMS_SCHEMA = {'type': 'object', 'properties': {}}\n\ndef run():\n    return 'ok'\n",
-			Test: "from " + name + " import run\n\ndef test_ok():\n    assert run() == 'ok'\n"}}
-	}
 	start := func(sb Sandbox, worker inProcessLauncher) (*clock.Fake, chan contracts.Envelope, *bus.Conn, func()) {
 		cfg := config.Default()
 		cfg.StateDir, cfg.Socket = dir, filepath.Join(dir, "bus.sock")
@@ -229,7 +227,7 @@ func TestAProposalInItsGateOutlivesAStop(t *testing.T) {
 
 	stuck := stuckSandbox{entered: make(chan struct{}, 1)}
 	socket := filepath.Join(dir, "bus.sock")
-	_, _, conn, stop := start(stuck, replyingWorker(socket, "I wrote two tools.", []contracts.Op{tool("toola"), tool("toolb")}))
+	_, _, conn, stop := start(stuck, replyingWorker(socket, "I wrote two tools.", []contracts.Op{passingTool("toola"), passingTool("toolb")}))
 	in, _ := contracts.NewEnvelope(contracts.KindInbound, "", contracts.Inbound{Chat: "owner", Text: "write yourself two tools"})
 	if err := conn.Send(in); err != nil {
 		t.Fatal(err)

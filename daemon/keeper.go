@@ -199,11 +199,15 @@ func (k *keeper) resumeGates(ctx context.Context) {
 	}
 	for i, p := range kept {
 		name := visible.Line(p.Tool.Name)
-		switch stem, err := selfcode.Check(p.Tool.Name, p.Tool.Code, p.Tool.Test, k.builtins.BuiltinNames()); {
-		case i > maxQueuedGates:
+		if i > maxQueuedGates {
 			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped, but too many wait to be tested, so I dropped it. Ask me again later.", name))
-		case k.sandbox == nil:
+			continue
+		}
+		if k.sandbox == nil {
 			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped, and I cannot test it here now: %v.", name, k.noSandbox))
+			continue
+		}
+		switch stem, err := selfcode.Check(p.Tool.Name, p.Tool.Code, p.Tool.Test, k.builtins.BuiltinNames()); {
 		case err != nil:
 			k.tell(p.Origin, fmt.Sprintf("I had not finished testing my new tool %s when I was stopped; I did not test it again: %v", name, err))
 		default:

@@ -83,16 +83,16 @@ func TestReceive(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t)
+			s := newStore(t).Queues()
 			for _, batch := range tt.batches {
-				if err := s.Queues().Receive(ctx, "telegram", batch); err != nil {
+				if err := s.Receive(ctx, "telegram", batch); err != nil {
 					t.Fatalf("Receive(%v) = %v", inboxIDs(batch), err)
 				}
 			}
-			if off, err := s.Queues().Offset(ctx, "telegram"); err != nil || off != tt.wantOffset {
+			if off, err := s.Offset(ctx, "telegram"); err != nil || off != tt.wantOffset {
 				t.Errorf("Offset = %d, %v, want %d", off, err, tt.wantOffset)
 			}
-			items, err := s.Queues().Unhandled(ctx, "telegram", 100)
+			items, err := s.Unhandled(ctx, "telegram", 100)
 			if err != nil || !slices.Equal(inboxIDs(items), tt.wantIDs) {
 				t.Fatalf("Unhandled = %v, %v, want %v", inboxIDs(items), err, tt.wantIDs)
 			}
@@ -102,10 +102,10 @@ func TestReceive(t *testing.T) {
 				}
 			}
 			// Another transport's inbox is its own.
-			if off, err := s.Queues().Offset(ctx, "other"); err != nil || off != 0 {
+			if off, err := s.Offset(ctx, "other"); err != nil || off != 0 {
 				t.Errorf("Offset(other) = %d, %v, want 0", off, err)
 			}
-			if items, err := s.Queues().Unhandled(ctx, "other", 100); err != nil || len(items) != 0 {
+			if items, err := s.Unhandled(ctx, "other", 100); err != nil || len(items) != 0 {
 				t.Errorf("Unhandled(other) = %v, %v, want none", inboxIDs(items), err)
 			}
 		})
@@ -126,18 +126,18 @@ func TestReceiveRefusesABadBatchWhole(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t)
-			if err := s.Queues().Receive(ctx, "telegram", []InboxItem{update(2)}); err != nil {
+			s := newStore(t).Queues()
+			if err := s.Receive(ctx, "telegram", []InboxItem{update(2)}); err != nil {
 				t.Fatal(err)
 			}
-			err := s.Queues().Receive(ctx, tt.transport, tt.batch)
+			err := s.Receive(ctx, tt.transport, tt.batch)
 			if err == nil || !strings.Contains(err.Error(), tt.wantText) {
 				t.Fatalf("Receive(%q, %v) = %v, want an error mentioning %q", tt.transport, inboxIDs(tt.batch), err, tt.wantText)
 			}
-			if off, _ := s.Queues().Offset(ctx, "telegram"); off != 2 {
+			if off, _ := s.Offset(ctx, "telegram"); off != 2 {
 				t.Errorf("Offset after a refused batch = %d, want 2", off)
 			}
-			if items, _ := s.Queues().Unhandled(ctx, "telegram", 10); !slices.Equal(inboxIDs(items), []int64{2}) {
+			if items, _ := s.Unhandled(ctx, "telegram", 10); !slices.Equal(inboxIDs(items), []int64{2}) {
 				t.Errorf("Unhandled after a refused batch = %v, want [2]", inboxIDs(items))
 			}
 		})
@@ -148,23 +148,23 @@ func TestReceiveRefusesABadBatchWhole(t *testing.T) {
 // is not kept either, so the transport asks for it again rather than
 // holding updates its server will send anew.
 func TestReceiveIsOneTransaction(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	if _, err := s.db.Exec(`CREATE TRIGGER offsets_fail BEFORE INSERT ON transport_offsets BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Queues().Receive(ctx, "telegram", []InboxItem{update(1), update(2)}); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := s.Receive(ctx, "telegram", []InboxItem{update(1), update(2)}); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("Receive with the offset failing = %v, want the failure", err)
 	}
-	if items, err := s.Queues().Unhandled(ctx, "telegram", 10); err != nil || len(items) != 0 {
+	if items, err := s.Unhandled(ctx, "telegram", 10); err != nil || len(items) != 0 {
 		t.Errorf("Unhandled after a failed Receive = %v, %v, want none kept", inboxIDs(items), err)
 	}
 }
 
 func TestUnhandledLimit(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
-	if err := s.Queues().Receive(ctx, "telegram", []InboxItem{update(30), update(10), update(20)}); err != nil {
+	if err := s.Receive(ctx, "telegram", []InboxItem{update(30), update(10), update(20)}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -175,7 +175,7 @@ func TestUnhandledLimit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
-			items, err := s.Queues().Unhandled(ctx, "telegram", tt.limit)
+			items, err := s.Unhandled(ctx, "telegram", tt.limit)
 			if err != nil || !slices.Equal(inboxIDs(items), tt.want) {
 				t.Errorf("Unhandled(%d) = %v, %v, want %v", tt.limit, inboxIDs(items), err, tt.want)
 			}
@@ -183,31 +183,31 @@ func TestUnhandledLimit(t *testing.T) {
 	}
 	// Handling an update twice, or one never received, does nothing.
 	for _, id := range []int64{10, 10, 99} {
-		if err := s.Queues().Handled(ctx, "telegram", id); err != nil {
+		if err := s.Handled(ctx, "telegram", id); err != nil {
 			t.Errorf("Handled(%d) = %v", id, err)
 		}
 	}
-	if items, _ := s.Queues().Unhandled(ctx, "telegram", 5); !slices.Equal(inboxIDs(items), []int64{20, 30}) {
+	if items, _ := s.Unhandled(ctx, "telegram", 5); !slices.Equal(inboxIDs(items), []int64{20, 30}) {
 		t.Errorf("Unhandled after handling 10 = %v, want [20 30]", inboxIDs(items))
 	}
 }
 
 func TestOutboxInOrder(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	var ids []int64
 	for i, transport := range []string{"telegram", "other", "telegram", "telegram"} {
-		id, err := s.Queues().Enqueue(ctx, transport, "chat:1", "reply", fmt.Appendf(nil, "body %d", i), epoch.Add(time.Duration(i)*time.Second))
+		id, err := s.Enqueue(ctx, transport, "chat:1", "reply", fmt.Appendf(nil, "body %d", i), epoch.Add(time.Duration(i)*time.Second))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
-	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 3 {
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 3 {
 		t.Errorf("OutboxLen(telegram) = %d, %v, want 3", n, err)
 	}
 
-	head, ok, err := s.Queues().NextOutbox(ctx, "telegram", "chat:1")
+	head, ok, err := s.NextOutbox(ctx, "telegram", "chat:1")
 	if err != nil || !ok || head.ID != ids[0] || string(head.Body) != "body 0" || head.Kind != "reply" || head.Transport != "telegram" || head.Lane != "chat:1" ||
 		head.Attempts != 0 || !head.Created.Equal(epoch) || !head.NotBefore.Equal(epoch) {
 		t.Fatalf("NextOutbox = %+v, %v, %v, want body 0 created and due at %v", head, ok, err, epoch)
@@ -216,19 +216,19 @@ func TestOutboxInOrder(t *testing.T) {
 	// A failed head stays the head, however far off its next attempt.
 	later := epoch.Add(90*time.Second + 123*time.Millisecond)
 	for want := 1; want <= 2; want++ {
-		attempts, err := s.Queues().Postpone(ctx, head.ID, later)
+		attempts, err := s.Postpone(ctx, head.ID, later)
 		if err != nil || attempts != want {
 			t.Errorf("Postpone #%d = %d, %v, want %d", want, attempts, err, want)
 		}
 	}
-	again, ok, err := s.Queues().NextOutbox(ctx, "telegram", "chat:1")
+	again, ok, err := s.NextOutbox(ctx, "telegram", "chat:1")
 	if err != nil || !ok || again.ID != head.ID || again.Attempts != 2 || !again.NotBefore.Equal(later) {
 		t.Errorf("NextOutbox after two Postpones = %+v, %v, %v, want the same item, 2 attempts, due at %v", again, ok, err, later)
 	}
 
 	var sent []string
 	for {
-		item, ok, err := s.Queues().NextOutbox(ctx, "telegram", "chat:1")
+		item, ok, err := s.NextOutbox(ctx, "telegram", "chat:1")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,32 +236,32 @@ func TestOutboxInOrder(t *testing.T) {
 			break
 		}
 		sent = append(sent, string(item.Body))
-		if err := s.Queues().Sent(ctx, item.ID); err != nil {
+		if err := s.Sent(ctx, item.ID); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if want := []string{"body 0", "body 2", "body 3"}; !slices.Equal(sent, want) {
 		t.Errorf("sent %q, want %q", sent, want)
 	}
-	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 0 {
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 0 {
 		t.Errorf("OutboxLen(telegram) after sending all = %d, %v, want 0", n, err)
 	}
-	if other, ok, err := s.Queues().NextOutbox(ctx, "other", "chat:1"); err != nil || !ok || string(other.Body) != "body 1" {
+	if other, ok, err := s.NextOutbox(ctx, "other", "chat:1"); err != nil || !ok || string(other.Body) != "body 1" {
 		t.Errorf("NextOutbox(other) = %+v, %v, %v, want body 1 untouched", other, ok, err)
 	}
 
 	// A new item never takes the id of one sent, so a stale id names nothing.
-	id, err := s.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", []byte("late"), epoch)
+	id, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("late"), epoch)
 	if err != nil || id <= ids[3] {
 		t.Errorf("Enqueue after sending = %d, %v, want an id above %d", id, err, ids[3])
 	}
-	if err := s.Queues().Sent(ctx, ids[0]); err != nil {
+	if err := s.Sent(ctx, ids[0]); err != nil {
 		t.Errorf("Sent of an item already sent = %v, want nil", err)
 	}
-	if _, err := s.Queues().Postpone(ctx, ids[0], later); !errors.Is(err, ErrNoOutboxItem) {
+	if _, err := s.Postpone(ctx, ids[0], later); !errors.Is(err, ErrNoOutboxItem) {
 		t.Errorf("Postpone of an item already sent = %v, want ErrNoOutboxItem", err)
 	}
-	if n, _ := s.Queues().OutboxLen(ctx, "telegram"); n != 1 {
+	if n, _ := s.OutboxLen(ctx, "telegram"); n != 1 {
 		t.Errorf("OutboxLen after a stale Sent = %d, want the late item kept", n)
 	}
 }
@@ -286,30 +286,30 @@ func TestOutboxSurvivesReopen(t *testing.T) {
 // TestOutboxLanes: each lane goes in order, and none waits for another's
 // head, however far off its next attempt.
 func TestOutboxLanes(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	for _, it := range []struct{ lane, body string }{{"chat:1", "a1"}, {"chat:2", "b1"}, {"chat:1", "a2"}, {"edit:1", "e1"}, {"chat:2", "b2"}} {
-		if _, err := s.Queues().Enqueue(ctx, "telegram", it.lane, "reply", []byte(it.body), epoch); err != nil {
+		if _, err := s.Enqueue(ctx, "telegram", it.lane, "reply", []byte(it.body), epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Queues().Enqueue(ctx, "other", "chat:9", "reply", []byte("x"), epoch); err != nil {
+	if _, err := s.Enqueue(ctx, "other", "chat:9", "reply", []byte("x"), epoch); err != nil {
 		t.Fatal(err)
 	}
-	if lanes, err := s.Queues().OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:1", "chat:2", "edit:1"}) {
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:1", "chat:2", "edit:1"}) {
 		t.Errorf("OutboxLanes = %q, %v, want chat:1, chat:2 and edit:1", lanes, err)
 	}
-	stuck, _, err := s.Queues().NextOutbox(ctx, "telegram", "chat:2")
+	stuck, _, err := s.NextOutbox(ctx, "telegram", "chat:2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Queues().Postpone(ctx, stuck.ID, epoch.Add(24*time.Hour)); err != nil {
+	if _, err := s.Postpone(ctx, stuck.ID, epoch.Add(24*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	var sent []string
 	for _, lane := range []string{"chat:1", "edit:1"} {
 		for {
-			item, ok, err := s.Queues().NextOutbox(ctx, "telegram", lane)
+			item, ok, err := s.NextOutbox(ctx, "telegram", lane)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -317,7 +317,7 @@ func TestOutboxLanes(t *testing.T) {
 				break
 			}
 			sent = append(sent, string(item.Body))
-			if err := s.Queues().Sent(ctx, item.ID); err != nil {
+			if err := s.Sent(ctx, item.ID); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -325,10 +325,10 @@ func TestOutboxLanes(t *testing.T) {
 	if want := []string{"a1", "a2", "e1"}; !slices.Equal(sent, want) {
 		t.Errorf("sent %q past the stuck lane, want %q", sent, want)
 	}
-	if head, ok, err := s.Queues().NextOutbox(ctx, "telegram", "chat:2"); err != nil || !ok || head.ID != stuck.ID || head.Attempts != 1 {
+	if head, ok, err := s.NextOutbox(ctx, "telegram", "chat:2"); err != nil || !ok || head.ID != stuck.ID || head.Attempts != 1 {
 		t.Errorf("NextOutbox(chat:2) = %+v, %v, %v, want b1 still its head", head, ok, err)
 	}
-	if lanes, err := s.Queues().OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:2"}) {
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:2"}) {
 		t.Errorf("OutboxLanes after sending = %q, %v, want only chat:2", lanes, err)
 	}
 }
@@ -336,24 +336,24 @@ func TestOutboxLanes(t *testing.T) {
 // TestHoldCountsNoAttempt: a wait the server asked for, or an outage,
 // moves the next attempt without counting a failed one.
 func TestHoldCountsNoAttempt(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
-	id, err := s.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch)
+	id, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	later := epoch.Add(7*time.Second + 500*time.Microsecond)
-	if err := s.Queues().Hold(ctx, id, later); err != nil {
+	if err := s.Hold(ctx, id, later); err != nil {
 		t.Fatal(err)
 	}
-	item, _, err := s.Queues().NextOutbox(ctx, "telegram", "chat:1")
+	item, _, err := s.NextOutbox(ctx, "telegram", "chat:1")
 	if err != nil || item.Attempts != 0 || !item.NotBefore.Equal(epoch.Add(7*time.Second+time.Millisecond)) {
 		t.Errorf("after Hold: %+v, %v; want no attempt counted and the wait rounded up to the millisecond", item, err)
 	}
-	if err := s.Queues().Sent(ctx, id); err != nil {
+	if err := s.Sent(ctx, id); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Queues().Hold(ctx, id, later); !errors.Is(err, ErrNoOutboxItem) {
+	if err := s.Hold(ctx, id, later); !errors.Is(err, ErrNoOutboxItem) {
 		t.Errorf("Hold of an item sent = %v, want ErrNoOutboxItem", err)
 	}
 }
@@ -362,72 +362,72 @@ func TestHoldCountsNoAttempt(t *testing.T) {
 // lane named, until the owner is told of it; one given up on while the
 // owner was being told stays counted.
 func TestGiveUpCountsUndelivered(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	var ids []int64
 	for _, lane := range []string{"chat:1", "chat:1", "", "edit:1"} {
-		id, err := s.Queues().Enqueue(ctx, "telegram", lane, "reply", []byte("x"), epoch)
+		id, err := s.Enqueue(ctx, "telegram", lane, "reply", []byte("x"), epoch)
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
 	}
 	for i, tell := range []string{"chat:1", "chat:1", "chat:1", ""} {
-		if err := s.Queues().GiveUp(ctx, ids[i], tell); err != nil {
+		if err := s.GiveUp(ctx, ids[i], tell); err != nil {
 			t.Fatalf("GiveUp(%d, %q) = %v", ids[i], tell, err)
 		}
 	}
 	// Given up on already: nothing more is counted.
-	if err := s.Queues().GiveUp(ctx, ids[0], "chat:1"); err != nil {
+	if err := s.GiveUp(ctx, ids[0], "chat:1"); err != nil {
 		t.Errorf("GiveUp of an item gone = %v, want nil", err)
 	}
-	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 0 {
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 0 {
 		t.Errorf("OutboxLen after giving up on all = %d, %v, want 0", n, err)
 	}
-	if n, err := s.Queues().Undelivered(ctx, "telegram", "chat:1"); err != nil || n != 3 {
+	if n, err := s.Undelivered(ctx, "telegram", "chat:1"); err != nil || n != 3 {
 		t.Errorf("Undelivered(chat:1) = %d, %v, want 3", n, err)
 	}
-	if n, err := s.Queues().Undelivered(ctx, "other", "chat:1"); err != nil || n != 0 {
+	if n, err := s.Undelivered(ctx, "other", "chat:1"); err != nil || n != 0 {
 		t.Errorf("Undelivered(other) = %d, %v, want 0", n, err)
 	}
-	if lanes, err := s.Queues().OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:1"}) {
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || !slices.Equal(lanes, []string{"chat:1"}) {
 		t.Errorf("OutboxLanes with only a count = %q, %v, want chat:1: the owner must still be told", lanes, err)
 	}
-	if err := s.Queues().ToldUndelivered(ctx, "telegram", "chat:1", 2); err != nil {
+	if err := s.ToldUndelivered(ctx, "telegram", "chat:1", 2); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Queues().Undelivered(ctx, "telegram", "chat:1"); err != nil || n != 1 {
+	if n, err := s.Undelivered(ctx, "telegram", "chat:1"); err != nil || n != 1 {
 		t.Errorf("Undelivered after telling of 2 = %d, %v, want 1", n, err)
 	}
-	if err := s.Queues().ToldUndelivered(ctx, "telegram", "chat:1", 1); err != nil {
+	if err := s.ToldUndelivered(ctx, "telegram", "chat:1", 1); err != nil {
 		t.Fatal(err)
 	}
-	if lanes, err := s.Queues().OutboxLanes(ctx, "telegram"); err != nil || len(lanes) != 0 {
+	if lanes, err := s.OutboxLanes(ctx, "telegram"); err != nil || len(lanes) != 0 {
 		t.Errorf("OutboxLanes once told of all = %q, %v, want none", lanes, err)
 	}
 }
 
 // TestGiveUpIsOneTransaction: an item is never gone without being counted.
 func TestGiveUpIsOneTransaction(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
-	id, err := s.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", []byte("x"), epoch)
+	id, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", []byte("x"), epoch)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.db.Exec(`CREATE TRIGGER undelivered_fail BEFORE INSERT ON transport_undelivered BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Queues().GiveUp(ctx, id, "chat:1"); err == nil || !strings.Contains(err.Error(), "disk full") {
+	if err := s.GiveUp(ctx, id, "chat:1"); err == nil || !strings.Contains(err.Error(), "disk full") {
 		t.Fatalf("GiveUp with the count failing = %v, want the failure", err)
 	}
-	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 1 {
+	if n, err := s.OutboxLen(ctx, "telegram"); err != nil || n != 1 {
 		t.Errorf("OutboxLen after a failed GiveUp = %d, %v, want the item kept", n, err)
 	}
 }
 
 func TestEnqueueRefuses(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	tests := []struct {
 		name, transport, kind string
@@ -441,17 +441,17 @@ func TestEnqueueRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.Queues().Enqueue(ctx, tt.transport, "chat:1", tt.kind, tt.body, epoch)
+			_, err := s.Enqueue(ctx, tt.transport, "chat:1", tt.kind, tt.body, epoch)
 			if err == nil || (tt.wantIs != nil && !errors.Is(err, tt.wantIs)) || !strings.Contains(err.Error(), tt.wantText) {
 				t.Errorf("Enqueue(%q, %q, %d bytes) = %v, want an error wrapping %v mentioning %q", tt.transport, tt.kind, len(tt.body), err, tt.wantIs, tt.wantText)
 			}
 		})
 	}
-	if n, _ := s.Queues().OutboxLen(ctx, "telegram"); n != 0 {
+	if n, _ := s.OutboxLen(ctx, "telegram"); n != 0 {
 		t.Fatalf("OutboxLen after refusals = %d, want 0", n)
 	}
 	for _, body := range [][]byte{make([]byte, MaxOutboxBytes), nil} {
-		if _, err := s.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", body, epoch); err != nil {
+		if _, err := s.Enqueue(ctx, "telegram", "chat:1", "reply", body, epoch); err != nil {
 			t.Errorf("Enqueue of %d bytes = %v, want it taken", len(body), err)
 		}
 	}
@@ -483,7 +483,7 @@ func TestApprovalStates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t)
+			s := newStore(t).Queues()
 			for i, st := range tt.steps {
 				at := epoch.Add(time.Duration(i) * time.Minute)
 				var (
@@ -493,17 +493,17 @@ func TestApprovalStates(t *testing.T) {
 				)
 				switch st.op {
 				case "open":
-					err = s.Queues().OpenApproval(ctx, "telegram", "t1", at)
+					err = s.OpenApproval(ctx, "telegram", "t1", at)
 				case "close":
-					err = s.Queues().CloseApproval(ctx, "telegram", "t1", st.outcome, at)
+					err = s.CloseApproval(ctx, "telegram", "t1", st.outcome, at)
 				}
 				if err != nil {
 					t.Fatalf("step %d %s = %v", i, st.op, err)
 				}
 				if st.op == "tap" {
-					got, found, err = s.Queues().TapApproval(ctx, "telegram", "t1", at)
+					got, found, err = s.TapApproval(ctx, "telegram", "t1", at)
 				} else {
-					got, found, err = s.Queues().ApprovalStatusOf(ctx, "telegram", "t1")
+					got, found, err = s.ApprovalStatusOf(ctx, "telegram", "t1")
 				}
 				if err != nil || found != (st.wantState != "") || got.State != st.wantState || got.Outcome != st.wantOut {
 					t.Errorf("step %d %s: status %+v, found %v, %v; want state %q outcome %q", i, st.op, got, found, err, st.wantState, st.wantOut)
@@ -512,12 +512,12 @@ func TestApprovalStates(t *testing.T) {
 					t.Errorf("step %d %s: status %+v, want it keyed telegram/t1", i, st.op, got)
 				}
 			}
-			final, found, err := s.Queues().ApprovalStatusOf(ctx, "telegram", "t1")
+			final, found, err := s.ApprovalStatusOf(ctx, "telegram", "t1")
 			if err != nil || found != (tt.wantFinal != "") || final.State != tt.wantFinal {
 				t.Errorf("final status = %+v, %v, %v, want %q", final, found, err, tt.wantFinal)
 			}
 			// Another transport's request of the same turn is its own.
-			if _, found, _ := s.Queues().ApprovalStatusOf(ctx, "other", "t1"); found {
+			if _, found, _ := s.ApprovalStatusOf(ctx, "other", "t1"); found {
 				t.Error("a status of telegram/t1 was found as other/t1")
 			}
 		})
@@ -525,28 +525,28 @@ func TestApprovalStates(t *testing.T) {
 }
 
 func TestApprovalStatusTimes(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	opened, tapped := epoch.Add(123*time.Millisecond), epoch.Add(time.Minute)
-	if err := s.Queues().OpenApproval(ctx, "telegram", "t1", opened); err != nil {
+	if err := s.OpenApproval(ctx, "telegram", "t1", opened); err != nil {
 		t.Fatal(err)
 	}
-	if prev, _, err := s.Queues().TapApproval(ctx, "telegram", "t1", tapped); err != nil || !prev.At.Equal(opened) {
+	if prev, _, err := s.TapApproval(ctx, "telegram", "t1", tapped); err != nil || !prev.At.Equal(opened) {
 		t.Errorf("TapApproval = %+v, %v, want the time it was opened, %v", prev, err, opened)
 	}
 	// A tap that decides nothing changes nothing, its time included.
-	if prev, _, err := s.Queues().TapApproval(ctx, "telegram", "t1", tapped.Add(time.Hour)); err != nil || !prev.At.Equal(tapped) {
+	if prev, _, err := s.TapApproval(ctx, "telegram", "t1", tapped.Add(time.Hour)); err != nil || !prev.At.Equal(tapped) {
 		t.Errorf("second TapApproval = %+v, %v, want the first tap's time, %v", prev, err, tapped)
 	}
-	if st, _, err := s.Queues().ApprovalStatusOf(ctx, "telegram", "t1"); err != nil || !st.At.Equal(tapped) {
+	if st, _, err := s.ApprovalStatusOf(ctx, "telegram", "t1"); err != nil || !st.At.Equal(tapped) {
 		t.Errorf("status after two taps = %+v, %v, want the first tap's time, %v", st, err, tapped)
 	}
 }
 
 func TestConcurrentTapsHaveOneWinner(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
-	if err := s.Queues().OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
 		t.Fatal(err)
 	}
 	const tappers = 16
@@ -558,7 +558,7 @@ func TestConcurrentTapsHaveOneWinner(t *testing.T) {
 	for range tappers {
 		wg.Go(func() {
 			<-start
-			prev, found, err := s.Queues().TapApproval(ctx, "telegram", "t1", epoch)
+			prev, found, err := s.TapApproval(ctx, "telegram", "t1", epoch)
 			if err != nil || !found {
 				t.Errorf("TapApproval = %+v, %v, %v", prev, found, err)
 			}
@@ -584,57 +584,57 @@ func TestConcurrentTapsHaveOneWinner(t *testing.T) {
 }
 
 func TestApprovalMessages(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	msg := func(turn string, id int64) ApprovalMessage {
 		return ApprovalMessage{Transport: "telegram", Turn: turn, Chat: "42", MessageID: id, HTML: fmt.Sprintf("<b>approve %s?</b> #%d", turn, id)}
 	}
 	record := func(m ApprovalMessage) {
 		t.Helper()
-		if err := s.Queues().RecordApprovalMessage(ctx, m); err != nil {
+		if err := s.RecordApprovalMessage(ctx, m); err != nil {
 			t.Fatalf("RecordApprovalMessage(%+v) = %v", m, err)
 		}
 	}
-	if err := s.Queues().RecordApprovalMessage(ctx, msg("t1", 1)); !errors.Is(err, ErrNoApprovalStatus) {
+	if err := s.RecordApprovalMessage(ctx, msg("t1", 1)); !errors.Is(err, ErrNoApprovalStatus) {
 		t.Errorf("RecordApprovalMessage before OpenApproval = %v, want ErrNoApprovalStatus", err)
 	}
 	for _, turn := range []string{"t1", "t2"} {
-		if err := s.Queues().OpenApproval(ctx, "telegram", turn, epoch); err != nil {
+		if err := s.OpenApproval(ctx, "telegram", turn, epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
 	record(msg("t1", 30))
 	record(msg("t2", 5))
 	record(msg("t1", 10)) // shown again by /pending, with a lower id
-	got, err := s.Queues().ApprovalMessages(ctx, "telegram", "t1")
+	got, err := s.ApprovalMessages(ctx, "telegram", "t1")
 	if want := []ApprovalMessage{msg("t1", 30), msg("t1", 10)}; err != nil || !slices.Equal(got, want) {
 		t.Errorf("ApprovalMessages(t1) = %+v, %v, want %+v", got, err, want)
 	}
 
 	// Opening it again while open keeps its messages; opening it after a
 	// tap asks anew.
-	if err := s.Queues().OpenApproval(ctx, "telegram", "t1", epoch.Add(time.Minute)); err != nil {
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := s.Queues().ApprovalMessages(ctx, "telegram", "t1"); len(got) != 2 {
+	if got, _ := s.ApprovalMessages(ctx, "telegram", "t1"); len(got) != 2 {
 		t.Errorf("messages after opening an open request = %+v, want both kept", got)
 	}
-	if _, _, err := s.Queues().TapApproval(ctx, "telegram", "t1", epoch.Add(2*time.Minute)); err != nil {
+	if _, _, err := s.TapApproval(ctx, "telegram", "t1", epoch.Add(2*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Queues().OpenApproval(ctx, "telegram", "t1", epoch.Add(3*time.Minute)); err != nil {
+	if err := s.OpenApproval(ctx, "telegram", "t1", epoch.Add(3*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := s.Queues().ApprovalMessages(ctx, "telegram", "t1"); err != nil || len(got) != 0 {
+	if got, err := s.ApprovalMessages(ctx, "telegram", "t1"); err != nil || len(got) != 0 {
 		t.Errorf("messages after asking anew = %+v, %v, want none", got, err)
 	}
-	if got, _ := s.Queues().ApprovalMessages(ctx, "telegram", "t2"); !slices.Equal(got, []ApprovalMessage{msg("t2", 5)}) {
+	if got, _ := s.ApprovalMessages(ctx, "telegram", "t2"); !slices.Equal(got, []ApprovalMessage{msg("t2", 5)}) {
 		t.Errorf("ApprovalMessages(t2) = %+v, want its one message untouched", got)
 	}
 }
 
 func TestPruneApprovals(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
 	cutoff := epoch.Add(24 * time.Hour)
 	old := epoch
@@ -652,58 +652,58 @@ func TestPruneApprovals(t *testing.T) {
 		{"old-tapped", ApprovalTapped, old, true},
 	}
 	for _, r := range requests {
-		if err := s.Queues().OpenApproval(ctx, "telegram", r.turn, r.at); err != nil {
+		if err := s.OpenApproval(ctx, "telegram", r.turn, r.at); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Queues().RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: r.turn, Chat: "42", MessageID: 1, HTML: r.turn}); err != nil {
+		if err := s.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: r.turn, Chat: "42", MessageID: 1, HTML: r.turn}); err != nil {
 			t.Fatal(err)
 		}
 		switch r.state {
 		case ApprovalTapped:
-			_, _, err := s.Queues().TapApproval(ctx, "telegram", r.turn, r.at)
+			_, _, err := s.TapApproval(ctx, "telegram", r.turn, r.at)
 			if err != nil {
 				t.Fatal(err)
 			}
 		case ApprovalClosed:
-			if err := s.Queues().CloseApproval(ctx, "telegram", r.turn, "approved", r.at); err != nil {
+			if err := s.CloseApproval(ctx, "telegram", r.turn, "approved", r.at); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	n, err := s.Queues().PruneApprovals(ctx, cutoff)
+	n, err := s.PruneApprovals(ctx, cutoff)
 	if err != nil || n != 2 {
 		t.Errorf("PruneApprovals(cutoff) = %d, %v, want 2", n, err)
 	}
 	for _, r := range requests {
-		_, found, err := s.Queues().ApprovalStatusOf(ctx, "telegram", r.turn)
+		_, found, err := s.ApprovalStatusOf(ctx, "telegram", r.turn)
 		if err != nil || found != r.wantKept {
 			t.Errorf("status of %s after pruning: found %v, %v, want %v", r.turn, found, err, r.wantKept)
 		}
-		msgs, err := s.Queues().ApprovalMessages(ctx, "telegram", r.turn)
+		msgs, err := s.ApprovalMessages(ctx, "telegram", r.turn)
 		if err != nil || (len(msgs) == 1) != r.wantKept {
 			t.Errorf("messages of %s after pruning = %+v, %v, want kept %v", r.turn, msgs, err, r.wantKept)
 		}
 	}
-	if n, err := s.Queues().PruneApprovals(ctx, cutoff); err != nil || n != 0 {
+	if n, err := s.PruneApprovals(ctx, cutoff); err != nil || n != 0 {
 		t.Errorf("PruneApprovals again = %d, %v, want 0", n, err)
 	}
 }
 
 func TestApprovalsRefuseBadInput(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
-	_, _, tapErr := s.Queues().TapApproval(ctx, "", "", epoch)
+	_, _, tapErr := s.TapApproval(ctx, "", "", epoch)
 	tests := []struct {
 		name     string
 		err      error
 		wantText string
 	}{
-		{"open without transport", s.Queues().OpenApproval(ctx, "", "t1", epoch), "no transport"},
-		{"open without turn", s.Queues().OpenApproval(ctx, "telegram", "", epoch), "no turn"},
-		{"close without outcome", s.Queues().CloseApproval(ctx, "telegram", "t1", "", epoch), "no outcome"},
-		{"close without turn", s.Queues().CloseApproval(ctx, "telegram", "", "denied", epoch), "no turn"},
-		{"record without transport", s.Queues().RecordApprovalMessage(ctx, ApprovalMessage{Turn: "t1"}), "no transport"},
-		{"count a stranger without transport", s.Queues().CountStranger(ctx, "", "bob", epoch), "no transport"},
+		{"open without transport", s.OpenApproval(ctx, "", "t1", epoch), "no transport"},
+		{"open without turn", s.OpenApproval(ctx, "telegram", "", epoch), "no turn"},
+		{"close without outcome", s.CloseApproval(ctx, "telegram", "t1", "", epoch), "no outcome"},
+		{"close without turn", s.CloseApproval(ctx, "telegram", "", "denied", epoch), "no turn"},
+		{"record without transport", s.RecordApprovalMessage(ctx, ApprovalMessage{Turn: "t1"}), "no transport"},
+		{"count a stranger without transport", s.CountStranger(ctx, "", "bob", epoch), "no transport"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -715,15 +715,15 @@ func TestApprovalsRefuseBadInput(t *testing.T) {
 	if tapErr != nil {
 		t.Errorf("TapApproval of an empty key = %v, want not found and no error", tapErr)
 	}
-	if _, found, _ := s.Queues().ApprovalStatusOf(ctx, "telegram", "t1"); found {
+	if _, found, _ := s.ApprovalStatusOf(ctx, "telegram", "t1"); found {
 		t.Error("a refused call left a status behind")
 	}
 }
 
 func TestStrangers(t *testing.T) {
-	s := newStore(t)
+	s := newStore(t).Queues()
 	ctx := context.Background()
-	if updates, senders, err := s.Queues().StrangerTotal(ctx); err != nil || updates != 0 || senders != 0 {
+	if updates, senders, err := s.StrangerTotal(ctx); err != nil || updates != 0 || senders != 0 {
 		t.Errorf("StrangerTotal of a new store = %d, %d, %v, want 0, 0", updates, senders, err)
 	}
 	long := strings.Repeat("é", maxSenderRunes+50)
@@ -739,7 +739,7 @@ func TestStrangers(t *testing.T) {
 		{"telegram", long + "x", 5 * time.Second}, // the same sender, once clipped
 	}
 	for _, c := range counts {
-		if err := s.Queues().CountStranger(ctx, c.transport, c.sender, epoch.Add(c.at)); err != nil {
+		if err := s.CountStranger(ctx, c.transport, c.sender, epoch.Add(c.at)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -758,7 +758,7 @@ func TestStrangers(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.limit), func(t *testing.T) {
-			got, err := s.Queues().Strangers(ctx, tt.limit)
+			got, err := s.Strangers(ctx, tt.limit)
 			if err != nil || len(got) != len(tt.want) {
 				t.Fatalf("Strangers(%d) = %+v, %v, want %+v", tt.limit, got, err, tt.want)
 			}
@@ -770,7 +770,7 @@ func TestStrangers(t *testing.T) {
 			}
 		})
 	}
-	if updates, senders, err := s.Queues().StrangerTotal(ctx); err != nil || updates != 6 || senders != 4 {
+	if updates, senders, err := s.StrangerTotal(ctx); err != nil || updates != 6 || senders != 4 {
 		t.Errorf("StrangerTotal = %d, %d, %v, want 6 updates from 4 senders", updates, senders, err)
 	}
 }

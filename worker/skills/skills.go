@@ -61,11 +61,11 @@ func List(workspace string) (found []Skill, problems []string, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("skills: read %s/: %w", Dir, err)
 	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	if len(entries) > maxEntries {
 		problems = append(problems, fmt.Sprintf("%s/ holds %d entries; only the first %d by name are looked at", Dir, len(entries), maxEntries))
 		entries = entries[:maxEntries]
 	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	for _, e := range entries {
 		// A link is not followed: ReadDir's type is the entry's own.
 		if !e.IsDir() || strings.HasPrefix(e.Name(), ".") || policy.DeniedName(e.Name()) {
