@@ -118,15 +118,10 @@ type Core struct {
 	commands *commands.Handler
 
 	// What core does for a decision the authority carries out
-	// (decisionHost, decisions.go) and for the worker's commands
-	// (exec.go) reaches the parts through these.
-	stepStarted      func(t *turns.Turn, doing string)
-	stepDone         func(turn, doing, described string)
-	approvedProgress func(to turns.Origin, key, doing string, settled bool)
-	carryOutPastCap  func(ctx context.Context, out approval.Outcome) bool
-	startTurn        func(ctx context.Context, adm turns.Admission)
-	release          func(ctx context.Context)
-	keepMarked       func(ctx context.Context, from approval.Audience, req approval.Request, approve bool)
+	// (decisionHost, decisions.go) with the parts New wires and keeps
+	// nowhere else.
+	carryOutPastCap func(ctx context.Context, out approval.Outcome) bool
+	keepMarked      func(ctx context.Context, from approval.Audience, req approval.Request, approve bool)
 }
 
 // New makes a core; [Core.Run] starts it.
@@ -174,8 +169,6 @@ func New(opts Options) (*Core, error) {
 			t := c.turns.Current()
 			return t != nil && t.ID == turn && !c.turns.Settled(t)
 		}}
-	c.stepStarted = func(t *turns.Turn, doing string) { c.progress.Started(t.ID, doing) }
-	c.stepDone, c.approvedProgress = c.progress.Done, c.progress.Approved
 	c.turns = turns.New(c.clock, c.cfg.Timeouts.Turn.Duration, c.cfg.Timeouts.Reap.Duration, func(ev turns.Event) {
 		c.onLoop(func(ctx context.Context) { c.driver.Event(ctx, ev) })
 	})
@@ -263,7 +256,7 @@ func New(opts Options) (*Core, error) {
 	gate = &tokencap.Gate{Cap: c.cfg.Budget.DailyTokenCap, Today: c.brain.tokensToday, Auth: c.auth, Intake: c.intake,
 		Failed: c.writes.note, Tell: c.say.Tell, Log: c.log, Begin: c.driver.Start, Release: c.driver.Release}
 	c.driver.StartOwners = gate.Start
-	c.carryOutPastCap, c.startTurn, c.release = gate.CarryOut, c.driver.Start, c.driver.Release
+	c.carryOutPastCap = gate.CarryOut
 	return c, nil
 }
 

@@ -24,7 +24,7 @@ func (c *Core) handleDecision(ctx context.Context, env contracts.Envelope) {
 	}
 	out := c.auth.Decide(ctx, d, approval.Audience{Transport: env.Sender, Chat: d.Chat}, c.turns.Claim)
 	if !c.auth.CarryOut(ctx, out) && out.Slot {
-		c.release(ctx)
+		c.driver.Release(ctx)
 	}
 }
 
@@ -56,13 +56,13 @@ type decisionHost struct{ c *Core }
 func (h decisionHost) Feel(e mood.Event)                  { h.c.brain.feel(e) }
 func (h decisionHost) Go(f func())                        { h.c.offLoop.Go(f) }
 func (h decisionHost) OnLoop(f func(ctx context.Context)) { h.c.onLoop(f) }
-func (h decisionHost) Release(ctx context.Context)        { h.c.release(ctx) }
+func (h decisionHost) Release(ctx context.Context)        { h.c.driver.Release(ctx) }
 func (h decisionHost) PastCap(ctx context.Context, out approval.Outcome) bool {
 	return h.c.carryOutPastCap(ctx, out)
 }
 
 func (h decisionHost) Progress(r approval.Request, doing string, done bool) {
-	h.c.approvedProgress(turns.Origin(r.Origin), r.Key, doing, done)
+	h.c.progress.Approved(turns.Origin(r.Origin), r.Key, doing, done)
 }
 
 func (h decisionHost) Changes(to approval.Audience, what string, report *approval.Report) {
@@ -81,7 +81,7 @@ func (h decisionHost) KeepMemory(ctx context.Context, from approval.Audience, r 
 // the answer to its call; the owner's own decision starts the count of
 // calls let through by rules again.
 func (h decisionHost) Resume(ctx context.Context, r approval.Request, answer contracts.Message, preview, outside string) {
-	h.c.startTurn(ctx, turns.Admission{
+	h.c.driver.Start(ctx, turns.Admission{
 		Origin:   turns.Origin(r.Origin),
 		Resume:   &contracts.Resume{Messages: r.Call.Messages, Answer: answer},
 		Preview:  preview,

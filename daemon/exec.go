@@ -54,7 +54,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 	}
 	if checked.MCP {
 		audit.Info("calling an MCP tool the owner marked read-only", "decision", "free")
-		c.stepStarted(t, checked.Doing)
+		c.progress.Started(t.ID, checked.Doing)
 		c.offLoop.Go(func() {
 			content, ok, outside := c.mcp.Call(ctx, call)
 			answer(ok, content)
@@ -64,7 +64,7 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 					// the rest of the turn is marked, as after a page.
 					t.Admission.Outside = policy.MarkJoined(t.Admission.Outside, outside)
 				}
-				c.stepDone(t.ID, checked.Doing, map[bool]string{true: "answered", false: "failed"}[ok])
+				c.progress.Done(t.ID, checked.Doing, map[bool]string{true: "answered", false: "failed"}[ok])
 			})
 		})
 		return
@@ -87,19 +87,19 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		c.keeper.used(ctx, call.Name)
 	}
 	audit.Info("running a read-only command", "decision", "free")
-	c.stepStarted(t, checked.Doing)
+	c.progress.Started(t.ID, checked.Doing)
 	// The command may take seconds; the turn loop must not wait for it.
 	c.offLoop.Go(func() {
 		defer done()
 		res, err := c.opts.Sandbox.Run(ctx, spec)
 		if err != nil {
 			answer(false, "the sandbox could not run it: "+err.Error())
-			c.onLoop(func(context.Context) { c.stepDone(t.ID, checked.Doing, "error: "+err.Error()) })
+			c.onLoop(func(context.Context) { c.progress.Done(t.ID, checked.Doing, "error: "+err.Error()) })
 			return
 		}
 		described := approved.DescribeRun(res)
 		answer(res.ExitCode == 0, described)
-		c.onLoop(func(context.Context) { c.stepDone(t.ID, checked.Doing, described) })
+		c.onLoop(func(context.Context) { c.progress.Done(t.ID, checked.Doing, described) })
 		if checked.SelfCoded && (res.ExitCode != 0 || res.TimedOut) {
 			why := approved.DescribeRun(res)
 			c.onLoop(func(ctx context.Context) { c.keeper.strike(ctx, call.Name, why, origin) })
@@ -147,16 +147,16 @@ func (c *Core) runTests(ctx context.Context, t *turns.Turn, answer func(bool, st
 		return
 	}
 	c.log.Info("running the workspace's tests", contracts.AuditEvent, contracts.EventSandboxRun, "turn", t.ID, "decision", "done-check")
-	c.stepStarted(t, testsDoing)
+	c.progress.Started(t.ID, testsDoing)
 	c.offLoop.Go(func() {
 		res, err := c.opts.Sandbox.Run(ctx, sandbox.Spec{Argv: testCommand, Workspace: c.layout.Workspace(), View: sandbox.Scratch, Turn: t.ID})
 		if err != nil {
 			answer(true, "the tests could not run: "+err.Error())
-			c.onLoop(func(context.Context) { c.stepDone(t.ID, testsDoing, "error: "+err.Error()) })
+			c.onLoop(func(context.Context) { c.progress.Done(t.ID, testsDoing, "error: "+err.Error()) })
 			return
 		}
 		described := approved.DescribeRun(res)
 		answer(res.ExitCode == 0 || res.ExitCode == 5, described) // 5: pytest collected no tests
-		c.onLoop(func(context.Context) { c.stepDone(t.ID, testsDoing, described) })
+		c.onLoop(func(context.Context) { c.progress.Done(t.ID, testsDoing, described) })
 	})
 }
