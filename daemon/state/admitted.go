@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// Intake is the owner's messages that core admitted, each kept until a
+// Intake keeps the owner's messages that core admitted, each until a
 // turn answers it, so that a core stopped meanwhile answers it at its
 // next start.
 type Intake struct{ *Store }

@@ -10,7 +10,7 @@ import (
 // which retire a failing tool, and their calls, which order the offer.
 type Tools struct{ *Store }
 
-// Tools is the tool store's part of the store.
+// Tools is the tool keeper's part of the store.
 func (s *Store) Tools() *Tools { return &Tools{s} }
 
 // ToolHealth is the strike count of a self-coded tool.

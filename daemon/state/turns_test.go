@@ -175,3 +175,45 @@ func TestFinishingInterruptedTurnsReadsOnlyTheRunningOnes(t *testing.T) {
 		t.Errorf("the plan of ending the interrupted turns is %q, want a search of turns_running and no scan", plan)
 	}
 }
+
+func TestTurnsOfKindSince(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	midnight := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
+	starts := []struct {
+		id, kind string
+		at       time.Duration
+	}{
+		{"s1", "scheduled", -2 * time.Hour},
+		{"c1", "chat", time.Hour},
+		{"s2", "scheduled", 0},
+		{"s3", "scheduled", 9 * time.Hour},
+		{"c2", "chat", 10 * time.Hour},
+	}
+	for _, st := range starts {
+		if err := s.Turns().Start(ctx, TurnStart{ID: st.id, Kind: st.kind, Started: midnight.Add(st.at)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		kind      string
+		since     time.Time
+		wantCount int
+		wantLast  time.Time
+	}{
+		{"scheduled", midnight, 2, midnight.Add(9 * time.Hour)},
+		{"scheduled", midnight.Add(-24 * time.Hour), 3, midnight.Add(9 * time.Hour)},
+		{"scheduled", midnight.Add(9*time.Hour + time.Millisecond), 0, midnight.Add(9 * time.Hour)},
+		{"chat", midnight, 2, midnight.Add(10 * time.Hour)},
+		{"resumed", midnight, 0, time.Time{}},
+		{"", midnight, 0, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s since %s", tt.kind, tt.since.Format(time.TimeOnly)), func(t *testing.T) {
+			count, last, err := s.Turns().OfKindSince(ctx, tt.kind, tt.since)
+			if err != nil || count != tt.wantCount || !last.Equal(tt.wantLast) {
+				t.Errorf("Turns().OfKindSince(%q, %v) = %d, %v, %v, want %d, %v", tt.kind, tt.since, count, last, err, tt.wantCount, tt.wantLast)
+			}
+		})
+	}
+}
