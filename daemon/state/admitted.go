@@ -12,7 +12,7 @@ import (
 // Intake keeps the owner's messages that core admitted, each until a
 // turn answers it, so that a core stopped meanwhile answers it at its
 // next start.
-type Intake struct{ *Store }
+type Intake struct{ store *Store }
 
 // Intake is intake's part of the store.
 func (s *Store) Intake() *Intake { return &Intake{s} }
@@ -38,11 +38,11 @@ type Admitted struct {
 // is the one kept already: its id comes back with again set, and no
 // second row is made.
 func (s *Intake) Admit(ctx context.Context, m Admitted) (id int64, again bool, err error) {
-	if err := s.writable("admit a message"); err != nil {
+	if err := s.store.writable("admit a message"); err != nil {
 		return 0, false, err
 	}
 	if m.Ref != "" {
-		err := s.db.QueryRowContext(ctx, `SELECT id FROM admitted WHERE transport = ? AND ref = ?`, m.Transport, m.Ref).Scan(&id)
+		err := s.store.db.QueryRowContext(ctx, `SELECT id FROM admitted WHERE transport = ? AND ref = ?`, m.Transport, m.Ref).Scan(&id)
 		if err == nil {
 			return id, true, nil
 		}
@@ -50,8 +50,8 @@ func (s *Intake) Admit(ctx context.Context, m Admitted) (id int64, again bool, e
 			return 0, false, fmt.Errorf("admit a message: %w", err)
 		}
 	}
-	err = s.db.retried(func() error {
-		return s.db.QueryRowContext(ctx,
+	err = s.store.db.retried(func() error {
+		return s.store.db.QueryRowContext(ctx,
 			`INSERT INTO admitted (transport, chat, ref, text, at) VALUES (?, ?, ?, ?, ?) RETURNING id`,
 			m.Transport, m.Chat, m.Ref, m.Text, m.At.UnixMilli()).Scan(&id)
 	})
@@ -78,7 +78,7 @@ func (s *Intake) mark(ctx context.Context, what, query string, first any, ids []
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := s.writable(what); err != nil {
+	if err := s.store.writable(what); err != nil {
 		return err
 	}
 	// The ids go as one JSON array, so that the query is one statement,
@@ -87,7 +87,7 @@ func (s *Intake) mark(ctx context.Context, what, query string, first any, ids []
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if _, err := s.db.ExecContext(ctx, query, first, string(list)); err != nil {
+	if _, err := s.store.db.ExecContext(ctx, query, first, string(list)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -98,7 +98,7 @@ func (s *Intake) mark(ctx context.Context, what, query string, first any, ids []
 // reply is kept ([Replies.Keep]) is not among them: it has its answer, which
 // goes again.
 func (s *Intake) Unanswered(ctx context.Context) ([]Admitted, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT id, transport, chat, ref, text, at, turn, tries FROM admitted WHERE answered_at IS NULL
 		 AND id NOT IN (SELECT j.value FROM replies, json_each(replies.messages) AS j) ORDER BY id`)
 	if err != nil {
@@ -121,10 +121,10 @@ func (s *Intake) Unanswered(ctx context.Context) ([]Admitted, error) {
 // PruneAnswered drops the answered messages older than before: past that,
 // a transport delivering one again is not expected.
 func (s *Intake) PruneAnswered(ctx context.Context, before time.Time) error {
-	if err := s.writable("prune answered messages"); err != nil {
+	if err := s.store.writable("prune answered messages"); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM admitted WHERE answered_at IS NOT NULL AND answered_at < ?`, before.UnixMilli()); err != nil {
+	if _, err := s.store.db.ExecContext(ctx, `DELETE FROM admitted WHERE answered_at IS NOT NULL AND answered_at < ?`, before.UnixMilli()); err != nil {
 		return fmt.Errorf("prune answered messages: %w", err)
 	}
 	return nil

@@ -9,6 +9,9 @@
 // store's database: Intake, Turns, History, Replies, Memories,
 // Schedules, Rules, Tools, Notices and the transports' Queues, each
 // from the Store's method of its name (store.Schedules().Due(ctx, now)).
+// A part holds the store in a field of its own rather than embedding it,
+// so whoever is given a part (intake its *Intake, the ops their
+// *Memories) reaches that part's data and nothing else of the store's.
 //
 // Every file write is atomic (see package atomicfile), and every database
 // change is one transaction, so a crash at any point leaves either the old

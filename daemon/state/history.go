@@ -11,7 +11,7 @@ import (
 
 // History is the conversation with the owner, each message of it in
 // order, which a turn is given the newest of.
-type History struct{ *Store }
+type History struct{ store *Store }
 
 // History is the conversation's part of the store.
 func (s *Store) History() *History { return &History{s} }
@@ -19,13 +19,13 @@ func (s *Store) History() *History { return &History{s} }
 // Append adds one message of the conversation with the owner.
 // role is contracts.ChatUser or contracts.ChatAssistant.
 func (s *History) Append(ctx context.Context, turn, role, text string, at time.Time) error {
-	if err := s.writable("append history"); err != nil {
+	if err := s.store.writable("append history"); err != nil {
 		return err
 	}
 	if role != contracts.ChatUser && role != contracts.ChatAssistant {
 		return fmt.Errorf("append history of turn %q: role %q is neither %q nor %q", turn, role, contracts.ChatUser, contracts.ChatAssistant)
 	}
-	_, err := s.db.ExecContext(ctx,
+	_, err := s.store.db.ExecContext(ctx,
 		`INSERT INTO history (turn, role, text, at) VALUES (?, ?, ?, ?)`,
 		turn, role, capEntry(text), at.UnixMilli())
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *History) Recent(ctx context.Context, n int) ([]contracts.HistoryEntry, 
 	if n <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT role, text, at FROM (SELECT id, role, text, at FROM history ORDER BY id DESC LIMIT ?) ORDER BY id`, n)
 	if err != nil {
 		return nil, fmt.Errorf("read recent history: %w", err)

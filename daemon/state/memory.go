@@ -18,7 +18,7 @@ import (
 // Memories are what the pet keeps of its owner: the memory tree's files
 // (memory/*.md, about.md, the faces file) and the learnings table, which
 // the ops of a reply add to.
-type Memories struct{ *Store }
+type Memories struct{ store *Store }
 
 // Memories is the memory keeper's part of the store.
 func (s *Store) Memories() *Memories { return &Memories{s} }
@@ -64,20 +64,20 @@ type Memory struct {
 // run off core's loop: the memory tree's read-modify-write is serialised
 // here.
 func (s *Memories) Keep(ctx context.Context, turn string, m Memory, at time.Time) error {
-	if err := s.writable("keep memory"); err != nil {
+	if err := s.store.writable("keep memory"); err != nil {
 		return err
 	}
 	if err := m.validate(); err != nil {
 		return fmt.Errorf("keep memory: %w", err)
 	}
-	s.files.Lock()
-	defer s.files.Unlock()
+	s.store.files.Lock()
+	defer s.store.files.Unlock()
 	files, err := s.noteFiles(m.Notes, at)
 	if err != nil {
 		return fmt.Errorf("keep memory: %w", err)
 	}
 	if m.About != "" {
-		files = append(files, atomicfile.File{Path: s.layout.About(), Data: []byte(m.About)})
+		files = append(files, atomicfile.File{Path: s.store.layout.About(), Data: []byte(m.About)})
 	}
 	if len(m.Learnings) > 0 {
 		if err := s.addLearnings(ctx, turn, m.Learnings, at); err != nil {
@@ -87,14 +87,14 @@ func (s *Memories) Keep(ctx context.Context, turn string, m Memory, at time.Time
 	if len(files) == 0 {
 		return nil
 	}
-	if err := s.db.retried(func() error { return atomicfile.WriteFiles(files, fileMode) }); err != nil {
+	if err := s.store.db.retried(func() error { return atomicfile.WriteFiles(files, fileMode) }); err != nil {
 		if len(m.Learnings) > 0 {
 			return fmt.Errorf("keep memory of turn %q: its learnings are kept, its files are not: %w", turn, err)
 		}
 		return fmt.Errorf("keep memory of turn %q: %w", turn, err)
 	}
 	if m.About != "" {
-		return s.grantWorkerFiles()
+		return s.store.grantWorkerFiles()
 	}
 	return nil
 }
@@ -102,7 +102,7 @@ func (s *Memories) Keep(ctx context.Context, turn string, m Memory, at time.Time
 // addLearnings adds the learnings of turn in one transaction, within
 // MaxLearnings.
 func (s *Memories) addLearnings(ctx context.Context, turn string, learnings []contracts.CaptureLearning, at time.Time) error {
-	return s.inTx(ctx, func(tx *keptTx) error {
+	return s.store.inTx(ctx, func(tx *keptTx) error {
 		var kept int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM learnings`).Scan(&kept); err != nil {
 			return fmt.Errorf("count learnings: %w", err)
@@ -155,7 +155,7 @@ func (s *Memories) noteFiles(notes []contracts.Remember, at time.Time) ([]atomic
 		}
 		i := slices.Index(topics, topic)
 		if i < 0 {
-			path := s.layout.MemoryTopic(topic)
+			path := s.store.layout.MemoryTopic(topic)
 			old, err := os.ReadFile(path)
 			if err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, fmt.Errorf("read %s: %w", path, err)
@@ -202,7 +202,7 @@ func appendNote(file []byte, text string, at time.Time) []byte {
 
 // topics are the memory tree's topics: its files memory/*.md.
 func (s *Memories) topics() ([]string, error) {
-	entries, err := os.ReadDir(s.layout.MemoryDir())
+	entries, err := os.ReadDir(s.store.layout.MemoryDir())
 	if err != nil {
 		return nil, fmt.Errorf("list the memory's topics: %w", err)
 	}
@@ -222,12 +222,12 @@ func (s *Memories) topics() ([]string, error) {
 // refuses are dropped when it is rewritten; a file that cannot be read or
 // parsed at all is left alone and no face is added.
 func (s *Memories) AddFaces(added ...contracts.AddFace) error {
-	if err := s.writable("add faces"); err != nil {
+	if err := s.store.writable("add faces"); err != nil {
 		return err
 	}
-	s.files.Lock()
-	defer s.files.Unlock()
-	reg, err := s.layout.LoadFaces()
+	s.store.files.Lock()
+	defer s.store.files.Unlock()
+	reg, err := s.store.layout.LoadFaces()
 	if errors.Is(err, faces.ErrBadFile) {
 		return fmt.Errorf("add faces: not overwriting the faces file: %w", err)
 	}
@@ -244,10 +244,10 @@ func (s *Memories) AddFaces(added ...contracts.AddFace) error {
 	if changed {
 		data, err := reg.MarshalAdded()
 		if err == nil {
-			err = s.db.retried(func() error { return atomicfile.WriteFile(s.layout.Faces(), data, fileMode) })
+			err = s.store.db.retried(func() error { return atomicfile.WriteFile(s.store.layout.Faces(), data, fileMode) })
 		}
 		if err == nil {
-			err = s.grantWorkerFiles()
+			err = s.store.grantWorkerFiles()
 		}
 		if err != nil {
 			return fmt.Errorf("add faces: %w", err)

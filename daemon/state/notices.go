@@ -11,7 +11,7 @@ import (
 // Notices are what the store owes the owner: what it found wrong with
 // itself (a damaged database, a rollback, the disk full), kept until a
 // transport took it.
-type Notices struct{ *Store }
+type Notices struct{ store *Store }
 
 // Notices is the part of the store that core tells the owner from.
 func (s *Store) Notices() *Notices { return &Notices{s} }
@@ -34,16 +34,16 @@ type Notice struct {
 func (s *Notices) owe(ctx context.Context, n Notice, now time.Time) {
 	body, err := json.Marshal(n)
 	if err == nil {
-		_, err = s.db.ExecContext(ctx, `INSERT INTO notices (body, at) VALUES (?, ?)`, string(body), now.UnixMilli())
+		_, err = s.store.db.ExecContext(ctx, `INSERT INTO notices (body, at) VALUES (?, ?)`, string(body), now.UnixMilli())
 	}
 	if err != nil {
-		s.unkeptMu.Lock()
-		defer s.unkeptMu.Unlock()
-		n.ID = -int64(len(s.unkept) + 1)
-		s.unkept = append(s.unkept, n)
+		s.store.unkeptMu.Lock()
+		defer s.store.unkeptMu.Unlock()
+		n.ID = -int64(len(s.store.unkept) + 1)
+		s.store.unkept = append(s.store.unkept, n)
 	}
 	select {
-	case s.owing <- struct{}{}:
+	case s.store.owing <- struct{}{}:
 	default: // core is woken already
 	}
 }
@@ -51,11 +51,11 @@ func (s *Notices) owe(ctx context.Context, n Notice, now time.Time) {
 // Owing wakes core when the store owes the owner a notice it found while
 // core runs (the disk full); what Open found waits for a transport to
 // join.
-func (s *Notices) Owing() <-chan struct{} { return s.owing }
+func (s *Notices) Owing() <-chan struct{} { return s.store.owing }
 
 // Owed returns the notices not yet told, oldest first.
 func (s *Notices) Owed(ctx context.Context) ([]Notice, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM notices ORDER BY id`)
+	rows, err := s.store.db.QueryContext(ctx, `SELECT id, body FROM notices ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read the notices owed: %w", err)
 	}
@@ -75,9 +75,9 @@ func (s *Notices) Owed(ctx context.Context) ([]Notice, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the notices owed: %w", err)
 	}
-	s.unkeptMu.Lock()
-	defer s.unkeptMu.Unlock()
-	return append(out, s.unkept...), nil
+	s.store.unkeptMu.Lock()
+	defer s.store.unkeptMu.Unlock()
+	return append(out, s.store.unkept...), nil
 }
 
 // Told forgets notice n, which a transport took, and checkpoints: a
@@ -85,19 +85,19 @@ func (s *Notices) Owed(ctx context.Context) ([]Notice, error) {
 // notice should that log be lost (a rollback after a kill), and the
 // owner be told twice.
 func (s *Notices) Told(ctx context.Context, n Notice) error {
-	if err := s.writable("forget a notice"); err != nil {
+	if err := s.store.writable("forget a notice"); err != nil {
 		return err
 	}
 	if n.ID < 0 {
-		s.unkeptMu.Lock()
-		defer s.unkeptMu.Unlock()
-		s.unkept = slices.DeleteFunc(s.unkept, func(u Notice) bool { return u.ID == n.ID })
+		s.store.unkeptMu.Lock()
+		defer s.store.unkeptMu.Unlock()
+		s.store.unkept = slices.DeleteFunc(s.store.unkept, func(u Notice) bool { return u.ID == n.ID })
 		return nil
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM notices WHERE id = ?`, n.ID); err != nil {
+	if _, err := s.store.db.ExecContext(ctx, `DELETE FROM notices WHERE id = ?`, n.ID); err != nil {
 		return fmt.Errorf("forget notice %d: %w", n.ID, err)
 	}
-	if err := s.checkpoint(ctx); err != nil {
+	if err := s.store.checkpoint(ctx); err != nil {
 		return fmt.Errorf("forget notice %d: %w", n.ID, err)
 	}
 	return nil

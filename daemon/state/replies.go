@@ -19,7 +19,7 @@ import (
 
 // Replies are core's replies routed and not yet confirmed by their
 // transport (package handoff's ledger).
-type Replies struct{ *Store }
+type Replies struct{ store *Store }
 
 // Replies is the reply ledger's part of the store.
 func (s *Store) Replies() *Replies { return &Replies{s} }
@@ -43,7 +43,7 @@ type KeptReply struct {
 // Keep keeps r until its transport confirms holding it
 // ([Replies.Delivered]); keeping one of the same key again replaces it.
 func (s *Replies) Keep(ctx context.Context, r KeptReply) error {
-	if err := s.writable("keep a reply"); err != nil {
+	if err := s.store.writable("keep a reply"); err != nil {
 		return err
 	}
 	body, err := json.Marshal(r.Reply)
@@ -54,7 +54,7 @@ func (s *Replies) Keep(ctx context.Context, r KeptReply) error {
 	if err != nil {
 		return fmt.Errorf("keep reply %s: %w", r.Key, err)
 	}
-	if _, err := s.db.ExecContext(ctx,
+	if _, err := s.store.db.ExecContext(ctx,
 		`INSERT INTO replies (key, transport, body, messages, at) VALUES (?, ?, ?, ?, ?)
 		 ON CONFLICT (key) DO UPDATE SET transport = excluded.transport, body = excluded.body, messages = excluded.messages, at = excluded.at`,
 		r.Key, r.Transport, string(body), string(messages), r.At.UnixMilli()); err != nil {
@@ -65,7 +65,7 @@ func (s *Replies) Keep(ctx context.Context, r KeptReply) error {
 
 // Kept lists the replies no transport has confirmed, oldest first.
 func (s *Replies) Kept(ctx context.Context) ([]KeptReply, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT key, transport, body, messages, at FROM replies ORDER BY at, key`)
+	rows, err := s.store.db.QueryContext(ctx, `SELECT key, transport, body, messages, at FROM replies ORDER BY at, key`)
 	if err != nil {
 		return nil, fmt.Errorf("read kept replies: %w", err)
 	}
@@ -94,14 +94,14 @@ func (s *Replies) Kept(ctx context.Context) ([]KeptReply, error) {
 // could not be kept) are answered at at, and the reply is forgotten, in
 // one transaction.
 func (s *Replies) Delivered(ctx context.Context, key string, messages []int64, at time.Time) error {
-	if err := s.writable("record a reply delivered"); err != nil {
+	if err := s.store.writable("record a reply delivered"); err != nil {
 		return err
 	}
 	list, err := json.Marshal(nonNil(messages))
 	if err != nil {
 		return fmt.Errorf("record reply %s delivered: %w", key, err)
 	}
-	err = s.inTx(ctx, func(tx *keptTx) error {
+	err = s.store.inTx(ctx, func(tx *keptTx) error {
 		if _, err := tx.ExecContext(ctx,
 			`UPDATE admitted SET answered_at = ? WHERE answered_at IS NULL AND (id IN (SELECT value FROM json_each(?))
 			 OR id IN (SELECT j.value FROM replies, json_each(replies.messages) AS j WHERE replies.key = ?))`,

@@ -10,7 +10,7 @@ import (
 
 // Rules are the approval authority's standing rules: the shapes of call
 // the owner let run without asking, until each expires.
-type Rules struct{ *Store }
+type Rules struct{ store *Store }
 
 // Rules is the approval authority's part of the store for the rules the
 // owner granted.
@@ -47,14 +47,14 @@ const ruleColumns = `id, tool, pattern, words, granted_at, expires_at, uses`
 // already a rule renews that rule (its words and times) and keeps its id
 // and count; a new one past MaxRules is refused.
 func (s *Rules) Grant(ctx context.Context, r Rule) (Rule, error) {
-	if err := s.writable("grant a rule"); err != nil {
+	if err := s.store.writable("grant a rule"); err != nil {
 		return Rule{}, err
 	}
 	if r.Tool == "" || r.Pattern == "" || !r.Expires.After(r.Granted) {
 		return Rule{}, fmt.Errorf("grant a rule: %q of %s needs a tool, a pattern and an expiry after its grant", r.Words, r.Tool)
 	}
 	var kept Rule
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		var held int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM rules WHERE NOT (tool = ? AND pattern = ?)`, r.Tool, r.Pattern).Scan(&held); err != nil {
 			return err
@@ -78,7 +78,7 @@ func (s *Rules) Grant(ctx context.Context, r Rule) (Rule, error) {
 // All lists the rules held, oldest first, expired ones included until
 // Expire drops them.
 func (s *Rules) All(ctx context.Context) ([]Rule, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+ruleColumns+` FROM rules ORDER BY id`)
+	rows, err := s.store.db.QueryContext(ctx, `SELECT `+ruleColumns+` FROM rules ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
 	}
@@ -87,10 +87,10 @@ func (s *Rules) All(ctx context.Context) ([]Rule, error) {
 
 // Use counts one call the rule id let through.
 func (s *Rules) Use(ctx context.Context, id int64) error {
-	if err := s.writable("count a rule's use"); err != nil {
+	if err := s.store.writable("count a rule's use"); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE rules SET uses = uses + 1 WHERE id = ?`, id)
+	res, err := s.store.db.ExecContext(ctx, `UPDATE rules SET uses = uses + 1 WHERE id = ?`, id)
 	if err != nil {
 		return fmt.Errorf("count a use of rule %d: %w", id, err)
 	}
@@ -102,12 +102,12 @@ func (s *Rules) Use(ctx context.Context, id int64) error {
 
 // Revoke drops the rule id and returns it.
 func (s *Rules) Revoke(ctx context.Context, id int64) (Rule, error) {
-	if err := s.writable("revoke a rule"); err != nil {
+	if err := s.store.writable("revoke a rule"); err != nil {
 		return Rule{}, err
 	}
 	var r Rule
-	err := s.db.retried(func() (err error) {
-		r, err = scanRule(s.db.QueryRowContext(ctx, `DELETE FROM rules WHERE id = ? RETURNING `+ruleColumns, id))
+	err := s.store.db.retried(func() (err error) {
+		r, err = scanRule(s.store.db.QueryRowContext(ctx, `DELETE FROM rules WHERE id = ? RETURNING `+ruleColumns, id))
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -122,10 +122,10 @@ func (s *Rules) Revoke(ctx context.Context, id int64) (Rule, error) {
 // Expire drops every rule whose time has come at now and returns
 // them.
 func (s *Rules) Expire(ctx context.Context, now time.Time) ([]Rule, error) {
-	if err := s.writable("expire rules"); err != nil {
+	if err := s.store.writable("expire rules"); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `DELETE FROM rules WHERE expires_at <= ? RETURNING `+ruleColumns, now.UnixMilli())
+	rows, err := s.store.db.QueryContext(ctx, `DELETE FROM rules WHERE expires_at <= ? RETURNING `+ruleColumns, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("expire rules: %w", err)
 	}

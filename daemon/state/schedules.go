@@ -14,7 +14,7 @@ import (
 
 // Schedules are the scheduler's data: the turns the pet is to start
 // itself, once or again and again.
-type Schedules struct{ *Store }
+type Schedules struct{ store *Store }
 
 // Schedules is the scheduler's part of the store.
 func (s *Store) Schedules() *Schedules { return &Schedules{s} }
@@ -68,7 +68,7 @@ const scheduleColumns = `id, text, next_at, every, transport, chat, created_at, 
 // MaxSchedules already live the schedule is refused with
 // ErrTooManySchedules.
 func (s *Schedules) Add(ctx context.Context, sc Scheduled) (int64, error) {
-	if err := s.writable("add schedule"); err != nil {
+	if err := s.store.writable("add schedule"); err != nil {
 		return 0, err
 	}
 	switch {
@@ -85,7 +85,7 @@ func (s *Schedules) Add(ctx context.Context, sc Scheduled) (int64, error) {
 		return 0, fmt.Errorf("add schedule: a repetition of %d bytes, over the cap of %d or not UTF-8", len(sc.Every), MaxEvery)
 	}
 	var id int64
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		var live int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM schedules`).Scan(&live); err != nil {
 			return fmt.Errorf("count schedules: %w", err)
@@ -127,7 +127,7 @@ func (s *Schedules) Due(ctx context.Context, now time.Time) ([]Scheduled, error)
 // next deletes the schedule, as a one-off that has run. A schedule
 // cancelled meanwhile gets ErrNoSchedule.
 func (s *Schedules) Reschedule(ctx context.Context, id int64, next, ran time.Time) error {
-	if err := s.writable("reschedule"); err != nil {
+	if err := s.store.writable("reschedule"); err != nil {
 		return err
 	}
 	var (
@@ -135,13 +135,13 @@ func (s *Schedules) Reschedule(ctx context.Context, id int64, next, ran time.Tim
 		err error
 	)
 	if next.IsZero() {
-		res, err = s.db.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, id)
+		res, err = s.store.db.ExecContext(ctx, `DELETE FROM schedules WHERE id = ?`, id)
 	} else {
 		var lastRun any
 		if !ran.IsZero() {
 			lastRun = ran.UnixMilli()
 		}
-		res, err = s.db.ExecContext(ctx, `UPDATE schedules SET next_at = ?, last_run_at = coalesce(?, last_run_at) WHERE id = ?`,
+		res, err = s.store.db.ExecContext(ctx, `UPDATE schedules SET next_at = ?, last_run_at = coalesce(?, last_run_at) WHERE id = ?`,
 			next.UnixMilli(), lastRun, id)
 	}
 	if err != nil {
@@ -160,12 +160,12 @@ func (s *Schedules) Reschedule(ctx context.Context, id int64, next, ran time.Tim
 // Cancel deletes schedule id and returns it as it was; an id that
 // names no live schedule gets ErrNoSchedule.
 func (s *Schedules) Cancel(ctx context.Context, id int64) (Scheduled, error) {
-	if err := s.writable("cancel schedule"); err != nil {
+	if err := s.store.writable("cancel schedule"); err != nil {
 		return Scheduled{}, err
 	}
 	var sc Scheduled
-	err := s.db.retried(func() (err error) {
-		sc, err = scanSchedule(s.db.QueryRowContext(ctx, `DELETE FROM schedules WHERE id = ? RETURNING `+scheduleColumns, id))
+	err := s.store.db.retried(func() (err error) {
+		sc, err = scanSchedule(s.store.db.QueryRowContext(ctx, `DELETE FROM schedules WHERE id = ? RETURNING `+scheduleColumns, id))
 		return err
 	})
 	switch {
@@ -181,7 +181,7 @@ func (s *Schedules) Cancel(ctx context.Context, id int64) (Scheduled, error) {
 // timer; ok is false when there are none.
 func (s *Schedules) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
 	var earliest sql.NullInt64
-	if err := s.db.QueryRowContext(ctx, `SELECT min(next_at) FROM schedules`).Scan(&earliest); err != nil {
+	if err := s.store.db.QueryRowContext(ctx, `SELECT min(next_at) FROM schedules`).Scan(&earliest); err != nil {
 		return time.Time{}, false, fmt.Errorf("read next due schedule: %w", err)
 	}
 	if !earliest.Valid {
@@ -191,7 +191,7 @@ func (s *Schedules) NextDue(ctx context.Context) (next time.Time, ok bool, err e
 }
 
 func (s *Schedules) query(ctx context.Context, query string, args ...any) ([]Scheduled, error) {
-	rows, err := s.db.QueryContext(ctx, query, args...)
+	rows, err := s.store.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ import (
 // Turns are the records of the turns: when each ran, how it ended, its
 // worker and the tokens it spent, which /status, `shelldon turns`, the
 // daily token cap and the schedules' budget read.
-type Turns struct{ *Store }
+type Turns struct{ store *Store }
 
 // Turns is the turn driver's part of the store.
 func (s *Store) Turns() *Turns { return &Turns{s} }
@@ -110,14 +110,14 @@ type TurnRecord struct {
 
 // Start records that a turn began.
 func (s *Turns) Start(ctx context.Context, t TurnStart) error {
-	if err := s.writable("start turn"); err != nil {
+	if err := s.store.writable("start turn"); err != nil {
 		return err
 	}
 	if t.ID == "" || t.Kind == "" {
 		return fmt.Errorf("start turn %q: id and kind are required (kind %q)", t.ID, t.Kind)
 	}
 	preview := clip(strings.Join(strings.Fields(t.Preview), " "), MaxPreviewRunes)
-	_, err := s.db.ExecContext(ctx,
+	_, err := s.store.db.ExecContext(ctx,
 		`INSERT INTO turns (id, kind, started_at, prompt_preview, worker_pid) VALUES (?, ?, ?, ?, ?)`,
 		t.ID, t.Kind, t.Started.UnixMilli(), preview, t.WorkerPID)
 	if err != nil {
@@ -129,10 +129,10 @@ func (s *Turns) Start(ctx context.Context, t TurnStart) error {
 // SetWorker records the process id of the turn's worker, known only
 // once systemd has started it.
 func (s *Turns) SetWorker(ctx context.Context, id string, pid int) error {
-	if err := s.writable("set turn worker"); err != nil {
+	if err := s.store.writable("set turn worker"); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE turns SET worker_pid = ? WHERE id = ?`, pid, id)
+	res, err := s.store.db.ExecContext(ctx, `UPDATE turns SET worker_pid = ? WHERE id = ?`, pid, id)
 	if err != nil {
 		return fmt.Errorf("set worker of turn %q: %w", id, err)
 	}
@@ -146,7 +146,7 @@ func (s *Turns) SetWorker(ctx context.Context, id string, pid int) error {
 // Finishing a turn that already finished changes nothing and is not an
 // error, because a timeout and a late result may both try.
 func (s *Turns) Finish(ctx context.Context, t TurnEnd) error {
-	if err := s.writable("finish turn"); err != nil {
+	if err := s.store.writable("finish turn"); err != nil {
 		return err
 	}
 	if t.Outcome == "" {
@@ -155,7 +155,7 @@ func (s *Turns) Finish(ctx context.Context, t TurnEnd) error {
 	usage := keptUsage(t.Usage)
 	total := usage.Total()
 	ended := t.Ended.UnixMilli()
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		res, err := tx.ExecContext(ctx,
 			`UPDATE turns SET ended_at = ?, outcome = ?, error = ?, model_ms = ?, total_ms = MAX(0, ? - started_at), worker_peak_kb = ?,
 			 worker_cpu_ms = ?, worker_exit = ?, worker_join_ms = ?, prompt_tokens = ?, completion_tokens = ?
@@ -219,7 +219,7 @@ const usageSinceQuery = `SELECT provider, SUM(prompt_tokens), SUM(completion_tok
 // provider, in the order of the providers' names (a turn from before
 // providers were recorded counts under UnknownProvider).
 func (s *Turns) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByProvider, error) {
-	rows, err := s.db.QueryContext(ctx, usageSinceQuery, t.UnixMilli())
+	rows, err := s.store.db.QueryContext(ctx, usageSinceQuery, t.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sum the tokens since %v: %w", t, err)
 	}
@@ -241,7 +241,7 @@ func (s *Turns) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByP
 // CountSince counts the turns started at or after t.
 func (s *Turns) CountSince(ctx context.Context, t time.Time) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE started_at >= ?`, t.UnixMilli()).Scan(&n); err != nil {
+	if err := s.store.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE started_at >= ?`, t.UnixMilli()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count turns since %v: %w", t, err)
 	}
 	return n, nil
@@ -252,7 +252,7 @@ func (s *Turns) CountSince(ctx context.Context, t time.Time) (int, error) {
 // a schedule.Budget weighs.
 func (s *Turns) OfKindSince(ctx context.Context, kind string, t time.Time) (count int, last time.Time, err error) {
 	var latest sql.NullInt64
-	err = s.db.QueryRowContext(ctx,
+	err = s.store.db.QueryRowContext(ctx,
 		`SELECT (SELECT count(*) FROM turns WHERE kind = ? AND started_at >= ?), (SELECT max(started_at) FROM turns WHERE kind = ?)`,
 		kind, t.UnixMilli(), kind).Scan(&count, &latest)
 	if err != nil {
@@ -269,7 +269,7 @@ func (s *Turns) Recent(ctx context.Context, n int) ([]TurnRecord, error) {
 	if n <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT id, kind, started_at, ended_at, outcome, error, prompt_preview, model_ms, total_ms, worker_pid, worker_peak_kb,
 		 worker_cpu_ms, worker_exit, worker_join_ms, prompt_tokens, completion_tokens
 		 FROM turns ORDER BY started_at DESC, rowid DESC LIMIT ?`, n)
@@ -321,7 +321,7 @@ func (s *Turns) readUsage(ctx context.Context, turns []TurnRecord) error {
 	}
 	// The turns listed are the newest, so every row of theirs started no
 	// earlier than the oldest of them: the index on the start finds them.
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT turn, provider, prompt_tokens, completion_tokens FROM turn_usage WHERE started_at >= ? ORDER BY turn, seq`,
 		turns[len(turns)-1].Started.UnixMilli())
 	if err != nil {
