@@ -28,7 +28,7 @@ const (
 type Store interface {
 	ParkApproval(ctx context.Context, a state.PendingApproval) error
 	PendingApproval(ctx context.Context, turn string) (state.PendingApproval, error)
-	TakeApproval(ctx context.Context, turn string, now time.Time) (state.PendingApproval, error)
+	TakeApproval(ctx context.Context, turn string, now time.Time, outcome string) (state.PendingApproval, error)
 	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
 	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
 	UpdateApproval(ctx context.Context, a state.PendingApproval) error
@@ -145,7 +145,7 @@ func (a *Authority) replacePromotions(ctx context.Context, stem string) {
 		if old.Kind != Promotion || old.Promotion.Stem != stem {
 			continue
 		}
-		if _, err := a.cfg.Store.TakeApproval(ctx, old.Key, a.cfg.Clock.Now()); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
+		if _, err := a.cfg.Store.TakeApproval(ctx, old.Key, a.cfg.Clock.Now(), contracts.ApprovalReplaced); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
 			continue // taken meanwhile: nothing to replace
 		}
 		a.cfg.Log.Info("a newer proposal replaced a waiting one", contracts.AuditEvent, contracts.EventApprovalDecided,
@@ -275,7 +275,11 @@ func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audie
 // take takes the request of a decision that may be carried out now.
 func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audience, log *slog.Logger) Outcome {
 	out := Outcome{From: from}
-	p, err := a.cfg.Store.TakeApproval(ctx, d.Turn, a.cfg.Clock.Now())
+	outcome := contracts.ApprovalDenied
+	if d.Approve {
+		outcome = contracts.ApprovalApproved
+	}
+	p, err := a.cfg.Store.TakeApproval(ctx, d.Turn, a.cfg.Clock.Now(), outcome)
 	switch {
 	case errors.Is(err, state.ErrApprovalExpired):
 		log.Info("decision on an expired request", "decision", contracts.ApprovalExpired)
@@ -300,10 +304,9 @@ func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audienc
 		return out
 	}
 	out.Request = r
-	outcome := contracts.ApprovalDenied
 	out.Verdict = Denied
 	if d.Approve {
-		out.Verdict, outcome = Approved, contracts.ApprovalApproved
+		out.Verdict = Approved
 	}
 	log.Info("the owner decided", "decision", outcome, "kind", string(r.Kind), "tool", r.Shown.Title, "digest", r.Digest, "always", d.Always)
 	a.cfg.Notify.Settled(d.Turn, outcome)
@@ -447,7 +450,7 @@ func (a *Authority) Renew(ctx context.Context) {
 				continue
 			}
 		}
-		a.cfg.Store.TakeApproval(ctx, p.Turn, a.cfg.Clock.Now())
+		a.cfg.Store.TakeApproval(ctx, p.Turn, a.cfg.Clock.Now(), contracts.ApprovalGone)
 		a.cfg.Log.Warn("dropped a request parked before an upgrade", contracts.AuditEvent, contracts.EventApprovalDecided,
 			"turn", p.Turn, "kind", p.Kind, "decision", contracts.ApprovalGone, "why", err)
 		a.cfg.Notify.Settled(p.Turn, contracts.ApprovalGone)

@@ -354,7 +354,7 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"a damaged row is dropped and said so", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if _, err := r.store.TakeApproval(context.Background(), "t1", r.clk.Now()); err != nil {
+			if _, err := r.store.TakeApproval(context.Background(), "t1", r.clk.Now(), contracts.ApprovalGone); err != nil {
 				t.Fatal(err)
 			}
 			bad := state.PendingApproval{Turn: "p1", Kind: string(Promotion), Payload: []byte(`"not an object"`),

@@ -158,7 +158,7 @@ func TestTakeApproval(t *testing.T) {
 				park(t, s, parkedAt(turn, epoch))
 			}
 			for i, turn := range tt.takes {
-				got, err := s.TakeApproval(ctx, turn, tt.now)
+				got, err := s.TakeApproval(ctx, turn, tt.now, "approved")
 				want := tt.wantErrs[i]
 				if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
 					t.Errorf("TakeApproval(%q) #%d = %v, want %v", turn, i, err, want)
@@ -192,7 +192,7 @@ func TestConcurrentTakesHaveOneWinner(t *testing.T) {
 	for range takers {
 		wg.Go(func() {
 			<-start
-			_, err := s.TakeApproval(ctx, "t1", epoch)
+			_, err := s.TakeApproval(ctx, "t1", epoch, "approved")
 			results <- err
 		})
 	}
@@ -283,7 +283,7 @@ func TestApprovalsSurviveReopen(t *testing.T) {
 	if want := []string{"t1", "t2"}; err != nil || !slices.Equal(turnsOf(list), want) {
 		t.Fatalf("PendingApprovals after reopening = %v, %v, want %v", turnsOf(list), err, want)
 	}
-	got, err := again.TakeApproval(ctx, "t1", epoch.Add(time.Minute))
+	got, err := again.TakeApproval(ctx, "t1", epoch.Add(time.Minute), "approved")
 	if err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
 		t.Errorf("TakeApproval(t1) after reopening = %+v, %v, want the parked row", got, err)
 	}
@@ -306,7 +306,7 @@ func TestReadOnlyApprovals(t *testing.T) {
 	if list, err := reader.PendingApprovals(ctx); err != nil || len(list) != 1 {
 		t.Errorf("read-only PendingApprovals = %v, %v, want t1", turnsOf(list), err)
 	}
-	_, takeErr := reader.TakeApproval(ctx, "t1", epoch)
+	_, takeErr := reader.TakeApproval(ctx, "t1", epoch, "approved")
 	_, expireErr := reader.ExpireApprovals(ctx, epoch.Add(24*time.Hour))
 	writes := map[string]error{
 		"ParkApproval":    reader.ParkApproval(ctx, parkedAt("t2", epoch)),
@@ -370,7 +370,7 @@ func TestCorruptApprovalRow(t *testing.T) {
 				t.Errorf("PendingApprovals with a corrupt row = %v, want %v with good whole", turnsOf(list), want)
 			}
 
-			_, err = s.TakeApproval(ctx, "broken", epoch)
+			_, err = s.TakeApproval(ctx, "broken", epoch, "approved")
 			checkErr("TakeApproval", err, "broken")
 			if _, err := s.PendingApproval(ctx, "broken"); !errors.Is(err, ErrNoApproval) {
 				t.Errorf("PendingApproval after taking a corrupt row = %v, want ErrNoApproval", err)

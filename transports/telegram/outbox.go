@@ -19,6 +19,7 @@ import (
 	"github.com/go-telegram/bot/models"
 
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/state"
 )
 
@@ -603,21 +604,26 @@ func (t *Transport) call(parent context.Context, do func(context.Context) error)
 	return do(ctx)
 }
 
-// sendMessage sends a message; an approval request gets its buttons, or,
-// when it was settled while queued, its outcome instead.
+// sendMessage sends a message; an approval request gets its buttons
+// while the authority waits on it, or, when it was settled while queued,
+// its outcome instead.
 func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
 	params := &bot.SendMessageParams{ChatID: item.Chat, Text: item.HTML, ParseMode: models.ParseModeHTML}
 	if item.Approval != "" {
-		status, found, err := t.store.ApprovalStatusOf(ctx, TransportName, item.Approval)
-		if err != nil {
+		status, err := t.cfg.Statuses.Status(ctx, item.Approval)
+		switch {
+		case err != nil:
 			return fmt.Errorf("read request %s: %w", item.Approval, err)
-		}
-		if found && status.State == state.ApprovalClosed {
+		case status.State == authority.Settled:
 			params.Text = settled(item.HTML, status.Outcome, status.At, t.loc)
-		} else if kb, err := approvalKeyboard(item.Approval, item.Always); err != nil {
-			t.log.Error("telegram: a request without buttons", "turn", item.Approval, "err", err)
-		} else {
-			params.ReplyMarkup = kb
+		case status.State == authority.Unknown:
+			params.Text = settled(item.HTML, contracts.ApprovalGone, t.clock.Now(), t.loc)
+		default:
+			if kb, err := approvalKeyboard(item.Approval, item.Always); err != nil {
+				t.log.Error("telegram: a request without buttons", "turn", item.Approval, "err", err)
+			} else {
+				params.ReplyMarkup = kb
+			}
 		}
 	}
 	msg, err := t.bot.SendMessage(ctx, params)
@@ -626,7 +632,7 @@ func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
 	}
 	if params.ReplyMarkup != nil {
 		if err := t.store.RecordApprovalMessage(ctx, state.ApprovalMessage{
-			Transport: TransportName, Turn: item.Approval, Chat: fmt.Sprint(item.Chat), MessageID: int64(msg.ID), HTML: item.HTML,
+			Transport: TransportName, Turn: item.Approval, Chat: fmt.Sprint(item.Chat), MessageID: int64(msg.ID), HTML: item.HTML, At: t.clock.Now(),
 		}); err != nil {
 			t.log.Error("telegram: the request's message will keep its buttons after a decision", "turn", item.Approval, "err", err)
 		}
@@ -634,7 +640,7 @@ func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
 		// in a lane of their own, may have looked for its messages before
 		// this one was recorded. A second edit of the same message changes
 		// nothing.
-		if status, found, err := t.store.ApprovalStatusOf(ctx, TransportName, item.Approval); err == nil && found && status.State == state.ApprovalClosed {
+		if status, err := t.cfg.Statuses.Status(ctx, item.Approval); err == nil && status.State == authority.Settled {
 			t.enqueue(ctx, outSettle, outItem{Chat: item.Chat, Approval: item.Approval, Outcome: status.Outcome, At: status.At})
 		}
 	}

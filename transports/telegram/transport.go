@@ -17,6 +17,7 @@ import (
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/state"
 )
 
@@ -51,9 +52,6 @@ const (
 	typingEvery = 4 * time.Second
 	// maxTyping stops the indicator of a turn whose end never came.
 	maxTyping = 10 * time.Minute
-	// keepSettled is how long settled requests are remembered, so a tap
-	// on an old message is answered with its outcome.
-	keepSettled = 30 * 24 * time.Hour
 	// botCallTimeout bounds a call of the Bot API client, as its own
 	// default client does; the callers' contexts are mostly shorter.
 	botCallTimeout = time.Minute
@@ -88,8 +86,11 @@ type Config struct {
 	Socket   string
 	MaxFrame int
 	// Store keeps the updates not yet handled, the messages not yet
-	// sent and the requests shown, across restarts.
+	// sent and the messages that show requests, across restarts.
 	Store *state.Store
+	// Statuses says where each request stands: the approval authority's
+	// word, which the transport shows and never keeps a copy of.
+	Statuses StatusReader
 	// PollTimeout is how long one getUpdates waits for news.
 	PollTimeout time.Duration
 	// Backoff bounds the waits after network errors.
@@ -126,6 +127,12 @@ type GiveUp struct {
 	Attempts int
 	// Age is counted from when the item was queued.
 	Age time.Duration
+}
+
+// StatusReader says where the request of key stands, as the approval
+// authority knows it (authority.Statuses).
+type StatusReader interface {
+	Status(ctx context.Context, key string) (authority.Status, error)
 }
 
 // updateStore keeps the updates taken from Telegram. It is the state
@@ -165,6 +172,7 @@ type Transport struct {
 	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
 	passed   passed        // messages core has not yet confirmed kept
+	taps     taps          // decisions tapped that core has not yet settled
 	held     held          // items the store could not queue
 	typing   typing
 	// status shows what a turn is doing; reactions tells the owner that
@@ -184,6 +192,8 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("telegram: no bus socket")
 	case cfg.Store == nil:
 		return nil, errors.New("telegram: no state store")
+	case cfg.Statuses == nil:
+		return nil, errors.New("telegram: no reader of the requests' statuses")
 	}
 	t := &Transport{
 		cfg: cfg, owners: owners{configured: cfg.AllowedIDs}, store: cfg.Store.Queues(), updates: cfg.Store.Queues(), clock: cfg.Clock, loc: cfg.Location,
@@ -278,10 +288,12 @@ func (t *Transport) Run(ctx context.Context) error {
 	if err := t.pairer.load(ctx); err != nil {
 		t.log.Error("telegram: reading the paired owner", "err", err)
 	}
-	if n, err := t.store.PruneApprovals(ctx, t.clock.Now().Add(-keepSettled)); err != nil {
-		t.log.Warn("telegram: pruning settled requests", "err", err)
+	// A message is kept to be edited as long as the authority remembers
+	// what its request came to, and no longer.
+	if n, err := t.store.ForgetApprovalMessages(ctx, TransportName, "", t.clock.Now().Add(-state.KeepSettledApprovals)); err != nil {
+		t.log.Warn("telegram: forgetting old requests' messages", "err", err)
 	} else if n > 0 {
-		t.log.Info("telegram: forgot old settled requests", "count", n)
+		t.log.Info("telegram: forgot old requests' messages", "count", n)
 	}
 
 	t.status.tidy(ctx)
@@ -398,8 +410,12 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			t.log.Warn("telegram: bad approval request from core", "err", err)
 			return
 		}
-		if err := t.store.OpenApproval(ctx, TransportName, req.Turn, t.clock.Now()); err != nil {
-			t.log.Error("telegram: recording a request", "turn", req.Turn, "err", err)
+		// A key asked again (a resumed turn's next call): the messages
+		// of its earlier request are not this one's to settle.
+		if st, err := t.cfg.Statuses.Status(ctx, req.Turn); err == nil && st.State == authority.Open {
+			if _, err := t.store.ForgetApprovalMessages(ctx, TransportName, req.Turn, st.Created); err != nil {
+				t.log.Error("telegram: an earlier request's messages may show this one's outcome", "turn", req.Turn, "err", err)
+			}
 		}
 		shown := renderApproval(req, t.loc, t.clock.Now())
 		for _, chat := range t.chats(req.Chat) {
@@ -414,12 +430,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			t.log.Warn("telegram: bad settled request from core", "err", err)
 			return
 		}
-		if _, found, err := t.store.ApprovalStatusOf(ctx, TransportName, c.Turn); err != nil || !found {
-			return // never shown here
-		}
-		if err := t.store.CloseApproval(ctx, TransportName, c.Turn, c.Outcome, c.At); err != nil {
-			t.log.Error("telegram: recording a settled request", "turn", c.Turn, "err", err)
-		}
+		t.taps.done(c.Turn)
 		t.settle(ctx, c.Turn, c.Outcome, c.At)
 	case contracts.KindInboundAck:
 		var a contracts.InboundAck

@@ -1,0 +1,68 @@
+package telegram
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"shelldon/clock"
+	"shelldon/contracts"
+	"shelldon/daemon/state"
+	"shelldon/transports/telegram/telegramtest"
+)
+
+// parkAs parks a request in the store as the approval authority does,
+// created at created and expiring at expires, unless it is parked
+// already.
+func (r *rig) parkAs(t *testing.T, key string, created, expires time.Time) {
+	t.Helper()
+	err := r.store.ParkApproval(context.Background(), state.PendingApproval{Turn: key, Kind: "memory", Title: "remember", Summary: "keeps a note",
+		Detail: "note " + key, Digest: "d-" + key, Payload: []byte(`{}`), Transport: TransportName, Chat: "", Created: created, Expires: expires})
+	if err != nil && !errors.Is(err, state.ErrApprovalExists) {
+		t.Fatal(err)
+	}
+}
+
+// TestATapIsAnsweredFromTheAuthoritysStatus: what a tap is answered with
+// is where the approval authority says the request stands, whatever the
+// transport saw of it: a request the authority settled while its word
+// never reached the transport (core stopped before it was sent, the bus
+// dropped it), or one whose time ran out before the authority's sweep,
+// decides nothing, and the owner is told its outcome.
+func TestATapIsAnsweredFromTheAuthoritysStatus(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// settle does to the parked request what the authority did, or
+		// what time did, unseen by the transport; want is what the tap's
+		// answer says.
+		settle func(t *testing.T, r *rig, clk *clock.Fake)
+		want   string
+	}{
+		{"settled by the authority", func(t *testing.T, r *rig, _ *clock.Fake) {
+			if _, err := r.store.TakeApproval(context.Background(), "t1", time.Now(), contracts.ApprovalApproved); err != nil {
+				t.Fatal(err)
+			}
+		}, "settled: approved"},
+		{"past its expiry", func(t *testing.T, r *rig, clk *clock.Fake) { clk.Advance(2 * time.Hour) }, "settled: expired"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Now())
+			r := newRig(t, func(r *rig) { r.clock = clk })
+			expires := time.Now().Add(time.Hour)
+			r.parkAs(t, "t1", time.Now(), expires)
+			msg := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "remember", Note: "keeps a note", Detail: "note t1", Expires: expires})
+			tc.settle(t, r, clk)
+			_, tap := r.api.Tap(owner, owner, msg.ID, "a:t1")
+			answer := r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool { return c.Params["callback_query_id"] == tap })
+			if !strings.Contains(answer.Params["text"], tc.want) {
+				t.Errorf("the tap was answered %q, want it to say %q", answer.Params["text"], tc.want)
+			}
+			r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool { return m.ID == msg.ID && m.Keyboard == nil })
+			if in := r.say(t, owner, "next"); in.Text != "next" {
+				t.Errorf("core got %+v, want no decision on a request the authority no longer waits on", in)
+			}
+		})
+	}
+}
