@@ -27,7 +27,7 @@ const (
 // Store is what the authority keeps requests in: the state store.
 type Store interface {
 	ParkApproval(ctx context.Context, a state.PendingApproval) error
-	PendingApproval(ctx context.Context, turn string) (state.PendingApproval, error)
+	Approval(ctx context.Context, turn string) (state.PendingApproval, state.SettledApproval, error)
 	TakeApproval(ctx context.Context, turn string, now time.Time, outcome string) (state.PendingApproval, error)
 	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
 	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
@@ -241,7 +241,7 @@ type Outcome struct {
 func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audience, claim func() bool) Outcome {
 	log := a.cfg.Log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve,
 		"from", from.Transport, "chat", from.Chat)
-	p, err := a.cfg.Store.PendingApproval(ctx, d.Turn)
+	p, _, err := a.cfg.Store.Approval(ctx, d.Turn)
 	if errors.Is(err, state.ErrNoApproval) {
 		log.Info("decision on nothing parked", "decision", contracts.ApprovalGone)
 		a.cfg.Notify.Tell(from, msgUnknown)

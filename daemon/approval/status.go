@@ -44,8 +44,7 @@ type Status struct {
 // StatusStore is what statuses are read from: the state store, where
 // the authority keeps them.
 type StatusStore interface {
-	PendingApproval(ctx context.Context, turn string) (state.PendingApproval, error)
-	SettledApproval(ctx context.Context, turn string) (state.SettledApproval, bool, error)
+	Approval(ctx context.Context, turn string) (state.PendingApproval, state.SettledApproval, error)
 }
 
 // Statuses reads where requests stand, for the transports: it only reads,
@@ -66,7 +65,7 @@ func NewStatuses(store StatusStore, clk clock.Clock) *Statuses {
 // expiry is settled as expired already, as a decision on it would find:
 // the authority's sweep that drops it may not have run yet.
 func (s *Statuses) Status(ctx context.Context, key string) (Status, error) {
-	p, err := s.store.PendingApproval(ctx, key)
+	p, settled, err := s.store.Approval(ctx, key)
 	switch {
 	case err == nil, errors.Is(err, state.ErrCorruptApproval):
 		// A damaged row is open until a decision drops it and says so.
@@ -76,12 +75,7 @@ func (s *Statuses) Status(ctx context.Context, key string) (Status, error) {
 		return Status{State: Open, Expires: p.Expires, Created: p.Created}, nil
 	case !errors.Is(err, state.ErrNoApproval):
 		return Status{}, fmt.Errorf("status of request %s: %w", key, err)
-	}
-	settled, found, err := s.store.SettledApproval(ctx, key)
-	switch {
-	case err != nil:
-		return Status{}, fmt.Errorf("status of request %s: %w", key, err)
-	case !found:
+	case settled.Outcome == "":
 		return Status{}, nil
 	}
 	return Status{State: Settled, Outcome: settled.Outcome, At: settled.At}, nil

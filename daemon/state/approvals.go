@@ -207,17 +207,34 @@ func (s *Store) UpdateApproval(ctx context.Context, a PendingApproval) error {
 	return nil
 }
 
-// PendingApproval returns the call parked for turn without taking it,
-// expired or not; ErrNoApproval when there is none. A corrupt row comes
-// back with what could be read of it and an error wrapping
-// ErrCorruptApproval.
-func (s *Store) PendingApproval(ctx context.Context, turn string) (PendingApproval, error) {
+// Approval reads where the request of turn stands in the store: the row
+// parked for it, expired or not, without taking it; or, when none is
+// parked, an error wrapping ErrNoApproval and, if it was settled and is
+// not forgotten yet (KeepSettledApprovals, MaxSettledApprovals), what it
+// came to (a zero SettledApproval otherwise). A corrupt row comes back
+// with what could be read of it and an error wrapping ErrCorruptApproval.
+func (s *Store) Approval(ctx context.Context, turn string) (PendingApproval, SettledApproval, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM pending_approvals WHERE turn = ?`, turn)
 	a, err := scanApproval(row)
-	if err != nil {
-		return a, approvalError("read approval", turn, err)
+	if !errors.Is(err, sql.ErrNoRows) {
+		if err != nil {
+			return a, SettledApproval{}, approvalError("read approval", turn, err)
+		}
+		return a, SettledApproval{}, nil
 	}
-	return a, nil
+	var (
+		settled SettledApproval
+		at      int64
+	)
+	err = s.db.QueryRowContext(ctx, `SELECT turn, outcome, at FROM settled_approvals WHERE turn = ?`, turn).Scan(&settled.Turn, &settled.Outcome, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return PendingApproval{}, SettledApproval{}, fmt.Errorf("read approval of turn %q: %w", turn, ErrNoApproval)
+	case err != nil:
+		return PendingApproval{}, SettledApproval{}, fmt.Errorf("read the outcome of turn %q: %w", turn, err)
+	}
+	settled.At = time.UnixMilli(at)
+	return PendingApproval{}, settled, fmt.Errorf("read approval of turn %q: %w: settled %s", turn, ErrNoApproval, settled.Outcome)
 }
 
 // TakeApproval removes the call parked for turn and returns it, and
@@ -340,22 +357,6 @@ func settle(ctx context.Context, tx *keptTx, now time.Time, a SettledApproval) e
 		return fmt.Errorf("forget settled requests past %d: %w", MaxSettledApprovals, err)
 	}
 	return nil
-}
-
-// SettledApproval returns what the request of turn came to; found is
-// false when it is parked, was never parked, or was settled so long ago
-// that it is forgotten.
-func (s *Store) SettledApproval(ctx context.Context, turn string) (a SettledApproval, found bool, err error) {
-	var at int64
-	err = s.db.QueryRowContext(ctx, `SELECT turn, outcome, at FROM settled_approvals WHERE turn = ?`, turn).Scan(&a.Turn, &a.Outcome, &at)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return SettledApproval{}, false, nil
-	case err != nil:
-		return SettledApproval{}, false, fmt.Errorf("read the outcome of turn %q: %w", turn, err)
-	}
-	a.At = time.UnixMilli(at)
-	return a, true, nil
 }
 
 // PendingApprovals returns every parked call, oldest first, expired or

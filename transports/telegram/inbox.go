@@ -88,7 +88,7 @@ func (t *Transport) poll(ctx context.Context, offset int64) {
 				retryIn = t.backoff.delay(fails)
 			}
 			t.log.Warn("telegram: taking updates failed; Telegram keeps them until they are stored", "in", retryIn.Round(time.Millisecond), "err", err)
-			t.wait(ctx, nil, retryIn)
+			wait(ctx, t.clock, nil, retryIn)
 			continue
 		}
 		fails = 0
@@ -165,7 +165,7 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 			if ctx.Err() == nil {
 				t.log.Error("telegram: reading the inbox", "err", err)
 			}
-			t.wait(ctx, t.inWake, t.backoff.Max)
+			wait(ctx, t.clock, t.inWake, t.backoff.Max)
 			continue
 		}
 		handledAny := false
@@ -181,12 +181,12 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 			case updatePassed:
 				// Core confirms it kept (fromCore), and then it goes.
 			case updateNotPassed:
-				t.wait(ctx, t.coreBack, t.backoff.Max)
+				wait(ctx, t.clock, t.coreBack, t.backoff.Max)
 				break items
 			}
 		}
 		if !handledAny {
-			t.wait(ctx, t.inWake, 0)
+			wait(ctx, t.clock, t.inWake, 0)
 		}
 	}
 }
@@ -452,12 +452,12 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 	case status.State == authority.Unknown:
 		t.answerTap(ctx, cq.ID, tapUnknown)
 		if messageID != 0 {
-			t.enqueue(ctx, outUnbutton, outItem{Chat: chat, MessageID: messageID})
+			t.out.enqueue(ctx, outUnbutton, outItem{Chat: chat, MessageID: messageID})
 		}
 		return
 	case status.State == authority.Settled:
 		t.answerTap(ctx, cq.ID, fmt.Sprintf(tapSettledFmt, status.Outcome))
-		t.settle(ctx, turn, status.Outcome, status.At)
+		t.out.settle(ctx, turn, status.Outcome, status.At)
 		return
 	case !t.taps.begin(turn, t.clock.Now()):
 		t.answerTap(ctx, cq.ID, tapAnswered)

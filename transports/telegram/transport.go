@@ -169,11 +169,10 @@ type Transport struct {
 	transcripts transcripts
 
 	inWake   chan struct{} // an update was stored
-	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
 	passed   passed        // messages core has not yet confirmed kept
 	taps     taps          // decisions tapped that core has not yet settled
-	held     held          // items the store could not queue
+	out      *outbox
 	typing   typing
 	// status shows what a turn is doing; reactions tells the owner that
 	// their message is safe.
@@ -198,7 +197,7 @@ func New(cfg Config) (*Transport, error) {
 	t := &Transport{
 		cfg: cfg, owners: owners{configured: cfg.AllowedIDs}, store: cfg.Store.Queues(), updates: cfg.Store.Queues(), clock: cfg.Clock, loc: cfg.Location,
 		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log, apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
-		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
+		inWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
 	if t.clock == nil {
 		t.clock = clock.Real{}
@@ -237,6 +236,8 @@ func New(cfg Config) (*Transport, error) {
 	if t.cfg.PhotoMaxSide <= 0 {
 		t.cfg.PhotoMaxSide = defaultPhotoMaxSide
 	}
+	t.out = &outbox{store: t.store, statuses: cfg.Statuses, clock: t.clock, loc: t.loc, log: t.log, backoff: t.backoff, giveUp: t.giveUp,
+		wake: make(chan struct{}, 1)}
 	t.conns = http.DefaultTransport.(*http.Transport).Clone()
 	t.conns.MaxIdleConns, t.conns.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
 	t.conns.IdleConnTimeout = idleConnTimeout
@@ -283,7 +284,7 @@ func (t *Transport) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
-	t.bot = b
+	t.bot, t.out.bot = b, b
 	defer t.conns.CloseIdleConnections()
 	if err := t.pairer.load(ctx); err != nil {
 		t.log.Error("telegram: reading the paired owner", "err", err)
@@ -311,7 +312,7 @@ func (t *Transport) Run(ctx context.Context) error {
 	wg.Go(func() {
 		busDone <- t.client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) { t.fromCore(ctx, env) })
 	})
-	wg.Go(func() { t.sendLoop(ctx) })
+	wg.Go(func() { t.out.sendLoop(ctx) })
 	if err := t.greet(ctx); err != nil {
 		cancel()
 		return err
@@ -361,7 +362,7 @@ func (t *Transport) greet(ctx context.Context) error {
 			// Registered anew at every start; one still queued from a
 			// start before will do.
 			if _, queued, err := t.store.NextOutbox(ctx, TransportName, laneCommands); err != nil || !queued {
-				t.enqueue(ctx, outCommands, outItem{})
+				t.out.enqueue(ctx, outCommands, outItem{})
 			}
 			return nil
 		case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
@@ -370,9 +371,9 @@ func (t *Transport) greet(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		}
-		wait := t.backoff.delay(attempt)
-		t.log.Warn("telegram: Telegram is out of reach; trying again", "in", wait.Round(time.Millisecond), "err", err)
-		t.wait(ctx, nil, wait)
+		retryIn := t.backoff.delay(attempt)
+		t.log.Warn("telegram: Telegram is out of reach; trying again", "in", retryIn.Round(time.Millisecond), "err", err)
+		wait(ctx, t.clock, nil, retryIn)
 	}
 }
 
@@ -401,7 +402,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		}
 		for _, chat := range t.chats(out.Chat) {
 			for _, it := range replyItems(chat, out) {
-				t.enqueue(ctx, it.kind, it.item)
+				t.out.enqueue(ctx, it.kind, it.item)
 			}
 		}
 	case contracts.KindApprovalRequest:
@@ -420,9 +421,9 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		shown := renderApproval(req, t.loc, t.clock.Now())
 		for _, chat := range t.chats(req.Chat) {
 			if shown.File != nil {
-				t.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
+				t.out.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
 			}
-			t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Always: req.Always != ""})
+			t.out.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Always: req.Always != ""})
 		}
 	case contracts.KindApprovalClosed:
 		var c contracts.ApprovalClosed
@@ -431,7 +432,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			return
 		}
 		t.taps.done(c.Turn)
-		t.settle(ctx, c.Turn, c.Outcome, c.At)
+		t.out.settle(ctx, c.Turn, c.Outcome, c.At)
 	case contracts.KindInboundAck:
 		var a contracts.InboundAck
 		if err := env.Decode(&a); err != nil {
@@ -489,7 +490,7 @@ func (t *Transport) toCore(kind contracts.Kind, body any) error {
 // reply queues a plain-text message of the transport's own.
 func (t *Transport) reply(ctx context.Context, chat int64, text string) {
 	for _, piece := range renderReply(text, maxMessage) {
-		t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
+		t.out.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
 	}
 }
 
