@@ -18,6 +18,7 @@ import (
 const (
 	msgHeld     = "Got it. I'm in the middle of something; I'll do that as soon as I finish."
 	msgUnknown  = "Nothing is waiting for that answer (it was decided already, or never asked)."
+	msgSettled  = "That request is settled already (%s), so I did nothing more."
 	msgExpired  = "That request expired, so I did nothing. Ask me again if you still want it."
 	msgNotShown = "That request was not shown here, so I did nothing. Answer it where I asked."
 	msgDamaged  = "That request was damaged, so I dropped it and did nothing. Ask me again if you still want it."
@@ -241,7 +242,15 @@ type Outcome struct {
 func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audience, claim func() bool) Outcome {
 	log := a.cfg.Log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve,
 		"from", from.Transport, "chat", from.Chat)
-	p, _, err := a.cfg.Store.Approval(ctx, d.Turn)
+	p, settled, err := a.cfg.Store.Approval(ctx, d.Turn)
+	if errors.Is(err, state.ErrNoApproval) && settled.Outcome != "" {
+		// A second answer (a double tap, a y typed twice): the card
+		// keeps what the first one made of it.
+		log.Info("decision on a settled request", "decision", "refused", "outcome", settled.Outcome)
+		a.cfg.Notify.Tell(from, fmt.Sprintf(msgSettled, settled.Outcome))
+		a.cfg.Notify.Settled(d.Turn, settled.Outcome)
+		return Outcome{From: from}
+	}
 	if errors.Is(err, state.ErrNoApproval) {
 		log.Info("decision on nothing parked", "decision", contracts.ApprovalGone)
 		a.cfg.Notify.Tell(from, msgUnknown)
