@@ -66,3 +66,32 @@ func TestATapIsAnsweredFromTheAuthoritysStatus(t *testing.T) {
 		})
 	}
 }
+
+// TestATapAfterARestartIsAnsweredFromTheAuthority: the transport keeps
+// nothing of a tap across a restart; the second tap on a card, after the
+// restart and after core took the first, is answered with what the
+// authority made of it, and its card settled, though the word of it
+// never reached this transport.
+func TestATapAfterARestartIsAnsweredFromTheAuthority(t *testing.T) {
+	r := newRig(t)
+	msg := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "remember", Note: "keeps a note", Detail: "note t1"})
+	r.api.Tap(owner, owner, msg.ID, "d:t1")
+	var d contracts.Decision
+	r.nextCore(t, contracts.KindDecision, &d)
+	r.stop()
+	// Core takes the decision while the transport is away.
+	if _, err := r.store.TakeApproval(context.Background(), "t1", time.Now(), contracts.ApprovalDenied); err != nil {
+		t.Fatal(err)
+	}
+	r.start(t)
+	_, again := r.api.Tap(owner, owner, msg.ID, "a:t1")
+	r.api.WaitCall(t, "answerCallbackQuery", func(c telegramtest.Call) bool {
+		return c.Params["callback_query_id"] == again && strings.Contains(c.Params["text"], "settled: denied")
+	})
+	r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
+		return m.ID == msg.ID && m.Keyboard == nil && strings.Contains(m.Text, "Denied at")
+	})
+	if in := r.say(t, owner, "next"); in.Text != "next" {
+		t.Errorf("core got %+v, want no second decision", in)
+	}
+}
