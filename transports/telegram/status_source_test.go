@@ -3,6 +3,7 @@ package telegram
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,32 @@ func TestATapAfterARestartIsAnsweredFromTheAuthority(t *testing.T) {
 	})
 	if in := r.say(t, owner, "next"); in.Text != "next" {
 		t.Errorf("core got %+v, want no second decision", in)
+	}
+}
+
+// TestTheTapsInFlightAreBounded: the note of decisions on their way is
+// memory only, and bounded in time and in number; past either bound a tap
+// asks the authority again, which takes a decision once.
+func TestTheTapsInFlightAreBounded(t *testing.T) {
+	var tp taps
+	now := time.Now()
+	if !tp.begin("t1", now) || tp.begin("t1", now.Add(time.Minute)) {
+		t.Fatal("a second tap on a decision in flight was let through")
+	}
+	tp.done("t1")
+	if !tp.begin("t1", now) {
+		t.Error("a tap after core settled the request (or never heard of it) was held back")
+	}
+	if !tp.begin("t1", now.Add(tapInFlight)) {
+		t.Error("a decision in flight past its bound still holds taps back")
+	}
+	for i := range maxTapsInFlight {
+		tp.begin(fmt.Sprintf("n%d", i), now.Add(tapInFlight+time.Duration(i+1)*time.Millisecond))
+	}
+	if len(tp.sent) != maxTapsInFlight {
+		t.Errorf("%d taps in flight, want at most %d", len(tp.sent), maxTapsInFlight)
+	}
+	if _, kept := tp.sent["t1"]; kept {
+		t.Error("the oldest tap in flight was kept past the bound")
 	}
 }
