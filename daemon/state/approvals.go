@@ -352,7 +352,7 @@ func settle(ctx context.Context, tx *keptTx, now time.Time, a SettledApproval) e
 		return fmt.Errorf("forget old settled requests: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx,
-		`DELETE FROM settled_approvals WHERE turn IN (SELECT turn FROM settled_approvals ORDER BY at DESC, turn LIMIT -1 OFFSET ?)`,
+		`DELETE FROM settled_approvals WHERE turn IN (SELECT turn FROM settled_approvals ORDER BY at DESC, turn DESC LIMIT -1 OFFSET ?)`,
 		MaxSettledApprovals); err != nil {
 		return fmt.Errorf("forget settled requests past %d: %w", MaxSettledApprovals, err)
 	}

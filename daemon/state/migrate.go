@@ -275,7 +275,7 @@ var migrations = []string{
 		outcome TEXT NOT NULL,
 		at      INTEGER NOT NULL -- unix ms
 	);
-	CREATE INDEX settled_approvals_by_at ON settled_approvals (at);
+	CREATE INDEX settled_approvals_by_at ON settled_approvals (at, turn);
 	INSERT INTO settled_approvals (turn, outcome, at)
 		SELECT turn, max(outcome), max(at) FROM approval_status
 		WHERE state = 'closed' AND outcome != '' AND turn NOT IN (SELECT turn FROM pending_approvals) GROUP BY turn;
