@@ -150,7 +150,7 @@ func (b *brain) schedule(ctx context.Context, by ops.Proposer, op contracts.Sche
 	if err != nil {
 		return err
 	}
-	id, err := b.store.AddSchedule(ctx, state.Scheduled{
+	id, err := b.store.Schedules().Add(ctx, state.Scheduled{
 		Text: op.Text, Next: first, Every: every.String(), Transport: by.Origin.Transport, Chat: by.Origin.Chat, Created: now,
 		Outside: by.Outside,
 	})
@@ -165,7 +165,7 @@ func (b *brain) schedule(ctx context.Context, by ops.Proposer, op contracts.Sche
 
 // cancel drops a schedule; the answer says what went.
 func (b *brain) cancel(ctx context.Context, id int64) (state.Scheduled, error) {
-	gone, err := b.store.CancelSchedule(ctx, id)
+	gone, err := b.store.Schedules().Cancel(ctx, id)
 	if err != nil {
 		return state.Scheduled{}, err
 	}
@@ -181,7 +181,7 @@ func (b *brain) arm(ctx context.Context) {
 		b.dueTimer.Stop()
 		b.dueTimer = nil
 	}
-	next, ok, err := b.store.NextDue(ctx)
+	next, ok, err := b.store.Schedules().NextDue(ctx)
 	if err != nil {
 		b.log.Error("reading the schedules; none will fire until the next change", "err", err)
 		return
@@ -205,7 +205,7 @@ func (b *brain) arm(ctx context.Context) {
 // as a message would.
 func (b *brain) due(ctx context.Context) {
 	now := b.clock.Now()
-	due, err := b.store.DueSchedules(ctx, now)
+	due, err := b.store.Schedules().Due(ctx, now)
 	if err != nil {
 		b.log.Error("reading the due schedules", "err", err)
 		return
@@ -220,7 +220,7 @@ func (b *brain) due(ctx context.Context) {
 	}()
 	for _, sc := range due {
 		log := b.log.With(contracts.AuditEvent, contracts.EventSchedule, "schedule", sc.ID)
-		spent, last, err := b.store.TurnsOfKindSince(ctx, KindScheduled, schedule.Midnight(now))
+		spent, last, err := b.store.Turns().OfKindSince(ctx, KindScheduled, schedule.Midnight(now))
 		if err != nil {
 			log.Error("counting today's self-driven turns; the schedule waits", "err", err)
 			return
@@ -265,7 +265,7 @@ func (b *brain) advance(ctx context.Context, sc state.Scheduled, now time.Time, 
 	if ran {
 		lastRun = now
 	}
-	if err := b.store.Reschedule(ctx, sc.ID, next, lastRun); err != nil {
+	if err := b.store.Schedules().Reschedule(ctx, sc.ID, next, lastRun); err != nil {
 		b.log.Error("moving a schedule on; it may run again", "schedule", sc.ID, "err", err)
 	}
 }
@@ -278,7 +278,7 @@ func (b *brain) budget() schedule.Budget {
 // together: what the token budget of self-driven turns and the owner's
 // daily cap weigh.
 func (b *brain) tokensToday(ctx context.Context) (int, error) {
-	today, err := b.store.UsageSince(ctx, tokens.Today(b.clock.Now()))
+	today, err := b.store.Turns().UsageSince(ctx, tokens.Today(b.clock.Now()))
 	return today.Total().Total(), err
 }
 
@@ -286,7 +286,7 @@ func (b *brain) tokensToday(ctx context.Context) (int, error) {
 // spent, and what was last skipped for it.
 func (b *brain) budgetReport(ctx context.Context) string {
 	now := b.clock.Now()
-	spent, _, err := b.store.TurnsOfKindSince(ctx, KindScheduled, schedule.Midnight(now))
+	spent, _, err := b.store.Turns().OfKindSince(ctx, KindScheduled, schedule.Midnight(now))
 	if err != nil {
 		return fmt.Sprintf("Self-driven turns today: unknown (%v).", err)
 	}
@@ -317,7 +317,7 @@ func (b *brain) command(ctx context.Context, arg string) string {
 	if arg != "" {
 		return "Say /schedule to list what I will do by myself, or /schedule cancel ID."
 	}
-	all, err := b.store.Schedules(ctx)
+	all, err := b.store.Schedules().All(ctx)
 	if err != nil {
 		return fmt.Sprintf("I could not read my schedule: %v", err)
 	}

@@ -162,7 +162,7 @@ func (b *brainRig) eventually(what string, cond func() bool) {
 // turnsOf counts the finished turns of a kind.
 func (b *brainRig) turnsOf(kind string) int {
 	b.t.Helper()
-	turns, err := b.store.RecentTurns(context.Background(), 1000)
+	turns, err := b.store.Turns().Recent(context.Background(), 1000)
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func (b *brainRig) proposing(op contracts.OpBody) {
 
 func (b *brainRig) schedules() []state.Scheduled {
 	b.t.Helper()
-	all, err := b.store.Schedules(context.Background())
+	all, err := b.store.Schedules().All(context.Background())
 	if err != nil {
 		b.t.Fatal(err)
 	}
@@ -256,7 +256,7 @@ func (b *brainRig) scheduled() {
 	// The turn that set it ends before the clock moves on: one due while
 	// it runs would join its pending slot as a catch-up turn instead.
 	b.eventually("the turn that set it ended", func() bool {
-		recent, err := b.store.RecentTurns(context.Background(), 1000)
+		recent, err := b.store.Turns().Recent(context.Background(), 1000)
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -320,7 +320,7 @@ func TestDowntimeAcrossThreeDueTimesFiresOnce(t *testing.T) {
 	b := newBrain(t, nil, func(s *state.Store) {
 		// Set an hourly check-in that was due at 05:00, 06:00 and 07:00
 		// while core was down.
-		if _, err := s.AddSchedule(context.Background(), state.Scheduled{Text: "hourly check-in", Next: brainStart.Add(-3 * time.Hour),
+		if _, err := s.Schedules().Add(context.Background(), state.Scheduled{Text: "hourly check-in", Next: brainStart.Add(-3 * time.Hour),
 			Every: "1h0m0s", Transport: "test", Chat: "owner", Created: brainStart.Add(-4 * time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -335,7 +335,7 @@ func TestDowntimeAcrossThreeDueTimesFiresOnce(t *testing.T) {
 
 func TestTheBudgetStopsTheFourthSelfDrivenTurnAndResetsAtMidnight(t *testing.T) {
 	b := newBrain(t, func(c *config.Config) { c.Schedule.DailyBudget = 3 }, func(s *state.Store) {
-		if _, err := s.AddSchedule(context.Background(), state.Scheduled{Text: "check the plants", Next: brainStart.Add(time.Hour),
+		if _, err := s.Schedules().Add(context.Background(), state.Scheduled{Text: "check the plants", Next: brainStart.Add(time.Hour),
 			Every: "1h0m0s", Transport: "test", Chat: "owner", Created: brainStart}); err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +376,7 @@ func TestADueTurnDuringABusyTurnCoalesces(t *testing.T) {
 	}
 	b := newBrain(t, longTurn, func(s *state.Store) {
 		for i, text := range []string{"water the plants", "feed the cat"} {
-			if _, err := s.AddSchedule(context.Background(), state.Scheduled{Text: text, Next: brainStart.Add(10*time.Minute + time.Duration(i)*time.Second),
+			if _, err := s.Schedules().Add(context.Background(), state.Scheduled{Text: text, Next: brainStart.Add(10*time.Minute + time.Duration(i)*time.Second),
 				Transport: "test", Chat: "owner", Created: brainStart}); err != nil {
 				t.Fatal(err)
 			}
@@ -404,7 +404,7 @@ func TestADueTurnDuringABusyTurnCoalesces(t *testing.T) {
 
 func TestOwnerTurnsIgnoreTheBudget(t *testing.T) {
 	b := newBrain(t, func(c *config.Config) { c.Schedule.DailyBudget = 0 }, func(s *state.Store) {
-		if _, err := s.AddSchedule(context.Background(), state.Scheduled{Text: "nag", Next: brainStart.Add(time.Minute),
+		if _, err := s.Schedules().Add(context.Background(), state.Scheduled{Text: "nag", Next: brainStart.Add(time.Minute),
 			Transport: "test", Chat: "owner", Created: brainStart}); err != nil {
 			t.Fatal(err)
 		}

@@ -151,13 +151,13 @@ func New(opts Options) (*Core, error) {
 	photos := media.New(layout.Photos(), c.writes.note, c.log)
 	var gate *tokencap.Gate
 	c.say = &messenger{clock: c.clock, log: c.log}
-	c.intake = &intake.Intake{Store: c.store, Media: photos, Clock: c.clock, Log: c.log, Workspace: layout.Workspace(),
+	c.intake = &intake.Intake{Store: c.store.Intake(), Media: photos, Clock: c.clock, Log: c.log, Workspace: layout.Workspace(),
 		Failed: c.writes.note, Reply: c.say.reply, Tell: c.say.Tell, OnLoop: c.onLoop,
 		Route:    func(env contracts.Envelope) error { return c.hub.Route(env) },
 		Stopping: func() bool { return c.draining },
 		Start:    func(ctx context.Context, adm turns.Admission) { gate.Start(ctx, adm) },
 	}
-	c.replies = handoff.New(handoff.Config{Store: c.store, Clock: c.clock, Failed: c.writes.note, Log: c.log,
+	c.replies = handoff.New(handoff.Config{Store: c.store.Replies(), Clock: c.clock, Failed: c.writes.note, Log: c.log,
 		Send: func(transport string, out contracts.Outbound) error {
 			return c.say.send(turns.Origin{Transport: transport, Chat: out.Chat}, out)
 		}})
@@ -220,7 +220,7 @@ func New(opts Options) (*Core, error) {
 	c.runner.MCP = c.mcp
 	c.keeper = &keeper{state: c.store, writes: c.writes, builtins: c.tools, auth: c.auth, sandbox: sb, noSandbox: opts.NoSandbox,
 		strikes: c.cfg.Turn.ToolStrikes, clock: c.clock, log: c.log, tell: c.say.Tell, feel: c.brain.feel, onLoop: c.onLoop, offLoop: &c.offLoop}
-	applier := &ops.Applier{Store: c.store, Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
+	applier := &ops.Applier{Store: c.store.Memories(), Auth: c.auth, Clock: c.clock, Log: c.log, Failed: c.writes.note, Tell: c.say.Tell,
 		OffLoop: c.offLoop.Go, OnLoop: c.onLoop, FacesAdded: func() { c.face.load(c.layout, c.log) },
 		Propose: c.keeper.propose, Schedule: c.brain.schedule,
 		Cancel: func(ctx context.Context, id int64) error {
@@ -367,7 +367,7 @@ func (c *Core) loop(ctx context.Context, stop <-chan struct{}, more func() bool)
 			c.brain.felt(ctx, ev)
 		case reply := <-c.probes:
 			close(reply)
-		case <-c.store.Owing():
+		case <-c.store.Notices().Owing():
 			c.say.tellOwed(ctx, c.store)
 		}
 	}

@@ -296,7 +296,7 @@ func (k *keeper) keep(ctx context.Context, req approval.Request, approve bool, b
 	if err := k.tools.Keep(m, []byte(p.Module), []byte(p.Test)); err != nil {
 		return fmt.Sprintf("Keeping %s failed: %v", p.Stem, err)
 	}
-	if err := k.state.ClearStrikes(ctx, p.Stem); err != nil {
+	if err := k.state.Tools().ClearStrikes(ctx, p.Stem); err != nil {
 		k.log.Error("clearing the strikes of a new version", "tool", p.Stem, "err", err)
 	}
 	k.feel(mood.Promoted)
@@ -332,7 +332,7 @@ func definitions(live []toolstore.Manifest) []contracts.ToolDefinition {
 // used counts a call of the self-coded tool name, for the choice of the
 // tools a turn is offered in full.
 func (k *keeper) used(ctx context.Context, name string) {
-	if err := k.writes.note("count a tool's use", k.state.UseTool(ctx, name, k.clock.Now())); err != nil {
+	if err := k.writes.note("count a tool's use", k.state.Tools().Use(ctx, name, k.clock.Now())); err != nil {
 		k.log.Error("counting a tool's use", "tool", name, "err", err)
 	}
 }
@@ -365,7 +365,7 @@ func (k *keeper) putAway(name string, why error, to approval.Audience) {
 // strike counts a failure of a self-coded tool and, at turn.tool_strikes,
 // puts the tool away, where no turn is offered it, and tells the owner.
 func (k *keeper) strike(ctx context.Context, name, why string, to approval.Audience) {
-	n, err := k.state.Strike(ctx, name, why, k.clock.Now())
+	n, err := k.state.Tools().Strike(ctx, name, why, k.clock.Now())
 	if err := k.writes.note("count a tool's strike", err); err != nil {
 		k.log.Error("counting a tool's strike", "tool", name, "err", err)
 		return
@@ -399,7 +399,7 @@ func (k *keeper) restore(ctx context.Context, name string) (answer string, refus
 	case err != nil:
 		return fmt.Sprintf("I did not bring %s back: %v", name, err), true
 	}
-	if err := k.state.ClearStrikes(ctx, name); err != nil {
+	if err := k.state.Tools().ClearStrikes(ctx, name); err != nil {
 		k.log.Error("clearing a restored tool's strikes", "tool", name, "err", err)
 	}
 	k.log.Info("restored a quarantined tool", contracts.AuditEvent, contracts.EventQuarantine, "tool", name, "decision", "restored")

@@ -84,7 +84,7 @@ func (m *messenger) send(to turns.Origin, out contracts.Outbound) error {
 // each once a transport took it; what none took waits for the next
 // transport to join, or the next start.
 func (m *messenger) tellOwed(ctx context.Context, store *state.Store) {
-	owed, err := store.Owed(ctx)
+	owed, err := store.Notices().Owed(ctx)
 	if err != nil {
 		m.log.Error("reading what the owner must be told", "err", err)
 		return
@@ -94,7 +94,7 @@ func (m *messenger) tellOwed(ctx context.Context, store *state.Store) {
 			m.log.Warn("no transport took a notice for the owner; it waits for the next", "err", err)
 			return
 		}
-		if err := store.Told(ctx, n); err != nil {
+		if err := store.Notices().Told(ctx, n); err != nil {
 			m.log.Error("the owner may be told a notice twice", "err", err)
 		}
 	}

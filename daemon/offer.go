@@ -113,7 +113,7 @@ func wordByte(text string, i int) bool {
 // those told of by name alone.
 func (k *keeper) offer(ctx context.Context, text string, to approval.Audience) (defs []contracts.ToolDefinition, byName []string) {
 	live := k.liveTools(to)
-	uses, err := k.state.ToolUses(ctx)
+	uses, err := k.state.Tools().Uses(ctx)
 	if err != nil {
 		k.log.Error("reading the tools' uses failed; the turn's tools are chosen without them", "err", err)
 	}

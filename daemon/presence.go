@@ -136,7 +136,7 @@ func panelStatus(store *state.Store, now, started time.Time) contracts.PanelStat
 	now = now.Local()
 	midnight := time.Date(now.Year(), now.Month(), now.Day(), 0, 0, 0, 0, now.Location())
 	st := contracts.PanelStatus{Name: "shelldon", Since: started}
-	if n, err := store.TurnsSince(context.Background(), midnight); err == nil {
+	if n, err := store.Turns().CountSince(context.Background(), midnight); err == nil {
 		st.TurnsToday = n
 	}
 	if current, _, ok := procmem.Cgroup(); ok {

@@ -28,7 +28,7 @@ func TestACallThatDeletesOrOverwritesIsOfferedNoRule(t *testing.T) {
 	calls := make(chan contracts.ToolCall, 16)
 	opts := attackedCore(t, dir, callingWorker(t, socket, calls))
 	now := time.Now()
-	if _, err := opts.Store.GrantRule(context.Background(), state.Rule{Tool: "run_shell", Pattern: "cp\x00x\x00notes.md",
+	if _, err := opts.Store.Rules().Grant(context.Background(), state.Rule{Tool: "run_shell", Pattern: "cp\x00x\x00notes.md",
 		Words: "run_shell of exactly `cp x notes.md`", Granted: now, Expires: now.Add(24 * time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -66,7 +66,7 @@ func (b *brainRig) status() string {
 // runs again after local midnight.
 func TestTheTokenBudgetStopsSelfDrivenTurnsForTheDay(t *testing.T) {
 	b := newBrain(t, func(c *config.Config) { c.Schedule.DailyTokenBudget = 1000 }, func(s *state.Store) {
-		if _, err := s.AddSchedule(context.Background(), state.Scheduled{Text: "check the plants", Next: brainStart.Add(time.Hour),
+		if _, err := s.Schedules().Add(context.Background(), state.Scheduled{Text: "check the plants", Next: brainStart.Add(time.Hour),
 			Every: "1h0m0s", Transport: "test", Chat: "owner", Created: brainStart}); err != nil {
 			t.Fatal(err)
 		}
@@ -153,7 +153,7 @@ func TestTheDailyCapAsksTheOwnerFirst(t *testing.T) {
 		t.Errorf("Deny was answered %q, want a polite let-go", out.Text)
 	}
 	b.noTurn("a denied message past the cap")
-	if unanswered, err := b.store.Unanswered(context.Background()); err != nil || len(unanswered) != 0 {
+	if unanswered, err := b.store.Intake().Unanswered(context.Background()); err != nil || len(unanswered) != 0 {
 		t.Errorf("messages left unanswered = %+v, %v, want none: the requests held them", unanswered, err)
 	}
 }

@@ -202,10 +202,18 @@ var shellPytestOptions = lazy[map[string]shellPytestOption]{build: func() map[st
 // the module to find the class. --doctest-glob passes whatever it could
 // match: pytest matches it against the names in the sandbox's view of
 // the workspace, where no credential-shaped name is left.
-func shellPytestCheck(c *shellCall) {
+func shellPytestCheck(c *shellCall) { pytestCommand{c}.check() }
+
+// pytestCommand is a call of pytest, read by pytest's own option grammar
+// (argparse's, with its plugin preparse), which differs from the getopt
+// the other commands share.
+type pytestCommand struct{ *shellCall }
+
+// check judges the call's options, as shellPytestCheck says.
+func (c pytestCommand) check() {
 	for _, w := range c.args {
 		if strings.HasPrefix(w.value, "@") {
-			c.pytestRefuse(w.show(), shellOptionRule{risk: shellUnknown, what: "reads more arguments from a file"})
+			c.refuseWritten(w.show(), shellOptionRule{risk: shellUnknown, what: "reads more arguments from a file"})
 		}
 	}
 	for i := 0; i < len(c.args); i++ {
@@ -220,7 +228,7 @@ func shellPytestCheck(c *shellCall) {
 			continue
 		}
 		if !strings.HasPrefix(plugin, "no:") {
-			c.pytestRefuse(text, *pytestPlugin)
+			c.refuseWritten(text, *pytestPlugin)
 		}
 	}
 	for i := 0; i < len(c.args); i++ {
@@ -229,7 +237,7 @@ func shellPytestCheck(c *shellCall) {
 		case v == "--":
 			for _, after := range c.args[i+1:] {
 				if strings.HasPrefix(after.value, "-") {
-					c.pytestRefuse(after.show(), shellOptionRule{risk: shellRunsCode,
+					c.refuseWritten(after.show(), shellOptionRule{risk: shellRunsCode,
 						what: "passes an option after --, which pytest's plugin preparse still reads"})
 				}
 			}
@@ -242,22 +250,22 @@ func shellPytestCheck(c *shellCall) {
 				i++
 				value, text, at = c.args[i].value, text+" "+c.args[i].show(), i
 			}
-			c.pytestOption(name, text, opt, ok, given, value, at)
+			c.option(name, text, opt, ok, given, value, at)
 		case len(v) > 1 && v[0] == '-':
-			i = c.pytestCluster(i)
+			i = c.shorts(i)
 		}
 	}
 }
 
-// pytestCluster checks the short options in c.args[i] and returns the
-// index of the last word they use.
-func (c *shellCall) pytestCluster(i int) int {
+// shorts checks the short options in c.args[i] and returns the index
+// of the last word they use.
+func (c pytestCommand) shorts(i int) int {
 	v, text := c.args[i].value, c.args[i].show()
 	for j := 1; j < len(v); j++ {
 		name := "-" + v[j:j+1]
 		opt, ok := shellPytestOptions.get()[name]
 		if !ok || opt.value == pytestFlag {
-			c.pytestOption(name, text, opt, ok, false, "", i)
+			c.option(name, text, opt, ok, false, "", i)
 			if !ok {
 				return i
 			}
@@ -268,23 +276,23 @@ func (c *shellCall) pytestCluster(i int) int {
 			i++
 			value, text, at = c.args[i].value, text+" "+c.args[i].show(), i
 		}
-		c.pytestOption(name, text, opt, true, true, value, at)
+		c.option(name, text, opt, true, true, value, at)
 		return i
 	}
 	return i
 }
 
-// pytestOption judges one option: name as pytest defines it, the word
+// option judges one option: name as pytest defines it, the word
 // holding it as written, its entry (known), whether a value came with it
 // and the value, in the word at.
-func (c *shellCall) pytestOption(name, text string, opt shellPytestOption, known, given bool, value string, at int) {
+func (c pytestCommand) option(name, text string, opt shellPytestOption, known, given bool, value string, at int) {
 	switch {
 	case !known:
 		c.refuse(fmt.Sprintf("pytest %s is not an option pytest lists; it may be a plugin's, which this check cannot know", shellShow(name)),
 			shellUnknown, "uses an option pytest does not list, which may be a plugin's", "pytest "+text)
 		return
 	case opt.refuse != nil:
-		c.pytestRefuse(text, *opt.refuse)
+		c.refuseWritten(text, *opt.refuse)
 		return
 	case opt.value == pytestFlag && given:
 		c.refuse(fmt.Sprintf("pytest %s takes no value", name), shellOther, "gives a value to an option that takes none", "pytest "+text)
@@ -294,15 +302,15 @@ func (c *shellCall) pytestOption(name, text string, opt shellPytestOption, known
 	case opt.code && !c.args[at].glob:
 		c.args[at].code = true
 	case name == "-p" && !strings.HasPrefix(value, "no:"):
-		c.pytestRefuse(text, *pytestPlugin)
+		c.refuseWritten(text, *pytestPlugin)
 	case name == "-W" || name == "--pythonwarnings":
 		if fields := strings.Split(value, ":"); len(fields) > 2 && strings.Contains(fields[2], ".") {
-			c.pytestRefuse(text, shellOptionRule{risk: shellRunsCode, what: "imports the module of a warning category by name"})
+			c.refuseWritten(text, shellOptionRule{risk: shellRunsCode, what: "imports the module of a warning category by name"})
 		}
 	}
 }
 
-// pytestRefuse records a refused use of pytest, written as text.
-func (c *shellCall) pytestRefuse(text string, r shellOptionRule) {
+// refuseWritten records a refused use of pytest, written as text.
+func (c pytestCommand) refuseWritten(text string, r shellOptionRule) {
 	c.refuse(fmt.Sprintf("pytest %s %s", text, r.what), r.risk, r.what, "pytest "+text)
 }

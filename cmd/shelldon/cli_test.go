@@ -103,14 +103,14 @@ func turnsFixture(t *testing.T) (dir string, start time.Time) {
 			t.Fatal(err)
 		}
 	}
-	must(store.StartTurn(ctx, state.TurnStart{ID: "t-ok", Kind: "chat", Started: start, Preview: "hello there"}))
-	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond,
+	must(store.Turns().Start(ctx, state.TurnStart{ID: "t-ok", Kind: "chat", Started: start, Preview: "hello there"}))
+	must(store.Turns().Finish(ctx, state.TurnEnd{ID: "t-ok", Ended: start.Add(1500 * time.Millisecond), Outcome: "ok", ModelTime: 800 * time.Millisecond,
 		Usage: contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 1200, CompletionTokens: 50}},
 			{Provider: "local", Usage: contracts.Usage{PromptTokens: 34, CompletionTokens: 6}}}}))
-	must(store.StartTurn(ctx, state.TurnStart{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Preview: `say "hi"`}))
-	must(store.FinishTurn(ctx, state.TurnEnd{ID: "t-bad", Ended: start.Add(time.Minute + 30*time.Second), Outcome: "crashed", Error: "worker ended without a result",
+	must(store.Turns().Start(ctx, state.TurnStart{ID: "t-bad", Kind: "chat", Started: start.Add(time.Minute), Preview: `say "hi"`}))
+	must(store.Turns().Finish(ctx, state.TurnEnd{ID: "t-bad", Ended: start.Add(time.Minute + 30*time.Second), Outcome: "crashed", Error: "worker ended without a result",
 		WorkerPeak: 256 << 20, WorkerCPU: 1200 * time.Millisecond, WorkerExit: "oom-kill", WorkerJoin: 34 * time.Millisecond}))
-	must(store.StartTurn(ctx, state.TurnStart{ID: "t-now", Kind: "chat", Started: start.Add(2 * time.Minute), Preview: "still thinking"}))
+	must(store.Turns().Start(ctx, state.TurnStart{ID: "t-now", Kind: "chat", Started: start.Add(2 * time.Minute), Preview: "still thinking"}))
 	must(store.Close())
 	return dir, start
 }

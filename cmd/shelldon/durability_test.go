@@ -314,7 +314,7 @@ func (p *pet) waitAnswered(asked []string, within time.Duration) {
 func (p *pet) history() []contracts.HistoryEntry {
 	p.t.Helper()
 	return readState(p, func(ctx context.Context, s *state.Store) ([]contracts.HistoryEntry, error) {
-		return s.RecentHistory(ctx, 1000)
+		return s.History().Recent(ctx, 1000)
 	})
 }
 

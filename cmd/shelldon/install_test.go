@@ -270,7 +270,7 @@ func (p *pet) waitKept(n int) {
 			return "", false
 		}
 		defer store.Close()
-		left, err := store.Unanswered(context.Background())
+		left, err := store.Intake().Unanswered(context.Background())
 		return "", err == nil && len(left) >= n
 	})
 }

@@ -567,7 +567,7 @@ func cmdTurns(ctx context.Context, env *environment, args []string) error {
 		return err
 	}
 	defer store.Close()
-	turns, err := store.RecentTurns(ctx, n)
+	turns, err := store.Turns().Recent(ctx, n)
 	if err != nil {
 		return err
 	}

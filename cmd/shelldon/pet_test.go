@@ -479,7 +479,9 @@ func (p *pet) noReply(settle time.Duration) {
 
 func (p *pet) turns() []state.TurnRecord {
 	p.t.Helper()
-	return readState(p, func(ctx context.Context, s *state.Store) ([]state.TurnRecord, error) { return s.RecentTurns(ctx, 1000) })
+	return readState(p, func(ctx context.Context, s *state.Store) ([]state.TurnRecord, error) {
+		return s.Turns().Recent(ctx, 1000)
+	})
 }
 
 // waitTurns waits until n turns have finished.

@@ -59,7 +59,7 @@ func toolStrikes(ctx context.Context, layout statedir.Layout) (map[string]int, e
 		return nil, err
 	}
 	defer store.Close()
-	healths, err := store.ToolHealths(ctx)
+	healths, err := store.Tools().Health(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the tools' strikes: %w", err)
 	}

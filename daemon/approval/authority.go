@@ -33,11 +33,8 @@ type Store interface {
 	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
 	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
 	UpdateApproval(ctx context.Context, a state.PendingApproval) error
-	GrantRule(ctx context.Context, r state.Rule) (state.Rule, error)
-	Rules(ctx context.Context) ([]state.Rule, error)
-	UseRule(ctx context.Context, id int64) error
-	RevokeRule(ctx context.Context, id int64) (state.Rule, error)
-	ExpireRules(ctx context.Context, now time.Time) ([]state.Rule, error)
+	// Rules are the rules the owner granted.
+	Rules() *state.Rules
 }
 
 // Notifier reaches the owner's transports.

@@ -21,7 +21,7 @@ func (a *Authority) grant(ctx context.Context, r Request, from Audience) {
 		return
 	}
 	now := a.cfg.Clock.Now()
-	kept, err := a.cfg.Store.GrantRule(ctx, state.Rule{Tool: offer.Tool, Pattern: offer.Pattern, Words: offer.Words,
+	kept, err := a.cfg.Store.Rules().Grant(ctx, state.Rule{Tool: offer.Tool, Pattern: offer.Pattern, Words: offer.Words,
 		Granted: now, Expires: now.Add(a.cfg.RuleLife)})
 	if err != nil {
 		a.cfg.Log.Error("keeping a rule the owner granted failed", contracts.AuditEvent, contracts.EventRule, "decision", "grant-failed",
@@ -40,7 +40,7 @@ func (a *Authority) grant(ctx context.Context, r Request, from Audience) {
 // asks it only for a call of a conversation that read nothing from
 // outside.
 func (a *Authority) allow(ctx context.Context, turn string, c policy.RuleCall) (state.Rule, bool) {
-	rules, err := a.cfg.Store.Rules(ctx)
+	rules, err := a.cfg.Store.Rules().All(ctx)
 	if err != nil {
 		a.cfg.Log.Error("reading the granted rules failed; the call is asked", "turn", turn, "err", err)
 		return state.Rule{}, false
@@ -50,7 +50,7 @@ func (a *Authority) allow(ctx context.Context, turn string, c policy.RuleCall) (
 		if !r.Expires.After(now) || !(policy.Rule{Tool: r.Tool, Pattern: r.Pattern}).Covers(c) {
 			continue
 		}
-		if err := a.cfg.Store.UseRule(ctx, r.ID); err != nil {
+		if err := a.cfg.Store.Rules().Use(ctx, r.ID); err != nil {
 			a.cfg.Log.Error("counting a rule's use failed; the call is asked", "rule", r.ID, "err", err)
 			return state.Rule{}, false
 		}
@@ -88,12 +88,12 @@ func (a *Authority) LetThrough(ctx context.Context, r Request) bool {
 
 // Rules lists the granted rules, oldest first.
 func (a *Authority) Rules(ctx context.Context) ([]state.Rule, error) {
-	return a.cfg.Store.Rules(ctx)
+	return a.cfg.Store.Rules().All(ctx)
 }
 
 // Revoke drops the rule id at the owner's word, from from.
 func (a *Authority) Revoke(ctx context.Context, id int64, from Audience) (state.Rule, error) {
-	r, err := a.cfg.Store.RevokeRule(ctx, id)
+	r, err := a.cfg.Store.Rules().Revoke(ctx, id)
 	if err != nil {
 		return state.Rule{}, err
 	}
@@ -104,7 +104,7 @@ func (a *Authority) Revoke(ctx context.Context, id int64, from Audience) (state.
 
 // ExpireRules drops the rules whose time has come, each in the journal.
 func (a *Authority) ExpireRules(ctx context.Context) {
-	expired, err := a.cfg.Store.ExpireRules(ctx, a.cfg.Clock.Now())
+	expired, err := a.cfg.Store.Rules().Expire(ctx, a.cfg.Clock.Now())
 	if err != nil {
 		a.cfg.Log.Error("expiring rules", "err", err)
 	}

@@ -154,7 +154,7 @@ func (h *Handler) status(ctx context.Context) owner.Status {
 			s.LatestStranger = &latest[0]
 		}
 	}
-	s.Turns, s.TurnsErr = h.Store.RecentTurns(ctx, statusTurns)
+	s.Turns, s.TurnsErr = h.Store.Turns().Recent(ctx, statusTurns)
 	s.Tokens = h.tokenFacts(ctx, s.Turns)
 	s.Writes = h.Writes()
 	s.Free, s.FreeErr = h.Layout.Free()
@@ -173,8 +173,8 @@ func (h *Handler) tokenFacts(ctx context.Context, recent []state.TurnRecord) own
 		}
 	}
 	now := h.Clock.Now()
-	today, err := h.Store.UsageSince(ctx, tokens.Today(now))
-	month, merr := h.Store.UsageSince(ctx, tokens.ThisMonth(now))
+	today, err := h.Store.Turns().UsageSince(ctx, tokens.Today(now))
+	month, merr := h.Store.Turns().UsageSince(ctx, tokens.ThisMonth(now))
 	f.Today, f.Month, f.Err = today, month, errors.Join(err, merr)
 	return f
 }
@@ -206,7 +206,7 @@ func memoryReport() string {
 // servers with their state and tools.
 func (h *Handler) tools(ctx context.Context) string {
 	strikes := map[string]int{}
-	if healths, err := h.Store.ToolHealths(ctx); err == nil {
+	if healths, err := h.Store.Tools().Health(ctx); err == nil {
 		for _, h := range healths {
 			strikes[h.Name] = h.Strikes
 		}

@@ -122,7 +122,7 @@ func TestHandlerRevokesRules(t *testing.T) {
 		t.Errorf("/rules with none said %q", out.Text)
 	}
 	now := r.clk.Now()
-	rule, err := r.store.GrantRule(ctx, state.Rule{Tool: "run_shell", Pattern: "git status", Words: "git status in the workspace", Granted: now, Expires: now.Add(24 * time.Hour)})
+	rule, err := r.store.Rules().Grant(ctx, state.Rule{Tool: "run_shell", Pattern: "git status", Words: "git status in the workspace", Granted: now, Expires: now.Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +137,7 @@ func TestHandlerRevokesRules(t *testing.T) {
 	if out := r.say(t, fmt.Sprintf("/rules revoke %d", rule.ID)); out.Refused || !strings.Contains(out.Text, "revoked") {
 		t.Errorf("revoking rule %d said %q", rule.ID, out.Text)
 	}
-	if left, err := r.store.Rules(ctx); err != nil || len(left) != 0 {
+	if left, err := r.store.Rules().All(ctx); err != nil || len(left) != 0 {
 		t.Errorf("after revoking, the store holds %v (%v), want no rule", left, err)
 	}
 }

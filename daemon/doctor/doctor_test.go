@@ -798,10 +798,10 @@ func TestStateDBBehindItsMark(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
-	if err := store.StartTurn(ctx, state.TurnStart{ID: "t1", Kind: "chat", Started: now}); err != nil {
+	if err := store.Turns().Start(ctx, state.TurnStart{ID: "t1", Kind: "chat", Started: now}); err != nil {
 		t.Fatal(err)
 	}
-	if err := store.FinishTurn(ctx, state.TurnEnd{ID: "t1", Ended: now, Outcome: "ok"}); err != nil {
+	if err := store.Turns().Finish(ctx, state.TurnEnd{ID: "t1", Ended: now, Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	store.Close()

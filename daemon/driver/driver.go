@@ -175,14 +175,14 @@ func (d *Driver) Start(ctx context.Context, adm turns.Admission) {
 	d.Status(fmt.Sprintf("thinking (%s turn %s)", adm.Kind(), t.ID))
 	d.Face.Thinking()
 	d.Activity(t, true)
-	if err := d.Failed("record a turn's start", d.Store.StartTurn(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview})); err != nil {
+	if err := d.Failed("record a turn's start", d.Store.Turns().Start(ctx, state.TurnStart{ID: t.ID, Kind: adm.Kind(), Started: t.Started, Preview: preview})); err != nil {
 		log.Error("recording the turn's start failed", "err", err)
 	}
-	if err := d.Failed("record the messages a turn takes up", d.Store.TakeUp(ctx, t.ID, adm.Messages)); err != nil {
+	if err := d.Failed("record the messages a turn takes up", d.Store.Intake().TakeUp(ctx, t.ID, adm.Messages)); err != nil {
 		log.Error("recording the messages the turn takes up failed", "err", err)
 	}
 
-	history, err := d.Store.RecentHistory(ctx, d.Config.Turn.HistoryMessages)
+	history, err := d.Store.History().Recent(ctx, d.Config.Turn.HistoryMessages)
 	if err != nil {
 		log.Error("reading history failed; the turn goes on without it", "err", err)
 	}
@@ -229,7 +229,7 @@ func (d *Driver) Start(ctx context.Context, adm turns.Admission) {
 		return
 	}
 	r.handle, r.exited = handle, make(chan launch.Exit, 1)
-	if err := d.Failed("record a turn's worker", d.Store.SetTurnWorker(ctx, t.ID, handle.PID())); err != nil {
+	if err := d.Failed("record a turn's worker", d.Store.Turns().SetWorker(ctx, t.ID, handle.PID())); err != nil {
 		log.Error("recording the worker's pid failed", "err", err)
 	}
 	go func() {
@@ -367,7 +367,7 @@ func (d *Driver) degradeSaying(t *turns.Turn, ownerFix string) {
 	// The owner's words stay in the history, so the next turn knows what
 	// was asked even though this one could not answer.
 	if t.Admission.Text != "" {
-		if err := d.Failed("record history", d.Store.AppendHistory(context.Background(), t.ID, contracts.ChatUser, t.Admission.Text, t.Started)); err != nil {
+		if err := d.Failed("record history", d.Store.History().Append(context.Background(), t.ID, contracts.ChatUser, t.Admission.Text, t.Started)); err != nil {
 			d.Log.Error("recording history failed", "turn", t.ID, "err", err)
 		}
 	}
@@ -425,7 +425,7 @@ func (d *Driver) Release(ctx context.Context) {
 // record writes how a turn ended, with its worker's figures.
 func (d *Driver) record(r *run, outcome, reason string) {
 	end := d.Clock.Now()
-	if err := d.Failed("record a turn's end", d.Store.FinishTurn(context.Background(), state.TurnEnd{
+	if err := d.Failed("record a turn's end", d.Store.Turns().Finish(context.Background(), state.TurnEnd{
 		ID: r.turn.ID, Ended: end, Outcome: outcome, Error: reason, ModelTime: r.modelTime,
 		WorkerPeak: max(r.peakRSS, r.exit.MemoryPeak), WorkerCPU: r.exit.CPUTime, WorkerExit: r.exit.Result,
 		WorkerJoin: r.joinedAfter, Usage: r.usage,
@@ -451,7 +451,7 @@ func (d *Driver) recordExchange(ctx context.Context, t *turns.Turn, payload stri
 		if m.text == "" {
 			continue // a resumed turn has no words of the owner's
 		}
-		if err := d.Failed("record history", d.Store.AppendHistory(ctx, t.ID, m.role, m.text, d.Clock.Now())); err != nil {
+		if err := d.Failed("record history", d.Store.History().Append(ctx, t.ID, m.role, m.text, d.Clock.Now())); err != nil {
 			d.Log.Error("recording history failed", "turn", t.ID, "err", err)
 		}
 	}

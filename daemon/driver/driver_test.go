@@ -155,9 +155,9 @@ func result(t *testing.T, turn, payload string) contracts.Envelope {
 // lastOutcome is how the store says the newest turn ended.
 func (r *rig) lastOutcome(t *testing.T) string {
 	t.Helper()
-	recent, err := r.store.RecentTurns(context.Background(), 1)
+	recent, err := r.store.Turns().Recent(context.Background(), 1)
 	if err != nil || len(recent) != 1 {
-		t.Fatalf("RecentTurns = %v, %v", recent, err)
+		t.Fatalf("Turns().Recent = %v, %v", recent, err)
 	}
 	return recent[0].Outcome
 }

@@ -3,11 +3,11 @@
 // once its reply is safe with its transport (Telegram's outbox in
 // state.db, the terminal's screen), not when core routed it.
 //
-// Core keeps a reply in the state database (state.KeepReply) before it
+// Core keeps a reply in the state database (state.Replies.Keep) before it
 // routes it, keyed by the messages it answers (or its turn, for a turn of
 // no message's: a schedule's, a decision's), and routes it with its key;
 // the transport takes a key once and confirms it (OUTBOUND_ACK), and only
-// then are the messages answered (state.Delivered). A reply whose
+// then are the messages answered (state.Replies.Delivered). A reply whose
 // confirmation does not come is sent again: when its transport joins the
 // bus (a restarted core, a transport that was dropped or away), and every
 // minute while it is joined (its disk was full). A core killed at any
@@ -51,8 +51,8 @@ const (
 
 // Store is where the ledger keeps replies: the state store.
 type Store interface {
-	KeepReply(ctx context.Context, r state.KeptReply) error
-	KeptReplies(ctx context.Context) ([]state.KeptReply, error)
+	Keep(ctx context.Context, r state.KeptReply) error
+	Kept(ctx context.Context) ([]state.KeptReply, error)
 	Delivered(ctx context.Context, key string, messages []int64, at time.Time) error
 }
 
@@ -98,7 +98,7 @@ func New(cfg Config) *Ledger {
 // Load takes up the replies an earlier core kept and no transport
 // confirmed: they go as their transports join.
 func (l *Ledger) Load(ctx context.Context) {
-	kept, err := l.cfg.Store.KeptReplies(ctx)
+	kept, err := l.cfg.Store.Kept(ctx)
 	if err != nil {
 		l.cfg.Log.Error("reading the replies an earlier core left unconfirmed failed; their messages are answered again", "err", err)
 		return
@@ -137,7 +137,7 @@ func (l *Ledger) Reply(ctx context.Context, transport string, out contracts.Outb
 	out.Key = Key(out.Turn, messages)
 	now := l.cfg.Clock.Now()
 	w := &waiting{reply: state.KeptReply{Key: out.Key, Transport: transport, Reply: out, Messages: messages, At: now}}
-	err := l.cfg.Store.KeepReply(ctx, w.reply)
+	err := l.cfg.Store.Keep(ctx, w.reply)
 	if err := l.cfg.Failed("keep a reply", err); err != nil {
 		l.cfg.Log.Error("could not keep a reply until its transport holds it; routing it anyway, held in memory", "key", out.Key, "err", err)
 		l.dropUnkept()

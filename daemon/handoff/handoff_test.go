@@ -55,7 +55,7 @@ func (r *rig) ledger(store Store) *Ledger {
 // admit keeps a message of the owner's, as core does, and returns its id.
 func (r *rig) admit(t *testing.T, text string) int64 {
 	t.Helper()
-	id, _, err := r.store.Admit(context.Background(), state.Admitted{Transport: "telegram", Chat: "42", Text: text, At: r.clock.Now()})
+	id, _, err := r.store.Intake().Admit(context.Background(), state.Admitted{Transport: "telegram", Chat: "42", Text: text, At: r.clock.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func (r *rig) admit(t *testing.T, text string) int64 {
 // delivered.
 func (r *rig) unanswered(t *testing.T) []string {
 	t.Helper()
-	left, err := r.store.Unanswered(context.Background())
+	left, err := r.store.Intake().Unanswered(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func (r *rig) unanswered(t *testing.T) []string {
 func TestAReplyIsTheOwnersUntilItsTransportHoldsIt(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, t.TempDir())
-	l := r.ledger(r.store)
+	l := r.ledger(r.store.Replies())
 	a, b := r.admit(t, "A"), r.admit(t, "B")
 	l.Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A and B", Turn: "t1"}, []int64{a, b})
 	if len(r.sent) != 1 || r.sent[0].out.Key != Key("t1", []int64{a, b}) || r.sent[0].out.Text != "to A and B" {
@@ -110,7 +110,7 @@ func TestAReplyIsTheOwnersUntilItsTransportHoldsIt(t *testing.T) {
 		t.Errorf("messages left for a turn while their reply waits: %q", left)
 	}
 	l.Confirmed(ctx, "telegram", key)
-	if kept, err := r.store.KeptReplies(ctx); err != nil || len(kept) != 0 {
+	if kept, err := r.store.Replies().Kept(ctx); err != nil || len(kept) != 0 {
 		t.Errorf("kept after the confirmation: %+v, %v", kept, err)
 	}
 	r.clock.Advance(ResendAfter)
@@ -130,11 +130,11 @@ func TestAKeptReplyOutlivesARestart(t *testing.T) {
 	r := newRig(t, root)
 	a := r.admit(t, "A")
 	r.joined = nil // the reply reaches no transport: core stops first
-	r.ledger(r.store).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A", Turn: "t1"}, []int64{a})
+	r.ledger(r.store.Replies()).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A", Turn: "t1"}, []int64{a})
 	r.store.Close()
 
 	next := newRig(t, root)
-	l := next.ledger(next.store)
+	l := next.ledger(next.store.Replies())
 	l.Load(ctx)
 	l.Joined("cli", next.clock.Now())
 	if len(next.sent) != 0 {
@@ -145,16 +145,16 @@ func TestAKeptReplyOutlivesARestart(t *testing.T) {
 		t.Fatalf("the join sent %+v, want the kept reply with its key", next.sent)
 	}
 	l.Confirmed(ctx, "telegram", next.sent[0].out.Key)
-	left, err := next.store.Unanswered(ctx)
+	left, err := next.store.Intake().Unanswered(ctx)
 	if err != nil || len(left) != 0 {
 		t.Errorf("unanswered once confirmed: %+v, %v", left, err)
 	}
 }
 
 // unkeeping is a store whose disk is full for replies.
-type unkeeping struct{ *state.Store }
+type unkeeping struct{ *state.Replies }
 
-func (unkeeping) KeepReply(context.Context, state.KeptReply) error {
+func (unkeeping) Keep(context.Context, state.KeptReply) error {
 	return errors.New("database or disk is full")
 }
 
@@ -165,7 +165,7 @@ func (unkeeping) KeepReply(context.Context, state.KeptReply) error {
 func TestAReplyThatCannotBeKeptStillGoesUntilConfirmed(t *testing.T) {
 	ctx := context.Background()
 	r := newRig(t, t.TempDir())
-	l := r.ledger(unkeeping{r.store})
+	l := r.ledger(unkeeping{r.store.Replies()})
 	a, b := r.admit(t, "A"), r.admit(t, "B")
 	l.Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A", Turn: "t1"}, []int64{a})
 	l.Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to B", Turn: "t2"}, []int64{b})
@@ -210,7 +210,7 @@ func TestARolledBackStoreDoesNotSilenceTheNextMessage(t *testing.T) {
 
 	first := newRig(t, root)
 	a := first.admit(t, "A")
-	first.ledger(first.store).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A", Turn: "t1"}, []int64{a})
+	first.ledger(first.store.Replies()).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to A", Turn: "t1"}, []int64{a})
 	taken := first.sent[0].out.Key // what the transport now holds
 	first.store.Close()
 
@@ -226,7 +226,7 @@ func TestARolledBackStoreDoesNotSilenceTheNextMessage(t *testing.T) {
 	if b != a {
 		t.Fatalf("the rolled-back store gave B id %d, A had %d: the test no longer reuses an id", b, a)
 	}
-	next.ledger(next.store).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to B", Turn: "t2"}, []int64{b})
+	next.ledger(next.store.Replies()).Reply(ctx, "telegram", contracts.Outbound{Chat: "42", Text: "to B", Turn: "t2"}, []int64{b})
 	if got := next.sent[0].out.Key; got == taken {
 		t.Errorf("the reply to B has key %q, which the transport took for A's reply: B is never answered", got)
 	}

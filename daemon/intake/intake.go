@@ -45,7 +45,8 @@ type Turns interface {
 
 // Intake takes the owner's messages in. It is used from core's loop only.
 type Intake struct {
-	Store *state.Store
+	// Store keeps the messages admitted until a turn answers them.
+	Store *state.Intake
 	Media *media.Keeper
 	Turns Turns
 	Clock clock.Clock

@@ -45,7 +45,7 @@ func newRig(t *testing.T, store *state.Store) *rig {
 	log := slog.New(slog.DiscardHandler)
 	r := &rig{store: store}
 	r.in = &Intake{
-		Store: store, Media: media.New(t.TempDir(), func(_ string, err error) error { return err }, log),
+		Store: store.Intake(), Media: media.New(t.TempDir(), func(_ string, err error) error { return err }, log),
 		Turns: turns.New(clk, time.Minute, time.Second, func(turns.Event) {}), Clock: clk, Log: log, Workspace: t.TempDir(),
 		Failed: func(_ string, err error) error { return err },
 		Route: func(env contracts.Envelope) error {
@@ -73,7 +73,7 @@ func newRig(t *testing.T, store *state.Store) *rig {
 
 func (r *rig) unanswered(t *testing.T) []string {
 	t.Helper()
-	left, err := r.store.Unanswered(context.Background())
+	left, err := r.store.Intake().Unanswered(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,11 +145,11 @@ func TestIntakeTakesUpWhatWasLeft(t *testing.T) {
 	}
 	store := before.store
 	for range maxTries {
-		if err := store.TakeUp(ctx, "T0", []int64{1}); err != nil {
+		if err := store.Intake().TakeUp(ctx, "T0", []int64{1}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := store.TakeUp(ctx, "T1", []int64{2, 3}); err != nil {
+	if err := store.Intake().TakeUp(ctx, "T1", []int64{2, 3}); err != nil {
 		t.Fatal(err)
 	}
 	// Core stops here; the next one starts over the same store.

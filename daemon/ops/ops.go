@@ -34,7 +34,8 @@ type Authority interface {
 // writes in a batch it writes off the loop, and comes back through
 // OnLoop.
 type Applier struct {
-	Store *state.Store
+	// Store keeps the memories the ops add.
+	Store *state.Memories
 	Auth  Authority
 	Clock clock.Clock
 	Log   *slog.Logger
@@ -189,7 +190,7 @@ func (r refusals) told(ops []contracts.Op) []string {
 // apply applies valid ops of by, and calls done on the loop once they
 // are applied, with what the owner and the model are to read of those
 // that could not be. What they keep of the owner is kept in one step
-// (state.Store.Keep: one transaction, one batch of files) and their faces
+// (state.Memories.Keep: one transaction, one batch of files) and their faces
 // in one write of that file, both off the loop, which waits on neither;
 // the others are applied one by one, at once.
 func (a *Applier) apply(ctx context.Context, by Proposer, ops []contracts.Op, done func(ctx context.Context, told []string)) {

@@ -47,7 +47,7 @@ func newRig(t *testing.T) *rig {
 	log := slog.New(slog.DiscardHandler)
 	r := &rig{layout: layout}
 	r.auth = approval.New(approval.Config{Store: store, Notify: quiet{}, Clock: clk, Expiry: time.Hour, Log: log})
-	r.a = &Applier{Store: store, Auth: r.auth, Clock: clk, Log: log,
+	r.a = &Applier{Store: store.Memories(), Auth: r.auth, Clock: clk, Log: log,
 		Failed:     func(_ string, err error) error { return err },
 		Tell:       func(_ approval.Audience, text string) { r.told = append(r.told, text) },
 		OffLoop:    func(f func()) { f() },

@@ -9,6 +9,14 @@ import (
 	"time"
 )
 
+// Intake keeps the owner's messages that core admitted, each until a
+// turn answers it, so that a core stopped meanwhile answers it at its
+// next start.
+type Intake struct{ *Store }
+
+// Intake is intake's part of the store.
+func (s *Store) Intake() *Intake { return &Intake{s} }
+
 // Admitted is one of the owner's messages that core admitted: kept until
 // a turn has answered it.
 type Admitted struct {
@@ -29,7 +37,7 @@ type Admitted struct {
 // returns its id. A message the transport delivers again (the same ref)
 // is the one kept already: its id comes back with again set, and no
 // second row is made.
-func (s *Store) Admit(ctx context.Context, m Admitted) (id int64, again bool, err error) {
+func (s *Intake) Admit(ctx context.Context, m Admitted) (id int64, again bool, err error) {
 	if err := s.writable("admit a message"); err != nil {
 		return 0, false, err
 	}
@@ -54,19 +62,19 @@ func (s *Store) Admit(ctx context.Context, m Admitted) (id int64, again bool, er
 }
 
 // TakeUp records that turn takes up the messages ids.
-func (s *Store) TakeUp(ctx context.Context, turn string, ids []int64) error {
-	return s.markAdmitted(ctx, "record the turn taking up messages", `UPDATE admitted SET turn = ?, tries = tries + 1 WHERE id IN (SELECT value FROM json_each(?))`, turn, ids)
+func (s *Intake) TakeUp(ctx context.Context, turn string, ids []int64) error {
+	return s.mark(ctx, "record the turn taking up messages", `UPDATE admitted SET turn = ?, tries = tries + 1 WHERE id IN (SELECT value FROM json_each(?))`, turn, ids)
 }
 
 // Answered records that the messages ids have their answer; they are no
 // longer the owner's to lose.
-func (s *Store) Answered(ctx context.Context, ids []int64, at time.Time) error {
-	return s.markAdmitted(ctx, "record messages answered", `UPDATE admitted SET answered_at = ? WHERE id IN (SELECT value FROM json_each(?))`, at.UnixMilli(), ids)
+func (s *Intake) Answered(ctx context.Context, ids []int64, at time.Time) error {
+	return s.mark(ctx, "record messages answered", `UPDATE admitted SET answered_at = ? WHERE id IN (SELECT value FROM json_each(?))`, at.UnixMilli(), ids)
 }
 
-// markAdmitted runs query, which sets first on the admitted messages
+// mark runs query, which sets first on the admitted messages
 // whose ids are in the JSON array its second argument.
-func (s *Store) markAdmitted(ctx context.Context, what, query string, first any, ids []int64) error {
+func (s *Intake) mark(ctx context.Context, what, query string, first any, ids []int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -87,9 +95,9 @@ func (s *Store) markAdmitted(ctx context.Context, what, query string, first any,
 
 // Unanswered lists the messages no turn has answered, oldest first: the
 // ones a stopped core left, for the next to take up. A message whose
-// reply is kept (KeepReply) is not among them: it has its answer, which
+// reply is kept ([Replies.Keep]) is not among them: it has its answer, which
 // goes again.
-func (s *Store) Unanswered(ctx context.Context) ([]Admitted, error) {
+func (s *Intake) Unanswered(ctx context.Context) ([]Admitted, error) {
 	rows, err := s.db.QueryContext(ctx,
 		`SELECT id, transport, chat, ref, text, at, turn, tries FROM admitted WHERE answered_at IS NULL
 		 AND id NOT IN (SELECT j.value FROM replies, json_each(replies.messages) AS j) ORDER BY id`)
@@ -112,7 +120,7 @@ func (s *Store) Unanswered(ctx context.Context) ([]Admitted, error) {
 
 // PruneAnswered drops the answered messages older than before: past that,
 // a transport delivering one again is not expected.
-func (s *Store) PruneAnswered(ctx context.Context, before time.Time) error {
+func (s *Intake) PruneAnswered(ctx context.Context, before time.Time) error {
 	if err := s.writable("prune answered messages"); err != nil {
 		return err
 	}

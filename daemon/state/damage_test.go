@@ -52,10 +52,10 @@ func fill(t *testing.T, s *Store, from int) {
 	ctx := context.Background()
 	for i := from; i < from+200; i++ {
 		id := fmt.Sprintf("turn%04d", i)
-		if err := s.StartTurn(ctx, TurnStart{ID: id, Kind: "chat", Started: epoch, Preview: strings.Repeat("p", 200)}); err != nil {
+		if err := s.Turns().Start(ctx, TurnStart{ID: id, Kind: "chat", Started: epoch, Preview: strings.Repeat("p", 200)}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.AppendHistory(ctx, id, "user", strings.Repeat("words ", 40), epoch); err != nil {
+		if err := s.History().Append(ctx, id, "user", strings.Repeat("words ", 40), epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -105,7 +105,7 @@ func TestADamagedDatabaseIsMovedAsideAndCoreStarts(t *testing.T) {
 				if got := Damaged(l); len(got) != 1 || got[0] != damage.Aside {
 					t.Errorf("Damaged() = %q, want %s", got, damage.Aside)
 				}
-				turns, err := again.RecentTurns(context.Background(), 1000)
+				turns, err := again.Turns().Recent(context.Background(), 1000)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -117,7 +117,7 @@ func TestADamagedDatabaseIsMovedAsideAndCoreStarts(t *testing.T) {
 					t.Errorf("after recovery: %d turns, restored %v; want %d turns and a restore: %v", len(turns), damage.Restored, want, withBackup)
 				}
 				// The recovered database takes writes.
-				if err := again.StartTurn(context.Background(), TurnStart{ID: "after", Kind: "chat", Started: time.Now()}); err != nil {
+				if err := again.Turns().Start(context.Background(), TurnStart{ID: "after", Kind: "chat", Started: time.Now()}); err != nil {
 					t.Errorf("a write after recovery = %v", err)
 				}
 			})
@@ -150,7 +150,7 @@ func BenchmarkQuickCheck(b *testing.B) {
 	ctx := context.Background()
 	text := strings.Repeat("a fairly long line of history, as a chatty owner writes it. ", 16)
 	for i := 0; i < 50<<20/len(text); i++ {
-		if err := s.AppendHistory(ctx, "t", "user", text, epoch); err != nil {
+		if err := s.History().Append(ctx, "t", "user", text, epoch); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -3,6 +3,13 @@
 // memory tree (memory/*.md, about.md, the faces file). Core owns the one
 // writable Store; `shelldon turns` opens a read-only one.
 //
+// The Store is the database itself: open, migrations, transactions, the
+// key-value table, backup, the high-water mark, the reserve on the disk.
+// The data is kept by the part of its owner, a type that shares the
+// store's database: Intake, Turns, History, Replies, Memories,
+// Schedules, Rules, Tools, Notices and the transports' Queues, each
+// from the Store's method of its name (store.Schedules().Due(ctx, now)).
+//
 // Every file write is atomic (see package atomicfile), and every database
 // change is one transaction, so a crash at any point leaves either the old
 // state or the new one. Where things live comes from package statedir.

@@ -6,6 +6,13 @@ import (
 	"time"
 )
 
+// Tools are the health and use of the self-coded tools: their strikes,
+// which retire a failing tool, and their calls, which order the offer.
+type Tools struct{ *Store }
+
+// Tools is the tool keeper's part of the store.
+func (s *Store) Tools() *Tools { return &Tools{s} }
+
 // ToolHealth is the strike count of a self-coded tool.
 type ToolHealth struct {
 	Name      string
@@ -16,7 +23,7 @@ type ToolHealth struct {
 
 // Strike counts one failure of a self-coded tool, in one statement, and
 // returns the strikes it has now.
-func (s *Store) Strike(ctx context.Context, name, why string, now time.Time) (int, error) {
+func (s *Tools) Strike(ctx context.Context, name, why string, now time.Time) (int, error) {
 	if err := s.writable("strike tool"); err != nil {
 		return 0, err
 	}
@@ -34,7 +41,7 @@ func (s *Store) Strike(ctx context.Context, name, why string, now time.Time) (in
 }
 
 // ClearStrikes forgets a tool's strikes (it was restored, or replaced).
-func (s *Store) ClearStrikes(ctx context.Context, name string) error {
+func (s *Tools) ClearStrikes(ctx context.Context, name string) error {
 	if err := s.writable("clear strikes"); err != nil {
 		return err
 	}
@@ -44,8 +51,8 @@ func (s *Store) ClearStrikes(ctx context.Context, name string) error {
 	return nil
 }
 
-// ToolHealths returns every tool's strikes, by name.
-func (s *Store) ToolHealths(ctx context.Context) ([]ToolHealth, error) {
+// Health returns every tool's strikes, by name.
+func (s *Tools) Health(ctx context.Context) ([]ToolHealth, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, strikes, last_error, updated_at FROM tool_health ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("read tool health: %w", err)
@@ -75,9 +82,9 @@ type ToolUse struct {
 // over its life.
 const maxToolUses = 256
 
-// UseTool counts one call of a self-coded tool, and forgets the uses
+// Use counts one call of a self-coded tool, and forgets the uses
 // of all but the maxToolUses tools called most lately.
-func (s *Store) UseTool(ctx context.Context, name string, now time.Time) error {
+func (s *Tools) Use(ctx context.Context, name string, now time.Time) error {
 	if err := s.writable("count a tool's use"); err != nil {
 		return err
 	}
@@ -95,8 +102,8 @@ func (s *Store) UseTool(ctx context.Context, name string, now time.Time) error {
 	return nil
 }
 
-// ToolUses returns the uses of the tools called, by name.
-func (s *Store) ToolUses(ctx context.Context) (map[string]ToolUse, error) {
+// Uses returns the uses of the tools called, by name.
+func (s *Tools) Uses(ctx context.Context) (map[string]ToolUse, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT name, uses, last_used FROM tool_use`)
 	if err != nil {
 		return nil, fmt.Errorf("read tool uses: %w", err)

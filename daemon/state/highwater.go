@@ -35,7 +35,7 @@ import (
 //     turns, history and waiting requests — and whether a core had it
 //     open. Open compares: a database behind its mark, or a log gone or
 //     garbled after a core that never closed the database, is a rollback,
-//     kept as a notice for the owner ([Store.Owed]) and in the mark for
+//     kept as a notice for the owner ([Notices.Owed]) and in the mark for
 //     doctor ([CheckHighWater]).
 
 // highWaterKey is the kv key of the database's own sequence number.
@@ -243,7 +243,7 @@ func (s *Store) openHighWater(ctx context.Context, prior *highWater, wal walStat
 	if why := behind(prior, wal, seq); why != "" && s.damage == nil {
 		s.rolledBack = &Rollback{Noticed: now, Why: why, Since: prior.At, Before: prior.Counts, After: counts}
 		s.lastRollback = s.rolledBack
-		s.owe(ctx, Notice{Rollback: s.rolledBack}, now)
+		s.Notices().owe(ctx, Notice{Rollback: s.rolledBack}, now)
 	}
 	return s.mark(ctx, true, now)
 }

@@ -15,15 +15,15 @@ import (
 func finishTurn(t *testing.T, s *Store, id string) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.StartTurn(ctx, TurnStart{ID: id, Kind: "chat", Started: epoch}); err != nil {
+	if err := s.Turns().Start(ctx, TurnStart{ID: id, Kind: "chat", Started: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	for _, role := range []string{"user", "assistant"} {
-		if err := s.AppendHistory(ctx, id, role, "words of "+id, epoch); err != nil {
+		if err := s.History().Append(ctx, id, role, "words of "+id, epoch); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.FinishTurn(ctx, TurnEnd{ID: id, Ended: epoch, Outcome: "ok"}); err != nil {
+	if err := s.Turns().Finish(ctx, TurnEnd{ID: id, Ended: epoch, Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,7 +118,7 @@ func TestARollbackIsNoticedAtOpen(t *testing.T) {
 			}
 			defer s.Close()
 			r := s.RolledBack()
-			owed, err := s.Owed(ctx)
+			owed, err := s.Notices().Owed(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -168,7 +168,7 @@ func TestANoticeIsKeptUntilTold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		owed, err := s.Owed(ctx)
+		owed, err := s.Notices().Owed(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestANoticeIsKeptUntilTold(t *testing.T) {
 			t.Fatalf("start %d: the notices owed are %+v, want the restored damage", start+1, owed)
 		}
 		if start == 1 {
-			if err := s.Told(ctx, owed[0]); err != nil {
+			if err := s.Notices().Told(ctx, owed[0]); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -187,7 +187,7 @@ func TestANoticeIsKeptUntilTold(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if owed, err := s.Owed(ctx); err != nil || len(owed) > 0 {
+	if owed, err := s.Notices().Owed(ctx); err != nil || len(owed) > 0 {
 		t.Errorf("once told, the notices owed are %+v, %v", owed, err)
 	}
 }

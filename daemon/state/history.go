@@ -9,9 +9,16 @@ import (
 	"shelldon/contracts"
 )
 
-// AppendHistory adds one message of the conversation with the owner.
+// History is the conversation with the owner, each message of it in
+// order, which a turn is given the newest of.
+type History struct{ *Store }
+
+// History is the conversation's part of the store.
+func (s *Store) History() *History { return &History{s} }
+
+// Append adds one message of the conversation with the owner.
 // role is contracts.ChatUser or contracts.ChatAssistant.
-func (s *Store) AppendHistory(ctx context.Context, turn, role, text string, at time.Time) error {
+func (s *History) Append(ctx context.Context, turn, role, text string, at time.Time) error {
 	if err := s.writable("append history"); err != nil {
 		return err
 	}
@@ -50,9 +57,9 @@ func capEntry(text string) string {
 	return text[:cut] + fmt.Sprintf("\n[… cut: the message was %d KiB; only its first %d KiB are kept in the history]", len(text)>>10, MaxHistoryEntryBytes>>10)
 }
 
-// RecentHistory returns the last n messages of the conversation, oldest
+// Recent returns the last n messages of the conversation, oldest
 // first, as many of the newest as fit in MaxHistoryBytes.
-func (s *Store) RecentHistory(ctx context.Context, n int) ([]contracts.HistoryEntry, error) {
+func (s *History) Recent(ctx context.Context, n int) ([]contracts.HistoryEntry, error) {
 	if n <= 0 {
 		return nil, nil
 	}

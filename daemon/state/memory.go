@@ -15,6 +15,14 @@ import (
 	"shelldon/faces"
 )
 
+// Memories are what the pet keeps of its owner: the memory tree's files
+// (memory/*.md, about.md, the faces file) and the learnings table, which
+// the ops of a reply add to.
+type Memories struct{ *Store }
+
+// Memories is the memory keeper's part of the store.
+func (s *Store) Memories() *Memories { return &Memories{s} }
+
 // DefaultTopic is the memory topic of a note that names none.
 const DefaultTopic = "notes"
 
@@ -31,7 +39,7 @@ const (
 	MaxLearnings       = 5000
 )
 
-// ErrMemoryFull is wrapped by Keep when what one reply keeps would take
+// ErrMemoryFull is wrapped by [Memories.Keep] when what one reply keeps would take
 // a topic's file, the memory tree's topics or the learnings past their
 // bounds: then nothing of it is kept.
 var ErrMemoryFull = errors.New("memory full")
@@ -55,7 +63,7 @@ type Memory struct {
 // "- 2026-11-30 14:02 text"; an empty topic means DefaultTopic. It may
 // run off core's loop: the memory tree's read-modify-write is serialised
 // here.
-func (s *Store) Keep(ctx context.Context, turn string, m Memory, at time.Time) error {
+func (s *Memories) Keep(ctx context.Context, turn string, m Memory, at time.Time) error {
 	if err := s.writable("keep memory"); err != nil {
 		return err
 	}
@@ -93,7 +101,7 @@ func (s *Store) Keep(ctx context.Context, turn string, m Memory, at time.Time) e
 
 // addLearnings adds the learnings of turn in one transaction, within
 // MaxLearnings.
-func (s *Store) addLearnings(ctx context.Context, turn string, learnings []contracts.CaptureLearning, at time.Time) error {
+func (s *Memories) addLearnings(ctx context.Context, turn string, learnings []contracts.CaptureLearning, at time.Time) error {
 	return s.inTx(ctx, func(tx *keptTx) error {
 		var kept int
 		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM learnings`).Scan(&kept); err != nil {
@@ -135,7 +143,7 @@ func (m Memory) validate() error {
 
 // noteFiles is the new content of every topic file notes add to, each
 // within MaxMemoryFileBytes, the new topics within MaxMemoryTopics.
-func (s *Store) noteFiles(notes []contracts.Remember, at time.Time) ([]atomicfile.File, error) {
+func (s *Memories) noteFiles(notes []contracts.Remember, at time.Time) ([]atomicfile.File, error) {
 	var (
 		topics []string
 		files  []atomicfile.File
@@ -193,7 +201,7 @@ func appendNote(file []byte, text string, at time.Time) []byte {
 }
 
 // topics are the memory tree's topics: its files memory/*.md.
-func (s *Store) topics() ([]string, error) {
+func (s *Memories) topics() ([]string, error) {
 	entries, err := os.ReadDir(s.layout.MemoryDir())
 	if err != nil {
 		return nil, fmt.Errorf("list the memory's topics: %w", err)
@@ -213,7 +221,7 @@ func (s *Store) topics() ([]string, error) {
 // refusal; the others are added. Entries of the file that the registry
 // refuses are dropped when it is rewritten; a file that cannot be read or
 // parsed at all is left alone and no face is added.
-func (s *Store) AddFaces(added ...contracts.AddFace) error {
+func (s *Memories) AddFaces(added ...contracts.AddFace) error {
 	if err := s.writable("add faces"); err != nil {
 		return err
 	}

@@ -18,12 +18,12 @@ var noteTime = time.Date(2026, 11, 30, 14, 2, 59, 0, time.UTC)
 
 // remember keeps one note, as a reply with one remember op.
 func remember(s *Store, topic, text string, at time.Time) error {
-	return s.Keep(context.Background(), "t1", Memory{Notes: []contracts.Remember{{Topic: topic, Text: text}}}, at)
+	return s.Memories().Keep(context.Background(), "t1", Memory{Notes: []contracts.Remember{{Topic: topic, Text: text}}}, at)
 }
 
 // rewriteAbout keeps a new about.md, as a reply with one rewrite_about op.
 func rewriteAbout(s *Store, text string) error {
-	return s.Keep(context.Background(), "t1", Memory{About: text}, noteTime)
+	return s.Memories().Keep(context.Background(), "t1", Memory{About: text}, noteTime)
 }
 
 func readFile(t *testing.T, path string) string {
@@ -177,13 +177,13 @@ func TestRewriteAbout(t *testing.T) {
 func TestAddFace(t *testing.T) {
 	s := newStore(t)
 	l := s.Layout()
-	if err := s.AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}); err != nil {
+	if err := s.Memories().AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddFaces(contracts.AddFace{Name: "Wink", Glyphs: "(^_~)"}); err != nil {
+	if err := s.Memories().AddFaces(contracts.AddFace{Name: "Wink", Glyphs: "(^_~)"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddFaces(contracts.AddFace{Name: "party", Glyphs: `\(^o^)/`}); err != nil {
+	if err := s.Memories().AddFaces(contracts.AddFace{Name: "party", Glyphs: `\(^o^)/`}); err != nil {
 		t.Errorf("replacing an added face = %v, want nil", err)
 	}
 	before := readFile(t, l.Faces())
@@ -197,7 +197,7 @@ func TestAddFace(t *testing.T) {
 		{"ugly", "ಠ_ಠ", faces.ErrUndrawable},
 	}
 	for _, tt := range bad {
-		if err := s.AddFaces(contracts.AddFace{Name: tt.name, Glyphs: tt.glyphs}); !errors.Is(err, tt.wantIs) {
+		if err := s.Memories().AddFaces(contracts.AddFace{Name: tt.name, Glyphs: tt.glyphs}); !errors.Is(err, tt.wantIs) {
 			t.Errorf("AddFace(%q, %q) = %v, want it to wrap %v", tt.name, tt.glyphs, err, tt.wantIs)
 		}
 	}
@@ -223,7 +223,7 @@ func TestAddFaceWithADamagedFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"faces": {"old": "(o_o)", "happy": "(^_^)", "ugly": "ಠ_ಠ"}}`), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}); err != nil {
+	if err := s.Memories().AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}); err != nil {
 		t.Fatalf("AddFace beside bad entries = %v, want nil", err)
 	}
 	reg, err := s.Layout().LoadFaces()
@@ -236,7 +236,7 @@ func TestAddFaceWithADamagedFile(t *testing.T) {
 	if err := os.WriteFile(path, []byte(broken), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}); !errors.Is(err, faces.ErrBadFile) {
+	if err := s.Memories().AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}); !errors.Is(err, faces.ErrBadFile) {
 		t.Errorf("AddFace over an unparsable file = %v, want faces.ErrBadFile", err)
 	}
 	if got := readFile(t, path); got != broken {
@@ -254,7 +254,7 @@ func TestKeepIsWholeOrNothing(t *testing.T) {
 	if err := os.WriteFile(l.MemoryTopic("big"), []byte(strings.Repeat("x", MaxMemoryFileBytes-10)+"\n"), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Keep(ctx, "t1", Memory{
+	err := s.Memories().Keep(ctx, "t1", Memory{
 		Notes:     []contracts.Remember{{Topic: "coffee", Text: "hazelnut"}, {Topic: "big", Text: "one too many"}},
 		About:     "a new picture",
 		Learnings: []contracts.CaptureLearning{{Text: "ask first"}},
@@ -287,7 +287,7 @@ func TestKeepBoundsTheTopics(t *testing.T) {
 	if err := remember(s, "t3", "still fits", noteTime); err != nil {
 		t.Fatalf("a note to a topic the full memory has = %v, want nil", err)
 	}
-	err := s.Keep(context.Background(), "t1", Memory{Notes: []contracts.Remember{{Topic: "t4", Text: "fits"}, {Topic: "new", Text: "does not"}}}, noteTime)
+	err := s.Memories().Keep(context.Background(), "t1", Memory{Notes: []contracts.Remember{{Topic: "t4", Text: "fits"}, {Topic: "new", Text: "does not"}}}, noteTime)
 	if !errors.Is(err, ErrMemoryFull) || !strings.Contains(err.Error(), "remember it under a topic it has") {
 		t.Fatalf("Keep of a topic past the bound = %v, want ErrMemoryFull saying what to do", err)
 	}
@@ -308,7 +308,7 @@ func TestKeepBoundsTheLearnings(t *testing.T) {
 		INSERT INTO learnings (turn, text, tags, at) SELECT 't0', 'old', '', 0 FROM n`, MaxLearnings); err != nil {
 		t.Fatal(err)
 	}
-	err := s.Keep(ctx, "t1", Memory{Notes: []contracts.Remember{{Topic: "coffee", Text: "hazelnut"}}, Learnings: []contracts.CaptureLearning{{Text: "one more"}}}, noteTime)
+	err := s.Memories().Keep(ctx, "t1", Memory{Notes: []contracts.Remember{{Topic: "coffee", Text: "hazelnut"}}, Learnings: []contracts.CaptureLearning{{Text: "one more"}}}, noteTime)
 	if !errors.Is(err, ErrMemoryFull) || !strings.Contains(err.Error(), "learnings") {
 		t.Fatalf("Keep past the learnings' bound = %v, want ErrMemoryFull saying so", err)
 	}
@@ -324,7 +324,7 @@ func TestKeepBoundsTheLearnings(t *testing.T) {
 // and said; the one beside it is added.
 func TestAddFacesKeepsTheGoodOnes(t *testing.T) {
 	s := newStore(t)
-	err := s.AddFaces(contracts.AddFace{Name: "ugly", Glyphs: "ಠ_ಠ"}, contracts.AddFace{Name: "party", Glyphs: "(^o^)/"})
+	err := s.Memories().AddFaces(contracts.AddFace{Name: "ugly", Glyphs: "ಠ_ಠ"}, contracts.AddFace{Name: "party", Glyphs: "(^o^)/"})
 	if !errors.Is(err, faces.ErrUndrawable) {
 		t.Errorf("AddFaces with an undrawable face = %v, want it to wrap ErrUndrawable", err)
 	}

@@ -228,7 +228,7 @@ var migrations = []string{
 	`CREATE INDEX turns_running ON turns (ended_at) WHERE ended_at IS NULL;`,
 	// 15: how often and how lately each self-coded tool was called, for
 	// core to offer the ones in use in full and the rest by name; kept to
-	// the maxToolUses most recent (state.UseTool).
+	// the maxToolUses most recent (state.Tools.Use).
 	`CREATE TABLE tool_use (
 		name      TEXT PRIMARY KEY,
 		uses      INTEGER NOT NULL,

@@ -8,9 +8,17 @@ import (
 	"time"
 )
 
+// Notices are what the store owes the owner: what it found wrong with
+// itself (a damaged database, a rollback, the disk full), kept until a
+// transport took it.
+type Notices struct{ *Store }
+
+// Notices is the part of the store that core tells the owner from.
+func (s *Store) Notices() *Notices { return &Notices{s} }
+
 // Notice is something the store found that core must tell the owner
 // (Open, a damaged database or a rollback; a write, the disk full): kept
-// in the database until a transport took it ([Store.Told]), so that a
+// in the database until a transport took it ([Notices.Told]), so that a
 // core stopped before it could tell leaves it to the next.
 type Notice struct {
 	// ID is the notice's row; negative for one that could not be kept
@@ -23,7 +31,7 @@ type Notice struct {
 
 // owe keeps n for the owner; one that cannot be kept is held in memory,
 // so this core still tells it.
-func (s *Store) owe(ctx context.Context, n Notice, now time.Time) {
+func (s *Notices) owe(ctx context.Context, n Notice, now time.Time) {
 	body, err := json.Marshal(n)
 	if err == nil {
 		_, err = s.db.ExecContext(ctx, `INSERT INTO notices (body, at) VALUES (?, ?)`, string(body), now.UnixMilli())
@@ -43,10 +51,10 @@ func (s *Store) owe(ctx context.Context, n Notice, now time.Time) {
 // Owing wakes core when the store owes the owner a notice it found while
 // core runs (the disk full); what Open found waits for a transport to
 // join.
-func (s *Store) Owing() <-chan struct{} { return s.owing }
+func (s *Notices) Owing() <-chan struct{} { return s.owing }
 
 // Owed returns the notices not yet told, oldest first.
-func (s *Store) Owed(ctx context.Context) ([]Notice, error) {
+func (s *Notices) Owed(ctx context.Context) ([]Notice, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM notices ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("read the notices owed: %w", err)
@@ -76,7 +84,7 @@ func (s *Store) Owed(ctx context.Context) ([]Notice, error) {
 // forgetting that lived only in SQLite's log would come back with the
 // notice should that log be lost (a rollback after a kill), and the
 // owner be told twice.
-func (s *Store) Told(ctx context.Context, n Notice) error {
+func (s *Notices) Told(ctx context.Context, n Notice) error {
 	if err := s.writable("forget a notice"); err != nil {
 		return err
 	}

@@ -96,21 +96,21 @@ func TestATransactionRunsKeptStatements(t *testing.T) {
 		if err := s.Queues().Receive(ctx, "telegram", []InboxItem{{ID: int64(i + 1), Body: []byte("{}")}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.StartTurn(ctx, TurnStart{ID: turn, Kind: "chat", Started: now}); err != nil {
+		if err := s.Turns().Start(ctx, TurnStart{ID: turn, Kind: "chat", Started: now}); err != nil {
 			t.Fatal(err)
 		}
 		var ids []int64
 		for range i + 1 {
-			id, _, err := s.Admit(ctx, Admitted{Transport: "telegram", Chat: "1", Text: "hi", At: now})
+			id, _, err := s.Intake().Admit(ctx, Admitted{Transport: "telegram", Chat: "1", Text: "hi", At: now})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ids = append(ids, id)
 		}
-		if err := s.TakeUp(ctx, turn, ids); err != nil {
+		if err := s.Intake().TakeUp(ctx, turn, ids); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FinishTurn(ctx, TurnEnd{ID: turn, Ended: now, Outcome: "ok"}); err != nil {
+		if err := s.Turns().Finish(ctx, TurnEnd{ID: turn, Ended: now, Outcome: "ok"}); err != nil {
 			t.Fatal(err)
 		}
 	}

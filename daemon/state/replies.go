@@ -17,6 +17,13 @@ import (
 // reply it took (TakeReply), so that a reply sent again — core restarted
 // before it heard the confirmation — is queued once.
 
+// Replies are core's replies routed and not yet confirmed by their
+// transport (package handoff's ledger).
+type Replies struct{ *Store }
+
+// Replies is the reply ledger's part of the store.
+func (s *Store) Replies() *Replies { return &Replies{s} }
+
 // KeepKeysFor is how long a transport remembers the key of a reply it
 // took: longer than core sends a reply again (it gives up after as long),
 // and as long as core remembers an answered message.
@@ -33,9 +40,9 @@ type KeptReply struct {
 	At       time.Time
 }
 
-// KeepReply keeps r until its transport confirms holding it
-// ([Store.Delivered]); keeping one of the same key again replaces it.
-func (s *Store) KeepReply(ctx context.Context, r KeptReply) error {
+// Keep keeps r until its transport confirms holding it
+// ([Replies.Delivered]); keeping one of the same key again replaces it.
+func (s *Replies) Keep(ctx context.Context, r KeptReply) error {
 	if err := s.writable("keep a reply"); err != nil {
 		return err
 	}
@@ -56,8 +63,8 @@ func (s *Store) KeepReply(ctx context.Context, r KeptReply) error {
 	return nil
 }
 
-// KeptReplies lists the replies no transport has confirmed, oldest first.
-func (s *Store) KeptReplies(ctx context.Context) ([]KeptReply, error) {
+// Kept lists the replies no transport has confirmed, oldest first.
+func (s *Replies) Kept(ctx context.Context) ([]KeptReply, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT key, transport, body, messages, at FROM replies ORDER BY at, key`)
 	if err != nil {
 		return nil, fmt.Errorf("read kept replies: %w", err)
@@ -86,7 +93,7 @@ func (s *Store) KeptReplies(ctx context.Context) ([]KeptReply, error) {
 // messages it answers (those kept with it, and messages, for a reply that
 // could not be kept) are answered at at, and the reply is forgotten, in
 // one transaction.
-func (s *Store) Delivered(ctx context.Context, key string, messages []int64, at time.Time) error {
+func (s *Replies) Delivered(ctx context.Context, key string, messages []int64, at time.Time) error {
 	if err := s.writable("record a reply delivered"); err != nil {
 		return err
 	}

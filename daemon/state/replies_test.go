@@ -19,7 +19,7 @@ func TestAKeptReplysMessagesAreAnsweredOnceDelivered(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for _, text := range []string{"A", "B", "C"} {
-		id, _, err := s.Admit(ctx, Admitted{Transport: "telegram", Chat: "42", Text: text, At: epoch})
+		id, _, err := s.Intake().Admit(ctx, Admitted{Transport: "telegram", Chat: "42", Text: text, At: epoch})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -27,29 +27,29 @@ func TestAKeptReplysMessagesAreAnsweredOnceDelivered(t *testing.T) {
 	}
 	reply := KeptReply{Key: "m1.2", Transport: "telegram", Reply: contracts.Outbound{Chat: "42", Text: "to A and B", Key: "m1.2"},
 		Messages: ids[:2], At: epoch}
-	if err := s.KeepReply(ctx, reply); err != nil {
+	if err := s.Replies().Keep(ctx, reply); err != nil {
 		t.Fatal(err)
 	}
 	s.Close() // a restart
 	s = openStore(t, l)
-	kept, err := s.KeptReplies(ctx)
+	kept, err := s.Replies().Kept(ctx)
 	if err != nil || len(kept) != 1 || kept[0].Key != "m1.2" || kept[0].Reply.Text != "to A and B" || len(kept[0].Messages) != 2 {
-		t.Fatalf("KeptReplies after a restart = %+v, %v; want the reply to A and B", kept, err)
+		t.Fatalf("Replies().Kept after a restart = %+v, %v; want the reply to A and B", kept, err)
 	}
-	if left, err := s.Unanswered(ctx); err != nil || len(left) != 1 || left[0].Text != "C" {
+	if left, err := s.Intake().Unanswered(ctx); err != nil || len(left) != 1 || left[0].Text != "C" {
 		t.Fatalf("Unanswered with A and B's reply kept = %+v, %v; want C alone", left, err)
 	}
-	if err := s.Delivered(ctx, "m1.2", nil, epoch.Add(time.Second)); err != nil {
+	if err := s.Replies().Delivered(ctx, "m1.2", nil, epoch.Add(time.Second)); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delivered(ctx, "m3", ids[2:], epoch.Add(time.Second)); err != nil { // never kept: a full disk
+	if err := s.Replies().Delivered(ctx, "m3", ids[2:], epoch.Add(time.Second)); err != nil { // never kept: a full disk
 		t.Fatal(err)
 	}
-	if left, err := s.Unanswered(ctx); err != nil || len(left) != 0 {
+	if left, err := s.Intake().Unanswered(ctx); err != nil || len(left) != 0 {
 		t.Errorf("Unanswered after both were delivered = %+v, %v; want none", left, err)
 	}
-	if kept, err := s.KeptReplies(ctx); err != nil || len(kept) != 0 {
-		t.Errorf("KeptReplies after delivery = %+v, %v; want none", kept, err)
+	if kept, err := s.Replies().Kept(ctx); err != nil || len(kept) != 0 {
+		t.Errorf("Replies().Kept after delivery = %+v, %v; want none", kept, err)
 	}
 }
 

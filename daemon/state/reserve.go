@@ -90,7 +90,7 @@ func (s *Store) roomFor(err error) bool {
 	if tell {
 		// After the reserve is let go of, so that it is kept; past it
 		// (the notice's own write failing) it is held in memory.
-		s.owe(context.Background(), Notice{DiskFull: &full}, full.At)
+		s.Notices().owe(context.Background(), Notice{DiskFull: &full}, full.At)
 	}
 	return released
 }

@@ -43,7 +43,7 @@ func TestAFullDiskIsMetFromTheReserve(t *testing.T) {
 		long := strings.Repeat("a long answer ", MaxHistoryEntryBytes/14)
 		writes, after := 0, 0
 		for ; after < 3 && writes < 200; writes++ {
-			if err := s.AppendHistory(ctx, "t1", "assistant", long, time.Now()); err != nil {
+			if err := s.History().Append(ctx, "t1", "assistant", long, time.Now()); err != nil {
 				t.Fatalf("episode %d: write %d on a full disk failed, with the reserve to go on from: %v", episode, writes, err)
 			}
 			if s.DiskFull() != nil {
@@ -59,18 +59,18 @@ func TestAFullDiskIsMetFromTheReserve(t *testing.T) {
 			t.Errorf("episode %d: DiskFull = %+v, want the reserve let go of", episode, full)
 		}
 		select {
-		case <-s.Owing():
+		case <-s.Notices().Owing():
 		default:
 			t.Errorf("episode %d: core was not woken to tell the owner", episode)
 		}
-		owed, err := s.Owed(ctx)
+		owed, err := s.Notices().Owed(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(owed) != 1 || owed[0].DiskFull == nil {
 			t.Fatalf("episode %d: owed %+v, want one notice of the full disk", episode, owed)
 		}
-		if err := s.Told(ctx, owed[0]); err != nil {
+		if err := s.Notices().Told(ctx, owed[0]); err != nil {
 			t.Fatal(err)
 		}
 

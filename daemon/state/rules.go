@@ -8,6 +8,14 @@ import (
 	"time"
 )
 
+// Rules are the approval authority's standing rules: the shapes of call
+// the owner let run without asking, until each expires.
+type Rules struct{ *Store }
+
+// Rules is the approval authority's part of the store for the rules the
+// owner granted.
+func (s *Store) Rules() *Rules { return &Rules{s} }
+
 // MaxRules bounds the rules the owner may hold at once: each is a
 // standing permission, and a list longer than this is one nobody reads.
 const MaxRules = 32
@@ -15,7 +23,7 @@ const MaxRules = 32
 var (
 	// ErrNoRule is wrapped when no rule has the id asked for.
 	ErrNoRule = errors.New("no such rule")
-	// ErrTooManyRules is wrapped by GrantRule when MaxRules are held.
+	// ErrTooManyRules is wrapped by [Rules.Grant] when MaxRules are held.
 	ErrTooManyRules = errors.New("too many rules")
 )
 
@@ -35,10 +43,10 @@ type Rule struct {
 
 const ruleColumns = `id, tool, pattern, words, granted_at, expires_at, uses`
 
-// GrantRule keeps r and returns it with its id. Granting a shape that is
+// Grant keeps r and returns it with its id. Granting a shape that is
 // already a rule renews that rule (its words and times) and keeps its id
 // and count; a new one past MaxRules is refused.
-func (s *Store) GrantRule(ctx context.Context, r Rule) (Rule, error) {
+func (s *Rules) Grant(ctx context.Context, r Rule) (Rule, error) {
 	if err := s.writable("grant a rule"); err != nil {
 		return Rule{}, err
 	}
@@ -67,9 +75,9 @@ func (s *Store) GrantRule(ctx context.Context, r Rule) (Rule, error) {
 	return kept, nil
 }
 
-// Rules lists the rules held, oldest first, expired ones included until
-// ExpireRules drops them.
-func (s *Store) Rules(ctx context.Context) ([]Rule, error) {
+// All lists the rules held, oldest first, expired ones included until
+// Expire drops them.
+func (s *Rules) All(ctx context.Context) ([]Rule, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT `+ruleColumns+` FROM rules ORDER BY id`)
 	if err != nil {
 		return nil, fmt.Errorf("list rules: %w", err)
@@ -77,8 +85,8 @@ func (s *Store) Rules(ctx context.Context) ([]Rule, error) {
 	return scanRules(rows)
 }
 
-// UseRule counts one call the rule id let through.
-func (s *Store) UseRule(ctx context.Context, id int64) error {
+// Use counts one call the rule id let through.
+func (s *Rules) Use(ctx context.Context, id int64) error {
 	if err := s.writable("count a rule's use"); err != nil {
 		return err
 	}
@@ -92,8 +100,8 @@ func (s *Store) UseRule(ctx context.Context, id int64) error {
 	return nil
 }
 
-// RevokeRule drops the rule id and returns it.
-func (s *Store) RevokeRule(ctx context.Context, id int64) (Rule, error) {
+// Revoke drops the rule id and returns it.
+func (s *Rules) Revoke(ctx context.Context, id int64) (Rule, error) {
 	if err := s.writable("revoke a rule"); err != nil {
 		return Rule{}, err
 	}
@@ -111,9 +119,9 @@ func (s *Store) RevokeRule(ctx context.Context, id int64) (Rule, error) {
 	return r, nil
 }
 
-// ExpireRules drops every rule whose time has come at now and returns
+// Expire drops every rule whose time has come at now and returns
 // them.
-func (s *Store) ExpireRules(ctx context.Context, now time.Time) ([]Rule, error) {
+func (s *Rules) Expire(ctx context.Context, now time.Time) ([]Rule, error) {
 	if err := s.writable("expire rules"); err != nil {
 		return nil, err
 	}

@@ -12,12 +12,19 @@ import (
 	"shelldon/contracts"
 )
 
+// Schedules are the scheduler's data: the turns the pet is to start
+// itself, once or again and again.
+type Schedules struct{ *Store }
+
+// Schedules is the scheduler's part of the store.
+func (s *Store) Schedules() *Schedules { return &Schedules{s} }
+
 // MaxSchedules caps the live schedules: each may start turns, and a model
 // that proposes one per reply must not pile them up.
 const MaxSchedules = 50
 
 var (
-	// ErrTooManySchedules is wrapped by AddSchedule when MaxSchedules are
+	// ErrTooManySchedules is wrapped by [Schedules.Add] when MaxSchedules are
 	// already live.
 	ErrTooManySchedules = errors.New("too many schedules")
 	// ErrNoSchedule is wrapped when an id names no live schedule: it never
@@ -55,12 +62,12 @@ const MaxEvery = 32
 
 const scheduleColumns = `id, text, next_at, every, transport, chat, created_at, last_run_at, outside`
 
-// AddSchedule stores a schedule and returns its id; sc.ID is ignored. The
+// Add stores a schedule and returns its id; sc.ID is ignored. The
 // text must be non-blank valid UTF-8 of at most contracts.MaxScheduleText
 // bytes, Next must be set, and Every at most MaxEvery bytes. With
 // MaxSchedules already live the schedule is refused with
 // ErrTooManySchedules.
-func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
+func (s *Schedules) Add(ctx context.Context, sc Scheduled) (int64, error) {
 	if err := s.writable("add schedule"); err != nil {
 		return 0, err
 	}
@@ -96,19 +103,19 @@ func (s *Store) AddSchedule(ctx context.Context, sc Scheduled) (int64, error) {
 	return id, nil
 }
 
-// Schedules returns every live schedule, the soonest due first.
-func (s *Store) Schedules(ctx context.Context) ([]Scheduled, error) {
-	schedules, err := s.querySchedules(ctx, `SELECT `+scheduleColumns+` FROM schedules ORDER BY next_at, id`)
+// All returns every live schedule, the soonest due first.
+func (s *Schedules) All(ctx context.Context) ([]Scheduled, error) {
+	schedules, err := s.query(ctx, `SELECT `+scheduleColumns+` FROM schedules ORDER BY next_at, id`)
 	if err != nil {
 		return nil, fmt.Errorf("read schedules: %w", err)
 	}
 	return schedules, nil
 }
 
-// DueSchedules returns the schedules due at now (Next at or before it),
+// Due returns the schedules due at now (Next at or before it),
 // the longest due first.
-func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]Scheduled, error) {
-	schedules, err := s.querySchedules(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE next_at <= ? ORDER BY next_at, id`, now.UnixMilli())
+func (s *Schedules) Due(ctx context.Context, now time.Time) ([]Scheduled, error) {
+	schedules, err := s.query(ctx, `SELECT `+scheduleColumns+` FROM schedules WHERE next_at <= ? ORDER BY next_at, id`, now.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("read schedules due at %s: %w", now.Format(time.RFC3339), err)
 	}
@@ -119,7 +126,7 @@ func (s *Store) DueSchedules(ctx context.Context, now time.Time) ([]Scheduled, e
 // becomes ran unless ran is zero (an occurrence skipped, not run). A zero
 // next deletes the schedule, as a one-off that has run. A schedule
 // cancelled meanwhile gets ErrNoSchedule.
-func (s *Store) Reschedule(ctx context.Context, id int64, next, ran time.Time) error {
+func (s *Schedules) Reschedule(ctx context.Context, id int64, next, ran time.Time) error {
 	if err := s.writable("reschedule"); err != nil {
 		return err
 	}
@@ -150,9 +157,9 @@ func (s *Store) Reschedule(ctx context.Context, id int64, next, ran time.Time) e
 	return nil
 }
 
-// CancelSchedule deletes schedule id and returns it as it was; an id that
+// Cancel deletes schedule id and returns it as it was; an id that
 // names no live schedule gets ErrNoSchedule.
-func (s *Store) CancelSchedule(ctx context.Context, id int64) (Scheduled, error) {
+func (s *Schedules) Cancel(ctx context.Context, id int64) (Scheduled, error) {
 	if err := s.writable("cancel schedule"); err != nil {
 		return Scheduled{}, err
 	}
@@ -172,7 +179,7 @@ func (s *Store) CancelSchedule(ctx context.Context, id int64) (Scheduled, error)
 
 // NextDue is the earliest Next of all schedules, for the scheduler's
 // timer; ok is false when there are none.
-func (s *Store) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
+func (s *Schedules) NextDue(ctx context.Context) (next time.Time, ok bool, err error) {
 	var earliest sql.NullInt64
 	if err := s.db.QueryRowContext(ctx, `SELECT min(next_at) FROM schedules`).Scan(&earliest); err != nil {
 		return time.Time{}, false, fmt.Errorf("read next due schedule: %w", err)
@@ -183,24 +190,7 @@ func (s *Store) NextDue(ctx context.Context) (next time.Time, ok bool, err error
 	return time.UnixMilli(earliest.Int64), true, nil
 }
 
-// TurnsOfKindSince counts the turns of kind started at or after t, and
-// gives the latest start of a turn of that kind ever, zero if none: what
-// a schedule.Budget weighs.
-func (s *Store) TurnsOfKindSince(ctx context.Context, kind string, t time.Time) (count int, last time.Time, err error) {
-	var latest sql.NullInt64
-	err = s.db.QueryRowContext(ctx,
-		`SELECT (SELECT count(*) FROM turns WHERE kind = ? AND started_at >= ?), (SELECT max(started_at) FROM turns WHERE kind = ?)`,
-		kind, t.UnixMilli(), kind).Scan(&count, &latest)
-	if err != nil {
-		return 0, time.Time{}, fmt.Errorf("count %s turns since %s: %w", kind, t.Format(time.RFC3339), err)
-	}
-	if latest.Valid {
-		last = time.UnixMilli(latest.Int64)
-	}
-	return count, last, nil
-}
-
-func (s *Store) querySchedules(ctx context.Context, query string, args ...any) ([]Scheduled, error) {
+func (s *Schedules) query(ctx context.Context, query string, args ...any) ([]Scheduled, error) {
 	rows, err := s.db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err

@@ -34,10 +34,10 @@ func scheduleIDs(schedules []Scheduled) []int64 {
 func TestScheduleLifecycle(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	if next, ok, err := s.NextDue(ctx); err != nil || ok || !next.IsZero() {
+	if next, ok, err := s.Schedules().NextDue(ctx); err != nil || ok || !next.IsZero() {
 		t.Errorf("NextDue of a new store = %v, %v, %v, want none", next, ok, err)
 	}
-	if all, err := s.Schedules(ctx); err != nil || len(all) != 0 {
+	if all, err := s.Schedules().All(ctx); err != nil || len(all) != 0 {
 		t.Errorf("Schedules of a new store = %+v, %v, want none", all, err)
 	}
 
@@ -51,16 +51,16 @@ func TestScheduleLifecycle(t *testing.T) {
 	want := make([]Scheduled, len(adds))
 	for i, sc := range adds {
 		sc.ID = 99 // ignored
-		id, err := s.AddSchedule(ctx, sc)
+		id, err := s.Schedules().Add(ctx, sc)
 		if err != nil {
-			t.Fatalf("AddSchedule(%+v) = %v", sc, err)
+			t.Fatalf("Schedules().Add(%+v) = %v", sc, err)
 		}
 		want[i] = adds[i]
 		want[i].ID = id
 	}
 	// Stored as given: package schedule writes and reads the form.
 
-	all, err := s.Schedules(ctx)
+	all, err := s.Schedules().All(ctx)
 	if err != nil || fmt.Sprint(scheduleIDs(all)) != fmt.Sprint([]int64{want[1].ID, want[3].ID, want[2].ID, want[0].ID}) {
 		t.Fatalf("Schedules = %+v, %v, want by next, then id", all, err)
 	}
@@ -69,7 +69,7 @@ func TestScheduleLifecycle(t *testing.T) {
 			t.Errorf("schedule %d = %+v, want %+v", got.ID, got, w)
 		}
 	}
-	if next, ok, err := s.NextDue(ctx); err != nil || !ok || !next.Equal(epoch.Add(time.Hour)) {
+	if next, ok, err := s.Schedules().NextDue(ctx); err != nil || !ok || !next.Equal(epoch.Add(time.Hour)) {
 		t.Errorf("NextDue = %v, %v, %v, want %v", next, ok, err, epoch.Add(time.Hour))
 	}
 
@@ -84,25 +84,25 @@ func TestScheduleLifecycle(t *testing.T) {
 		{24 * time.Hour, []int64{want[1].ID, want[3].ID, want[2].ID, want[0].ID}},
 	}
 	for _, d := range dues {
-		got, err := s.DueSchedules(ctx, epoch.Add(d.at))
+		got, err := s.Schedules().Due(ctx, epoch.Add(d.at))
 		if err != nil || fmt.Sprint(scheduleIDs(got)) != fmt.Sprint(d.want) {
-			t.Errorf("DueSchedules(epoch+%v) = %v, %v, want %v", d.at, scheduleIDs(got), err, d.want)
+			t.Errorf("Schedules().Due(epoch+%v) = %v, %v, want %v", d.at, scheduleIDs(got), err, d.want)
 		}
 	}
 
 	// The one-off ran: it is gone. The interval ran: it moves on and
 	// remembers the run. The weekly one was skipped: it moves on, no run.
 	ran := epoch.Add(time.Hour + time.Second)
-	if err := s.Reschedule(ctx, want[1].ID, time.Time{}, ran); err != nil {
+	if err := s.Schedules().Reschedule(ctx, want[1].ID, time.Time{}, ran); err != nil {
 		t.Errorf("Reschedule of a one-off = %v", err)
 	}
-	if err := s.Reschedule(ctx, want[2].ID, epoch.Add(3*time.Hour+30*time.Minute), ran); err != nil {
+	if err := s.Schedules().Reschedule(ctx, want[2].ID, epoch.Add(3*time.Hour+30*time.Minute), ran); err != nil {
 		t.Errorf("Reschedule of an interval = %v", err)
 	}
-	if err := s.Reschedule(ctx, want[3].ID, epoch.Add(169*time.Hour), time.Time{}); err != nil {
+	if err := s.Schedules().Reschedule(ctx, want[3].ID, epoch.Add(169*time.Hour), time.Time{}); err != nil {
 		t.Errorf("Reschedule of a skipped occurrence = %v", err)
 	}
-	all, _ = s.Schedules(ctx)
+	all, _ = s.Schedules().All(ctx)
 	if fmt.Sprint(scheduleIDs(all)) != fmt.Sprint([]int64{want[0].ID, want[2].ID, want[3].ID}) {
 		t.Fatalf("Schedules after the runs = %v, want %v", scheduleIDs(all), []int64{want[0].ID, want[2].ID, want[3].ID})
 	}
@@ -113,37 +113,37 @@ func TestScheduleLifecycle(t *testing.T) {
 		t.Errorf("weekly after a skip = %+v, want no last run", got)
 	}
 	// Skipping again keeps an earlier run.
-	if err := s.Reschedule(ctx, want[2].ID, epoch.Add(5*time.Hour), time.Time{}); err != nil {
+	if err := s.Schedules().Reschedule(ctx, want[2].ID, epoch.Add(5*time.Hour), time.Time{}); err != nil {
 		t.Fatal(err)
 	}
-	all, _ = s.Schedules(ctx)
+	all, _ = s.Schedules().All(ctx)
 	if got := all[1]; got.ID != want[2].ID || !got.LastRun.Equal(ran) {
 		t.Errorf("interval after a skip = %+v, want its last run %v kept", got, ran)
 	}
 
-	cancelled, err := s.CancelSchedule(ctx, want[0].ID)
+	cancelled, err := s.Schedules().Cancel(ctx, want[0].ID)
 	if err != nil || !sameSchedule(cancelled, want[0]) {
-		t.Errorf("CancelSchedule(%d) = %+v, %v, want %+v", want[0].ID, cancelled, err, want[0])
+		t.Errorf("Schedules().Cancel(%d) = %+v, %v, want %+v", want[0].ID, cancelled, err, want[0])
 	}
-	if _, err := s.CancelSchedule(ctx, want[0].ID); !errors.Is(err, ErrNoSchedule) {
-		t.Errorf("CancelSchedule of a cancelled schedule = %v, want ErrNoSchedule", err)
+	if _, err := s.Schedules().Cancel(ctx, want[0].ID); !errors.Is(err, ErrNoSchedule) {
+		t.Errorf("Schedules().Cancel of a cancelled schedule = %v, want ErrNoSchedule", err)
 	}
 	for _, id := range []int64{want[0].ID, want[1].ID, 0, -1, 1000} {
-		if err := s.Reschedule(ctx, id, epoch, epoch); !errors.Is(err, ErrNoSchedule) {
+		if err := s.Schedules().Reschedule(ctx, id, epoch, epoch); !errors.Is(err, ErrNoSchedule) {
 			t.Errorf("Reschedule(%d) of no live schedule = %v, want ErrNoSchedule", id, err)
 		}
-		if err := s.Reschedule(ctx, id, time.Time{}, epoch); !errors.Is(err, ErrNoSchedule) {
+		if err := s.Schedules().Reschedule(ctx, id, time.Time{}, epoch); !errors.Is(err, ErrNoSchedule) {
 			t.Errorf("Reschedule(%d) to none of no live schedule = %v, want ErrNoSchedule", id, err)
 		}
 	}
-	if next, ok, err := s.NextDue(ctx); err != nil || !ok || !next.Equal(epoch.Add(5*time.Hour)) {
+	if next, ok, err := s.Schedules().NextDue(ctx); err != nil || !ok || !next.Equal(epoch.Add(5*time.Hour)) {
 		t.Errorf("NextDue at the end = %v, %v, %v, want %v", next, ok, err, epoch.Add(5*time.Hour))
 	}
 
 	// A new schedule never takes a cancelled one's id.
-	id, err := s.AddSchedule(ctx, scheduledAt("again", epoch, ""))
+	id, err := s.Schedules().Add(ctx, scheduledAt("again", epoch, ""))
 	if err != nil || id <= want[3].ID {
-		t.Errorf("AddSchedule after cancelling = %d, %v, want an id above %d", id, err, want[3].ID)
+		t.Errorf("Schedules().Add after cancelling = %d, %v, want an id above %d", id, err, want[3].ID)
 	}
 }
 
@@ -165,13 +165,13 @@ func TestAddScheduleRefusesBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			id, err := s.AddSchedule(ctx, tt.sc)
+			id, err := s.Schedules().Add(ctx, tt.sc)
 			if err == nil || !strings.Contains(err.Error(), tt.wantText) {
-				t.Errorf("AddSchedule(%+v) = %d, %v, want an error mentioning %q", tt.sc, id, err, tt.wantText)
+				t.Errorf("Schedules().Add(%+v) = %d, %v, want an error mentioning %q", tt.sc, id, err, tt.wantText)
 			}
 		})
 	}
-	if all, err := s.Schedules(ctx); err != nil || len(all) != 0 {
+	if all, err := s.Schedules().All(ctx); err != nil || len(all) != 0 {
 		t.Errorf("after the refused adds, Schedules = %+v, %v, want none", all, err)
 	}
 }
@@ -181,66 +181,24 @@ func TestScheduleCap(t *testing.T) {
 	ctx := context.Background()
 	var ids []int64
 	for i := range MaxSchedules {
-		id, err := s.AddSchedule(ctx, scheduledAt(fmt.Sprint("reminder ", i), epoch.Add(time.Duration(i)*time.Minute), ""))
+		id, err := s.Schedules().Add(ctx, scheduledAt(fmt.Sprint("reminder ", i), epoch.Add(time.Duration(i)*time.Minute), ""))
 		if err != nil {
-			t.Fatalf("AddSchedule number %d = %v", i+1, err)
+			t.Fatalf("Schedules().Add number %d = %v", i+1, err)
 		}
 		ids = append(ids, id)
 	}
-	if _, err := s.AddSchedule(ctx, scheduledAt("one too many", epoch, "")); !errors.Is(err, ErrTooManySchedules) {
-		t.Errorf("AddSchedule over the cap = %v, want ErrTooManySchedules", err)
+	if _, err := s.Schedules().Add(ctx, scheduledAt("one too many", epoch, "")); !errors.Is(err, ErrTooManySchedules) {
+		t.Errorf("Schedules().Add over the cap = %v, want ErrTooManySchedules", err)
 	}
 	// A one-off that ran frees its place.
-	if err := s.Reschedule(ctx, ids[0], time.Time{}, epoch); err != nil {
+	if err := s.Schedules().Reschedule(ctx, ids[0], time.Time{}, epoch); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.AddSchedule(ctx, scheduledAt("in its place", epoch, "")); err != nil {
-		t.Errorf("AddSchedule after one ran = %v, want room for one", err)
+	if _, err := s.Schedules().Add(ctx, scheduledAt("in its place", epoch, "")); err != nil {
+		t.Errorf("Schedules().Add after one ran = %v, want room for one", err)
 	}
-	if all, _ := s.Schedules(ctx); len(all) != MaxSchedules {
+	if all, _ := s.Schedules().All(ctx); len(all) != MaxSchedules {
 		t.Errorf("%d schedules live, want %d", len(all), MaxSchedules)
-	}
-}
-
-func TestTurnsOfKindSince(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	midnight := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
-	starts := []struct {
-		id, kind string
-		at       time.Duration
-	}{
-		{"s1", "scheduled", -2 * time.Hour},
-		{"c1", "chat", time.Hour},
-		{"s2", "scheduled", 0},
-		{"s3", "scheduled", 9 * time.Hour},
-		{"c2", "chat", 10 * time.Hour},
-	}
-	for _, st := range starts {
-		if err := s.StartTurn(ctx, TurnStart{ID: st.id, Kind: st.kind, Started: midnight.Add(st.at)}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tests := []struct {
-		kind      string
-		since     time.Time
-		wantCount int
-		wantLast  time.Time
-	}{
-		{"scheduled", midnight, 2, midnight.Add(9 * time.Hour)},
-		{"scheduled", midnight.Add(-24 * time.Hour), 3, midnight.Add(9 * time.Hour)},
-		{"scheduled", midnight.Add(9*time.Hour + time.Millisecond), 0, midnight.Add(9 * time.Hour)},
-		{"chat", midnight, 2, midnight.Add(10 * time.Hour)},
-		{"resumed", midnight, 0, time.Time{}},
-		{"", midnight, 0, time.Time{}},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s since %s", tt.kind, tt.since.Format(time.TimeOnly)), func(t *testing.T) {
-			count, last, err := s.TurnsOfKindSince(ctx, tt.kind, tt.since)
-			if err != nil || count != tt.wantCount || !last.Equal(tt.wantLast) {
-				t.Errorf("TurnsOfKindSince(%q, %v) = %d, %v, %v, want %d, %v", tt.kind, tt.since, count, last, err, tt.wantCount, tt.wantLast)
-			}
-		})
 	}
 }
 
@@ -248,14 +206,14 @@ func TestReadOnlySchedulesAndKV(t *testing.T) {
 	l := statedir.Layout{Root: t.TempDir()}
 	ctx := context.Background()
 	writer := openStore(t, l)
-	id, err := writer.AddSchedule(ctx, scheduledAt("check in", epoch, "day"))
+	id, err := writer.Schedules().Add(ctx, scheduledAt("check in", epoch, "day"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := writer.Put(ctx, "mood", []byte("content")); err != nil {
 		t.Fatal(err)
 	}
-	if err := writer.StartTurn(ctx, TurnStart{ID: "t1", Kind: "scheduled", Started: epoch}); err != nil {
+	if err := writer.Turns().Start(ctx, TurnStart{ID: "t1", Kind: "scheduled", Started: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	reader, err := OpenReadOnly(l)
@@ -264,36 +222,36 @@ func TestReadOnlySchedulesAndKV(t *testing.T) {
 	}
 	defer reader.Close()
 
-	if all, err := reader.Schedules(ctx); err != nil || len(all) != 1 || all[0].ID != id {
+	if all, err := reader.Schedules().All(ctx); err != nil || len(all) != 1 || all[0].ID != id {
 		t.Errorf("read-only Schedules = %+v, %v, want schedule %d", all, err, id)
 	}
-	if due, err := reader.DueSchedules(ctx, epoch); err != nil || len(due) != 1 {
-		t.Errorf("read-only DueSchedules = %+v, %v, want one", due, err)
+	if due, err := reader.Schedules().Due(ctx, epoch); err != nil || len(due) != 1 {
+		t.Errorf("read-only Schedules().Due = %+v, %v, want one", due, err)
 	}
-	if next, ok, err := reader.NextDue(ctx); err != nil || !ok || !next.Equal(epoch) {
+	if next, ok, err := reader.Schedules().NextDue(ctx); err != nil || !ok || !next.Equal(epoch) {
 		t.Errorf("read-only NextDue = %v, %v, %v, want %v", next, ok, err, epoch)
 	}
-	if n, last, err := reader.TurnsOfKindSince(ctx, "scheduled", epoch); err != nil || n != 1 || !last.Equal(epoch) {
-		t.Errorf("read-only TurnsOfKindSince = %d, %v, %v, want 1, %v", n, last, err, epoch)
+	if n, last, err := reader.Turns().OfKindSince(ctx, "scheduled", epoch); err != nil || n != 1 || !last.Equal(epoch) {
+		t.Errorf("read-only Turns().OfKindSince = %d, %v, %v, want 1, %v", n, last, err, epoch)
 	}
 	if v, ok, err := reader.Get(ctx, "mood"); err != nil || !ok || string(v) != "content" {
 		t.Errorf("read-only Get = %q, %v, %v, want content", v, ok, err)
 	}
 
-	_, addErr := reader.AddSchedule(ctx, scheduledAt("more", epoch, ""))
-	_, cancelErr := reader.CancelSchedule(ctx, id)
+	_, addErr := reader.Schedules().Add(ctx, scheduledAt("more", epoch, ""))
+	_, cancelErr := reader.Schedules().Cancel(ctx, id)
 	writes := map[string]error{
-		"AddSchedule":    addErr,
-		"Reschedule":     reader.Reschedule(ctx, id, epoch.Add(time.Hour), epoch),
-		"CancelSchedule": cancelErr,
-		"Put":            reader.Put(ctx, "mood", []byte("grumpy")),
+		"Schedules().Add":    addErr,
+		"Reschedule":         reader.Schedules().Reschedule(ctx, id, epoch.Add(time.Hour), epoch),
+		"Schedules().Cancel": cancelErr,
+		"Put":                reader.Put(ctx, "mood", []byte("grumpy")),
 	}
 	for name, err := range writes {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
 		}
 	}
-	if all, _ := writer.Schedules(ctx); len(all) != 1 || !all[0].Next.Equal(epoch) {
+	if all, _ := writer.Schedules().All(ctx); len(all) != 1 || !all[0].Next.Equal(epoch) {
 		t.Errorf("schedules after the refused writes = %+v, want schedule %d unchanged", all, id)
 	}
 	if v, _, _ := writer.Get(ctx, "mood"); string(v) != "content" {
@@ -310,7 +268,7 @@ func TestUpgradeToSchedules(t *testing.T) {
 	t.Cleanup(func() { migrations = saved })
 	migrations = migrations[:6]
 	before := openStore(t, l)
-	if err := before.StartTurn(ctx, TurnStart{ID: "old", Kind: "scheduled", Started: epoch}); err != nil {
+	if err := before.Turns().Start(ctx, TurnStart{ID: "old", Kind: "scheduled", Started: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	// As the version 6 code queued a reply: today's Enqueue needs a newer
@@ -328,14 +286,14 @@ func TestUpgradeToSchedules(t *testing.T) {
 	if v := userVersion(t, s.db.DB); v != len(migrations) {
 		t.Errorf("user_version after the upgrade = %d, want %d", v, len(migrations))
 	}
-	if n, last, err := s.TurnsOfKindSince(ctx, "scheduled", epoch); err != nil || n != 1 || !last.Equal(epoch) {
-		t.Errorf("TurnsOfKindSince after the upgrade = %d, %v, %v, want the old turn", n, last, err)
+	if n, last, err := s.Turns().OfKindSince(ctx, "scheduled", epoch); err != nil || n != 1 || !last.Equal(epoch) {
+		t.Errorf("Turns().OfKindSince after the upgrade = %d, %v, %v, want the old turn", n, last, err)
 	}
 	if n, err := s.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 1 {
 		t.Errorf("OutboxLen after the upgrade = %d, %v, want the old reply kept", n, err)
 	}
-	if _, err := s.AddSchedule(ctx, scheduledAt("check in", epoch, "day")); err != nil {
-		t.Errorf("AddSchedule after the upgrade = %v", err)
+	if _, err := s.Schedules().Add(ctx, scheduledAt("check in", epoch, "day")); err != nil {
+		t.Errorf("Schedules().Add after the upgrade = %v", err)
 	}
 	if err := s.Put(ctx, "mood", []byte("content")); err != nil {
 		t.Errorf("Put after the upgrade = %v", err)

@@ -67,7 +67,7 @@ type Store struct {
 	// database (notices.go).
 	unkeptMu sync.Mutex
 	unkept   []Notice
-	// owing wakes core when a notice is owed while it runs (Owing).
+	// owing wakes core when a notice is owed while it runs ([Notices.Owing]).
 	owing chan struct{}
 
 	// The reserve on the state's disk (reserve.go): whether the store
@@ -157,7 +157,7 @@ func OpenFor(layout statedir.Layout, readers statedir.Readers) (s *Store, err er
 	// checkpoint tries again, and says why it failed.
 	s.keepReserve()
 	if damage != nil {
-		s.owe(ctx, Notice{Damage: damage}, now)
+		s.Notices().owe(ctx, Notice{Damage: damage}, now)
 	}
 	if err := s.openHighWater(ctx, prior, wal, now); err != nil {
 		// The mark is a check, not the state: core starts without it, and

@@ -170,7 +170,7 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := first.AppendHistory(ctx, "t1", "user", "hello", time.UnixMilli(1000)); err != nil {
+	if err := first.History().Append(ctx, "t1", "user", "hello", time.UnixMilli(1000)); err != nil {
 		t.Fatal(err)
 	}
 	first.Close()
@@ -183,7 +183,7 @@ func TestMigrationsAreIdempotent(t *testing.T) {
 		if v := userVersion(t, s.db.DB); v != len(migrations) {
 			t.Errorf("reopen %d: user_version = %d, want %d", i, v, len(migrations))
 		}
-		got, err := s.RecentHistory(ctx, 10)
+		got, err := s.History().Recent(ctx, 10)
 		if err != nil || len(got) != 1 || got[0].Text != "hello" {
 			t.Errorf("reopen %d: history = %v, %v, want the one message kept", i, got, err)
 		}
@@ -234,16 +234,16 @@ func TestUpgradeFromFirstSchema(t *testing.T) {
 
 	s := openStore(t, l)
 	defer s.Close()
-	if err := s.StartTurn(ctx, TurnStart{ID: "new", Kind: "chat", Started: start.Add(time.Minute)}); err != nil {
+	if err := s.Turns().Start(ctx, TurnStart{ID: "new", Kind: "chat", Started: start.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishTurn(ctx, TurnEnd{ID: "new", Ended: start.Add(61 * time.Second), Outcome: "ok", WorkerCPU: 20 * time.Millisecond, WorkerExit: "success",
+	if err := s.Turns().Finish(ctx, TurnEnd{ID: "new", Ended: start.Add(61 * time.Second), Outcome: "ok", WorkerCPU: 20 * time.Millisecond, WorkerExit: "success",
 		Usage: contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 900, CompletionTokens: 30}}}}); err != nil {
-		t.Fatalf("FinishTurn after the upgrade = %v", err)
+		t.Fatalf("Turns().Finish after the upgrade = %v", err)
 	}
-	turns, err := s.RecentTurns(ctx, 2)
+	turns, err := s.Turns().Recent(ctx, 2)
 	if err != nil || len(turns) != 2 {
-		t.Fatalf("RecentTurns after the upgrade = %+v, %v", turns, err)
+		t.Fatalf("Turns().Recent after the upgrade = %+v, %v", turns, err)
 	}
 	if n := turns[0]; n.ID != "new" || n.WorkerExit != "success" || n.WorkerCPU != 20*time.Millisecond || n.PromptTokens != 900 || n.CompletionTokens != 30 {
 		t.Errorf("new turn = %+v, want the launcher's figures and the tokens", n)
@@ -311,11 +311,11 @@ func TestInterruptedTurnsAreRecovered(t *testing.T) {
 	}
 	start := time.Now().Add(-time.Minute)
 	for _, id := range []string{"done", "lost-1", "lost-2"} {
-		if err := s.StartTurn(ctx, TurnStart{ID: id, Kind: "chat", Started: start}); err != nil {
+		if err := s.Turns().Start(ctx, TurnStart{ID: id, Kind: "chat", Started: start}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.FinishTurn(ctx, TurnEnd{ID: "done", Ended: start.Add(time.Second), Outcome: "ok"}); err != nil {
+	if err := s.Turns().Finish(ctx, TurnEnd{ID: "done", Ended: start.Add(time.Second), Outcome: "ok"}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close() // as good as a crash for the two running turns
@@ -324,7 +324,7 @@ func TestInterruptedTurnsAreRecovered(t *testing.T) {
 	if got := again.Recovered(); got != 2 {
 		t.Errorf("Recovered() after a crash with 2 running turns = %d, want 2", got)
 	}
-	turns, err := again.RecentTurns(ctx, 10)
+	turns, err := again.Turns().Recent(ctx, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func TestReadOnlyStore(t *testing.T) {
 	}
 
 	writer := openStore(t, l)
-	if err := writer.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: time.UnixMilli(1000), Preview: "hi"}); err != nil {
+	if err := writer.Turns().Start(ctx, TurnStart{ID: "t1", Kind: "chat", Started: time.UnixMilli(1000), Preview: "hi"}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -363,34 +363,34 @@ func TestReadOnlyStore(t *testing.T) {
 		t.Fatalf("OpenReadOnly while the writer is open: %v", err)
 	}
 	defer reader.Close()
-	turns, err := reader.RecentTurns(ctx, 10)
+	turns, err := reader.Turns().Recent(ctx, 10)
 	if err != nil || len(turns) != 1 || turns[0].ID != "t1" {
-		t.Fatalf("reader RecentTurns = %v, %v, want t1", turns, err)
+		t.Fatalf("reader Turns().Recent = %v, %v, want t1", turns, err)
 	}
 
 	// Rows the writer adds after the reader opened are seen too.
-	if err := writer.StartTurn(ctx, TurnStart{ID: "t2", Kind: "chat", Started: time.UnixMilli(2000)}); err != nil {
+	if err := writer.Turns().Start(ctx, TurnStart{ID: "t2", Kind: "chat", Started: time.UnixMilli(2000)}); err != nil {
 		t.Fatal(err)
 	}
-	if err := writer.AppendHistory(ctx, "t2", "user", "later", time.UnixMilli(2000)); err != nil {
+	if err := writer.History().Append(ctx, "t2", "user", "later", time.UnixMilli(2000)); err != nil {
 		t.Fatal(err)
 	}
-	turns, err = reader.RecentTurns(ctx, 10)
+	turns, err = reader.Turns().Recent(ctx, 10)
 	if err != nil || len(turns) != 2 || turns[0].ID != "t2" {
-		t.Fatalf("reader RecentTurns after a new write = %v, %v, want t2 first", turns, err)
+		t.Fatalf("reader Turns().Recent after a new write = %v, %v, want t2 first", turns, err)
 	}
-	history, err := reader.RecentHistory(ctx, 10)
+	history, err := reader.History().Recent(ctx, 10)
 	if err != nil || len(history) != 1 || history[0].Text != "later" {
-		t.Errorf("reader RecentHistory = %v, %v, want the writer's message", history, err)
+		t.Errorf("reader History().Recent = %v, %v, want the writer's message", history, err)
 	}
 
 	writes := map[string]error{
-		"StartTurn":     reader.StartTurn(ctx, TurnStart{ID: "t3", Kind: "chat", Started: time.Now()}),
-		"SetTurnWorker": reader.SetTurnWorker(ctx, "t1", 7),
-		"FinishTurn":    reader.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: time.Now(), Outcome: "ok"}),
-		"AppendHistory": reader.AppendHistory(ctx, "t1", "user", "x", time.Now()),
-		"Keep":          reader.Keep(ctx, "t1", Memory{Notes: []contracts.Remember{{Text: "x"}}}, time.Now()),
-		"AddFaces":      reader.AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}),
+		"Turns().Start":     reader.Turns().Start(ctx, TurnStart{ID: "t3", Kind: "chat", Started: time.Now()}),
+		"Turns().SetWorker": reader.Turns().SetWorker(ctx, "t1", 7),
+		"Turns().Finish":    reader.Turns().Finish(ctx, TurnEnd{ID: "t1", Ended: time.Now(), Outcome: "ok"}),
+		"History().Append":  reader.History().Append(ctx, "t1", "user", "x", time.Now()),
+		"Keep":              reader.Memories().Keep(ctx, "t1", Memory{Notes: []contracts.Remember{{Text: "x"}}}, time.Now()),
+		"AddFaces":          reader.Memories().AddFaces(contracts.AddFace{Name: "party", Glyphs: "(^o^)/"}),
 	}
 	if _, err := reader.db.Exec(`DELETE FROM turns`); err == nil {
 		t.Error("the read-only connection accepted a DELETE")
@@ -409,15 +409,15 @@ func TestReadOnlyStore(t *testing.T) {
 		t.Fatalf("OpenReadOnly after the writer closed: %v", err)
 	}
 	defer late.Close()
-	if turns, err := late.RecentTurns(ctx, 10); err != nil || len(turns) != 2 {
-		t.Errorf("RecentTurns after the writer closed = %v, %v, want 2 turns", turns, err)
+	if turns, err := late.Turns().Recent(ctx, 10); err != nil || len(turns) != 2 {
+		t.Errorf("Turns().Recent after the writer closed = %v, %v, want 2 turns", turns, err)
 	}
 }
 
 func TestDSNEscapesThePath(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "odd ?name#1%")
 	s := openStore(t, statedir.Layout{Root: root})
-	if err := s.AppendHistory(context.Background(), "t", "user", "hi", time.Now()); err != nil {
+	if err := s.History().Append(context.Background(), "t", "user", "hi", time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(root, "state.db")); err != nil {
@@ -459,8 +459,8 @@ func TestEachReaderReadsWhatItNeedsAndNoMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	mustDo(t, s.Keep(context.Background(), "t1", Memory{About: "lives in Lyon, has a cat"}, time.Now()))
-	mustDo(t, s.AddFaces(contracts.AddFace{Name: "sly", Glyphs: "(¬‿¬)"}))
+	mustDo(t, s.Memories().Keep(context.Background(), "t1", Memory{About: "lives in Lyon, has a cat"}, time.Now()))
+	mustDo(t, s.Memories().AddFaces(contracts.AddFace{Name: "sly", Glyphs: "(¬‿¬)"}))
 
 	read := func(groups []uint32, path string) error {
 		cmd := exec.Command(cat, path)
@@ -504,7 +504,7 @@ func TestASecondOpenIsRefusedBeforeItTouchesAnything(t *testing.T) {
 	l := statedir.Layout{Root: t.TempDir()}
 	first := openStore(t, l)
 	ctx := context.Background()
-	if err := first.StartTurn(ctx, TurnStart{ID: "live", Kind: "chat", Started: time.Now()}); err != nil {
+	if err := first.Turns().Start(ctx, TurnStart{ID: "live", Kind: "chat", Started: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	if s, err := Open(l); !errors.Is(err, ErrLocked) {
@@ -515,7 +515,7 @@ func TestASecondOpenIsRefusedBeforeItTouchesAnything(t *testing.T) {
 	} else if !strings.Contains(err.Error(), fmt.Sprintf("pid %d", os.Getpid())) {
 		t.Errorf("the refusal %q does not name the holder", err)
 	}
-	turns, err := first.RecentTurns(ctx, 1)
+	turns, err := first.Turns().Recent(ctx, 1)
 	if err != nil || len(turns) != 1 || !turns[0].Ended.IsZero() || turns[0].Outcome != "" {
 		t.Errorf("the live turn after a refused second open = %+v, %v; want it still running", turns, err)
 	}

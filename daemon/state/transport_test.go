@@ -646,7 +646,7 @@ func TestUpgradeToTransportTables(t *testing.T) {
 	t.Cleanup(func() { migrations = saved })
 	migrations = migrations[:5]
 	before := openStore(t, l)
-	if _, err := before.Strike(ctx, "greet", "boom", epoch); err != nil {
+	if _, err := before.Tools().Strike(ctx, "greet", "boom", epoch); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := before.db.Exec(`SELECT 1 FROM transport_inbox`); err == nil {
@@ -659,8 +659,8 @@ func TestUpgradeToTransportTables(t *testing.T) {
 	if v := userVersion(t, s.db.DB); v != len(migrations) {
 		t.Errorf("user_version after the upgrade = %d, want %d", v, len(migrations))
 	}
-	if hs, err := s.ToolHealths(ctx); err != nil || len(hs) != 1 || hs[0].Strikes != 1 {
-		t.Errorf("ToolHealths after the upgrade = %+v, %v, want greet's strike kept", hs, err)
+	if hs, err := s.Tools().Health(ctx); err != nil || len(hs) != 1 || hs[0].Strikes != 1 {
+		t.Errorf("Tools().Health after the upgrade = %+v, %v, want greet's strike kept", hs, err)
 	}
 	if err := s.Queues().Receive(ctx, "telegram", []InboxItem{update(1)}); err != nil {
 		t.Errorf("Receive after the upgrade = %v", err)

@@ -12,6 +12,14 @@ import (
 	"shelldon/contracts"
 )
 
+// Turns are the records of the turns: when each ran, how it ended, its
+// worker and the tokens it spent, which /status, `shelldon turns`, the
+// daily token cap and the schedules' budget read.
+type Turns struct{ *Store }
+
+// Turns is the turn driver's part of the store.
+func (s *Store) Turns() *Turns { return &Turns{s} }
+
 // OutcomeInterrupted is the outcome of a turn that was still running when
 // core stopped; Open gives it to every such turn.
 const OutcomeInterrupted = "interrupted"
@@ -100,8 +108,8 @@ type TurnRecord struct {
 	Usage                          contracts.UsageByProvider
 }
 
-// StartTurn records that a turn began.
-func (s *Store) StartTurn(ctx context.Context, t TurnStart) error {
+// Start records that a turn began.
+func (s *Turns) Start(ctx context.Context, t TurnStart) error {
 	if err := s.writable("start turn"); err != nil {
 		return err
 	}
@@ -118,9 +126,9 @@ func (s *Store) StartTurn(ctx context.Context, t TurnStart) error {
 	return nil
 }
 
-// SetTurnWorker records the process id of the turn's worker, known only
+// SetWorker records the process id of the turn's worker, known only
 // once systemd has started it.
-func (s *Store) SetTurnWorker(ctx context.Context, id string, pid int) error {
+func (s *Turns) SetWorker(ctx context.Context, id string, pid int) error {
 	if err := s.writable("set turn worker"); err != nil {
 		return err
 	}
@@ -134,10 +142,10 @@ func (s *Store) SetTurnWorker(ctx context.Context, id string, pid int) error {
 	return nil
 }
 
-// FinishTurn records how a turn ended, with its usage per provider.
+// Finish records how a turn ended, with its usage per provider.
 // Finishing a turn that already finished changes nothing and is not an
 // error, because a timeout and a late result may both try.
-func (s *Store) FinishTurn(ctx context.Context, t TurnEnd) error {
+func (s *Turns) Finish(ctx context.Context, t TurnEnd) error {
 	if err := s.writable("finish turn"); err != nil {
 		return err
 	}
@@ -210,7 +218,7 @@ const usageSinceQuery = `SELECT provider, SUM(prompt_tokens), SUM(completion_tok
 // UsageSince sums the tokens of the turns started at or after t, per
 // provider, in the order of the providers' names (a turn from before
 // providers were recorded counts under UnknownProvider).
-func (s *Store) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByProvider, error) {
+func (s *Turns) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByProvider, error) {
 	rows, err := s.db.QueryContext(ctx, usageSinceQuery, t.UnixMilli())
 	if err != nil {
 		return nil, fmt.Errorf("sum the tokens since %v: %w", t, err)
@@ -230,8 +238,8 @@ func (s *Store) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByP
 	return sums, nil
 }
 
-// TurnsSince counts the turns started at or after t.
-func (s *Store) TurnsSince(ctx context.Context, t time.Time) (int, error) {
+// CountSince counts the turns started at or after t.
+func (s *Turns) CountSince(ctx context.Context, t time.Time) (int, error) {
 	var n int
 	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE started_at >= ?`, t.UnixMilli()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count turns since %v: %w", t, err)
@@ -239,8 +247,25 @@ func (s *Store) TurnsSince(ctx context.Context, t time.Time) (int, error) {
 	return n, nil
 }
 
-// RecentTurns returns the n most recently started turns, newest first.
-func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
+// OfKindSince counts the turns of kind started at or after t, and
+// gives the latest start of a turn of that kind ever, zero if none: what
+// a schedule.Budget weighs.
+func (s *Turns) OfKindSince(ctx context.Context, kind string, t time.Time) (count int, last time.Time, err error) {
+	var latest sql.NullInt64
+	err = s.db.QueryRowContext(ctx,
+		`SELECT (SELECT count(*) FROM turns WHERE kind = ? AND started_at >= ?), (SELECT max(started_at) FROM turns WHERE kind = ?)`,
+		kind, t.UnixMilli(), kind).Scan(&count, &latest)
+	if err != nil {
+		return 0, time.Time{}, fmt.Errorf("count %s turns since %s: %w", kind, t.Format(time.RFC3339), err)
+	}
+	if latest.Valid {
+		last = time.UnixMilli(latest.Int64)
+	}
+	return count, last, nil
+}
+
+// Recent returns the n most recently started turns, newest first.
+func (s *Turns) Recent(ctx context.Context, n int) ([]TurnRecord, error) {
 	if n <= 0 {
 		return nil, nil
 	}
@@ -286,7 +311,7 @@ func (s *Store) RecentTurns(ctx context.Context, n int) ([]TurnRecord, error) {
 }
 
 // readUsage fills in each turn's usage per provider.
-func (s *Store) readUsage(ctx context.Context, turns []TurnRecord) error {
+func (s *Turns) readUsage(ctx context.Context, turns []TurnRecord) error {
 	if len(turns) == 0 {
 		return nil
 	}

@@ -15,16 +15,16 @@ func TestTurnLifecycle(t *testing.T) {
 	ctx := context.Background()
 	start := time.UnixMilli(1_700_000_000_000)
 	long := "please   tell me\nabout " + strings.Repeat("é", 100)
-	if err := s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: start, Preview: long, WorkerPID: 0}); err != nil {
+	if err := s.Turns().Start(ctx, TurnStart{ID: "t1", Kind: "chat", Started: start, Preview: long, WorkerPID: 0}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetTurnWorker(ctx, "t1", 4242); err != nil {
+	if err := s.Turns().SetWorker(ctx, "t1", 4242); err != nil {
 		t.Fatal(err)
 	}
 
-	turns, err := s.RecentTurns(ctx, 5)
+	turns, err := s.Turns().Recent(ctx, 5)
 	if err != nil || len(turns) != 1 {
-		t.Fatalf("RecentTurns = %v, %v, want one", turns, err)
+		t.Fatalf("Turns().Recent = %v, %v, want one", turns, err)
 	}
 	running := turns[0]
 	wantPreview := "please tell me about " + strings.Repeat("é", MaxPreviewRunes-len("please tell me about "))
@@ -41,14 +41,14 @@ func TestTurnLifecycle(t *testing.T) {
 	end := TurnEnd{ID: "t1", Ended: start.Add(3500 * time.Millisecond), Outcome: "ok", Error: "", ModelTime: 2100 * time.Millisecond,
 		WorkerPeak: 9 << 20, WorkerCPU: 340 * time.Millisecond, WorkerExit: "success", WorkerJoin: 12 * time.Millisecond,
 		Usage: contracts.UsageByProvider{{Provider: "openrouter", Usage: contracts.Usage{PromptTokens: 4321, CompletionTokens: 87}}}}
-	if err := s.FinishTurn(ctx, end); err != nil {
+	if err := s.Turns().Finish(ctx, end); err != nil {
 		t.Fatal(err)
 	}
 	// A second finish, as from a late timeout, changes nothing.
-	if err := s.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: start.Add(time.Hour), Outcome: "timeout", Error: "late"}); err != nil {
+	if err := s.Turns().Finish(ctx, TurnEnd{ID: "t1", Ended: start.Add(time.Hour), Outcome: "timeout", Error: "late"}); err != nil {
 		t.Errorf("finishing a finished turn = %v, want nil", err)
 	}
-	turns, _ = s.RecentTurns(ctx, 5)
+	turns, _ = s.Turns().Recent(ctx, 5)
 	got := turns[0]
 	if got.Outcome != "ok" || got.Error != "" || !got.Ended.Equal(end.Ended) || got.Total != 3500*time.Millisecond || got.ModelTime != 2100*time.Millisecond ||
 		got.WorkerPeak != 9<<20 || got.WorkerCPU != 340*time.Millisecond || got.WorkerExit != "success" || got.WorkerJoin != 12*time.Millisecond ||
@@ -61,7 +61,7 @@ func TestTurnErrors(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	now := time.Now()
-	if err := s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: now}); err != nil {
+	if err := s.Turns().Start(ctx, TurnStart{ID: "t1", Kind: "chat", Started: now}); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -69,12 +69,12 @@ func TestTurnErrors(t *testing.T) {
 		err    error
 		wantIs error
 	}{
-		{"start without id", s.StartTurn(ctx, TurnStart{Kind: "chat", Started: now}), nil},
-		{"start without kind", s.StartTurn(ctx, TurnStart{ID: "t2", Started: now}), nil},
-		{"start a duplicate id", s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: now}), nil},
-		{"worker of an unknown turn", s.SetTurnWorker(ctx, "nope", 1), ErrNoTurn},
-		{"finish an unknown turn", s.FinishTurn(ctx, TurnEnd{ID: "nope", Ended: now, Outcome: "ok"}), ErrNoTurn},
-		{"finish without outcome", s.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: now}), nil},
+		{"start without id", s.Turns().Start(ctx, TurnStart{Kind: "chat", Started: now}), nil},
+		{"start without kind", s.Turns().Start(ctx, TurnStart{ID: "t2", Started: now}), nil},
+		{"start a duplicate id", s.Turns().Start(ctx, TurnStart{ID: "t1", Kind: "chat", Started: now}), nil},
+		{"worker of an unknown turn", s.Turns().SetWorker(ctx, "nope", 1), ErrNoTurn},
+		{"finish an unknown turn", s.Turns().Finish(ctx, TurnEnd{ID: "nope", Ended: now, Outcome: "ok"}), ErrNoTurn},
+		{"finish without outcome", s.Turns().Finish(ctx, TurnEnd{ID: "t1", Ended: now}), nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,7 +86,7 @@ func TestTurnErrors(t *testing.T) {
 			}
 		})
 	}
-	turns, err := s.RecentTurns(ctx, 10)
+	turns, err := s.Turns().Recent(ctx, 10)
 	if err != nil || len(turns) != 1 || !turns[0].Ended.IsZero() {
 		t.Errorf("after the refused calls, turns = %+v, %v, want t1 alone and running", turns, err)
 	}
@@ -96,14 +96,14 @@ func TestFinishTurnClipsTheErrorAndNeverGoesNegative(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	start := time.UnixMilli(5000)
-	if err := s.StartTurn(ctx, TurnStart{ID: "t1", Kind: "chat", Started: start}); err != nil {
+	if err := s.Turns().Start(ctx, TurnStart{ID: "t1", Kind: "chat", Started: start}); err != nil {
 		t.Fatal(err)
 	}
 	// An end before the start (a clock step) and an oversize, broken error.
-	if err := s.FinishTurn(ctx, TurnEnd{ID: "t1", Ended: start.Add(-time.Second), Outcome: "failed", Error: strings.Repeat("x", 5000) + "\xff"}); err != nil {
+	if err := s.Turns().Finish(ctx, TurnEnd{ID: "t1", Ended: start.Add(-time.Second), Outcome: "failed", Error: strings.Repeat("x", 5000) + "\xff"}); err != nil {
 		t.Fatal(err)
 	}
-	turns, _ := s.RecentTurns(ctx, 1)
+	turns, _ := s.Turns().Recent(ctx, 1)
 	if turns[0].Total != 0 {
 		t.Errorf("Total of a turn that ended before it started = %v, want 0", turns[0].Total)
 	}
@@ -121,7 +121,7 @@ func TestRecentTurnsOrderAndLimit(t *testing.T) {
 		id  string
 		off time.Duration
 	}{{"b", 2 * time.Second}, {"a", time.Second}, {"d", 4 * time.Second}, {"c", 4 * time.Second}} {
-		if err := s.StartTurn(ctx, TurnStart{ID: tc.id, Kind: "chat", Started: base.Add(tc.off)}); err != nil {
+		if err := s.Turns().Start(ctx, TurnStart{ID: tc.id, Kind: "chat", Started: base.Add(tc.off)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestRecentTurnsOrderAndLimit(t *testing.T) {
 		{0, nil}, {-1, nil}, {1, []string{"c"}}, {3, []string{"c", "d", "b"}}, {10, []string{"c", "d", "b", "a"}},
 	}
 	for _, tt := range tests {
-		turns, err := s.RecentTurns(ctx, tt.n)
+		turns, err := s.Turns().Recent(ctx, tt.n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,7 @@ func TestRecentTurnsOrderAndLimit(t *testing.T) {
 			ids = append(ids, turn.ID)
 		}
 		if strings.Join(ids, ",") != strings.Join(tt.want, ",") {
-			t.Errorf("RecentTurns(%d) = %v, want %v", tt.n, ids, tt.want)
+			t.Errorf("Turns().Recent(%d) = %v, want %v", tt.n, ids, tt.want)
 		}
 	}
 }
@@ -151,7 +151,7 @@ func TestTurnsSince(t *testing.T) {
 	ctx := context.Background()
 	base := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	for i, at := range []time.Time{base.Add(-time.Hour), base, base.Add(5 * time.Hour)} {
-		if err := s.StartTurn(ctx, TurnStart{ID: fmt.Sprintf("t%d", i), Kind: "chat", Started: at}); err != nil {
+		if err := s.Turns().Start(ctx, TurnStart{ID: fmt.Sprintf("t%d", i), Kind: "chat", Started: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -159,8 +159,8 @@ func TestTurnsSince(t *testing.T) {
 		since time.Time
 		want  int
 	}{{base.Add(-2 * time.Hour), 3}, {base, 2}, {base.Add(time.Hour), 1}, {base.Add(6 * time.Hour), 0}} {
-		if got, err := s.TurnsSince(ctx, tc.since); err != nil || got != tc.want {
-			t.Errorf("TurnsSince(%v) = %d, %v; want %d", tc.since, got, err, tc.want)
+		if got, err := s.Turns().CountSince(ctx, tc.since); err != nil || got != tc.want {
+			t.Errorf("Turns().CountSince(%v) = %d, %v; want %d", tc.since, got, err, tc.want)
 		}
 	}
 }
@@ -173,5 +173,47 @@ func TestFinishingInterruptedTurnsReadsOnlyTheRunningOnes(t *testing.T) {
 	plan := queryPlan(t, newStore(t), finishInterruptedQuery, 0, OutcomeInterrupted, 0)
 	if strings.Contains(plan, "SCAN") || !strings.Contains(plan, "USING INDEX turns_running") {
 		t.Errorf("the plan of ending the interrupted turns is %q, want a search of turns_running and no scan", plan)
+	}
+}
+
+func TestTurnsOfKindSince(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	midnight := time.Date(2026, 3, 10, 0, 0, 0, 0, time.UTC)
+	starts := []struct {
+		id, kind string
+		at       time.Duration
+	}{
+		{"s1", "scheduled", -2 * time.Hour},
+		{"c1", "chat", time.Hour},
+		{"s2", "scheduled", 0},
+		{"s3", "scheduled", 9 * time.Hour},
+		{"c2", "chat", 10 * time.Hour},
+	}
+	for _, st := range starts {
+		if err := s.Turns().Start(ctx, TurnStart{ID: st.id, Kind: st.kind, Started: midnight.Add(st.at)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tests := []struct {
+		kind      string
+		since     time.Time
+		wantCount int
+		wantLast  time.Time
+	}{
+		{"scheduled", midnight, 2, midnight.Add(9 * time.Hour)},
+		{"scheduled", midnight.Add(-24 * time.Hour), 3, midnight.Add(9 * time.Hour)},
+		{"scheduled", midnight.Add(9*time.Hour + time.Millisecond), 0, midnight.Add(9 * time.Hour)},
+		{"chat", midnight, 2, midnight.Add(10 * time.Hour)},
+		{"resumed", midnight, 0, time.Time{}},
+		{"", midnight, 0, time.Time{}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s since %s", tt.kind, tt.since.Format(time.TimeOnly)), func(t *testing.T) {
+			count, last, err := s.Turns().OfKindSince(ctx, tt.kind, tt.since)
+			if err != nil || count != tt.wantCount || !last.Equal(tt.wantLast) {
+				t.Errorf("Turns().OfKindSince(%q, %v) = %d, %v, %v, want %d, %v", tt.kind, tt.since, count, last, err, tt.wantCount, tt.wantLast)
+			}
+		})
 	}
 }

@@ -20,10 +20,10 @@ func tokens(prompt, completion int) contracts.Usage {
 func finishedTurn(t *testing.T, s *Store, id string, start time.Time, usage contracts.UsageByProvider) {
 	t.Helper()
 	ctx := context.Background()
-	if err := s.StartTurn(ctx, TurnStart{ID: id, Kind: "chat", Started: start}); err != nil {
+	if err := s.Turns().Start(ctx, TurnStart{ID: id, Kind: "chat", Started: start}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.FinishTurn(ctx, TurnEnd{ID: id, Ended: start.Add(time.Second), Outcome: "ok", Usage: usage}); err != nil {
+	if err := s.Turns().Finish(ctx, TurnEnd{ID: id, Ended: start.Add(time.Second), Outcome: "ok", Usage: usage}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -41,7 +41,7 @@ func TestTokensArePerProviderAndSummedSinceAnInstant(t *testing.T) {
 		{Provider: "openrouter", Usage: tokens(300, 20)}, {Provider: "local", Usage: tokens(50, 5)}})
 	finishedTurn(t, s, "evening", day.Add(20*time.Hour), contracts.UsageByProvider{{Provider: "local", Usage: tokens(7, -3)}})
 
-	turns, err := s.RecentTurns(ctx, 3)
+	turns, err := s.Turns().Recent(ctx, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestTokensArePerProviderAndSummedSinceAnInstant(t *testing.T) {
 		{day.Add(9*time.Hour + time.Millisecond), contracts.UsageByProvider{{Provider: "local", Usage: tokens(7, 0)}}},
 		{day.Add(24 * time.Hour), nil},
 	} {
-		got, err := s.UsageSince(ctx, tc.since)
+		got, err := s.Turns().UsageSince(ctx, tc.since)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("UsageSince(%v) = %+v, %v, want %+v", tc.since, got, err, tc.want)
 		}
@@ -80,7 +80,7 @@ func TestATurnKeepsABoundedUsage(t *testing.T) {
 		usage = append(usage, contracts.ProviderUsage{Provider: fmt.Sprintf("%02d", i) + strings.Repeat("p", MaxProviderRunes), Usage: tokens(1, 1)})
 	}
 	finishedTurn(t, s, "t", time.UnixMilli(1_700_000_000_000), usage)
-	turns, err := s.RecentTurns(context.Background(), 1)
+	turns, err := s.Turns().Recent(context.Background(), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestUpgradeKeepsTheTokensOfEarlierTurns(t *testing.T) {
 
 	s := openStore(t, l)
 	defer s.Close()
-	got, err := s.UsageSince(ctx, start)
+	got, err := s.Turns().UsageSince(ctx, start)
 	if want := (contracts.UsageByProvider{{Provider: UnknownProvider, Usage: tokens(640, 32)}}); err != nil || !slices.Equal(got, want) {
 		t.Errorf("UsageSince after the upgrade = %+v, %v, want %+v", got, err, want)
 	}

@@ -223,7 +223,7 @@ func TestWhatCouldNotBeQueuedComesOnceThereIsRoom(t *testing.T) {
 		if i == 200 {
 			t.Fatal("the store never found the disk full")
 		}
-		if err := r.store.AppendHistory(ctx, "t1", "assistant", long, time.Now()); err != nil {
+		if err := r.store.History().Append(ctx, "t1", "assistant", long, time.Now()); err != nil {
 			t.Fatal(err)
 		}
 	}
