@@ -123,3 +123,27 @@ func TestTheTapsInFlightAreBounded(t *testing.T) {
 		t.Error("the oldest tap in flight was kept past the bound")
 	}
 }
+
+// TestAKeyAskedAgainSettlesOnlyItsNewCard: a resumed turn's next call is
+// parked under the turn's key again; the card of the earlier request
+// keeps what that one came to, and only the new card is settled with the
+// new outcome.
+func TestAKeyAskedAgainSettlesOnlyItsNewCard(t *testing.T) {
+	r := newRig(t)
+	first := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "remember", Note: "keeps a note", Detail: "note one"})
+	r.route(t, contracts.KindApprovalClosed, contracts.ApprovalClosed{Turn: "t1", Outcome: contracts.ApprovalDenied, At: time.Now()})
+	r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
+		return m.ID == first.ID && m.Keyboard == nil && strings.Contains(m.Text, "Denied at")
+	})
+	second := r.ask(t, contracts.ApprovalRequest{Turn: "t1", Tool: "remember", Note: "keeps a note", Detail: "note two"})
+	r.route(t, contracts.KindApprovalClosed, contracts.ApprovalClosed{Turn: "t1", Outcome: contracts.ApprovalApproved, At: time.Now()})
+	r.api.WaitMessage(t, owner, func(m telegramtest.Message) bool {
+		return m.ID == second.ID && m.Keyboard == nil && strings.Contains(m.Text, "Approved at")
+	})
+	r.say(t, owner, "sync") // the edits of the first card, if any, came before
+	for _, m := range r.api.Messages(owner) {
+		if m.ID == first.ID && !strings.Contains(m.Text, "Denied at") {
+			t.Errorf("the earlier card now says %q, want it to keep its own outcome", m.Text)
+		}
+	}
+}
