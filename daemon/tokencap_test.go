@@ -136,8 +136,8 @@ func TestTheDailyCapAsksTheOwnerFirst(t *testing.T) {
 	}
 	b.eventually("it ended", func() bool { return b.turnsOf("chat") == 2 })
 	b.decide(ask.Turn, true)
-	if out := b.nextReply("a second tap"); !strings.Contains(out.Text, "Nothing is waiting for that answer") {
-		t.Errorf("a second Approve was answered %q, want that nothing waits", out.Text)
+	if out := b.nextReply("a second tap"); !strings.Contains(out.Text, "settled already (approved)") {
+		t.Errorf("a second Approve was answered %q, want that it is settled already", out.Text)
 	}
 
 	b.send("one more?")

@@ -77,10 +77,10 @@ func TestApprovals(t *testing.T) {
 	}
 	p.waitTurns(2)
 	p.decide(req.Turn, true) // a second tap
-	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "Nothing is waiting") {
+	if r := p.reply(10 * time.Second); !strings.Contains(r.Text, "settled already (approved)") {
 		t.Errorf("second tap answered %+v", r)
 	}
-	p.settled(req.Turn, contracts.ApprovalGone)
+	p.settled(req.Turn, contracts.ApprovalApproved) // its card keeps its outcome
 
 	// Deny.
 	p.say("write a secret")

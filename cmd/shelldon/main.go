@@ -29,6 +29,7 @@ import (
 	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/daemon"
+	"shelldon/daemon/approval"
 	"shelldon/daemon/approval/approved"
 	"shelldon/daemon/doctor"
 	"shelldon/daemon/journal"
@@ -375,6 +376,9 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 	return telegram.New(telegram.Config{
 		Token: token, APIURL: cfg.Telegram.APIURL, AllowedIDs: cfg.Telegram.AllowedUsers, Pairing: statedir.Layout{Root: cfg.StateDir}.Pairing(),
 		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Store: store,
+		// Core's authority keeps the requests in the same store, on the
+		// real clock.
+		Statuses:    approval.NewStatuses(store, clock.Real{}),
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
 		GiveUp:      telegram.GiveUp{Attempts: cfg.Telegram.GiveUpAttempts, Age: cfg.Telegram.GiveUpAfter.Duration},

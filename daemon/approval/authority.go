@@ -18,6 +18,7 @@ import (
 const (
 	msgHeld     = "Got it. I'm in the middle of something; I'll do that as soon as I finish."
 	msgUnknown  = "Nothing is waiting for that answer (it was decided already, or never asked)."
+	msgSettled  = "That request is settled already (%s), so I did nothing more."
 	msgExpired  = "That request expired, so I did nothing. Ask me again if you still want it."
 	msgNotShown = "That request was not shown here, so I did nothing. Answer it where I asked."
 	msgDamaged  = "That request was damaged, so I dropped it and did nothing. Ask me again if you still want it."
@@ -27,8 +28,8 @@ const (
 // Store is what the authority keeps requests in: the state store.
 type Store interface {
 	ParkApproval(ctx context.Context, a state.PendingApproval) error
-	PendingApproval(ctx context.Context, turn string) (state.PendingApproval, error)
-	TakeApproval(ctx context.Context, turn string, now time.Time) (state.PendingApproval, error)
+	Approval(ctx context.Context, turn string) (state.PendingApproval, state.SettledApproval, error)
+	TakeApproval(ctx context.Context, turn string, now time.Time, outcome string) (state.PendingApproval, error)
 	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
 	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
 	UpdateApproval(ctx context.Context, a state.PendingApproval) error
@@ -142,7 +143,7 @@ func (a *Authority) replacePromotions(ctx context.Context, stem string) {
 		if old.Kind != Promotion || old.Promotion.Stem != stem {
 			continue
 		}
-		if _, err := a.cfg.Store.TakeApproval(ctx, old.Key, a.cfg.Clock.Now()); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
+		if _, err := a.cfg.Store.TakeApproval(ctx, old.Key, a.cfg.Clock.Now(), contracts.ApprovalReplaced); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
 			continue // taken meanwhile: nothing to replace
 		}
 		a.cfg.Log.Info("a newer proposal replaced a waiting one", contracts.AuditEvent, contracts.EventApprovalDecided,
@@ -238,7 +239,15 @@ type Outcome struct {
 func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audience, claim func() bool) Outcome {
 	log := a.cfg.Log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve,
 		"from", from.Transport, "chat", from.Chat)
-	p, err := a.cfg.Store.PendingApproval(ctx, d.Turn)
+	p, settled, err := a.cfg.Store.Approval(ctx, d.Turn)
+	if errors.Is(err, state.ErrNoApproval) && settled.Outcome != "" {
+		// A second answer (a double tap, a y typed twice): the card
+		// keeps what the first one made of it.
+		log.Info("decision on a settled request", "decision", "refused", "outcome", settled.Outcome)
+		a.cfg.Notify.Tell(from, fmt.Sprintf(msgSettled, settled.Outcome))
+		a.cfg.Notify.Settled(d.Turn, settled.Outcome)
+		return Outcome{From: from}
+	}
 	if errors.Is(err, state.ErrNoApproval) {
 		log.Info("decision on nothing parked", "decision", contracts.ApprovalGone)
 		a.cfg.Notify.Tell(from, msgUnknown)
@@ -272,7 +281,11 @@ func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audie
 // take takes the request of a decision that may be carried out now.
 func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audience, log *slog.Logger) Outcome {
 	out := Outcome{From: from}
-	p, err := a.cfg.Store.TakeApproval(ctx, d.Turn, a.cfg.Clock.Now())
+	outcome := contracts.ApprovalDenied
+	if d.Approve {
+		outcome = contracts.ApprovalApproved
+	}
+	p, err := a.cfg.Store.TakeApproval(ctx, d.Turn, a.cfg.Clock.Now(), outcome)
 	switch {
 	case errors.Is(err, state.ErrApprovalExpired):
 		log.Info("decision on an expired request", "decision", contracts.ApprovalExpired)
@@ -297,10 +310,9 @@ func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audienc
 		return out
 	}
 	out.Request = r
-	outcome := contracts.ApprovalDenied
 	out.Verdict = Denied
 	if d.Approve {
-		out.Verdict, outcome = Approved, contracts.ApprovalApproved
+		out.Verdict = Approved
 	}
 	log.Info("the owner decided", "decision", outcome, "kind", string(r.Kind), "tool", r.Shown.Title, "digest", r.Digest, "always", d.Always)
 	a.cfg.Notify.Settled(d.Turn, outcome)
@@ -444,7 +456,7 @@ func (a *Authority) Renew(ctx context.Context) {
 				continue
 			}
 		}
-		a.cfg.Store.TakeApproval(ctx, p.Turn, a.cfg.Clock.Now())
+		a.cfg.Store.TakeApproval(ctx, p.Turn, a.cfg.Clock.Now(), contracts.ApprovalGone)
 		a.cfg.Log.Warn("dropped a request parked before an upgrade", contracts.AuditEvent, contracts.EventApprovalDecided,
 			"turn", p.Turn, "kind", p.Kind, "decision", contracts.ApprovalGone, "why", err)
 		a.cfg.Notify.Settled(p.Turn, contracts.ApprovalGone)

@@ -133,18 +133,25 @@ func (s *Store) ParkApproval(ctx context.Context, a PendingApproval) error {
 	if err != nil {
 		return fmt.Errorf("park approval of turn %q: %w", a.Turn, err)
 	}
-	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO pending_approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-		 ON CONFLICT (turn) DO NOTHING`, row...)
+	err = s.inTx(ctx, func(tx *keptTx) error {
+		res, err := tx.ExecContext(ctx,
+			`INSERT INTO pending_approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+			 ON CONFLICT (turn) DO NOTHING`, row...)
+		if err != nil {
+			return err
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			return ErrApprovalExists
+		}
+		// A key settled before and asked again (a resumed turn's next
+		// call) is open again.
+		_, err = tx.ExecContext(ctx, `DELETE FROM settled_approvals WHERE turn = ?`, a.Turn)
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("park approval of turn %q: %w", a.Turn, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("park approval of turn %q: %w", a.Turn, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("park approval of turn %q: %w", a.Turn, ErrApprovalExists)
 	}
 	return nil
 }
@@ -200,36 +207,70 @@ func (s *Store) UpdateApproval(ctx context.Context, a PendingApproval) error {
 	return nil
 }
 
-// PendingApproval returns the call parked for turn without taking it,
-// expired or not; ErrNoApproval when there is none. A corrupt row comes
-// back with what could be read of it and an error wrapping
-// ErrCorruptApproval.
-func (s *Store) PendingApproval(ctx context.Context, turn string) (PendingApproval, error) {
+// Approval reads where the request of turn stands in the store: the row
+// parked for it, expired or not, without taking it; or, when none is
+// parked, an error wrapping ErrNoApproval and, if it was settled and is
+// not forgotten yet (KeepSettledApprovals, MaxSettledApprovals), what it
+// came to (a zero SettledApproval otherwise). A corrupt row comes back
+// with what could be read of it and an error wrapping ErrCorruptApproval.
+func (s *Store) Approval(ctx context.Context, turn string) (PendingApproval, SettledApproval, error) {
 	row := s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM pending_approvals WHERE turn = ?`, turn)
 	a, err := scanApproval(row)
-	if err != nil {
-		return a, approvalError("read approval", turn, err)
+	if !errors.Is(err, sql.ErrNoRows) {
+		if err != nil {
+			return a, SettledApproval{}, approvalError("read approval", turn, err)
+		}
+		return a, SettledApproval{}, nil
 	}
-	return a, nil
+	var (
+		settled SettledApproval
+		at      int64
+	)
+	err = s.db.QueryRowContext(ctx, `SELECT turn, outcome, at FROM settled_approvals WHERE turn = ?`, turn).Scan(&settled.Turn, &settled.Outcome, &at)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return PendingApproval{}, SettledApproval{}, fmt.Errorf("read approval of turn %q: %w", turn, ErrNoApproval)
+	case err != nil:
+		return PendingApproval{}, SettledApproval{}, fmt.Errorf("read the outcome of turn %q: %w", turn, err)
+	}
+	settled.At = time.UnixMilli(at)
+	return PendingApproval{}, settled, fmt.Errorf("read approval of turn %q: %w: settled %s", turn, ErrNoApproval, settled.Outcome)
 }
 
-// TakeApproval removes the call parked for turn and returns it, in one
-// statement, so of two takes only one gets it; the other gets
-// ErrNoApproval. A call that expired by now is removed too and returned
-// with an error wrapping ErrApprovalExpired, so the owner can be told what
-// lapsed; it must not run. A corrupt row is removed as well and returned
-// as PendingApproval reads it.
-func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time) (PendingApproval, error) {
+// TakeApproval removes the call parked for turn and returns it, and
+// records it settled with outcome, in one transaction, so of two takes
+// only one gets it; the other gets ErrNoApproval. A call that expired by
+// now is removed too, recorded as expired, and returned with an error
+// wrapping ErrApprovalExpired, so the owner can be told what lapsed; it
+// must not run. A corrupt row is removed as well, recorded as gone, and
+// returned as PendingApproval reads it.
+func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time, outcome string) (PendingApproval, error) {
 	if err := s.writable("take approval"); err != nil {
 		return PendingApproval{}, err
 	}
-	// SQLite deletes every matched row on the statement's first step, so
-	// the row is gone whether or not it reads back cleanly.
-	var a PendingApproval
-	err := s.db.retried(func() (err error) {
-		a, err = scanApproval(s.db.QueryRowContext(ctx, `DELETE FROM pending_approvals WHERE turn = ? RETURNING `+approvalColumns, turn))
-		return err
+	if outcome == "" {
+		return PendingApproval{}, fmt.Errorf("take approval of turn %q: no outcome given", turn)
+	}
+	var (
+		a       PendingApproval
+		readErr error
+	)
+	err := s.inTx(ctx, func(tx *keptTx) error {
+		a, readErr = scanApproval(tx.QueryRowContext(ctx, `DELETE FROM pending_approvals WHERE turn = ? RETURNING `+approvalColumns, turn))
+		settled := outcome
+		switch {
+		case errors.Is(readErr, ErrCorruptApproval):
+			settled = contracts.ApprovalGone
+		case readErr != nil:
+			return readErr
+		case a.expired(now):
+			settled = contracts.ApprovalExpired
+		}
+		return settle(ctx, tx, now, SettledApproval{Turn: turn, Outcome: settled, At: now})
 	})
+	if err == nil {
+		err = readErr
+	}
 	if err != nil {
 		return a, approvalError("take approval", turn, err)
 	}
@@ -239,25 +280,83 @@ func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time) (P
 	return a, nil
 }
 
-// ExpireApprovals removes every call whose expiry has come by now and
-// returns them, oldest first, so the owner can be told. Corrupt rows are
-// removed too and returned with what could be read of them, and the error
-// then wraps ErrCorruptApproval and names each of their turns.
+// ExpireApprovals removes every call whose expiry has come by now,
+// records each settled as expired, and returns them, oldest first, so
+// the owner can be told. Corrupt rows are removed too and returned with
+// what could be read of them, and the error then wraps ErrCorruptApproval
+// and names each of their turns.
 func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) ([]PendingApproval, error) {
 	if err := s.writable("expire approvals"); err != nil {
 		return nil, err
 	}
-	rows, err := s.db.QueryContext(ctx, `DELETE FROM pending_approvals WHERE expires_at <= ? RETURNING `+approvalColumns, now.UnixMilli())
+	var (
+		expired []PendingApproval
+		readErr error
+	)
+	err := s.inTx(ctx, func(tx *keptTx) error {
+		// Multi-row RETURNING has no kept statement: it runs rarely.
+		rows, err := tx.tx.QueryContext(ctx, `DELETE FROM pending_approvals WHERE expires_at <= ? RETURNING `+approvalColumns, now.UnixMilli())
+		if err != nil {
+			return err
+		}
+		expired, readErr = scanApprovals(rows)
+		if readErr != nil && !errors.Is(readErr, ErrCorruptApproval) {
+			return readErr
+		}
+		for _, a := range expired {
+			if err := settle(ctx, tx, now, SettledApproval{Turn: a.Turn, Outcome: contracts.ApprovalExpired, At: now}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("expire approvals: %w", err)
 	}
-	expired, err := scanApprovals(rows)
 	// RETURNING gives no order of its own.
 	slices.SortFunc(expired, compareApprovals)
-	if err != nil {
-		return expired, fmt.Errorf("expire approvals: %w", err)
+	if readErr != nil {
+		return expired, fmt.Errorf("expire approvals: %w", readErr)
 	}
 	return expired, nil
+}
+
+// How long, and how many, settled requests are remembered once settled,
+// so that a tap on an old message is answered with what it came to
+// rather than "unknown": a month of a pet's requests, a few dozen bytes
+// each.
+const (
+	KeepSettledApprovals = 30 * 24 * time.Hour
+	MaxSettledApprovals  = 1000
+)
+
+// SettledApproval is what a request came to once it left the parked
+// ones: approved, denied, expired, replaced or gone, and when.
+type SettledApproval struct {
+	Turn    string
+	Outcome string
+	// At is when it was settled, to the millisecond.
+	At time.Time
+}
+
+// settle records a settled, in tx, and forgets the settled requests past
+// KeepSettledApprovals or MaxSettledApprovals as of now.
+func settle(ctx context.Context, tx *keptTx, now time.Time, a SettledApproval) error {
+	if _, err := tx.ExecContext(ctx,
+		`INSERT INTO settled_approvals (turn, outcome, at) VALUES (?, ?, ?)
+		 ON CONFLICT (turn) DO UPDATE SET outcome = excluded.outcome, at = excluded.at`,
+		a.Turn, clip(a.Outcome, MaxKindBytes), a.At.UnixMilli()); err != nil {
+		return fmt.Errorf("record %q settled: %w", a.Turn, err)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM settled_approvals WHERE at < ?`, now.Add(-KeepSettledApprovals).UnixMilli()); err != nil {
+		return fmt.Errorf("forget old settled requests: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx,
+		`DELETE FROM settled_approvals WHERE turn IN (SELECT turn FROM settled_approvals ORDER BY at DESC, turn DESC LIMIT -1 OFFSET ?)`,
+		MaxSettledApprovals); err != nil {
+		return fmt.Errorf("forget settled requests past %d: %w", MaxSettledApprovals, err)
+	}
+	return nil
 }
 
 // PendingApprovals returns every parked call, oldest first, expired or

@@ -66,13 +66,13 @@ func TestParkAndPeekApproval(t *testing.T) {
 	park(t, s, want)
 	// Peeking twice finds it twice: a peek consumes nothing.
 	for i := range 2 {
-		got, err := s.PendingApproval(ctx, "t1")
+		got, _, err := s.Approval(ctx, "t1")
 		if err != nil || !sameApproval(got, want) {
-			t.Errorf("PendingApproval(t1) #%d = %+v, %v, want %+v", i, got, err, want)
+			t.Errorf("Approval(t1) #%d = %+v, %v, want %+v", i, got, err, want)
 		}
 	}
-	if _, err := s.PendingApproval(ctx, "nope"); !errors.Is(err, ErrNoApproval) {
-		t.Errorf("PendingApproval(nope) = %v, want ErrNoApproval", err)
+	if _, _, err := s.Approval(ctx, "nope"); !errors.Is(err, ErrNoApproval) {
+		t.Errorf("Approval(nope) = %v, want ErrNoApproval", err)
 	}
 }
 
@@ -158,7 +158,7 @@ func TestTakeApproval(t *testing.T) {
 				park(t, s, parkedAt(turn, epoch))
 			}
 			for i, turn := range tt.takes {
-				got, err := s.TakeApproval(ctx, turn, tt.now)
+				got, err := s.TakeApproval(ctx, turn, tt.now, "approved")
 				want := tt.wantErrs[i]
 				if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
 					t.Errorf("TakeApproval(%q) #%d = %v, want %v", turn, i, err, want)
@@ -171,8 +171,8 @@ func TestTakeApproval(t *testing.T) {
 				}
 			}
 			for _, turn := range tt.takes {
-				if _, err := s.PendingApproval(ctx, turn); !errors.Is(err, ErrNoApproval) {
-					t.Errorf("PendingApproval(%q) after a take = %v, want ErrNoApproval", turn, err)
+				if _, _, err := s.Approval(ctx, turn); !errors.Is(err, ErrNoApproval) {
+					t.Errorf("Approval(%q) after a take = %v, want ErrNoApproval", turn, err)
 				}
 			}
 		})
@@ -192,7 +192,7 @@ func TestConcurrentTakesHaveOneWinner(t *testing.T) {
 	for range takers {
 		wg.Go(func() {
 			<-start
-			_, err := s.TakeApproval(ctx, "t1", epoch)
+			_, err := s.TakeApproval(ctx, "t1", epoch, "approved")
 			results <- err
 		})
 	}
@@ -283,7 +283,7 @@ func TestApprovalsSurviveReopen(t *testing.T) {
 	if want := []string{"t1", "t2"}; err != nil || !slices.Equal(turnsOf(list), want) {
 		t.Fatalf("PendingApprovals after reopening = %v, %v, want %v", turnsOf(list), err, want)
 	}
-	got, err := again.TakeApproval(ctx, "t1", epoch.Add(time.Minute))
+	got, err := again.TakeApproval(ctx, "t1", epoch.Add(time.Minute), "approved")
 	if err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
 		t.Errorf("TakeApproval(t1) after reopening = %+v, %v, want the parked row", got, err)
 	}
@@ -300,13 +300,13 @@ func TestReadOnlyApprovals(t *testing.T) {
 	}
 	defer reader.Close()
 
-	if got, err := reader.PendingApproval(ctx, "t1"); err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
-		t.Errorf("read-only PendingApproval(t1) = %+v, %v, want the parked row", got, err)
+	if got, _, err := reader.Approval(ctx, "t1"); err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
+		t.Errorf("read-only Approval(t1) = %+v, %v, want the parked row", got, err)
 	}
 	if list, err := reader.PendingApprovals(ctx); err != nil || len(list) != 1 {
 		t.Errorf("read-only PendingApprovals = %v, %v, want t1", turnsOf(list), err)
 	}
-	_, takeErr := reader.TakeApproval(ctx, "t1", epoch)
+	_, takeErr := reader.TakeApproval(ctx, "t1", epoch, "approved")
 	_, expireErr := reader.ExpireApprovals(ctx, epoch.Add(24*time.Hour))
 	writes := map[string]error{
 		"ParkApproval":    reader.ParkApproval(ctx, parkedAt("t2", epoch)),
@@ -359,7 +359,7 @@ func TestCorruptApprovalRow(t *testing.T) {
 			}
 			insert("broken")
 
-			a, err := s.PendingApproval(ctx, "broken")
+			a, _, err := s.Approval(ctx, "broken")
 			checkErr("PendingApproval", err, "broken")
 			if a.Turn != "broken" || a.Chat != "7" || !a.Expires.Equal(epoch.Add(time.Hour)) {
 				t.Errorf("PendingApproval of a corrupt row = %+v, want its plain columns", a)
@@ -370,9 +370,9 @@ func TestCorruptApprovalRow(t *testing.T) {
 				t.Errorf("PendingApprovals with a corrupt row = %v, want %v with good whole", turnsOf(list), want)
 			}
 
-			_, err = s.TakeApproval(ctx, "broken", epoch)
+			_, err = s.TakeApproval(ctx, "broken", epoch, "approved")
 			checkErr("TakeApproval", err, "broken")
-			if _, err := s.PendingApproval(ctx, "broken"); !errors.Is(err, ErrNoApproval) {
+			if _, _, err := s.Approval(ctx, "broken"); !errors.Is(err, ErrNoApproval) {
 				t.Errorf("PendingApproval after taking a corrupt row = %v, want ErrNoApproval", err)
 			}
 
@@ -401,17 +401,17 @@ func TestRequestsOfEveryKindRoundTrip(t *testing.T) {
 		Shown: []Audience{{Transport: "telegram", Chat: "42"}}, Created: epoch, Expires: epoch.Add(time.Hour),
 	}
 	park(t, s, promo)
-	got, err := s.PendingApproval(ctx, "p1")
+	got, _, err := s.Approval(ctx, "p1")
 	if err != nil || got.Kind != "promotion" || got.Title != promo.Title || got.Detail != promo.Detail ||
 		got.Digest != "abc" || string(got.Payload) != `{"stem":"greet"}` || !slices.Equal(got.Shown, promo.Shown) {
-		t.Fatalf("PendingApproval(p1) = %+v, %v; want it as parked", got, err)
+		t.Fatalf("Approval(p1) = %+v, %v; want it as parked", got, err)
 	}
 	got.Shown = append(got.Shown, Audience{Transport: "cli", Chat: "cli"})
 	got.Detail, got.Digest, got.Kind, got.Transport = "shown again", "def", "changeset", "elsewhere"
 	if err := s.UpdateApproval(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	again, err := s.PendingApproval(ctx, "p1")
+	again, _, err := s.Approval(ctx, "p1")
 	if err != nil || again.Detail != "shown again" || again.Digest != "def" || len(again.Shown) != 2 ||
 		again.Kind != "promotion" || again.Transport != "telegram" {
 		t.Errorf("after UpdateApproval = %+v, %v; want the new detail, digest and audiences, the kind and origin kept", again, err)

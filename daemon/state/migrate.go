@@ -69,8 +69,8 @@ var migrations = []string{
 	// 6: what a transport (telegram, ...) keeps across restarts, keyed by
 	// its name: the updates taken from its server and not yet handled, the
 	// highest update id taken, the replies it must still send, where it
-	// showed approval requests and how they stand, and the senders it
-	// ignored.
+	// showed approval requests and how they stood (until 19), and the
+	// senders it ignored.
 	`CREATE TABLE transport_offsets (
 		transport  TEXT PRIMARY KEY,
 		highest_id INTEGER NOT NULL -- the server's update id; never lowered
@@ -264,6 +264,26 @@ var migrations = []string{
 		at        INTEGER NOT NULL, -- unix ms
 		PRIMARY KEY (transport, key)
 	) WITHOUT ROWID;`,
+	// 19: where a request stands is the approval authority's word alone:
+	// it is parked (pending_approvals) or settled, with its outcome, kept
+	// a while (settled_approvals). The transports' own status of each
+	// request goes; what the transports had settled is kept as settled,
+	// and the messages that show a request say when they were sent, for
+	// the transport to forget them in time.
+	`CREATE TABLE settled_approvals (
+		turn    TEXT PRIMARY KEY,
+		outcome TEXT NOT NULL,
+		at      INTEGER NOT NULL -- unix ms
+	);
+	CREATE INDEX settled_approvals_by_at ON settled_approvals (at, turn);
+	INSERT INTO settled_approvals (turn, outcome, at)
+		SELECT turn, max(outcome), max(at) FROM approval_status
+		WHERE state = 'closed' AND outcome != '' AND turn NOT IN (SELECT turn FROM pending_approvals) GROUP BY turn;
+	ALTER TABLE approval_messages ADD COLUMN at INTEGER NOT NULL DEFAULT 0; -- unix ms, when sent
+	UPDATE approval_messages SET at = coalesce(
+		(SELECT s.at FROM approval_status AS s WHERE s.transport = approval_messages.transport AND s.turn = approval_messages.turn),
+		CAST(strftime('%s', 'now') AS INTEGER) * 1000);
+	DROP TABLE approval_status;`,
 }
 
 func schemaVersion(ctx context.Context, q interface {

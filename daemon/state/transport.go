@@ -32,9 +32,6 @@ var (
 	// ErrNoOutboxItem is wrapped by Postpone and Hold when no outbox item
 	// has the id: it was sent or given up on, or never enqueued.
 	ErrNoOutboxItem = errors.New("no such outbox item")
-	// ErrNoApprovalStatus is wrapped by RecordApprovalMessage when the
-	// request was never opened or closed, or has been pruned.
-	ErrNoApprovalStatus = errors.New("approval request has no status")
 )
 
 // InboxItem is one update taken from a transport's server and not yet
@@ -385,139 +382,6 @@ func (s *Queues) OutboxLen(ctx context.Context, transport string) (int, error) {
 	return n, nil
 }
 
-// ApprovalState is where an approval request stands on a transport.
-type ApprovalState string
-
-const (
-	// ApprovalOpen: shown, waiting for the owner.
-	ApprovalOpen ApprovalState = "open"
-	// ApprovalTapped: the owner tapped a button; the decision is on its
-	// way and no further tap counts.
-	ApprovalTapped ApprovalState = "tapped"
-	// ApprovalClosed: decided, or lapsed; Outcome says which.
-	ApprovalClosed ApprovalState = "closed"
-)
-
-// ApprovalStatus is where an approval request stands on a transport.
-type ApprovalStatus struct {
-	Transport string
-	// Turn is the request's key: the parked turn's id, or another key
-	// such as "promote-<stem>".
-	Turn  string
-	State ApprovalState
-	// Outcome is how a closed request ended ("approved", "denied",
-	// "expired", ...); empty otherwise.
-	Outcome string
-	// At is when the request came to its state, to the millisecond.
-	At time.Time
-}
-
-const approvalStatusColumns = `transport, turn, state, outcome, at`
-
-// OpenApproval marks a request open at now. A request that was tapped or
-// closed is asked anew: its earlier messages are forgotten with its
-// outcome, since a key like "promote-<stem>" can be asked again later. A
-// request already open keeps its messages.
-func (s *Queues) OpenApproval(ctx context.Context, transport, turn string, now time.Time) error {
-	if err := s.writable("open approval"); err != nil {
-		return err
-	}
-	if err := checkApprovalKey(transport, turn); err != nil {
-		return fmt.Errorf("open approval: %w", err)
-	}
-	err := s.inTx(ctx, func(tx *keptTx) error {
-		if _, err := tx.ExecContext(ctx,
-			`DELETE FROM approval_messages WHERE transport = ? AND turn = ?
-			 AND EXISTS (SELECT 1 FROM approval_status WHERE transport = ? AND turn = ? AND state <> ?)`,
-			transport, turn, transport, turn, ApprovalOpen); err != nil {
-			return fmt.Errorf("forget earlier messages: %w", err)
-		}
-		_, err := tx.ExecContext(ctx,
-			`INSERT INTO approval_status (`+approvalStatusColumns+`) VALUES (?, ?, ?, '', ?)
-			 ON CONFLICT (transport, turn) DO UPDATE SET state = excluded.state, outcome = '', at = excluded.at`,
-			transport, turn, ApprovalOpen, now.UnixMilli())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("open approval %q on %s: %w", turn, transport, err)
-	}
-	return nil
-}
-
-// TapApproval moves an open request to tapped at now, in one transaction,
-// and returns the status it had before; found is false when it was never
-// opened. A request tapped or closed already is left as it is, so of two
-// quick taps only the first — the one that sees ApprovalOpen — decides.
-func (s *Queues) TapApproval(ctx context.Context, transport, turn string, now time.Time) (prev ApprovalStatus, found bool, err error) {
-	if err := s.writable("tap approval"); err != nil {
-		return ApprovalStatus{}, false, err
-	}
-	err = s.inTx(ctx, func(tx *keptTx) error {
-		prev, found, err = approvalStatusOf(ctx, tx, transport, turn)
-		if err != nil || !found || prev.State != ApprovalOpen {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE approval_status SET state = ?, at = ? WHERE transport = ? AND turn = ?`,
-			ApprovalTapped, now.UnixMilli(), transport, turn)
-		return err
-	})
-	if err != nil {
-		return ApprovalStatus{}, false, fmt.Errorf("tap approval %q on %s: %w", turn, transport, err)
-	}
-	return prev, found, nil
-}
-
-// CloseApproval records how a request ended, at at, whatever its state
-// and whether or not it was opened.
-func (s *Queues) CloseApproval(ctx context.Context, transport, turn, outcome string, at time.Time) error {
-	if err := s.writable("close approval"); err != nil {
-		return err
-	}
-	if err := checkApprovalKey(transport, turn); err != nil {
-		return fmt.Errorf("close approval: %w", err)
-	}
-	if outcome == "" {
-		return fmt.Errorf("close approval %q on %s: no outcome given", turn, transport)
-	}
-	_, err := s.db.ExecContext(ctx,
-		`INSERT INTO approval_status (`+approvalStatusColumns+`) VALUES (?, ?, ?, ?, ?)
-		 ON CONFLICT (transport, turn) DO UPDATE SET state = excluded.state, outcome = excluded.outcome, at = excluded.at`,
-		transport, turn, ApprovalClosed, clip(outcome, MaxErrorRunes), at.UnixMilli())
-	if err != nil {
-		return fmt.Errorf("close approval %q on %s: %w", turn, transport, err)
-	}
-	return nil
-}
-
-// ApprovalStatusOf returns where a request stands; found is false when it
-// was never opened or closed, or has been pruned.
-func (s *Queues) ApprovalStatusOf(ctx context.Context, transport, turn string) (ApprovalStatus, bool, error) {
-	status, found, err := approvalStatusOf(ctx, s.db, transport, turn)
-	if err != nil {
-		return ApprovalStatus{}, false, fmt.Errorf("read approval %q on %s: %w", turn, transport, err)
-	}
-	return status, found, nil
-}
-
-func approvalStatusOf(ctx context.Context, q interface {
-	QueryRowContext(context.Context, string, ...any) *sql.Row
-}, transport, turn string) (ApprovalStatus, bool, error) {
-	var (
-		status ApprovalStatus
-		at     int64
-	)
-	err := q.QueryRowContext(ctx, `SELECT `+approvalStatusColumns+` FROM approval_status WHERE transport = ? AND turn = ?`, transport, turn).
-		Scan(&status.Transport, &status.Turn, &status.State, &status.Outcome, &at)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return ApprovalStatus{}, false, nil
-	case err != nil:
-		return ApprovalStatus{}, false, err
-	}
-	status.At = time.UnixMilli(at)
-	return status, true, nil
-}
-
 // ApprovalMessage is one message a transport sent showing an approval
 // request.
 type ApprovalMessage struct {
@@ -526,13 +390,12 @@ type ApprovalMessage struct {
 	MessageID       int64
 	// HTML is the message's text as sent, for editing it later.
 	HTML string
+	// At is when it was sent, to the millisecond.
+	At time.Time
 }
 
 // RecordApprovalMessage remembers one message showing a request; there
-// may be several (asking again, as /pending does, shows it anew). The
-// request must have a status (OpenApproval first), so that every message
-// goes when PruneApprovals prunes its status; without one it gets
-// ErrNoApprovalStatus.
+// may be several (asking again, as /pending does, shows it anew).
 func (s *Queues) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) error {
 	if err := s.writable("record approval message"); err != nil {
 		return err
@@ -540,19 +403,10 @@ func (s *Queues) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) e
 	if err := checkApprovalKey(m.Transport, m.Turn); err != nil {
 		return fmt.Errorf("record approval message: %w", err)
 	}
-	res, err := s.db.ExecContext(ctx,
-		`INSERT INTO approval_messages (transport, turn, chat, message_id, html)
-		 SELECT ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM approval_status WHERE transport = ? AND turn = ?)`,
-		m.Transport, m.Turn, m.Chat, m.MessageID, m.HTML, m.Transport, m.Turn)
+	_, err := s.db.ExecContext(ctx, `INSERT INTO approval_messages (transport, turn, chat, message_id, html, at) VALUES (?, ?, ?, ?, ?, ?)`,
+		m.Transport, m.Turn, m.Chat, m.MessageID, m.HTML, m.At.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, ErrNoApprovalStatus)
 	}
 	return nil
 }
@@ -561,17 +415,21 @@ func (s *Queues) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) e
 // order recorded.
 func (s *Queues) ApprovalMessages(ctx context.Context, transport, turn string) ([]ApprovalMessage, error) {
 	rows, err := s.db.QueryContext(ctx,
-		`SELECT transport, turn, chat, message_id, html FROM approval_messages WHERE transport = ? AND turn = ? ORDER BY id`, transport, turn)
+		`SELECT transport, turn, chat, message_id, html, at FROM approval_messages WHERE transport = ? AND turn = ? ORDER BY id`, transport, turn)
 	if err != nil {
 		return nil, fmt.Errorf("read approval messages of %q on %s: %w", turn, transport, err)
 	}
 	defer rows.Close()
 	var messages []ApprovalMessage
 	for rows.Next() {
-		var m ApprovalMessage
-		if err := rows.Scan(&m.Transport, &m.Turn, &m.Chat, &m.MessageID, &m.HTML); err != nil {
+		var (
+			m  ApprovalMessage
+			at int64
+		)
+		if err := rows.Scan(&m.Transport, &m.Turn, &m.Chat, &m.MessageID, &m.HTML, &at); err != nil {
 			return nil, fmt.Errorf("read approval messages of %q on %s: %w", turn, transport, err)
 		}
+		m.At = time.UnixMilli(at)
 		messages = append(messages, m)
 	}
 	if err := rows.Err(); err != nil {
@@ -580,33 +438,24 @@ func (s *Queues) ApprovalMessages(ctx context.Context, transport, turn string) (
 	return messages, nil
 }
 
-// PruneApprovals deletes the requests closed before before, with their
-// messages, and returns how many requests went: a pet runs for months,
-// and these tables must not grow without bound. Open and tapped requests
-// stay however old.
-func (s *Queues) PruneApprovals(ctx context.Context, before time.Time) (int, error) {
-	if err := s.writable("prune approvals"); err != nil {
+// ForgetApprovalMessages forgets the messages of transport that showed
+// the request of turn and were sent before before; turn "" forgets those
+// of every request: a pet runs for months, and the table must not grow
+// without bound. It returns how many went.
+func (s *Queues) ForgetApprovalMessages(ctx context.Context, transport, turn string, before time.Time) (int, error) {
+	if err := s.writable("forget approval messages"); err != nil {
 		return 0, err
 	}
-	var pruned int64
-	err := s.inTx(ctx, func(tx *keptTx) error {
-		if _, err := tx.ExecContext(ctx,
-			`DELETE FROM approval_messages WHERE EXISTS (SELECT 1 FROM approval_status AS st
-			 WHERE st.transport = approval_messages.transport AND st.turn = approval_messages.turn AND st.state = ? AND st.at < ?)`,
-			ApprovalClosed, before.UnixMilli()); err != nil {
-			return fmt.Errorf("delete messages: %w", err)
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM approval_status WHERE state = ? AND at < ?`, ApprovalClosed, before.UnixMilli())
-		if err != nil {
-			return fmt.Errorf("delete statuses: %w", err)
-		}
-		pruned, err = res.RowsAffected()
-		return err
-	})
+	res, err := s.db.ExecContext(ctx, `DELETE FROM approval_messages WHERE transport = ? AND (? = '' OR turn = ?) AND at < ?`,
+		transport, turn, turn, before.UnixMilli())
 	if err != nil {
-		return 0, fmt.Errorf("prune approvals closed before %s: %w", before.Format(time.RFC3339), err)
+		return 0, fmt.Errorf("forget approval messages of %q on %s sent before %s: %w", turn, transport, before.Format(time.RFC3339), err)
 	}
-	return int(pruned), nil
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("forget approval messages of %q on %s: %w", turn, transport, err)
+	}
+	return int(n), nil
 }
 
 // checkApprovalKey refuses a request that names no transport or no turn.

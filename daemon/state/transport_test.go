@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -457,137 +456,11 @@ func TestEnqueueRefuses(t *testing.T) {
 	}
 }
 
-func TestApprovalStates(t *testing.T) {
-	ctx := context.Background()
-	// step is one call; want is the status it returns (TapApproval) or
-	// leaves (the others), found=false written as a zero State.
-	type step struct {
-		op        string // open, tap, close
-		outcome   string
-		wantState ApprovalState
-		wantOut   string
-	}
-	tests := []struct {
-		name  string
-		steps []step
-		// wantFinal is the status after the steps; "" for none.
-		wantFinal ApprovalState
-	}{
-		{"never opened", []step{{op: "tap"}}, ""},
-		{"open then tap", []step{{op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}}, ApprovalTapped},
-		{"the second tap sees the first", []step{{op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalTapped}}, ApprovalTapped},
-		{"tapped then closed", []step{{op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}, {op: "close", outcome: "approved", wantState: ApprovalClosed, wantOut: "approved"}}, ApprovalClosed},
-		{"closed stays closed", []step{{op: "open", wantState: ApprovalOpen}, {op: "close", outcome: "denied", wantState: ApprovalClosed, wantOut: "denied"}, {op: "tap", wantState: ApprovalClosed, wantOut: "denied"}}, ApprovalClosed},
-		{"closed without opening", []step{{op: "close", outcome: "expired", wantState: ApprovalClosed, wantOut: "expired"}, {op: "tap", wantState: ApprovalClosed, wantOut: "expired"}}, ApprovalClosed},
-		{"asked again after closing", []step{{op: "open", wantState: ApprovalOpen}, {op: "close", outcome: "denied", wantState: ApprovalClosed, wantOut: "denied"}, {op: "open", wantState: ApprovalOpen}, {op: "tap", wantState: ApprovalOpen}}, ApprovalTapped},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := newStore(t).Queues()
-			for i, st := range tt.steps {
-				at := epoch.Add(time.Duration(i) * time.Minute)
-				var (
-					got   ApprovalStatus
-					found bool
-					err   error
-				)
-				switch st.op {
-				case "open":
-					err = s.OpenApproval(ctx, "telegram", "t1", at)
-				case "close":
-					err = s.CloseApproval(ctx, "telegram", "t1", st.outcome, at)
-				}
-				if err != nil {
-					t.Fatalf("step %d %s = %v", i, st.op, err)
-				}
-				if st.op == "tap" {
-					got, found, err = s.TapApproval(ctx, "telegram", "t1", at)
-				} else {
-					got, found, err = s.ApprovalStatusOf(ctx, "telegram", "t1")
-				}
-				if err != nil || found != (st.wantState != "") || got.State != st.wantState || got.Outcome != st.wantOut {
-					t.Errorf("step %d %s: status %+v, found %v, %v; want state %q outcome %q", i, st.op, got, found, err, st.wantState, st.wantOut)
-				}
-				if found && (got.Transport != "telegram" || got.Turn != "t1") {
-					t.Errorf("step %d %s: status %+v, want it keyed telegram/t1", i, st.op, got)
-				}
-			}
-			final, found, err := s.ApprovalStatusOf(ctx, "telegram", "t1")
-			if err != nil || found != (tt.wantFinal != "") || final.State != tt.wantFinal {
-				t.Errorf("final status = %+v, %v, %v, want %q", final, found, err, tt.wantFinal)
-			}
-			// Another transport's request of the same turn is its own.
-			if _, found, _ := s.ApprovalStatusOf(ctx, "other", "t1"); found {
-				t.Error("a status of telegram/t1 was found as other/t1")
-			}
-		})
-	}
-}
-
-func TestApprovalStatusTimes(t *testing.T) {
-	s := newStore(t).Queues()
-	ctx := context.Background()
-	opened, tapped := epoch.Add(123*time.Millisecond), epoch.Add(time.Minute)
-	if err := s.OpenApproval(ctx, "telegram", "t1", opened); err != nil {
-		t.Fatal(err)
-	}
-	if prev, _, err := s.TapApproval(ctx, "telegram", "t1", tapped); err != nil || !prev.At.Equal(opened) {
-		t.Errorf("TapApproval = %+v, %v, want the time it was opened, %v", prev, err, opened)
-	}
-	// A tap that decides nothing changes nothing, its time included.
-	if prev, _, err := s.TapApproval(ctx, "telegram", "t1", tapped.Add(time.Hour)); err != nil || !prev.At.Equal(tapped) {
-		t.Errorf("second TapApproval = %+v, %v, want the first tap's time, %v", prev, err, tapped)
-	}
-	if st, _, err := s.ApprovalStatusOf(ctx, "telegram", "t1"); err != nil || !st.At.Equal(tapped) {
-		t.Errorf("status after two taps = %+v, %v, want the first tap's time, %v", st, err, tapped)
-	}
-}
-
-func TestConcurrentTapsHaveOneWinner(t *testing.T) {
-	s := newStore(t).Queues()
-	ctx := context.Background()
-	if err := s.OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
-		t.Fatal(err)
-	}
-	const tappers = 16
-	var (
-		start = make(chan struct{})
-		wg    sync.WaitGroup
-		prevs = make(chan ApprovalState, tappers)
-	)
-	for range tappers {
-		wg.Go(func() {
-			<-start
-			prev, found, err := s.TapApproval(ctx, "telegram", "t1", epoch)
-			if err != nil || !found {
-				t.Errorf("TapApproval = %+v, %v, %v", prev, found, err)
-			}
-			prevs <- prev.State
-		})
-	}
-	close(start)
-	wg.Wait()
-	close(prevs)
-	winners := 0
-	for state := range prevs {
-		switch state {
-		case ApprovalOpen:
-			winners++
-		case ApprovalTapped:
-		default:
-			t.Errorf("a losing tap saw %q, want %q", state, ApprovalTapped)
-		}
-	}
-	if winners != 1 {
-		t.Errorf("%d concurrent taps saw the request open, want exactly 1", winners)
-	}
-}
-
 func TestApprovalMessages(t *testing.T) {
 	s := newStore(t).Queues()
 	ctx := context.Background()
-	msg := func(turn string, id int64) ApprovalMessage {
-		return ApprovalMessage{Transport: "telegram", Turn: turn, Chat: "42", MessageID: id, HTML: fmt.Sprintf("<b>approve %s?</b> #%d", turn, id)}
+	msg := func(turn string, id int64, at time.Time) ApprovalMessage {
+		return ApprovalMessage{Transport: "telegram", Turn: turn, Chat: "42", MessageID: id, HTML: fmt.Sprintf("<b>approve %s?</b> #%d", turn, id), At: at}
 	}
 	record := func(m ApprovalMessage) {
 		t.Helper()
@@ -595,113 +468,44 @@ func TestApprovalMessages(t *testing.T) {
 			t.Fatalf("RecordApprovalMessage(%+v) = %v", m, err)
 		}
 	}
-	if err := s.RecordApprovalMessage(ctx, msg("t1", 1)); !errors.Is(err, ErrNoApprovalStatus) {
-		t.Errorf("RecordApprovalMessage before OpenApproval = %v, want ErrNoApprovalStatus", err)
-	}
-	for _, turn := range []string{"t1", "t2"} {
-		if err := s.OpenApproval(ctx, "telegram", turn, epoch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	record(msg("t1", 30))
-	record(msg("t2", 5))
-	record(msg("t1", 10)) // shown again by /pending, with a lower id
-	got, err := s.ApprovalMessages(ctx, "telegram", "t1")
-	if want := []ApprovalMessage{msg("t1", 30), msg("t1", 10)}; err != nil || !slices.Equal(got, want) {
+	record(msg("t1", 1, epoch))
+	record(msg("t1", 2, epoch.Add(time.Minute)))
+	record(msg("t2", 5, epoch))
+	want := []ApprovalMessage{msg("t1", 1, epoch), msg("t1", 2, epoch.Add(time.Minute))}
+	if got, err := s.ApprovalMessages(ctx, "telegram", "t1"); err != nil || !slices.Equal(got, want) {
 		t.Errorf("ApprovalMessages(t1) = %+v, %v, want %+v", got, err, want)
 	}
-
-	// Opening it again while open keeps its messages; opening it after a
-	// tap asks anew.
-	if err := s.OpenApproval(ctx, "telegram", "t1", epoch.Add(time.Minute)); err != nil {
-		t.Fatal(err)
+	// The key asked again: what showed it before goes, not what shows it now.
+	if n, err := s.ForgetApprovalMessages(ctx, "telegram", "t1", epoch.Add(time.Minute)); err != nil || n != 1 {
+		t.Errorf("ForgetApprovalMessages(t1, before the second) = %d, %v, want 1", n, err)
 	}
-	if got, _ := s.ApprovalMessages(ctx, "telegram", "t1"); len(got) != 2 {
-		t.Errorf("messages after opening an open request = %+v, want both kept", got)
+	if got, _ := s.ApprovalMessages(ctx, "telegram", "t1"); !slices.Equal(got, want[1:]) {
+		t.Errorf("ApprovalMessages(t1) after forgetting = %+v, want %+v", got, want[1:])
 	}
-	if _, _, err := s.TapApproval(ctx, "telegram", "t1", epoch.Add(2*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.OpenApproval(ctx, "telegram", "t1", epoch.Add(3*time.Minute)); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := s.ApprovalMessages(ctx, "telegram", "t1"); err != nil || len(got) != 0 {
-		t.Errorf("messages after asking anew = %+v, %v, want none", got, err)
-	}
-	if got, _ := s.ApprovalMessages(ctx, "telegram", "t2"); !slices.Equal(got, []ApprovalMessage{msg("t2", 5)}) {
+	if got, _ := s.ApprovalMessages(ctx, "telegram", "t2"); !slices.Equal(got, []ApprovalMessage{msg("t2", 5, epoch)}) {
 		t.Errorf("ApprovalMessages(t2) = %+v, want its one message untouched", got)
 	}
-}
-
-func TestPruneApprovals(t *testing.T) {
-	s := newStore(t).Queues()
-	ctx := context.Background()
-	cutoff := epoch.Add(24 * time.Hour)
-	old := epoch
-	requests := []struct {
-		turn     string
-		state    ApprovalState
-		at       time.Time
-		wantKept bool
-	}{
-		{"old-closed", ApprovalClosed, old, false},
-		{"just-before", ApprovalClosed, cutoff.Add(-time.Millisecond), false},
-		{"at-cutoff", ApprovalClosed, cutoff, true},
-		{"new-closed", ApprovalClosed, cutoff.Add(time.Hour), true},
-		{"old-open", ApprovalOpen, old, true},
-		{"old-tapped", ApprovalTapped, old, true},
+	// Every request's, for the retention: another transport's stay.
+	if err := s.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "other", Turn: "t2", Chat: "1", MessageID: 1, At: epoch}); err != nil {
+		t.Fatal(err)
 	}
-	for _, r := range requests {
-		if err := s.OpenApproval(ctx, "telegram", r.turn, r.at); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: r.turn, Chat: "42", MessageID: 1, HTML: r.turn}); err != nil {
-			t.Fatal(err)
-		}
-		switch r.state {
-		case ApprovalTapped:
-			_, _, err := s.TapApproval(ctx, "telegram", r.turn, r.at)
-			if err != nil {
-				t.Fatal(err)
-			}
-		case ApprovalClosed:
-			if err := s.CloseApproval(ctx, "telegram", r.turn, "approved", r.at); err != nil {
-				t.Fatal(err)
-			}
-		}
+	if n, err := s.ForgetApprovalMessages(ctx, "telegram", "", epoch.Add(time.Hour)); err != nil || n != 2 {
+		t.Errorf("ForgetApprovalMessages(every request) = %d, %v, want 2", n, err)
 	}
-	n, err := s.PruneApprovals(ctx, cutoff)
-	if err != nil || n != 2 {
-		t.Errorf("PruneApprovals(cutoff) = %d, %v, want 2", n, err)
-	}
-	for _, r := range requests {
-		_, found, err := s.ApprovalStatusOf(ctx, "telegram", r.turn)
-		if err != nil || found != r.wantKept {
-			t.Errorf("status of %s after pruning: found %v, %v, want %v", r.turn, found, err, r.wantKept)
-		}
-		msgs, err := s.ApprovalMessages(ctx, "telegram", r.turn)
-		if err != nil || (len(msgs) == 1) != r.wantKept {
-			t.Errorf("messages of %s after pruning = %+v, %v, want kept %v", r.turn, msgs, err, r.wantKept)
-		}
-	}
-	if n, err := s.PruneApprovals(ctx, cutoff); err != nil || n != 0 {
-		t.Errorf("PruneApprovals again = %d, %v, want 0", n, err)
+	if got, _ := s.ApprovalMessages(ctx, "other", "t2"); len(got) != 1 {
+		t.Errorf("another transport's messages = %+v, want kept", got)
 	}
 }
 
 func TestApprovalsRefuseBadInput(t *testing.T) {
 	s := newStore(t).Queues()
 	ctx := context.Background()
-	_, _, tapErr := s.TapApproval(ctx, "", "", epoch)
 	tests := []struct {
 		name     string
 		err      error
 		wantText string
 	}{
-		{"open without transport", s.OpenApproval(ctx, "", "t1", epoch), "no transport"},
-		{"open without turn", s.OpenApproval(ctx, "telegram", "", epoch), "no turn"},
-		{"close without outcome", s.CloseApproval(ctx, "telegram", "t1", "", epoch), "no outcome"},
-		{"close without turn", s.CloseApproval(ctx, "telegram", "", "denied", epoch), "no turn"},
+		{"record without turn", s.RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram"}), "no turn"},
 		{"record without transport", s.RecordApprovalMessage(ctx, ApprovalMessage{Turn: "t1"}), "no transport"},
 		{"count a stranger without transport", s.CountStranger(ctx, "", "bob", epoch), "no transport"},
 	}
@@ -712,11 +516,8 @@ func TestApprovalsRefuseBadInput(t *testing.T) {
 			}
 		})
 	}
-	if tapErr != nil {
-		t.Errorf("TapApproval of an empty key = %v, want not found and no error", tapErr)
-	}
-	if _, found, _ := s.ApprovalStatusOf(ctx, "telegram", "t1"); found {
-		t.Error("a refused call left a status behind")
+	if got, _ := s.ApprovalMessages(ctx, "telegram", ""); len(got) != 0 {
+		t.Errorf("a refused call left %+v behind", got)
 	}
 }
 
@@ -785,7 +586,7 @@ func TestReadOnlyTransport(t *testing.T) {
 	if _, err := writer.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch); err != nil {
 		t.Fatal(err)
 	}
-	if err := writer.Queues().OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
+	if err := writer.Queues().RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: "t1", Chat: "1", MessageID: 3, At: epoch}); err != nil {
 		t.Fatal(err)
 	}
 	if err := writer.Queues().CountStranger(ctx, "telegram", "bob", epoch); err != nil {
@@ -803,8 +604,8 @@ func TestReadOnlyTransport(t *testing.T) {
 	if n, err := reader.Queues().OutboxLen(ctx, "telegram"); err != nil || n != 1 {
 		t.Errorf("read-only OutboxLen = %d, %v, want 1", n, err)
 	}
-	if st, found, err := reader.Queues().ApprovalStatusOf(ctx, "telegram", "t1"); err != nil || !found || st.State != ApprovalOpen {
-		t.Errorf("read-only ApprovalStatusOf = %+v, %v, %v, want open", st, found, err)
+	if msgs, err := reader.Queues().ApprovalMessages(ctx, "telegram", "t1"); err != nil || len(msgs) != 1 {
+		t.Errorf("read-only ApprovalMessages = %+v, %v, want the one recorded", msgs, err)
 	}
 	if updates, _, err := reader.Queues().StrangerTotal(ctx); err != nil || updates != 1 {
 		t.Errorf("read-only StrangerTotal = %d, %v, want 1", updates, err)
@@ -812,31 +613,27 @@ func TestReadOnlyTransport(t *testing.T) {
 
 	_, enqueueErr := reader.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", []byte("x"), epoch)
 	_, postponeErr := reader.Queues().Postpone(ctx, 1, epoch)
-	_, _, tapErr := reader.Queues().TapApproval(ctx, "telegram", "t1", epoch)
-	_, pruneErr := reader.Queues().PruneApprovals(ctx, epoch.Add(time.Hour))
+	_, forgetErr := reader.Queues().ForgetApprovalMessages(ctx, "telegram", "", epoch.Add(time.Hour))
 	writes := map[string]error{
-		"Receive":               reader.Queues().Receive(ctx, "telegram", []InboxItem{update(5)}),
-		"Handled":               reader.Queues().Handled(ctx, "telegram", 4),
-		"Enqueue":               enqueueErr,
-		"Postpone":              postponeErr,
-		"Hold":                  reader.Queues().Hold(ctx, 1, epoch),
-		"Sent":                  reader.Queues().Sent(ctx, 1),
-		"GiveUp":                reader.Queues().GiveUp(ctx, 1, "chat:1"),
-		"ToldUndelivered":       reader.Queues().ToldUndelivered(ctx, "telegram", "chat:1", 1),
-		"OpenApproval":          reader.Queues().OpenApproval(ctx, "telegram", "t2", epoch),
-		"TapApproval":           tapErr,
-		"CloseApproval":         reader.Queues().CloseApproval(ctx, "telegram", "t1", "denied", epoch),
-		"RecordApprovalMessage": reader.Queues().RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: "t1"}),
-		"PruneApprovals":        pruneErr,
-		"CountStranger":         reader.Queues().CountStranger(ctx, "telegram", "bob", epoch),
+		"Receive":                reader.Queues().Receive(ctx, "telegram", []InboxItem{update(5)}),
+		"Handled":                reader.Queues().Handled(ctx, "telegram", 4),
+		"Enqueue":                enqueueErr,
+		"Postpone":               postponeErr,
+		"Hold":                   reader.Queues().Hold(ctx, 1, epoch),
+		"Sent":                   reader.Queues().Sent(ctx, 1),
+		"GiveUp":                 reader.Queues().GiveUp(ctx, 1, "chat:1"),
+		"ToldUndelivered":        reader.Queues().ToldUndelivered(ctx, "telegram", "chat:1", 1),
+		"RecordApprovalMessage":  reader.Queues().RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: "t1"}),
+		"ForgetApprovalMessages": forgetErr,
+		"CountStranger":          reader.Queues().CountStranger(ctx, "telegram", "bob", epoch),
 	}
 	for name, err := range writes {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
 		}
 	}
-	if st, _, _ := writer.Queues().ApprovalStatusOf(ctx, "telegram", "t1"); st.State != ApprovalOpen {
-		t.Errorf("status after the refused writes = %+v, want still open", st)
+	if msgs, _ := writer.Queues().ApprovalMessages(ctx, "telegram", "t1"); len(msgs) != 1 {
+		t.Errorf("messages after the refused writes = %+v, want the one recorded", msgs)
 	}
 }
 
@@ -870,9 +667,6 @@ func TestUpgradeToTransportTables(t *testing.T) {
 	}
 	if _, err := s.Queues().Enqueue(ctx, "telegram", "chat:1", "reply", []byte("hi"), epoch); err != nil {
 		t.Errorf("Enqueue after the upgrade = %v", err)
-	}
-	if err := s.Queues().OpenApproval(ctx, "telegram", "t1", epoch); err != nil {
-		t.Errorf("OpenApproval after the upgrade = %v", err)
 	}
 	if err := s.Queues().RecordApprovalMessage(ctx, ApprovalMessage{Transport: "telegram", Turn: "t1", Chat: "42", MessageID: 9, HTML: "?"}); err != nil {
 		t.Errorf("RecordApprovalMessage after the upgrade = %v", err)

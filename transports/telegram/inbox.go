@@ -17,6 +17,7 @@ import (
 
 	"shelldon/bus"
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/state"
 )
 
@@ -87,7 +88,7 @@ func (t *Transport) poll(ctx context.Context, offset int64) {
 				retryIn = t.backoff.delay(fails)
 			}
 			t.log.Warn("telegram: taking updates failed; Telegram keeps them until they are stored", "in", retryIn.Round(time.Millisecond), "err", err)
-			t.wait(ctx, nil, retryIn)
+			wait(ctx, t.clock, nil, retryIn)
 			continue
 		}
 		fails = 0
@@ -164,7 +165,7 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 			if ctx.Err() == nil {
 				t.log.Error("telegram: reading the inbox", "err", err)
 			}
-			t.wait(ctx, t.inWake, t.backoff.Max)
+			wait(ctx, t.clock, t.inWake, t.backoff.Max)
 			continue
 		}
 		handledAny := false
@@ -180,12 +181,12 @@ func (t *Transport) inboxLoop(ctx context.Context) {
 			case updatePassed:
 				// Core confirms it kept (fromCore), and then it goes.
 			case updateNotPassed:
-				t.wait(ctx, t.coreBack, t.backoff.Max)
+				wait(ctx, t.clock, t.coreBack, t.backoff.Max)
 				break items
 			}
 		}
 		if !handledAny {
-			t.wait(ctx, t.inWake, 0)
+			wait(ctx, t.clock, t.inWake, 0)
 		}
 	}
 }
@@ -419,9 +420,12 @@ func (t *Transport) refuseOversized(ctx context.Context, id int64, o oversized) 
 }
 
 // handleTap takes a tap on an approval button. The tap is answered before
-// anything else happens, so the owner's spinner stops at once; only a tap
-// on a request still open here becomes a decision for core, so a second
-// tap, or a tap on an expired or unknown request, never executes.
+// anything else happens, so the owner's spinner stops at once, with what
+// the approval authority says of the request: only a tap on a request it
+// still waits on becomes a decision for core. The authority takes a
+// decision once, so a second tap, or a tap on an expired or unknown
+// request, never executes; the taps in flight only spare the owner a
+// second "on it" for the same request.
 func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 	if !t.allowed(cq.From.ID) {
 		t.ignore(ctx, "button tap", &cq.From)
@@ -439,24 +443,24 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 		t.answerTap(ctx, cq.ID, tapNotOurs)
 		return
 	}
-	prev, found, err := t.store.TapApproval(ctx, TransportName, turn, t.clock.Now())
+	status, err := t.cfg.Statuses.Status(ctx, turn)
 	switch {
 	case err != nil:
 		t.answerTap(ctx, cq.ID, tapTrouble)
-		t.log.Error("telegram: recording a tap", "turn", turn, "err", err)
+		t.log.Error("telegram: reading where a tapped request stands", "turn", turn, "err", err)
 		return
-	case !found:
+	case status.State == authority.Unknown:
 		t.answerTap(ctx, cq.ID, tapUnknown)
 		if messageID != 0 {
-			t.enqueue(ctx, outUnbutton, outItem{Chat: chat, MessageID: messageID})
+			t.out.enqueue(ctx, outUnbutton, outItem{Chat: chat, MessageID: messageID})
 		}
 		return
-	case prev.State == state.ApprovalTapped:
-		t.answerTap(ctx, cq.ID, tapAnswered)
+	case status.State == authority.Settled:
+		t.answerTap(ctx, cq.ID, fmt.Sprintf(tapSettledFmt, status.Outcome))
+		t.out.settle(ctx, turn, status.Outcome, status.At)
 		return
-	case prev.State == state.ApprovalClosed:
-		t.answerTap(ctx, cq.ID, fmt.Sprintf(tapSettledFmt, prev.Outcome))
-		t.settle(ctx, turn, prev.Outcome, prev.At)
+	case !t.taps.begin(turn, t.clock.Now()):
+		t.answerTap(ctx, cq.ID, tapAnswered)
 		return
 	}
 	answer := tapDenying
@@ -466,12 +470,64 @@ func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
 	t.answerTap(ctx, cq.ID, answer)
 	if err := t.toCore(contracts.KindDecision, contracts.Decision{Turn: turn, Approve: approve, Always: always, Chat: strconv.FormatInt(chat, 10)}); err != nil {
 		t.log.Warn("telegram: decision not delivered to core", "turn", turn, "err", err)
-		// Open again, so the same buttons work on the next tap.
-		if err := t.store.OpenApproval(ctx, TransportName, turn, t.clock.Now()); err != nil {
-			t.log.Error("telegram: reopening a request", "turn", turn, "err", err)
-		}
+		// So that the same buttons work on the next tap.
+		t.taps.done(turn)
 		t.reply(ctx, chat, notPassedReply)
 	}
+}
+
+// Bounds of the taps in flight: a decision core holds for a running turn
+// stays in flight until the turn ends, minutes at most.
+const (
+	maxTapsInFlight = 64
+	tapInFlight     = 15 * time.Minute
+)
+
+// taps are the requests whose decision went to core and that core has
+// not yet settled: a second tap meanwhile is answered "already answered"
+// instead of sending a second decision, which the authority would refuse
+// anyway. It lives in memory, bounded: after a restart, or past its
+// bounds, a tap asks the authority again.
+type taps struct {
+	mu   sync.Mutex
+	sent map[string]time.Time // request key → when its decision went
+}
+
+// begin notes a decision on key going to core at now; false when one is
+// in flight already.
+func (tp *taps) begin(key string, now time.Time) bool {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	for k, at := range tp.sent {
+		if now.Sub(at) >= tapInFlight {
+			delete(tp.sent, k)
+		}
+	}
+	if _, ok := tp.sent[key]; ok {
+		return false
+	}
+	if len(tp.sent) >= maxTapsInFlight {
+		oldest := ""
+		for k, at := range tp.sent {
+			if oldest == "" || at.Before(tp.sent[oldest]) {
+				oldest = k
+			}
+		}
+		delete(tp.sent, oldest)
+	}
+	if tp.sent == nil {
+		tp.sent = map[string]time.Time{}
+	}
+	tp.sent[key] = now
+	return true
+}
+
+// done forgets the decision on key in flight: core settled the request,
+// or never heard of the decision.
+func (tp *taps) done(key string) {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	delete(tp.sent, key)
 }
 
 // tapTimeout bounds the answer to a tap: Telegram stops waiting for it

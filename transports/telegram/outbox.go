@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"net/url"
@@ -18,7 +19,9 @@ import (
 	"github.com/go-telegram/bot"
 	"github.com/go-telegram/bot/models"
 
+	"shelldon/clock"
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/state"
 )
 
@@ -97,6 +100,26 @@ func laneChat(lane string) int64 {
 	return chat
 }
 
+// outbox sends what the transport queues, lane by lane, each item until
+// Telegram takes it or it is given up on, and tells the owner of the
+// replies given up on; the transport queues, the outbox sends.
+type outbox struct {
+	store *state.Queues
+	// statuses says whether a request's message gets its buttons or its
+	// outcome.
+	statuses StatusReader
+	// bot is the Bot API client, set once Run has made it and before the
+	// send loop starts.
+	bot     *bot.Bot
+	clock   clock.Clock
+	loc     *time.Location
+	log     *slog.Logger
+	backoff Backoff
+	giveUp  GiveUp
+	wake    chan struct{} // an item was queued
+	held    held          // items the store could not queue
+}
+
 // maxHeld bounds the items the store could not queue (its disk full past
 // its reserve) that the transport holds in memory, to queue once it can:
 // a few turns' replies and edits. Past it the oldest is dropped, with a
@@ -113,53 +136,53 @@ type held struct {
 // queue is held and queued again before the next item, so that its lane
 // keeps its order, and by the send loop once a minute, so that what
 // could not be queued on a full disk is sent once there is room.
-func (t *Transport) enqueue(ctx context.Context, kind string, item outItem) {
-	t.held.mu.Lock()
-	defer t.held.mu.Unlock()
-	t.held.items = append(t.held.items, queued{kind, item})
-	if t.queueHeldLocked(ctx) > 0 {
-		poke(t.outWake) // so that the send loop tries them again
+func (o *outbox) enqueue(ctx context.Context, kind string, item outItem) {
+	o.held.mu.Lock()
+	defer o.held.mu.Unlock()
+	o.held.items = append(o.held.items, queued{kind, item})
+	if o.queueHeldLocked(ctx) > 0 {
+		poke(o.wake) // so that the send loop tries them again
 	}
 }
 
 // queueHeld queues the items held, and returns how many are left.
-func (t *Transport) queueHeld(ctx context.Context) int {
-	t.held.mu.Lock()
-	defer t.held.mu.Unlock()
-	return t.queueHeldLocked(ctx)
+func (o *outbox) queueHeld(ctx context.Context) int {
+	o.held.mu.Lock()
+	defer o.held.mu.Unlock()
+	return o.queueHeldLocked(ctx)
 }
 
 // queueHeldLocked queues the items held, oldest first, up to the first
 // the store could not take, and returns how many are left; t.held.mu is
 // held. An item the outbox can never hold is dropped.
-func (t *Transport) queueHeldLocked(ctx context.Context) int {
-	items := t.held.items
+func (o *outbox) queueHeldLocked(ctx context.Context) int {
+	items := o.held.items
 	queuedAny := false
 queue:
 	for ; len(items) > 0; items = items[1:] {
 		q := items[0]
 		body, err := json.Marshal(q.item)
 		if err == nil {
-			_, err = t.store.Enqueue(ctx, TransportName, laneOf(q.kind, q.item), q.kind, body, t.clock.Now())
+			_, err = o.store.Enqueue(ctx, TransportName, laneOf(q.kind, q.item), q.kind, body, o.clock.Now())
 			if err != nil && !errors.Is(err, state.ErrOutboxItemTooBig) {
-				t.log.Warn("telegram: could not queue a message; it is held, and queued once the store takes it",
+				o.log.Warn("telegram: could not queue a message; it is held, and queued once the store takes it",
 					"kind", q.kind, "chat", q.item.Chat, "held", len(items), "err", err)
 				break queue
 			}
 		}
 		if err != nil {
-			t.log.Error("telegram: a message the outbox cannot hold is dropped", "kind", q.kind, "chat", q.item.Chat, "err", err)
+			o.log.Error("telegram: a message the outbox cannot hold is dropped", "kind", q.kind, "chat", q.item.Chat, "err", err)
 			continue
 		}
 		queuedAny = true
 	}
 	if over := len(items) - maxHeld; over > 0 {
-		t.log.Error("telegram: more messages could not be queued than are held; the oldest are lost", "lost", over, "held", maxHeld)
+		o.log.Error("telegram: more messages could not be queued than are held; the oldest are lost", "lost", over, "held", maxHeld)
 		items = items[over:]
 	}
-	t.held.items = slices.Clone(items)
+	o.held.items = slices.Clone(items)
 	if queuedAny {
-		poke(t.outWake)
+		poke(o.wake)
 	}
 	return len(items)
 }
@@ -210,7 +233,7 @@ func (t *Transport) takeReply(ctx context.Context, out contracts.Outbound) {
 	if !taken {
 		t.log.Info("telegram: a reply came again that is queued already", "key", out.Key)
 	}
-	poke(t.outWake)
+	poke(t.out.wake)
 	if err := t.toCore(contracts.KindOutboundAck, contracts.OutboundAck{Key: out.Key}); err != nil {
 		t.log.Warn("telegram: core did not hear that a reply is queued; it sends it again, and it is queued once", "key", out.Key, "err", err)
 	}
@@ -218,44 +241,44 @@ func (t *Transport) takeReply(ctx context.Context, out contracts.Outbound) {
 
 // settle queues the edits that show a request's outcome on every message
 // that shows it, in the edit lane of each chat it was shown in.
-func (t *Transport) settle(ctx context.Context, turn, outcome string, at time.Time) {
-	msgs, err := t.store.ApprovalMessages(ctx, TransportName, turn)
+func (o *outbox) settle(ctx context.Context, turn, outcome string, at time.Time) {
+	msgs, err := o.store.ApprovalMessages(ctx, TransportName, turn)
 	if err != nil {
-		t.log.Error("telegram: a settled request keeps its buttons", "turn", turn, "err", err)
+		o.log.Error("telegram: a settled request keeps its buttons", "turn", turn, "err", err)
 		return
 	}
 	var chats []int64
 	for _, m := range msgs {
 		chat, err := strconv.ParseInt(m.Chat, 10, 64)
 		if err != nil {
-			t.log.Error("telegram: a request's message has an unreadable chat", "turn", turn, "chat", m.Chat)
+			o.log.Error("telegram: a request's message has an unreadable chat", "turn", turn, "chat", m.Chat)
 			continue
 		}
 		if !slices.Contains(chats, chat) {
 			chats = append(chats, chat)
-			t.enqueue(ctx, outSettle, outItem{Chat: chat, Approval: turn, Outcome: outcome, At: at})
+			o.enqueue(ctx, outSettle, outItem{Chat: chat, Approval: turn, Outcome: outcome, At: at})
 		}
 	}
 }
 
 // sendLoop runs a sender for each lane that has something to do, until
 // ctx is done; a sender ends when its lane has nothing left.
-func (t *Transport) sendLoop(ctx context.Context) {
+func (o *outbox) sendLoop(ctx context.Context) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	running := map[string]chan struct{}{} // lane → what wakes its sender
 	ended := make(chan string)
 	for {
 		// Before the lanes are read, so that a lane it queues into runs.
-		held := t.queueHeld(ctx)
-		lanes, err := t.store.OutboxLanes(ctx, TransportName)
+		held := o.queueHeld(ctx)
+		lanes, err := o.store.OutboxLanes(ctx, TransportName)
 		var retry <-chan struct{}
 		stopRetry := func() {}
 		if err != nil && ctx.Err() == nil {
-			t.log.Error("telegram: reading the outbox", "err", err)
+			o.log.Error("telegram: reading the outbox", "err", err)
 		}
 		if (err != nil || held > 0) && ctx.Err() == nil {
-			retry, stopRetry = t.after(t.backoff.Max)
+			retry, stopRetry = after(o.clock, o.backoff.Max)
 		}
 		for _, lane := range lanes {
 			if _, ok := running[lane]; ok {
@@ -264,7 +287,7 @@ func (t *Transport) sendLoop(ctx context.Context) {
 			wake := make(chan struct{}, 1)
 			running[lane] = wake
 			wg.Go(func() {
-				t.runLane(ctx, lane, wake)
+				o.runLane(ctx, lane, wake)
 				select {
 				case ended <- lane:
 				case <-ctx.Done():
@@ -275,7 +298,7 @@ func (t *Transport) sendLoop(ctx context.Context) {
 		// come just as it found the lane empty.
 		select {
 		case <-ctx.Done():
-		case <-t.outWake:
+		case <-o.wake:
 			for _, wake := range running {
 				poke(wake)
 			}
@@ -296,47 +319,47 @@ func (t *Transport) sendLoop(ctx context.Context) {
 // Telegram refuses for good, or that keeps failing past the bounds of
 // GiveUp, is dropped. Once nothing is queued, the owner is told of the
 // replies dropped.
-func (t *Transport) runLane(ctx context.Context, lane string, wake <-chan struct{}) {
+func (o *outbox) runLane(ctx context.Context, lane string, wake <-chan struct{}) {
 	fails := 0 // failures in a row, whatever their kind: they set the backoff
 	var tellAfter time.Time
 	for ctx.Err() == nil {
-		it, queued, err := t.store.NextOutbox(ctx, TransportName, lane)
+		it, queued, err := o.store.NextOutbox(ctx, TransportName, lane)
 		if err != nil {
 			if ctx.Err() == nil {
-				t.log.Error("telegram: reading the outbox", "lane", lane, "err", err)
+				o.log.Error("telegram: reading the outbox", "lane", lane, "err", err)
 			}
-			t.wait(ctx, wake, t.backoff.Max)
+			wait(ctx, o.clock, wake, o.backoff.Max)
 			continue
 		}
 		if !queued {
-			owed, err := t.store.Undelivered(ctx, TransportName, lane)
+			owed, err := o.store.Undelivered(ctx, TransportName, lane)
 			switch {
 			case err != nil:
-				t.log.Error("telegram: counting the replies given up on", "lane", lane, "err", err)
-				t.wait(ctx, wake, t.backoff.Max)
+				o.log.Error("telegram: counting the replies given up on", "lane", lane, "err", err)
+				wait(ctx, o.clock, wake, o.backoff.Max)
 				continue
 			case owed == 0:
 				return
 			}
-			if d := tellAfter.Sub(t.clock.Now()); d > 0 {
-				t.wait(ctx, wake, d)
+			if d := tellAfter.Sub(o.clock.Now()); d > 0 {
+				wait(ctx, o.clock, wake, d)
 				continue
 			}
-			if retryIn, told := t.tellUndelivered(ctx, lane, owed, fails+1); told {
+			if retryIn, told := o.tellUndelivered(ctx, lane, owed, fails+1); told {
 				fails = 0
 			} else {
 				fails++
-				tellAfter = t.clock.Now().Add(retryIn)
+				tellAfter = o.clock.Now().Add(retryIn)
 			}
 			continue
 		}
-		if d := it.NotBefore.Sub(t.clock.Now()); d > 0 {
-			t.wait(ctx, wake, t.bounded(ctx, it, d))
+		if d := it.NotBefore.Sub(o.clock.Now()); d > 0 {
+			wait(ctx, o.clock, wake, o.bounded(ctx, it, d))
 			continue
 		}
 		var item outItem
 		if err = json.Unmarshal(it.Body, &item); err == nil {
-			err = t.deliver(ctx, it.Kind, item)
+			err = o.deliver(ctx, it.Kind, item)
 		} else {
 			err = fmt.Errorf("%w: %w", errUnsendable, err)
 		}
@@ -344,8 +367,8 @@ func (t *Transport) runLane(ctx context.Context, lane string, wake <-chan struct
 			fails = 0
 			// Recorded even when the pet is stopping, so the item is
 			// not sent again after the restart.
-			if err := t.store.Sent(context.WithoutCancel(ctx), it.ID); err != nil {
-				t.log.Error("telegram: a sent item stays queued and may be sent twice", "item", it.ID, "err", err)
+			if err := o.store.Sent(context.WithoutCancel(ctx), it.ID); err != nil {
+				o.log.Error("telegram: a sent item stays queued and may be sent twice", "item", it.ID, "err", err)
 			}
 			continue
 		}
@@ -353,122 +376,123 @@ func (t *Transport) runLane(ctx context.Context, lane string, wake <-chan struct
 			return
 		}
 		fails++
-		t.failed(ctx, it, item, err, fails)
+		o.failed(ctx, it, item, err, fails)
 	}
 }
 
 // longestWait is the longest wait the outbox ever sets on an item: a
 // 429's, or the backoff's.
-func (t *Transport) longestWait() time.Duration { return max(maxRetryAfter, t.backoff.Max) }
+func (o *outbox) longestWait() time.Duration { return max(maxRetryAfter, o.backoff.Max) }
 
 // bounded is the wait d of item it, which its stored time asks for,
 // bounded by longestWait from now: a longer one was read off a clock that
 // has been set back since, and would hold the item's lane that much
 // longer. The item is held to the bound in the store too, so that the
 // next start waits no longer.
-func (t *Transport) bounded(ctx context.Context, it state.OutboxItem, d time.Duration) time.Duration {
-	longest := t.longestWait()
+func (o *outbox) bounded(ctx context.Context, it state.OutboxItem, d time.Duration) time.Duration {
+	longest := o.longestWait()
 	if d <= longest {
 		return d
 	}
-	t.log.Warn("telegram: an item was held past any wait the outbox sets (the clock was set back?); it waits no longer than that from now",
+	o.log.Warn("telegram: an item was held past any wait the outbox sets (the clock was set back?); it waits no longer than that from now",
 		"item", it.ID, "lane", it.Lane, "held_for", d.Round(time.Second), "now_for", longest)
-	if err := t.store.Hold(ctx, it.ID, t.clock.Now().Add(longest)); err != nil {
-		t.log.Error("telegram: holding an item", "item", it.ID, "err", err)
+	if err := o.store.Hold(ctx, it.ID, o.clock.Now().Add(longest)); err != nil {
+		o.log.Error("telegram: holding an item", "item", it.ID, "err", err)
 	}
 	return longest
 }
 
 // failed decides what becomes of an item Telegram did not take: it is
 // tried again later, or given up on.
-func (t *Transport) failed(ctx context.Context, it state.OutboxItem, item outItem, err error, fails int) {
+func (o *outbox) failed(ctx context.Context, it state.OutboxItem, item outItem, err error, fails int) {
 	how, retryIn := classify(err)
 	if retryIn == 0 {
-		retryIn = t.backoff.delay(fails)
+		retryIn = o.backoff.delay(fails)
 	}
 	attempts := it.Attempts
 	if how == failAnswered {
 		attempts++
 	}
-	age := t.clock.Now().Sub(it.Created)
+	age := o.clock.Now().Sub(it.Created)
 	switch {
 	case how == failRefused:
-		t.drop(ctx, it, item, "refused", err)
+		o.drop(ctx, it, item, "refused", err)
 		return
-	case attempts >= t.giveUp.Attempts:
-		t.drop(ctx, it, item, fmt.Sprintf("failed %d times", attempts), err)
+	case attempts >= o.giveUp.Attempts:
+		o.drop(ctx, it, item, fmt.Sprintf("failed %d times", attempts), err)
 		return
-	case age >= t.giveUp.Age:
-		t.drop(ctx, it, item, fmt.Sprintf("still failing %v after it was queued", age.Round(time.Second)), err)
+	case age >= o.giveUp.Age:
+		o.drop(ctx, it, item, fmt.Sprintf("still failing %v after it was queued", age.Round(time.Second)), err)
 		return
 	}
-	until := t.clock.Now().Add(retryIn)
+	until := o.clock.Now().Add(retryIn)
 	var perr error
 	if how == failAnswered {
-		_, perr = t.store.Postpone(ctx, it.ID, until)
+		_, perr = o.store.Postpone(ctx, it.ID, until)
 	} else {
-		perr = t.store.Hold(ctx, it.ID, until)
+		perr = o.store.Hold(ctx, it.ID, until)
 	}
 	if perr != nil {
-		t.log.Error("telegram: postponing an item", "item", it.ID, "err", perr)
+		o.log.Error("telegram: postponing an item", "item", it.ID, "err", perr)
 	}
-	t.log.Warn("telegram: sending failed; will retry", "kind", it.Kind, "lane", it.Lane, "failed_attempts", attempts,
+	o.log.Warn("telegram: sending failed; will retry", "kind", it.Kind, "lane", it.Lane, "failed_attempts", attempts,
 		"in", retryIn.Round(time.Millisecond), "err", err)
 }
 
 // drop gives up on an item, with a log line; a reply or a file is counted
 // so that the owner of its chat is told.
-func (t *Transport) drop(ctx context.Context, it state.OutboxItem, item outItem, why string, err error) {
+func (o *outbox) drop(ctx context.Context, it state.OutboxItem, item outItem, why string, err error) {
 	tell := ""
 	if (it.Kind == outMessage || it.Kind == outDocument) && item.Chat != 0 {
 		tell = chatLane(item.Chat)
 	}
 	if it.Kind == outCommands && lacksMethod(err) {
-		t.log.Info("telegram: the Bot API server has no setMyCommands; the command menu is left as it is", "err", err)
+		o.log.Info("telegram: the Bot API server has no setMyCommands; the command menu is left as it is", "err", err)
 	} else {
-		t.log.Error("telegram: gave up sending; dropped", "kind", it.Kind, "lane", it.Lane, "item", it.ID, "why", why, "err", err)
+		o.log.Error("telegram: gave up sending; dropped", "kind", it.Kind, "lane", it.Lane, "item", it.ID, "why", why, "err", err)
 	}
-	if err := t.store.GiveUp(ctx, it.ID, tell); err != nil {
-		t.log.Error("telegram: dropping an item", "item", it.ID, "err", err)
+	if err := o.store.GiveUp(ctx, it.ID, tell); err != nil {
+		o.log.Error("telegram: dropping an item", "item", it.ID, "err", err)
 	}
 }
 
 // tellUndelivered tells the owner of a chat's lane how many replies were
 // given up on. It returns false when it must be tried again, and after
 // how long.
-func (t *Transport) tellUndelivered(ctx context.Context, lane string, owed, fails int) (time.Duration, bool) {
+func (o *outbox) tellUndelivered(ctx context.Context, lane string, owed, fails int) (time.Duration, bool) {
 	chat := laneChat(lane) // only a chat's lane counts replies
-	err := t.call(ctx, func(ctx context.Context) error {
-		_, err := t.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: fmt.Sprintf(undeliveredFmt, owed)})
+	err := o.call(ctx, func(ctx context.Context) error {
+		_, err := o.bot.SendMessage(ctx, &bot.SendMessageParams{ChatID: chat, Text: fmt.Sprintf(undeliveredFmt, owed)})
 		return err
 	})
 	switch how, retryIn := classify(err); {
 	case err == nil:
-		t.log.Info("telegram: told the owner of the replies given up on", "chat", chat, "count", owed)
+		o.log.Info("telegram: told the owner of the replies given up on", "chat", chat, "count", owed)
 	case ctx.Err() != nil:
 		return 0, false
 	case how == failRefused:
 		// The chat blocked the bot, or is gone: nobody to tell.
-		t.log.Warn("telegram: could not tell the owner of the replies given up on; forgotten", "chat", chat, "count", owed, "err", err)
+		o.log.Warn("telegram: could not tell the owner of the replies given up on; forgotten", "chat", chat, "count", owed, "err", err)
 	default:
 		if retryIn == 0 {
-			retryIn = t.backoff.delay(fails)
+			retryIn = o.backoff.delay(fails)
 		}
-		t.log.Warn("telegram: telling the owner of the replies given up on failed; will retry", "chat", chat,
+		o.log.Warn("telegram: telling the owner of the replies given up on failed; will retry", "chat", chat,
 			"in", retryIn.Round(time.Millisecond), "err", err)
 		return retryIn, false
 	}
-	if err := t.store.ToldUndelivered(context.WithoutCancel(ctx), TransportName, lane, owed); err != nil {
-		t.log.Error("telegram: the owner may be told twice of replies given up on", "chat", chat, "err", err)
+	if err := o.store.ToldUndelivered(context.WithoutCancel(ctx), TransportName, lane, owed); err != nil {
+		o.log.Error("telegram: the owner may be told twice of replies given up on", "chat", chat, "err", err)
 	}
 	return 0, true
 }
 
-// wait returns when wake fires, after d (0: no timeout), or when ctx is done.
-func (t *Transport) wait(ctx context.Context, wake <-chan struct{}, d time.Duration) {
+// wait returns when wake fires, after d on clk (0: no timeout), or when
+// ctx is done.
+func wait(ctx context.Context, clk clock.Clock, wake <-chan struct{}, d time.Duration) {
 	var timeout <-chan struct{}
 	if d > 0 {
-		fired, stop := t.after(d)
+		fired, stop := after(clk, d)
 		defer stop()
 		timeout = fired
 	}
@@ -479,10 +503,10 @@ func (t *Transport) wait(ctx context.Context, wake <-chan struct{}, d time.Durat
 	}
 }
 
-// after is closed after d on the transport's clock; stop releases it.
-func (t *Transport) after(d time.Duration) (<-chan struct{}, func()) {
+// after is closed after d on clk; stop releases it.
+func after(clk clock.Clock, d time.Duration) (<-chan struct{}, func()) {
 	fired := make(chan struct{})
-	timer := t.clock.AfterFunc(d, func() { close(fired) })
+	timer := clk.AfterFunc(d, func() { close(fired) })
 	return fired, func() { timer.Stop() }
 }
 
@@ -558,23 +582,23 @@ func (b Backoff) delay(attempt int) time.Duration {
 }
 
 // deliver makes the Bot API calls of one item.
-func (t *Transport) deliver(ctx context.Context, kind string, item outItem) error {
-	return t.call(ctx, func(ctx context.Context) error {
+func (o *outbox) deliver(ctx context.Context, kind string, item outItem) error {
+	return o.call(ctx, func(ctx context.Context) error {
 		switch kind {
 		case outMessage:
-			return t.sendMessage(ctx, item)
+			return o.sendMessage(ctx, item)
 		case outDocument:
-			_, err := t.bot.SendDocument(ctx, &bot.SendDocumentParams{
+			_, err := o.bot.SendDocument(ctx, &bot.SendDocumentParams{
 				ChatID:   item.Chat,
 				Document: &models.InputFileUpload{Filename: item.FileName, Data: bytes.NewReader(item.File)},
 			})
 			return err
 		case outSettle:
-			return t.settleMessages(ctx, item)
+			return o.settleMessages(ctx, item)
 		case outUnstatus:
-			return t.unstatus(ctx, item)
+			return o.unstatus(ctx, item)
 		case outUnbutton:
-			_, err := t.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: item.Chat, MessageID: item.MessageID})
+			_, err := o.bot.EditMessageReplyMarkup(ctx, &bot.EditMessageReplyMarkupParams{ChatID: item.Chat, MessageID: item.MessageID})
 			if notModified(err) {
 				return nil
 			}
@@ -584,7 +608,7 @@ func (t *Transport) deliver(ctx context.Context, kind string, item outItem) erro
 			for _, c := range contracts.Commands {
 				cmds = append(cmds, models.BotCommand{Command: c.Name, Description: c.Description})
 			}
-			_, err := t.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
+			_, err := o.bot.SetMyCommands(ctx, &bot.SetMyCommandsParams{Commands: cmds})
 			return err
 		}
 		return fmt.Errorf("%w: kind %q", errUnsendable, kind)
@@ -595,47 +619,52 @@ func (t *Transport) deliver(ctx context.Context, kind string, item outItem) erro
 // flight when the pet stops is let finish, for a moment: cut off,
 // Telegram may have shown the message without the pet knowing, and it
 // would be sent again after the restart.
-func (t *Transport) call(parent context.Context, do func(context.Context) error) error {
+func (o *outbox) call(parent context.Context, do func(context.Context) error) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(parent), sendTimeout)
 	defer cancel()
-	stopping := context.AfterFunc(parent, func() { t.clock.AfterFunc(stopGrace, cancel) })
+	stopping := context.AfterFunc(parent, func() { o.clock.AfterFunc(stopGrace, cancel) })
 	defer stopping()
 	return do(ctx)
 }
 
-// sendMessage sends a message; an approval request gets its buttons, or,
-// when it was settled while queued, its outcome instead.
-func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
+// sendMessage sends a message; an approval request gets its buttons
+// while the authority waits on it, or, when it was settled while queued,
+// its outcome instead.
+func (o *outbox) sendMessage(ctx context.Context, item outItem) error {
 	params := &bot.SendMessageParams{ChatID: item.Chat, Text: item.HTML, ParseMode: models.ParseModeHTML}
 	if item.Approval != "" {
-		status, found, err := t.store.ApprovalStatusOf(ctx, TransportName, item.Approval)
-		if err != nil {
+		status, err := o.statuses.Status(ctx, item.Approval)
+		switch {
+		case err != nil:
 			return fmt.Errorf("read request %s: %w", item.Approval, err)
-		}
-		if found && status.State == state.ApprovalClosed {
-			params.Text = settled(item.HTML, status.Outcome, status.At, t.loc)
-		} else if kb, err := approvalKeyboard(item.Approval, item.Always); err != nil {
-			t.log.Error("telegram: a request without buttons", "turn", item.Approval, "err", err)
-		} else {
-			params.ReplyMarkup = kb
+		case status.State == authority.Settled:
+			params.Text = settled(item.HTML, status.Outcome, status.At, o.loc)
+		case status.State == authority.Unknown:
+			params.Text = settled(item.HTML, contracts.ApprovalGone, o.clock.Now(), o.loc)
+		default:
+			if kb, err := approvalKeyboard(item.Approval, item.Always); err != nil {
+				o.log.Error("telegram: a request without buttons", "turn", item.Approval, "err", err)
+			} else {
+				params.ReplyMarkup = kb
+			}
 		}
 	}
-	msg, err := t.bot.SendMessage(ctx, params)
+	msg, err := o.bot.SendMessage(ctx, params)
 	if err != nil {
 		return err
 	}
 	if params.ReplyMarkup != nil {
-		if err := t.store.RecordApprovalMessage(ctx, state.ApprovalMessage{
-			Transport: TransportName, Turn: item.Approval, Chat: fmt.Sprint(item.Chat), MessageID: int64(msg.ID), HTML: item.HTML,
+		if err := o.store.RecordApprovalMessage(ctx, state.ApprovalMessage{
+			Transport: TransportName, Turn: item.Approval, Chat: fmt.Sprint(item.Chat), MessageID: int64(msg.ID), HTML: item.HTML, At: o.clock.Now(),
 		}); err != nil {
-			t.log.Error("telegram: the request's message will keep its buttons after a decision", "turn", item.Approval, "err", err)
+			o.log.Error("telegram: the request's message will keep its buttons after a decision", "turn", item.Approval, "err", err)
 		}
 		// Settled while this was being sent: the edits that settle it,
 		// in a lane of their own, may have looked for its messages before
 		// this one was recorded. A second edit of the same message changes
 		// nothing.
-		if status, found, err := t.store.ApprovalStatusOf(ctx, TransportName, item.Approval); err == nil && found && status.State == state.ApprovalClosed {
-			t.enqueue(ctx, outSettle, outItem{Chat: item.Chat, Approval: item.Approval, Outcome: status.Outcome, At: status.At})
+		if status, err := o.statuses.Status(ctx, item.Approval); err == nil && status.State == authority.Settled {
+			o.enqueue(ctx, outSettle, outItem{Chat: item.Chat, Approval: item.Approval, Outcome: status.Outcome, At: status.At})
 		}
 	}
 	return nil
@@ -645,30 +674,30 @@ func (t *Transport) sendMessage(ctx context.Context, item outItem) error {
 // item's chat: the same text, with the outcome, and no buttons. An item
 // queued before the outbox had lanes names no chat, and settles the
 // messages of every chat.
-func (t *Transport) settleMessages(ctx context.Context, item outItem) error {
-	msgs, err := t.store.ApprovalMessages(ctx, TransportName, item.Approval)
+func (o *outbox) settleMessages(ctx context.Context, item outItem) error {
+	msgs, err := o.store.ApprovalMessages(ctx, TransportName, item.Approval)
 	if err != nil {
 		return fmt.Errorf("read the messages of request %s: %w", item.Approval, err)
 	}
 	for _, m := range msgs {
 		chat, err := strconv.ParseInt(m.Chat, 10, 64)
 		if err != nil {
-			t.log.Error("telegram: a request's message has an unreadable chat", "turn", item.Approval, "chat", m.Chat)
+			o.log.Error("telegram: a request's message has an unreadable chat", "turn", item.Approval, "chat", m.Chat)
 			continue
 		}
 		if item.Chat != 0 && chat != item.Chat {
 			continue
 		}
-		_, err = t.bot.EditMessageText(ctx, &bot.EditMessageTextParams{
+		_, err = o.bot.EditMessageText(ctx, &bot.EditMessageTextParams{
 			ChatID: chat, MessageID: int(m.MessageID), ParseMode: models.ParseModeHTML,
-			Text: settled(m.HTML, item.Outcome, item.At, t.loc),
+			Text: settled(m.HTML, item.Outcome, item.At, o.loc),
 		})
 		switch {
 		case err == nil, notModified(err):
 		case errors.Is(err, bot.ErrorBadRequest):
 			// Deleted by the owner, or too old to edit: nothing to
 			// take the buttons off.
-			t.log.Warn("telegram: could not mark a settled request", "turn", item.Approval, "message", m.MessageID, "err", err)
+			o.log.Warn("telegram: could not mark a settled request", "turn", item.Approval, "message", m.MessageID, "err", err)
 		default:
 			return err
 		}

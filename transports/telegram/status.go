@@ -132,10 +132,10 @@ func (b *statusBoard) keep(ctx context.Context, chat int64, st *status) {
 			}
 			return
 		case now.Before(due):
-			t.wait(ctx, st.wake, due.Sub(now))
+			wait(ctx, b.t.clock, st.wake, due.Sub(now))
 			continue
 		case line == shown:
-			t.wait(ctx, st.wake, started.Add(maxStatusLife).Sub(now))
+			wait(ctx, b.t.clock, st.wake, started.Add(maxStatusLife).Sub(now))
 			continue
 		}
 		text := statusPrefix + html.EscapeString(line)
@@ -194,7 +194,7 @@ func (b *statusBoard) edit(ctx context.Context, chat int64, message int, text st
 // now.
 func (b *statusBoard) remove(ctx context.Context, chat int64, message int) {
 	ctx = context.WithoutCancel(ctx) // a stopping transport still queues it
-	b.t.enqueue(ctx, outUnstatus, outItem{Chat: chat, MessageID: message})
+	b.t.out.enqueue(ctx, outUnstatus, outItem{Chat: chat, MessageID: message})
 	b.remember(ctx, func(kept map[int64]int) bool {
 		if kept[chat] != message {
 			return false
@@ -210,7 +210,7 @@ func (b *statusBoard) tidy(ctx context.Context) {
 	b.remember(ctx, func(kept map[int64]int) bool {
 		for chat, message := range kept {
 			b.t.log.Info("telegram: deleting a status message a stop left", "chat", chat, "message", message)
-			b.t.enqueue(ctx, outUnstatus, outItem{Chat: chat, MessageID: message})
+			b.t.out.enqueue(ctx, outUnstatus, outItem{Chat: chat, MessageID: message})
 		}
 		clear(kept)
 		return true
@@ -254,13 +254,13 @@ func (b *statusBoard) remember(ctx context.Context, change func(kept map[int64]i
 
 // unstatus deletes a status message; one already gone is done. Where
 // Telegram will not delete it, it is edited to say the turn is over.
-func (t *Transport) unstatus(ctx context.Context, item outItem) error {
-	_, err := t.bot.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: item.Chat, MessageID: item.MessageID})
+func (o *outbox) unstatus(ctx context.Context, item outItem) error {
+	_, err := o.bot.DeleteMessage(ctx, &bot.DeleteMessageParams{ChatID: item.Chat, MessageID: item.MessageID})
 	switch {
 	case err == nil, errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message to delete not found"):
 		return nil
 	case errors.Is(err, bot.ErrorBadRequest):
-		_, err = t.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: item.Chat, MessageID: item.MessageID, Text: statusDone})
+		_, err = o.bot.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: item.Chat, MessageID: item.MessageID, Text: statusDone})
 		if notModified(err) {
 			return nil
 		}

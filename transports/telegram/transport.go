@@ -17,6 +17,7 @@ import (
 	"shelldon/bus"
 	"shelldon/clock"
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/state"
 )
 
@@ -51,9 +52,6 @@ const (
 	typingEvery = 4 * time.Second
 	// maxTyping stops the indicator of a turn whose end never came.
 	maxTyping = 10 * time.Minute
-	// keepSettled is how long settled requests are remembered, so a tap
-	// on an old message is answered with its outcome.
-	keepSettled = 30 * 24 * time.Hour
 	// botCallTimeout bounds a call of the Bot API client, as its own
 	// default client does; the callers' contexts are mostly shorter.
 	botCallTimeout = time.Minute
@@ -88,8 +86,11 @@ type Config struct {
 	Socket   string
 	MaxFrame int
 	// Store keeps the updates not yet handled, the messages not yet
-	// sent and the requests shown, across restarts.
+	// sent and the messages that show requests, across restarts.
 	Store *state.Store
+	// Statuses says where each request stands: the approval authority's
+	// word, which the transport shows and never keeps a copy of.
+	Statuses StatusReader
 	// PollTimeout is how long one getUpdates waits for news.
 	PollTimeout time.Duration
 	// Backoff bounds the waits after network errors.
@@ -128,6 +129,12 @@ type GiveUp struct {
 	Age time.Duration
 }
 
+// StatusReader says where the request of key stands, as the approval
+// authority knows it (authority.Statuses).
+type StatusReader interface {
+	Status(ctx context.Context, key string) (authority.Status, error)
+}
+
 // updateStore keeps the updates taken from Telegram. It is the state
 // store; it is an interface so that tests can make storing fail, or stop
 // the transport right after it, and see that no update is lost.
@@ -162,10 +169,10 @@ type Transport struct {
 	transcripts transcripts
 
 	inWake   chan struct{} // an update was stored
-	outWake  chan struct{} // an item was queued
 	coreBack chan struct{} // the bus connection to core is up again
 	passed   passed        // messages core has not yet confirmed kept
-	held     held          // items the store could not queue
+	taps     taps          // decisions tapped that core has not yet settled
+	out      *outbox
 	typing   typing
 	// status shows what a turn is doing; reactions tells the owner that
 	// their message is safe.
@@ -184,11 +191,13 @@ func New(cfg Config) (*Transport, error) {
 		return nil, errors.New("telegram: no bus socket")
 	case cfg.Store == nil:
 		return nil, errors.New("telegram: no state store")
+	case cfg.Statuses == nil:
+		return nil, errors.New("telegram: no reader of the requests' statuses")
 	}
 	t := &Transport{
 		cfg: cfg, owners: owners{configured: cfg.AllowedIDs}, store: cfg.Store.Queues(), updates: cfg.Store.Queues(), clock: cfg.Clock, loc: cfg.Location,
 		backoff: cfg.Backoff, giveUp: cfg.GiveUp, log: cfg.Log, apiURL: strings.TrimSuffix(cfg.APIURL, "/"),
-		inWake: make(chan struct{}, 1), outWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
+		inWake: make(chan struct{}, 1), coreBack: make(chan struct{}, 1),
 	}
 	if t.clock == nil {
 		t.clock = clock.Real{}
@@ -227,6 +236,8 @@ func New(cfg Config) (*Transport, error) {
 	if t.cfg.PhotoMaxSide <= 0 {
 		t.cfg.PhotoMaxSide = defaultPhotoMaxSide
 	}
+	t.out = &outbox{store: t.store, statuses: cfg.Statuses, clock: t.clock, loc: t.loc, log: t.log, backoff: t.backoff, giveUp: t.giveUp,
+		wake: make(chan struct{}, 1)}
 	t.conns = http.DefaultTransport.(*http.Transport).Clone()
 	t.conns.MaxIdleConns, t.conns.MaxIdleConnsPerHost = maxIdleConns, maxIdleConns
 	t.conns.IdleConnTimeout = idleConnTimeout
@@ -273,15 +284,17 @@ func (t *Transport) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("telegram: %w", err)
 	}
-	t.bot = b
+	t.bot, t.out.bot = b, b
 	defer t.conns.CloseIdleConnections()
 	if err := t.pairer.load(ctx); err != nil {
 		t.log.Error("telegram: reading the paired owner", "err", err)
 	}
-	if n, err := t.store.PruneApprovals(ctx, t.clock.Now().Add(-keepSettled)); err != nil {
-		t.log.Warn("telegram: pruning settled requests", "err", err)
+	// A message is kept to be edited as long as the authority remembers
+	// what its request came to, and no longer.
+	if n, err := t.store.ForgetApprovalMessages(ctx, TransportName, "", t.clock.Now().Add(-state.KeepSettledApprovals)); err != nil {
+		t.log.Warn("telegram: forgetting old requests' messages", "err", err)
 	} else if n > 0 {
-		t.log.Info("telegram: forgot old settled requests", "count", n)
+		t.log.Info("telegram: forgot old requests' messages", "count", n)
 	}
 
 	t.status.tidy(ctx)
@@ -299,7 +312,7 @@ func (t *Transport) Run(ctx context.Context) error {
 	wg.Go(func() {
 		busDone <- t.client.Run(ctx, func(_ *bus.Conn, env contracts.Envelope) { t.fromCore(ctx, env) })
 	})
-	wg.Go(func() { t.sendLoop(ctx) })
+	wg.Go(func() { t.out.sendLoop(ctx) })
 	if err := t.greet(ctx); err != nil {
 		cancel()
 		return err
@@ -349,7 +362,7 @@ func (t *Transport) greet(ctx context.Context) error {
 			// Registered anew at every start; one still queued from a
 			// start before will do.
 			if _, queued, err := t.store.NextOutbox(ctx, TransportName, laneCommands); err != nil || !queued {
-				t.enqueue(ctx, outCommands, outItem{})
+				t.out.enqueue(ctx, outCommands, outItem{})
 			}
 			return nil
 		case errors.Is(err, bot.ErrorUnauthorized), errors.Is(err, bot.ErrorNotFound):
@@ -358,9 +371,9 @@ func (t *Transport) greet(ctx context.Context) error {
 		case ctx.Err() != nil:
 			return nil
 		}
-		wait := t.backoff.delay(attempt)
-		t.log.Warn("telegram: Telegram is out of reach; trying again", "in", wait.Round(time.Millisecond), "err", err)
-		t.wait(ctx, nil, wait)
+		retryIn := t.backoff.delay(attempt)
+		t.log.Warn("telegram: Telegram is out of reach; trying again", "in", retryIn.Round(time.Millisecond), "err", err)
+		wait(ctx, t.clock, nil, retryIn)
 	}
 }
 
@@ -389,7 +402,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		}
 		for _, chat := range t.chats(out.Chat) {
 			for _, it := range replyItems(chat, out) {
-				t.enqueue(ctx, it.kind, it.item)
+				t.out.enqueue(ctx, it.kind, it.item)
 			}
 		}
 	case contracts.KindApprovalRequest:
@@ -398,15 +411,19 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			t.log.Warn("telegram: bad approval request from core", "err", err)
 			return
 		}
-		if err := t.store.OpenApproval(ctx, TransportName, req.Turn, t.clock.Now()); err != nil {
-			t.log.Error("telegram: recording a request", "turn", req.Turn, "err", err)
+		// A key asked again (a resumed turn's next call): the messages
+		// of its earlier request are not this one's to settle.
+		if st, err := t.cfg.Statuses.Status(ctx, req.Turn); err == nil && st.State == authority.Open {
+			if _, err := t.store.ForgetApprovalMessages(ctx, TransportName, req.Turn, st.Created); err != nil {
+				t.log.Error("telegram: an earlier request's messages may show this one's outcome", "turn", req.Turn, "err", err)
+			}
 		}
 		shown := renderApproval(req, t.loc, t.clock.Now())
 		for _, chat := range t.chats(req.Chat) {
 			if shown.File != nil {
-				t.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
+				t.out.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
 			}
-			t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Always: req.Always != ""})
+			t.out.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Always: req.Always != ""})
 		}
 	case contracts.KindApprovalClosed:
 		var c contracts.ApprovalClosed
@@ -414,13 +431,8 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			t.log.Warn("telegram: bad settled request from core", "err", err)
 			return
 		}
-		if _, found, err := t.store.ApprovalStatusOf(ctx, TransportName, c.Turn); err != nil || !found {
-			return // never shown here
-		}
-		if err := t.store.CloseApproval(ctx, TransportName, c.Turn, c.Outcome, c.At); err != nil {
-			t.log.Error("telegram: recording a settled request", "turn", c.Turn, "err", err)
-		}
-		t.settle(ctx, c.Turn, c.Outcome, c.At)
+		t.taps.done(c.Turn)
+		t.out.settle(ctx, c.Turn, c.Outcome, c.At)
 	case contracts.KindInboundAck:
 		var a contracts.InboundAck
 		if err := env.Decode(&a); err != nil {
@@ -478,7 +490,7 @@ func (t *Transport) toCore(kind contracts.Kind, body any) error {
 // reply queues a plain-text message of the transport's own.
 func (t *Transport) reply(ctx context.Context, chat int64, text string) {
 	for _, piece := range renderReply(text, maxMessage) {
-		t.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
+		t.out.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: piece})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"shelldon/clock"
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
 	"shelldon/daemon/state"
@@ -95,9 +96,13 @@ func (r *rig) startCore(t *testing.T, socket string) {
 // start runs a transport over the rig's store until stop or the test's end.
 func (r *rig) start(t *testing.T) {
 	t.Helper()
+	clk := r.clock
+	if clk == nil {
+		clk = clock.Real{}
+	}
 	cfg := Config{
 		Token: token, APIURL: r.api.URL(), AllowedIDs: r.allowed, Socket: r.socket, MaxFrame: 4 << 20,
-		Store: r.store, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Store: r.store, Statuses: authority.NewStatuses(r.store, clk), PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log, React: r.react,
 	}
 	if r.media != nil {
@@ -192,8 +197,24 @@ func (r *rig) say(t *testing.T, from int64, text string) contracts.Inbound {
 	return in
 }
 
+// route sends what core sends. The rig's core is the approval authority
+// too: a request it asks is parked in the store, and one it settles is
+// taken from there, so the transport reads of each what core said.
 func (r *rig) route(t *testing.T, kind contracts.Kind, body any) {
 	t.Helper()
+	switch b := body.(type) {
+	case contracts.ApprovalRequest:
+		expires := b.Expires
+		if !expires.After(time.Now()) {
+			expires = time.Now().Add(time.Hour)
+		}
+		r.parkAs(t, b.Turn, time.Now(), expires)
+	case contracts.ApprovalClosed:
+		_, err := r.store.TakeApproval(context.Background(), b.Turn, time.Now(), b.Outcome)
+		if err != nil && !errors.Is(err, state.ErrNoApproval) {
+			t.Fatalf("settling %s: %v", b.Turn, err)
+		}
+	}
 	env, err := contracts.NewEnvelope(kind, "", body)
 	if err != nil {
 		t.Fatal(err)
