@@ -129,7 +129,7 @@ type OutboxEntry struct {
 // is queued: the same reply sent again is one reply. An item longer than
 // MaxOutboxBytes refuses the batch with ErrOutboxItemTooBig.
 func (s *Queues) TakeReply(ctx context.Context, transport, key string, items []OutboxEntry, now time.Time) (taken bool, err error) {
-	if err := s.writable("take a reply"); err != nil {
+	if err := s.store.writable("take a reply"); err != nil {
 		return false, err
 	}
 	if key == "" {
@@ -140,7 +140,7 @@ func (s *Queues) TakeReply(ctx context.Context, transport, key string, items []O
 			return false, fmt.Errorf("take reply %s: %w", key, err)
 		}
 	}
-	err = s.inTx(ctx, func(tx *keptTx) error {
+	err = s.store.inTx(ctx, func(tx *keptTx) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM transport_keys WHERE transport = ? AND at < ?`,
 			transport, now.Add(-KeepKeysFor).UnixMilli()); err != nil {
 			return fmt.Errorf("forget old keys: %w", err)

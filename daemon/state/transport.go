@@ -49,7 +49,7 @@ type InboxItem struct {
 // and a confirmation past the old ids would make it forget the new ones. An item whose id is already stored stays as it was.
 // Ids must be positive; a batch with any other is refused whole.
 func (s *Queues) Receive(ctx context.Context, transport string, items []InboxItem) error {
-	if err := s.writable("receive updates"); err != nil {
+	if err := s.store.writable("receive updates"); err != nil {
 		return err
 	}
 	if transport == "" {
@@ -65,7 +65,7 @@ func (s *Queues) Receive(ctx context.Context, transport string, items []InboxIte
 		}
 		highest = max(highest, it.ID)
 	}
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		for _, it := range items {
 			if _, err := tx.ExecContext(ctx, `INSERT OR IGNORE INTO transport_inbox (transport, id, body) VALUES (?, ?, ?)`,
 				transport, it.ID, blob(it.Body)); err != nil {
@@ -92,7 +92,7 @@ func (s *Queues) Receive(ctx context.Context, transport string, items []InboxIte
 // Handling an update does not lower it.
 func (s *Queues) Offset(ctx context.Context, transport string) (int64, error) {
 	var highest int64
-	err := s.db.QueryRowContext(ctx, `SELECT highest_id FROM transport_offsets WHERE transport = ?`, transport).Scan(&highest)
+	err := s.store.db.QueryRowContext(ctx, `SELECT highest_id FROM transport_offsets WHERE transport = ?`, transport).Scan(&highest)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
@@ -111,7 +111,7 @@ func (s *Queues) Unhandled(ctx context.Context, transport string, limit int) ([]
 	// No LIMIT ?: SQLite compiles a statement again whenever a bound LIMIT
 	// changes, and limit does. The rows come in the primary key's order,
 	// so reading stops after limit of them with no more work.
-	rows, err := s.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id`, transport)
+	rows, err := s.store.db.QueryContext(ctx, `SELECT id, body FROM transport_inbox WHERE transport = ? ORDER BY id`, transport)
 	if err != nil {
 		return nil, fmt.Errorf("read unhandled updates of %s: %w", transport, err)
 	}
@@ -133,10 +133,10 @@ func (s *Queues) Unhandled(ctx context.Context, transport string, limit int) ([]
 // Handled forgets a handled update. The offset stays, so the update is
 // not taken again; forgetting one already forgotten does nothing.
 func (s *Queues) Handled(ctx context.Context, transport string, id int64) error {
-	if err := s.writable("forget handled update"); err != nil {
+	if err := s.store.writable("forget handled update"); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM transport_inbox WHERE transport = ? AND id = ?`, transport, id); err != nil {
+	if _, err := s.store.db.ExecContext(ctx, `DELETE FROM transport_inbox WHERE transport = ? AND id = ?`, transport, id); err != nil {
 		return fmt.Errorf("forget handled update %d of %s: %w", id, transport, err)
 	}
 	return nil
@@ -167,15 +167,15 @@ const outboxColumns = `id, transport, lane, kind, body, attempts, not_before, cr
 // be sent from now on, and returns its id. A body longer than
 // MaxOutboxBytes is refused with ErrOutboxItemTooBig.
 func (s *Queues) Enqueue(ctx context.Context, transport, lane, kind string, body []byte, now time.Time) (int64, error) {
-	if err := s.writable("enqueue"); err != nil {
+	if err := s.store.writable("enqueue"); err != nil {
 		return 0, err
 	}
 	if err := checkOutboxItem(transport, kind, body); err != nil {
 		return 0, fmt.Errorf("enqueue: %w", err)
 	}
 	var id int64
-	err := s.db.retried(func() error {
-		return s.db.QueryRowContext(ctx,
+	err := s.store.db.retried(func() error {
+		return s.store.db.QueryRowContext(ctx,
 			`INSERT INTO transport_outbox (transport, lane, kind, body, not_before, created_at) VALUES (?, ?, ?, ?, ?, ?) RETURNING id`,
 			transport, lane, kind, blob(body), now.UnixMilli(), now.UnixMilli()).Scan(&id)
 	})
@@ -202,7 +202,7 @@ func checkOutboxItem(transport, kind string, body []byte) error {
 // OutboxLanes names transport's lanes that have something to do: items
 // queued, or replies given up on that the owner was not yet told of.
 func (s *Queues) OutboxLanes(ctx context.Context, transport string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT DISTINCT lane FROM transport_outbox WHERE transport = ?
 		 UNION SELECT lane FROM transport_undelivered WHERE transport = ? ORDER BY lane`, transport, transport)
 	if err != nil {
@@ -229,7 +229,7 @@ func (s *Queues) OutboxLanes(ctx context.Context, transport string) ([]string, e
 // than sending a later item of the lane.
 func (s *Queues) NextOutbox(ctx context.Context, transport, lane string) (item OutboxItem, ok bool, err error) {
 	var notBefore, created int64
-	err = s.db.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM transport_outbox WHERE transport = ? AND lane = ? ORDER BY id LIMIT 1`, transport, lane).
+	err = s.store.db.QueryRowContext(ctx, `SELECT `+outboxColumns+` FROM transport_outbox WHERE transport = ? AND lane = ? ORDER BY id LIMIT 1`, transport, lane).
 		Scan(&item.ID, &item.Transport, &item.Lane, &item.Kind, &item.Body, &item.Attempts, &notBefore, &created)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
@@ -246,12 +246,12 @@ func (s *Queues) NextOutbox(ctx context.Context, transport, lane string) (item O
 // made, and returns how many attempts have failed. An id that names no
 // item gets ErrNoOutboxItem.
 func (s *Queues) Postpone(ctx context.Context, id int64, until time.Time) (int, error) {
-	if err := s.writable("postpone outbox item"); err != nil {
+	if err := s.store.writable("postpone outbox item"); err != nil {
 		return 0, err
 	}
 	var attempts int
-	err := s.db.retried(func() error {
-		return s.db.QueryRowContext(ctx,
+	err := s.store.db.retried(func() error {
+		return s.store.db.QueryRowContext(ctx,
 			`UPDATE transport_outbox SET attempts = attempts + 1, not_before = ? WHERE id = ? RETURNING attempts`,
 			ceilMilli(until), id).Scan(&attempts)
 	})
@@ -269,10 +269,10 @@ func (s *Queues) Postpone(ctx context.Context, id int64, until time.Time) (int, 
 // which says nothing against the item. An id that names no item gets
 // ErrNoOutboxItem.
 func (s *Queues) Hold(ctx context.Context, id int64, until time.Time) error {
-	if err := s.writable("hold outbox item"); err != nil {
+	if err := s.store.writable("hold outbox item"); err != nil {
 		return err
 	}
-	res, err := s.db.ExecContext(ctx, `UPDATE transport_outbox SET not_before = ? WHERE id = ?`, ceilMilli(until), id)
+	res, err := s.store.db.ExecContext(ctx, `UPDATE transport_outbox SET not_before = ? WHERE id = ?`, ceilMilli(until), id)
 	if err != nil {
 		return fmt.Errorf("hold outbox item %d: %w", id, err)
 	}
@@ -299,10 +299,10 @@ func ceilMilli(t time.Time) int64 {
 // Sent removes an item once delivered. Removing one already gone does
 // nothing.
 func (s *Queues) Sent(ctx context.Context, id int64) error {
-	if err := s.writable("remove sent outbox item"); err != nil {
+	if err := s.store.writable("remove sent outbox item"); err != nil {
 		return err
 	}
-	if _, err := s.db.ExecContext(ctx, `DELETE FROM transport_outbox WHERE id = ?`, id); err != nil {
+	if _, err := s.store.db.ExecContext(ctx, `DELETE FROM transport_outbox WHERE id = ?`, id); err != nil {
 		return fmt.Errorf("remove sent outbox item %d: %w", id, err)
 	}
 	return nil
@@ -313,10 +313,10 @@ func (s *Queues) Sent(ctx context.Context, id int64) error {
 // is to be told of every reply lost, and of none twice. Giving up on an
 // item already gone does nothing.
 func (s *Queues) GiveUp(ctx context.Context, id int64, tell string) error {
-	if err := s.writable("give up on outbox item"); err != nil {
+	if err := s.store.writable("give up on outbox item"); err != nil {
 		return err
 	}
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		var transport string
 		err := tx.QueryRowContext(ctx, `DELETE FROM transport_outbox WHERE id = ? RETURNING transport`, id).Scan(&transport)
 		switch {
@@ -342,7 +342,7 @@ func (s *Queues) GiveUp(ctx context.Context, id int64, tell string) error {
 // and not yet told of.
 func (s *Queues) Undelivered(ctx context.Context, transport, lane string) (int, error) {
 	var n int
-	err := s.db.QueryRowContext(ctx, `SELECT count FROM transport_undelivered WHERE transport = ? AND lane = ?`, transport, lane).Scan(&n)
+	err := s.store.db.QueryRowContext(ctx, `SELECT count FROM transport_undelivered WHERE transport = ? AND lane = ?`, transport, lane).Scan(&n)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return 0, nil
@@ -356,10 +356,10 @@ func (s *Queues) Undelivered(ctx context.Context, transport, lane string) (int, 
 // told of, once the owner was told of n; any given up on meanwhile stay
 // counted.
 func (s *Queues) ToldUndelivered(ctx context.Context, transport, lane string, n int) error {
-	if err := s.writable("forget undelivered replies"); err != nil {
+	if err := s.store.writable("forget undelivered replies"); err != nil {
 		return err
 	}
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		if _, err := tx.ExecContext(ctx, `UPDATE transport_undelivered SET count = count - ? WHERE transport = ? AND lane = ?`,
 			n, transport, lane); err != nil {
 			return err
@@ -376,7 +376,7 @@ func (s *Queues) ToldUndelivered(ctx context.Context, transport, lane string, n 
 // OutboxLen is how many items transport must still send.
 func (s *Queues) OutboxLen(ctx context.Context, transport string) (int, error) {
 	var n int
-	if err := s.db.QueryRowContext(ctx, `SELECT count(*) FROM transport_outbox WHERE transport = ?`, transport).Scan(&n); err != nil {
+	if err := s.store.db.QueryRowContext(ctx, `SELECT count(*) FROM transport_outbox WHERE transport = ?`, transport).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count outbox of %s: %w", transport, err)
 	}
 	return n, nil
@@ -390,20 +390,22 @@ type ApprovalMessage struct {
 	MessageID       int64
 	// HTML is the message's text as sent, for editing it later.
 	HTML string
-	// At is when it was sent, to the millisecond.
+	// At is when the request it shows was parked (when the transport
+	// could read that; else when it was sent), to the millisecond: the
+	// messages of an earlier request under the same key are older.
 	At time.Time
 }
 
 // RecordApprovalMessage remembers one message showing a request; there
 // may be several (asking again, as /pending does, shows it anew).
 func (s *Queues) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) error {
-	if err := s.writable("record approval message"); err != nil {
+	if err := s.store.writable("record approval message"); err != nil {
 		return err
 	}
 	if err := checkApprovalKey(m.Transport, m.Turn); err != nil {
 		return fmt.Errorf("record approval message: %w", err)
 	}
-	_, err := s.db.ExecContext(ctx, `INSERT INTO approval_messages (transport, turn, chat, message_id, html, at) VALUES (?, ?, ?, ?, ?, ?)`,
+	_, err := s.store.db.ExecContext(ctx, `INSERT INTO approval_messages (transport, turn, chat, message_id, html, at) VALUES (?, ?, ?, ?, ?, ?)`,
 		m.Transport, m.Turn, m.Chat, m.MessageID, m.HTML, m.At.UnixMilli())
 	if err != nil {
 		return fmt.Errorf("record approval message %d of %q on %s: %w", m.MessageID, m.Turn, m.Transport, err)
@@ -414,7 +416,7 @@ func (s *Queues) RecordApprovalMessage(ctx context.Context, m ApprovalMessage) e
 // ApprovalMessages returns the messages recorded for a request, in the
 // order recorded.
 func (s *Queues) ApprovalMessages(ctx context.Context, transport, turn string) ([]ApprovalMessage, error) {
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT transport, turn, chat, message_id, html, at FROM approval_messages WHERE transport = ? AND turn = ? ORDER BY id`, transport, turn)
 	if err != nil {
 		return nil, fmt.Errorf("read approval messages of %q on %s: %w", turn, transport, err)
@@ -443,10 +445,10 @@ func (s *Queues) ApprovalMessages(ctx context.Context, transport, turn string) (
 // of every request: a pet runs for months, and the table must not grow
 // without bound. It returns how many went.
 func (s *Queues) ForgetApprovalMessages(ctx context.Context, transport, turn string, before time.Time) (int, error) {
-	if err := s.writable("forget approval messages"); err != nil {
+	if err := s.store.writable("forget approval messages"); err != nil {
 		return 0, err
 	}
-	res, err := s.db.ExecContext(ctx, `DELETE FROM approval_messages WHERE transport = ? AND (? = '' OR turn = ?) AND at < ?`,
+	res, err := s.store.db.ExecContext(ctx, `DELETE FROM approval_messages WHERE transport = ? AND (? = '' OR turn = ?) AND at < ?`,
 		transport, turn, turn, before.UnixMilli())
 	if err != nil {
 		return 0, fmt.Errorf("forget approval messages of %q on %s sent before %s: %w", turn, transport, before.Format(time.RFC3339), err)
@@ -481,14 +483,14 @@ type Stranger struct {
 // CountStranger counts one ignored update from sender at now. The sender's
 // name is kept to its first 200 characters.
 func (s *Queues) CountStranger(ctx context.Context, transport, sender string, now time.Time) error {
-	if err := s.writable("count stranger"); err != nil {
+	if err := s.store.writable("count stranger"); err != nil {
 		return err
 	}
 	if transport == "" {
 		return errors.New("count stranger: no transport named")
 	}
 	sender = clip(sender, maxSenderRunes)
-	_, err := s.db.ExecContext(ctx,
+	_, err := s.store.db.ExecContext(ctx,
 		`INSERT INTO ignored_senders (transport, sender, count, last_at) VALUES (?, ?, 1, ?)
 		 ON CONFLICT (transport, sender) DO UPDATE SET count = count + 1, last_at = excluded.last_at`,
 		transport, sender, now.UnixMilli())
@@ -504,7 +506,7 @@ func (s *Queues) Strangers(ctx context.Context, limit int) ([]Stranger, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	rows, err := s.db.QueryContext(ctx,
+	rows, err := s.store.db.QueryContext(ctx,
 		`SELECT transport, sender, count, last_at FROM ignored_senders ORDER BY last_at DESC, transport, sender LIMIT ?`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read strangers: %w", err)
@@ -531,7 +533,7 @@ func (s *Queues) Strangers(ctx context.Context, limit int) ([]Stranger, error) {
 // StrangerTotal is how many updates were ignored in all, and from how
 // many senders.
 func (s *Queues) StrangerTotal(ctx context.Context) (updates int64, senders int, err error) {
-	if err := s.db.QueryRowContext(ctx, `SELECT coalesce(sum(count), 0), count(*) FROM ignored_senders`).Scan(&updates, &senders); err != nil {
+	if err := s.store.db.QueryRowContext(ctx, `SELECT coalesce(sum(count), 0), count(*) FROM ignored_senders`).Scan(&updates, &senders); err != nil {
 		return 0, 0, fmt.Errorf("count strangers: %w", err)
 	}
 	return updates, senders, nil

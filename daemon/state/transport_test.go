@@ -149,7 +149,7 @@ func TestReceiveRefusesABadBatchWhole(t *testing.T) {
 func TestReceiveIsOneTransaction(t *testing.T) {
 	s := newStore(t).Queues()
 	ctx := context.Background()
-	if _, err := s.db.Exec(`CREATE TRIGGER offsets_fail BEFORE INSERT ON transport_offsets BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
+	if _, err := s.store.db.Exec(`CREATE TRIGGER offsets_fail BEFORE INSERT ON transport_offsets BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Receive(ctx, "telegram", []InboxItem{update(1), update(2)}); err == nil || !strings.Contains(err.Error(), "disk full") {
@@ -414,7 +414,7 @@ func TestGiveUpIsOneTransaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.db.Exec(`CREATE TRIGGER undelivered_fail BEFORE INSERT ON transport_undelivered BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
+	if _, err := s.store.db.Exec(`CREATE TRIGGER undelivered_fail BEFORE INSERT ON transport_undelivered BEGIN SELECT RAISE(ABORT, 'disk full'); END`); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.GiveUp(ctx, id, "chat:1"); err == nil || !strings.Contains(err.Error(), "disk full") {

@@ -44,6 +44,12 @@ type outItem struct {
 	// Approval is the key of the request a message shows, or a settle
 	// item settles.
 	Approval string `json:"approval,omitempty"`
+	// Asked is when the authority parked the request a message shows:
+	// its messages are recorded as of then, so that those of an earlier
+	// request under the same key (a resumed turn's next call) are told
+	// apart by time even when they were sent within the same millisecond
+	// as this one was parked. Zero when the status could not be read.
+	Asked time.Time `json:"asked,omitzero"`
 	// Always says that the request offers a rule, so its message gets
 	// the third button.
 	Always   bool      `json:"always,omitempty"`
@@ -655,7 +661,7 @@ func (o *outbox) sendMessage(ctx context.Context, item outItem) error {
 	}
 	if params.ReplyMarkup != nil {
 		if err := o.store.RecordApprovalMessage(ctx, state.ApprovalMessage{
-			Transport: TransportName, Turn: item.Approval, Chat: fmt.Sprint(item.Chat), MessageID: int64(msg.ID), HTML: item.HTML, At: o.clock.Now(),
+			Transport: TransportName, Turn: item.Approval, Chat: fmt.Sprint(item.Chat), MessageID: int64(msg.ID), HTML: item.HTML, At: askedOr(item.Asked, o.clock.Now()),
 		}); err != nil {
 			o.log.Error("telegram: the request's message will keep its buttons after a decision", "turn", item.Approval, "err", err)
 		}
@@ -709,4 +715,12 @@ func (o *outbox) settleMessages(ctx context.Context, item outItem) error {
 // nothing: the edit is done already.
 func notModified(err error) bool {
 	return errors.Is(err, bot.ErrorBadRequest) && strings.Contains(err.Error(), "message is not modified")
+}
+
+// askedOr is when a request was parked, or, when that is not known, now.
+func askedOr(asked, now time.Time) time.Time {
+	if asked.IsZero() {
+		return now
+	}
+	return asked
 }

@@ -413,7 +413,9 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		}
 		// A key asked again (a resumed turn's next call): the messages
 		// of its earlier request are not this one's to settle.
+		var asked time.Time
 		if st, err := t.cfg.Statuses.Status(ctx, req.Turn); err == nil && st.State == authority.Open {
+			asked = st.Created
 			if _, err := t.store.ForgetApprovalMessages(ctx, TransportName, req.Turn, st.Created); err != nil {
 				t.log.Error("telegram: an earlier request's messages may show this one's outcome", "turn", req.Turn, "err", err)
 			}
@@ -423,7 +425,7 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 			if shown.File != nil {
 				t.out.enqueue(ctx, outDocument, outItem{Chat: chat, FileName: shown.FileName, File: shown.File})
 			}
-			t.out.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Always: req.Always != ""})
+			t.out.enqueue(ctx, outMessage, outItem{Chat: chat, HTML: shown.HTML, Approval: req.Turn, Asked: asked, Always: req.Always != ""})
 		}
 	case contracts.KindApprovalClosed:
 		var c contracts.ApprovalClosed
