@@ -23,7 +23,7 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 	call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: `{"path":"a.txt","content":"x"}`}
 	ctx := context.Background()
-	if err := store.ParkApproval(ctx, state.PendingApproval{
+	if err := store.Approvals().Park(ctx, state.PendingApproval{
 		Turn: "0123456789abcdef", Kind: "call", Call: call, Summary: "writes 1 byte to a.txt", Title: "write_file", Digest: "d",
 		Shown:     []state.Audience{{Transport: "test", Chat: "owner"}},
 		Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},
@@ -63,7 +63,7 @@ func TestUnansweredRequestsExpire(t *testing.T) {
 	if !strings.Contains(told.Text, "Nobody answered my request (write_file: writes 1 byte to a.txt)") || told.Chat != "owner" {
 		t.Errorf("the owner was told %+v", told)
 	}
-	if parked, err := store.PendingApprovals(ctx); err != nil || len(parked) != 0 {
+	if parked, err := store.Approvals().Waiting(ctx); err != nil || len(parked) != 0 {
 		t.Errorf("still parked: %+v, %v", parked, err)
 	}
 }

@@ -560,7 +560,7 @@ func TestAKillThenALostWALIsNeverSilent(t *testing.T) {
 func (p *pet) waiting() []state.PendingApproval {
 	p.t.Helper()
 	return readState(p, func(ctx context.Context, s *state.Store) ([]state.PendingApproval, error) {
-		return s.PendingApprovals(ctx)
+		return s.Approvals().Waiting(ctx)
 	})
 }
 

@@ -378,7 +378,7 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		Socket: cfg.Socket, MaxFrame: int(cfg.Bus.MaxFrame), Store: store,
 		// Core's authority keeps the requests in the same store, on the
 		// real clock.
-		Statuses:    approval.NewStatuses(store, clock.Real{}),
+		Statuses:    approval.NewStatuses(store.Approvals(), clock.Real{}),
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
 		GiveUp:      telegram.GiveUp{Attempts: cfg.Telegram.GiveUpAttempts, Age: cfg.Telegram.GiveUpAfter.Duration},

@@ -231,7 +231,7 @@ func (p *pet) stillParked(turn string) {
 		p.t.Fatal(err)
 	}
 	defer store.Close()
-	if _, _, err := store.Approval(context.Background(), turn); err != nil {
+	if _, _, err := store.Approvals().Get(context.Background(), turn); err != nil {
 		p.t.Errorf("the parked call of turn %s: %v, want it still waiting for the owner", turn, err)
 	}
 }

@@ -402,7 +402,7 @@ func TestTelegramHundredsOfRequestsLoseNoReply(t *testing.T) {
 	now := time.Now()
 	for i := range waiting {
 		call := contracts.ToolCall{ID: "c1", Name: "write_file", Args: fmt.Sprintf(`{"path":"f%03d.txt","content":"x"}`, i)}
-		if err := store.ParkApproval(context.Background(), state.PendingApproval{
+		if err := store.Approvals().Park(context.Background(), state.PendingApproval{
 			Turn: fmt.Sprintf("%016x", i+1), Kind: "call", Call: call, Title: "write_file",
 			Summary: fmt.Sprintf("writes 1 byte to f%03d.txt", i), Detail: fmt.Sprintf("f%03d.txt: x", i), Digest: fmt.Sprintf("digest%d", i),
 			Messages:  []contracts.Message{{Role: contracts.ChatAssistant, ToolCalls: []contracts.ToolCall{call}}},

@@ -27,12 +27,8 @@ const (
 
 // Store is what the authority keeps requests in: the state store.
 type Store interface {
-	ParkApproval(ctx context.Context, a state.PendingApproval) error
-	Approval(ctx context.Context, turn string) (state.PendingApproval, state.SettledApproval, error)
-	TakeApproval(ctx context.Context, turn string, now time.Time, outcome string) (state.PendingApproval, error)
-	ExpireApprovals(ctx context.Context, now time.Time) ([]state.PendingApproval, error)
-	PendingApprovals(ctx context.Context) ([]state.PendingApproval, error)
-	UpdateApproval(ctx context.Context, a state.PendingApproval) error
+	// Approvals are the requests parked, and what each came to.
+	Approvals() *state.Approvals
 	// Rules are the rules the owner granted.
 	Rules() *state.Rules
 }
@@ -123,7 +119,7 @@ func (a *Authority) Keep(ctx context.Context, r Request) (Request, error) {
 	if err != nil {
 		return Request{}, err
 	}
-	if err := a.cfg.Store.ParkApproval(ctx, row); err != nil {
+	if err := a.cfg.Store.Approvals().Park(ctx, row); err != nil {
 		return Request{}, err
 	}
 	a.cfg.Log.Info("asked the owner", contracts.AuditEvent, contracts.EventApprovalRequested, "turn", r.Key,
@@ -143,7 +139,7 @@ func (a *Authority) replacePromotions(ctx context.Context, stem string) {
 		if old.Kind != Promotion || old.Promotion.Stem != stem {
 			continue
 		}
-		if _, err := a.cfg.Store.TakeApproval(ctx, old.Key, a.cfg.Clock.Now(), contracts.ApprovalReplaced); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
+		if _, err := a.cfg.Store.Approvals().Take(ctx, old.Key, a.cfg.Clock.Now(), contracts.ApprovalReplaced); err != nil && !errors.Is(err, state.ErrApprovalExpired) {
 			continue // taken meanwhile: nothing to replace
 		}
 		a.cfg.Log.Info("a newer proposal replaced a waiting one", contracts.AuditEvent, contracts.EventApprovalDecided,
@@ -168,7 +164,7 @@ type Page struct {
 // waiting requests, oldest first, from the first'th (counted from 1), and
 // remembers that each was shown there.
 func (a *Authority) ShowAgain(ctx context.Context, to Audience, first int) (Page, error) {
-	parked, err := a.cfg.Store.PendingApprovals(ctx)
+	parked, err := a.cfg.Store.Approvals().Waiting(ctx)
 	if err != nil && len(parked) == 0 {
 		return Page{}, err
 	}
@@ -188,7 +184,7 @@ func (a *Authority) ShowAgain(ctx context.Context, to Audience, first int) (Page
 			r.Audiences = append(r.Audiences, to)
 			row, err := r.row()
 			if err == nil {
-				err = a.cfg.Store.UpdateApproval(ctx, row)
+				err = a.cfg.Store.Approvals().Update(ctx, row)
 			}
 			if err != nil {
 				a.cfg.Log.Warn("a request cannot be shown again", "turn", r.Key, "err", err)
@@ -239,7 +235,7 @@ type Outcome struct {
 func (a *Authority) Decide(ctx context.Context, d contracts.Decision, from Audience, claim func() bool) Outcome {
 	log := a.cfg.Log.With(contracts.AuditEvent, contracts.EventApprovalDecided, "turn", d.Turn, "approve", d.Approve,
 		"from", from.Transport, "chat", from.Chat)
-	p, settled, err := a.cfg.Store.Approval(ctx, d.Turn)
+	p, settled, err := a.cfg.Store.Approvals().Get(ctx, d.Turn)
 	if errors.Is(err, state.ErrNoApproval) && settled.Outcome != "" {
 		// A second answer (a double tap, a y typed twice): the card
 		// keeps what the first one made of it.
@@ -285,7 +281,7 @@ func (a *Authority) take(ctx context.Context, d contracts.Decision, from Audienc
 	if d.Approve {
 		outcome = contracts.ApprovalApproved
 	}
-	p, err := a.cfg.Store.TakeApproval(ctx, d.Turn, a.cfg.Clock.Now(), outcome)
+	p, err := a.cfg.Store.Approvals().Take(ctx, d.Turn, a.cfg.Clock.Now(), outcome)
 	switch {
 	case errors.Is(err, state.ErrApprovalExpired):
 		log.Info("decision on an expired request", "decision", contracts.ApprovalExpired)
@@ -351,7 +347,7 @@ func (a *Authority) HeldCount() int { return len(a.held) + len(a.ruled) }
 // where they were asked and settles it everywhere, discards an expired
 // change set's kept layer, and returns them.
 func (a *Authority) Expire(ctx context.Context) []Request {
-	expired, err := a.cfg.Store.ExpireApprovals(ctx, a.cfg.Clock.Now())
+	expired, err := a.cfg.Store.Approvals().Expire(ctx, a.cfg.Clock.Now())
 	if err != nil {
 		a.cfg.Log.Error("expiring parked requests", "err", err)
 	}
@@ -405,7 +401,7 @@ func expiredNote(expired []Request, expiry time.Duration) string {
 // Waiting lists the requests that wait for the owner, oldest first;
 // damaged ones are left out (a decision on one drops it and says so).
 func (a *Authority) Waiting(ctx context.Context) ([]Request, error) {
-	parked, err := a.cfg.Store.PendingApprovals(ctx)
+	parked, err := a.cfg.Store.Approvals().Waiting(ctx)
 	if err != nil && len(parked) == 0 {
 		return nil, err
 	}
@@ -413,7 +409,7 @@ func (a *Authority) Waiting(ctx context.Context) ([]Request, error) {
 }
 
 func (a *Authority) waiting(ctx context.Context) []Request {
-	parked, _ := a.cfg.Store.PendingApprovals(ctx)
+	parked, _ := a.cfg.Store.Approvals().Waiting(ctx)
 	return a.waitingOf(parked)
 }
 
@@ -434,7 +430,7 @@ func (a *Authority) waitingOf(parked []state.PendingApproval) []Request {
 // the workspace, a call that no longer passes the checks, a damaged
 // row) is dropped and the owner told.
 func (a *Authority) Renew(ctx context.Context) {
-	parked, _ := a.cfg.Store.PendingApprovals(ctx)
+	parked, _ := a.cfg.Store.Approvals().Waiting(ctx)
 	for _, p := range parked {
 		r, err := fromRow(p)
 		if err == nil && r.Digest != "" {
@@ -446,7 +442,7 @@ func (a *Authority) Renew(ctx context.Context) {
 				r.Audiences = []Audience{r.Origin}
 				var row state.PendingApproval
 				if row, err = r.row(); err == nil {
-					err = a.cfg.Store.UpdateApproval(ctx, row)
+					err = a.cfg.Store.Approvals().Update(ctx, row)
 				}
 			}
 			if err == nil {
@@ -456,7 +452,7 @@ func (a *Authority) Renew(ctx context.Context) {
 				continue
 			}
 		}
-		a.cfg.Store.TakeApproval(ctx, p.Turn, a.cfg.Clock.Now(), contracts.ApprovalGone)
+		a.cfg.Store.Approvals().Take(ctx, p.Turn, a.cfg.Clock.Now(), contracts.ApprovalGone)
 		a.cfg.Log.Warn("dropped a request parked before an upgrade", contracts.AuditEvent, contracts.EventApprovalDecided,
 			"turn", p.Turn, "kind", p.Kind, "decision", contracts.ApprovalGone, "why", err)
 		a.cfg.Notify.Settled(p.Turn, contracts.ApprovalGone)

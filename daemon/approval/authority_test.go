@@ -355,12 +355,12 @@ func TestTransitions(t *testing.T) {
 		}},
 		{"a damaged row is dropped and said so", func(t *testing.T, r *rig) {
 			r.park(callRequest("t1", "a.txt"))
-			if _, err := r.store.TakeApproval(context.Background(), "t1", r.clk.Now(), contracts.ApprovalGone); err != nil {
+			if _, err := r.store.Approvals().Take(context.Background(), "t1", r.clk.Now(), contracts.ApprovalGone); err != nil {
 				t.Fatal(err)
 			}
 			bad := state.PendingApproval{Turn: "p1", Kind: string(Promotion), Payload: []byte(`"not an object"`),
 				Transport: owner.Transport, Chat: owner.Chat, Shown: []Audience{owner}, Created: r.clk.Now(), Expires: r.clk.Now().Add(time.Hour), Digest: "d"}
-			if err := r.store.ParkApproval(context.Background(), bad); err != nil {
+			if err := r.store.Approvals().Park(context.Background(), bad); err != nil {
 				t.Fatal(err)
 			}
 			if out := r.decide("p1", true, owner); out.Verdict != Refused || !has(r.notes.told, "damaged") || !has(r.notes.settled, "p1:gone") {
@@ -375,7 +375,7 @@ func TestTransitions(t *testing.T) {
 			promo := state.PendingApproval{Turn: "promote-greet", Kind: string(Promotion), Transport: "telegram", Chat: "42",
 				Created: r.clk.Now(), Expires: r.clk.Now().Add(time.Hour), Payload: []byte(`{}`)}
 			for _, p := range []state.PendingApproval{row, promo} {
-				if err := r.store.ParkApproval(context.Background(), p); err != nil {
+				if err := r.store.Approvals().Park(context.Background(), p); err != nil {
 					t.Fatal(err)
 				}
 			}

@@ -61,7 +61,7 @@ func TestCarryOutRunsOnlyWhatTheOwnerWasShown(t *testing.T) {
 			tc.alter(&kept)
 			row, err := kept.row()
 			if err == nil {
-				err = r.store.UpdateApproval(ctx, row)
+				err = r.store.Approvals().Update(ctx, row)
 			}
 			if err != nil {
 				t.Fatal(err)

@@ -89,7 +89,7 @@ func TestARowThatBreaksItsKindIsDamaged(t *testing.T) {
 			r := newRig(t)
 			row.Turn, row.Digest, row.Transport, row.Chat, row.Shown = "k1", "d", owner.Transport, owner.Chat, []Audience{owner}
 			row.Created, row.Expires = r.clk.Now(), r.clk.Now().Add(expiry)
-			if err := r.store.ParkApproval(context.Background(), row); err != nil {
+			if err := r.store.Approvals().Park(context.Background(), row); err != nil {
 				t.Fatal(err)
 			}
 			out := r.decide("k1", true, owner)

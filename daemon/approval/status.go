@@ -44,7 +44,7 @@ type Status struct {
 // StatusStore is what statuses are read from: the state store, where
 // the authority keeps them.
 type StatusStore interface {
-	Approval(ctx context.Context, turn string) (state.PendingApproval, state.SettledApproval, error)
+	Get(ctx context.Context, turn string) (state.PendingApproval, state.SettledApproval, error)
 }
 
 // Statuses reads where requests stand, for the transports: it only reads,
@@ -65,7 +65,7 @@ func NewStatuses(store StatusStore, clk clock.Clock) *Statuses {
 // expiry is settled as expired already, as a decision on it would find:
 // the authority's sweep that drops it may not have run yet.
 func (s *Statuses) Status(ctx context.Context, key string) (Status, error) {
-	p, settled, err := s.store.Approval(ctx, key)
+	p, settled, err := s.store.Get(ctx, key)
 	switch {
 	case err == nil, errors.Is(err, state.ErrCorruptApproval):
 		// A damaged row is open until a decision drops it and says so.

@@ -13,7 +13,7 @@ import (
 func TestStatusesSayWhatTheAuthorityDid(t *testing.T) {
 	r := newRig(t)
 	ctx := context.Background()
-	statuses := NewStatuses(r.store, r.clk)
+	statuses := NewStatuses(r.store.Approvals(), r.clk)
 	status := func(key string) Status {
 		t.Helper()
 		st, err := statuses.Status(ctx, key)
@@ -65,7 +65,7 @@ func TestAReplacedRequestIsSettledAsReplaced(t *testing.T) {
 	r := newRig(t)
 	old := r.park(promotionRequest("greet", "def greet(): pass\n"))
 	r.park(promotionRequest("greet", "def greet(): return 1\n"))
-	st, err := NewStatuses(r.store, r.clk).Status(context.Background(), old.Key)
+	st, err := NewStatuses(r.store.Approvals(), r.clk).Status(context.Background(), old.Key)
 	if err != nil || st.State != Settled || st.Outcome != contracts.ApprovalReplaced {
 		t.Errorf("the replaced promotion's status = %+v, %v, want settled replaced", st, err)
 	}

@@ -33,10 +33,10 @@ var (
 	// ErrNoApproval is wrapped when no call is parked for a turn: it never
 	// was, or it has already been taken or expired.
 	ErrNoApproval = errors.New("no parked approval")
-	// ErrApprovalExists is wrapped by ParkApproval when the turn already
+	// ErrApprovalExists is wrapped by Approvals.Park when the turn already
 	// has a parked call; the first one stays.
 	ErrApprovalExists = errors.New("turn already has a parked approval")
-	// ErrApprovalExpired is wrapped by TakeApproval when the parked call
+	// ErrApprovalExpired is wrapped by Approvals.Take when the parked call
 	// outlived its expiry. The row is gone all the same.
 	ErrApprovalExpired = errors.New("parked approval expired")
 	// ErrCorruptApproval is wrapped when a parked row's call or messages
@@ -112,12 +112,19 @@ func (a PendingApproval) check() error {
 
 const approvalColumns = `turn, kind, title, summary, detail, digest, call, messages, payload, transport, chat, shown, created_at, expires_at`
 
-// ParkApproval parks a request until the owner decides. It must pass the
+// Approvals are the approval authority's parked requests and what each
+// came to once settled.
+type Approvals struct{ store *Store }
+
+// Approvals is the approval authority's part of the store.
+func (s *Store) Approvals() *Approvals { return &Approvals{s} }
+
+// Park parks a request until the owner decides. It must pass the
 // checks of its kind, Expires must come after Created, and what it holds
 // must encode to at most MaxParkedApprovalBytes. A key that already has a
 // parked request gets ErrApprovalExists.
-func (s *Store) ParkApproval(ctx context.Context, a PendingApproval) error {
-	if err := s.writable("park approval"); err != nil {
+func (s *Approvals) Park(ctx context.Context, a PendingApproval) error {
+	if err := s.store.writable("park approval"); err != nil {
 		return err
 	}
 	if a.Turn == "" {
@@ -133,7 +140,7 @@ func (s *Store) ParkApproval(ctx context.Context, a PendingApproval) error {
 	if err != nil {
 		return fmt.Errorf("park approval of turn %q: %w", a.Turn, err)
 	}
-	err = s.inTx(ctx, func(tx *keptTx) error {
+	err = s.store.inTx(ctx, func(tx *keptTx) error {
 		res, err := tx.ExecContext(ctx,
 			`INSERT INTO pending_approvals (`+approvalColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 			 ON CONFLICT (turn) DO NOTHING`, row...)
@@ -178,12 +185,12 @@ func (a PendingApproval) encode() ([]any, error) {
 		a.Transport, a.Chat, string(shown), a.Created.UnixMilli(), a.Expires.UnixMilli()}, nil
 }
 
-// UpdateApproval rewrites what a parked request shows and carries — its
+// Update rewrites what a parked request shows and carries — its
 // title, note, detail, digest, payload and where it was shown — keeping
 // its key, kind, call, origin and times; ErrNoApproval when nothing is
 // parked under a.Turn.
-func (s *Store) UpdateApproval(ctx context.Context, a PendingApproval) error {
-	if err := s.writable("update approval"); err != nil {
+func (s *Approvals) Update(ctx context.Context, a PendingApproval) error {
+	if err := s.store.writable("update approval"); err != nil {
 		return err
 	}
 	if err := a.check(); err != nil {
@@ -193,7 +200,7 @@ func (s *Store) UpdateApproval(ctx context.Context, a PendingApproval) error {
 	if err != nil {
 		return fmt.Errorf("update approval of turn %q: %w", a.Turn, err)
 	}
-	res, err := s.db.ExecContext(ctx,
+	res, err := s.store.db.ExecContext(ctx,
 		`UPDATE pending_approvals SET title = ?, summary = ?, detail = ?, digest = ?, payload = ?, shown = ? WHERE turn = ?`,
 		a.Title, a.Summary, a.Detail, a.Digest, string(a.Payload), row[11], a.Turn)
 	if err != nil {
@@ -207,14 +214,14 @@ func (s *Store) UpdateApproval(ctx context.Context, a PendingApproval) error {
 	return nil
 }
 
-// Approval reads where the request of turn stands in the store: the row
+// Get reads where the request of turn stands in the store: the row
 // parked for it, expired or not, without taking it; or, when none is
 // parked, an error wrapping ErrNoApproval and, if it was settled and is
 // not forgotten yet (KeepSettledApprovals, MaxSettledApprovals), what it
 // came to (a zero SettledApproval otherwise). A corrupt row comes back
 // with what could be read of it and an error wrapping ErrCorruptApproval.
-func (s *Store) Approval(ctx context.Context, turn string) (PendingApproval, SettledApproval, error) {
-	row := s.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM pending_approvals WHERE turn = ?`, turn)
+func (s *Approvals) Get(ctx context.Context, turn string) (PendingApproval, SettledApproval, error) {
+	row := s.store.db.QueryRowContext(ctx, `SELECT `+approvalColumns+` FROM pending_approvals WHERE turn = ?`, turn)
 	a, err := scanApproval(row)
 	if !errors.Is(err, sql.ErrNoRows) {
 		if err != nil {
@@ -226,7 +233,7 @@ func (s *Store) Approval(ctx context.Context, turn string) (PendingApproval, Set
 		settled SettledApproval
 		at      int64
 	)
-	err = s.db.QueryRowContext(ctx, `SELECT turn, outcome, at FROM settled_approvals WHERE turn = ?`, turn).Scan(&settled.Turn, &settled.Outcome, &at)
+	err = s.store.db.QueryRowContext(ctx, `SELECT turn, outcome, at FROM settled_approvals WHERE turn = ?`, turn).Scan(&settled.Turn, &settled.Outcome, &at)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return PendingApproval{}, SettledApproval{}, fmt.Errorf("read approval of turn %q: %w", turn, ErrNoApproval)
@@ -237,15 +244,15 @@ func (s *Store) Approval(ctx context.Context, turn string) (PendingApproval, Set
 	return PendingApproval{}, settled, fmt.Errorf("read approval of turn %q: %w: settled %s", turn, ErrNoApproval, settled.Outcome)
 }
 
-// TakeApproval removes the call parked for turn and returns it, and
+// Take removes the call parked for turn and returns it, and
 // records it settled with outcome, in one transaction, so of two takes
 // only one gets it; the other gets ErrNoApproval. A call that expired by
 // now is removed too, recorded as expired, and returned with an error
 // wrapping ErrApprovalExpired, so the owner can be told what lapsed; it
 // must not run. A corrupt row is removed as well, recorded as gone, and
 // returned as PendingApproval reads it.
-func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time, outcome string) (PendingApproval, error) {
-	if err := s.writable("take approval"); err != nil {
+func (s *Approvals) Take(ctx context.Context, turn string, now time.Time, outcome string) (PendingApproval, error) {
+	if err := s.store.writable("take approval"); err != nil {
 		return PendingApproval{}, err
 	}
 	if outcome == "" {
@@ -255,7 +262,7 @@ func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time, ou
 		a       PendingApproval
 		readErr error
 	)
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		a, readErr = scanApproval(tx.QueryRowContext(ctx, `DELETE FROM pending_approvals WHERE turn = ? RETURNING `+approvalColumns, turn))
 		settled := outcome
 		switch {
@@ -280,20 +287,20 @@ func (s *Store) TakeApproval(ctx context.Context, turn string, now time.Time, ou
 	return a, nil
 }
 
-// ExpireApprovals removes every call whose expiry has come by now,
+// Expire removes every call whose expiry has come by now,
 // records each settled as expired, and returns them, oldest first, so
 // the owner can be told. Corrupt rows are removed too and returned with
 // what could be read of them, and the error then wraps ErrCorruptApproval
 // and names each of their turns.
-func (s *Store) ExpireApprovals(ctx context.Context, now time.Time) ([]PendingApproval, error) {
-	if err := s.writable("expire approvals"); err != nil {
+func (s *Approvals) Expire(ctx context.Context, now time.Time) ([]PendingApproval, error) {
+	if err := s.store.writable("expire approvals"); err != nil {
 		return nil, err
 	}
 	var (
 		expired []PendingApproval
 		readErr error
 	)
-	err := s.inTx(ctx, func(tx *keptTx) error {
+	err := s.store.inTx(ctx, func(tx *keptTx) error {
 		// Multi-row RETURNING has no kept statement: it runs rarely.
 		rows, err := tx.tx.QueryContext(ctx, `DELETE FROM pending_approvals WHERE expires_at <= ? RETURNING `+approvalColumns, now.UnixMilli())
 		if err != nil {
@@ -359,11 +366,11 @@ func settle(ctx context.Context, tx *keptTx, now time.Time, a SettledApproval) e
 	return nil
 }
 
-// PendingApprovals returns every parked call, oldest first, expired or
+// Waiting returns every parked call, oldest first, expired or
 // not. Corrupt rows are returned with what could be read of them, and the
 // error then wraps ErrCorruptApproval and names each of their turns.
-func (s *Store) PendingApprovals(ctx context.Context) ([]PendingApproval, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM pending_approvals ORDER BY created_at, turn`)
+func (s *Approvals) Waiting(ctx context.Context) ([]PendingApproval, error) {
+	rows, err := s.store.db.QueryContext(ctx, `SELECT `+approvalColumns+` FROM pending_approvals ORDER BY created_at, turn`)
 	if err != nil {
 		return nil, fmt.Errorf("read pending approvals: %w", err)
 	}
@@ -415,7 +422,7 @@ func scanApprovals(rows *sql.Rows) ([]PendingApproval, error) {
 }
 
 // scanApproval reads one row. When its JSON does not decode, or decodes to
-// something ParkApproval would have refused, it returns the plain columns
+// something Approvals.Park would have refused, it returns the plain columns
 // and an error that wraps ErrCorruptApproval and names the turn.
 func scanApproval(row interface{ Scan(...any) error }) (PendingApproval, error) {
 	var (

@@ -54,8 +54,8 @@ func turnsOf(list []PendingApproval) []string {
 
 func park(t *testing.T, s *Store, a PendingApproval) {
 	t.Helper()
-	if err := s.ParkApproval(context.Background(), a); err != nil {
-		t.Fatalf("ParkApproval(%q) = %v", a.Turn, err)
+	if err := s.Approvals().Park(context.Background(), a); err != nil {
+		t.Fatalf("Approvals.Park(%q) = %v", a.Turn, err)
 	}
 }
 
@@ -66,12 +66,12 @@ func TestParkAndPeekApproval(t *testing.T) {
 	park(t, s, want)
 	// Peeking twice finds it twice: a peek consumes nothing.
 	for i := range 2 {
-		got, _, err := s.Approval(ctx, "t1")
+		got, _, err := s.Approvals().Get(ctx, "t1")
 		if err != nil || !sameApproval(got, want) {
 			t.Errorf("Approval(t1) #%d = %+v, %v, want %+v", i, got, err, want)
 		}
 	}
-	if _, _, err := s.Approval(ctx, "nope"); !errors.Is(err, ErrNoApproval) {
+	if _, _, err := s.Approvals().Get(ctx, "nope"); !errors.Is(err, ErrNoApproval) {
 		t.Errorf("Approval(nope) = %v, want ErrNoApproval", err)
 	}
 }
@@ -115,22 +115,22 @@ func TestParkApprovalRefuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.ParkApproval(ctx, tt.approval)
+			err := s.Approvals().Park(ctx, tt.approval)
 			if err == nil {
-				t.Fatalf("ParkApproval(%s) = nil, want an error", tt.name)
+				t.Fatalf("Approvals.Park(%s) = nil, want an error", tt.name)
 			}
 			if tt.wantIs != nil && !errors.Is(err, tt.wantIs) {
-				t.Errorf("ParkApproval(%s) = %v, want it to wrap %v", tt.name, err, tt.wantIs)
+				t.Errorf("Approvals.Park(%s) = %v, want it to wrap %v", tt.name, err, tt.wantIs)
 			}
 			if !strings.Contains(err.Error(), tt.wantText) {
-				t.Errorf("ParkApproval(%s) = %q, want it to mention %s", tt.name, err, tt.wantText)
+				t.Errorf("Approvals.Park(%s) = %q, want it to mention %s", tt.name, err, tt.wantText)
 			}
 		})
 	}
 	// Nothing refused was parked, and the first park of "taken" stands.
-	list, err := s.PendingApprovals(ctx)
+	list, err := s.Approvals().Waiting(ctx)
 	if err != nil || len(list) != 1 || !sameApproval(list[0], parkedAt("taken", epoch)) {
-		t.Errorf("PendingApprovals after the refusals = %+v, %v, want only the first park of taken", list, err)
+		t.Errorf("Approvals.Waiting after the refusals = %+v, %v, want only the first park of taken", list, err)
 	}
 }
 
@@ -158,20 +158,20 @@ func TestTakeApproval(t *testing.T) {
 				park(t, s, parkedAt(turn, epoch))
 			}
 			for i, turn := range tt.takes {
-				got, err := s.TakeApproval(ctx, turn, tt.now, "approved")
+				got, err := s.Approvals().Take(ctx, turn, tt.now, "approved")
 				want := tt.wantErrs[i]
 				if (want == nil) != (err == nil) || (want != nil && !errors.Is(err, want)) {
-					t.Errorf("TakeApproval(%q) #%d = %v, want %v", turn, i, err, want)
+					t.Errorf("Approvals.Take(%q) #%d = %v, want %v", turn, i, err, want)
 				}
 				if want != nil && !strings.Contains(err.Error(), turn) {
-					t.Errorf("TakeApproval(%q) = %q, want it to name the turn", turn, err)
+					t.Errorf("Approvals.Take(%q) = %q, want it to name the turn", turn, err)
 				}
 				if tt.wantTheRows && !sameApproval(got, parkedAt(turn, epoch)) {
-					t.Errorf("TakeApproval(%q) #%d = %+v, want the parked row", turn, i, got)
+					t.Errorf("Approvals.Take(%q) #%d = %+v, want the parked row", turn, i, got)
 				}
 			}
 			for _, turn := range tt.takes {
-				if _, _, err := s.Approval(ctx, turn); !errors.Is(err, ErrNoApproval) {
+				if _, _, err := s.Approvals().Get(ctx, turn); !errors.Is(err, ErrNoApproval) {
 					t.Errorf("Approval(%q) after a take = %v, want ErrNoApproval", turn, err)
 				}
 			}
@@ -192,7 +192,7 @@ func TestConcurrentTakesHaveOneWinner(t *testing.T) {
 	for range takers {
 		wg.Go(func() {
 			<-start
-			_, err := s.TakeApproval(ctx, "t1", epoch, "approved")
+			_, err := s.Approvals().Take(ctx, "t1", epoch, "approved")
 			results <- err
 		})
 	}
@@ -205,7 +205,7 @@ func TestConcurrentTakesHaveOneWinner(t *testing.T) {
 		case err == nil:
 			winners++
 		case !errors.Is(err, ErrNoApproval):
-			t.Errorf("a losing TakeApproval = %v, want ErrNoApproval", err)
+			t.Errorf("a losing Approvals.Take = %v, want ErrNoApproval", err)
 		}
 	}
 	if winners != 1 {
@@ -234,18 +234,18 @@ func TestExpireApprovals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			expired, err := s.ExpireApprovals(ctx, tt.now)
+			expired, err := s.Approvals().Expire(ctx, tt.now)
 			if err != nil || !slices.Equal(turnsOf(expired), tt.wantExpired) {
-				t.Errorf("ExpireApprovals(%v) = %v, %v, want %v", tt.now, turnsOf(expired), err, tt.wantExpired)
+				t.Errorf("Approvals.Expire(%v) = %v, %v, want %v", tt.now, turnsOf(expired), err, tt.wantExpired)
 			}
 			for _, a := range expired {
 				if want := parkedAt(a.Turn, a.Created); !sameApproval(a, want) {
 					t.Errorf("expired %+v, want the whole parked row %+v", a, want)
 				}
 			}
-			left, err := s.PendingApprovals(ctx)
+			left, err := s.Approvals().Waiting(ctx)
 			if err != nil || !slices.Equal(turnsOf(left), tt.wantLeft) {
-				t.Errorf("PendingApprovals after ExpireApprovals(%v) = %v, %v, want %v", tt.now, turnsOf(left), err, tt.wantLeft)
+				t.Errorf("Approvals.Waiting after Approvals.Expire(%v) = %v, %v, want %v", tt.now, turnsOf(left), err, tt.wantLeft)
 			}
 		})
 	}
@@ -254,19 +254,19 @@ func TestExpireApprovals(t *testing.T) {
 func TestPendingApprovalsOldestFirst(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
-	if list, err := s.PendingApprovals(ctx); err != nil || len(list) != 0 {
-		t.Errorf("PendingApprovals of a new store = %v, %v, want none", list, err)
+	if list, err := s.Approvals().Waiting(ctx); err != nil || len(list) != 0 {
+		t.Errorf("Approvals.Waiting of a new store = %v, %v, want none", list, err)
 	}
 	// Parked out of order; y and x share a creation time and sort by id.
 	for _, a := range []PendingApproval{parkedAt("z", epoch.Add(time.Second)), parkedAt("y", epoch), parkedAt("x", epoch)} {
 		park(t, s, a)
 	}
-	list, err := s.PendingApprovals(ctx)
+	list, err := s.Approvals().Waiting(ctx)
 	if want := []string{"x", "y", "z"}; err != nil || !slices.Equal(turnsOf(list), want) {
-		t.Errorf("PendingApprovals = %v, %v, want %v", turnsOf(list), err, want)
+		t.Errorf("Approvals.Waiting = %v, %v, want %v", turnsOf(list), err, want)
 	}
 	if len(list) == 3 && !sameApproval(list[2], parkedAt("z", epoch.Add(time.Second))) {
-		t.Errorf("PendingApprovals z = %+v, want it whole", list[2])
+		t.Errorf("Approvals.Waiting z = %+v, want it whole", list[2])
 	}
 }
 
@@ -279,13 +279,13 @@ func TestApprovalsSurviveReopen(t *testing.T) {
 	first.Close() // as a core restart
 
 	again := openStore(t, l)
-	list, err := again.PendingApprovals(ctx)
+	list, err := again.Approvals().Waiting(ctx)
 	if want := []string{"t1", "t2"}; err != nil || !slices.Equal(turnsOf(list), want) {
-		t.Fatalf("PendingApprovals after reopening = %v, %v, want %v", turnsOf(list), err, want)
+		t.Fatalf("Approvals.Waiting after reopening = %v, %v, want %v", turnsOf(list), err, want)
 	}
-	got, err := again.TakeApproval(ctx, "t1", epoch.Add(time.Minute), "approved")
+	got, err := again.Approvals().Take(ctx, "t1", epoch.Add(time.Minute), "approved")
 	if err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
-		t.Errorf("TakeApproval(t1) after reopening = %+v, %v, want the parked row", got, err)
+		t.Errorf("Approvals.Take(t1) after reopening = %+v, %v, want the parked row", got, err)
 	}
 }
 
@@ -300,26 +300,26 @@ func TestReadOnlyApprovals(t *testing.T) {
 	}
 	defer reader.Close()
 
-	if got, _, err := reader.Approval(ctx, "t1"); err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
+	if got, _, err := reader.Approvals().Get(ctx, "t1"); err != nil || !sameApproval(got, parkedAt("t1", epoch)) {
 		t.Errorf("read-only Approval(t1) = %+v, %v, want the parked row", got, err)
 	}
-	if list, err := reader.PendingApprovals(ctx); err != nil || len(list) != 1 {
-		t.Errorf("read-only PendingApprovals = %v, %v, want t1", turnsOf(list), err)
+	if list, err := reader.Approvals().Waiting(ctx); err != nil || len(list) != 1 {
+		t.Errorf("read-only Approvals.Waiting = %v, %v, want t1", turnsOf(list), err)
 	}
-	_, takeErr := reader.TakeApproval(ctx, "t1", epoch, "approved")
-	_, expireErr := reader.ExpireApprovals(ctx, epoch.Add(24*time.Hour))
+	_, takeErr := reader.Approvals().Take(ctx, "t1", epoch, "approved")
+	_, expireErr := reader.Approvals().Expire(ctx, epoch.Add(24*time.Hour))
 	writes := map[string]error{
-		"ParkApproval":    reader.ParkApproval(ctx, parkedAt("t2", epoch)),
-		"TakeApproval":    takeErr,
-		"ExpireApprovals": expireErr,
+		"Approvals.Park":    reader.Approvals().Park(ctx, parkedAt("t2", epoch)),
+		"Approvals.Take":    takeErr,
+		"Approvals.Expire": expireErr,
 	}
 	for name, err := range writes {
 		if !errors.Is(err, ErrReadOnly) {
 			t.Errorf("read-only %s = %v, want ErrReadOnly", name, err)
 		}
 	}
-	if list, err := writer.PendingApprovals(ctx); err != nil || !slices.Equal(turnsOf(list), []string{"t1"}) {
-		t.Errorf("PendingApprovals after the refused writes = %v, %v, want t1 alone", turnsOf(list), err)
+	if list, err := writer.Approvals().Waiting(ctx); err != nil || !slices.Equal(turnsOf(list), []string{"t1"}) {
+		t.Errorf("Approvals.Waiting after the refused writes = %v, %v, want t1 alone", turnsOf(list), err)
 	}
 }
 
@@ -359,31 +359,31 @@ func TestCorruptApprovalRow(t *testing.T) {
 			}
 			insert("broken")
 
-			a, _, err := s.Approval(ctx, "broken")
+			a, _, err := s.Approvals().Get(ctx, "broken")
 			checkErr("PendingApproval", err, "broken")
 			if a.Turn != "broken" || a.Chat != "7" || !a.Expires.Equal(epoch.Add(time.Hour)) {
 				t.Errorf("PendingApproval of a corrupt row = %+v, want its plain columns", a)
 			}
-			list, err := s.PendingApprovals(ctx)
-			checkErr("PendingApprovals", err, "broken")
+			list, err := s.Approvals().Waiting(ctx)
+			checkErr("Approvals.Waiting", err, "broken")
 			if want := []string{"good", "broken"}; !slices.Equal(turnsOf(list), want) || !sameApproval(list[0], good) {
-				t.Errorf("PendingApprovals with a corrupt row = %v, want %v with good whole", turnsOf(list), want)
+				t.Errorf("Approvals.Waiting with a corrupt row = %v, want %v with good whole", turnsOf(list), want)
 			}
 
-			_, err = s.TakeApproval(ctx, "broken", epoch, "approved")
-			checkErr("TakeApproval", err, "broken")
-			if _, _, err := s.Approval(ctx, "broken"); !errors.Is(err, ErrNoApproval) {
+			_, err = s.Approvals().Take(ctx, "broken", epoch, "approved")
+			checkErr("Approvals.Take", err, "broken")
+			if _, _, err := s.Approvals().Get(ctx, "broken"); !errors.Is(err, ErrNoApproval) {
 				t.Errorf("PendingApproval after taking a corrupt row = %v, want ErrNoApproval", err)
 			}
 
 			insert("broken-again")
-			expired, err := s.ExpireApprovals(ctx, epoch.Add(2*time.Hour))
-			checkErr("ExpireApprovals", err, "broken-again")
+			expired, err := s.Approvals().Expire(ctx, epoch.Add(2*time.Hour))
+			checkErr("Approvals.Expire", err, "broken-again")
 			if want := []string{"good", "broken-again"}; !slices.Equal(turnsOf(expired), want) {
-				t.Errorf("ExpireApprovals with a corrupt row = %v, want %v", turnsOf(expired), want)
+				t.Errorf("Approvals.Expire with a corrupt row = %v, want %v", turnsOf(expired), want)
 			}
-			if list, err := s.PendingApprovals(ctx); err != nil || len(list) != 0 {
-				t.Errorf("PendingApprovals after expiring everything = %v, %v, want none", turnsOf(list), err)
+			if list, err := s.Approvals().Waiting(ctx); err != nil || len(list) != 0 {
+				t.Errorf("Approvals.Waiting after expiring everything = %v, %v, want none", turnsOf(list), err)
 			}
 		})
 	}
@@ -391,7 +391,7 @@ func TestCorruptApprovalRow(t *testing.T) {
 
 // TestRequestsOfEveryKindRoundTrip: a promotion and a change set park with
 // their payload, title, detail, digest and audiences, read back as parked,
-// and UpdateApproval rewrites what they show but nothing else.
+// and Approvals.Update rewrites what they show but nothing else.
 func TestRequestsOfEveryKindRoundTrip(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
@@ -401,23 +401,23 @@ func TestRequestsOfEveryKindRoundTrip(t *testing.T) {
 		Shown: []Audience{{Transport: "telegram", Chat: "42"}}, Created: epoch, Expires: epoch.Add(time.Hour),
 	}
 	park(t, s, promo)
-	got, _, err := s.Approval(ctx, "p1")
+	got, _, err := s.Approvals().Get(ctx, "p1")
 	if err != nil || got.Kind != "promotion" || got.Title != promo.Title || got.Detail != promo.Detail ||
 		got.Digest != "abc" || string(got.Payload) != `{"stem":"greet"}` || !slices.Equal(got.Shown, promo.Shown) {
 		t.Fatalf("Approval(p1) = %+v, %v; want it as parked", got, err)
 	}
 	got.Shown = append(got.Shown, Audience{Transport: "cli", Chat: "cli"})
 	got.Detail, got.Digest, got.Kind, got.Transport = "shown again", "def", "changeset", "elsewhere"
-	if err := s.UpdateApproval(ctx, got); err != nil {
+	if err := s.Approvals().Update(ctx, got); err != nil {
 		t.Fatal(err)
 	}
-	again, _, err := s.Approval(ctx, "p1")
+	again, _, err := s.Approvals().Get(ctx, "p1")
 	if err != nil || again.Detail != "shown again" || again.Digest != "def" || len(again.Shown) != 2 ||
 		again.Kind != "promotion" || again.Transport != "telegram" {
-		t.Errorf("after UpdateApproval = %+v, %v; want the new detail, digest and audiences, the kind and origin kept", again, err)
+		t.Errorf("after Approvals.Update = %+v, %v; want the new detail, digest and audiences, the kind and origin kept", again, err)
 	}
-	if err := s.UpdateApproval(ctx, PendingApproval{Turn: "none", Kind: "promotion", Payload: []byte(`{}`)}); !errors.Is(err, ErrNoApproval) {
-		t.Errorf("UpdateApproval(nothing parked) = %v, want ErrNoApproval", err)
+	if err := s.Approvals().Update(ctx, PendingApproval{Turn: "none", Kind: "promotion", Payload: []byte(`{}`)}); !errors.Is(err, ErrNoApproval) {
+		t.Errorf("Approvals.Update(nothing parked) = %v, want ErrNoApproval", err)
 	}
 }
 
@@ -453,9 +453,9 @@ func TestARowFromBeforeDigestsIsMigrated(t *testing.T) {
 	defer s.Close()
 	// The store reads both back as they are; that a promotion without a
 	// payload is damaged is the approval authority's to say.
-	list, err := s.PendingApprovals(ctx)
+	list, err := s.Approvals().Waiting(ctx)
 	if err != nil || len(list) != 2 || list[1].Kind != "promotion" {
-		t.Fatalf("PendingApprovals after the migration = %+v, %v; want both rows, the second a promotion", list, err)
+		t.Fatalf("Approvals.Waiting after the migration = %+v, %v; want both rows, the second a promotion", list, err)
 	}
 	if c := list[0]; c.Turn != "0123456789abcdef" || c.Kind != "call" || c.Digest != "" || c.Call != call.Call {
 		t.Errorf("the migrated call = %+v, want a call without a digest", c)

@@ -7,7 +7,7 @@
 // key-value table, backup, the high-water mark, the reserve on the disk.
 // The data is kept by the part of its owner, a type that shares the
 // store's database: Intake, Turns, History, Replies, Memories,
-// Schedules, Rules, Tools, Notices and the transports' Queues, each
+// Schedules, Approvals, Rules, Tools, Notices and the transports' Queues, each
 // from the Store's method of its name (store.Schedules().Due(ctx, now)).
 // A part holds the store in a field of its own rather than embedding it,
 // so whoever is given a part (intake its *Intake, the ops their

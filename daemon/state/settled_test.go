@@ -14,7 +14,7 @@ import (
 // outcomeOf is what the store says turn came to, "" when it knows none.
 func outcomeOf(t *testing.T, s *Store, turn string) string {
 	t.Helper()
-	_, settled, err := s.Approval(context.Background(), turn)
+	_, settled, err := s.Approvals().Get(context.Background(), turn)
 	if err != nil && !errors.Is(err, ErrNoApproval) {
 		t.Fatalf("Approval(%q) = %v", turn, err)
 	}
@@ -34,18 +34,18 @@ func TestARequestsOutcomeIsKeptWithItsTaking(t *testing.T) {
 	if got := outcomeOf(t, s, "approved"); got != "" {
 		t.Errorf("a parked request's outcome = %q, want none", got)
 	}
-	if _, err := s.TakeApproval(ctx, "approved", epoch.Add(time.Minute), contracts.ApprovalApproved); err != nil {
+	if _, err := s.Approvals().Take(ctx, "approved", epoch.Add(time.Minute), contracts.ApprovalApproved); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.TakeApproval(ctx, "late", epoch.Add(2*time.Hour), contracts.ApprovalApproved); err == nil {
-		t.Fatal("TakeApproval of an expired request = nil, want ErrApprovalExpired")
+	if _, err := s.Approvals().Take(ctx, "late", epoch.Add(2*time.Hour), contracts.ApprovalApproved); err == nil {
+		t.Fatal("Approvals.Take of an expired request = nil, want ErrApprovalExpired")
 	}
-	if _, err := s.ExpireApprovals(ctx, epoch.Add(3*time.Hour)); err != nil {
+	if _, err := s.Approvals().Expire(ctx, epoch.Add(3*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	// A second take, as of a second tap: nothing to take, the outcome stays.
-	if _, err := s.TakeApproval(ctx, "approved", epoch.Add(3*time.Hour), contracts.ApprovalDenied); err == nil {
-		t.Error("a second TakeApproval = nil, want ErrNoApproval")
+	if _, err := s.Approvals().Take(ctx, "approved", epoch.Add(3*time.Hour), contracts.ApprovalDenied); err == nil {
+		t.Error("a second Approvals.Take = nil, want ErrNoApproval")
 	}
 	for turn, want := range map[string]string{"approved": contracts.ApprovalApproved, "late": contracts.ApprovalExpired, "swept": contracts.ApprovalExpired} {
 		if got := outcomeOf(t, s, turn); got != want {
@@ -67,7 +67,7 @@ func TestSettledRequestsAreForgottenInTime(t *testing.T) {
 	settle := func(turn string, at time.Time) {
 		t.Helper()
 		park(t, s, parkedAt(turn, at))
-		if _, err := s.TakeApproval(ctx, turn, at, contracts.ApprovalDenied); err != nil {
+		if _, err := s.Approvals().Take(ctx, turn, at, contracts.ApprovalDenied); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -132,7 +132,7 @@ func TestUpgradeToTheAuthoritysStatus(t *testing.T) {
 			t.Errorf("outcome of %s after the upgrade = %q, want %q", turn, got, want)
 		}
 	}
-	if _, _, err := s.Approval(ctx, "waiting"); err != nil {
+	if _, _, err := s.Approvals().Get(ctx, "waiting"); err != nil {
 		t.Errorf("the parked request after the upgrade: %v", err)
 	}
 	msgs, err := s.Queues().ApprovalMessages(ctx, "telegram", "denied")

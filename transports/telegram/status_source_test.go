@@ -19,7 +19,7 @@ import (
 // already.
 func (r *rig) parkAs(t *testing.T, key string, created, expires time.Time) {
 	t.Helper()
-	err := r.store.ParkApproval(context.Background(), state.PendingApproval{Turn: key, Kind: "memory", Title: "remember", Summary: "keeps a note",
+	err := r.store.Approvals().Park(context.Background(), state.PendingApproval{Turn: key, Kind: "memory", Title: "remember", Summary: "keeps a note",
 		Detail: "note " + key, Digest: "d-" + key, Payload: []byte(`{}`), Transport: TransportName, Chat: "", Created: created, Expires: expires})
 	if err != nil && !errors.Is(err, state.ErrApprovalExists) {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func TestATapIsAnsweredFromTheAuthoritysStatus(t *testing.T) {
 		want   string
 	}{
 		{"settled by the authority", func(t *testing.T, r *rig, _ *clock.Fake) {
-			if _, err := r.store.TakeApproval(context.Background(), "t1", time.Now(), contracts.ApprovalApproved); err != nil {
+			if _, err := r.store.Approvals().Take(context.Background(), "t1", time.Now(), contracts.ApprovalApproved); err != nil {
 				t.Fatal(err)
 			}
 		}, "settled: approved"},
@@ -81,7 +81,7 @@ func TestATapAfterARestartIsAnsweredFromTheAuthority(t *testing.T) {
 	r.nextCore(t, contracts.KindDecision, &d)
 	r.stop()
 	// Core takes the decision while the transport is away.
-	if _, err := r.store.TakeApproval(context.Background(), "t1", time.Now(), contracts.ApprovalDenied); err != nil {
+	if _, err := r.store.Approvals().Take(context.Background(), "t1", time.Now(), contracts.ApprovalDenied); err != nil {
 		t.Fatal(err)
 	}
 	r.start(t)

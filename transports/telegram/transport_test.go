@@ -102,7 +102,7 @@ func (r *rig) start(t *testing.T) {
 	}
 	cfg := Config{
 		Token: token, APIURL: r.api.URL(), AllowedIDs: r.allowed, Socket: r.socket, MaxFrame: 4 << 20,
-		Store: r.store, Statuses: authority.NewStatuses(r.store, clk), PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Store: r.store, Statuses: authority.NewStatuses(r.store.Approvals(), clk), PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log, React: r.react,
 	}
 	if r.media != nil {
@@ -210,7 +210,7 @@ func (r *rig) route(t *testing.T, kind contracts.Kind, body any) {
 		}
 		r.parkAs(t, b.Turn, time.Now(), expires)
 	case contracts.ApprovalClosed:
-		_, err := r.store.TakeApproval(context.Background(), b.Turn, time.Now(), b.Outcome)
+		_, err := r.store.Approvals().Take(context.Background(), b.Turn, time.Now(), b.Outcome)
 		if err != nil && !errors.Is(err, state.ErrNoApproval) {
 			t.Fatalf("settling %s: %v", b.Turn, err)
 		}
