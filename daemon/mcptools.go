@@ -19,7 +19,11 @@ import (
 // worker's call to them, fences what comes back and marks the turn.
 type mcpTools struct {
 	set *mcp.Set // nil: none configured, or no sandbox to run them in
-	log *slog.Logger
+	// unstartable are the servers configured where there is no sandbox
+	// to run them in, and why: /tools names them so.
+	unstartable []string
+	why         string
+	log         *slog.Logger
 }
 
 // Offered are the MCP tools a turn may offer.
@@ -33,10 +37,13 @@ func (m mcpTools) Offered() []contracts.ToolDefinition {
 // report is what /tools says of the MCP servers: each one's state, and
 // its tools as last listed, each with whether it runs without asking.
 func (m mcpTools) report() []owner.MCPServer {
-	if m.set == nil {
-		return nil
-	}
 	var report []owner.MCPServer
+	if m.set == nil {
+		for _, name := range m.unstartable {
+			report = append(report, owner.MCPServer{Name: name, State: "not started: " + m.why})
+		}
+		return report
+	}
 	for _, srv := range m.set.Servers() {
 		r := owner.MCPServer{Name: srv.Name(), State: string(srv.State())}
 		tools, _ := srv.Listed()

@@ -508,8 +508,8 @@ func (s *Server) offered(listed []*sdk.Tool) []Tool {
 	return tools
 }
 
-// claims words a tool's annotations for the owner's card, as the
-// server's claims.
+// claims words a tool's annotations for the owner's card ("read-only,
+// destructive"), which introduces them as the server's claims.
 func claims(a *sdk.ToolAnnotations) string {
 	if a == nil {
 		return ""
@@ -527,7 +527,7 @@ func claims(a *sdk.ToolAnnotations) string {
 	if len(said) == 0 {
 		return ""
 	}
-	return "the server says: " + strings.Join(said, ", ")
+	return strings.Join(said, ", ")
 }
 
 // resultText is a call's result as bounded text: its text content in
