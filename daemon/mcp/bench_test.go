@@ -3,6 +3,7 @@ package mcp_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -47,6 +48,10 @@ func BenchmarkServerStart(b *testing.B) {
 type peakStarter struct {
 	sb   *sandbox.Sandbox
 	proc *sandbox.Process
+}
+
+func (p *peakStarter) Talk(ctx context.Context, spec sandbox.Spec, talk func(io.WriteCloser, io.ReadCloser) error) (sandbox.Result, error) {
+	return p.sb.Talk(ctx, spec, talk)
 }
 
 func (p *peakStarter) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Process, error) {

@@ -379,3 +379,28 @@ while True: hog.append(bytearray(1 << 20))`, "out of memory"},
 		})
 	}
 }
+
+// TestAServerThatMayWriteGivesBackAChangeSet: a server the owner gave the
+// workspace read-write (the SDK's memory server, keeping its graph in
+// the workspace) runs each call in a container of its own; what it wrote
+// comes back as the call's change set, and the workspace is untouched
+// until it is applied, so the next call, in a fresh container, finds
+// nothing of it.
+func TestAServerThatMayWriteGivesBackAChangeSet(t *testing.T) {
+	f := newFixture(t, "memory", config.MCP{Tools: []string{"create_entities", "read_graph"},
+		Workspace: config.MCPWorkspaceReadWrite, Args: []string{"-memory", "/workspace/graph.json"}}, clock.Real{})
+	res := call(t, f.srv, "create_entities", `{"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}`)
+	defer res.Changes.Discard()
+	if res.IsError || !strings.Contains(res.Text, "Ada") {
+		t.Errorf("create_entities answered %+v, want the entity made", res)
+	}
+	if res.Changes == nil || len(res.Changes.Changes) != 1 || res.Changes.Changes[0].Path != "graph.json" || res.Changes.Changes[0].Kind != sandbox.Created {
+		t.Fatalf("the call's change set is %+v, want graph.json created", res.Changes)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "graph.json")); !os.IsNotExist(err) {
+		t.Errorf("graph.json reached the workspace before its change set was applied: %v", err)
+	}
+	if again := call(t, f.srv, "read_graph", `{}`); strings.Contains(again.Text, "Ada") || again.Changes != nil {
+		t.Errorf("the next call found %+v: something of the first call's unapplied writes", again)
+	}
+}
