@@ -24,16 +24,23 @@ import (
 	"shelldon/testhost"
 )
 
-// BenchmarkServerStart: the SDK's everything server started in its
-// container, its session opened and its tools listed, then stopped; the
-// container's peak memory over it is reported (peak-MB).
-func BenchmarkServerStart(b *testing.B) {
+// sandboxedEverything is the real sandbox and the directory of the SDK's
+// everything server, built.
+func sandboxedEverything(b *testing.B) (*sandbox.Sandbox, string) {
+	b.Helper()
 	img := imagetest.Image(b)
 	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	dir := mcptest.Server(b, "everything")
+	return sb, mcptest.Server(b, "everything")
+}
+
+// BenchmarkServerStart: the SDK's everything server started in its
+// container, its session opened and its tools listed, then stopped; the
+// container's peak memory over it is reported (peak-MB).
+func BenchmarkServerStart(b *testing.B) {
+	sb, dir := sandboxedEverything(b)
 	cfg := config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}}.WithDefaults()
 	var peak int64
 	for b.Loop() {
@@ -71,12 +78,7 @@ func (p *peakStarter) Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Pr
 // and (direct) the same call of the same server run on the host as a
 // plain child: the differences are what the container costs a call.
 func BenchmarkCall(b *testing.B) {
-	img := imagetest.Image(b)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := mcptest.Server(b, "everything")
+	sb, dir := sandboxedEverything(b)
 	b.Run("sandboxed", func(b *testing.B) {
 		cfg := config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}, IdleStop: config.Duration{Duration: time.Hour}}.WithDefaults()
 		srv := mcp.New(cfg, sb, mcp.Options{Workspace: b.TempDir(), Empty: b.TempDir(), Clock: clock.Real{}})
@@ -124,17 +126,12 @@ func BenchmarkCall(b *testing.B) {
 
 // BenchmarkServerIdle: the SDK's everything server started in its
 // container and its tools listed, then left a second with nothing to
-// do, as between calls: its container's control group's memory then
-// (idle-MB, memory.current: the server, the container's init and the
-// page cache of what they read) and the server process's resident set
-// (rss-MB), each the mean over the runs.
+// do, as between calls: its container's memory control group's usage
+// then (idle-MB: the server, the container's init and the page cache
+// charged to them) and the server process's resident set (rss-MB), each
+// the mean over the runs.
 func BenchmarkServerIdle(b *testing.B) {
-	img := imagetest.Image(b)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
-	dir := mcptest.Server(b, "everything")
+	sb, dir := sandboxedEverything(b)
 	cfg := config.MCP{Name: "everything", Directory: dir, Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}}.WithDefaults()
 	var idle, rss float64
 	for b.Loop() {
