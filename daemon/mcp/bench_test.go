@@ -20,7 +20,6 @@ import (
 	"shelldon/daemon/mcp"
 	"shelldon/daemon/mcp/mcptest"
 	"shelldon/sandbox"
-	"shelldon/sandbox/image/imagetest"
 	"shelldon/testhost"
 )
 
@@ -28,11 +27,7 @@ import (
 // everything server, built.
 func sandboxedEverything(b *testing.B) (*sandbox.Sandbox, string) {
 	b.Helper()
-	img := imagetest.Image(b)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: b.TempDir()})
-	if err != nil {
-		b.Fatal(err)
-	}
+	sb := realSandbox(b)
 	return sb, mcptest.Server(b, "everything")
 }
 

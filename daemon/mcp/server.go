@@ -263,17 +263,21 @@ func (s *Server) callCaptured(ctx context.Context, tool string, arguments map[st
 		spec.Limits.Wall = time.Until(deadline)
 	}
 	var result Result
-	var answered bool
+	var connected, answered bool
+	var talked error // the exchange's own failure, apart from the sandbox's
 	res, err := s.sb.Talk(ctx, spec, func(stdin io.WriteCloser, stdout io.ReadCloser) error {
 		client := sdk.NewClient(&sdk.Implementation{Name: "shelldon", Version: "1"}, &sdk.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
 		session, err := client.Connect(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: MaxFrame}, nil)
 		if err != nil {
-			return fmt.Errorf("MCP server %s started but did not answer as an MCP server: %w", s.cfg.Name, err)
+			talked = fmt.Errorf("it did not answer as an MCP server: %w", err)
+			return talked
 		}
 		defer session.Close()
+		connected = true
 		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: arguments})
 		if err != nil {
-			return fmt.Errorf("MCP server %s: call of %s: %w", s.cfg.Name, tool, err)
+			talked = err
+			return talked
 		}
 		result, answered = resultText(res), true
 		return nil
@@ -281,10 +285,15 @@ func (s *Server) callCaptured(ctx context.Context, tool string, arguments map[st
 	switch {
 	case err != nil && !answered:
 		res.Changes.Discard()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return Result{}, fmt.Errorf("MCP server %s did not answer %s within %v; it was stopped, and nothing it wrote was kept", s.cfg.Name, tool, s.cfg.CallTimeout.Duration)
+		case connected:
+			return Result{}, fmt.Errorf("MCP server %s ended during the call of %s (%s; %s); nothing it wrote was kept", s.cfg.Name, tool, ending(res), lastLine(res.Text()))
+		case talked != nil:
+			return Result{}, fmt.Errorf("MCP server %s could not take the call of %s: %w (it ended: %s; %s)", s.cfg.Name, tool, talked, ending(res), lastLine(res.Text()))
 		}
-		return Result{}, fmt.Errorf("%w (%s; %s); nothing it wrote was kept", err, ending(res), lastLine(res.Text()))
+		return Result{}, fmt.Errorf("MCP server %s could not start for the call of %s: %w", s.cfg.Name, tool, err)
 	case err != nil:
 		// Answered, but its container could not be taken down or read
 		// as it should: what it wrote cannot be trusted to be whole.
