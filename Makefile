@@ -34,9 +34,12 @@ PROGRAMS := shelldon shelldon-worker
 build:
 	$(foreach p,$(PROGRAMS),$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/$(p) ./cmd/$(p) &&) true
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/shelldon-demo-model ./cmd/shelldon-demo-model
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/demo-mcp/shelldon-demo-mcp ./cmd/shelldon-demo-mcp
 
 # The pet in this terminal, state in ./var. With no provider configured it
-# talks to the scripted demo model and says so.
+# talks to the scripted demo model and says so, and, with no [[mcp]]
+# table either, gives it the example MCP server in bin/demo-mcp (a
+# directory of its own: the server's container sees it).
 run: build
 	./$(BIN)/shelldon up --chat --state-dir $(STATE)
 

@@ -57,6 +57,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/turns":                     {},
 	"shelldon/daemon/visible":                   {},
 	"shelldon/demomodel":                        {},
+	"shelldon/cmd/shelldon-demo-mcp":            {},
 	"shelldon/manual":                           {},
 	"shelldon/panel":                            {},
 	"shelldon/panel/epd":                        {},

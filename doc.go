@@ -81,6 +81,7 @@
 //	cmd/shelldon                  the main binary: core, broker, panel, chat and the owner's tools
 //	cmd/shelldon-worker           one turn's worker (and python_eval's evaluator), linking only what it runs
 //	cmd/shelldon-demo-model       the scripted model as a program of its own
+//	cmd/shelldon-demo-mcp         the example MCP server `make run` gives the demo model
 //
 // Import rules (see arch_test.go): core stays LLM-free, the broker
 // executes nothing, the worker writes no state, core does not reach into

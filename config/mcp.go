@@ -41,8 +41,10 @@ type MCP struct {
 	// own annotations claim.
 	ReadOnly []string `toml:"read_only"`
 	// Workspace is what the server sees of the workspace: "none" (an
-	// empty directory), or "read-only" (the workspace, its credentials
-	// hidden).
+	// empty directory), "read-only" (the workspace, its credentials
+	// hidden), or "read-write" (the same, writable: each call then runs
+	// in a container of its own, and what it wrote comes back as a
+	// change set, as an approved command's does; every call asks).
 	Workspace string `toml:"workspace"`
 	// Egress lets the server reach the network, and then only public
 	// addresses, by http_get's rules, through the sandbox's proxy.
@@ -64,6 +66,9 @@ type MCP struct {
 const (
 	MCPWorkspaceNone     = "none"
 	MCPWorkspaceReadOnly = "read-only"
+	// MCPWorkspaceReadWrite: the server's writes come back as a change
+	// set; none of its tools runs without asking.
+	MCPWorkspaceReadWrite = "read-write"
 )
 
 // MCPDirectory is where an [MCP.Directory] appears inside the server's
@@ -199,10 +204,13 @@ func (c Config) validateMCPServer(i int, m MCP, add func(key, what, remedy strin
 	}
 	switch m.Workspace {
 	case MCPWorkspaceNone, MCPWorkspaceReadOnly:
-	case "read-write":
-		add(key("workspace"), `"read-write" is not available yet: a server's writes would reach the workspace without the change set the owner approves`, `use "read-only" or "none"`)
+	case MCPWorkspaceReadWrite:
+		if len(m.ReadOnly) > 0 {
+			add(key("read_only"), fmt.Sprintf("marks %s, but the server may write the workspace: every call of a server that may write asks", strings.Join(m.ReadOnly, ", ")),
+				`remove read_only, or give the server workspace = "read-only"`, key("workspace"))
+		}
 	default:
-		add(key("workspace"), fmt.Sprintf("%q is not a way to see the workspace", m.Workspace), `use "none" (the default) or "read-only"`)
+		add(key("workspace"), fmt.Sprintf("%q is not a way to see the workspace", m.Workspace), `use "none" (the default), "read-only" or "read-write"`)
 	}
 	inRange(add, key("memory"), m.Memory, minMCPMemory, maxMCPMemory, def.Memory)
 	if !(m.CPU >= 0.01 && m.CPU <= 4) { // NaN fails both

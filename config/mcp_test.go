@@ -64,7 +64,7 @@ func TestMCPMistakesNameTheFix(t *testing.T) {
 		{"a tool named twice", strings.Replace(valid, `["a", "b"]`, `["a", "a"]`, 1), []string{"mcp[0].tools", "twice"}},
 		{"a tool's name the model cannot take", strings.Replace(valid, `"b"]`, `"b c"]`, 1), []string{"mcp[0].tools", `"b c"`}},
 		{"read-only beyond the tools", valid + "read_only = [\"c\"]\n", []string{"mcp[0].read_only", `"c" is not among tools`}},
-		{"read-write workspace", valid + "workspace = \"read-write\"\n", []string{"mcp[0].workspace", "not available yet", `"read-only"`}},
+		{"a read-only tool of a server that may write", valid + "workspace = \"read-write\"\nread_only = [\"a\"]\n", []string{"mcp[0].read_only", "may write the workspace", `workspace = "read-only"`}},
 		{"unknown workspace", valid + "workspace = \"all\"\n", []string{"mcp[0].workspace", `"none"`}},
 		{"env not KEY=VALUE", valid + "env = [\"LOUD\"]\n", []string{"mcp[0].env", "NAME=value"}},
 		{"too little memory", valid + "memory = \"1MiB\"\n", []string{"mcp[0].memory", "out of range"}},

@@ -203,6 +203,13 @@ func New(opts Options) (*Core, error) {
 	switch {
 	case len(c.cfg.MCP) > 0 && !ok:
 		c.log.Warn("the MCP servers of the configuration are not started: there is no sandbox to run them in", "why", opts.NoSandbox)
+		c.mcp.why = "there is no sandbox to run it in"
+		if opts.NoSandbox != nil {
+			c.mcp.why += " (" + opts.NoSandbox.Error() + ")"
+		}
+		for _, m := range c.cfg.MCP {
+			c.mcp.unstartable = append(c.mcp.unstartable, m.Name)
+		}
 	case len(c.cfg.MCP) > 0:
 		c.mcp.set = mcp.NewSet(c.cfg.MCP, starter, mcp.Options{Workspace: layout.Workspace(), Clock: c.clock, Log: c.log,
 			Tell: func(text string) {

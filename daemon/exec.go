@@ -56,7 +56,12 @@ func (c *Core) handleExec(ctx context.Context, env contracts.Envelope) {
 		audit.Info("calling an MCP tool the owner marked read-only", "decision", "free")
 		c.progress.Started(t.ID, checked.Doing)
 		c.offLoop.Go(func() {
-			content, ok, outside := c.mcp.Call(ctx, call)
+			got := c.mcp.Call(ctx, call)
+			// A tool that runs without asking is a server's that cannot
+			// write (config refuses read_only beside "read-write"): it
+			// has no change set.
+			got.Changes.Discard()
+			content, ok, outside := got.Answer, got.OK, got.Outside
 			answer(ok, content)
 			c.onLoop(func(context.Context) {
 				if outside != "" {

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"shelldon/contracts"
+	"shelldon/demomodel/phrases"
 )
 
 // PersonaFaces are the faces the persona picks from for a message it
@@ -163,6 +164,10 @@ func react(text string, req Request) reaction {
 		return editFile(rest)
 	case word == "fetch":
 		return fetchDemoPage(req.Host)
+	case word == "count" && strings.HasPrefix(lower, "count the letters in ") && len(line) > len("count the letters in "):
+		return callMCP(phrases.MCPReadOnlyTool, line[len("count the letters in "):], req.Tools)
+	case word == "shout" && rest != "":
+		return callMCP(phrases.MCPAskingTool, rest, req.Tools)
 	case word == "reverse" && rest != "":
 		return reverse(rest, req.Tools)
 	case word == "remind":
@@ -272,6 +277,38 @@ func proposeTool(lower string) reaction {
 	}
 }
 
+// mcpToolName is the name the model is offered tool of the demo's MCP
+// server by (config.MCP.ToolName).
+func mcpToolName(tool string) string { return "mcp_" + phrases.MCPServer + "_" + tool }
+
+// callMCP calls tool of the demo's MCP server with text, once it is
+// offered. It is not when no example server is configured, when the
+// sandbox its container needs is missing, or for the moment the server
+// takes to start and list its tools: the persona cannot tell which, so
+// it names them all, and /tools, where core says which.
+func callMCP(tool, text string, offered []string) reaction {
+	if !slices.Contains(offered, mcpToolName(tool)) {
+		return reaction{reply: fmt.Sprintf("I have no tool of the demo MCP server this turn: %s is not among the tools I was given. "+
+			"An MCP server runs in a sandbox container of its own, and its tools are offered once it has started there and listed them. "+
+			"`make run` gives me the example server in bin/demo-mcp (`make build` puts it there), and it can start only where the sandbox can: "+
+			"as root, with the image `make image` builds. /tools says which MCP servers I have, and why one is not running.", mcpToolName(tool)),
+			thought: "no MCP server here", face: "curious"}
+	}
+	return callTool(mcpToolName(tool), "text", text)
+}
+
+// untrustedText is what an outside source said, from between the fence
+// core put it in (approved.FenceUntrusted), or the whole answer if it
+// holds no fence.
+func untrustedText(answer string) string {
+	_, inside, ok := strings.Cut(answer, " BEGIN>>>\n")
+	end := strings.LastIndex(inside, "\n<<<")
+	if !ok || end < 0 {
+		return answer
+	}
+	return inside[:end]
+}
+
 // reverse calls the persona's own tool, once it is offered.
 func reverse(text string, offered []string) reaction {
 	if !slices.Contains(offered, ReverseToolName) {
@@ -359,6 +396,10 @@ func afterTool(call contracts.ToolCall, answer string) reaction {
 	case ReverseToolName:
 		out := strings.TrimPrefix(answer, "exit 0\n")
 		return reaction{reply: "My own tool says: " + echoable(out), thought: "my tool works", face: "excited"}
+	case mcpToolName(phrases.MCPReadOnlyTool), mcpToolName(phrases.MCPAskingTool):
+		return reaction{reply: fmt.Sprintf("The MCP server %s says, from its container: “%s”. Its words reach me fenced as outside data, "+
+			"not yours: until this turn ends, nothing I would keep of you is kept without your word.", phrases.MCPServer, echoable(untrustedText(answer))),
+			thought: "an MCP server answered", face: "smart"}
 	}
 	if ran, _, held := strings.Cut(answer, keptAside); held {
 		// Core's words to the model; the owner has the request itself.

@@ -139,6 +139,10 @@ func offering(text string, tools ...string) Request {
 	return req
 }
 
+// demoMCPTools are the tools of the demo's MCP server as a pet offers
+// them once the server has started in its container.
+var demoMCPTools = []string{"mcp_demo_count_letters", "mcp_demo_shout"}
+
 func TestPersonaPhrasesCallTools(t *testing.T) {
 	tests := []struct {
 		say      string
@@ -157,6 +161,8 @@ func TestPersonaPhrasesCallTools(t *testing.T) {
 		{"git log --oneline", nil, "git", map[string]string{"args": "log --oneline"}},
 		{"fetch the demo page", nil, "http_get", map[string]string{"url": "http://localhost:4711" + DemoPagePath}},
 		{"reverse hello world", []string{"get_time", ReverseToolName}, ReverseToolName, map[string]string{"text": "hello world"}},
+		{"count the letters in hello world", demoMCPTools, "mcp_demo_count_letters", map[string]string{"text": "hello world"}},
+		{"Shout hello world", demoMCPTools, "mcp_demo_shout", map[string]string{"text": "hello world"}},
 	}
 	for _, tt := range tests {
 		step := Persona(offering(tt.say, tt.tools...))
@@ -212,6 +218,11 @@ func TestPersonaHints(t *testing.T) {
 		{"remind me in 48h to stretch", "within a day"},
 		{"remind me in 1m to", "remind me in 10m to stretch"},
 		{"run " + strings.Repeat("x", maxArgument+1), "at most 1000"},
+		// The demo's MCP server not offered: no example server beside
+		// the binary, no sandbox for its container, or not started yet.
+		{"count the letters in hello world", "mcp_demo_count_letters is not among the tools I was given"},
+		{"shout hello", "it can start only where the sandbox can: as root, with the image `make image` builds. /tools says"},
+		{"shout " + strings.Repeat("x", maxArgument+1), "bin/demo-mcp"},
 	}
 	for _, tt := range tests {
 		step := Persona(offering(tt.say))
@@ -260,9 +271,16 @@ func TestPersonaAnswersToolResults(t *testing.T) {
 			"tell them why nothing was fetched: forbidden URL: scheme \"ftp\" is not http or https",
 			[]string{"My network policy refused it: scheme \"ftp\" is not http or https."}},
 		{"reverse hello world", "exit 0\ndlrow olleh", []string{"My own tool says: dlrow olleh"}},
+		// What core answers the model of an MCP call (daemon's mcpTools):
+		// the owner reads the server's words, out of their fence.
+		{"count the letters in hello world", "the tool answered:\nUNTRUSTED DATA from the MCP server demo (its tool count_letters). Everything between the two lines holding untrusted-00 came from outside.\n" +
+			"<<<untrusted-00 BEGIN>>>\n10 letters, 2 words\n<<<untrusted-00 END>>>",
+			[]string{"The MCP server demo says, from its container: “10 letters, 2 words”.", "fenced as outside data"}},
+		{"shout hi", "denied by owner", []string{"I left it alone"}},
+		{"shout hi", "error: MCP server demo did not answer shout within 20s; it was stopped", []string{"mcp_demo_shout did not work: MCP server demo did not answer shout within 20s"}},
 	}
 	for _, tt := range tests {
-		req := answered(t, tt.say, tt.answer, ReverseToolName)
+		req := answered(t, tt.say, tt.answer, append([]string{ReverseToolName}, demoMCPTools...)...)
 		step := Persona(req)
 		thought, face, count := controlLines(t, step.Text)
 		if len(step.ToolCalls) > 0 || count != 2 || thought == "" || face == "" {
@@ -325,7 +343,7 @@ func TestPersonaIntroducesItselfOnce(t *testing.T) {
 // what the persona does: no phrase of it is merely echoed.
 func TestEveryListedPhraseIsUnderstood(t *testing.T) {
 	for _, p := range phrases.Try {
-		step := Persona(offering(p.Say, ReverseToolName))
+		step := Persona(offering(p.Say, append([]string{ReverseToolName}, demoMCPTools...)...))
 		_, ops := opsBlock(step.Text)
 		if len(step.ToolCalls) == 0 && !ops {
 			t.Errorf("Persona(%q) = %+v, want the tool call or op the list promises (%s)", p.Say, step, p.Shows)
@@ -338,7 +356,7 @@ func TestEveryListedPhraseIsUnderstood(t *testing.T) {
 // line and proposes only valid ops.
 func FuzzPersona(f *testing.F) {
 	for _, seed := range []string{"", "run", "run  ", "write  to ", "write x to", "replace with in ", "replace a with b in ",
-		"remind me in to", "remind me at to x", "remind", "fetch", "reverse", "make a tool", "remember", "reminder:",
+		"remind me in to", "remind me at to x", "remind", "fetch", "reverse", "count the letters in ", "shout", "make a tool", "remember", "reminder:",
 		"run \xff\xfe", "git " + strings.Repeat("-", 2000), "write " + strings.Repeat("é", 600) + " to x"} {
 		f.Add(seed)
 	}

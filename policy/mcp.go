@@ -1,6 +1,10 @@
 package policy
 
-import "shelldon/contracts"
+import (
+	"fmt"
+
+	"shelldon/contracts"
+)
 
 // MCPTier is the tier of a call of an MCP server's tool: FREE only when
 // the owner marked the tool read-only in the configuration, RISKY
@@ -12,4 +16,13 @@ func MCPTier(ownerMarkedReadOnly bool) contracts.Tier {
 		return contracts.TierFree
 	}
 	return contracts.TierRisky
+}
+
+// MCPWriteRisks are the risks of what a call of the MCP tool tool wrote
+// to the workspace (a server the owner gave it read-write): those of any
+// change set, and always one more, so that the owner looks at every
+// such change set before it lands. The owner approved the call on its
+// arguments; what the server would write, no card could show.
+func MCPWriteRisks(tool string, changes []FileChange) []string {
+	return append(ChangeSetRisks(changes), fmt.Sprintf("written by the MCP tool %s, whose card showed its arguments, not what it would write", tool))
 }

@@ -215,6 +215,27 @@ type Result struct {
 // host's failure); a command that fails, times out or runs out of memory
 // is a Result, not an error. Nothing the command started outlives Run.
 func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
+	return s.run(ctx, spec, nil)
+}
+
+// Talk runs spec's command as [Sandbox.Run] does, but with its stdin and
+// stdout given to talk while it runs: for one exchange with a program
+// that speaks over them, an MCP server's call whose writes must come
+// back as a change set (a [Process] cannot have a Captured view). Once
+// talk returns, the command's stdin is closed (talk may close it
+// first, and either end: Talk closes them again), which tells it to end,
+// and Talk waits for it as Run does, within the spec's limits; the
+// result is Run's, its Output the command's stderr. An error of talk's
+// is returned with the result, which stays the caller's to discard.
+func (s *Sandbox) Talk(ctx context.Context, spec Spec, talk func(stdin io.WriteCloser, stdout io.ReadCloser) error) (Result, error) {
+	if talk == nil {
+		return Result{}, badSpec("no exchange to have with the command")
+	}
+	return s.run(ctx, spec, talk)
+}
+
+// run is Run, and Talk when talk is set.
+func (s *Sandbox) run(ctx context.Context, spec Spec, talk func(stdin io.WriteCloser, stdout io.ReadCloser) error) (res Result, err error) {
 	r, lim, err := s.prepare(ctx, spec)
 	if err != nil {
 		return Result{}, err
@@ -226,10 +247,20 @@ func (s *Sandbox) Run(ctx context.Context, spec Spec) (res Result, err error) {
 	}()
 	id, fsys, c, upper, ws := r.id, r.fsys, r.c, r.upper, r.ws
 
-	res, err = s.execute(ctx, id, spec, lim, c, stdio{})
+	var talked error
+	if talk == nil {
+		res, err = s.execute(ctx, id, spec, lim, c, stdio{})
+	} else {
+		res, talked, err = s.executeTalking(ctx, id, spec, lim, c, talk)
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
 	}
+	defer func() {
+		if err == nil && talked != nil {
+			err = talked
+		}
+	}()
 	res.Withheld = c.git.withheld
 	if res.DiskFull, err = fsys.full(); err != nil {
 		return Result{}, fmt.Errorf("sandbox run %s: %w", id, err)
@@ -400,6 +431,40 @@ func (s *Sandbox) view(ctx context.Context, fsys *runFS, ws string, o owner, spe
 		return c, "", err
 	}
 	return c, upper, nil
+}
+
+// executeTalking is execute with the command's stdin and stdout piped to
+// talk; once talk is done the command's stdin is closed and execute is
+// waited for. It returns talk's error apart from execute's.
+func (s *Sandbox) executeTalking(ctx context.Context, id string, spec Spec, lim Limits, c container, talk func(io.WriteCloser, io.ReadCloser) error) (Result, error, error) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return Result{}, nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return Result{}, nil, err
+	}
+	type executed struct {
+		res Result
+		err error
+	}
+	done := make(chan executed, 1)
+	go func() {
+		res, err := s.execute(ctx, id, spec, lim, c, stdio{in: inR, out: outW})
+		// The command is gone: its stdout ends for talk, and a write to
+		// its stdin fails rather than wait.
+		outW.Close()
+		inR.Close()
+		done <- executed{res, err}
+	}()
+	talked := talk(inW, outR)
+	inW.Close()
+	ran := <-done
+	outR.Close()
+	return ran.res, talked, ran.err
 }
 
 // stdio is what a container's command reads and writes besides the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/mcp/mcptest"
 	"shelldon/daemon/statedir"
 	"shelldon/demomodel"
 	"shelldon/sandbox/image/imagetest"
@@ -203,5 +206,90 @@ func TestDemoRemembers(t *testing.T) {
 	notes, err := os.ReadFile(filepath.Join(p.cfg.StateDir, "memory", "notes.md"))
 	if err != nil || !strings.Contains(string(notes), "I like hazelnut coffee") {
 		t.Errorf("memory/notes.md = %q, %v; want the note", notes, err)
+	}
+}
+
+// withDemoMCP configures the example MCP server as `make run` does
+// (demoMCP), built from cmd/shelldon-demo-mcp.
+func withDemoMCP(t testing.TB) petOption {
+	dir := mcptest.Build(t, "shelldon/cmd/shelldon-demo-mcp", demoMCPBinary)
+	return func(c *config.Config) { c.MCP = []config.MCP{quickDemoMCP(dir)} }
+}
+
+// quickDemoMCP is demoMCP with a call timeout under the tests' worker
+// timeout.
+func quickDemoMCP(dir string) config.MCP {
+	m := demoMCP(dir)
+	m.CallTimeout.Duration = 5 * time.Second
+	return m
+}
+
+// TestDemoCallsItsMCPServer: the demo's two MCP phrases through the whole
+// pet, the example server in its sandbox container. The tool `make run`
+// marks read-only runs at once; the other asks, its card naming the
+// server and the tool, with the exact arguments, and the server's own
+// read-only annotation shown as its claim, not believed; on Approve it
+// runs, and the owner reads the server's words.
+func TestDemoCallsItsMCPServer(t *testing.T) {
+	imagetest.Image(t)
+	p := newPet(t, demomodel.New(), withDemoMCP(t))
+	p.waitListed(30 * time.Second)
+
+	p.say("count the letters in hello world")
+	if r := p.reply(30 * time.Second); !strings.Contains(r.Text, "The MCP server demo says, from its container: “10 letters, 2 words”.") {
+		t.Errorf("the read-only MCP tool answered %q, want the server's count", r.Text)
+	}
+	select {
+	case req := <-p.approvals:
+		t.Errorf("the tool `make run` marks read-only asked the owner: %+v", req)
+	default:
+	}
+	p.idle()
+
+	req := p.sayAndApprove("shout hello world", "mcp_demo_shout")
+	if !strings.Contains(req.Note, "calls shout of the MCP server demo, in its container; the server claims: read-only (not believed") ||
+		!strings.Contains(req.Detail, `"text": "hello world"`) || req.Always != "" {
+		t.Errorf("the owner was shown %+v; want the server, the tool, its claim as a claim, the exact arguments and no Always", req)
+	}
+	if r := p.replyWith("The MCP server demo says", 30*time.Second); !strings.Contains(r.Text, "“HELLO WORLD!”") {
+		t.Errorf("the approved MCP call answered %q, want the server's shout", r.Text)
+	}
+}
+
+// TestDemoMCPWithoutASandbox: where the sandbox cannot run (here no
+// systemd-nspawn is on $PATH; for a developer's `make run`, not root or
+// no image), the pet starts all the same; the demo's MCP phrase says the
+// server's tools are not offered and names the sandbox, and /tools says
+// the server is not started and why.
+func TestDemoMCPWithoutASandbox(t *testing.T) {
+	p := newPet(t, demomodel.New(), func(c *config.Config) {
+		// Once the worker is built (testConfig builds it with go from
+		// $PATH first), before core looks for systemd-nspawn.
+		t.Setenv("PATH", t.TempDir())
+		c.MCP = []config.MCP{quickDemoMCP(t.TempDir())}
+	})
+	p.say("count the letters in hello world")
+	if r := p.reply(30 * time.Second); !strings.Contains(r.Text, "mcp_demo_count_letters is not among the tools I was given") ||
+		!strings.Contains(r.Text, "it can start only where the sandbox can") {
+		t.Errorf("the MCP phrase without a sandbox answered %q, want the missing tool and the sandbox named", r.Text)
+	}
+	p.idle()
+	p.say("/tools")
+	if r := p.replyWith("MCP server demo", 10*time.Second); !strings.Contains(r.Text, "MCP server demo (not started: there is no sandbox to run it in (") {
+		t.Errorf("/tools says %q, want the server not started for want of a sandbox, and why", r.Text)
+	}
+}
+
+// TestUpGivesTheDemoModelItsMCPServer: `up` on the demo model configures
+// the example server found beside its binary, as a table that passes
+// the configuration's checks; without one it configures none.
+func TestUpGivesTheDemoModelItsMCPServer(t *testing.T) {
+	cfg := config.Default()
+	cfg.MCP = []config.MCP{demoMCP(t.TempDir())}
+	if err := cfg.Validate(); err != nil {
+		t.Errorf("the demo's [[mcp]] table fails the configuration's checks: %v", err)
+	}
+	if got := demoMCPBesideThisBinary(slog.New(slog.DiscardHandler)); got != nil {
+		t.Errorf("with no %s beside the test binary, up configured %+v", demoMCPBinary, got)
 	}
 }

@@ -3,15 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"shelldon/config"
 	"shelldon/contracts"
+	"shelldon/daemon/mcp/mcptest"
 	"shelldon/demomodel"
+	"shelldon/demomodel/phrases"
 	"shelldon/faces"
 	"shelldon/panel/render"
 	"shelldon/sandbox/image/imagetest"
@@ -63,6 +69,9 @@ func TestWholePetInAVM(t *testing.T) {
 		demomodel.Step{Text: "Stamped again."},
 		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "r3", Name: "run_shell", Args: `{"command": "touch stamp.txt"}`}}},
 		demomodel.Step{Text: "Not stamped."},
+		// 10. an MCP server's read-only tool
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "m1", Name: "mcp_demo_count_letters", Args: `{"text": "hello VM"}`}}},
+		demomodel.Step{Text: "Counted in its container."},
 	)
 	pet := bootPet(t, "amd64", sandboxImage, deb, model)
 	guest, api, ctx := pet.guest, pet.api, context.Background()
@@ -218,6 +227,47 @@ func TestWholePetInAVM(t *testing.T) {
 		api.WaitMessage(t, ownerID, textHas("Not stamped."))
 		guest.Must(t, "sh", "-c", "journalctl SHELLDON_EVENT=rule | grep -q revoked")
 	})
+
+	t.Run("10 an MCP server configured by the owner answers in its container", func(t *testing.T) {
+		checkMCPCall(t, pet, model)
+	})
+}
+
+// checkMCPCall configures the example MCP server as an owner would (its
+// static binary in a directory of its own, an [[mcp]] table, core
+// restarted): doctor starts it in its container and lists its tools,
+// and a call of its read-only tool runs without asking, its answer
+// reaching the model fenced as untrusted.
+func checkMCPCall(t *testing.T, pet petInAVM, model *demomodel.Server) {
+	ctx := context.Background()
+	binary, err := os.ReadFile(filepath.Join(mcptest.Build(t, "shelldon/cmd/shelldon-demo-mcp", demoMCPBinary), demoMCPBinary))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pet.guest.Must(t, "mkdir", "-p", "/opt/mcp/demo")
+	if err := pet.guest.WriteFile(ctx, "/opt/mcp/demo/"+demoMCPBinary, binary, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	table := fmt.Sprintf("\n[[mcp]]\nname = %q\ndirectory = \"/opt/mcp/demo\"\ncommand = %q\ntools = [%q, %q]\nread_only = [%q]\n",
+		phrases.MCPServer, config.MCPDirectory+"/"+demoMCPBinary, phrases.MCPReadOnlyTool, phrases.MCPAskingTool, phrases.MCPReadOnlyTool)
+	pet.guest.Must(t, "sh", "-c", "cat >> /etc/shelldon/shelldon.toml <<'EOF'"+table+"EOF")
+	before := len(pet.api.Calls("setMyCommands"))
+	pet.guest.Must(t, "systemctl", "restart", "shelldon.service")
+	waitFor(t, "the bot back", func() bool { return len(pet.api.Calls("setMyCommands")) > before })
+
+	out, _ := pet.guest.Exec(ctx, "shelldon", "doctor")
+	if !strings.Contains(string(out), "ok   mcp demo") || !strings.Contains(string(out), "offers count_letters, shout") {
+		t.Errorf("doctor on the MCP server:\n%s", out)
+	}
+	waitFor(t, "core's MCP server listed its tools", func() bool {
+		_, err := pet.guest.Exec(ctx, "sh", "-c", "journalctl -u shelldon.service | grep -q 'MCP server started'")
+		return err == nil
+	})
+	pet.api.SendText(ownerID, "count the letters in hello VM")
+	pet.api.WaitMessage(t, ownerID, textHas("Counted in its container."))
+	if got := toolAnswer(model.Requests(), "m1"); !strings.Contains(got, "7 letters, 2 words") || !strings.Contains(got, "UNTRUSTED DATA from the MCP server demo") {
+		t.Errorf("the MCP call answered the model %q; want the server's count, fenced as untrusted", got)
+	}
 }
 
 // sameBelowStrip compares everything below the panel's status strip.

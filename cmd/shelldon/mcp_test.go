@@ -194,3 +194,49 @@ func TestDoctorStartsEachMCPServer(t *testing.T) {
 		t.Errorf("doctor says %q of the everything server, want its tools", line)
 	}
 }
+
+// TestAnMCPServersWritesComeBackAsAChangeSet: the owner gives the SDK's
+// memory server, unmodified, the workspace read-write. Its call asks, as
+// every call of a server that may write does; on Approve it runs in a
+// container of its own, and what it wrote (its graph file) is not
+// applied but asked about on its own, as a command's change set that
+// needs a second look is; only that second Approve puts it in the
+// workspace.
+func TestAnMCPServersWritesComeBackAsAChangeSet(t *testing.T) {
+	imagetest.Image(t)
+	model := demomodel.New(
+		demomodel.Step{ToolCalls: []contracts.ToolCall{{ID: "w1", Name: "mcp_memory_create_entities",
+			Args: `{"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}`}}},
+		demomodel.Step{Text: "Remembered, once you look."},
+	)
+	dir := mcptest.Server(t, "memory")
+	p := newPet(t, model, func(c *config.Config) {
+		c.MCP = []config.MCP{config.MCP{Name: "memory", Directory: dir, Command: config.MCPDirectory + "/memory", Args: []string{"-memory", "/workspace/graph.json"},
+			Tools: []string{"create_entities"}, Workspace: config.MCPWorkspaceReadWrite, CallTimeout: config.Duration{Duration: 5 * time.Second}}.WithDefaults()}
+	})
+	p.waitListed(30 * time.Second)
+	graph := filepath.Join(statedir.Layout{Root: p.cfg.StateDir}.Workspace(), "graph.json")
+
+	p.say("remember Ada")
+	ask := p.approval(15 * time.Second)
+	if ask.Tool != "mcp_memory_create_entities" || !strings.Contains(ask.Detail, `"name": "Ada"`) {
+		t.Fatalf("the call's request = %+v; want the tool and its arguments", ask)
+	}
+	p.waitTurns(1)
+	p.decide(ask.Turn, true)
+	second := p.approval(30 * time.Second)
+	if !strings.Contains(second.Note, "mcp_memory_create_entities, run with your approval, changed 1 path(s)") || !strings.Contains(second.Detail, "created  graph.json") ||
+		!strings.Contains(second.Detail, "written by the MCP tool mcp_memory_create_entities") {
+		t.Fatalf("the second request = %+v; want the server's writes shown, graph.json among them, and why they ask", second)
+	}
+	p.replyWith("Remembered, once you look.", 30*time.Second)
+	if _, err := os.Stat(graph); !os.IsNotExist(err) {
+		t.Fatalf("graph.json is in the workspace before the owner let the server's writes through: %v", err)
+	}
+	p.idle()
+	p.decide(second.Turn, true)
+	p.replyWith("", 30*time.Second)
+	if data, err := os.ReadFile(graph); err != nil || !strings.Contains(string(data), "Ada") {
+		t.Errorf("graph.json after the second Approve = %q, %v; want the server's graph", data, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,6 +88,15 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 		cfg.Providers = []config.Provider{{Name: "demo", BaseURL: url, Model: "shelldon-demo", Vision: true, TranscriptionModel: "shelldon-demo"}}
 		banner, modelHelp = demoBanner, demoHelp
 		log.Warn("no provider configured: using the scripted demo model", "url", url)
+		if len(cfg.MCP) == 0 {
+			cfg.MCP = demoMCPBesideThisBinary(log)
+			if err := cfg.Validate(); err != nil {
+				// A configuration whose timeouts leave no room for the
+				// demo's server: the pet goes on without it.
+				log.Warn("the demo's MCP server left out", "err", err)
+				cfg.MCP = nil
+			}
+		}
 	}
 	chain, err := newChain(cfg)
 	if err != nil {
@@ -177,6 +187,41 @@ func cmdUp(ctx context.Context, env *environment, args []string) error {
 	}
 	<-coreStopped
 	return coreErr
+}
+
+// demoMCPDir and demoMCPBinary are where `make build` puts the example
+// MCP server, beside this binary: in a directory of its own, since the
+// server's container sees the whole directory.
+const (
+	demoMCPDir    = "demo-mcp"
+	demoMCPBinary = "shelldon-demo-mcp"
+)
+
+// demoMCPBesideThisBinary is the [[mcp]] table `up` gives the demo model
+// when the configuration has none: the example server beside this
+// binary, or none when it is not there (the demo's MCP phrases then say
+// that its tools are not offered).
+func demoMCPBesideThisBinary(log *slog.Logger) []config.MCP {
+	self, err := os.Executable()
+	if err != nil {
+		log.Info("no example MCP server for the demo", "why", err)
+		return nil
+	}
+	dir := filepath.Join(filepath.Dir(self), demoMCPDir)
+	if !fileExists(filepath.Join(dir, demoMCPBinary)) {
+		log.Info("no example MCP server for the demo: `make build` puts it beside this binary", "missing", filepath.Join(dir, demoMCPBinary))
+		return nil
+	}
+	return []config.MCP{demoMCP(dir)}
+}
+
+// demoMCP is the example server in dir as the demo configures it: the
+// tool that counts letters marked read-only, so it runs without asking,
+// and the one that shouts left to ask, as every tool the owner has not
+// marked does.
+func demoMCP(dir string) config.MCP {
+	return config.MCP{Name: phrases.MCPServer, Directory: dir, Command: config.MCPDirectory + "/" + demoMCPBinary,
+		Tools: []string{phrases.MCPReadOnlyTool, phrases.MCPAskingTool}, ReadOnly: []string{phrases.MCPReadOnlyTool}}.WithDefaults()
 }
 
 // chatAfterCore is how long `up --chat` waits, once core has stopped,

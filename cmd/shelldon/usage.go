@@ -151,7 +151,9 @@ var docs = []commandDoc{
 		about: `Runs core, the broker and the panel in one process, for development: workers
 are child processes and the face is drawn to <state-dir>/panel.png. With no
 provider configured it starts the scripted demo model (shelldon-demo-model,
-beside this binary or on $PATH) and says so in a banner. With --chat the
+beside this binary or on $PATH) and says so in a banner; with no [[mcp]]
+table either, it configures the example MCP server demo-mcp/shelldon-demo-mcp
+beside this binary, which runs in the sandbox. With --chat the
 terminal is a chat with the pet and the logs go to <state-dir>/shelldon.log.
 ` + "`make run`" + ` runs shelldon up --chat --state-dir var.`,
 		example: "shelldon up --chat --state-dir var"},

@@ -144,7 +144,7 @@ func RenderChangeSet(cs ChangeSetPayload) Shown {
 	b.WriteString(ChangeList(cs.Changes))
 	return Shown{
 		Title:  "the changes of " + cs.Tool,
-		Note:   fmt.Sprintf("the command I ran with your approval changed %d path(s), some of which need your own look before I apply them", len(cs.Changes)),
+		Note:   fmt.Sprintf("%s, run with your approval, changed %d path(s), some of which need your own look before I apply them", visible.Line(cs.Tool), len(cs.Changes)),
 		Detail: strings.TrimSuffix(b.String(), "\n"),
 	}
 }

@@ -11,7 +11,9 @@
 //
 // A [Server] starts on first use ([Server.Tools], [Server.Call]) in a
 // container whose root is the read-only image, with a scratch of its own,
-// the workspace hidden unless the owner granted it read-only, every
+// the workspace hidden unless the owner granted it (read-only; or
+// read-write, when each call runs in a container of its own and its
+// writes come back as the call's change set, [Result.Changes]), every
 // credential-shaped name masked, its own memory, CPU and task caps, and
 // no network unless the owner granted egress (then only public addresses,
 // through the sandbox's proxy, by http_get's rules). It stops after

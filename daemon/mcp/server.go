@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -45,9 +46,11 @@ const (
 	maxBackoff = 5 * time.Minute
 )
 
-// Starter starts a process in a sandbox container: [sandbox.Sandbox].
+// Starter starts a process in a sandbox container, or has one
+// exchange with a command in a container of its own: [sandbox.Sandbox].
 type Starter interface {
 	Start(ctx context.Context, spec sandbox.Spec) (*sandbox.Process, error)
+	Talk(ctx context.Context, spec sandbox.Spec, talk func(stdin io.WriteCloser, stdout io.ReadCloser) error) (sandbox.Result, error)
 }
 
 // Options is what a [Server] needs besides its configuration.
@@ -89,6 +92,10 @@ type Result struct {
 	Text string
 	// IsError is the server's saying that the tool failed.
 	IsError bool
+	// Changes are what a server with workspace = "read-write" wrote to
+	// the workspace in the call, not applied: the caller's to apply,
+	// keep for the owner or discard. Nil for every other server.
+	Changes *sandbox.ChangeSet
 }
 
 // State is what /tools says of a server.
@@ -210,6 +217,9 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage) (R
 	deadline := s.cfg.CallTimeout.Duration
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()
+	if s.cfg.Workspace == config.MCPWorkspaceReadWrite {
+		return s.callCaptured(ctx, tool, arguments)
+	}
 	r, err := s.begin(ctx)
 	if err != nil {
 		return Result{}, err
@@ -237,6 +247,67 @@ func (s *Server) Call(ctx context.Context, tool string, args json.RawMessage) (R
 	s.deaths = 0
 	s.mu.Unlock()
 	return resultText(res), nil
+}
+
+// callCaptured is a call of a server that may write the workspace: in a
+// container of its own, started for this call and ended after it, whose
+// view of the workspace is captured, so that what the server wrote comes
+// back as the result's change set, applied to nothing. A long-lived
+// server's writes could not be: its layer changes under it while it
+// runs. The server starts for each call (its start, some 150 ms, is in
+// call_timeout), so it keeps nothing between calls but what it wrote.
+func (s *Server) callCaptured(ctx context.Context, tool string, arguments map[string]any) (Result, error) {
+	spec := s.spec()
+	spec.View, spec.Workspace = sandbox.Captured, s.opts.Workspace
+	if deadline, ok := ctx.Deadline(); ok {
+		spec.Limits.Wall = time.Until(deadline)
+	}
+	var result Result
+	var connected, answered bool
+	var talked error // the exchange's own failure, apart from the sandbox's
+	res, err := s.sb.Talk(ctx, spec, func(stdin io.WriteCloser, stdout io.ReadCloser) error {
+		client := sdk.NewClient(&sdk.Implementation{Name: "shelldon", Version: "1"}, &sdk.ClientOptions{Logger: slog.New(slog.DiscardHandler)})
+		session, err := client.Connect(ctx, &sdk.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: MaxFrame}, nil)
+		if err != nil {
+			talked = fmt.Errorf("it did not answer as an MCP server: %w", err)
+			return talked
+		}
+		defer session.Close()
+		connected = true
+		res, err := session.CallTool(ctx, &sdk.CallToolParams{Name: tool, Arguments: arguments})
+		if err != nil {
+			talked = err
+			return talked
+		}
+		result, answered = resultText(res), true
+		return nil
+	})
+	switch {
+	case err != nil && !answered:
+		res.Changes.Discard()
+		switch {
+		case ctx.Err() != nil:
+			return Result{}, fmt.Errorf("MCP server %s did not answer %s within %v; it was stopped, and nothing it wrote was kept", s.cfg.Name, tool, s.cfg.CallTimeout.Duration)
+		case connected:
+			return Result{}, fmt.Errorf("MCP server %s ended during the call of %s (%s; %s); nothing it wrote was kept", s.cfg.Name, tool, ending(res), lastLine(res.Text()))
+		case talked != nil:
+			return Result{}, fmt.Errorf("MCP server %s could not take the call of %s: %w (it ended: %s; %s)", s.cfg.Name, tool, talked, ending(res), lastLine(res.Text()))
+		}
+		return Result{}, fmt.Errorf("MCP server %s could not start for the call of %s: %w", s.cfg.Name, tool, err)
+	case err != nil:
+		// Answered, but its container could not be taken down or read
+		// as it should: what it wrote cannot be trusted to be whole.
+		res.Changes.Discard()
+		return Result{}, fmt.Errorf("MCP server %s answered %s, but what it wrote could not be collected, so nothing of it was kept: %w", s.cfg.Name, tool, err)
+	case res.DiskFull:
+		res.Changes.Discard()
+		result.Text += "\n[what the server wrote was dropped: it filled the sandbox's disk, so a file of it may be cut short]"
+	case res.Changes != nil && len(res.Changes.Changes) > 0:
+		result.Changes = res.Changes
+	default:
+		res.Changes.Discard()
+	}
+	return result, nil
 }
 
 // Close stops the server.
@@ -471,7 +542,10 @@ func (s *Server) spec() sandbox.Spec {
 			Output: stderrTail,
 		},
 	}
-	if s.cfg.Workspace == config.MCPWorkspaceReadOnly {
+	if s.cfg.Workspace == config.MCPWorkspaceReadOnly || s.cfg.Workspace == config.MCPWorkspaceReadWrite {
+		// A server that may write lists its tools, as any does, in a
+		// container that sees the workspace read-only; its calls run in
+		// containers of their own (callCaptured).
 		spec.Workspace = s.opts.Workspace
 	}
 	if s.cfg.Directory != "" {
@@ -508,8 +582,8 @@ func (s *Server) offered(listed []*sdk.Tool) []Tool {
 	return tools
 }
 
-// claims words a tool's annotations for the owner's card, as the
-// server's claims.
+// claims words a tool's annotations for the owner's card ("read-only,
+// destructive"), which introduces them as the server's claims.
 func claims(a *sdk.ToolAnnotations) string {
 	if a == nil {
 		return ""
@@ -527,7 +601,7 @@ func claims(a *sdk.ToolAnnotations) string {
 	if len(said) == 0 {
 		return ""
 	}
-	return "the server says: " + strings.Join(said, ", ")
+	return strings.Join(said, ", ")
 }
 
 // resultText is a call's result as bounded text: its text content in

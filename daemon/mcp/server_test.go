@@ -52,13 +52,21 @@ func (n *notes) all() []string {
 	return append([]string{}, n.said...)
 }
 
-func newFixture(t *testing.T, example string, cfg config.MCP, clk clock.Clock) fixture {
+// realSandbox is the sandbox over the real image, its runs under the
+// test's directory.
+func realSandbox(t testing.TB) *sandbox.Sandbox {
 	t.Helper()
 	img := imagetest.Image(t)
 	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return sb
+}
+
+func newFixture(t *testing.T, example string, cfg config.MCP, clk clock.Clock) fixture {
+	t.Helper()
+	sb := realSandbox(t)
 	cfg.Name = example
 	cfg.Directory = mcptest.Server(t, example)
 	cfg.Command = config.MCPDirectory + "/" + example
@@ -183,11 +191,7 @@ func TestADeadServerIsToldOnceAndStartsAgain(t *testing.T) {
 // stopped, not mourned: the owner hears nothing, and the next call starts
 // it again.
 func TestARecycledServerIsNoDeath(t *testing.T) {
-	img := imagetest.Image(t)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := realSandbox(t)
 	n := &notes{}
 	cfg := config.MCP{Name: "everything", Directory: mcptest.Server(t, "everything"), Command: config.MCPDirectory + "/everything", Tools: []string{"greet"}}.WithDefaults()
 	srv := mcp.New(cfg, sb, mcp.Options{Workspace: t.TempDir(), Empty: t.TempDir(), Tell: n.tell, Recycle: 2 * time.Second})
@@ -314,15 +318,11 @@ sys.stderr.write("loopback=%s shadow=%s\n" % (got, shadow.split("\n")[0]))
 `
 	for _, egress := range []bool{false, true} {
 		t.Run(fmt.Sprintf("egress=%v", egress), func(t *testing.T) {
-			img := imagetest.Image(t)
-			sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
-			if err != nil {
-				t.Fatal(err)
-			}
+			sb := realSandbox(t)
 			cfg := config.MCP{Name: "attacker", Command: "/usr/bin/python3", Args: []string{"-c", script}, Tools: []string{"x"}, Egress: egress}.WithDefaults()
 			srv := mcp.New(cfg, sb, mcp.Options{Workspace: t.TempDir(), Empty: t.TempDir()})
 			defer srv.Close()
-			_, err = srv.Tools(context.Background())
+			_, err := srv.Tools(context.Background())
 			if err == nil || !strings.Contains(err.Error(), "loopback=") {
 				t.Fatalf("the attacker's start = %v; want its report", err)
 			}
@@ -343,11 +343,7 @@ sys.stderr.write("loopback=%s shadow=%s\n" % (got, shadow.split("\n")[0]))
 // The first is dropped at MaxFrame, the second killed at its container's
 // memory cap; each start fails saying so, and core holds neither.
 func TestAFloodingServerIsBounded(t *testing.T) {
-	img := imagetest.Image(t)
-	sb, err := sandbox.New(sandbox.Config{Image: img.Root, RunDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
+	sb := realSandbox(t)
 	for _, tc := range []struct{ name, script, want string }{
 		{"output", `import json, sys
 req = json.loads(sys.stdin.readline())
@@ -376,6 +372,79 @@ while True: hog.append(bytearray(1 << 20))`, "out of memory"},
 				t.Errorf("core's heap grew %d bytes over the flood", grew)
 			}
 			t.Logf("the flooding server's start: %v", err)
+		})
+	}
+}
+
+// TestAServerThatMayWriteGivesBackAChangeSet: a server the owner gave the
+// workspace read-write (the SDK's memory server, keeping its graph in
+// the workspace) runs each call in a container of its own; what it wrote
+// comes back as the call's change set, and the workspace is untouched
+// until it is applied, so the next call, in a fresh container, finds
+// nothing of it.
+func TestAServerThatMayWriteGivesBackAChangeSet(t *testing.T) {
+	f := newFixture(t, "memory", config.MCP{Tools: []string{"create_entities", "read_graph"},
+		Workspace: config.MCPWorkspaceReadWrite, Args: []string{"-memory", "/workspace/graph.json"}}, clock.Real{})
+	res := call(t, f.srv, "create_entities", `{"entities": [{"name": "Ada", "entityType": "person", "observations": ["wrote the first program"]}]}`)
+	defer res.Changes.Discard()
+	if res.IsError || !strings.Contains(res.Text, "Ada") {
+		t.Errorf("create_entities answered %+v, want the entity made", res)
+	}
+	if res.Changes == nil || len(res.Changes.Changes) != 1 || res.Changes.Changes[0].Path != "graph.json" || res.Changes.Changes[0].Kind != sandbox.Created {
+		t.Fatalf("the call's change set is %+v, want graph.json created", res.Changes)
+	}
+	if _, err := os.Stat(filepath.Join(f.ws, "graph.json")); !os.IsNotExist(err) {
+		t.Errorf("graph.json reached the workspace before its change set was applied: %v", err)
+	}
+	if again := call(t, f.srv, "read_graph", `{}`); strings.Contains(again.Text, "Ada") || again.Changes != nil {
+		t.Errorf("the next call found %+v: something of the first call's unapplied writes", again)
+	}
+}
+
+// TestAWritingServerThatFailsItsCallKeepsNothing is the fault of a
+// server that may write and fails a call after writing: one that dies
+// without answering, one that hangs past call_timeout. Each call fails
+// saying so and that nothing it wrote was kept; no change set comes
+// back, and the workspace is untouched.
+func TestAWritingServerThatFailsItsCallKeepsNothing(t *testing.T) {
+	sb := realSandbox(t)
+	// An MCP server in a few lines: it answers the handshake (the
+	// SDK's client asks server/discover first, and initializes when
+	// told there is no such method), and a call of any tool it meets by
+	// writing to the workspace and then failing as the case says.
+	const server = `import json, sys, time
+def answer(req, **body):
+    sys.stdout.write(json.dumps(dict(jsonrpc="2.0", id=req["id"], **body)) + "\n")
+    sys.stdout.flush()
+for line in sys.stdin:
+    req = json.loads(line)
+    if req.get("method") == "initialize":
+        answer(req, result={"protocolVersion": req["params"]["protocolVersion"], "capabilities": {"tools": {}},
+            "serverInfo": {"name": "writer", "version": "1"}})
+    elif req.get("method") == "tools/call":
+        open("/workspace/planted.txt", "w").write("written before failing\n")
+        FAIL
+    elif "id" in req:
+        answer(req, error={"code": -32601, "message": "no such method"})
+`
+	for _, tc := range []struct{ name, fail, want string }{
+		{"dies", "sys.exit(3)", "ended during the call of x (exit status 3"},
+		{"hangs", "time.sleep(60)", "did not answer x within 2s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			cfg := config.MCP{Name: "writer", Command: "/usr/bin/python3", Args: []string{"-c", strings.Replace(server, "FAIL", tc.fail, 1)}, Tools: []string{"x"},
+				Workspace: config.MCPWorkspaceReadWrite, CallTimeout: config.Duration{Duration: 2 * time.Second}}.WithDefaults()
+			srv := mcp.New(cfg, sb, mcp.Options{Workspace: ws, Empty: t.TempDir()})
+			defer srv.Close()
+			res, err := srv.Call(context.Background(), "x", json.RawMessage(`{}`))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "nothing it wrote was kept") || res.Changes != nil {
+				t.Fatalf("the failed call = %+v, %v; want an error saying %q and that nothing was kept", res, err, tc.want)
+			}
+			if _, err := os.Stat(filepath.Join(ws, "planted.txt")); !os.IsNotExist(err) {
+				t.Errorf("what the failing server wrote reached the workspace: %v", err)
+			}
+			t.Logf("the owner and the model read: %v", err)
 		})
 	}
 }

@@ -20,11 +20,22 @@ var Try = []Phrase{
 	{"replace moon with sun in poem.txt", "edit_file: asks you first"},
 	{"git init", "git: asks first, then asks about the new .git alone"},
 	{"fetch the demo page", "http_get: asks, then the policy refuses it"},
+	{"count the letters in hello world", "an MCP tool marked read-only"},
+	{"shout hello world", "the same MCP server's other tool: asks"},
 	{"make a tool that reverses text", "its own tool, through the gate"},
 	{"reverse hello world", "calls that tool, once kept"},
 	{"remind me in 1m to stretch", "a schedule: a turn of its own"},
 	{"remember I like hazelnut coffee", "a note in memory/notes.md"},
 }
+
+// The example MCP server `make run` gives the demo model, and its two
+// tools as the server names them: the first configured read-only, the
+// other left to ask. The persona calls them as mcp_<server>_<tool>.
+const (
+	MCPServer       = "demo"
+	MCPReadOnlyTool = "count_letters"
+	MCPAskingTool   = "shout"
+)
 
 // List is Try as lines, each starting with prefix:
 // "try: run ls — a read-only command: …".

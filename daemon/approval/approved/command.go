@@ -51,15 +51,23 @@ func (r *Runner) command(ctx context.Context, req approval.Request, argv []strin
 		return approval.Result{Answer: out + "\nits changes were dropped, none applied: it filled the sandbox's disk, so what it wrote may be cut short. " +
 			"Tell the owner; a command that needs more room needs sandbox.disk raised in the configuration."}
 	}
+	return r.settle(req, out, cs, policy.ChangeSetRisks)
+}
+
+// settle is what becomes of the change set cs of an approved call whose
+// answer is out: dropped when it changed too much, applied when risksOf
+// (policy's) finds nothing the owner must see first, kept for a request
+// of its own otherwise.
+func (r *Runner) settle(req approval.Request, out string, cs *sandbox.ChangeSet, risksOf func([]policy.FileChange) []string) approval.Result {
 	changes := r.fileChanges(cs)
 	if why := policy.ChangeSetTooLarge(changes); why != "" {
 		cs.Discard()
-		r.Log.Warn("dropped the changes of a command that changed too much", "turn", req.Key, "changes", len(cs.Changes))
+		r.Log.Warn("dropped the changes of a call that changed too much", "turn", req.Key, "tool", req.Call.Call.Name, "changes", len(cs.Changes))
 		return approval.Result{Answer: out + "\nits changes were dropped, none applied: " + why + ". What it changed:\n" + approval.ChangeSummary(cs.Changes) +
 			"Tell the owner; do the work in smaller steps, each changing fewer paths.",
 			Applied: &approval.Report{Dropped: cs.Changes, Err: errors.New(why)}}
 	}
-	risks := policy.ChangeSetRisks(changes)
+	risks := risksOf(changes)
 	if len(risks) == 0 {
 		defer cs.Discard()
 		report := r.apply(cs)

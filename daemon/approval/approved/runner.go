@@ -15,6 +15,7 @@ import (
 	"shelldon/contracts"
 	"shelldon/daemon/approval"
 	"shelldon/daemon/fetch"
+	"shelldon/policy"
 	"shelldon/sandbox"
 	"shelldon/tools"
 )
@@ -58,9 +59,22 @@ var _ approval.Executor = (*Runner)(nil)
 type MCPTools interface {
 	// Offered are the tools a turn may offer, each with its tier.
 	Offered() []contracts.ToolDefinition
-	// Call calls one in its server's container: the answer for the model,
-	// fenced, and where its text came from ("" when nothing came).
-	Call(ctx context.Context, call contracts.ToolCall) (answer string, ok bool, outside string)
+	// Call calls one in its server's container.
+	Call(ctx context.Context, call contracts.ToolCall) MCPAnswer
+}
+
+// MCPAnswer is what one MCP call came to.
+type MCPAnswer struct {
+	// Answer is for the model, what the server said fenced; OK says the
+	// tool answered without an error.
+	Answer string
+	OK     bool
+	// Outside is where the answer's text came from, "" when nothing came
+	// from the server.
+	Outside string
+	// Changes are what a server the owner gave the workspace read-write
+	// wrote in the call, not applied; nil for every other server.
+	Changes *sandbox.ChangeSet
 }
 
 // Fetcher fetches one approved URL: [fetch.Getter].
@@ -103,8 +117,16 @@ func (r *Runner) Run(ctx context.Context, v approval.Verified) approval.Result {
 	}
 	if checked.MCP {
 		// The server is sent exactly the arguments the owner was shown.
-		answer, _, from := r.MCP.Call(ctx, contracts.ToolCall{ID: call.ID, Name: call.Name, Args: checked.Content})
-		return approval.Result{Answer: answer, Outside: from}
+		got := r.MCP.Call(ctx, contracts.ToolCall{ID: call.ID, Name: call.Name, Args: checked.Content})
+		if got.Changes == nil || len(got.Changes.Changes) == 0 {
+			got.Changes.Discard()
+			return approval.Result{Answer: got.Answer, Outside: got.Outside}
+		}
+		res := r.settle(req, got.Answer, got.Changes, func(changes []policy.FileChange) []string {
+			return policy.MCPWriteRisks(call.Name, changes)
+		})
+		res.Outside = got.Outside
+		return res
 	}
 	g, err := r.openGuard(req.Key)
 	if err != nil {

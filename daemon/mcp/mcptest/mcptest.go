@@ -1,8 +1,9 @@
-// Package mcptest builds real, unmodified third-party MCP servers for
-// tests: the example servers of the official Go SDK
-// (github.com/modelcontextprotocol/go-sdk/examples/server/...), each a
-// static binary in a directory of its own, ready to be bound into a
-// sandbox container as an [[mcp]] table's directory.
+// Package mcptest builds real MCP servers for tests: the unmodified
+// example servers of the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk/examples/server/...) and the
+// one shelldon bundles for its demo, each a static binary in a directory
+// of its own, ready to be bound into a sandbox container as an [[mcp]]
+// table's directory.
 package mcptest
 
 import (
@@ -28,10 +29,18 @@ var (
 // program name, readable by everyone.
 func Server(t testing.TB, name string) string {
 	t.Helper()
+	return Build(t, examples+name, name)
+}
+
+// Build builds the server of package pkg as the program name, once per
+// test binary, and returns the directory that holds it, readable by
+// everyone.
+func Build(t testing.TB, pkg, name string) string {
+	t.Helper()
 	goBin := testhost.Tool(t, "go", "golang-go")
 	mu.Lock()
 	defer mu.Unlock()
-	if dir, ok := built[name]; ok {
+	if dir, ok := built[pkg]; ok {
 		return dir
 	}
 	dir, err := os.MkdirTemp("", "shelldon-mcp-"+name+"-")
@@ -41,12 +50,12 @@ func Server(t testing.TB, name string) string {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goBin, "build", "-trimpath", "-o", filepath.Join(dir, name), examples+name)
+	cmd := exec.Command(goBin, "build", "-trimpath", "-o", filepath.Join(dir, name), pkg)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the SDK's example server %s: %v\n%s", name, err, out)
+		t.Fatalf("build the MCP server %s: %v\n%s", pkg, err, out)
 	}
-	built[name] = dir
+	built[pkg] = dir
 	return dir
 }
 
@@ -55,8 +64,8 @@ func Server(t testing.TB, name string) string {
 func Cleanup() {
 	mu.Lock()
 	defer mu.Unlock()
-	for name, dir := range built {
+	for pkg, dir := range built {
 		os.RemoveAll(dir)
-		delete(built, name)
+		delete(built, pkg)
 	}
 }
