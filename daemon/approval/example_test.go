@@ -26,7 +26,7 @@ func ExampleRenderChangeSet() {
 	fmt.Println(shown.Detail)
 	// Output:
 	// the changes of run_shell
-	// the command I ran with your approval changed 4 path(s), some of which need your own look before I apply them
+	// run_shell, run with your approval, changed 4 path(s), some of which need your own look before I apply them
 	// why:
 	//   tests/conftest.py is loaded by every pytest run
 	// changes:
