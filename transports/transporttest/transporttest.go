@@ -88,7 +88,11 @@ func Run(t *testing.T, impls []Impl) {
 					core := newCore(t)
 					target := impl.New(t, core)
 					core.waitJoins(t, 1)
-					c.test(t, &rig{Target: target, Impl: impl, core: core})
+					r := &rig{Target: target, Impl: impl, core: core}
+					// What the transport did as it started (a greeting the
+					// owner sent) is behind it once a message is through.
+					r.barrier(t)
+					c.test(t, r)
 				})
 			}
 		})
