@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"shelldon/contracts"
+	authority "shelldon/daemon/approval"
 	"shelldon/daemon/state"
 	"shelldon/daemon/statedir"
 	"shelldon/transports/telegram/telegramtest"
@@ -31,19 +32,34 @@ func conformingBot(t *testing.T, core *transporttest.Core) transporttest.Target 
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	o := &botOwner{api: telegramtest.New(t, token), store: store, socket: core.Socket(), buttons: map[int64][]telegramtest.Button{}}
+	o := &botOwner{api: telegramtest.New(t, token), store: store, core: core, buttons: map[int64][]telegramtest.Button{}}
 	o.start(t)
 	// Telegram lets a bot write only to a user who wrote to it first.
 	o.api.SendText(owner, "/start")
 	return transporttest.Target{Owner: o, Chat: "42", InputBound: maxUpdateBytes}
 }
 
+// coreStatuses reads where requests stand from the suite's core, which
+// plays the approval authority.
+type coreStatuses struct{ core *transporttest.Core }
+
+func (s coreStatuses) Status(_ context.Context, key string) (authority.Status, error) {
+	switch r, ok := s.core.Request(key); {
+	case !ok:
+		return authority.Status{}, nil
+	case r.Open:
+		return authority.Status{State: authority.Open, Created: r.Created, Expires: r.Expires}, nil
+	default:
+		return authority.Status{State: authority.Settled, Outcome: r.Outcome, At: r.At}, nil
+	}
+}
+
 // botOwner is the owner in their private chat with the bot.
 type botOwner struct {
-	api    *telegramtest.Server
-	store  *state.Store
-	socket string
-	stop   func()
+	api   *telegramtest.Server
+	store *state.Store
+	core  *transporttest.Core
+	stop  func()
 
 	mu sync.Mutex
 	// buttons are the buttons of each message, by its id, as the owner
@@ -56,8 +72,8 @@ type botOwner struct {
 func (o *botOwner) start(t *testing.T) {
 	t.Helper()
 	tr, err := New(Config{
-		Token: token, APIURL: o.api.URL(), AllowedIDs: []int64{owner}, Socket: o.socket, MaxFrame: 4 << 20,
-		Store: o.store, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
+		Token: token, APIURL: o.api.URL(), AllowedIDs: []int64{owner}, Socket: o.core.Socket(), MaxFrame: 4 << 20,
+		Store: o.store, Statuses: coreStatuses{o.core}, PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		Location: time.UTC,
 	})
 	if err != nil {

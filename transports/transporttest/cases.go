@@ -33,7 +33,7 @@ func aMessageCoreDidNotKeepGoesToTheNextCore(t *testing.T, r *rig) {
 	r.core.unconfirmed.Store(false)
 	from := r.core.count()
 	r.core.Start(t)
-	if again := r.inbound(t, from, text); again.Ref != first.Ref {
+	if again := r.inbound(t, from, text, "at the next core"); again.Ref != first.Ref {
 		t.Errorf("%s: the next core got %q under ref %q, want the first's %q so it can know it again", r.Name, text, again.Ref, first.Ref)
 	}
 	r.barrier(t)
@@ -51,7 +51,7 @@ func aMessageWhileCoreIsAwayGoesOnceItIsBack(t *testing.T, r *rig) {
 	from := r.core.count()
 	r.Owner.Say(t, text)
 	r.core.Start(t)
-	r.inbound(t, from, text)
+	r.inbound(t, from, text, "once core is back")
 	r.barrier(t)
 	if n := r.timesCoreGot(text); n != 1 {
 		t.Errorf("%s: core got %q %d times, want once", r.Name, text, n)
@@ -209,7 +209,7 @@ func aMessageCoreDidNotKeepOutlivesARestart(t *testing.T, r *rig) {
 	r.core.unconfirmed.Store(false)
 	from := r.core.count()
 	r.restart(t)
-	if again := r.inbound(t, from, text); again.Ref != first.Ref {
+	if again := r.inbound(t, from, text, "after the transport's restart"); again.Ref != first.Ref {
 		t.Errorf("%s: after the restart core got %q under ref %q, want the first's %q", r.Name, text, again.Ref, first.Ref)
 	}
 }

@@ -157,14 +157,15 @@ func (r *rig) says(t *testing.T, text string) contracts.Inbound {
 	t.Helper()
 	from := r.core.count()
 	r.Owner.Say(t, text)
-	return r.inbound(t, from, text)
+	return r.inbound(t, from, text, "at core")
 }
 
 // inbound waits for the owner's message text among what core got from
-// from on, and checks where it says it comes from.
-func (r *rig) inbound(t *testing.T, from int, text string) contracts.Inbound {
+// from on (where says when that is), and checks where it says it comes
+// from.
+func (r *rig) inbound(t *testing.T, from int, text, where string) contracts.Inbound {
 	t.Helper()
-	got := r.core.next(t, fmt.Sprintf("the owner's message %q (the owner sees:\n%s\n)", shorten(text), lastLines(r.Owner.Shown())), from, message(text))
+	got := r.core.next(t, fmt.Sprintf("the owner's message %q %s (the owner sees:\n%s\n)", shorten(text), where, lastLines(r.Owner.Shown())), from, message(text))
 	var in contracts.Inbound
 	if err := got.env.Decode(&in); err != nil {
 		t.Fatal(err)
@@ -233,6 +234,9 @@ var outcomeMarks = map[string]string{
 // lastLines is the end of what the owner sees, for a failing test's
 // message.
 func lastLines(shown string) string {
+	if strings.TrimSpace(shown) == "" {
+		return "\t(nothing)"
+	}
 	lines := strings.Split(shown, "\n")
 	if len(lines) > 40 {
 		lines = append([]string{fmt.Sprintf("[%d lines above]", len(lines)-40)}, lines[len(lines)-40:]...)
