@@ -76,12 +76,9 @@ func (o *terminalOwner) Shown() string { return o.term.Screen() }
 // Answer types the command that answers the request it names, which
 // is how a request is answered when several wait, and works as well
 // when one does.
-func (o *terminalOwner) Answer(t *testing.T, req contracts.ApprovalRequest, approve bool) {
-	word := "/no "
-	if approve {
-		word = "/yes "
-	}
-	o.term.Line(t, word+req.Turn[:min(idLength, len(req.Turn))])
+func (o *terminalOwner) Answer(t *testing.T, req contracts.ApprovalRequest, answer transporttest.Answer) {
+	command := map[transporttest.Answer]string{transporttest.Deny: "/no ", transporttest.Approve: "/yes ", transporttest.Always: "/always "}[answer]
+	o.term.Line(t, command+req.Turn[:min(idLength, len(req.Turn))])
 }
 
 // Restart quits the chat and opens a new one, in a new terminal.

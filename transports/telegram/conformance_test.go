@@ -117,16 +117,13 @@ func (o *botOwner) Shown() string {
 	return strings.Join(texts, "\n")
 }
 
-// Answer taps the request's Approve or Deny button, as the owner saw it
-// on the request's message.
-func (o *botOwner) Answer(t *testing.T, req contracts.ApprovalRequest, approve bool) {
+// Answer taps the request's button for answer, as the owner saw it on
+// the request's message.
+func (o *botOwner) Answer(t *testing.T, req contracts.ApprovalRequest, answer transporttest.Answer) {
 	t.Helper()
 	o.Shown()
 	m := o.api.WaitMessage(t, owner, func(m telegramtest.Message) bool { return strings.Contains(m.Text, req.Detail) })
-	label := "❌ Deny"
-	if approve {
-		label = "✅ Approve"
-	}
+	label := map[transporttest.Answer]string{transporttest.Deny: "❌ Deny", transporttest.Approve: "✅ Approve", transporttest.Always: "🔁 Always for this rule"}[answer]
 	o.mu.Lock()
 	buttons := o.buttons[m.ID]
 	o.mu.Unlock()

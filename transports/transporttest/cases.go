@@ -80,26 +80,30 @@ func aReplyIsShownOnceHoweverOftenCoreSendsIt(t *testing.T, r *rig) {
 	}
 }
 
-// anAnswerIsOneDecision: a request shows what it asks; the owner's answer
-// is one decision on it, approving or not as they answered, from their
-// chat, bound to the request as shown; answering again is no second
-// decision, nor is an answer once core has settled it, which the owner
-// sees settled.
-func anAnswerIsOneDecision(t *testing.T, r *rig, approve bool) {
+// anAnswerIsOneDecision: a request shows what it asks (and the rule it
+// offers, in its words); the owner's answer is one decision on it,
+// approving, granting the rule or not as they answered, from their chat,
+// bound to the request as shown; answering again is no second decision,
+// nor is an answer once core has settled it, which the owner sees
+// settled.
+func anAnswerIsOneDecision(t *testing.T, r *rig, answer Answer) {
 	req := r.request("c0ffee00d00d0001")
+	req.Always = "run_shell of exactly `rm -rf build/c0ffee00d00d0001`"
 	r.askAndSee(t, req)
+	r.sees(t, req.Always)
 	from := r.core.count()
-	r.Owner.Answer(t, req, approve)
+	r.Owner.Answer(t, req, answer)
 	got := r.core.next(t, fmt.Sprintf("a decision on %s", req.Turn), from, decisionOn(req.Turn))
 	var d contracts.Decision
 	if err := got.env.Decode(&d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Approve != approve || d.Always || d.Chat != r.Chat || (d.Digest != "" && d.Digest != req.Digest) {
-		t.Errorf("%s: the owner's answer (approve=%v) became %+v; want approve=%v, not always, from chat %q, with no digest or %q",
-			r.Name, approve, d, approve, r.Chat, req.Digest)
+	approve, always := answer != Deny, answer == Always
+	if d.Approve != approve || d.Always != always || d.Chat != r.Chat || (d.Digest != "" && d.Digest != req.Digest) {
+		t.Errorf("%s: the owner's answer (%s) became %+v; want approve=%v, always=%v, from chat %q, with no digest or %q",
+			r.Name, answer, d, approve, always, r.Chat, req.Digest)
 	}
-	r.Owner.Answer(t, req, approve)
+	r.Owner.Answer(t, req, answer)
 	r.noDecisionSince(t, got.at+1, req.Turn, "a second answer on the same request")
 
 	outcome := contracts.ApprovalDenied
@@ -108,9 +112,50 @@ func anAnswerIsOneDecision(t *testing.T, r *rig, approve bool) {
 	}
 	r.core.settle(t, req.Turn, outcome)
 	r.sees(t, outcomeMarks[outcome])
+	other := Deny
+	if answer == Deny {
+		other = Approve
+	}
 	from = r.core.count()
-	r.Owner.Answer(t, req, !approve)
+	r.Owner.Answer(t, req, other)
 	r.noDecisionSince(t, from, req.Turn, "an answer on a request core settled")
+}
+
+// anAnswerIsForTheRequestItWasGivenOn: with two requests waiting, an
+// answer on one is a decision on that one alone, and the other still
+// takes its own.
+func anAnswerIsForTheRequestItWasGivenOn(t *testing.T, r *rig) {
+	first, second := r.request("f1257000000000aa"), r.request("5ec0d000000000bb")
+	r.askAndSee(t, first)
+	r.askAndSee(t, second)
+	from := r.core.count()
+	r.Owner.Answer(t, second, Deny)
+	got := r.core.next(t, fmt.Sprintf("a decision on %s", second.Turn), from, decisionOn(second.Turn))
+	var d contracts.Decision
+	if err := got.env.Decode(&d); err != nil || d.Approve {
+		t.Errorf("%s: denying %s became %s (%v), want its denial", r.Name, second.Turn, got.env.Body, err)
+	}
+	r.noDecisionSince(t, from, first.Turn, "an answer on another request")
+	r.core.settle(t, second.Turn, contracts.ApprovalDenied)
+	r.sees(t, outcomeMarks[contracts.ApprovalDenied])
+	from = r.core.count()
+	r.Owner.Answer(t, first, Approve)
+	got = r.core.next(t, fmt.Sprintf("a decision on %s", first.Turn), from, decisionOn(first.Turn))
+	if err := got.env.Decode(&d); err != nil || !d.Approve {
+		t.Errorf("%s: approving %s became %s (%v), want its approval", r.Name, first.Turn, got.env.Body, err)
+	}
+}
+
+// coresWordsShowAsTheyAre: what core sends, the model's words among it,
+// shows as the text it is, never as the client's markup: in a reply and
+// in a request.
+func coresWordsShowAsTheyAre(t *testing.T, r *rig) {
+	const reply = "<b>not bold</b> & <a href=\"x\">no link</a> &amp; no entity"
+	r.core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: r.Chat, Text: reply})
+	r.sees(t, reply)
+	req := r.request("3a2c0de000000001")
+	req.Detail = "echo '<i>not italic</i>' > page.html && cat page.html"
+	r.askAndSee(t, req)
 }
 
 // aSettledRequestShowsItsOutcomeAndTakesNoAnswer: a request core settled
@@ -127,7 +172,7 @@ func aSettledRequestShowsItsOutcomeAndTakesNoAnswer(t *testing.T, r *rig) {
 			return strings.Count(shown, outcomeMarks[outcome]) > before
 		})
 		from := r.core.count()
-		r.Owner.Answer(t, req, true)
+		r.Owner.Answer(t, req, Approve)
 		r.noDecisionSince(t, from, req.Turn, fmt.Sprintf("an approval of a request %s", outcome))
 	}
 }
@@ -221,7 +266,7 @@ func aRequestOutlivesARestart(t *testing.T, r *rig) {
 	r.askAndSee(t, req)
 	r.restart(t)
 	from := r.core.count()
-	r.Owner.Answer(t, req, true)
+	r.Owner.Answer(t, req, Approve)
 	got := r.core.next(t, fmt.Sprintf("a decision on %s after the restart", req.Turn), from, decisionOn(req.Turn))
 	var d contracts.Decision
 	if err := got.env.Decode(&d); err != nil || !d.Approve {

@@ -17,15 +17,28 @@ type Owner interface {
 	// Shown is what the owner's client shows now, as text: the bot's
 	// messages in their current state, the terminal's screen.
 	Shown() string
-	// Answer has the owner approve or deny req the way the transport
+	// Answer has the owner give answer to req the way the transport
 	// offers (a button tapped, an answer typed). Asked again, or once the
 	// request is settled, the owner answers all the same, as a second tap
 	// or a stale client would: what the transport makes of that is the
 	// suite's to check.
-	Answer(t *testing.T, req contracts.ApprovalRequest, approve bool)
+	Answer(t *testing.T, req contracts.ApprovalRequest, answer Answer)
 	// Restart stops the transport and starts it again over what it keeps.
 	Restart(t *testing.T)
 }
+
+// Answer is what the owner may answer a request.
+type Answer int
+
+const (
+	Deny Answer = iota
+	Approve
+	// Always approves, and grants the rule the request offers
+	// ([contracts.ApprovalRequest.Always]).
+	Always
+)
+
+func (a Answer) String() string { return [...]string{"deny", "approve", "always"}[a] }
 
 // Target is one transport under test, and what it promises beyond what
 // every transport does.
@@ -72,8 +85,11 @@ func Run(t *testing.T, impls []Impl) {
 				{"AMessageCoreDidNotKeepGoesToTheNextCore", aMessageCoreDidNotKeepGoesToTheNextCore, nil},
 				{"AMessageWhileCoreIsAwayGoesOnceItIsBack", aMessageWhileCoreIsAwayGoesOnceItIsBack, nil},
 				{"AReplyIsShownOnceHoweverOftenCoreSendsIt", aReplyIsShownOnceHoweverOftenCoreSendsIt, nil},
-				{"AnApprovalIsOneDecision", func(t *testing.T, r *rig) { anAnswerIsOneDecision(t, r, true) }, nil},
-				{"ADenialIsOneDecision", func(t *testing.T, r *rig) { anAnswerIsOneDecision(t, r, false) }, nil},
+				{"AnApprovalIsOneDecision", func(t *testing.T, r *rig) { anAnswerIsOneDecision(t, r, Approve) }, nil},
+				{"ADenialIsOneDecision", func(t *testing.T, r *rig) { anAnswerIsOneDecision(t, r, Deny) }, nil},
+				{"AnAlwaysGrantsTheRuleOffered", func(t *testing.T, r *rig) { anAnswerIsOneDecision(t, r, Always) }, nil},
+				{"AnAnswerIsForTheRequestItWasGivenOn", anAnswerIsForTheRequestItWasGivenOn, nil},
+				{"CoresWordsShowAsTheyAre", coresWordsShowAsTheyAre, nil},
 				{"ASettledRequestShowsItsOutcomeAndTakesNoAnswer", aSettledRequestShowsItsOutcomeAndTakesNoAnswer, nil},
 				{"OversizedInputIsBoundedAndSaidSo", oversizedInputIsBoundedAndSaidSo, nil},
 				{"ATurnsProgressIsShown", aTurnsProgressIsShown, nil},
