@@ -16,10 +16,7 @@ func aMessageReachesCoreOnceAndIsLetGoOnceKept(t *testing.T, r *rig) {
 	r.says(t, text)
 	r.kept(t)
 	r.core.Restart(t)
-	r.barrier(t)
-	if n := r.timesCoreGot(text); n != 1 {
-		t.Errorf("%s: core got %q %d times, across a restart after it confirmed it; want once", r.Name, text, n)
-	}
+	r.coreGot(t, 1, "across a restart after core confirmed it", text)
 }
 
 // aMessageCoreDidNotKeepGoesToTheNextCore: a message core never
@@ -36,10 +33,7 @@ func aMessageCoreDidNotKeepGoesToTheNextCore(t *testing.T, r *rig) {
 	if again := r.inbound(t, from, text, "at the next core"); again.Ref != first.Ref {
 		t.Errorf("%s: the next core got %q under ref %q, want the first's %q so it can know it again", r.Name, text, again.Ref, first.Ref)
 	}
-	r.barrier(t)
-	if n := r.timesCoreGot(text); n != 2 {
-		t.Errorf("%s: core got %q %d times, want twice: once for each core", r.Name, text, n)
-	}
+	r.coreGot(t, 2, "once for each core", text)
 }
 
 // aMessageWhileCoreIsAwayGoesOnceItIsBack: what the owner says while
@@ -52,10 +46,7 @@ func aMessageWhileCoreIsAwayGoesOnceItIsBack(t *testing.T, r *rig) {
 	r.Owner.Say(t, text)
 	r.core.Start(t)
 	r.inbound(t, from, text, "once core is back")
-	r.barrier(t)
-	if n := r.timesCoreGot(text); n != 1 {
-		t.Errorf("%s: core got %q %d times, want once", r.Name, text, n)
-	}
+	r.coreGot(t, 1, "across core's restart", text)
 }
 
 // aReplyIsShownOnceHoweverOftenCoreSendsIt: a reply core keeps until the
@@ -236,12 +227,7 @@ func comesBackAfterARestart(t *testing.T, r *rig) {
 	r.says(t, after)
 	r.core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: r.Chat, Text: "Welcome back."})
 	r.sees(t, "Welcome back.")
-	r.barrier(t)
-	for _, text := range []string{before, after} {
-		if n := r.timesCoreGot(text); n != 1 {
-			t.Errorf("%s: core got %q %d times, want once", r.Name, text, n)
-		}
-	}
+	r.coreGot(t, 1, "across the transport's restart", before, after)
 }
 
 // aMessageCoreDidNotKeepOutlivesARestart: a durable transport that stops

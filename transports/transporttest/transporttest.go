@@ -208,8 +208,18 @@ func (r *rig) barrier(t *testing.T) int {
 	return r.core.next(t, fmt.Sprintf("the owner's message %q", text), from, message(text)).at
 }
 
-// timesCoreGot counts the owner's messages of text core got.
-func (r *rig) timesCoreGot(text string) int { return len(r.core.all(0, message(text))) }
+// coreGot checks that core got each of the owner's messages of texts
+// times times in all (what should be, in words), once whatever else was
+// coming is there.
+func (r *rig) coreGot(t *testing.T, times int, should string, texts ...string) {
+	t.Helper()
+	r.barrier(t)
+	for _, text := range texts {
+		if n := len(r.core.all(0, message(text))); n != times {
+			t.Errorf("%s: core got %q %d times, want %d (%s)", r.Name, shorten(text), n, times, should)
+		}
+	}
+}
 
 // request is a request as core parks it for the owner's chat.
 func (r *rig) request(key string) contracts.ApprovalRequest {
