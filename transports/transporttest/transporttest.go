@@ -30,6 +30,7 @@ type Owner interface {
 // Answer is what the owner may answer a request.
 type Answer int
 
+// The answers to a request.
 const (
 	Deny Answer = iota
 	Approve
