@@ -41,8 +41,7 @@ const (
 
 func (a Answer) String() string { return [...]string{"deny", "approve", "always"}[a] }
 
-// Target is one transport under test, and what it promises beyond what
-// every transport does.
+// Target is one transport under test, as the suite drives it.
 type Target struct {
 	Owner Owner
 	// Chat names the owner's conversation on the bus, as the transport
@@ -79,7 +78,8 @@ func Run(t *testing.T, impls []Impl) {
 			for _, c := range []struct {
 				name string
 				test func(*testing.T, *rig)
-				// only, when set, says the target promises the behaviour.
+				// only, when set, says whether the transport promises
+				// the behaviour.
 				only func(Impl) bool
 			}{
 				{"AMessageReachesCoreOnceAndIsLetGoOnceKept", aMessageReachesCoreOnceAndIsLetGoOnceKept, nil},
