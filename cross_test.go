@@ -105,6 +105,7 @@ var notCrossPackages = map[string]string{
 	"shelldon/daemon/doctor":            "it boots a real systemd from a test host's image: " + foreignImage,
 	"shelldon/daemon/selfcode":          "the gate runs pytest in the sandbox, whose image " + foreignImage,
 	"shelldon/transports/chat/chattest": "no tests",
+	"shelldon/transports/transporttest": "no tests",
 	"shelldon/daemon/hub/hubtest":       "no tests",
 	"shelldon/daemon/launch/launchtest": "no tests",
 	"shelldon/daemon/mcp/mcptest":       "no tests",

@@ -49,6 +49,7 @@
 //	transports/telegram/telegramtest a local Bot API server for tests
 //	transports/chat               the terminal transport (`shelldon chat`)
 //	transports/chat/chattest      a real pseudo-terminal and a model of its screen, for the chat's tests
+//	transports/transporttest      the conformance suite every transport passes
 //	policy/                       every safety decision, as pure functions
 //	sandbox/                      the nspawn container one command runs in, and its change set
 //	sandbox/cgroup                a control group of a run's own where no systemd unit holds it

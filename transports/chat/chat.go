@@ -729,13 +729,14 @@ func (c *chat) deliver(in contracts.Inbound) bool {
 	case err == nil:
 		c.answering = true
 		return true
-	case errors.Is(err, bus.ErrNotConnected):
-		// Lost just now: it goes with the next connection.
-		return false
-	default:
+	case errors.Is(err, bus.ErrFrameTooLarge):
 		c.outbox.confirm(in.Ref)
 		c.term.say(fmt.Sprintf("(Could not send that: %v.)", err))
 		return true
+	default:
+		// Lost just now, before the chat heard of it or under the write
+		// (a broken pipe): it goes with the next connection.
+		return false
 	}
 }
 
