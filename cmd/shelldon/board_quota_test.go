@@ -40,7 +40,9 @@ import (
 // therefore does boardReferenceOps × 838 / boardReference7ZipMIPS ops a
 // second: boardOpsPerSecond. At run time the workload is measured here
 // (ops per CPU-second of one thread) and the quota is that figure's share
-// of one CPU, then checked by running the workload under it.
+// of one CPU, then checked by running the workload under it. The quota is
+// cpu.max on cgroup v2 and cpu.cfs_quota_us on v1 (package cgroup writes
+// whichever the host has), over a period of 100 ms.
 const (
 	zero2W7ZipMIPS         = 838
 	boardReference7ZipMIPS = 3066 // two runs, 3041 and 3092, on an AMD EPYC VM, 4 December 2026
