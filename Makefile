@@ -130,7 +130,7 @@ bench-arm64:
 # approved command with and without tests, a self-coded tool's call, the
 # pytest gate and the same work run directly in the sandbox
 # (cmd/shelldon/board_bench_test.go; BENCHMARKS.md, "On a board's
-# budget"). About two minutes; not part of make test.
+# budget"). About two and a half minutes; not part of make test.
 bench-board: build
 	$(GO) test -run '^$$' -bench '^BenchmarkBoardClass$$' -benchtime 5x -timeout 20m ./cmd/shelldon
 
