@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/BurntSushi/toml"
-
 	"shelldon/config"
 	"shelldon/demomodel"
 	"shelldon/testhost"
@@ -314,15 +312,7 @@ func startShelldonPeer(b *testing.B, installed bool) *chatPeer {
 	if installed {
 		cfg.Panel.PNGPath = filepath.Join(memoryDir(b), "panel.png")
 	}
-	path := filepath.Join(b.TempDir(), "shelldon.toml")
-	f, err := os.Create(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := toml.NewEncoder(f).Encode(cfg); err != nil {
-		b.Fatal(err)
-	}
-	f.Close()
+	path := writeTestConfig(b, cfg)
 	if !installed {
 		return &chatPeer{name: "shelldon", api: api, procs: []*exec.Cmd{startProcess(b, bin, "up", "--config", path)}}
 	}

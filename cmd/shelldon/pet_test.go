@@ -36,13 +36,17 @@ import (
 // starts the real shelldon-worker, built beside it (workerBinary), so
 // every turn in these tests runs a real worker in a real child process. With intruderEnv set it
 // plays a hostile bus client instead (see intrude), with flooderEnv one
-// that floods the bus (see flood).
+// that floods the bus (see flood), with boardWorkloadEnv the board
+// class's calibration workload (see runBoardWorkload).
 func TestMain(m *testing.M) {
 	if role := os.Getenv(intruderEnv); role != "" {
 		os.Exit(intrude(contracts.Role(role)))
 	}
 	if mode := os.Getenv(flooderEnv); mode != "" {
 		os.Exit(flood(mode))
+	}
+	if os.Getenv(boardWorkloadEnv) != "" {
+		os.Exit(runBoardWorkload())
 	}
 	if os.Getenv("SHELLDON_TEST_MAIN") == "1" {
 		main()

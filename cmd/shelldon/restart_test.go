@@ -16,6 +16,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"shelldon/bus"
+	"shelldon/config"
 	"shelldon/contracts"
 	"shelldon/demomodel"
 )
@@ -36,13 +37,20 @@ func startDaemon(t testing.TB, p *pet) *exec.Cmd {
 // daemon or broker in a process of its own.
 func writeConfig(t testing.TB, p *pet) string {
 	t.Helper()
+	return writeTestConfig(t, p.cfg)
+}
+
+// writeTestConfig writes cfg as a TOML file in a directory removed at
+// cleanup, and returns its path.
+func writeTestConfig(t testing.TB, cfg config.Config) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "shelldon.toml")
 	f, err := os.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if err := toml.NewEncoder(f).Encode(p.cfg); err != nil {
+	if err := toml.NewEncoder(f).Encode(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return path

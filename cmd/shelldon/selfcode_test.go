@@ -33,7 +33,7 @@ def test_greets():
 
 // keepTool keeps a tool in the pet's tool store as core does when the
 // owner taps Keep.
-func keepTool(t *testing.T, layout statedir.Layout, m toolstore.Manifest, module, test string) {
+func keepTool(t testing.TB, layout statedir.Layout, m toolstore.Manifest, module, test string) {
 	t.Helper()
 	store, err := toolstore.Open(layout.ToolStore())
 	if err != nil {
@@ -46,7 +46,7 @@ func keepTool(t *testing.T, layout statedir.Layout, m toolstore.Manifest, module
 }
 
 // proposal is a reply whose ops block proposes a tool.
-func proposal(t *testing.T, text, name, code, test string) demomodel.Step {
+func proposal(t testing.TB, text, name, code, test string) demomodel.Step {
 	t.Helper()
 	op, err := json.Marshal(contracts.Op{Body: contracts.ProposeTool{Name: name, Code: code, Test: test}})
 	if err != nil {
