@@ -118,6 +118,11 @@ type chat struct {
 	left bool
 
 	connected bool
+	// heard says the bus client has come back from its first dial
+	// (joined, or failed to): before then core may be a moment from
+	// joining, and a line typed is kept without a word; quiet says one
+	// was, so that the owner is told it waits if the dial fails.
+	heard, quiet bool
 	// away is what the owner was told of why core is not there; told
 	// says they were told core is away, so are told when it is back.
 	away     string
@@ -366,14 +371,14 @@ func (c *chat) armExpiry() {
 func (c *chat) handle(ev event) {
 	switch ev.kind {
 	case joined:
-		c.connected = true
+		c.connected, c.heard, c.quiet = true, true, false
 		if c.told {
 			c.term.say(fmt.Sprintf("(connected to core at %s)", c.opts.Socket))
 		}
 		c.told, c.away = false, ""
 		c.resend()
 	case lost:
-		c.connected, c.away = false, ""
+		c.connected, c.away, c.heard = false, "", true
 		c.owed = c.owed || c.busy || c.answering
 		c.busy, c.answering = false, false
 		c.showHeld()
@@ -383,10 +388,15 @@ func (c *chat) handle(ev event) {
 			c.term.say(fmt.Sprintf("(lost core at %s; reconnecting…)", c.opts.Socket))
 		}
 	case unreachable:
+		c.heard = true
 		why := reach(c.opts.Socket, ev.err)
 		if !c.stopping && why != c.away {
 			c.away, c.told = why, true
 			c.term.say("(" + why + ")")
+		}
+		if c.quiet {
+			c.quiet = false
+			c.term.say(notSentYet)
 		}
 	case received:
 		c.receive(ev.env)
@@ -682,7 +692,11 @@ func (c *chat) send(text string) {
 		return
 	}
 	in := c.outbox.add(text)
-	if !c.connected {
+	switch {
+	case !c.connected && !c.heard:
+		c.quiet = true
+		return
+	case !c.connected:
 		c.term.say(notSentYet)
 		return
 	}

@@ -950,3 +950,49 @@ func TestAReplysFileIsSavedForTheOwner(t *testing.T) {
 		t.Errorf("the terminal does not name %s:\n%s", saved[0], s.term.Screen())
 	}
 }
+
+// TestALineTypedWhileCoreJoinsIsNotSaidToWait: a line typed while the
+// chat's first dial is still under way (core accepted the connection and
+// has not yet welcomed it) goes to core once it has, and the owner is not
+// told that core is not there: it is.
+func TestALineTypedWhileCoreJoinsIsNotSaidToWait(t *testing.T) {
+	core := startCore(t, "")
+	socket := hubtest.SocketPath(t)
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	welcome := make(chan struct{})
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return // the listener is closed
+			}
+			go func() {
+				defer nc.Close()
+				<-welcome // core takes its time to answer the hello
+				up, err := net.Dial("unix", core.socket)
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				go io.Copy(up, nc)
+				io.Copy(nc, up)
+			}()
+		}
+	}()
+
+	s := startChat(t, socket, Options{})
+	s.term.Line(t, "hello while you wake")
+	s.term.Line(t, "/help")
+	s.term.WaitFor(t, "/yes ID or /no ID") // the line before it was taken too
+	if strings.Contains(s.term.Screen(), notSentYet) {
+		t.Errorf("a line typed while core was joining was said not to be sent:\n%s", s.term.Screen())
+	}
+	close(welcome)
+	if in := core.nextInbound(t); in.Text != "hello while you wake" {
+		t.Errorf("core got %q, want the line typed while it joined", in.Text)
+	}
+}
