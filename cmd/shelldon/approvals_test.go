@@ -288,11 +288,7 @@ func TestExpiredAndMalformedDecisions(t *testing.T) {
 	p.reply(15 * time.Second)
 	req := p.approval(5 * time.Second)
 	p.waitTurns(1)
-	db, err := sql.Open("sqlite", filepath.Join(p.cfg.StateDir, "state.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := p.database(t)
 	if _, err := db.Exec(`UPDATE pending_approvals SET expires_at = 0 WHERE turn = ?`, req.Turn); err != nil {
 		t.Fatal(err)
 	}
@@ -484,4 +480,18 @@ func TestApprovalIsReentrant(t *testing.T) {
 			t.Errorf("call %s is unanswered in the last request", id)
 		}
 	}
+}
+
+// database opens the pet's state database beside its core, as an
+// attacker with the file would: a write waits for core's own to end
+// (SQLite's busy timeout) rather than failing because core wrote at that
+// moment.
+func (p *pet) database(t *testing.T) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(p.cfg.StateDir, "state.db")+"?_pragma=busy_timeout(10000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
 }

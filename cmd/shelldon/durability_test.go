@@ -699,7 +699,7 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 291))
 	const maxTrials, budget = 40, 90 * time.Second
 	var questions []string
-	var kills []time.Time
+	var kills []killSpan
 	longs := 0
 	core := startDaemon(t, p)
 	for start := time.Now(); len(questions) < maxTrials && time.Since(start) < budget; {
@@ -725,11 +725,13 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 		// The model's answer is on its way: kill core somewhere between
 		// the broker's read of it and Telegram's outbox, or just after.
 		time.Sleep(time.Duration(rng.IntN(30_000)) * time.Microsecond)
-		kills = append(kills, time.Now())
+		kill := killSpan{start: time.Now()}
 		if err := core.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}
 		core.Wait()
+		kill.done = time.Now()
+		kills = append(kills, kill)
 		core = startDaemon(t, p)
 	}
 	// Every reply in the end, and a moment more for a second copy.
@@ -772,12 +774,15 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 		}
 	}
 	// A piece sent twice: its first sendMessage must have been cut by a
-	// kill, one that came after that call reached Telegram and before the
-	// piece went again (the transport records a piece sent once it has
-	// read Telegram's answer: a kill in between leaves it unrecorded; the
+	// kill, one that came after that call set out and before the piece
+	// went again (the transport records a piece sent once it has read
+	// Telegram's answer: a kill in between leaves it unrecorded; the
 	// record comes well within 50 ms on a quiet machine, and within a few
 	// seconds under the race detector with other packages' tests beside
-	// it). Without such a kill, nothing sends a piece twice.
+	// it). A kill spans the moment it was sent to the moment the process
+	// was reaped: a call the dying core wrote in between reaches Telegram
+	// after the kill began. Without such a kill, nothing sends a piece
+	// twice.
 	const recordWithin = 5 * time.Second
 	first := map[string]telegramtest.Call{}
 	var resent, unexplained []string
@@ -792,11 +797,12 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 			continue
 		}
 		resent = append(resent, owner.Shorten(text, 30))
-		cut := func(k time.Time) bool {
-			return !k.Before(f.At) && k.Before(c.At) && k.Before(f.Answered.Add(recordWithin))
+		cut := func(k killSpan) bool {
+			return !k.done.Before(f.At) && k.start.Before(c.At) && k.start.Before(f.Answered.Add(recordWithin))
 		}
 		if !slices.ContainsFunc(kills, cut) {
-			unexplained = append(unexplained, owner.Shorten(text, 30))
+			unexplained = append(unexplained, fmt.Sprintf("%s (sent %s, answered %s, sent again %s; the kills nearest: %s)",
+				owner.Shorten(text, 30), f.At.Format(timeOfCall), f.Answered.Format(timeOfCall), c.At.Format(timeOfCall), killsNear(kills, f.At)))
 		}
 	}
 	t.Logf("%d kills, %d messages (%d answered at 60 KiB, in pieces), %d answered, %d lost, %d answered twice; %d piece(s) sent again after a kill cut their call",
@@ -810,6 +816,23 @@ func TestAKillAfterTheAnswerLosesAndDoublesNoReply(t *testing.T) {
 	if len(unexplained) > 0 {
 		t.Errorf("pieces sent twice with no kill cutting the first call: %q", unexplained)
 	}
+}
+
+// killSpan is one kill of core: from the signal sent to the process
+// reaped.
+type killSpan struct{ start, done time.Time }
+
+// timeOfCall is how a failure names the times of calls and kills.
+const timeOfCall = "15:04:05.000000"
+
+// killsNear names the kills closest to at, before and after it.
+func killsNear(kills []killSpan, at time.Time) string {
+	i, _ := slices.BinarySearchFunc(kills, at, func(k killSpan, at time.Time) int { return k.start.Compare(at) })
+	var near []string
+	for _, k := range kills[max(i-1, 0):min(i+1, len(kills))] {
+		near = append(near, k.start.Format(timeOfCall)+"–"+k.done.Format(timeOfCall))
+	}
+	return strings.Join(near, ", ")
 }
 
 // TestAFullDiskOverTelegramIsToldAndCaughtUp fills the state directory's
