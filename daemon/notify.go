@@ -163,6 +163,18 @@ func (m *messenger) progress(to turns.Origin, p contracts.Progress) {
 	_ = m.hub.Route(env)
 }
 
+// draft shows the transport a turn came from the draft of its reply. A
+// transport that has gone misses a draft, nothing more.
+func (m *messenger) draft(to turns.Origin, d contracts.Draft) {
+	d.Chat = to.Chat
+	env, err := contracts.NewEnvelope(contracts.KindReplyDraft, d.Turn, d)
+	if err != nil || to.Transport == "" {
+		return
+	}
+	env.To = to.Transport
+	_ = m.hub.Route(env)
+}
+
 // workerGone tells the brokers that the worker of turn is gone, so that
 // a model call it left running is cancelled rather than paid for nobody.
 // Every worker's end is told: a worker that ended its turn has no job
