@@ -376,6 +376,7 @@ func (c *chat) handle(ev event) {
 		c.connected, c.away = false, ""
 		c.owed = c.owed || c.busy || c.answering
 		c.busy, c.answering = false, false
+		c.term.setDraft("")
 		c.showHeld()
 		c.closedByStop = c.stopping
 		if !c.stopping {
@@ -402,6 +403,9 @@ func (c *chat) receive(env contracts.Envelope) {
 			return
 		}
 		if !c.shown.seen(out.Key) {
+			if out.Chat == TransportName {
+				c.term.setDraft("") // the reply replaces its draft
+			}
 			c.term.say("shelldon: " + indent(visible.Text(out.Text)))
 			if len(out.File) > 0 {
 				c.term.say("          " + saveFile(out))
@@ -439,6 +443,7 @@ func (c *chat) receive(env contracts.Envelope) {
 			c.busy = a.Busy
 			if !a.Busy {
 				c.answering = false
+				c.term.setDraft("") // a turn that ended without its reply here
 				c.showHeld()
 			}
 		}
@@ -446,6 +451,11 @@ func (c *chat) receive(env contracts.Envelope) {
 		var p contracts.Progress
 		if env.Decode(&p) == nil && p.Chat == TransportName {
 			c.showProgress(p)
+		}
+	case contracts.KindReplyDraft:
+		var d contracts.Draft
+		if env.Decode(&d) == nil && d.Chat == TransportName && c.busy {
+			c.term.setDraft(d.Text)
 		}
 	case contracts.KindSnapshot:
 		var s contracts.Snapshot
