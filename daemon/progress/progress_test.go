@@ -116,7 +116,7 @@ func TestDraftsOnlyOfTheTurnInFlight(t *testing.T) {
 	}
 	r.Begin("T1", turns.Origin{Transport: "cli", Chat: "cli"})
 	r.Draft(draftOf("T1", "Hello"))
-	r.Draft(draftOf("T1", "Hello"))        // no change
+	r.Draft(draftOf("T1", "Hello"))         // no change
 	r.Draft(draftOf("T0", "an old turn's")) // not the turn in flight
 	r.Draft(draftOf("T1", "Hello, owner"))
 	r.Draft(draftOf("T1", strings.Repeat("é", 5000)))
