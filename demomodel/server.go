@@ -233,7 +233,10 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 			gap = s.Pace
 		}
 		if !s.stream(r.Context(), w, completionFor(number, req, step), gap, body.StreamOptions.IncludeUsage) {
-			panic(http.ErrAbortHandler) // the client went away mid-answer
+			s.mu.Lock()
+			s.cancelled++ // the client went away mid-answer
+			s.mu.Unlock()
+			panic(http.ErrAbortHandler)
 		}
 	default:
 		writeJSON(w, http.StatusOK, completionFor(number, req, step))
