@@ -1,14 +1,11 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"shelldon/demomodel"
-	"shelldon/transports/chat"
-	"shelldon/transports/chat/chattest"
 )
 
 // TestTheOwnerSeesTheReplyGrow: through the whole pet — the scripted
@@ -23,17 +20,7 @@ func TestTheOwnerSeesTheReplyGrow(t *testing.T) {
 		"```ops\n" + `[{"op":"remember","topic":"weather","text":"the owner asks after Istanbul"}]` + "\n```\n" +
 		"THOUGHT: weather talk again\nFACE: happy"})
 	p := newPet(t, model)
-	term := chattest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- chat.Run(ctx, chat.Options{Socket: p.cfg.Socket, MaxFrame: int(p.cfg.Bus.MaxFrame), In: term.Slave, Out: term.Slave})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	term.WaitFor(t, "Ctrl-D quits")
+	term := p.terminalChat(t)
 	term.Line(t, "weather in Istanbul?")
 
 	// Every screen the terminal shows on the way, its draft as it stood.
