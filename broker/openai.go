@@ -42,6 +42,9 @@ type OpenAIConfig struct {
 	// caller's [WithDrafts] as it grows; a provider that refuses is asked
 	// for the whole answer.
 	Stream bool
+	// StreamIdleGap bounds the wait for a stream's next event; zero
+	// means DefaultStreamIdleGap.
+	StreamIdleGap time.Duration
 	// HTTPClient carries the requests; nil means a client without a
 	// timeout of its own, so the caller's context bounds each call.
 	HTTPClient *http.Client
@@ -58,6 +61,7 @@ type OpenAI struct {
 	// stream says answers are asked for as streams, until the provider
 	// refuses one (noStream).
 	stream   bool
+	idleGap  time.Duration
 	noStream atomic.Bool
 }
 
@@ -81,8 +85,12 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if name == "" {
 		name = "openai"
 	}
+	idleGap := cfg.StreamIdleGap
+	if idleGap <= 0 {
+		idleGap = DefaultStreamIdleGap
+	}
 	return &OpenAI{name: name, model: cfg.Model, vision: cfg.Vision, transcriptionModel: cfg.TranscriptionModel, stream: cfg.Stream,
-		client: openai.NewClientWithConfig(clientCfg)}
+		idleGap: idleGap, client: openai.NewClientWithConfig(clientCfg)}
 }
 
 // SeesImages implements [Seeing].

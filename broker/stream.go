@@ -27,21 +27,21 @@ import (
 // that breaks — cut before its finish, a chunk that does not decode, an
 // error event — is asked again for the whole answer too, whether or not
 // some of its text was shown: the draft stays as it was until the reply
-// replaces it. A stream that stalls for streamIdleGap fails the call
+// replaces it. A stream that stalls for its idle gap fails the call
 // (the chain retries it as any transient failure); the turn's deadline
 // bounds all of it through ctx.
 
-// streamIdleGap bounds the wait for the next event of a stream: a model
-// writing sends several a second, and a provider that goes quiet this
-// long mid-answer is stuck.
-const streamIdleGap = 20 * time.Second
+// DefaultStreamIdleGap bounds the wait for the next event of a stream: a
+// model writing sends several a second, and a provider that goes quiet
+// this long mid-answer is stuck.
+const DefaultStreamIdleGap = 20 * time.Second
 
 // maxStreamedCalls bounds the tool calls one streamed answer may open:
 // each delta may open one by a new index, at no cost in argument bytes.
 const maxStreamedCalls = 64
 
 // errStreamIdle is why a stalled stream is given up.
-var errStreamIdle = errors.New("the stream sent nothing for " + streamIdleGap.String())
+var errStreamIdle = errors.New("the stream stalled")
 
 // draftsKey carries, in a call's context, where a streaming provider
 // hands the text of its answer so far.
@@ -79,7 +79,7 @@ func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest,
 		return contracts.Completion{}, e, refusesStreaming(e), true
 	}
 	defer stream.Close()
-	idle := time.AfterFunc(streamIdleGap, func() { cancel(errStreamIdle) })
+	idle := time.AfterFunc(p.idleGap, func() { cancel(errStreamIdle) })
 	defer idle.Stop()
 	var a assembly
 	for {
@@ -92,11 +92,12 @@ func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest,
 		case ctx.Err() != nil:
 			return contracts.Completion{}, p.callError(ctx, err), false, false
 		case context.Cause(streamCtx) == errStreamIdle:
-			return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Reason: errStreamIdle.Error(), Transient: true, Err: errStreamIdle}, false, false
+			return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Transient: true, Err: errStreamIdle,
+				Reason: fmt.Sprintf("the stream sent nothing for %v mid-answer", p.idleGap)}, false, false
 		default:
 			return contracts.Completion{}, p.callError(ctx, err), true, a.chunks == 0
 		}
-		idle.Reset(streamIdleGap)
+		idle.Reset(p.idleGap)
 		grew, err := a.add(chunk)
 		if err != nil {
 			return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Reason: err.Error(), Err: err}, false, false

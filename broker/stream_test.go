@@ -288,3 +288,65 @@ func TestStreamedJobSendsCoalescedDrafts(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamedToolCallDeltas: the shapes servers stream tool calls in are
+// put back together as the calls the whole answer would hold: deltas by
+// index, split over events, with arguments in fragments; deltas without
+// an index (the last call's, until a new id); ids missing or repeated,
+// made unique; a name sent again on every delta, taken once.
+func TestStreamedToolCallDeltas(t *testing.T) {
+	tools := []contracts.ToolDefinition{{Name: "run_command"}, {Name: "read_file"}}
+	delta := func(calls string) string {
+		return `{"choices":[{"index":0,"delta":{"tool_calls":` + calls + `},"finish_reason":null}]}`
+	}
+	const finish = `{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}`
+	for _, tt := range []struct {
+		name   string
+		events []string
+		want   []contracts.ToolCall
+	}{
+		{"interleaved by index, ids missing", []string{
+			delta(`[{"index":0,"type":"function","function":{"name":"run_command","arguments":"{\"comm"}}]`),
+			delta(`[{"index":1,"type":"function","function":{"name":"read_file","arguments":""}}]`),
+			delta(`[{"index":0,"function":{"arguments":"and\":\"ls\"}"}},{"index":1,"function":{"arguments":"{\"path\":\"a\"}"}}]`),
+			finish,
+		}, []contracts.ToolCall{{ID: "call_1", Name: "run_command", Args: `{"command":"ls"}`}, {ID: "call_2", Name: "read_file", Args: `{"path":"a"}`}}},
+		{"no index, a new id starts a call", []string{
+			delta(`[{"id":"a","type":"function","function":{"name":"run_command","arguments":"{\"command\":"}}]`),
+			delta(`[{"function":{"arguments":"\"pwd\"}"}}]`),
+			delta(`[{"id":"b","type":"function","function":{"name":"read_file","arguments":"{}"}}]`),
+			finish,
+		}, []contracts.ToolCall{{ID: "a", Name: "run_command", Args: `{"command":"pwd"}`}, {ID: "b", Name: "read_file", Args: "{}"}}},
+		{"one id twice, a name on every delta", []string{
+			delta(`[{"index":0,"id":"x","type":"function","function":{"name":"run_command","arguments":"{\"command\""}}]`),
+			delta(`[{"index":0,"id":"x","function":{"name":"run_command","arguments":":\"ls\"}"}}]`),
+			delta(`[{"index":1,"id":"x","type":"function","function":{"name":"run_command","arguments":"{\"command\":\"id\"}"}}]`),
+			finish,
+		}, []contracts.ToolCall{{ID: "x", Name: "run_command", Args: `{"command":"ls"}`}, {ID: "call_2", Name: "run_command", Args: `{"command":"id"}`}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			p := streamingProvider(t, &sseServer{events: tt.events})
+			got, err := p.CompleteWithTools(context.Background(), greeting, tools)
+			if err != nil || !reflect.DeepEqual(got.ToolCalls, tt.want) {
+				t.Errorf("calls = %+v, %v; want %+v", got.ToolCalls, err, tt.want)
+			}
+		})
+	}
+}
+
+// TestAStalledStreamFailsTheCall: a stream that goes quiet mid-answer
+// for its idle gap fails the call as a passing fault, which the chain
+// tries again, rather than waiting out the turn.
+func TestAStalledStreamFailsTheCall(t *testing.T) {
+	events := contentEvents("half of it and then nothing", nil)
+	s := &sseServer{events: events[:2], gap: time.Minute}
+	ts := httptest.NewServer(s)
+	t.Cleanup(ts.Close)
+	p := broker.NewOpenAI(broker.OpenAIConfig{Name: "stalling", BaseURL: ts.URL + "/v1", Model: "m", Stream: true, StreamIdleGap: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), guard)
+	defer cancel()
+	got := chainOf(p).Complete(ctx, greeting, nil)
+	if got.OK || got.Tries != 2 || !strings.Contains(got.Error, "the stream sent nothing for 100ms mid-answer (retried once)") {
+		t.Errorf("Complete = %+v, want the stall as the reason, tried twice", got)
+	}
+}
