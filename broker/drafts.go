@@ -1,6 +1,7 @@
 package broker
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +16,7 @@ const DraftInterval = 250 * time.Millisecond
 
 // drafts passes a streamed answer's text so far on, coalesced: at most
 // one draft each DraftInterval, the latest text, and only when what an
-// owner may see of it ([DraftText]) grew. A text that comes within the
+// owner may see of it ([DraftText]) grew or changed. A text that comes within the
 // interval waits for its end, so the last words before a pause are
 // not held back until the next chunk. It is safe for concurrent use.
 type drafts struct {
@@ -62,12 +63,14 @@ func (d *drafts) due() {
 	}
 }
 
-// flush sends the pending text if it shows more than the last draft.
-// The lock is held while it sends, so drafts go out in order and none
-// after stop.
+// flush sends the pending text if it shows something new: more than the
+// last draft, or another text (the chain's next try, or reasoning whose
+// closing tag came without an opening one, now cut). Less of the same
+// (a tag's start held back) is nothing new. The lock is held while it
+// sends, so drafts go out in order and none after stop.
 func (d *drafts) flush() {
 	text := DraftText(d.pending)
-	if len(text) <= len(d.sent) {
+	if strings.HasPrefix(d.sent, text) {
 		return
 	}
 	d.sent, d.last = text, d.clock.Now()
