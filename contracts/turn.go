@@ -520,8 +520,8 @@ const MaxStreamBytes = 16 << 10
 // Stream is the broker's [KindStream]: the text of the answer a job's
 // model is writing, so far, without its reasoning or the tool calls a
 // model writes as text; at most MaxStreamBytes. The broker sends one at
-// most every few hundred milliseconds, and only when the text grew (or, on the chain's next try, changed); none
-// after the job's completion.
+// most every few hundred milliseconds, and only when the text grew (or,
+// on the chain's next try, changed); none after the job's completion.
 type Stream struct {
 	Text string `json:"text"`
 }
