@@ -16,7 +16,7 @@ const DraftInterval = 250 * time.Millisecond
 
 // drafts passes a streamed answer's text so far on, coalesced: at most
 // one draft each DraftInterval, the latest text, and only when what an
-// owner may see of it ([DraftText]) grew or changed. A text that comes within the
+// owner may see of it ([draftText]) grew or changed. A text that comes within the
 // interval waits for its end, so the last words before a pause are
 // not held back until the next chunk. It is safe for concurrent use.
 type drafts struct {
@@ -25,7 +25,7 @@ type drafts struct {
 
 	mu      sync.Mutex
 	pending string // the latest text, not yet looked at
-	sent    string // the last draft sent, as DraftText made it
+	sent    string // the last draft sent, as draftText made it
 	last    time.Time
 	timer   clock.Timer // set while a draft waits for the interval's end
 	stopped bool
@@ -69,7 +69,7 @@ func (d *drafts) due() {
 // (a tag's start held back) is nothing new. The lock is held while it
 // sends, so drafts go out in order and none after stop.
 func (d *drafts) flush() {
-	text := DraftText(d.pending)
+	text := draftText(d.pending)
 	if strings.HasPrefix(d.sent, text) {
 		return
 	}

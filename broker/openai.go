@@ -212,7 +212,7 @@ func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Mes
 	if !p.stream || p.noStream.Load() {
 		return p.whole(ctx, req, tools, messages)
 	}
-	c, err, fallBack, refused := p.streamed(ctx, req, tools, messages)
+	c, fallBack, refused, err := p.streamed(ctx, req, tools, messages)
 	if !fallBack {
 		return c, err
 	}

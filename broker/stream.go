@@ -50,7 +50,7 @@ type draftsKey struct{}
 // WithDrafts returns ctx carrying draft: a streaming provider called with
 // it calls draft with the whole text of the answer so far (its content,
 // reasoning tags and all) each time a chunk adds to it, from the goroutine
-// reading the stream. draft must be quick; [DraftText] is what of it an
+// reading the stream. draft must be quick; [draftText] is what of it an
 // owner may see.
 func WithDrafts(ctx context.Context, draft func(text string)) context.Context {
 	return context.WithValue(ctx, draftsKey{}, draft)
@@ -66,7 +66,7 @@ func draftsOf(ctx context.Context) func(string) {
 // is to be asked for instead; refused says no chunk of a stream came at
 // all, so a whole answer that then works means the provider does not
 // stream.
-func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest, tools []contracts.ToolDefinition, messages []contracts.Message) (c contracts.Completion, err error, fallBack, refused bool) {
+func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest, tools []contracts.ToolDefinition, messages []contracts.Message) (c contracts.Completion, fallBack, refused bool, err error) {
 	draft := draftsOf(ctx)
 	streamCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -76,7 +76,7 @@ func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest,
 	if err != nil {
 		e := p.callError(ctx, err)
 		e.RetryAfter = wait
-		return contracts.Completion{}, e, refusesStreaming(e), true
+		return contracts.Completion{}, refusesStreaming(e), true, e
 	}
 	defer stream.Close()
 	idle := time.AfterFunc(p.idleGap, func() { cancel(errStreamIdle) })
@@ -90,17 +90,17 @@ func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest,
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			return contracts.Completion{}, p.callError(ctx, err), false, false
+			return contracts.Completion{}, false, false, p.callError(ctx, err)
 		case context.Cause(streamCtx) == errStreamIdle:
-			return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Transient: true, Err: errStreamIdle,
-				Reason: fmt.Sprintf("the stream sent nothing for %v mid-answer", p.idleGap)}, false, false
+			return contracts.Completion{}, false, false, &CallError{Provider: p.name, Status: http.StatusOK, Transient: true, Err: errStreamIdle,
+				Reason: fmt.Sprintf("the stream sent nothing for %v mid-answer", p.idleGap)}
 		default:
-			return contracts.Completion{}, p.callError(ctx, err), true, a.chunks == 0
+			return contracts.Completion{}, true, a.chunks == 0, p.callError(ctx, err)
 		}
 		idle.Reset(p.idleGap)
 		grew, err := a.add(chunk)
 		if err != nil {
-			return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Reason: err.Error(), Err: err}, false, false
+			return contracts.Completion{}, false, false, &CallError{Provider: p.name, Status: http.StatusOK, Reason: err.Error(), Err: err}
 		}
 		if grew && draft != nil {
 			draft(a.content.String())
@@ -110,14 +110,14 @@ func (p *OpenAI) streamed(ctx context.Context, req openai.ChatCompletionRequest,
 		// An event stream that ends without a finish: cut short; or a
 		// 200 that was no event stream at all (go-openai reads it as
 		// nothing), from a server that does not stream.
-		return contracts.Completion{}, &CallError{Provider: p.name, Status: http.StatusOK, Reason: "the stream ended before the answer did"}, true, a.chunks == 0
+		return contracts.Completion{}, true, a.chunks == 0, &CallError{Provider: p.name, Status: http.StatusOK, Reason: "the stream ended before the answer did"}
 	}
 	text, calls := normalizeAnswer(a.content.String(), fromOpenAIToolCalls(a.calls), tools, messages)
 	var usage contracts.Usage
 	if a.usage != nil {
 		usage = contracts.Usage{PromptTokens: a.usage.PromptTokens, CompletionTokens: a.usage.CompletionTokens}
 	}
-	return contracts.Completion{OK: true, Text: text, ToolCalls: calls, Provider: p.name, Usage: usage}, nil, false, false
+	return contracts.Completion{OK: true, Text: text, ToolCalls: calls, Provider: p.name, Usage: usage}, false, false, nil
 }
 
 // refusesStreaming reports whether a provider's error answer to a
@@ -225,14 +225,14 @@ func (a *assembly) addCall(d openai.ToolCall) error {
 	return nil
 }
 
-// DraftText is what of a streamed answer's text so far an owner may see:
+// draftText is what of a streamed answer's text so far an owner may see:
 // no reasoning (a <think> block, closed or not), nothing from a tool call
 // a model writes into its text (<tool_call>, <function=) on, nothing of an
 // answer that starts as a bare JSON object (a call written so, perhaps),
 // and no trailing start of one of those tags, which the next chunk may
 // complete; at most [contracts.MaxStreamBytes], cut on a character. What
 // the owner sees of it is the worker's to say (its reply format).
-func DraftText(content string) string {
+func draftText(content string) string {
 	text := contracts.WithoutThinking(content)
 	for _, tag := range []string{toolCallOpen, functionOpen} {
 		if i := contracts.IndexFoldASCII(text, tag); i >= 0 {
