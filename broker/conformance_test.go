@@ -1,9 +1,11 @@
 package broker_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +30,9 @@ import (
 //
 // testdata/providers/<provider>/ is one provider: provider.json says how
 // the broker is configured for it (base path, model, key), and every other
-// *.json file there is one exchange. A new provider is a new directory.
+// *.json file there is one exchange; those under streaming/ are streamed
+// (their events are sent as server-sent events to a provider that asks
+// to stream). A new provider is a new directory.
 
 // providerFixture is a directory's provider.json.
 type providerFixture struct {
@@ -65,11 +70,7 @@ type exchangeFixture struct {
 		// Events are a streamed answer's data: lines, in order.
 		Events []json.RawMessage `json:"events"`
 	} `json:"response"`
-	// NotYetReplayed marks a streamed exchange, kept under
-	// <provider>/streaming/ for the streaming client still to come, and
-	// says so.
-	NotYetReplayed string `json:"not_yet_replayed"`
-	Want           *struct {
+	Want *struct {
 		Text      string               `json:"text"`
 		ToolCalls []contracts.ToolCall `json:"tool_calls"`
 		Usage     contracts.Usage      `json:"usage"`
@@ -102,15 +103,21 @@ func TestProviderConformance(t *testing.T) {
 		if len(cases) < 2 {
 			t.Errorf("%s has no exchanges beside provider.json", dir)
 		}
-		for _, file := range cases {
+		streamed, _ := filepath.Glob(filepath.Join(dir, "streaming", "*.json"))
+		for _, file := range append(cases, streamed...) {
 			if filepath.Base(file) == "provider.json" {
 				continue
 			}
-			name := provider + "/" + strings.TrimSuffix(filepath.Base(file), ".json")
+			rel, _ := filepath.Rel(dir, file)
+			name := provider + "/" + strings.TrimSuffix(rel, ".json")
+			stream := len(streamed) > 0 && slices.Contains(streamed, file)
 			t.Run(name, func(t *testing.T) {
 				var ex exchangeFixture
 				readFixture(t, file, &ex)
 				checkFixtureCited(t, ex)
+				if stream != (ex.Response.Events != nil) || stream == (ex.Response.Body != nil) {
+					t.Fatal("an exchange under streaming/ has events and no body; any other, a body and no events")
+				}
 				replayExchange(t, provider, pf, ex)
 			})
 		}
@@ -151,9 +158,7 @@ func checkFixtureCited(t *testing.T, ex exchangeFixture) {
 
 func replayExchange(t *testing.T, provider string, pf providerFixture, ex exchangeFixture) {
 	t.Helper()
-	if ex.NotYetReplayed != "" || ex.Response.Events != nil {
-		t.Fatal("a streamed exchange belongs under streaming/ until the broker streams")
-	}
+	streamed := ex.Response.Events != nil
 	var requests int
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests++
@@ -166,10 +171,22 @@ func replayExchange(t *testing.T, provider string, pf providerFixture, ex exchan
 		}
 		w.WriteHeader(ex.Response.Status)
 		w.Write(ex.Response.Body)
+		for _, event := range ex.Response.Events {
+			// One data: line per event: the fixture's JSON compacted, or
+			// the string "[DONE]" that ends the stream, as it stands.
+			var line bytes.Buffer
+			if s, err := strconv.Unquote(string(event)); err == nil {
+				line.WriteString(s)
+			} else if err := json.Compact(&line, event); err != nil {
+				t.Fatalf("event %s: %v", event, err)
+			}
+			fmt.Fprintf(w, "data: %s\n\n", line.Bytes())
+			w.(http.Flusher).Flush()
+		}
 	}))
 	defer srv.Close()
 
-	p := broker.NewOpenAI(broker.OpenAIConfig{Name: provider, BaseURL: srv.URL + pf.BasePath, Model: pf.Model, APIKey: pf.APIKey})
+	p := broker.NewOpenAI(broker.OpenAIConfig{Name: provider, BaseURL: srv.URL + pf.BasePath, Model: pf.Model, APIKey: pf.APIKey, Stream: streamed})
 	var tools []contracts.ToolDefinition
 	for _, name := range ex.Tools {
 		tools = append(tools, contracts.ToolDefinition{Name: name, Description: "a tool", Tier: contracts.TierFree,
@@ -224,7 +241,8 @@ func replayExchange(t *testing.T, provider string, pf providerFixture, ex exchan
 
 // checkConformanceRequest holds the request go-openai sent to what the
 // provider expects: the path under its base, its key, the model and the
-// tools offered, and no streaming.
+// tools offered, and streaming (with the usage asked for) only for a
+// streamed exchange.
 func checkConformanceRequest(t *testing.T, pf providerFixture, ex exchangeFixture, r *http.Request) {
 	t.Helper()
 	if r.Method != http.MethodPost || r.URL.Path != pf.BasePath+"/chat/completions" {
@@ -235,9 +253,12 @@ func checkConformanceRequest(t *testing.T, pf providerFixture, ex exchangeFixtur
 	}
 	body, _ := io.ReadAll(r.Body)
 	var req struct {
-		Model  string `json:"model"`
-		Stream bool   `json:"stream"`
-		Tools  []struct {
+		Model         string `json:"model"`
+		Stream        bool   `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		Tools []struct {
 			Function struct {
 				Name string `json:"name"`
 			} `json:"function"`
@@ -250,27 +271,8 @@ func checkConformanceRequest(t *testing.T, pf providerFixture, ex exchangeFixtur
 	for _, tool := range req.Tools {
 		offered = append(offered, tool.Function.Name)
 	}
-	if req.Model != pf.Model || req.Stream || !slices.Equal(offered, ex.Tools) {
-		t.Errorf("request model %q stream %v tools %v, want %q false %v", req.Model, req.Stream, offered, pf.Model, ex.Tools)
-	}
-}
-
-// TestStreamingFixturesWaitForTheStreamingClient: the streamed exchanges
-// recorded so far (testdata/providers/<provider>/streaming/) are cited
-// like the others and say that nothing replays them yet, so none is taken
-// for a tested shape.
-func TestStreamingFixturesWaitForTheStreamingClient(t *testing.T) {
-	files, _ := filepath.Glob(filepath.Join("testdata", "providers", "*", "streaming", "*.json"))
-	if len(files) == 0 {
-		t.Fatal("no streaming fixtures")
-	}
-	for _, file := range files {
-		var ex exchangeFixture
-		readFixture(t, file, &ex)
-		checkFixtureCited(t, ex)
-		events := ex.Response.Events
-		if ex.NotYetReplayed == "" || len(ex.Response.Body) != 0 || len(events) < 2 || string(events[len(events)-1]) != `"[DONE]"` {
-			t.Errorf("%s: want not_yet_replayed said, events and no body, the events ending in \"[DONE]\"", file)
-		}
+	streamed := ex.Response.Events != nil
+	if req.Model != pf.Model || req.Stream != streamed || req.StreamOptions.IncludeUsage != streamed || !slices.Equal(offered, ex.Tools) {
+		t.Errorf("request model %q stream %v (usage %v) tools %v, want %q %v %v", req.Model, req.Stream, req.StreamOptions.IncludeUsage, offered, pf.Model, streamed, ex.Tools)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -37,6 +38,13 @@ type OpenAIConfig struct {
 	// TranscriptionModel is the endpoint's /audio/transcriptions model
 	// ("whisper-1"); empty means it transcribes nothing.
 	TranscriptionModel string
+	// Stream asks for answers as streams, whose text so far goes to the
+	// caller's [WithDrafts] as it grows; a provider that refuses is asked
+	// for the whole answer.
+	Stream bool
+	// StreamIdleGap bounds the wait for a stream's next event; zero
+	// means DefaultStreamIdleGap.
+	StreamIdleGap time.Duration
 	// HTTPClient carries the requests; nil means a client without a
 	// timeout of its own, so the caller's context bounds each call.
 	HTTPClient *http.Client
@@ -50,6 +58,11 @@ type OpenAI struct {
 	vision             bool
 	transcriptionModel string
 	client             *openai.Client
+	// stream says answers are asked for as streams, until the provider
+	// refuses one (noStream).
+	stream   bool
+	idleGap  time.Duration
+	noStream atomic.Bool
 }
 
 // NewOpenAI returns a provider for the endpoint cfg describes.
@@ -72,7 +85,12 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	if name == "" {
 		name = "openai"
 	}
-	return &OpenAI{name: name, model: cfg.Model, vision: cfg.Vision, transcriptionModel: cfg.TranscriptionModel, client: openai.NewClientWithConfig(clientCfg)}
+	idleGap := cfg.StreamIdleGap
+	if idleGap <= 0 {
+		idleGap = DefaultStreamIdleGap
+	}
+	return &OpenAI{name: name, model: cfg.Model, vision: cfg.Vision, transcriptionModel: cfg.TranscriptionModel, stream: cfg.Stream,
+		idleGap: idleGap, client: openai.NewClientWithConfig(clientCfg)}
 }
 
 // SeesImages implements [Seeing].
@@ -190,12 +208,25 @@ func (p *OpenAI) CompleteWithTools(ctx context.Context, messages []contracts.Mes
 	if err != nil {
 		return contracts.Completion{}, &CallError{Provider: p.name, Reason: err.Error(), Err: err}
 	}
+	req := openai.ChatCompletionRequest{Model: p.model, Messages: wireMessages, Tools: toOpenAITools(tools)}
+	if !p.stream || p.noStream.Load() {
+		return p.whole(ctx, req, tools, messages)
+	}
+	c, fallBack, refused, err := p.streamed(ctx, req, tools, messages)
+	if !fallBack {
+		return c, err
+	}
+	c, err = p.whole(ctx, req, tools, messages)
+	if err == nil && refused {
+		p.noStream.Store(true)
+	}
+	return c, err
+}
+
+// whole asks for req's answer in one piece.
+func (p *OpenAI) whole(ctx context.Context, req openai.ChatCompletionRequest, tools []contracts.ToolDefinition, messages []contracts.Message) (contracts.Completion, error) {
 	var wait time.Duration
-	resp, err := p.client.CreateChatCompletion(context.WithValue(ctx, retryAfterKey{}, &wait), openai.ChatCompletionRequest{
-		Model:    p.model,
-		Messages: wireMessages,
-		Tools:    toOpenAITools(tools),
-	})
+	resp, err := p.client.CreateChatCompletion(context.WithValue(ctx, retryAfterKey{}, &wait), req)
 	if err != nil {
 		e := p.callError(ctx, err)
 		e.RetryAfter = wait

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"shelldon/bus"
+	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/giveback"
 )
@@ -35,7 +36,9 @@ func Serve(ctx context.Context, socket string, maxFrame int, chain *Chain, log *
 		var work func(context.Context) contracts.Envelope
 		switch env.Kind {
 		case contracts.KindJob:
-			work = func(ctx context.Context) contracts.Envelope { return runJob(ctx, env, chain, log) }
+			work = func(ctx context.Context) contracts.Envelope {
+				return runJob(ctx, env, chain, log, func(text string) { stream(conn, env.Turn, text, log) })
+			}
 		case contracts.KindTranscribe:
 			work = func(ctx context.Context) contracts.Envelope { return runTranscribe(ctx, env, chain, log) }
 		case contracts.KindJobCancel:
@@ -144,7 +147,9 @@ func busy(env contracts.Envelope) contracts.Envelope {
 	return completionEnvelope(env.Turn, contracts.Completion{Error: busyReason})
 }
 
-func runJob(ctx context.Context, env contracts.Envelope, chain *Chain, log *slog.Logger) contracts.Envelope {
+// runJob answers a job; while a provider streams the answer, the text so
+// far goes to draft, coalesced (drafts), and never after the answer.
+func runJob(ctx context.Context, env contracts.Envelope, chain *Chain, log *slog.Logger, draft func(text string)) contracts.Envelope {
 	var job contracts.Job
 	if err := env.Decode(&job); err != nil {
 		return completionEnvelope(env.Turn, contracts.Completion{Error: err.Error()})
@@ -152,7 +157,9 @@ func runJob(ctx context.Context, env contracts.Envelope, chain *Chain, log *slog
 	ctx, cancel := withDeadline(ctx, job.Deadline)
 	defer cancel()
 	started := time.Now()
-	c := chain.Complete(ctx, job.Messages, job.Tools)
+	coalesced := newDrafts(clock.Real{}, draft)
+	c := chain.Complete(WithDrafts(ctx, coalesced.offer), job.Messages, job.Tools)
+	coalesced.stop()
 	log.Info("job done", "turn", env.Turn, "ok", c.OK, "provider", c.Provider, "tries", c.Tries, "took", time.Since(started).Round(time.Millisecond), "err", c.Error)
 	return completionEnvelope(env.Turn, c)
 }
@@ -195,6 +202,18 @@ func transcriptEnvelope(asked contracts.Envelope, t contracts.Transcript) contra
 	}
 	env.To = asked.Sender
 	return env
+}
+
+// stream tells the worker of turn what its model has written so far. A
+// draft that does not get through costs the owner a glimpse, nothing more.
+func stream(conn *bus.Conn, turn, text string, log *slog.Logger) {
+	env, err := contracts.NewEnvelope(contracts.KindStream, turn, contracts.Stream{Text: text})
+	if err == nil {
+		err = conn.Send(env)
+	}
+	if err != nil {
+		log.Info("a draft of an answer did not reach its worker", "turn", turn, "err", err)
+	}
 }
 
 func answer(conn *bus.Conn, env contracts.Envelope, log *slog.Logger) {

@@ -124,6 +124,10 @@ type Provider struct {
 	// /audio/transcriptions ("whisper-1"); the owner's voice notes go to
 	// the first provider that has one. Empty: it transcribes nothing.
 	TranscriptionModel string `toml:"transcription_model"`
+	// Stream asks the provider to stream its answers, so the owner sees
+	// a reply grow as the model writes it; nil (left out) means on. A
+	// provider that refuses to stream is answered whole all the same.
+	Stream *bool `toml:"stream"`
 	// PricePromptPerMillion and PriceCompletionPerMillion are what the
 	// provider charges for a million prompt and completion tokens, in
 	// the owner's currency (budget.currency), for the cost estimate in
@@ -131,6 +135,10 @@ type Provider struct {
 	PricePromptPerMillion     float64 `toml:"price_prompt_per_million"`
 	PriceCompletionPerMillion float64 `toml:"price_completion_per_million"`
 }
+
+// Streams reports whether the provider is asked to stream its answers:
+// unless stream = false.
+func (p Provider) Streams() bool { return p.Stream == nil || *p.Stream }
 
 // Transcribes reports whether some provider turns voice notes into text.
 func (c Config) Transcribes() bool {

@@ -79,6 +79,7 @@ var settings = []setting{
 	{key: "provider.timeout", hint: durationHint},
 	{key: "provider.vision", hint: "true or false"},
 	{key: "provider.transcription_model", hint: `a string, like "whisper-1"`},
+	{key: "provider.stream", hint: "true or false"},
 	{key: "provider.price_prompt_per_million", hint: priceHint},
 	{key: "provider.price_completion_per_million", hint: priceHint},
 

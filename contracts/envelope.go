@@ -92,6 +92,15 @@ const (
 	// turn is gone: a job of that turn still running is cancelled, its
 	// model call with it, since nobody is left to read the answer.
 	KindJobCancel Kind = "JOB_CANCEL"
+	// KindStream is the broker's word, while a job's answer streams, of
+	// its text so far (see [Stream]), to the worker that asked.
+	KindStream Kind = "STREAM"
+	// KindDraft is a worker's word to core of what the owner may see of
+	// the reply its model is writing (see [Draft]).
+	KindDraft Kind = "DRAFT"
+	// KindReplyDraft shows the transport a turn came from the draft of
+	// the turn's reply, while the turn runs (see [Draft]).
+	KindReplyDraft Kind = "REPLY_DRAFT"
 )
 
 // Delivery says how many connections of the destination role get an envelope.
@@ -136,6 +145,9 @@ var Routes = map[Kind]Route{
 	KindStep:            {To: RoleCore, Delivery: ToOne},
 	KindProgress:        {To: RoleTransport, Delivery: ToAll},
 	KindJobCancel:       {To: RoleBroker, Delivery: ToAll},
+	KindStream:          {To: RoleWorker, Delivery: ToTurn},
+	KindDraft:           {To: RoleCore, Delivery: ToOne},
+	KindReplyDraft:      {To: RoleTransport, Delivery: ToAll},
 }
 
 // Senders lists which roles may send each kind; the hub drops (and logs) an
@@ -162,6 +174,9 @@ var Senders = map[Kind][]Role{
 	KindStep:            {RoleWorker},
 	KindProgress:        {RoleCore},
 	KindJobCancel:       {RoleCore},
+	KindStream:          {RoleBroker},
+	KindDraft:           {RoleWorker},
+	KindReplyDraft:      {RoleCore},
 }
 
 // MaySend reports whether role may send kind.

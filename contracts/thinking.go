@@ -62,3 +62,20 @@ func lowerASCII(b byte) byte {
 	}
 	return b
 }
+
+// WithoutTagStart is s without a trailing start of one of tags (ignoring
+// ASCII case): "Hello <thi" is "Hello ", since the next chunk of a
+// streamed answer may make it a tag; a whole tag at the end stays, for
+// its reader to handle.
+func WithoutTagStart(s string, tags ...string) string {
+	cut := len(s)
+	for _, tag := range tags {
+		for n := min(len(tag)-1, len(s)); n > 0; n-- {
+			if HasPrefixFoldASCII(s[len(s)-n:], tag[:n]) {
+				cut = min(cut, len(s)-n)
+				break
+			}
+		}
+	}
+	return s[:cut]
+}

@@ -510,3 +510,36 @@ type Activity struct {
 	Turn string `json:"turn"`
 	Busy bool   `json:"busy"`
 }
+
+// MaxStreamBytes bounds [Stream.Text]: the broker sends no more of a
+// streamed answer's text than this as it grows (the whole answer still
+// comes with the completion). A draft shows at most MaxDraftRunes
+// characters, which this holds with room for the lines it hides.
+const MaxStreamBytes = 16 << 10
+
+// Stream is the broker's [KindStream]: the text of the answer a job's
+// model is writing, so far, without its reasoning or the tool calls a
+// model writes as text; at most MaxStreamBytes. The broker sends one at
+// most every few hundred milliseconds, and only when the text grew (or,
+// on the chain's next try, changed); none after the job's completion.
+type Stream struct {
+	Text string `json:"text"`
+}
+
+// MaxDraftRunes bounds [Draft.Text], in characters (runes): about what a
+// Telegram message holds. Core cuts a longer draft there.
+const MaxDraftRunes = 4000
+
+// Draft is what the owner may see of the reply a turn's model is writing,
+// as it grows: a worker's [KindDraft] to core (Chat empty), and core's
+// [KindReplyDraft] to the transport the turn came from, while the turn
+// runs. It is the reply as the worker's reply format would show it so
+// far (no THOUGHT: or FACE: line, no ops block, no reasoning); the turn's
+// reply replaces it, and no draft is kept or reaches the history. A
+// transport shows the latest in place of the one before, and may skip
+// drafts that come faster than it can show them.
+type Draft struct {
+	Chat string `json:"chat,omitempty"`
+	Turn string `json:"turn"`
+	Text string `json:"text"`
+}

@@ -164,7 +164,7 @@ func New(opts Options) (*Core, error) {
 	c.intake.Hand = c.replies.Reply
 	c.face = &presence{clock: c.clock, dwell: c.cfg.Turn.ReactionDwell.Duration, push: c.say.snapshot, status: func() contracts.PanelStatus { return panelStatus(c.store, c.clock.Now(), c.started) }}
 	c.tools = tools.Builtins(tools.Env{Workspace: layout.Workspace(), Vault: layout.Vault(), Clock: c.clock})
-	c.progress = &progress.Reporter{Send: c.say.progress, Tools: c.tools, Log: c.log,
+	c.progress = &progress.Reporter{Send: c.say.progress, ShowDraft: c.say.draft, Tools: c.tools, Log: c.log,
 		Running: func(turn string) bool {
 			t := c.turns.Current()
 			return t != nil && t.ID == turn && !c.turns.Settled(t)
@@ -440,6 +440,8 @@ func (c *Core) route(ctx context.Context, env contracts.Envelope) {
 		c.handleExec(ctx, env)
 	case contracts.KindStep:
 		c.progress.Step(env)
+	case contracts.KindDraft:
+		c.progress.Draft(env)
 	case contracts.KindDecision:
 		c.handleDecision(ctx, env)
 	case kindWorkerLeft:

@@ -141,21 +141,27 @@ func rollbackNote(r *state.Rollback) string {
 // ended, so the owner sees the pet is busy (Telegram's "typing…").
 func (m *messenger) activity(t *turns.Turn, busy bool) {
 	from := t.Admission.Origin
-	env, err := contracts.NewEnvelope(contracts.KindActivity, t.ID, contracts.Activity{Chat: from.Chat, Turn: t.ID, Busy: busy})
-	if err != nil || from.Transport == "" {
-		return
-	}
-	env.To = from.Transport
-	// A transport that has gone misses a typing hint, nothing more.
-	_ = m.hub.Route(env)
+	m.hint(from, contracts.KindActivity, t.ID, contracts.Activity{Chat: from.Chat, Turn: t.ID, Busy: busy})
 }
 
 // progress tells the transport a turn came from what the turn is doing.
-// A transport that has gone misses a line, nothing more; a turn of no
-// transport's (a schedule's) has nobody watching its steps.
 func (m *messenger) progress(to turns.Origin, p contracts.Progress) {
 	p.Chat = to.Chat
-	env, err := contracts.NewEnvelope(contracts.KindProgress, p.Turn, p)
+	m.hint(to, contracts.KindProgress, p.Turn, p)
+}
+
+// draft shows the transport a turn came from the draft of its reply.
+func (m *messenger) draft(to turns.Origin, d contracts.Draft) {
+	d.Chat = to.Chat
+	m.hint(to, contracts.KindReplyDraft, d.Turn, d)
+}
+
+// hint sends the transport a turn came from what shows the turn under
+// way: a typing hint, a step, a draft. A transport that has gone misses
+// it, nothing more; a turn of no transport's (a schedule's) has nobody
+// watching.
+func (m *messenger) hint(to turns.Origin, kind contracts.Kind, turn string, body any) {
+	env, err := contracts.NewEnvelope(kind, turn, body)
 	if err != nil || to.Transport == "" {
 		return
 	}

@@ -39,6 +39,8 @@ type Request struct {
 	// header): where the persona's demo page is served.
 	Host     string
 	Received time.Time
+	// Stream says the request asked for its answer as a stream.
+	Stream bool
 	// Bytes is the length of the request's body: what a provider reads,
 	// and bills as prompt.
 	Bytes int
@@ -75,6 +77,10 @@ type Server struct {
 	// Logf, when set, hears of each request as it arrives: a test outside
 	// the process (the demo model in a test host) counts them in the log.
 	Logf func(format string, args ...any)
+	// Pace is the pause before each chunk of a streamed answer whose
+	// step sets no ChunkDelay: zero streams at once; the demo model's
+	// command sets [DemoPace], so `make run` shows a reply grow.
+	Pace time.Duration
 
 	mu       sync.Mutex
 	queue    []Step
@@ -105,7 +111,7 @@ func (s *Server) Enqueue(steps ...Step) {
 
 // Requests returns a deep copy of the latest [RequestsKept]
 // chat-completion requests the server parsed, oldest first. Refused
-// requests (bad JSON, streaming) are not in it; [Server.Hits] counts
+// requests (bad JSON, no messages) are not in it; [Server.Hits] counts
 // them all.
 func (s *Server) Requests() []Request {
 	s.mu.Lock()
@@ -192,10 +198,6 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "request body is not valid JSON: "+err.Error())
 		return
 	}
-	if body.Stream {
-		writeError(w, http.StatusBadRequest, "streaming is not scripted: the demo model answers only with stream=false")
-		return
-	}
 	req, err := body.request(r.Host, time.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, err.Error())
@@ -225,6 +227,17 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(step.Raw))
+	case body.Stream:
+		gap := step.ChunkDelay
+		if gap == 0 {
+			gap = s.Pace
+		}
+		if !s.stream(r.Context(), w, completionFor(number, req, step), gap, body.StreamOptions.IncludeUsage) {
+			s.mu.Lock()
+			s.cancelled++ // the client went away mid-answer
+			s.mu.Unlock()
+			panic(http.ErrAbortHandler)
+		}
 	default:
 		writeJSON(w, http.StatusOK, completionFor(number, req, step))
 	}
@@ -280,6 +293,11 @@ type chatRequest struct {
 	Messages []wireMessage `json:"messages"`
 	Tools    []wireTool    `json:"tools"`
 	Stream   bool          `json:"stream"`
+	// StreamOptions.IncludeUsage asks a streamed answer's usage, in an
+	// event of its own before the end.
+	StreamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
 }
 
 type wireMessage struct {
@@ -313,7 +331,7 @@ func (c chatRequest) request(host string, received time.Time) (Request, error) {
 	if len(c.Messages) == 0 {
 		return Request{}, errors.New("messages must not be empty")
 	}
-	req := Request{Model: c.Model, Host: host, Received: received, Messages: make([]contracts.Message, len(c.Messages))}
+	req := Request{Model: c.Model, Host: host, Received: received, Stream: c.Stream, Messages: make([]contracts.Message, len(c.Messages))}
 	for i, m := range c.Messages {
 		content, images, err := contentParts(m.Content)
 		if err != nil {

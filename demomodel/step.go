@@ -20,15 +20,22 @@ import (
 // answer is a chat completion holding Text and ToolCalls. A step with none
 // of them is an empty completion, which is itself a useful test case.
 //
-// In JSON, Delay is a duration string such as "2s" or "150ms".
+// A request that asks to stream (stream=true) gets the same answer as
+// server-sent events: Delay is then the time to the first word, and
+// ChunkDelay the pause before each chunk after it (a word or so of the
+// text, half a tool call).
+//
+// In JSON, Delay and ChunkDelay are duration strings such as "2s" or
+// "150ms".
 type Step struct {
-	Text      string               `json:"text,omitempty"`
-	ToolCalls []contracts.ToolCall `json:"tool_calls,omitempty"`
-	Delay     time.Duration        `json:"delay,omitempty"`
-	Status    int                  `json:"status,omitempty"`
-	Error     string               `json:"error,omitempty"`
-	Hang      bool                 `json:"hang,omitempty"`
-	Raw       string               `json:"raw,omitempty"`
+	Text       string               `json:"text,omitempty"`
+	ToolCalls  []contracts.ToolCall `json:"tool_calls,omitempty"`
+	Delay      time.Duration        `json:"delay,omitempty"`
+	ChunkDelay time.Duration        `json:"chunk_delay,omitempty"`
+	Status     int                  `json:"status,omitempty"`
+	Error      string               `json:"error,omitempty"`
+	Hang       bool                 `json:"hang,omitempty"`
+	Raw        string               `json:"raw,omitempty"`
 }
 
 // stepFields is Step without its methods, so the JSON methods can reuse
@@ -39,10 +46,14 @@ type stepFields Step
 func (s Step) MarshalJSON() ([]byte, error) {
 	out := struct {
 		stepFields
-		Delay string `json:"delay,omitempty"`
+		Delay      string `json:"delay,omitempty"`
+		ChunkDelay string `json:"chunk_delay,omitempty"`
 	}{stepFields: stepFields(s)}
 	if s.Delay != 0 {
 		out.Delay = s.Delay.String()
+	}
+	if s.ChunkDelay != 0 {
+		out.ChunkDelay = s.ChunkDelay.String()
 	}
 	return json.Marshal(out)
 }
@@ -53,7 +64,8 @@ func (s Step) MarshalJSON() ([]byte, error) {
 func (s *Step) UnmarshalJSON(data []byte) error {
 	var in struct {
 		stepFields
-		Delay *string `json:"delay,omitempty"`
+		Delay      *string `json:"delay,omitempty"`
+		ChunkDelay *string `json:"chunk_delay,omitempty"`
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -61,12 +73,19 @@ func (s *Step) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	step := Step(in.stepFields)
-	if in.Delay != nil {
-		d, err := time.ParseDuration(*in.Delay)
-		if err != nil {
-			return fmt.Errorf("delay %q: want a duration such as \"2s\": %w", *in.Delay, err)
+	for _, d := range []struct {
+		key  string
+		text *string
+		into *time.Duration
+	}{{"delay", in.Delay, &step.Delay}, {"chunk_delay", in.ChunkDelay, &step.ChunkDelay}} {
+		if d.text == nil {
+			continue
 		}
-		step.Delay = d
+		v, err := time.ParseDuration(*d.text)
+		if err != nil {
+			return fmt.Errorf("%s %q: want a duration such as \"2s\": %w", d.key, *d.text, err)
+		}
+		*d.into = v
 	}
 	if err := step.Validate(); err != nil {
 		return err
@@ -83,6 +102,8 @@ func (s Step) Validate() error {
 	switch {
 	case s.Delay < 0:
 		return fmt.Errorf("%w: negative delay %s", ErrInvalidStep, s.Delay)
+	case s.ChunkDelay < 0:
+		return fmt.Errorf("%w: negative chunk_delay %s", ErrInvalidStep, s.ChunkDelay)
 	case s.Status != 0 && (s.Status < 200 || s.Status > 599):
 		return fmt.Errorf("%w: status %d is not a final HTTP status (200 to 599)", ErrInvalidStep, s.Status)
 	}

@@ -47,6 +47,9 @@ func TestStepUnmarshal(t *testing.T) {
 		wantErr string
 	}{
 		{`{"text":"a","delay":"250ms"}`, Step{Text: "a", Delay: 250 * time.Millisecond}, ""},
+		{`{"text":"a","delay":"1s","chunk_delay":"60ms"}`, Step{Text: "a", Delay: time.Second, ChunkDelay: 60 * time.Millisecond}, ""},
+		{`{"chunk_delay":"-5ms"}`, Step{}, "negative chunk_delay"},
+		{`{"chunk_delay":"slow"}`, Step{}, `chunk_delay "slow"`},
 		{`{"status":429,"error":"slow"}`, Step{Status: 429, Error: "slow"}, ""},
 		{`{"tool_calls":[{"id":"x","name":"n","args":"{\"a\":1}"}]}`, Step{ToolCalls: []contracts.ToolCall{{ID: "x", Name: "n", Args: `{"a":1}`}}}, ""},
 		{`{"delay":2}`, Step{}, "cannot unmarshal number"},

@@ -38,3 +38,22 @@ func ExampleParseReply() {
 	// op: remember "likes hazelnut" under "coffee"
 	// ops: 0 notes: 1
 }
+
+// While the model writes, the owner sees what the reply would show so
+// far: the control lines, the ops block and a line that may still become
+// one of them are left out.
+func ExampleDraftOf() {
+	for _, partial := range []string{
+		"Noted, hazel",
+		"Noted, hazelnut it is.\n```o",
+		"Noted, hazelnut it is.\n```ops\n[{\"op\":\"remember\",",
+		"Noted, hazelnut it is.\n```ops\n[]\n```\nTHOUGHT: coffee",
+	} {
+		fmt.Printf("%q\n", worker.DraftOf(partial))
+	}
+	// Output:
+	// "Noted, hazel"
+	// "Noted, hazelnut it is."
+	// "Noted, hazelnut it is."
+	// "Noted, hazelnut it is."
+}

@@ -80,7 +80,10 @@ type payloadLine struct {
 
 // replyParser walks the lines of a reply once its thinking is gone.
 type replyParser struct {
-	lines    []string
+	lines []string
+	// draft reads a reply still being written (DraftOf): every ops
+	// block is left out, decoded or not, closed or not.
+	draft    bool
 	kept     []payloadLine
 	ops      []contracts.Op
 	notes    []string
@@ -121,6 +124,9 @@ func (p *replyParser) fencedBlock(start, ticks int, info string) (next int) {
 	next = end
 	if closed {
 		next = end + 1
+	}
+	if isOpsInfo(info) && p.draft {
+		return next
 	}
 	if isOpsInfo(info) {
 		ops, err := decodeOpsBlock(p.lines[start+1:end], closed)
@@ -220,9 +226,18 @@ func decodeOpsBlock(content []string, closed bool) ([]contracts.Op, error) {
 	return ops, nil
 }
 
-// payload joins the kept lines, collapsing each run of blank lines outside
-// fenced blocks (where removed lines leave gaps) into one blank line.
+// payload is the kept lines joined ([replyParser.joined]), or a stand-in
+// when nothing is left of them.
 func (p *replyParser) payload() string {
+	if out := p.joined(); out != "" {
+		return out
+	}
+	return emptyPayload
+}
+
+// joined joins the kept lines, collapsing each run of blank lines outside
+// fenced blocks (where removed lines leave gaps) into one blank line.
+func (p *replyParser) joined() string {
 	var b strings.Builder
 	blankRun := 0
 	for i, line := range p.kept {
@@ -239,11 +254,7 @@ func (p *replyParser) payload() string {
 		}
 		b.WriteString(line.text)
 	}
-	out := strings.TrimSpace(b.String())
-	if out == "" {
-		return emptyPayload
-	}
-	return out
+	return strings.TrimSpace(b.String())
 }
 
 // capRunes cuts s to at most limit runes.

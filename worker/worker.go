@@ -152,7 +152,8 @@ func exchange(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envel
 var errBudget = errors.New("the worker's time budget ran out")
 
 // ask sends one job to the broker and waits for its completion until the
-// job's deadline.
+// job's deadline. While the answer streams, core hears what the owner may
+// see of it (DraftOf), each time that changes.
 func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, turn string, job contracts.Job) (contracts.Completion, error) {
 	env, err := contracts.NewEnvelope(contracts.KindJob, turn, job)
 	if err != nil {
@@ -163,6 +164,7 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 	}
 	ctx, cancel := context.WithDeadline(ctx, job.Deadline)
 	defer cancel()
+	var drafted string // the draft core heard last
 	for {
 		select {
 		case <-ctx.Done():
@@ -170,6 +172,10 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 		case env, ok := <-frames:
 			if !ok {
 				return contracts.Completion{}, errors.New("core closed the bus")
+			}
+			if env.Kind == contracts.KindStream {
+				drafted = draft(conn, turn, env, drafted)
+				continue
 			}
 			if env.Kind != contracts.KindCompletion {
 				continue
@@ -181,6 +187,26 @@ func ask(ctx context.Context, conn *bus.Conn, frames <-chan contracts.Envelope, 
 			return c, nil
 		}
 	}
+}
+
+// draft tells core what the owner may see of the answer a stream says
+// so far, unless that is nothing or what core heard last; it returns what
+// core heard last. A draft is a courtesy to the owner: one core does not
+// hear changes nothing of the turn.
+func draft(conn *bus.Conn, turn string, env contracts.Envelope, last string) string {
+	var so contracts.Stream
+	if env.Decode(&so) != nil {
+		return last
+	}
+	text := DraftOf(so.Text)
+	if text == "" || text == last {
+		return last
+	}
+	out, err := contracts.NewEnvelope(contracts.KindDraft, turn, contracts.Draft{Turn: turn, Text: text})
+	if err == nil && conn.Send(out) == nil {
+		return text
+	}
+	return last
 }
 
 // serve does the turn's work between input and result: prompt, the agent

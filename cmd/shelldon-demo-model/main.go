@@ -26,6 +26,7 @@ func run() error {
 	listen := flag.String("listen", "127.0.0.1:0", "loopback `address` to listen on")
 	script := flag.String("script", "", "JSON `file` of scripted steps, answered before the demo persona takes over")
 	addrFile := flag.String("addr-file", "", "`path` to write the base URL to once listening")
+	pace := flag.Duration("pace", demomodel.DemoPace, "pause between the chunks of a streamed answer (`duration`), for a step that sets none")
 	flag.Parse()
 	if flag.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", flag.Args())
@@ -56,5 +57,6 @@ func run() error {
 	defer stop()
 	srv := demomodel.New(steps...)
 	srv.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "shelldon-demo-model: "+format+"\n", args...) }
+	srv.Pace = *pace
 	return srv.Serve(ctx, ln)
 }

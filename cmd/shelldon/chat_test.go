@@ -104,17 +104,7 @@ func TestTheTerminalsYesAnswersTheRequestRead(t *testing.T) {
 	}
 	model := demomodel.New(demomodel.Step{Text: "I wrote a greeting tool.\n```ops\n[" + strings.Join(ops, ",") + "]\n```"})
 	p := newPet(t, model)
-	term := chattest.New(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- chat.Run(ctx, chat.Options{Socket: p.cfg.Socket, MaxFrame: int(p.cfg.Bus.MaxFrame), In: term.Slave, Out: term.Slave})
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	term.WaitFor(t, "Ctrl-D quits")
+	term := p.terminalChat(t)
 	term.Line(t, "write yourself a greeting tool")
 	term.WaitFor(t, "shelldon: I wrote a greeting tool.")
 	term.WaitFor(t, "↻ Replaced — a newer request takes the place of new tool greet")
@@ -134,4 +124,22 @@ func TestTheTerminalsYesAnswersTheRequestRead(t *testing.T) {
 	if kept, err := os.ReadFile(live); err != nil || string(kept) != evil {
 		t.Errorf("greet.py after the second y = %q, %v; want B, the code shown", kept, err)
 	}
+}
+
+// terminalChat runs `shelldon chat` on the pet in a pseudo-terminal until
+// the test ends, and returns it once the chat is ready for typing.
+func (p *pet) terminalChat(t *testing.T) *chattest.Terminal {
+	t.Helper()
+	term := chattest.New(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- chat.Run(ctx, chat.Options{Socket: p.cfg.Socket, MaxFrame: int(p.cfg.Bus.MaxFrame), In: term.Slave, Out: term.Slave})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	term.WaitFor(t, "Ctrl-D quits")
+	return term
 }

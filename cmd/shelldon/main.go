@@ -480,7 +480,7 @@ func newChain(cfg config.Config) (*broker.Chain, error) {
 		}
 		providers = append(providers, broker.NewOpenAI(broker.OpenAIConfig{
 			Name: p.Name, BaseURL: p.BaseURL, Model: p.Model, APIKey: key,
-			Vision: p.Vision, TranscriptionModel: p.TranscriptionModel,
+			Vision: p.Vision, TranscriptionModel: p.TranscriptionModel, Stream: p.Streams(),
 			HTTPClient: &http.Client{Timeout: timeout},
 		}))
 	}

@@ -314,15 +314,17 @@ func TestMakeRunInATerminal(t *testing.T) {
 	term, state := u.term, u.state
 	term.WaitFor(t, "***   try: write a haiku to poem.txt — ")
 	// A line typed before the chat has joined core is refused with a
-	// note; type until one is taken.
+	// note; type until one is taken: until the reply starts (the demo
+	// model streams it, a word or so every DemoPace).
 	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(term.Screen(), "You said: “hello there”") {
+	for screen := term.Screen(); !strings.Contains(screen, "shelldon… ") && !strings.Contains(screen, "You said: “hello there”"); screen = term.Screen() {
 		if time.Now().After(deadline) {
 			t.Fatalf("no reply in the terminal:\n%s", term.Screen())
 		}
 		term.Line(t, "hello there")
 		time.Sleep(300 * time.Millisecond)
 	}
+	term.WaitFor(t, "You said: “hello there”")
 
 	term.Line(t, "write a haiku to poem.txt")
 	term.WaitFor(t, "── shelldon asks to use write_file [")

@@ -3,7 +3,8 @@
 // worker's word that it is about to run a call, a command core runs for
 // it, a call the owner approved. The transport the turn came from shows
 // the lines under the turn's id and settles them once the turn has
-// replied.
+// replied. While the model writes the turn's reply, the same transport
+// is shown its draft as it grows, until the reply replaces it.
 package progress
 
 import (
@@ -39,6 +40,9 @@ type Tools interface {
 type Reporter struct {
 	// Send delivers a line to where a turn came from.
 	Send func(to turns.Origin, p contracts.Progress)
+	// ShowDraft delivers a draft of a turn's reply to where the turn came
+	// from.
+	ShowDraft func(to turns.Origin, d contracts.Draft)
 	// Tools checks a worker's step as the worker's own tools do.
 	Tools Tools
 	// Running reports whether turn is the turn in flight and has not
@@ -46,14 +50,38 @@ type Reporter struct {
 	Running func(turn string) bool
 	Log     *slog.Logger
 
-	turn   string // the turn whose steps are counted; "" between turns
-	origin turns.Origin
-	steps  int
+	turn    string // the turn whose steps are counted; "" between turns
+	origin  turns.Origin
+	steps   int
+	drafted string // the draft of the turn's reply shown last
 }
 
 // Begin starts counting the steps of turn, which came from origin.
 func (r *Reporter) Begin(turn string, origin turns.Origin) {
-	r.turn, r.origin, r.steps = turn, origin, 0
+	r.turn, r.origin, r.steps, r.drafted = turn, origin, 0, ""
+}
+
+// Draft takes a worker's draft of its turn's reply and shows it where
+// the turn came from: only the turn in flight's, only while it runs, only
+// when it changed, at most contracts.MaxDraftRunes characters of it (a
+// longer one cut, with an ellipsis). A
+// draft is shown and forgotten: never kept, never history; the reply
+// replaces it.
+func (r *Reporter) Draft(env contracts.Envelope) {
+	var d contracts.Draft
+	if err := env.Decode(&d); err != nil {
+		r.Log.Info("dropped an unreadable draft", "turn", env.Turn, "err", err)
+		return
+	}
+	if env.Turn == "" || env.Turn != r.turn || !r.Running(env.Turn) || r.origin.Transport == "" {
+		return
+	}
+	text := owner.Shorten(d.Text, contracts.MaxDraftRunes-1)
+	if text == r.drafted {
+		return
+	}
+	r.drafted = text
+	r.ShowDraft(r.origin, contracts.Draft{Turn: env.Turn, Text: text})
 }
 
 // Step takes a worker's word that it is about to run a call itself and

@@ -97,3 +97,35 @@ func ExampleReporter_Approved() {
 	// to telegram: running `git push`…
 	// to telegram: done (1 step)
 }
+
+func draftOf(turn, text string) contracts.Envelope {
+	env, _ := contracts.NewEnvelope(contracts.KindDraft, turn, contracts.Draft{Turn: turn, Text: text})
+	return env
+}
+
+// TestDraftsOnlyOfTheTurnInFlight: a worker's draft of its reply reaches
+// the transport its turn came from only while that turn runs, only when
+// it changed, cut at contracts.MaxDraftRunes; another turn's, and any
+// after the turn settled, reach nobody.
+func TestDraftsOnlyOfTheTurnInFlight(t *testing.T) {
+	running := "T1"
+	r, _ := reporter(t, &running)
+	var shown []string
+	r.ShowDraft = func(to turns.Origin, d contracts.Draft) {
+		shown = append(shown, fmt.Sprintf("%s/%s %d:%s", to.Transport, d.Turn, len([]rune(d.Text)), d.Text[:min(len(d.Text), 12)]))
+	}
+	r.Begin("T1", turns.Origin{Transport: "cli", Chat: "cli"})
+	r.Draft(draftOf("T1", "Hello"))
+	r.Draft(draftOf("T1", "Hello"))         // no change
+	r.Draft(draftOf("T0", "an old turn's")) // not the turn in flight
+	r.Draft(draftOf("T1", "Hello, owner"))
+	r.Draft(draftOf("T1", strings.Repeat("é", 5000)))
+	running = ""
+	r.Draft(draftOf("T1", "Hello, owner, late"))
+	r.Settle("T1")
+	r.Draft(draftOf("T1", "Hello, owner, later"))
+	want := []string{"cli/T1 5:Hello", "cli/T1 12:Hello, owner", "cli/T1 4000:" + strings.Repeat("é", 6)}
+	if strings.Join(shown, "\n") != strings.Join(want, "\n") {
+		t.Errorf("drafts shown:\n%s\nwant:\n%s", strings.Join(shown, "\n"), strings.Join(want, "\n"))
+	}
+}

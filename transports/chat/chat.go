@@ -381,6 +381,7 @@ func (c *chat) handle(ev event) {
 		c.connected, c.away, c.heard = false, "", true
 		c.owed = c.owed || c.busy || c.answering
 		c.busy, c.answering = false, false
+		c.term.setDraft("")
 		c.showHeld()
 		c.closedByStop = c.stopping
 		if !c.stopping {
@@ -412,6 +413,9 @@ func (c *chat) receive(env contracts.Envelope) {
 			return
 		}
 		if !c.shown.seen(out.Key) {
+			if out.Chat == TransportName {
+				c.term.setDraft("") // the reply replaces its draft
+			}
 			c.term.say("shelldon: " + indent(visible.Text(out.Text)))
 			if len(out.File) > 0 {
 				c.term.say("          " + saveFile(out))
@@ -449,6 +453,7 @@ func (c *chat) receive(env contracts.Envelope) {
 			c.busy = a.Busy
 			if !a.Busy {
 				c.answering = false
+				c.term.setDraft("") // a turn that ended without its reply here
 				c.showHeld()
 			}
 		}
@@ -456,6 +461,11 @@ func (c *chat) receive(env contracts.Envelope) {
 		var p contracts.Progress
 		if env.Decode(&p) == nil && p.Chat == TransportName {
 			c.showProgress(p)
+		}
+	case contracts.KindReplyDraft:
+		var d contracts.Draft
+		if env.Decode(&d) == nil && d.Chat == TransportName && c.busy {
+			c.term.setDraft(d.Text)
 		}
 	case contracts.KindSnapshot:
 		var s contracts.Snapshot

@@ -996,3 +996,52 @@ func TestALineTypedWhileCoreJoinsIsNotSaidToWait(t *testing.T) {
 		t.Errorf("core got %q, want the line typed while it joined", in.Text)
 	}
 }
+
+// TestTheReplyGrowsAsItIsWritten: the draft of a turn's reply shows above
+// the prompt as it grows, rewritten in place (never a second copy),
+// around what the owner is typing; a long one shows its end in a few
+// rows; the reply takes its place as a message of its own.
+func TestTheReplyGrowsAsItIsWritten(t *testing.T) {
+	core := startCore(t, "")
+	s := connected(t, core)
+	s.term.Line(t, "weather?")
+	core.nextInbound(t)
+	core.route(t, contracts.KindActivity, contracts.Activity{Chat: TransportName, Turn: "t1", Busy: true})
+	core.route(t, contracts.KindReplyDraft, contracts.Draft{Chat: TransportName, Turn: "t1", Text: "It is"})
+	s.term.WaitFor(t, "shelldon… It is")
+	s.prompt(t, "> ")
+	s.term.Type(t, "thanks, and")
+	s.prompt(t, "> thanks, and")
+	core.route(t, contracts.KindReplyDraft, contracts.Draft{Chat: TransportName, Turn: "t1", Text: "It is sunny\nin Istanbul\x1b[2J"})
+	s.term.WaitFor(t, "in Istanbul")
+	s.prompt(t, "> thanks, and")
+	screen := s.term.Screen()
+	if n := strings.Count(screen, "shelldon…"); n != 1 || rowOf(screen, "in Istanbul") != rowOf(screen, "shelldon… It is sunny")+1 {
+		t.Errorf("the draft shows %d times, want once, its lines lined up as a reply's:\n%s", n, screen)
+	}
+	long := strings.Repeat("a line of the long answer\n", 30) + "the end so far"
+	core.route(t, contracts.KindReplyDraft, contracts.Draft{Chat: TransportName, Turn: "t1", Text: long})
+	s.term.WaitFor(t, "the end so far")
+	screen = s.term.Screen()
+	if rows := rowOf(screen, "> thanks, and") - rowOf(screen, "a line of the long answer"); rows > maxDraftRows {
+		t.Errorf("the long draft takes %d rows, want at most %d:\n%s", rows, maxDraftRows, screen)
+	}
+	core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: TransportName, Turn: "t1", Text: "It is sunny in Istanbul."})
+	core.route(t, contracts.KindActivity, contracts.Activity{Chat: TransportName, Turn: "t1", Busy: false})
+	s.term.WaitFor(t, "shelldon: It is sunny in Istanbul.")
+	s.prompt(t, "> thanks, and")
+	screen = s.term.Screen()
+	if strings.Contains(screen, "shelldon…") || strings.Contains(screen, "the long answer") {
+		t.Errorf("the draft stays beside the reply:\n%s", screen)
+	}
+	if foreign := s.term.Foreign(); len(foreign) > 0 {
+		t.Errorf("the terminal got %q raw", foreign)
+	}
+	// A draft for no turn of this terminal's, or after its turn, is not shown.
+	core.route(t, contracts.KindReplyDraft, contracts.Draft{Chat: TransportName, Turn: "t1", Text: "late"})
+	core.route(t, contracts.KindOutbound, contracts.Outbound{Chat: TransportName, Text: "a note"})
+	s.term.WaitFor(t, "shelldon: a note")
+	if strings.Contains(s.term.Screen(), "late") {
+		t.Errorf("a draft after its turn is shown:\n%s", s.term.Screen())
+	}
+}

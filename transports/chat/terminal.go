@@ -3,6 +3,7 @@ package chat
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"syscall"
 	"unicode/utf8"
@@ -40,6 +41,10 @@ type terminal struct {
 	// the screen; cols is how many columns they take there.
 	shown bool
 	cols  int
+	// draft is the reply being written, shown above the prompt while
+	// editing (drafted says in how many rows) and drawn again with it.
+	draft   string
+	drafted int
 
 	// line is what is typed, as typed; it goes to core as it is shown
 	// (visible.Line), and size is how long that is.
@@ -185,8 +190,10 @@ func (t *terminal) clear() string {
 		return "\n"
 	}
 	// The cursor is after the last column used; with the line wrapped
-	// over several rows, go up to the prompt's row first.
-	up := max(t.cols-1, 0) / t.width()
+	// over several rows, go up to the prompt's row first, and past the
+	// draft above it.
+	up := max(t.cols-1, 0)/t.width() + t.drafted
+	t.drafted = 0
 	if up > 0 {
 		return fmt.Sprintf("\r\x1b[%dA\x1b[J", up)
 	}
@@ -222,7 +229,55 @@ func (t *terminal) showPrompt() {
 	}
 	t.cols = utf8.RuneCountInString(s)
 	t.shown = true
+	if t.editing && t.draft != "" {
+		var block string
+		block, t.drafted = draftBlock(t.draft, t.width())
+		s = block + s
+	}
 	t.write(s)
+}
+
+// setDraft shows text, a reply being written, above the prompt in place
+// of the draft shown before; "" takes it away. Only a terminal the chat
+// edits can take a draft back, so elsewhere (a pipe) none is shown: the
+// reply comes whole, as ever.
+func (t *terminal) setDraft(text string) {
+	if !t.editing || text == t.draft {
+		return
+	}
+	t.draft = text
+	if t.shown {
+		t.redraw()
+	}
+}
+
+// maxDraftRows bounds the rows a draft takes above the prompt: the
+// chat takes its rows back by moving up, which reaches no row that has
+// scrolled off the screen. A longer draft shows its end.
+const maxDraftRows = 8
+
+// draftPrefix marks a reply being written, where a reply says
+// "shelldon: ".
+const draftPrefix = "shelldon… "
+
+// draftBlock is a draft as the rows above the prompt show it, each line
+// visible and lined up as a reply's, at most maxDraftRows rows of width
+// columns (the end of it); and how many rows that is.
+func draftBlock(draft string, width int) (block string, rows int) {
+	lines := strings.Split(draftPrefix+indent(visible.Text(draft)), "\n")
+	var kept []string
+	for i := len(lines) - 1; i >= 0 && rows < maxDraftRows; i-- {
+		line := []rune(lines[i])
+		n := max(1, (len(line)+width-1)/width)
+		if rows+n > maxDraftRows {
+			n = maxDraftRows - rows
+			line = append([]rune("…"), line[len(line)-(n*width-1):]...)
+		}
+		kept = append(kept, string(line))
+		rows += n
+	}
+	slices.Reverse(kept)
+	return strings.Join(kept, "\n") + "\n", rows
 }
 
 // redraw draws the prompt and the line again, after an edit.
