@@ -92,15 +92,27 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, answer compl
 	return err == nil
 }
 
-// chunks cuts text into pieces of about streamChunkRunes characters,
-// each ending after a space or a line's end where one is near, as a
-// model's tokens end.
+// maxStreamChunks bounds the chunks of one streamed answer. A model
+// writes a long answer over minutes, a token an event; the scripted
+// one writes it at once, and 7,500 events for a 60 KiB reply would
+// measure the machine's event loop, not the pet: the tests' long
+// replies (and a turn's time budget under the race detector) need them
+// in a moment. A long answer's chunks grow instead.
+const maxStreamChunks = 256
+
+// chunks cuts text into pieces of about streamChunkRunes characters (more
+// in a long text, at most maxStreamChunks pieces), each ending after a
+// space or a line's end where one is near, as a model's tokens end.
 func chunks(text string) []string {
 	var out []string
 	runes := []rune(text)
+	// A piece is cut back to a space only while it keeps half its size,
+	// so every piece but the last holds size/2 at least.
+	half := (maxStreamChunks - 1) / 2
+	size := max(streamChunkRunes, (len(runes)+half-1)/half)
 	for start := 0; start < len(runes); {
-		end := min(start+streamChunkRunes, len(runes))
-		for cut := end; cut > start+1 && cut < len(runes); cut-- {
+		end := min(start+size, len(runes))
+		for cut := end; cut > start+max(1, size/2) && cut < len(runes); cut-- {
 			if unicode.IsSpace(runes[cut-1]) {
 				end = cut
 				break
