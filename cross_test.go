@@ -76,7 +76,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/atomicfile":     {`^TestWriteFileUnwritableDirectory$/^read-only_directory$`, selfExec + " as another user"},
 	"shelldon/daemon/journal": {`^TestWire$`, selfExec},
 	"shelldon/tools":          {`^TestPythonEval|^TestEvaluator`, selfExec + " as the python_eval evaluator"},
-	"shelldon/daemon/mcp": {`^TestTheOwnersTools|^TestAQuietServer|^TestADeadServer|^TestARecycledServer|^TestAHungServer|^TestAServer|^TestAFloodingServer`,
+	"shelldon/daemon/mcp": {`^TestTheOwnersTools|^TestAQuietServer|^TestADeadServer|^TestARecycledServer|^TestAHungServer|^TestAServer|^TestAFloodingServer|^TestAWritingServer`,
 		"its servers run in the sandbox, whose image " + foreignImage},
 	"shelldon/worker":           {`^TestServeEvaluatesInAChildProcess$`, selfExec + " as the python_eval evaluator"},
 	"shelldon/daemon/toolstore": {`^TestAKeptToolIgnoresTheWorkspacesModules$`, "a kept tool runs in the sandbox, whose image " + foreignImage},
