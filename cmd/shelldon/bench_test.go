@@ -130,9 +130,10 @@ func measureTurns(b *testing.B, p *pet) {
 	b.ReportMetric(float64(sizes[len(sizes)/2])/1024, "request-KB")
 }
 
-// BenchmarkFootprint runs 100 turns against `shelldon daemon` and
-// `shelldon broker` as their own processes (the built bin/shelldon) and
-// reports their resident memory afterwards, idle, and the largest worker.
+// BenchmarkFootprint runs footprintTurns turns against `shelldon daemon`,
+// `shelldon broker` and `shelldon panel` (drawing to a PNG file) as their
+// own processes (the built bin/shelldon) and reports their memory over an
+// idle minute afterwards (sampleIdleMinute), and the largest worker.
 func BenchmarkFootprint(b *testing.B) {
 	bin := builtBinary(b)
 	const turns = footprintTurns
@@ -155,10 +156,13 @@ func BenchmarkFootprint(b *testing.B) {
 	// core and broker make way (its broker would join the new core first).
 	p.stopCore()
 	p.stopBroker()
-	cfgPath := writeConfig(b, p)
+	cfg := p.cfg
+	cfg.Panel.Display, cfg.Panel.PNGPath = "png", filepath.Join(b.TempDir(), "panel.png")
+	cfgPath := writeTestConfig(b, cfg)
 	daemon := startProcess(b, bin, "daemon", "--config", cfgPath)
 	time.Sleep(200 * time.Millisecond)
 	broker := startProcess(b, bin, "broker", "--config", cfgPath)
+	panel := startProcess(b, bin, "panel", "--config", cfgPath)
 	start := len(p.turns())
 	for i := range turns {
 		p.say(fmt.Sprintf("message %d", i))
@@ -170,7 +174,7 @@ func BenchmarkFootprint(b *testing.B) {
 	for _, proc := range []struct {
 		name string
 		pid  int
-	}{{"daemon", daemon.Process.Pid}, {"broker", broker.Process.Pid}} {
+	}{{"daemon", daemon.Process.Pid}, {"broker", broker.Process.Pid}, {"panel", panel.Process.Pid}} {
 		procs = append(procs, idleProcess{
 			name: proc.name, pid: strconv.Itoa(proc.pid),
 			rollup: func() rollup { return readSmapsRollup(b, proc.pid) },
