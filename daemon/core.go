@@ -545,9 +545,10 @@ func (c *Core) expire(ctx context.Context) {
 	c.auth.Expire(ctx)
 	c.face.refresh() // the status strip's memory figure moves between turns
 	if c.turns.Current() == nil {
-		// The check ran SQLite's code and the snapshot's, idle: core lets
-		// go of them again when quiet, as after a turn.
-		giveback.WhenQuiet()
+		// The check ran SQLite's code and the snapshot's, idle: a chore,
+		// whose pages go back at once if core had let go already, and
+		// which does not put off a release a turn armed.
+		giveback.AfterChore()
 	}
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
 }
