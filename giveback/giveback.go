@@ -151,7 +151,6 @@ func arm(timer *clock.Timer, d time.Duration, f func()) {
 	*timer = timers.AfterFunc(d, f)
 }
 
-
 // giveBack puts the idle GOGC back after Busy and collects the garbage
 // the work left, unless the process allocated less than littleGarbage
 // since the last collection. The heap's pages it frees stay mapped until
