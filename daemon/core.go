@@ -532,6 +532,9 @@ func (c *Core) backUp(ctx context.Context) {
 		if err := c.writes.note("back up the state database", err); err != nil {
 			c.log.Error("backing up the state database", "err", err)
 		}
+		// A chore: the backup's pages (SQLite's code, its copy's cache)
+		// go back once it ends, not at the next turn's release.
+		giveback.AfterChore()
 	})
 	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
 }
