@@ -534,6 +534,9 @@ func (c *Core) backUp(ctx context.Context) {
 		if err := c.writes.note("back up the state database", err); err != nil {
 			c.log.Error("backing up the state database", "err", err)
 		}
+		// A chore: the backup's pages (SQLite's code, its copy's cache)
+		// go back once it ends, not at the next turn's release.
+		giveback.AfterChore()
 	})
 	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
 }
@@ -547,9 +550,10 @@ func (c *Core) expire(ctx context.Context) {
 	c.auth.Expire(ctx)
 	c.face.refresh() // the status strip's memory figure moves between turns
 	if c.turns.Current() == nil {
-		// The check ran SQLite's code and the snapshot's, idle: core lets
-		// go of them again when quiet, as after a turn.
-		giveback.WhenQuiet()
+		// The check ran SQLite's code and the snapshot's, idle: a chore,
+		// whose pages go back at once if core had let go already, and
+		// which does not put off a release a turn armed.
+		giveback.AfterChore()
 	}
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
 }

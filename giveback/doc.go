@@ -5,5 +5,8 @@
 // close together make one collection, and a longer quiet returns the
 // collector's free memory and lets go of the pages of the binary the
 // process has mapped, which the kernel maps 64 KB at a time around each
-// page a turn runs.
+// page a turn runs. A chore the process runs by its own timer (core's
+// minute check, the panel's minute redraw) puts none of this off: what it
+// touched goes back as soon as it is done if the process had let go
+// already (AfterChore).
 package giveback

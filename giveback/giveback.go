@@ -8,6 +8,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"time"
+
+	"shelldon/clock"
 )
 
 // quiet is how long a process goes without another ask before WhenQuiet
@@ -56,10 +58,11 @@ const littleGarbage = 256 << 10
 var (
 	pending struct {
 		mu             sync.Mutex
-		collect, pages *time.Timer
-		// releaseAhead is whether a release at longQuiet is armed
-		// (WhenQuiet's) that has not come yet.
-		releaseAhead bool
+		collect, pages clock.Timer
+		// releaseAhead is whether a release is armed (WhenQuiet's at
+		// longQuiet, AfterChore's at quiet) that has not come yet; busy
+		// is whether a Busy is waiting for its giveback.
+		releaseAhead, busy bool
 	}
 	collector struct{ tuned, raised bool }
 	given     struct {
@@ -84,17 +87,19 @@ func TuneCollector() {
 }
 
 // Busy says a part of the process starts work (core a turn, the broker a
-// job, the panel a snapshot): the collector lets the heap grow at
-// busyPercent until the giveback that follows, which collects what the
-// work left at once. A Busy no ask follows (a snapshot the panel does not
-// draw) still ends in a giveback, after longQuiet.
+// job, the panel a new face): the collector lets the heap grow at
+// busyPercent (when TuneCollector took charge) until the giveback that
+// follows, which collects what the work left at once, and no chore
+// releases meanwhile. A Busy no ask follows (a snapshot the panel does
+// not draw) still ends in a giveback, after longQuiet.
 func Busy() {
 	pending.mu.Lock()
 	defer pending.mu.Unlock()
+	pending.busy = true
+	arm(&pending.collect, longQuiet, giveBack)
 	if !collector.tuned {
 		return
 	}
-	arm(&pending.collect, longQuiet, giveBack)
 	if !collector.raised {
 		collector.raised = true
 		debug.SetGCPercent(busyPercent)
@@ -115,13 +120,35 @@ func WhenQuiet() {
 	pending.releaseAhead = true
 }
 
-// arm makes *timer run f after d, from now.
-func arm(timer **time.Timer, d time.Duration, f func()) {
-	if *timer == nil {
-		*timer = time.AfterFunc(d, f)
+// timers is the clock giveback's waits run on; tests use a fake one.
+var timers clock.Clock = clock.Real{}
+
+// AfterChore says a background chore is done, work the process does by
+// its own timer rather than for a turn (core's minute check, the panel's
+// minute redraw, a status strip's new figure): what the chore touched
+// goes back quiet from now if the process had let go already, and a
+// release already ahead stays where it is, so that chores closer
+// together than longQuiet never keep an idle process from letting go.
+// During work (a Busy not yet given back) the work's giveback covers the
+// chore.
+func AfterChore() {
+	pending.mu.Lock()
+	defer pending.mu.Unlock()
+	if pending.releaseAhead || pending.busy {
 		return
 	}
-	(*timer).Reset(d)
+	given.unreleased = true // the chore's garbage, collected by the release
+	arm(&pending.pages, quiet, letGo)
+	pending.releaseAhead = true
+}
+
+// arm makes *timer run f after d, from now, in place of what it was to
+// run.
+func arm(timer *clock.Timer, d time.Duration, f func()) {
+	if *timer != nil {
+		(*timer).Stop()
+	}
+	*timer = timers.AfterFunc(d, f)
 }
 
 // giveBack puts the idle GOGC back after Busy and collects the garbage
@@ -133,6 +160,7 @@ func arm(timer **time.Timer, d time.Duration, f func()) {
 // longQuiet when no ask followed it, releases at once.
 func giveBack() {
 	pending.mu.Lock()
+	pending.busy = false
 	if collector.raised {
 		collector.raised = false
 		debug.SetGCPercent(idlePercent)
@@ -155,6 +183,13 @@ func letGo() {
 	pending.mu.Lock()
 	pending.releaseAhead = false
 	pending.mu.Unlock()
+	release()
+}
+
+// release returns the heap's free memory and the binary's pages; tests
+// count it instead (returning a test binary's pages is
+// programpages_test.go's).
+var release = func() {
 	releaseHeap()
 	releaseProgramPages()
 }

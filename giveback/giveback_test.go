@@ -5,6 +5,8 @@ import (
 	"runtime/metrics"
 	"testing"
 	"time"
+
+	"shelldon/clock"
 )
 
 // forcedCollections is how many collections this process was made to
@@ -154,7 +156,7 @@ func TestASkippedCollectionIsMadeUpWhenLongQuiet(t *testing.T) {
 func stopPending() {
 	pending.mu.Lock()
 	defer pending.mu.Unlock()
-	for _, timer := range []*time.Timer{pending.collect, pending.pages} {
+	for _, timer := range []clock.Timer{pending.collect, pending.pages} {
 		if timer != nil {
 			timer.Stop()
 		}

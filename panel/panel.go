@@ -120,7 +120,6 @@ func (p *Panel) Run(ctx context.Context) error {
 		if env.Kind != contracts.KindSnapshot {
 			return
 		}
-		giveback.Busy() // drawing's garbage waits for the giveback after the frames
 		var s contracts.Snapshot
 		if err := env.Decode(&s); err != nil {
 			p.log.Warn("panel: an unreadable snapshot", "err", err)
@@ -169,12 +168,26 @@ func (p *Panel) take(s contracts.Snapshot) {
 		p.holdTimer = p.clock.AfterFunc(p.holdUntil.Sub(now), p.releaseHold)
 		return
 	}
+	// A turn's faces are work; the mood's drift (an ambient face) and
+	// new figures in the strip are core's chores.
+	work := !s.Ambient && !sameMoment(s, p.snap)
+	if work {
+		giveback.Busy() // drawing's garbage waits for the giveback after the frames
+	}
 	p.deferred = nil
 	p.snap = s
 	if !s.Ambient {
 		p.holdUntil = s.HoldUntil
 	}
-	p.drawLocked()
+	p.drawLocked(work)
+}
+
+// sameMoment is whether a and b show the same moment, whatever their
+// status strips say: a snapshot that changes only the strip (core's
+// minute check, with the memory figure) is a chore to draw, not a turn's.
+func sameMoment(a, b contracts.Snapshot) bool {
+	return a.Face == b.Face && a.Glyphs == b.Glyphs && a.Word == b.Word && a.Caption == b.Caption &&
+		a.Ambient == b.Ambient && a.HoldUntil.Equal(b.HoldUntil)
 }
 
 // releaseHold shows the ambient face that waited for a reaction's dwell.
@@ -185,7 +198,7 @@ func (p *Panel) releaseHold() {
 		return
 	}
 	p.snap, p.deferred = *p.deferred, nil
-	p.drawLocked()
+	p.drawLocked(false) // the mood's face, a chore
 }
 
 // coreGone starts the wait after which the pet is shown asleep.
@@ -203,7 +216,7 @@ func (p *Panel) coreGone() {
 		}
 		p.away = true
 		p.log.Info("panel: core is away; the pet sleeps")
-		p.drawLocked()
+		p.drawLocked(true)
 	})
 }
 
@@ -229,7 +242,7 @@ func (p *Panel) scheduleTick() {
 	}
 	p.tick = p.clock.AfterFunc(redrawEvery, func() {
 		p.mu.Lock()
-		p.drawLocked()
+		p.drawLocked(false) // the uptime's redraw is a chore
 		p.mu.Unlock()
 		p.scheduleTick()
 	})
@@ -261,7 +274,10 @@ func (p *Panel) sceneLocked() render.Scene {
 	return render.Scene{Face: shown.Glyphs, Caption: shown.Caption, Status: status}
 }
 
-func (p *Panel) drawLocked() {
+// drawLocked shows the scene of the moment. work is whether it is a
+// turn's (its faces, a reaction) or the pet falling asleep, rather than a
+// chore (the minute's redraw, the mood's drift, new figures in the strip).
+func (p *Panel) drawLocked(work bool) {
 	if p.stopped {
 		return
 	}
@@ -270,6 +286,12 @@ func (p *Panel) drawLocked() {
 		p.log.Error("panel: drawing failed; the next change tries again", "err", err)
 	}
 	if !drew {
+		return
+	}
+	if !work {
+		// A chore's frame does not put off the release the last turn's
+		// frames armed, and goes back at once once the panel let go.
+		giveback.AfterChore()
 		return
 	}
 	// Frames come a few per turn and then none for minutes; what drawing

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"image"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"shelldon/daemon/hub"
 	"shelldon/daemon/hub/hubtest"
 	"shelldon/faces"
+	"shelldon/giveback"
 	"shelldon/panel/moment"
 	"shelldon/panel/render"
 )
@@ -397,5 +400,40 @@ func TestAPreviewEndsOnceCoreIsGoneForGood(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the panel went on drawing after core was gone for good")
 		}
+	}
+}
+
+// TestAStatusOnlySnapshotLeavesTheCollectorAlone: core's minute check
+// sends the strip's new figures, the face unchanged; drawing them is a
+// chore, not a turn's work, so the collector's GOGC stays at its idle
+// figure (Busy raised it, and the 20 s release waited behind each). A new
+// face is work and raises it.
+func TestAStatusOnlySnapshotLeavesTheCollectorAlone(t *testing.T) {
+	gogc := func() uint64 {
+		s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+		metrics.Read(s)
+		return s[0].Value.Uint64()
+	}
+	clk := clock.NewFake(start)
+	p, d := offline(t, clk)
+	status := contracts.PanelStatus{Name: "shelldon", Since: start.Add(-3 * time.Hour), TurnsToday: 2, Memory: 23 << 20}
+	happy := snapshot(moment.Reply(faces.Builtin(), "happy", "hello"), status, false)
+	p.take(happy)
+	t.Setenv("GOGC", "")
+	t.Cleanup(func() { debug.SetGCPercent(100) })
+	giveback.TuneCollector()
+	idle := gogc()
+	figures := happy
+	figures.Status.TurnsToday, figures.Status.Memory = 3, 31<<20
+	p.take(figures)
+	if d.count() != 2 {
+		t.Fatalf("the new figures were not drawn: %d frames", d.count())
+	}
+	if got := gogc(); got != idle {
+		t.Errorf("after a snapshot with only new figures GOGC = %d, want the idle %d", got, idle)
+	}
+	p.take(snapshot(moment.Thinking(), figures.Status, false))
+	if got := gogc(); got == idle {
+		t.Errorf("after a new face GOGC = %d, the idle figure; want Busy's raised one", got)
 	}
 }

@@ -130,12 +130,13 @@ func measureTurns(b *testing.B, p *pet) {
 	b.ReportMetric(float64(sizes[len(sizes)/2])/1024, "request-KB")
 }
 
-// BenchmarkFootprint runs 100 turns against `shelldon daemon` and
-// `shelldon broker` as their own processes (the built bin/shelldon) and
-// reports their resident memory afterwards, idle, and the largest worker.
+// BenchmarkFootprint runs footprintTurns turns against `shelldon daemon`,
+// `shelldon broker` and `shelldon panel` (drawing to a PNG file) as their
+// own processes (the built bin/shelldon) and reports their memory over an
+// idle minute afterwards (sampleIdleMinute), and the largest worker.
 func BenchmarkFootprint(b *testing.B) {
 	bin := builtBinary(b)
-	const turns = 100
+	const turns = footprintTurns
 	model := demomodel.New()
 	model.Fallback = func(demomodel.Request) demomodel.Step { return demomodel.Step{Text: "ok"} }
 	p := newPet(b, model, useBuiltBinary(b))
@@ -155,10 +156,13 @@ func BenchmarkFootprint(b *testing.B) {
 	// core and broker make way (its broker would join the new core first).
 	p.stopCore()
 	p.stopBroker()
-	cfgPath := writeConfig(b, p)
+	cfg := p.cfg
+	cfg.Panel.Display, cfg.Panel.PNGPath = "png", filepath.Join(b.TempDir(), "panel.png")
+	cfgPath := writeTestConfig(b, cfg)
 	daemon := startProcess(b, bin, "daemon", "--config", cfgPath)
 	time.Sleep(200 * time.Millisecond)
 	broker := startProcess(b, bin, "broker", "--config", cfgPath)
+	panel := startProcess(b, bin, "panel", "--config", cfgPath)
 	start := len(p.turns())
 	for i := range turns {
 		p.say(fmt.Sprintf("message %d", i))
@@ -166,17 +170,21 @@ func BenchmarkFootprint(b *testing.B) {
 		p.waitTurns(start + i + 1)
 	}
 	time.Sleep(footprintIdle) // idle: the runtimes settle and give back what they can
+	var procs []idleProcess
 	for _, proc := range []struct {
 		name string
 		pid  int
-	}{{"daemon", daemon.Process.Pid}, {"broker", broker.Process.Pid}} {
-		rss, pss := smapsRollup(b, proc.pid)
-		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", proc.pid)); err == nil {
-			b.Logf("%s (pid %d) by mapping:\n%s", proc.name, proc.pid, smapsByMapping(smaps))
-		}
-		b.ReportMetric(rss, proc.name+"-rss-MB")
-		b.ReportMetric(pss, proc.name+"-pss-MB")
+	}{{"daemon", daemon.Process.Pid}, {"broker", broker.Process.Pid}, {"panel", panel.Process.Pid}} {
+		procs = append(procs, idleProcess{
+			name: proc.name, pid: strconv.Itoa(proc.pid),
+			rollup: func() rollup { return readSmapsRollup(b, proc.pid) },
+			smaps: func() []byte {
+				smaps, _ := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", proc.pid))
+				return smaps
+			},
+		})
 	}
+	sampleIdleMinute(b, procs)
 	b.ReportMetric(0, "ns/op")
 }
 
@@ -228,6 +236,12 @@ func startProcess(t testing.TB, bin string, args ...string) *exec.Cmd {
 
 // smapsRollup reads a process's resident and proportional set sizes, in MB.
 func smapsRollup(b testing.TB, pid int) (rss, pss float64) {
+	r := readSmapsRollup(b, pid)
+	return r.rss, r.pss
+}
+
+// readSmapsRollup reads a process's smaps_rollup.
+func readSmapsRollup(b testing.TB, pid int) rollup {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
 	if err != nil {
 		b.Fatal(err)
@@ -235,8 +249,17 @@ func smapsRollup(b testing.TB, pid int) (rss, pss float64) {
 	return parseSmapsRollup(data)
 }
 
-// parseSmapsRollup takes the Rss and Pss lines of a smaps_rollup file, in MB.
-func parseSmapsRollup(data []byte) (rss, pss float64) {
+// rollup is what a smaps_rollup file says of a process, in MB: its
+// resident and proportional set sizes, and the proportional size split
+// into anonymous pages (the Go heap, its metadata, the stacks: only the
+// process can give them back) and file pages (its binary's, which the
+// kernel may drop).
+type rollup struct{ rss, pss, pssAnon, pssFile float64 }
+
+// parseSmapsRollup takes the Rss, Pss, Pss_Anon and Pss_File lines of a
+// smaps_rollup file, in MB.
+func parseSmapsRollup(data []byte) rollup {
+	var r rollup
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
@@ -245,12 +268,70 @@ func parseSmapsRollup(data []byte) (rss, pss float64) {
 		kb, _ := strconv.ParseFloat(fields[1], 64)
 		switch fields[0] {
 		case "Rss:":
-			rss = kb / 1024
+			r.rss = kb / 1024
 		case "Pss:":
-			pss = kb / 1024
+			r.pss = kb / 1024
+		case "Pss_Anon:":
+			r.pssAnon = kb / 1024
+		case "Pss_File:":
+			r.pssFile = kb / 1024
 		}
 	}
-	return rss, pss
+	return r
+}
+
+// idleProcess is one long-lived process of the pet an idle minute
+// samples: its name in the report, its pid for the log, and how to read its smaps_rollup and
+// (for the log) its smaps.
+type idleProcess struct {
+	name, pid string
+	rollup    func() rollup
+	smaps     func() []byte
+}
+
+// sampleIdleMinute samples every process of the pet every
+// idleSampleEvery over a minute (idleSamples samples, both ends counted)
+// and reports each process's median and largest PSS, its anonymous and
+// file PSS at the median, and the whole pet's median and largest sample:
+// the idle figures move (core's minute check, the panel's redraw, each
+// giveback's release), and one sample says little of the minute.
+func sampleIdleMinute(b *testing.B, procs []idleProcess) {
+	samples := make([][]rollup, len(procs))
+	var totals []float64
+	for sample := range idleSamples {
+		if sample > 0 {
+			time.Sleep(idleSampleEvery)
+		}
+		var total float64
+		for i, p := range procs {
+			r := p.rollup()
+			samples[i] = append(samples[i], r)
+			total += r.pss
+		}
+		totals = append(totals, total)
+	}
+	for i, p := range procs {
+		pick := func(f func(rollup) float64) []float64 {
+			var v []float64
+			for _, r := range samples[i] {
+				v = append(v, f(r))
+			}
+			return v
+		}
+		pss := pick(func(r rollup) float64 { return r.pss })
+		anon := pick(func(r rollup) float64 { return r.pssAnon })
+		file := pick(func(r rollup) float64 { return r.pssFile })
+		b.Logf("%s (pid %s) idle PSS over a minute: %.2f MB; of it anonymous %.2f, file %.2f", p.name, p.pid, pss, anon, file)
+		b.Logf("%s (pid %s) by mapping, at the last sample:\n%s", p.name, p.pid, smapsByMapping(p.smaps()))
+		b.ReportMetric(median(pick(func(r rollup) float64 { return r.rss })), p.name+"-rss-MB")
+		b.ReportMetric(median(pss), p.name+"-pss-MB")
+		b.ReportMetric(slices.Max(pss), p.name+"-pss-max-MB")
+		b.ReportMetric(median(anon), p.name+"-anon-MB")
+		b.ReportMetric(median(file), p.name+"-file-MB")
+	}
+	b.Logf("the whole pet's idle PSS over a minute: %.2f MB", totals)
+	b.ReportMetric(median(totals), "idle-pss-MB")
+	b.ReportMetric(slices.Max(totals), "idle-pss-max-MB")
 }
 
 // smapsByMapping sums a /proc/PID/smaps file's Rss, Pss and anonymous PSS

@@ -24,7 +24,7 @@ import (
 // long quiet (20 s), after which each process holds only the pages of its
 // binary that it runs idle.
 const (
-	footprintTurns = 100
+	footprintTurns = 200
 	sandboxEvery   = 10
 	footprintIdle  = 30 * time.Second
 
@@ -102,41 +102,18 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 	})
 	time.Sleep(footprintIdle) // idle: Telegram polls, the runtimes settle, the panel draws its last frame
 
-	// The idle figures move: the panel redraws every minute, and for
-	// giveback's long quiet after each frame it holds the pages drawing
-	// ran. So they are sampled over a minute and the medians reported,
-	// with the largest whole-pet figure beside them.
-	services := []struct{ unit, name, pid string }{
-		{"shelldon.service", "core", ""}, {"shelldon-broker.service", "broker", ""}, {"shelldon-panel.service", "panel", ""},
+	var procs []idleProcess
+	for _, svc := range []struct{ unit, name string }{
+		{"shelldon.service", "core"}, {"shelldon-broker.service", "broker"}, {"shelldon-panel.service", "panel"},
+	} {
+		pid := strings.TrimSpace(pet.guest.Must(b, "systemctl", "show", "-P", "MainPID", svc.unit))
+		procs = append(procs, idleProcess{
+			name: svc.name, pid: pid,
+			rollup: func() rollup { return parseSmapsRollup([]byte(pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps_rollup"))) },
+			smaps:  func() []byte { return []byte(pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps")) },
+		})
 	}
-	for i := range services {
-		services[i].pid = strings.TrimSpace(pet.guest.Must(b, "systemctl", "show", "-P", "MainPID", services[i].unit))
-	}
-	rssSamples := make([][]float64, len(services))
-	pssSamples := make([][]float64, len(services))
-	var totals []float64
-	for sample := range idleSamples {
-		if sample > 0 {
-			time.Sleep(idleSampleEvery)
-		}
-		var total float64
-		for i, svc := range services {
-			rss, pss := parseSmapsRollup([]byte(pet.guest.Must(b, "cat", "/proc/"+svc.pid+"/smaps_rollup")))
-			rssSamples[i] = append(rssSamples[i], rss)
-			pssSamples[i] = append(pssSamples[i], pss)
-			total += pss
-		}
-		totals = append(totals, total)
-	}
-	for i, svc := range services {
-		b.Logf("%s (pid %s) idle PSS over a minute: %.2f MB", svc.name, svc.pid, pssSamples[i])
-		b.Logf("%s (pid %s) by mapping, at the last sample:\n%s", svc.name, svc.pid, smapsByMapping([]byte(pet.guest.Must(b, "cat", "/proc/"+svc.pid+"/smaps"))))
-		b.ReportMetric(median(rssSamples[i]), svc.name+"-rss-MB")
-		b.ReportMetric(median(pssSamples[i]), svc.name+"-pss-MB")
-	}
-	b.Logf("the whole pet's idle PSS over a minute: %.2f MB", totals)
-	b.ReportMetric(median(totals), "idle-pss-MB")
-	b.ReportMetric(slices.Max(totals), "idle-pss-max-MB")
+	sampleIdleMinute(b, procs)
 
 	cgroupMB := func(file string) float64 {
 		v, err := strconv.ParseFloat(strings.TrimSpace(pet.guest.Must(b, "cat", "/sys/fs/cgroup/shelldon.slice/"+file)), 64)

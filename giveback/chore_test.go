@@ -1,0 +1,81 @@
+package giveback
+
+import (
+	"testing"
+	"time"
+
+	"shelldon/clock"
+)
+
+// onAFakeClock runs giveback's waits on a fake clock for the test, with
+// nothing pending, and counts the releases (letGo's) instead of making
+// them; it gives back the real clock and the real release after.
+func onAFakeClock(t *testing.T) (fake *clock.Fake, releases *int) {
+	stopPending()
+	fake = clock.NewFake(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
+	releases = new(int)
+	realRelease := release
+	timers, release = fake, func() { *releases++ }
+	reset := func() {
+		stopPending()
+		pending.mu.Lock()
+		pending.collect, pending.pages, pending.releaseAhead, pending.busy = nil, nil, false, false
+		pending.mu.Unlock()
+	}
+	reset()
+	t.Cleanup(func() {
+		reset()
+		timers, release = clock.Real{}, realRelease
+	})
+	return fake, releases
+}
+
+// TestAChoreDoesNotPutOffTheRelease: core's minute check, or the panel's
+// minute redraw, 10 s after a turn's end leaves the release where the
+// turn put it, longQuiet after the turn; before, each chore re-armed it
+// for another longQuiet, and a pet whose chores came closer than that
+// never let go.
+func TestAChoreDoesNotPutOffTheRelease(t *testing.T) {
+	fake, releases := onAFakeClock(t)
+	WhenQuiet() // a turn's end
+	fake.Advance(10 * time.Second)
+	AfterChore()
+	fake.Advance(longQuiet - 10*time.Second)
+	if *releases != 1 {
+		t.Errorf("longQuiet after the turn's end, with a chore 10 s in, %d releases came, want 1", *releases)
+	}
+}
+
+// TestAChoreOfAReleasedPetIsReleasedWhenQuiet: a chore that finds the pet
+// already released (no turn for longer than longQuiet) hands back what it
+// touched once it is done, quiet later, not longQuiet later: core's check
+// comes every minute, so waiting longQuiet held the pages a third of
+// every idle minute.
+func TestAChoreOfAReleasedPetIsReleasedWhenQuiet(t *testing.T) {
+	fake, releases := onAFakeClock(t)
+	WhenQuiet()
+	fake.Advance(longQuiet)
+	if *releases != 1 {
+		t.Fatalf("longQuiet after the turn's end, %d releases came, want 1", *releases)
+	}
+	fake.Advance(time.Minute)
+	AfterChore()
+	fake.Advance(quiet)
+	if *releases != 2 {
+		t.Errorf("quiet after a chore of a released pet, %d releases came in all, want 2", *releases)
+	}
+}
+
+// TestAChoreDuringWorkLeavesItsGivebackAlone: a chore while a part of the
+// process is busy (under `shelldon up`, core's check while the broker
+// runs a job) releases nothing mid-work: the work's giveback covers the
+// chore's pages.
+func TestAChoreDuringWorkLeavesItsGivebackAlone(t *testing.T) {
+	fake, releases := onAFakeClock(t)
+	Busy()
+	AfterChore()
+	fake.Advance(quiet)
+	if *releases != 0 {
+		t.Errorf("quiet after a chore during work, %d releases came, want 0", *releases)
+	}
+}
