@@ -309,8 +309,8 @@ func TestReadOnlyApprovals(t *testing.T) {
 	_, takeErr := reader.Approvals().Take(ctx, "t1", epoch, "approved")
 	_, expireErr := reader.Approvals().Expire(ctx, epoch.Add(24*time.Hour))
 	writes := map[string]error{
-		"Approvals.Park":    reader.Approvals().Park(ctx, parkedAt("t2", epoch)),
-		"Approvals.Take":    takeErr,
+		"Approvals.Park":   reader.Approvals().Park(ctx, parkedAt("t2", epoch)),
+		"Approvals.Take":   takeErr,
 		"Approvals.Expire": expireErr,
 	}
 	for name, err := range writes {
