@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"shelldon/demomodel"
+	"shelldon/transports/telegram/telegramtest"
 )
 
 // TestTheOwnerSeesTheReplyGrow: through the whole pet — the scripted
@@ -63,4 +64,27 @@ func draftOn(screen string) string {
 		}
 	}
 	return ""
+}
+
+// TestTheOwnerSeesTheReplyGrowOnTelegram: over Telegram the reply grows
+// as a draft in the owner's chat, never showing the reply format's hidden
+// lines, and then comes as a message of its own.
+func TestTheOwnerSeesTheReplyGrowOnTelegram(t *testing.T) {
+	const payload = "It is sunny in Istanbul today, with a light wind from the sea and a few clouds over the hills by the evening, and a clear night to follow."
+	model := demomodel.New(demomodel.Step{ChunkDelay: 60 * time.Millisecond, Text: payload + "\n" +
+		"```ops\n" + `[{"op":"remember","topic":"weather","text":"the owner asks after Istanbul"}]` + "\n```\n" +
+		"THOUGHT: weather talk again\nFACE: happy"})
+	api := telegramtest.New(t, botToken)
+	newPet(t, model, withTelegram(api))
+	api.SendText(ownerID, "weather in Istanbul?")
+	api.WaitMessage(t, ownerID, func(m telegramtest.Message) bool { return strings.HasPrefix(m.Text, payload[:60]) })
+	drafts := api.Drafts(ownerID)
+	if len(drafts) == 0 {
+		t.Fatal("the owner saw no draft while the reply was written")
+	}
+	for i, d := range drafts {
+		if !strings.HasPrefix(payload, d.Text) || d.ID != drafts[0].ID {
+			t.Errorf("draft %d = %+v, want a start of the reply under the first draft's id %d", i, d, drafts[0].ID)
+		}
+	}
 }

@@ -178,6 +178,8 @@ type Transport struct {
 	// their message is safe.
 	status    *statusBoard
 	reactions *reactions
+	// drafts streams a turn's reply into the chat as it is written.
+	drafts *draftBoard
 }
 
 // New checks cfg and returns a transport; it touches no network.
@@ -259,6 +261,7 @@ func New(cfg Config) (*Transport, error) {
 	}
 	t.typing = typing{send: t.sendTyping, clock: t.clock, running: map[int64]*context.CancelFunc{}}
 	t.status = &statusBoard{t: t, chats: map[int64]*status{}}
+	t.drafts = &draftBoard{t: t, chats: map[int64]*chatDraft{}}
 	t.reactions = newReactions(cfg.React, t.setSeen, t.log.Info)
 	return t, nil
 }
@@ -302,6 +305,7 @@ func (t *Transport) Run(ctx context.Context) error {
 	// The status messages' senders end with ctx; the bus, which starts
 	// them, has ended before.
 	defer t.status.wg.Wait()
+	defer t.drafts.wg.Wait()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -446,6 +450,15 @@ func (t *Transport) fromCore(ctx context.Context, env contracts.Envelope) {
 		var tr contracts.Transcript
 		if err := env.Decode(&tr); err != nil || !t.transcripts.deliver(tr) {
 			t.log.Warn("telegram: a transcript nobody waits for", "id", tr.ID, "err", err)
+		}
+	case contracts.KindReplyDraft:
+		var d contracts.Draft
+		if err := env.Decode(&d); err != nil || d.Turn == "" {
+			t.log.Warn("telegram: bad draft from core", "err", err)
+			return
+		}
+		for _, chat := range t.chats(d.Chat) {
+			t.drafts.show(ctx, chat, d)
 		}
 	case contracts.KindProgress:
 		var p contracts.Progress

@@ -57,6 +57,8 @@ type rig struct {
 	// react turns telegram.react on.
 	react bool
 
+	// tr is the running transport.
+	tr *Transport
 	// cancel ends the running transport at once; stop ends it and waits.
 	cancel context.CancelFunc
 	stop   func()
@@ -115,6 +117,7 @@ func (r *rig) start(t *testing.T) {
 	if r.updates != nil {
 		tr.updates = r.updates(tr.updates)
 	}
+	r.tr = tr
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	done := make(chan error, 1)

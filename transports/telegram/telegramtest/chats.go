@@ -15,6 +15,7 @@ type chat struct {
 	lastID   int64
 	messages []*message
 	deleted  []int64 // the ids of the messages deleted, in order
+	drafts   []Draft // the drafts streamed, in order (drafts.go)
 }
 
 // message is one message in a chat, in its current state.

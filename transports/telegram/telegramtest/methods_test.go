@@ -137,6 +137,10 @@ func TestSendToUnknownChat(t *testing.T) {
 			_, err := b.EditMessageText(ctx, &bot.EditMessageTextParams{ChatID: chat, MessageID: 1, Text: "x"})
 			return err
 		}, "Bad Request: chat not found"},
+		{"sendMessageDraft", func(chat int64) error {
+			_, err := b.SendMessageDraft(ctx, &bot.SendMessageDraftParams{ChatID: chat, DraftID: "7", Text: "x"})
+			return err
+		}, "Bad Request: chat not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -393,4 +397,29 @@ func TestSetMyCommands(t *testing.T) {
 	if _, err := b.SetMyCommands(context.Background(), &bot.SetMyCommandsParams{Commands: longest}); err != nil {
 		t.Errorf("SetMyCommands with the longest command and description: %v", err)
 	}
+}
+
+// TestSendMessageDraft: a draft streams into the chat as Telegram shows
+// it, never becomes a message, and is refused without its id or past its
+// length.
+func TestSendMessageDraft(t *testing.T) {
+	s := New(t, testToken)
+	s.SendText(owner, "hi")
+	b := newBot(t, s)
+	ctx := context.Background()
+	for _, text := range []string{"It", "It is <b>sunny</b>"} {
+		if ok, err := b.SendMessageDraft(ctx, &bot.SendMessageDraftParams{ChatID: owner, DraftID: "42", Text: text, ParseMode: models.ParseModeHTML}); err != nil || !ok {
+			t.Fatalf("SendMessageDraft(%q) = %v, %v", text, ok, err)
+		}
+	}
+	if got, want := s.Drafts(owner), []Draft{{42, "It"}, {42, "It is sunny"}}; !slices.Equal(got, want) {
+		t.Errorf("Drafts = %v, want %v", got, want)
+	}
+	if n := len(s.Messages(owner)); n != 0 {
+		t.Errorf("the bot has %d messages in the chat after two drafts, want none", n)
+	}
+	_, err := b.SendMessageDraft(ctx, &bot.SendMessageDraftParams{ChatID: owner, DraftID: "0", Text: "x"})
+	wantAPIError(t, "a draft with id 0", err, "draft_id must be non-zero")
+	_, err = b.SendMessageDraft(ctx, &bot.SendMessageDraftParams{ChatID: owner, DraftID: "1", Text: strings.Repeat("x", 4097)})
+	wantAPIError(t, "a draft of 4097 characters", err, "text is too long")
 }

@@ -224,6 +224,7 @@ func init() {
 		{"getFile", (*Server).getFile},
 		{"deleteMessage", (*Server).deleteMessage},
 		{"setMessageReaction", (*Server).setMessageReaction},
+		{"sendMessageDraft", (*Server).sendMessageDraft},
 	} {
 		methods[strings.ToLower(m.name)] = m
 	}
