@@ -2,7 +2,7 @@ package telegram
 
 import (
 	"context"
-	"hash/fnv"
+	"hash/crc32"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -104,7 +104,5 @@ func (b *draftBoard) send(ctx context.Context, chat int64, d contracts.Draft) {
 // draftID is a turn's draft's id: the same for every draft of the turn,
 // so Telegram animates one growing text, and never zero.
 func draftID(turn string) string {
-	h := fnv.New32a()
-	h.Write([]byte(turn))
-	return strconv.FormatUint(uint64(h.Sum32()|1), 10)
+	return strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(turn))|1), 10)
 }
