@@ -27,7 +27,6 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/broker":                           {},
 	"shelldon/bus":                              {},
 	"shelldon/clock":                            {},
-	"shelldon/giveback":                         {},
 	"shelldon/config":                           {},
 	"shelldon/setup":                            {},
 	"shelldon/contracts":                        {},
@@ -81,8 +80,10 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/daemon/approval/approved": {`^TestExistingTestsStayAsTheyWere$|^TestAnApprovedCommandStartsTheSandboxOnce$`,
 		startsAProgram + " (Python, reading the tests' syntax as the guard does)"},
 	"shelldon/daemon/visible": {`^TestArgvBash$`, startsAProgram + " (bash, which parses the argv back)"},
-	"shelldon/faces":          {`^TestDrawableRangesMatchFont$`, startsAProgram + " (fc-query, which reads the font's coverage)"},
-	"shelldon/policy":         {`^TestAwkProgramsTheReaderPassesWriteNothing$`, startsAProgram + " (awk, running the programs the reader passes)"},
+	"shelldon/giveback": {`^TestUnmapProgramPagesLeavesOnlyWhatRunsAfter$`,
+		"qemu-user reads the test binary's code pages itself as it translates them, so which stay resident is the emulator's; the kernel's dropping them runs natively (under qemu-arm with -count=3 it kept 1,876 of 2,572 kB)"},
+	"shelldon/faces":  {`^TestDrawableRangesMatchFont$`, startsAProgram + " (fc-query, which reads the font's coverage)"},
+	"shelldon/policy": {`^TestAwkProgramsTheReaderPassesWriteNothing$`, startsAProgram + " (awk, running the programs the reader passes)"},
 }
 
 // startsAProgram is why a test that starts another program does not run

@@ -75,14 +75,16 @@ var (
 // from now on and busyPercent from Busy to the next giveback, for a
 // process that runs for months (core, the broker, the panel, or all in
 // one under `shelldon up`). A GOGC in the environment is the owner's and
-// wins: then giveback leaves the collector alone.
+// wins: then giveback leaves the collector alone. It takes charge afresh:
+// the collector is at idlePercent until the next Busy, even if one came
+// before.
 func TuneCollector() {
 	if os.Getenv("GOGC") != "" {
 		return
 	}
 	pending.mu.Lock()
 	defer pending.mu.Unlock()
-	collector.tuned = true
+	collector.tuned, collector.raised = true, false
 	debug.SetGCPercent(idlePercent)
 }
 
