@@ -58,7 +58,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, answer compl
 	if reply.Content != nil {
 		text = *reply.Content
 	}
-	pieces := chunks(text)
+	pieces := Chunks(text)
 	if len(pieces) == 0 {
 		pieces = []string{""}
 	}
@@ -100,10 +100,10 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, answer compl
 // in a moment. A long answer's chunks grow instead.
 const maxStreamChunks = 256
 
-// chunks cuts text into pieces of about streamChunkRunes characters (more
+// Chunks cuts text into pieces of about streamChunkRunes characters (more
 // in a long text, at most maxStreamChunks pieces), each ending after a
 // space or a line's end where one is near, as a model's tokens end.
-func chunks(text string) []string {
+func Chunks(text string) []string {
 	var out []string
 	runes := []rune(text)
 	// A piece is cut back to a space only while it keeps half its size,

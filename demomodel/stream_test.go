@@ -100,7 +100,7 @@ func TestStreamedAnswer(t *testing.T) {
 // short one a word or so a piece.
 func TestALongAnswerStreamsInBoundedChunks(t *testing.T) {
 	for _, text := range []string{"It is sunny in Istanbul today.", strings.Repeat("a long answer, line after line of it\n", 60<<10/37), strings.Repeat("ü", 100_000)} {
-		pieces := chunks(text)
+		pieces := Chunks(text)
 		if got := strings.Join(pieces, ""); got != text {
 			t.Errorf("chunks of a %d-byte text join into %d bytes, want the text", len(text), len(got))
 		}
@@ -108,7 +108,7 @@ func TestALongAnswerStreamsInBoundedChunks(t *testing.T) {
 			t.Errorf("a %d-byte text streams in %d chunks, want at most %d", len(text), len(pieces), maxStreamChunks)
 		}
 	}
-	if pieces := chunks("It is sunny in Istanbul today."); len(pieces) < 4 {
+	if pieces := Chunks("It is sunny in Istanbul today."); len(pieces) < 4 {
 		t.Errorf("a short answer streams in %q, want a word or so a piece", pieces)
 	}
 }

@@ -1,6 +1,7 @@
 package worker_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -64,5 +65,23 @@ func TestDraftNeverShowsMoreThanTheReply(t *testing.T) {
 	}
 	if got := worker.DraftOf(raw); got != payload {
 		t.Errorf("DraftOf(the whole reply) = %q, want its payload %q", got, payload)
+	}
+}
+
+// BenchmarkDraftOf is what one draft costs the worker: the draft of a
+// partial answer is made afresh from all of it each time (at most four a
+// second, the broker's coalescing), so its cost grows with the answer; a
+// hosted model's chat answer (about 300 characters) and the longest a
+// draft may show (4,000, after which the transport cuts it).
+func BenchmarkDraftOf(b *testing.B) {
+	line := "Sunny and mild this morning, with a light wind from the west; take a coat.\n"
+	for _, size := range []int{300, 4000} {
+		partial := strings.Repeat(line, size/len(line)+1)[:size]
+		b.Run(fmt.Sprintf("%dB", size), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				worker.DraftOf(partial)
+			}
+		})
 	}
 }
