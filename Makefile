@@ -53,8 +53,8 @@ run: build
 test: test-deps
 	$(GO) vet ./...
 	@if command -v gcc >/dev/null; then \
-		echo CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '$(E2E)|$(E2E_ARM64)|$(CROSS)' ./...; \
-		CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 20m -skip '$(E2E)|$(E2E_ARM64)|$(CROSS)' ./...; \
+		echo CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m -skip '$(E2E)|$(E2E_ARM64)|$(CROSS)' ./...; \
+		CGO_ENABLED=1 $(GO) test -race -count=1 -timeout 30m -skip '$(E2E)|$(E2E_ARM64)|$(CROSS)' ./...; \
 	else \
 		echo "make test: no C compiler, so no race detector (as root, make test installs gcc)"; \
 		$(GO) test -count=1 -timeout 20m -skip '$(E2E)|$(E2E_ARM64)|$(CROSS)' ./...; \

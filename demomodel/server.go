@@ -41,6 +41,9 @@ type Request struct {
 	Received time.Time
 	// Stream says the request asked for its answer as a stream.
 	Stream bool
+	// Key is the API key the request carried (Authorization: Bearer), ""
+	// for none: which of the owner's keys reached the model.
+	Key string
 	// Bytes is the length of the request's body: what a provider reads,
 	// and bills as prompt.
 	Bytes int
@@ -203,6 +206,7 @@ func (s *Server) complete(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
+	req.Key, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	io.Copy(io.Discard, counted) // what the decoder left: a trailing newline
 	req.Bytes = counted.n
 

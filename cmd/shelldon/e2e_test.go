@@ -231,6 +231,75 @@ func TestWholePetInAVM(t *testing.T) {
 	t.Run("10 an MCP server configured by the owner answers in its container", func(t *testing.T) {
 		checkMCPCall(t, pet, model)
 	})
+
+	t.Run("11 shelldon setup run without a terminal, then a reply that streams", func(t *testing.T) {
+		checkSetupThenStreamedReply(t, pet, model)
+	})
+}
+
+// checkSetupThenStreamedReply sets the pet up as an owner's script would
+// on the board: `shelldon setup` with flags only (the bot token checked
+// with getMe, a preset pointed at the scripted model with a key, checked
+// with one completion, written 0600 beside the configuration, doctor
+// run), the pet restarted on what it wrote; then the owner's message is
+// answered as the model writes it: drafts that grow in the owner's chat,
+// none showing a line meant for the pet, and the whole reply as a
+// message of its own.
+func checkSetupThenStreamedReply(t *testing.T, pet petInAVM, model *demomodel.Server) {
+	ctx := context.Background()
+	const key = "sk-vm-owner-key"
+	for path, secret := range map[string]string{"/root/bot-token": botToken, "/root/openai-key": key} {
+		if err := pet.guest.WriteFile(ctx, path, []byte(secret+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	model.Enqueue(demomodel.Step{Text: "ok"}) // setup's check of the provider
+	out := pet.guest.Must(t, "shelldon", "setup",
+		"--telegram-token-file", "/root/bot-token", "--telegram-api", fmt.Sprintf("http://%s:%d", vm.ForwardAddress, e2eBotAPIPort),
+		"--provider", "openai", "--base-url", fmt.Sprintf("http://%s:%d/v1", vm.ForwardAddress, e2eModelPort),
+		"--model", demomodel.ModelName, "--api-key-file", "/root/openai-key")
+	for _, want := range []string{"@shelldon_test_bot", "ok   model provider", "ok   telegram         bot @shelldon_test_bot"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("setup's output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, key) || strings.Contains(out, botToken) {
+		t.Errorf("setup's output shows a secret:\n%s", out)
+	}
+	for _, path := range []string{"/etc/shelldon/credentials/openai-api-key", "/etc/shelldon/telegram/token"} {
+		if got := strings.TrimSpace(pet.guest.Must(t, "stat", "-c", "%a %U", path)); got != "600 root" {
+			t.Errorf("%s: mode and owner %q, want 600 root", path, got)
+		}
+	}
+	if got := strings.TrimSpace(pet.guest.Must(t, "cat", "/etc/shelldon/credentials/openai-api-key")); got != key {
+		t.Errorf("the key file holds %q, want the key alone", got)
+	}
+	before := len(pet.api.Calls("setMyCommands"))
+	pet.guest.Must(t, "systemctl", "restart", "shelldon-broker.service", "shelldon.service")
+	waitFor(t, "the bot back", func() bool { return len(pet.api.Calls("setMyCommands")) > before })
+
+	reply := "Streaming from the board: each word arrives as the model writes it, and the draft grows until the whole reply lands as a message of its own."
+	model.Enqueue(demomodel.Step{Text: reply + "\nTHOUGHT: they can watch me think\nFACE: happy", Delay: 300 * time.Millisecond, ChunkDelay: 200 * time.Millisecond})
+	drafts := len(pet.api.Drafts(ownerID))
+	pet.api.SendText(ownerID, "stream me something")
+	pet.api.WaitMessage(t, ownerID, textHas(reply))
+	seen := pet.api.Drafts(ownerID)[drafts:]
+	if len(seen) < 2 {
+		t.Fatalf("%d drafts before the reply, want it to grow in several: %+v", len(seen), seen)
+	}
+	t.Logf("%d drafts grew before the reply", len(seen))
+	for i, d := range seen {
+		if !strings.HasPrefix(reply, strings.TrimSpace(d.Text)) {
+			t.Errorf("draft %d %q is not the start of the reply", i, d.Text)
+		}
+		if i > 0 && len(d.Text) <= len(seen[i-1].Text) {
+			t.Errorf("draft %d %q does not grow on %q", i, d.Text, seen[i-1].Text)
+		}
+	}
+	reqs := model.Requests()
+	if last := reqs[len(reqs)-1]; !last.Stream || last.Key != key {
+		t.Errorf("the turn's request: stream %v, key %q; want a streamed request with the key setup wrote", last.Stream, last.Key)
+	}
 }
 
 // checkMCPCall configures the example MCP server as an owner would (its

@@ -184,7 +184,7 @@ func (f *setupFlags) paths(euid int) (setupPaths, error) {
 		if euid != 0 {
 			return setupPaths{}, usagef("setup", "setup: writes /etc/shelldon: run it as root (sudo shelldon setup), or give --state-dir DIR for development")
 		}
-		p := setupPaths{config: "/etc/shelldon/shelldon.toml", credentials: "/etc/shelldon/credentials", token: doctor.TelegramTokenFile}
+		p := setupPaths{config: "/etc/shelldon/shelldon.toml", credentials: doctor.ProviderKeysDirectory, token: doctor.TelegramTokenFile}
 		if f.path != "" {
 			p.config = f.path
 		}

@@ -168,6 +168,11 @@ func (h Host) mcp(ctx context.Context, cfg config.Config) []Check {
 // loads it as the credential config.TelegramCredential.
 const TelegramTokenFile = "/etc/shelldon/telegram/token"
 
+// ProviderKeysDirectory is where the owner keeps the providers' keys, a
+// file each named by api_key_credential; shelldon-broker.service loads
+// them as credentials. Doctor, outside that unit, reads them there.
+const ProviderKeysDirectory = "/etc/shelldon/credentials"
+
 // telegram says whether the owner can reach the pet on Telegram: a token
 // (in the configuration, or the file shelldon.service loads), allowed
 // users, and a Bot API server that accepts the token.
@@ -585,13 +590,17 @@ func (h Host) providers(ctx context.Context, cfg config.Config) Check {
 	}
 	var reached []string
 	var problems []string
+	environ := os.Environ()
+	if os.Getenv("CREDENTIALS_DIRECTORY") == "" { // outside shelldon-broker.service
+		environ = append(environ, "CREDENTIALS_DIRECTORY="+h.path(ProviderKeysDirectory))
+	}
 	for _, p := range cfg.Providers {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(p.BaseURL, "/")+"/models", nil)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", p.Name, err))
 			continue
 		}
-		if key, err := p.Key(os.Environ()); err != nil {
+		if key, err := p.Key(environ); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", p.Name, err))
 			continue
 		} else if key != "" {

@@ -478,7 +478,7 @@ func TestProviders(t *testing.T) {
 		{"unreachable", []config.Provider{provider("gone", closed.URL)}, Fail, []string{"gone"}, nil},
 		{"not a URL", []config.Provider{{Name: "bad", BaseURL: "http://[::1", Model: "m"}}, Fail, []string{"bad"}, nil},
 		{"one good, one bad", []config.Provider{provider("good", good.URL), provider("broken", broken.URL)}, Warn, []string{"broken"}, nil},
-		{"credential without its directory", []config.Provider{{Name: "cred", BaseURL: good.URL + "/v1", Model: "m", APIKeyCredential: "cred-key"}}, Fail, []string{"cred", "CREDENTIALS_DIRECTORY"}, nil},
+		{"credential not installed", []config.Provider{{Name: "cred", BaseURL: good.URL + "/v1", Model: "m", APIKeyCredential: "cred-key"}}, Fail, []string{"cred", "/etc/shelldon/credentials/cred-key does not exist"}, nil},
 	}
 	t.Setenv("CREDENTIALS_DIRECTORY", "")
 	for _, tt := range tests {
@@ -524,6 +524,22 @@ func TestProvidersSendTheKey(t *testing.T) {
 				t.Errorf("the provider got Authorization %q, want one request with %q", auth, tt.want)
 			}
 		})
+	}
+}
+
+// TestProvidersReadTheInstalledKey: doctor run by root on the board (as
+// `shelldon setup` runs it) is outside shelldon-broker.service, which
+// loads the keys from /etc/shelldon/credentials: doctor reads them there.
+func TestProvidersReadTheInstalledKey(t *testing.T) {
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	srv := newModelServer(t, http.StatusOK)
+	cfg := config.Default()
+	cfg.Providers = []config.Provider{{Name: "openai", BaseURL: srv.URL + "/v1", Model: "m", APIKeyCredential: "openai-api-key"}}
+	host := testHost(t, map[string]string{"etc/shelldon/credentials/openai-api-key": "sk-installed\n"})
+	got := host.providers(context.Background(), cfg)
+	wantStatus(t, got, OK)
+	if auth := srv.authorizations(); len(auth) != 1 || auth[0] != "Bearer sk-installed" {
+		t.Errorf("the provider got Authorization %q, want one request with the installed key", auth)
 	}
 }
 
