@@ -386,7 +386,17 @@ func (d *Driver) finish(ctx context.Context, t *turns.Turn) {
 	d.Progress.Settle(t.ID)
 	d.Activity(t, false)
 	// The reaction holds the screen for its dwell; then the mood's face.
-	d.Clock.AfterFunc(d.Config.Turn.ReactionDwell.Duration, func() { d.OnLoop(func(context.Context) { d.Face.Settle() }) })
+	d.Clock.AfterFunc(d.Config.Turn.ReactionDwell.Duration, func() {
+		d.OnLoop(func(context.Context) {
+			d.Face.Settle()
+			if d.Turns.Current() == nil {
+				// The mood's face, a minute after the last turn and well
+				// after its release: a chore, whose pages go back at once
+				// rather than at core's next minute check.
+				giveback.AfterChore()
+			}
+		})
+	})
 	d.Release(ctx)
 	if d.Turns.Current() == nil {
 		// Idle until the next message, perhaps for hours: the garbage of
