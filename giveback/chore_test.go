@@ -1,11 +1,17 @@
 package giveback
 
 import (
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"shelldon/clock"
 )
+
+// realRelease is the release the package makes, before a test counts
+// releases instead.
+var realRelease = release
 
 // onAFakeClock runs giveback's waits on a fake clock for the test, with
 // nothing pending, and counts the releases (letGo's) instead of making
@@ -14,7 +20,6 @@ func onAFakeClock(t *testing.T) (fake *clock.Fake, releases *int) {
 	stopPending()
 	fake = clock.NewFake(time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC))
 	releases = new(int)
-	realRelease := release
 	timers, release = fake, func() { *releases++ }
 	reset := func() {
 		stopPending()
@@ -77,5 +82,35 @@ func TestAChoreDuringWorkLeavesItsGivebackAlone(t *testing.T) {
 	fake.Advance(quiet)
 	if *releases != 0 {
 		t.Errorf("quiet after a chore during work, %d releases came, want 0", *releases)
+	}
+}
+
+// TestAReleaseRunsWhatAlsoReleaseAdded: the release that longQuiet brings
+// returns, besides the heap and the binary's pages, what a process holds
+// outside the Go heap (core's SQLite allocator), in the order added, and a
+// step that fails keeps none after it from running.
+func TestAReleaseRunsWhatAlsoReleaseAdded(t *testing.T) {
+	fake, _ := onAFakeClock(t)
+	release = realRelease
+	steps.mu.Lock()
+	saved := steps.all
+	steps.all = nil
+	steps.mu.Unlock()
+	t.Cleanup(func() {
+		steps.mu.Lock()
+		steps.all = saved
+		steps.mu.Unlock()
+	})
+	var ran []string
+	AlsoRelease(func() error { ran = append(ran, "first"); return errors.New("held on") })
+	AlsoRelease(func() error { ran = append(ran, "second"); return nil })
+	WhenQuiet()
+	fake.Advance(longQuiet - time.Millisecond)
+	if len(ran) != 0 {
+		t.Fatalf("before longQuiet the steps ran: %q", ran)
+	}
+	fake.Advance(time.Millisecond)
+	if want := []string{"first", "second"}; !slices.Equal(ran, want) {
+		t.Errorf("at longQuiet the steps ran %q, want %q", ran, want)
 	}
 }

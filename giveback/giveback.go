@@ -1,6 +1,7 @@
 package giveback
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"runtime"
@@ -188,12 +189,42 @@ func letGo() {
 	release()
 }
 
-// release returns the heap's free memory and the binary's pages; tests
-// count it instead (returning a test binary's pages is
-// programpages_test.go's).
+// release returns the heap's free memory, then runs the release's steps:
+// the binary's pages, and what AlsoRelease added. Tests count releases
+// instead; returning a test binary's pages is programpages_test.go's.
 var release = func() {
 	releaseHeap()
-	releaseProgramPages()
+	releaseSteps()
+}
+
+// steps is what a release returns besides the heap: first the pages of the
+// binary the process has mapped, then what AlsoRelease added.
+var steps = struct {
+	mu  sync.Mutex
+	all []func() error
+}{all: []func() error{releaseProgramPages}}
+
+// AlsoRelease adds step to what the process returns when it lets go
+// (after longQuiet, and after a chore once it had let go): memory held
+// outside the Go heap, which the collector cannot return (core: SQLite's
+// allocator, state.ReturnFreedMemory). A step that fails is logged and
+// the release goes on.
+func AlsoRelease(step func() error) {
+	steps.mu.Lock()
+	defer steps.mu.Unlock()
+	steps.all = append(steps.all, step)
+}
+
+// releaseSteps runs the release's steps in order.
+func releaseSteps() {
+	steps.mu.Lock()
+	all := steps.all
+	steps.mu.Unlock()
+	for _, step := range all {
+		if err := step(); err != nil {
+			slog.Warn("giveback: a release kept something", "err", err)
+		}
+	}
 }
 
 // releaseHeap returns the memory the collector holds free to the kernel
@@ -229,10 +260,11 @@ func heapAllocated() uint64 {
 	return s[0].Value.Uint64()
 }
 
-// releaseProgramPages is unmapProgramPages for a timer: a process that
-// cannot read its own mappings keeps them, and says why.
-func releaseProgramPages() {
+// releaseProgramPages is unmapProgramPages as a release step: a process
+// that cannot read its own mappings keeps them, and says why.
+func releaseProgramPages() error {
 	if err := unmapProgramPages(); err != nil {
-		slog.Warn("giveback: keeping this program's pages mapped", "err", err)
+		return fmt.Errorf("keeping this program's pages mapped: %w", err)
 	}
+	return nil
 }

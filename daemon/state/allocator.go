@@ -1,0 +1,37 @@
+package state
+
+import (
+	"sync"
+	_ "unsafe" // go:linkname
+
+	"modernc.org/memory"
+)
+
+// SQLite, translated to Go by modernc.org, allocates its page caches and
+// statements with modernc.org/libc's malloc, one memory.Allocator for the
+// whole process outside the Go heap. An empty region of that allocator is
+// kept for reuse, up to 4 MiB committed per size class, and libc offers no
+// malloc_trim: after the backup's reading connection closes, or a turn's
+// statements are finalised, core kept up to 4 MB of anonymous memory it
+// would not use again until the next busy stretch (this package's
+// TestFreedSQLiteMemoryGoesBack). libc's allocator and the mutex its
+// malloc and free take are reached by name; the names are those of the
+// modernc.org/libc pinned in go.mod (v1.80.1), and a libc without them
+// fails the build, not the pet.
+
+//go:linkname libcAllocator modernc.org/libc.allocator
+var libcAllocator memory.Allocator
+
+//go:linkname libcAllocatorMu modernc.org/libc.allocatorMu
+var libcAllocatorMu sync.Mutex
+
+// ReturnFreedMemory returns to the kernel the empty regions SQLite's
+// allocator keeps for reuse (memory.Allocator.Trim), leaving every live
+// allocation where it is. Core does it when it lets go of its memory
+// after a quiet spell (giveback.AlsoRelease), when the next allocations
+// mapping fresh regions costs nothing anyone waits for.
+func ReturnFreedMemory() error {
+	libcAllocatorMu.Lock()
+	defer libcAllocatorMu.Unlock()
+	return libcAllocator.Trim()
+}
