@@ -278,10 +278,13 @@ func TestAServerSeesNoCredentialNorAWorkspaceNotGiven(t *testing.T) {
 // TestAServerReachesNeitherHostLoopbackNorTheHostsFiles is the attack of
 // a server itself: its program (here a Python script from the image,
 // standing for any server's code) tries to connect to a service on the
-// host's loopback and to read the host's /etc/shadow, then says what it
-// got on stderr and ends, which the failed start reports. Without egress
-// and with it, the host's listener is never reached, and the shadow file
-// the server reads is the image's, not the host's.
+// host's loopback and to read a file of the host's /etc (one the test
+// plants, 0600 root, as /etc/shadow is), then says what it got on stderr
+// and ends, which the failed start reports. Without egress and with it,
+// the host's listener is never reached, and the host's file is not there
+// for the server. (It once compared /etc/shadow's first line with the
+// host's: on a machine installed the same day as the image, root's line is
+// the same in both, and the test failed on a fresh Debian 12.)
 func TestAServerReachesNeitherHostLoopbackNorTheHostsFiles(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
@@ -300,10 +303,12 @@ func TestAServerReachesNeitherHostLoopbackNorTheHostsFiles(t *testing.T) {
 		}
 	}()
 	port := ln.Addr().(*net.TCPAddr).Port
-	hostShadow, err := os.ReadFile("/etc/shadow")
-	if err != nil {
-		testhost.Missing(t, "/etc/shadow on this host, to tell its first line from the image's ("+err.Error()+")", "run on a Debian host, as make test does")
+	secret := fmt.Sprintf("host-only-%d", time.Now().UnixNano())
+	hostFile := filepath.Join("/etc", "shelldon-mcp-attack-"+secret)
+	if err := os.WriteFile(hostFile, []byte(secret+"\n"), 0o600); err != nil {
+		testhost.Missing(t, "root, to plant a file in the host's /etc ("+err.Error()+")", "run as root, as make test does")
 	}
+	t.Cleanup(func() { os.Remove(hostFile) })
 	script := `import socket, sys
 try:
     socket.create_connection(("127.0.0.1", ` + strconv.Itoa(port) + `), timeout=3).close()
@@ -311,10 +316,10 @@ try:
 except Exception as e:
     got = type(e).__name__
 try:
-    shadow = open("/etc/shadow").read()
+    host = open("` + hostFile + `").read()
 except Exception as e:
-    shadow = type(e).__name__
-sys.stderr.write("loopback=%s shadow=%s\n" % (got, shadow.split("\n")[0]))
+    host = type(e).__name__
+sys.stderr.write("loopback=%s host-file=%s\n" % (got, host.strip()))
 `
 	for _, egress := range []bool{false, true} {
 		t.Run(fmt.Sprintf("egress=%v", egress), func(t *testing.T) {
@@ -329,8 +334,10 @@ sys.stderr.write("loopback=%s shadow=%s\n" % (got, shadow.split("\n")[0]))
 			if strings.Contains(err.Error(), "loopback=connected") || reached.Load() != 0 {
 				t.Errorf("the server reached the host's loopback: %v (%d connections)", err, reached.Load())
 			}
-			if first, _, _ := strings.Cut(string(hostShadow), "\n"); first != "" && strings.Contains(err.Error(), first) {
-				t.Errorf("the server read the host's /etc/shadow: %v", err)
+			if strings.Contains(err.Error(), "host-file="+secret) {
+				t.Errorf("the server read the host's %s: %v", hostFile, err)
+			} else if !strings.Contains(err.Error(), "host-file=FileNotFoundError") {
+				t.Errorf("the server's reading of the host's %s = %v; want FileNotFoundError, the file not there for it", hostFile, err)
 			}
 			t.Logf("the attacker said: %v", err)
 		})
