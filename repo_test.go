@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // A clone of the repository must build, test and read on its own: no file
@@ -195,6 +196,29 @@ func TestTheREADMEIsShortAndLeadsToEveryPage(t *testing.T) {
 		if !bytes.Contains(readme, link) && !bytes.Contains(benchmarks, link) {
 			t.Errorf("README.md does not link %s: a page nobody is led to is not read", p)
 		}
+	}
+}
+
+// TestBenchmarksIsOnePage keeps BENCHMARKS.md the page of current
+// figures, from one run at one commit, that a reader takes in at once: it
+// had grown to 1,015 lines, a diary of dated changes with lines of 1,145
+// characters. The history lives in docs/benchmarks-history.md.
+func TestBenchmarksIsOnePage(t *testing.T) {
+	page, err := os.ReadFile("BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(page), "\n")
+	if len(lines) > 200 {
+		t.Errorf("BENCHMARKS.md is %d lines, more than 200: history goes to docs/benchmarks-history.md", len(lines))
+	}
+	for i, line := range lines {
+		if n := utf8.RuneCountInString(line); n > 400 {
+			t.Errorf("BENCHMARKS.md:%d is %d characters, more than 400", i+1, n)
+		}
+	}
+	if !regexp.MustCompile(`one run at one commit: \*\*[0-9a-f]{7,40},`).Match(page) {
+		t.Error("BENCHMARKS.md does not say which commit its run measured (\"one run at one commit: **<commit>, <date>**\")")
 	}
 }
 
