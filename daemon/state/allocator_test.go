@@ -1,35 +1,21 @@
 package state
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"os"
 	"runtime/debug"
-	"strconv"
-	"strings"
 	"testing"
+
+	"shelldon/daemon/procmem"
 )
 
-// anonymousKB is the process's anonymous memory (/proc/self/smaps_rollup).
-func anonymousKB(t *testing.T) int {
+// anonymousKB is the process's resident anonymous memory (RssAnon).
+func anonymousKB(t *testing.T) int64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/self/smaps_rollup")
-	if err != nil {
-		t.Fatal(err)
+	bytes, ok := procmem.Self("RssAnon")
+	if !ok {
+		t.Fatal("/proc/self/status has no RssAnon")
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if f := strings.Fields(sc.Text()); len(f) >= 2 && f[0] == "Anonymous:" {
-			kb, err := strconv.Atoi(f[1])
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb
-		}
-	}
-	t.Fatal("smaps_rollup has no Anonymous line")
-	return 0
+	return bytes >> 10
 }
 
 // TestFreedSQLiteMemoryGoesBack: after the backup and another connection
