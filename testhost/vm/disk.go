@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -106,6 +107,11 @@ func makeDisk(ctx context.Context, d disk) (size diskSize, err error) {
 	args := []string{"-q", "-F", "-L", guestHostname, "-m", "0", "-E", "lazy_itable_init=0,lazy_journal_init=0", "-d", root, d.path}
 	if out, err := exec.CommandContext(ctx, d.mkfs, args...).CombinedOutput(); err != nil {
 		return diskSize{}, fmt.Errorf("mkfs.ext4: %w: %s", err, out)
+	}
+	// Reserved before the guest boots: a write the host cannot store
+	// pauses the whole VM, silently, for the rest of the test.
+	if err := reserveBlocks(d.path); err != nil {
+		return diskSize{}, err
 	}
 	var st syscall.Stat_t
 	if err := syscall.Stat(d.path, &st); err != nil {
@@ -219,6 +225,30 @@ func treeSize(root string) (int64, error) {
 		return 0, fmt.Errorf("size of %s: %w", root, err)
 	}
 	return total, nil
+}
+
+// reserveBlocks gives the disk image at path every block of its length
+// on the host file system, without writing them, and says so plainly
+// when the host has no room.
+func reserveBlocks(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("reserve the disk image's blocks: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("reserve the disk image's blocks: %w", err)
+	}
+	// Mode 0 allocates the holes as unwritten extents: instant, and the
+	// image's content is unchanged.
+	if err := syscall.Fallocate(int(f.Fd()), 0, 0, st.Size()); err != nil {
+		if errors.Is(err, syscall.ENOSPC) {
+			return fmt.Errorf("reserve the guest's %d MiB disk: the host's file system holding %s has no room for it (free some and run the test again): %w", st.Size()>>20, filepath.Dir(path), err)
+		}
+		return fmt.Errorf("reserve the guest's %d MiB disk at %s: %w", st.Size()>>20, path, err)
+	}
+	return nil
 }
 
 func makeSparseFile(path string, size int64) error {

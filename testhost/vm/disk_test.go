@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -114,5 +115,27 @@ func TestConfigure(t *testing.T) {
 		if target, err := os.Readlink(filepath.Join(root, "etc/systemd/system", link)); err != nil || target != want {
 			t.Errorf("%s → %q, %v; want %s", link, target, err, want)
 		}
+	}
+}
+
+// TestReservedDiskHoldsItsBlocks: a guest's disk has every block it may
+// write reserved on the host before it boots, so a host disk that fills
+// up later cannot pause the guest (qemu stops a VM whose write fails for
+// want of space, and a stopped guest answers nothing).
+func TestReservedDiskHoldsItsBlocks(t *testing.T) {
+	const size = 64 << 20
+	path := filepath.Join(t.TempDir(), "disk.img")
+	if err := makeSparseFile(path, size); err != nil {
+		t.Fatal(err)
+	}
+	if err := reserveBlocks(path); err != nil {
+		t.Fatalf("reserveBlocks(%s): %v", path, err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	if got := st.Blocks * 512; got < size {
+		t.Errorf("a reserved %d MiB disk holds %d KiB on the host, want all of it", size>>20, got>>10)
 	}
 }

@@ -14,4 +14,11 @@
 // files installed, and boots it straight from the root's kernel and
 // initrd. Tests reach the guest over ssh on a loopback port; the guest
 // reaches nothing but the host ports a test forwards to it.
+//
+// The disk's every block is reserved on the host before the boot: qemu
+// pauses a guest whose write the host cannot store, and a paused guest
+// answers nothing for the rest of the test. When ssh stops reaching a
+// booted guest all the same, the test's log says once what qemu's
+// monitor, qemu's threads, the host's free space, the ssh master
+// connection and the console's end showed at that moment.
 package vm

@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // ErrNoCommand is returned by [VM.Exec] when it is given no command.
@@ -69,8 +71,26 @@ func (v *VM) run(ctx context.Context, stdin io.Reader, stdout, stderr io.Writer,
 	}
 	cmd := exec.CommandContext(ctx, v.ssh, append(v.sshArgs("no"), shellJoin(argv))...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-	return cmd.Run()
+	// The master connection holds this command's pipes (ssh hands them
+	// over): without a bound, a command cut off by its context would be
+	// waited for as long as the master lives.
+	cmd.WaitDelay = sshWaitDelay
+	err := cmd.Run()
+	// ssh exits 255 for its own failures; a command cut off by its
+	// context may be one the guest never answered.
+	var exitErr *exec.ExitError
+	if (errors.As(err, &exitErr) && exitErr.ExitCode() == sshFailed) || (err != nil && ctx.Err() != nil) {
+		v.noteUnreachable(err)
+	}
+	return err
 }
+
+// sshWaitDelay is how long a command cut off by its context may take to
+// hand back its output.
+const sshWaitDelay = 5 * time.Second
+
+// sshFailed is ssh's exit status when it, not the remote command, failed.
+const sshFailed = 255
 
 // sshArgs reach the guest's root with the test's key, trusting whatever
 // host key the fresh guest shows and asking nothing. Every command goes
@@ -81,6 +101,9 @@ func (v *VM) sshArgs(controlMaster string) []string {
 		"-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
 		"-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
 		"-o", "LogLevel=ERROR", "-o", "ConnectTimeout=10",
+		// A guest silent for a minute ends the connection, so that a
+		// command on a guest that stopped fails rather than waits forever.
+		"-o", "ServerAliveInterval=10", "-o", "ServerAliveCountMax=6",
 		"-o", "ControlMaster=" + controlMaster, "-o", "ControlPath=" + v.control,
 		"root@127.0.0.1"}
 }
@@ -88,17 +111,23 @@ func (v *VM) sshArgs(controlMaster string) []string {
 // sshMaster is the ssh connection the test's commands share.
 type sshMaster struct {
 	cmd    *exec.Cmd
-	exited chan error
+	stderr *tailBuffer
+	done   chan struct{}
+	err    error // how it ended, once done is closed
 }
 
 func (v *VM) startMaster() (*sshMaster, error) {
 	cmd := exec.Command(v.ssh, append(v.sshArgs("yes"), "-N")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	m := &sshMaster{cmd: cmd, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
+	cmd.Stderr = m.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the ssh master connection: %w", err)
 	}
-	m := &sshMaster{cmd: cmd, exited: make(chan error, 1)}
-	go func() { m.exited <- cmd.Wait() }()
+	go func() {
+		m.err = cmd.Wait()
+		close(m.done)
+	}()
 	return m, nil
 }
 
@@ -109,7 +138,44 @@ func (m *sshMaster) stop() {
 		return
 	}
 	_ = m.cmd.Process.Kill()
-	<-m.exited
+	<-m.done
+}
+
+// describe says whether the master connection is still up, and how it
+// ended when it is not.
+func (m *sshMaster) describe() string {
+	if m == nil {
+		return "ssh master connection: never started\n"
+	}
+	select {
+	case <-m.done:
+		return fmt.Sprintf("ssh master connection: ended (%v): %q\n", m.err, m.stderr.String())
+	default:
+		return "ssh master connection: up\n"
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if over := len(b.buf) - b.max; over > 0 {
+		b.buf = append(b.buf[:0], b.buf[over:]...)
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
 }
 
 // shellJoin quotes each word for a POSIX shell — ssh hands the remote

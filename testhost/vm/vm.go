@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -148,6 +149,15 @@ type VM struct {
 	ssh     string // the ssh program
 	key     string // the test's private key, authorized for the guest's root
 	control string // the socket of the ssh master connection
+
+	// What tells, when ssh stops reaching the guest, why (diagnose.go).
+	t             testing.TB
+	monitorSocket string // qemu's human monitor
+	qemuPID       int
+	master        *sshMaster
+	booted        atomic.Bool // ssh failing before it is the boot's own business
+	stopping      atomic.Bool // and after it, the power-off's
+	diagnosed     sync.Once
 }
 
 // Require skips t, or fails it under SHELLDON_REQUIRE_ALL=1, unless this
@@ -228,7 +238,8 @@ func Boot(t testing.TB, opts Options) *VM {
 	// and qemu's option syntax has no room for commas in paths.
 	dir := testhost.ShortDir(t)
 	v := &VM{Console: filepath.Join(dir, "console.log"), Disk: filepath.Join(dir, "disk.img"), ssh: tools.ssh,
-		key: filepath.Join(dir, "id_ed25519"), control: filepath.Join(dir, "ssh-master")}
+		key: filepath.Join(dir, "id_ed25519"), control: filepath.Join(dir, "ssh-master"),
+		t: t, monitorSocket: filepath.Join(dir, "monitor")}
 	if out, err := exec.Command(tools.sshKeygen, "-q", "-t", "ed25519", "-N", "", "-C", "shelldon-test", "-f", v.key).CombinedOutput(); err != nil {
 		t.Fatalf("make the test's ssh key: %v\n%s", err, out)
 	}
@@ -248,7 +259,7 @@ func Boot(t testing.TB, opts Options) *VM {
 	if err != nil {
 		t.Fatalf("make the test VM's disk: %v", err)
 	}
-	t.Logf("test VM disk made in %s: %d MiB, %d MiB in use", time.Since(started).Round(time.Millisecond), size.apparent>>20, size.allocated>>20)
+	t.Logf("test VM disk made in %s: %d MiB, %d MiB reserved on the host", time.Since(started).Round(time.Millisecond), size.apparent>>20, size.allocated>>20)
 
 	if v.SSHPort, err = freePort(); err != nil {
 		t.Fatal(err)
@@ -273,23 +284,23 @@ func Boot(t testing.TB, opts Options) *VM {
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start qemu: %v", err)
 	}
+	v.qemuPID = cmd.Process.Pid
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	var master *sshMaster
-	booted := false
 	t.Cleanup(func() {
-		if err := v.powerOff(cmd, exited, booted); err != nil {
+		if err := v.powerOff(cmd, exited, v.booted.Load()); err != nil {
 			t.Errorf("power off the test VM: %v\n%s", err, v.consoleTail())
 		}
-		master.stop()
+		v.master.stop()
 	})
 
-	master, err = v.waitReady(ctx, t, exited, m.bootTimeout)
+	v.master, err = v.waitReady(ctx, t, exited, m.bootTimeout)
 	if err != nil {
 		qemuOut, _ := os.ReadFile(qemuLog)
 		t.Fatalf("boot the test VM: %v\nqemu: %s\nconsole (%s):\n%s", err, qemuOut, v.Console, v.consoleTail())
 	}
-	v.BootTime, booted = time.Since(started), true
+	v.BootTime = time.Since(started)
+	v.booted.Store(true)
 	t.Logf("test VM booted in %s (%s, %s; ssh on 127.0.0.1:%d)", v.BootTime.Round(time.Millisecond), accel.name, accel.why, v.SSHPort)
 	return v
 }
@@ -376,7 +387,9 @@ func qemuArgs(opts Options, m *machine, v *VM, accel, kernel, initrd, socat stri
 		"-drive", "file="+v.Disk+",format=raw,if=virtio,cache=unsafe",
 		"-netdev", netdev, "-device", "virtio-net-pci,netdev=net0,romfile=", // no network boot ROM: the kernel is given
 		"-device", "virtio-rng-pci",
-		"-serial", "file:"+v.Console)
+		"-serial", "file:"+v.Console,
+		// For the diagnosis when the guest stops answering (diagnose.go).
+		"-monitor", "unix:"+v.monitorSocket+",server=on,wait=off")
 }
 
 // waitReady waits for sshd to answer, opens the master connection every
@@ -431,6 +444,7 @@ func (v *VM) powerOff(cmd *exec.Cmd, exited chan error, booted bool) error {
 		<-exited
 		return nil
 	}
+	v.stopping.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	// The connection may drop before ssh hears back; qemu exiting is
 	// what counts.

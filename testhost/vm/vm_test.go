@@ -129,6 +129,30 @@ print(result, round(time.monotonic() - start, 2))`
 			t.Logf("dialling %s:%s from the guest: %s after %s s", target.host, target.port, out[0], out[1])
 		}
 	})
+
+	// The fault CI met once: a guest that stops answering for the rest
+	// of the test (qemu pauses a VM whose disk write the host cannot
+	// store). What the test then reports must name it.
+	t.Run("a paused guest is named as paused", func(t *testing.T) {
+		if _, err := v.monitor("stop"); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if out, err := v.Exec(ctx, "true"); err == nil {
+			t.Errorf("a command in a paused guest succeeded: %q", out)
+		}
+		report := v.diagnose()
+		for _, want := range []string{"qemu's monitor: VM status: paused", "MiB free on the file system of " + v.Disk, "qemu's threads", "ssh master connection: up"} {
+			if !strings.Contains(report, want) {
+				t.Errorf("the diagnosis of a paused guest lacks %q:\n%s", want, report)
+			}
+		}
+		if _, err := v.monitor("cont"); err != nil {
+			t.Fatal(err)
+		}
+		v.Must(t, "true") // and the guest goes on
+	})
 }
 
 // TestGuestBootsWithTheDebInstalled boots a guest with the release .deb
