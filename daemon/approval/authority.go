@@ -71,6 +71,8 @@ type Authority struct {
 	// ruled are calls a granted rule let through, waiting for the slot
 	// like a held decision; in memory only, as they were never asked.
 	ruled []Request
+	// parkedDue and rulesDue spare an idle check the store (due.go).
+	parkedDue, rulesDue nextDue
 }
 
 type heldDecision struct {
@@ -122,6 +124,7 @@ func (a *Authority) Keep(ctx context.Context, r Request) (Request, error) {
 	if err := a.cfg.Store.Approvals().Park(ctx, row); err != nil {
 		return Request{}, err
 	}
+	a.parkedDue.lower(r.Expires)
 	a.cfg.Log.Info("asked the owner", contracts.AuditEvent, contracts.EventApprovalRequested, "turn", r.Key,
 		"kind", string(r.Kind), "tool", r.Shown.Title, "note", r.Shown.Note, "detail", r.Shown.Detail, "digest", r.Digest)
 	return r, nil
@@ -347,10 +350,15 @@ func (a *Authority) HeldCount() int { return len(a.held) + len(a.ruled) }
 // where they were asked and settles it everywhere, discards an expired
 // change set's kept layer, and returns them.
 func (a *Authority) Expire(ctx context.Context) []Request {
-	expired, err := a.cfg.Store.Approvals().Expire(ctx, a.cfg.Clock.Now())
+	now := a.cfg.Clock.Now()
+	if a.parkedDue.notYet(now) {
+		return nil
+	}
+	expired, err := a.cfg.Store.Approvals().Expire(ctx, now)
 	if err != nil {
 		a.cfg.Log.Error("expiring parked requests", "err", err)
 	}
+	a.parkedDue.learn(a.cfg.Store.Approvals().NextExpiry(ctx))
 	var out []Request
 	byOrigin := map[Audience][]Request{}
 	var origins []Audience

@@ -29,6 +29,7 @@ func (a *Authority) grant(ctx context.Context, r Request, from Audience) {
 		a.cfg.Notify.Tell(from, fmt.Sprintf("Approved once, but I could not keep the rule (%v), so I will ask again next time.", err))
 		return
 	}
+	a.rulesDue.lower(kept.Expires)
 	a.cfg.Log.Info("the owner granted a rule", contracts.AuditEvent, contracts.EventRule, "decision", "granted", "rule", kept.ID,
 		"words", kept.Words, "turn", r.Key, "expires", kept.Expires, "from", from.Transport, "chat", from.Chat)
 	a.cfg.Notify.Tell(from, fmt.Sprintf("Rule %d kept until %s: %s runs without asking. /rules lists it; /rules revoke %d drops it.",
@@ -104,10 +105,15 @@ func (a *Authority) Revoke(ctx context.Context, id int64, from Audience) (state.
 
 // ExpireRules drops the rules whose time has come, each in the journal.
 func (a *Authority) ExpireRules(ctx context.Context) {
-	expired, err := a.cfg.Store.Rules().Expire(ctx, a.cfg.Clock.Now())
+	now := a.cfg.Clock.Now()
+	if a.rulesDue.notYet(now) {
+		return
+	}
+	expired, err := a.cfg.Store.Rules().Expire(ctx, now)
 	if err != nil {
 		a.cfg.Log.Error("expiring rules", "err", err)
 	}
+	a.rulesDue.learn(a.cfg.Store.Rules().NextExpiry(ctx))
 	for _, r := range expired {
 		a.cfg.Log.Info("a rule expired", contracts.AuditEvent, contracts.EventRule, "decision", "expired", "rule", r.ID,
 			"words", r.Words, "uses", r.Uses)

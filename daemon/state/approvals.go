@@ -287,6 +287,12 @@ func (s *Approvals) Take(ctx context.Context, turn string, now time.Time, outcom
 	return a, nil
 }
 
+// NextExpiry is when the first parked request expires; ok is false when
+// none is parked.
+func (s *Approvals) NextExpiry(ctx context.Context) (at time.Time, ok bool, err error) {
+	return s.store.earliestExpiry(ctx, "pending_approvals")
+}
+
 // Expire removes every call whose expiry has come by now,
 // records each settled as expired, and returns them, oldest first, so
 // the owner can be told. Corrupt rows are removed too and returned with

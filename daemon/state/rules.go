@@ -132,6 +132,12 @@ func (s *Rules) Expire(ctx context.Context, now time.Time) ([]Rule, error) {
 	return scanRules(rows)
 }
 
+// NextExpiry is when the first rule expires; ok is false when there is
+// none.
+func (s *Rules) NextExpiry(ctx context.Context) (at time.Time, ok bool, err error) {
+	return s.store.earliestExpiry(ctx, "rules")
+}
+
 func scanRules(rows *sql.Rows) ([]Rule, error) {
 	defer rows.Close()
 	var out []Rule

@@ -343,3 +343,17 @@ func (s *Store) writable(what string) error {
 	}
 	return nil
 }
+
+// earliestExpiry is the first expires_at (unix ms) of table, which the
+// callers name by a constant; ok is false when the table is empty. An
+// index on expires_at makes it one lookup.
+func (s *Store) earliestExpiry(ctx context.Context, table string) (at time.Time, ok bool, err error) {
+	var first sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, "SELECT MIN(expires_at) FROM "+table).Scan(&first); err != nil {
+		return time.Time{}, false, fmt.Errorf("first expiry in %s: %w", table, err)
+	}
+	if !first.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(first.Int64), true, nil
+}
