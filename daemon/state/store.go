@@ -75,6 +75,10 @@ type Store struct {
 	reserveMu   sync.Mutex
 	reserveHeld bool
 	diskFull    *DiskFull
+
+	// counted is the last answer of [Turns.CountSince] (turns.go), kept
+	// until the next turn starts.
+	counted turnCount
 }
 
 // ErrLocked is wrapped by Open when another process holds the state

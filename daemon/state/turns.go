@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -120,6 +121,7 @@ func (s *Turns) Start(ctx context.Context, t TurnStart) error {
 	_, err := s.store.db.ExecContext(ctx,
 		`INSERT INTO turns (id, kind, started_at, prompt_preview, worker_pid) VALUES (?, ?, ?, ?, ?)`,
 		t.ID, t.Kind, t.Started.UnixMilli(), preview, t.WorkerPID)
+	s.store.counted.forget() // also after an error: the row may be in
 	if err != nil {
 		return fmt.Errorf("start turn %q: %w", t.ID, err)
 	}
@@ -238,13 +240,39 @@ func (s *Turns) UsageSince(ctx context.Context, t time.Time) (contracts.UsageByP
 	return sums, nil
 }
 
-// CountSince counts the turns started at or after t.
+// CountSince counts the turns started at or after t. The panel's strip
+// asks it at every refresh, also idle, with the same t all day: a
+// writable store answers again from its last count until a turn starts
+// (only [Turns.Start] adds turns, and only the writer starts them), so
+// an idle minute runs no SQL.
 func (s *Turns) CountSince(ctx context.Context, t time.Time) (int, error) {
+	c := &s.store.counted
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok && c.since.Equal(t) && !s.store.readOnly {
+		return c.n, nil
+	}
 	var n int
 	if err := s.store.db.QueryRowContext(ctx, `SELECT count(*) FROM turns WHERE started_at >= ?`, t.UnixMilli()).Scan(&n); err != nil {
 		return 0, fmt.Errorf("count turns since %v: %w", t, err)
 	}
+	c.since, c.n, c.ok = t, n, true
 	return n, nil
+}
+
+// turnCount is a count of turns started since a time.
+type turnCount struct {
+	mu    sync.Mutex
+	since time.Time
+	n     int
+	ok    bool // false: count again
+}
+
+// forget makes the next count ask the database.
+func (c *turnCount) forget() {
+	c.mu.Lock()
+	c.ok = false
+	c.mu.Unlock()
 }
 
 // OfKindSince counts the turns of kind started at or after t, and

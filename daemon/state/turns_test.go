@@ -165,6 +165,40 @@ func TestTurnsSince(t *testing.T) {
 	}
 }
 
+// TestTodaysTurnsAreCountedOncePerStart: the panel's strip asks for the
+// turns since midnight at every refresh; an idle pet's ask runs no SQL
+// (the database is closed under the second ask here), and a turn that
+// starts, or another midnight, counts again.
+func TestTodaysTurnsAreCountedOncePerStart(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	midnight := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	start := func(id string, at time.Time) {
+		t.Helper()
+		if err := s.Turns().Start(ctx, TurnStart{ID: id, Kind: "chat", Started: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func(since time.Time, want int) {
+		t.Helper()
+		if got, err := s.Turns().CountSince(ctx, since); err != nil || got != want {
+			t.Fatalf("Turns().CountSince(%v) = %d, %v; want %d", since, got, err, want)
+		}
+	}
+	start("t0", midnight.Add(-time.Hour))
+	start("t1", midnight.Add(time.Hour))
+	count(midnight, 1)
+	start("t2", midnight.Add(2*time.Hour))
+	count(midnight, 2)
+	count(midnight.Add(-2*time.Hour), 3)
+	count(midnight, 2)
+
+	if err := s.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	count(midnight, 2)
+}
+
 // TestFinishingInterruptedTurnsReadsOnlyTheRunningOnes: at every start
 // core ends the turns a crash left running; on a board with months of
 // turns that must find them through an index of the running turns, not by
