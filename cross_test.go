@@ -27,6 +27,7 @@ var crossPackages = map[string]struct{ skip, why string }{
 	"shelldon/broker":                           {},
 	"shelldon/bus":                              {},
 	"shelldon/clock":                            {},
+	"shelldon/tailbuf":                          {},
 	"shelldon/config":                           {},
 	"shelldon/setup":                            {},
 	"shelldon/contracts":                        {},

@@ -69,6 +69,7 @@
 //	setup/                        what `shelldon setup` checks and writes: bot token, provider, secrets, [[provider]]
 //	clock/                        real time in production, a fake clock in tests; the hours of a day's window
 //	atomicfile/                   a file replaced whole or not at all
+//	tailbuf/                      the last bytes of an unbounded stream, and how many came before
 //	faces/                        the face registry: the faces core lets the model pick and the panel draws
 //	giveback/                     a process's spare memory back to the kernel once it goes quiet
 //	demomodel/                    the scripted OpenAI-compatible model for tests and demos

@@ -23,6 +23,7 @@ import (
 	"shelldon/daemon/fetch"
 	"shelldon/sandbox/cgroup"
 	"shelldon/sandbox/image"
+	"shelldon/tailbuf"
 )
 
 // Errors that name what the host lacks. Each error wrapping one of them
@@ -481,7 +482,7 @@ type stdio struct {
 // transient unit where the sandbox has systemd's, in a control group of
 // its own otherwise.
 func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits, c container, std stdio) (Result, error) {
-	out := newTailBuffer(lim.Output)
+	out := tailbuf.New(lim.Output)
 	res := Result{Enforced: []string{"wall", "output", "disk"}, UserNamespace: c.owner.uid != 0}
 	argv := append([]string{s.nspawn}, nspawnArgs(s.image, spec, c)...)
 	started := time.Now()
@@ -495,7 +496,7 @@ func (s *Sandbox) execute(ctx context.Context, id string, spec Spec, lim Limits,
 		return Result{}, err
 	}
 	res.Duration = time.Since(started)
-	res.Output, res.OutputDropped = out.bytes()
+	res.Output, res.OutputDropped = out.Bytes()
 	if res.TimedOut || ctx.Err() != nil {
 		res.ExitCode = -1
 	}

@@ -2,6 +2,7 @@ package testhost
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -55,4 +56,25 @@ func descends(pid, ancestor int) bool {
 		pid = parent
 	}
 	return false
+}
+
+// ProcStat reads a /proc stat file (/proc/PID/stat or
+// /proc/PID/task/TID/stat) and returns the command name and the fields
+// after it, the state first (field 3 of proc(5) is fields[0]). The name
+// is in parentheses and may itself hold spaces or parentheses, so the
+// fields are counted from its last closing one.
+func ProcStat(path string) (name string, fields []string, err error) {
+	stat, err := os.ReadFile(path)
+	if err != nil {
+		return "", nil, err
+	}
+	open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if open < 0 || close < open {
+		return "", nil, fmt.Errorf("%s: no command name in %q", path, stat)
+	}
+	fields = strings.Fields(string(stat[close+1:]))
+	if len(fields) == 0 {
+		return "", nil, fmt.Errorf("%s: no fields after the command name in %q", path, stat)
+	}
+	return string(stat[open+1 : close]), fields, nil
 }

@@ -3,6 +3,7 @@ package testhost
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,23 @@ func TestOwnProcessFindsOnlyThisTestsChildren(t *testing.T) {
 	}
 	if !descends(mine.Process.Pid, os.Getppid()) {
 		t.Error("this test's child does not descend from the test's parent")
+	}
+}
+
+func TestProcStat(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "stat")
+	if err := os.WriteFile(path, []byte("42 (a) b (c) S 1 42 42 0 -1 4194560 10 0 0 0 7 3\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	name, fields, err := ProcStat(path)
+	if err != nil || name != "a) b (c" || len(fields) != 13 || fields[0] != "S" || fields[11] != "7" || fields[12] != "3" {
+		t.Errorf("ProcStat(%q) = %q, %q, %v; want the name with its parentheses, then S … 7 3", path, name, fields, err)
+	}
+	if _, _, err := ProcStat(filepath.Join(t.TempDir(), "gone")); !os.IsNotExist(err) {
+		t.Errorf("ProcStat(a missing file) = %v, want an error os.IsNotExist says yes to", err)
+	}
+	self, fields, err := ProcStat("/proc/self/stat")
+	if err != nil || self == "" || len(fields) < 13 {
+		t.Errorf("ProcStat(/proc/self/stat) = %q, %d fields, %v", self, len(fields), err)
 	}
 }

@@ -269,13 +269,10 @@ const clockTicks = 100
 // children it has waited for (a worker per turn, for shelldon).
 func processCPU(b *testing.B, pid int) (self, children time.Duration) {
 	b.Helper()
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		b.Fatal(err)
+	_, fields, err := testhost.ProcStat(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil || len(fields) < 15 {
+		b.Fatalf("/proc/%d/stat: %v, %d fields", pid, err, len(fields))
 	}
-	// The command name, in parentheses, may hold spaces: the fields are
-	// counted after its closing one, the state being field 3.
-	fields := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
 	var ticks [4]int64 // utime, stime, cutime, cstime: fields 14 to 17
 	for i, f := range fields[11:15] {
 		if ticks[i], err = strconv.ParseInt(f, 10, 64); err != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"shelldon/testhost"
 )
 
 // monitorTimeout bounds one exchange with qemu's monitor: a monitor that
@@ -122,17 +124,15 @@ func threadsCPU(pid int, interval time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "qemu's threads (state, CPU in %s, kernel wait):\n", interval)
 	ticksPerSecond := int64(100) // USER_HZ on Linux
-	tids := slices.Sorted(maps.Keys(after))
-	for _, tid := range tids {
+	for _, tid := range slices.Sorted(maps.Keys(after)) {
 		th := after[tid]
-		used := th.ticks - before[th.tid].ticks
-		fmt.Fprintf(&b, "  %d %-16s %s %4d ms %s\n", th.tid, th.name, th.state, used*1000/ticksPerSecond, th.wchan)
+		used := th.ticks - before[tid].ticks
+		fmt.Fprintf(&b, "  %d %-16s %s %4d ms %s\n", tid, th.name, th.state, used*1000/ticksPerSecond, th.wchan)
 	}
 	return b.String()
 }
 
 type threadSample struct {
-	tid         int
 	name, state string
 	ticks       int64 // user and system, in USER_HZ
 	wchan       string
@@ -143,25 +143,15 @@ func threadTicks(pid int) map[int]threadSample {
 	dirs, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/[0-9]*", pid))
 	samples := make(map[int]threadSample, len(dirs))
 	for _, dir := range dirs {
-		stat, err := os.ReadFile(filepath.Join(dir, "stat"))
-		if err != nil {
-			continue
-		}
-		// The name is in parentheses and may hold spaces: the fields
-		// that follow are counted from its closing one.
-		open, close := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-		if open < 0 || close < open {
-			continue
-		}
-		fields := strings.Fields(string(stat[close+1:]))
-		if len(fields) < 13 {
-			continue
+		name, fields, err := testhost.ProcStat(filepath.Join(dir, "stat"))
+		if err != nil || len(fields) < 13 {
+			continue // the thread ended meanwhile
 		}
 		tid, _ := strconv.Atoi(filepath.Base(dir))
 		utime, _ := strconv.ParseInt(fields[11], 10, 64)
 		stime, _ := strconv.ParseInt(fields[12], 10, 64)
 		wchan, _ := os.ReadFile(filepath.Join(dir, "wchan"))
-		samples[tid] = threadSample{tid: tid, name: string(stat[open+1 : close]), state: fields[0], ticks: utime + stime, wchan: string(wchan)}
+		samples[tid] = threadSample{name: name, state: fields[0], ticks: utime + stime, wchan: string(wchan)}
 	}
 	return samples
 }

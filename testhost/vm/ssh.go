@@ -10,10 +10,11 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"shelldon/tailbuf"
 )
 
 // ErrNoCommand is returned by [VM.Exec] when it is given no command.
@@ -111,7 +112,7 @@ func (v *VM) sshArgs(controlMaster string) []string {
 // sshMaster is the ssh connection the test's commands share.
 type sshMaster struct {
 	cmd    *exec.Cmd
-	stderr *tailBuffer
+	stderr *tailbuf.Buffer
 	done   chan struct{}
 	err    error // how it ended, once done is closed
 }
@@ -119,7 +120,7 @@ type sshMaster struct {
 func (v *VM) startMaster() (*sshMaster, error) {
 	cmd := exec.Command(v.ssh, append(v.sshArgs("yes"), "-N")...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	m := &sshMaster{cmd: cmd, stderr: &tailBuffer{max: 4 << 10}, done: make(chan struct{})}
+	m := &sshMaster{cmd: cmd, stderr: tailbuf.New(4 << 10), done: make(chan struct{})}
 	cmd.Stderr = m.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start the ssh master connection: %w", err)
@@ -149,33 +150,11 @@ func (m *sshMaster) describe() string {
 	}
 	select {
 	case <-m.done:
-		return fmt.Sprintf("ssh master connection: ended (%v): %q\n", m.err, m.stderr.String())
+		said, _ := m.stderr.Bytes()
+		return fmt.Sprintf("ssh master connection: ended (%v): %q\n", m.err, said)
 	default:
 		return "ssh master connection: up\n"
 	}
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if over := len(b.buf) - b.max; over > 0 {
-		b.buf = append(b.buf[:0], b.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(b.buf)
 }
 
 // shellJoin quotes each word for a POSIX shell — ssh hands the remote

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"shelldon/daemon/launch"
+	"shelldon/testhost"
 )
 
 // waitLimit bounds every wait on a worker, so a broken launcher fails the
@@ -211,18 +212,12 @@ func Doomed(t testing.TB, pid int) bool {
 	if pid <= 0 {
 		return true // ended before it was looked up (Target.HostPID)
 	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, fields, err := testhost.ProcStat(fmt.Sprintf("/proc/%d/stat", pid))
 	if os.IsNotExist(err) {
 		return true
 	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself hold spaces or parentheses.
-	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	if len(fields) == 0 {
-		t.Fatalf("/proc/%d/stat = %q", pid, stat)
 	}
 	if state := fields[0]; state == "Z" || state == "X" {
 		return true
