@@ -2,6 +2,7 @@ package sdnotify_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -118,5 +119,82 @@ func TestWatchdogOffWithoutWatchdogSec(t *testing.T) {
 	case <-returned:
 	case <-time.After(10 * time.Second):
 		t.Fatal("Watchdog did not return for a unit without a watchdog")
+	}
+}
+
+// A systemd that stops reading its notification socket (busy, or a
+// queue full of other services' datagrams) must not wedge core: a status
+// line is sent from the turn's path and a ping from the watchdog's.
+func TestANotificationNeverWaitsForSystemd(t *testing.T) {
+	path := filepath.Join(testhost.ShortDir(t), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close() // and never read
+	t.Setenv("NOTIFY_SOCKET", path)
+	n := sdnotify.New()
+	sent := make(chan struct{})
+	const notifications = 10_000 // far more than a socket's queue holds
+	go func() {
+		defer close(sent)
+		for i := range notifications {
+			n.Status(fmt.Sprintf("turn %d", i))
+		}
+	}()
+	select {
+	case <-sent:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%d status lines to a socket nobody reads still sending after 30 s, want each dropped when the queue is full", notifications)
+	}
+}
+
+// systemd may listen on an abstract socket ("@name"), and may make its
+// socket anew (a re-execution) while the service runs: the next
+// notification reaches the new one.
+func TestNotificationsFollowTheSocket(t *testing.T) {
+	abstract := fmt.Sprintf("@shelldon-sdnotify-test-%d", os.Getpid())
+	listenAt := func(name string) *net.UnixConn {
+		t.Helper()
+		conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return conn
+	}
+	read := func(conn *net.UnixConn) string {
+		t.Helper()
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 4096)
+		size, err := conn.Read(buf)
+		if err != nil {
+			t.Fatalf("no notification arrived: %v", err)
+		}
+		return string(buf[:size])
+	}
+	n := sdnotify.New()
+
+	first := listenAt(abstract)
+	t.Setenv("NOTIFY_SOCKET", abstract)
+	n.Status("one")
+	if m := read(first); m != "STATUS=one" {
+		t.Errorf("on the abstract socket %s: notification = %q, want STATUS=one", abstract, m)
+	}
+	first.Close()
+
+	path := filepath.Join(testhost.ShortDir(t), "notify")
+	old := listenAt(path)
+	t.Setenv("NOTIFY_SOCKET", path)
+	n.Status("two")
+	if m := read(old); m != "STATUS=two" {
+		t.Errorf("notification = %q, want STATUS=two", m)
+	}
+	old.Close()
+	os.Remove(path)
+	remade := listenAt(path)
+	defer remade.Close()
+	n.Status("three")
+	if m := read(remade); m != "STATUS=three" {
+		t.Errorf("after the socket was made anew: notification = %q, want STATUS=three", m)
 	}
 }
