@@ -148,6 +148,9 @@ type Driver struct {
 	Stopping func() bool
 
 	run *run
+	// settle brings the mood's face back a dwell after the last turn
+	// ended; each turn's end moves it, so a burst of turns settles once.
+	settle clock.Timer
 }
 
 // workerTasks bounds a worker's processes and threads where a unit holds
@@ -385,8 +388,14 @@ func (d *Driver) finish(ctx context.Context, t *turns.Turn) {
 	d.Face.Refresh() // one more turn today
 	d.Progress.Settle(t.ID)
 	d.Activity(t, false)
-	// The reaction holds the screen for its dwell; then the mood's face.
-	d.Clock.AfterFunc(d.Config.Turn.ReactionDwell.Duration, func() {
+	// The reaction holds the screen for its dwell; then the mood's face,
+	// once for a burst of turns: an earlier turn's settle would find the
+	// newer reaction holding the screen, and still count as a chore
+	// (giveback would let go once for each turn of the burst).
+	if d.settle != nil {
+		d.settle.Stop()
+	}
+	d.settle = d.Clock.AfterFunc(d.Config.Turn.ReactionDwell.Duration, func() {
 		d.OnLoop(func(context.Context) {
 			d.Face.Settle()
 			if d.Turns.Current() == nil {

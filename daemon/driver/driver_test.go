@@ -3,6 +3,7 @@ package driver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -241,5 +242,42 @@ func TestDriverShutdownKillsTheWorker(t *testing.T) {
 	r.d.Shutdown()
 	if got := r.lastOutcome(t); got != state.OutcomeInterrupted {
 		t.Errorf("recorded outcome %q, want %q", got, state.OutcomeInterrupted)
+	}
+}
+
+// TestABurstOfTurnsSettlesTheFaceOnce: each turn's reaction holds the
+// screen for the dwell, then the mood's face comes back, a chore whose
+// pages core gives back at once. A chat of quick turns must settle once,
+// a dwell after its last turn: a settle for each turn (stale all but the
+// last) made core release its memory again and again, 44 times in 25 s
+// after 200 quick turns.
+func TestABurstOfTurnsSettlesTheFaceOnce(t *testing.T) {
+	r := newRig(t)
+	settles := 0
+	r.d.Face.Settle = func() { settles++ }
+	dwell := r.d.Config.Turn.ReactionDwell.Duration
+	const burst = 5
+	for i := range burst {
+		adm, now := r.d.Turns.Submit(fmt.Sprintf("message %d", i), turns.Origin{Transport: "chat"})
+		if !now {
+			t.Fatalf("turn %d did not start on an idle machine", i)
+		}
+		r.d.Start(context.Background(), adm)
+		r.d.Result(context.Background(), result(t, r.d.InFlight(), "ok"))
+		r.launcher.last.exit(launch.ResultSuccess)
+		r.waitExit(t)
+		r.clk.Advance(time.Second)
+		r.turn()
+	}
+	// The first turn's dwell is over, the last one's is not.
+	r.clk.Advance(dwell - burst*time.Second)
+	r.turn()
+	if settles != 0 {
+		t.Errorf("%d settles while the last turn's reaction still holds the screen, want 0", settles)
+	}
+	r.clk.Advance(burst * time.Second)
+	r.turn()
+	if settles != 1 {
+		t.Errorf("%d settles a dwell after a burst of %d turns, want 1", settles, burst)
 	}
 }
