@@ -374,6 +374,13 @@ func (c *Core) loop(ctx context.Context, stop <-chan struct{}, more func() bool)
 			c.brain.felt(ctx, ev)
 		case reply := <-c.probes:
 			close(reply)
+			if c.turns.Current() == nil {
+				// The watchdog's ping, every 15 s for months, runs the
+				// scheduler's and the notifier's code: a chore, or an
+				// idle core would map a megabyte of its binary back in
+				// within 15 s of each release.
+				giveback.AfterChore()
+			}
 		case <-c.store.Notices().Owing():
 			c.say.tellOwed(ctx, c.store)
 		}
