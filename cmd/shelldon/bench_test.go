@@ -3,7 +3,6 @@ package main
 import (
 	"cmp"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -163,8 +162,8 @@ func BenchmarkFootprint(b *testing.B) {
 	cfgPath := writeTestConfig(b, cfg)
 	// systemd runs core with a 30 s watchdog (units/shelldon.service), so
 	// core pings every 15 s, idle or not.
-	pings := watchdogSocket(b)
-	daemon := startProcessWith(b, pings.env(30*time.Second), bin, "daemon", "--config", cfgPath)
+	pings := watchdogSocket(b, 30*time.Second)
+	daemon := startProcessWith(b, pings.env, bin, "daemon", "--config", cfgPath)
 	started := time.Now()
 	time.Sleep(200 * time.Millisecond)
 	broker := startProcess(b, bin, "broker", "--config", cfgPath)
@@ -198,7 +197,7 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	time.Sleep(footprintIdle) // idle: the runtimes settle and give back what they can
 	sampleIdleMinute(b, procs)
-	if n, lived := pings.count(), time.Since(started); n < int64(lived/(15*time.Second))-1 {
+	if n, lived := pings.pings.Load(), time.Since(started); n < int64(lived/(15*time.Second))-1 {
 		b.Fatalf("core pinged its watchdog %d times in the %s since its start, want one every 15 s", n, lived.Round(time.Second))
 	}
 	b.ReportMetric(0, "ns/op")
@@ -228,45 +227,27 @@ func samplePet(b *testing.B, procs []idleProcess, from, to time.Time, every time
 	return totals
 }
 
-// notifySocket is a stand-in for systemd's notification socket: it takes
-// what a service sends ($NOTIFY_SOCKET) and counts its watchdog pings.
-type notifySocket struct {
-	path  string
+// watchdog stands in for systemd's side of a 30 s watchdog: the
+// environment it gives core, and a count of core's pings.
+type watchdog struct {
+	env   []string
 	pings atomic.Int64
 }
 
 // watchdogSocket listens on a notification socket until the test ends.
-func watchdogSocket(t testing.TB) *notifySocket {
+func watchdogSocket(t testing.TB, every time.Duration) *watchdog {
 	t.Helper()
-	n := &notifySocket{path: filepath.Join(t.TempDir(), "notify")}
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: n.path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	path, got := listenNotify(t)
+	w := &watchdog{env: append(os.Environ(), "NOTIFY_SOCKET="+path, fmt.Sprintf("WATCHDOG_USEC=%d", every.Microseconds()))}
 	go func() {
-		buf := make([]byte, 4096)
-		for {
-			size, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			for _, line := range strings.Split(string(buf[:size]), "\n") {
-				if line == "WATCHDOG=1" {
-					n.pings.Add(1)
-				}
+		for note := range got {
+			if slices.Contains(strings.Split(note, "\n"), "WATCHDOG=1") {
+				w.pings.Add(1)
 			}
 		}
 	}()
-	return n
+	return w
 }
-
-// env is what systemd gives a Type=notify service with WatchdogSec=every.
-func (n *notifySocket) env(every time.Duration) []string {
-	return append(os.Environ(), "NOTIFY_SOCKET="+n.path, fmt.Sprintf("WATCHDOG_USEC=%d", every.Microseconds()))
-}
-
-func (n *notifySocket) count() int64 { return n.pings.Load() }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 

@@ -18,23 +18,7 @@ import (
 // with a watchdog would: it must say READY once it serves, keep pinging
 // the watchdog while its loop answers, and say STOPPING on SIGTERM.
 func TestDaemonTalksToSystemd(t *testing.T) {
-	sock := filepath.Join(testhost.ShortDir(t), "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: sock, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	got := make(chan string, 64)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			got <- string(buf[:n])
-		}
-	}()
+	sock, got := listenNotify(t)
 
 	path := writeConfig(t, &pet{cfg: testConfig(t, serve(t, demomodel.New()))})
 	cmd := exec.Command(os.Args[0], "daemon", "--config", path)
@@ -67,4 +51,33 @@ func TestDaemonTalksToSystemd(t *testing.T) {
 		t.Fatal(err)
 	}
 	await("STOPPING=1")
+}
+
+// listenNotify listens where a Type=notify service's $NOTIFY_SOCKET
+// points, as systemd does, until the test ends, and hands on each
+// notification; one that finds got full is dropped.
+func listenNotify(t testing.TB) (path string, got <-chan string) {
+	t.Helper()
+	path = filepath.Join(testhost.ShortDir(t), "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	notes := make(chan string, 64)
+	go func() {
+		defer close(notes)
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			select {
+			case notes <- string(buf[:n]):
+			default:
+			}
+		}
+	}()
+	return path, notes
 }
