@@ -374,13 +374,11 @@ func (c *Core) loop(ctx context.Context, stop <-chan struct{}, more func() bool)
 			c.brain.felt(ctx, ev)
 		case reply := <-c.probes:
 			close(reply)
-			if c.turns.Current() == nil {
-				// The watchdog's ping, every 15 s for months, runs the
-				// scheduler's and the notifier's code: a chore, or an
-				// idle core would map a megabyte of its binary back in
-				// within 15 s of each release.
-				giveback.AfterChore()
-			}
+			// The watchdog's ping, every 15 s for months, runs the
+			// scheduler's and the notifier's code: without this an idle
+			// core would map a megabyte of its binary back in within
+			// 15 s of each release.
+			c.idleChoreDone()
 		case <-c.store.Notices().Owing():
 			c.say.tellOwed(ctx, c.store)
 		}
@@ -548,6 +546,17 @@ func (c *Core) backUp(ctx context.Context) {
 	c.clock.AfterFunc(backupEvery, func() { c.onLoop(c.backUp) })
 }
 
+// idleChoreDone says that work core did by its own timer, on the loop,
+// is done: between turns a chore, whose pages go back at once if core had
+// let go already, and which does not put off a release a turn armed.
+// During a turn the turn's giveback covers it (giveback's own busy mark
+// ends 20 s into a long turn, so the loop's knowledge decides here).
+func (c *Core) idleChoreDone() {
+	if c.turns.Current() == nil {
+		giveback.AfterChore()
+	}
+}
+
 // expire drops the requests nobody decided on in time, sends again the
 // replies their transports did not confirm, and checks again a minute
 // later.
@@ -556,12 +565,8 @@ func (c *Core) expire(ctx context.Context) {
 	c.auth.ExpireRules(ctx)
 	c.auth.Expire(ctx)
 	c.face.refresh() // the status strip's memory figure moves between turns
-	if c.turns.Current() == nil {
-		// The check ran SQLite's code and the snapshot's, idle: a chore,
-		// whose pages go back at once if core had let go already, and
-		// which does not put off a release a turn armed.
-		giveback.AfterChore()
-	}
+	// The check ran SQLite's code and the snapshot's.
+	c.idleChoreDone()
 	c.clock.AfterFunc(expiryCheck, func() { c.onLoop(c.expire) })
 }
 

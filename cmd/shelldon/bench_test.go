@@ -162,8 +162,8 @@ func BenchmarkFootprint(b *testing.B) {
 	cfgPath := writeTestConfig(b, cfg)
 	// systemd runs core with a 30 s watchdog (units/shelldon.service), so
 	// core pings every 15 s, idle or not.
-	pings := watchdogSocket(b, 30*time.Second)
-	daemon := startProcessWith(b, pings.env, bin, "daemon", "--config", cfgPath)
+	systemd := watchdogSocket(b, 30*time.Second)
+	daemon := startProcessWith(b, systemd.env, bin, "daemon", "--config", cfgPath)
 	started := time.Now()
 	time.Sleep(200 * time.Millisecond)
 	broker := startProcess(b, bin, "broker", "--config", cfgPath)
@@ -197,7 +197,7 @@ func BenchmarkFootprint(b *testing.B) {
 	}
 	time.Sleep(footprintIdle) // idle: the runtimes settle and give back what they can
 	sampleIdleMinute(b, procs)
-	if n, lived := pings.pings.Load(), time.Since(started); n < int64(lived/(15*time.Second))-1 {
+	if n, lived := systemd.pings.Load(), time.Since(started); n < int64(lived/(15*time.Second))-1 {
 		b.Fatalf("core pinged its watchdog %d times in the %s since its start, want one every 15 s", n, lived.Round(time.Second))
 	}
 	b.ReportMetric(0, "ns/op")

@@ -18,8 +18,8 @@ import (
 // with two plain system calls: the watchdog pings every 15 s for months,
 // idle or not, and dialling a socket through package net for each (as
 // go-systemd's SdNotify does) ran enough of net and the runtime's poller
-// to map 1.5 to 4 MB of core's binary back in after every release
-// (giveback), within 15 s of it.
+// to map about 1.3 MB of core's binary back in within 15 s of every
+// release (giveback).
 type Notifier struct {
 	mu     sync.Mutex
 	socket int // the datagram socket, once made
