@@ -557,6 +557,14 @@ func (c *Core) idleChoreDone() {
 	}
 }
 
+// ChoreDone says that a part of core's process did a chore off the loop,
+// by its own timer: the Telegram transport's long poll, which ends with
+// nothing every poll_timeout between the owner's messages. What it ran
+// goes back as the loop's own chores' pages do, unless a turn runs.
+func (c *Core) ChoreDone() {
+	c.onLoop(func(context.Context) { c.idleChoreDone() })
+}
+
 // expire drops the requests nobody decided on in time, sends again the
 // replies their transports did not confirm, and checks again a minute
 // later.

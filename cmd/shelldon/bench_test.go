@@ -159,6 +159,11 @@ func BenchmarkFootprint(b *testing.B) {
 	p.stopBroker()
 	cfg := p.cfg
 	cfg.Panel.Display, cfg.Panel.PNGPath = "png", filepath.Join(b.TempDir(), "panel.png")
+	// The owner is on Telegram, as an installed pet's is: core long-polls
+	// a local Bot API server every poll_timeout (its default), idle or
+	// not. The turns still come through the test's own connection.
+	withTelegram(telegramtest.New(b, botToken))(&cfg)
+	cfg.Telegram.PollTimeout = config.Default().Telegram.PollTimeout
 	cfgPath := writeTestConfig(b, cfg)
 	// systemd runs core with a 30 s watchdog (units/shelldon.service), so
 	// core pings every 15 s, idle or not.
@@ -323,12 +328,16 @@ func readSmapsRollup(b testing.TB, pid int) rollup {
 // into anonymous pages (the Go heap, its metadata, the stacks: only the
 // process can give them back) and file pages (its binary's, which the
 // kernel may drop).
-type rollup struct{ rss, pss, pssAnon, pssFile float64 }
+// rssFile is the resident file pages (Rss less Anonymous): what the
+// process maps of its binary, whoever else maps the same pages, where
+// pssFile moves also when another process maps or lets go of them.
+type rollup struct{ rss, rssFile, pss, pssAnon, pssFile float64 }
 
-// parseSmapsRollup takes the Rss, Pss, Pss_Anon and Pss_File lines of a
-// smaps_rollup file, in MB.
+// parseSmapsRollup takes the Rss, Anonymous, Pss, Pss_Anon and Pss_File
+// lines of a smaps_rollup file, in MB.
 func parseSmapsRollup(data []byte) rollup {
 	var r rollup
+	var anonymous float64
 	for _, line := range strings.Split(string(data), "\n") {
 		fields := strings.Fields(line)
 		if len(fields) < 2 {
@@ -344,8 +353,11 @@ func parseSmapsRollup(data []byte) rollup {
 			r.pssAnon = kb / 1024
 		case "Pss_File:":
 			r.pssFile = kb / 1024
+		case "Anonymous:":
+			anonymous = kb / 1024
 		}
 	}
+	r.rssFile = r.rss - anonymous
 	return r
 }
 
@@ -390,7 +402,7 @@ func sampleIdleMinute(b *testing.B, procs []idleProcess) {
 		pss := pick(func(r rollup) float64 { return r.pss })
 		anon := pick(func(r rollup) float64 { return r.pssAnon })
 		file := pick(func(r rollup) float64 { return r.pssFile })
-		b.Logf("%s (pid %s) idle PSS over a minute: %.2f MB; of it anonymous %.2f, file %.2f", p.name, p.pid, pss, anon, file)
+		b.Logf("%s (pid %s) idle PSS over a minute: %.2f MB; of it anonymous %.2f, file %.2f; resident file pages %.2f", p.name, p.pid, pss, anon, file, pick(func(r rollup) float64 { return r.rssFile }))
 		b.Logf("%s (pid %s) by mapping, at the last sample:\n%s", p.name, p.pid, smapsByMapping(p.smaps()))
 		b.ReportMetric(median(pick(func(r rollup) float64 { return r.rss })), p.name+"-rss-MB")
 		b.ReportMetric(median(pss), p.name+"-pss-MB")

@@ -326,12 +326,14 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 	if err := readThrough(argv[0]); err != nil {
 		coreLog.Warn("could not read the worker program ahead of its first turn", "err", err)
 	}
-	tg, err := newTelegram(cfg, store, log.With("actor", "telegram"))
+	// The transport's idle polls are core's chores; core is made below.
+	var core *daemon.Core
+	tg, err := newTelegram(cfg, store, log.With("actor", "telegram"), func() { core.ChoreDone() })
 	if err != nil {
 		return err
 	}
 	sb, noSandbox := openSandbox(cfg, run.launcher, log.With("actor", "sandbox"))
-	core, err := daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: run.launcher, WorkerArgv: argv, Log: coreLog, Notify: run.notify,
+	core, err = daemon.New(daemon.Options{Config: cfg, Store: store, Launcher: run.launcher, WorkerArgv: argv, Log: coreLog, Notify: run.notify,
 		Sandbox: sb, NoSandbox: noSandbox, ModelHelp: run.modelHelp, Fetch: run.fetch})
 	if err != nil {
 		return err
@@ -369,8 +371,9 @@ func openState(cfg config.Config) (*state.Store, error) {
 
 // newTelegram makes core's Telegram transport when a bot token is
 // configured, or nil when none is. A token without allowed users waits to
-// be paired (shelldon pair).
-func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*telegram.Transport, error) {
+// be paired (shelldon pair). idle is told of each long poll that brought
+// nothing (telegram.Config.Idle).
+func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger, idle func()) (*telegram.Transport, error) {
 	environ := os.Environ()
 	enabled, err := cfg.Telegram.Check(environ)
 	if err != nil || !enabled {
@@ -387,6 +390,7 @@ func newTelegram(cfg config.Config, store *state.Store, log *slog.Logger) (*tele
 		// real clock.
 		Statuses:    approval.NewStatuses(store.Approvals(), clock.Real{}),
 		PollTimeout: cfg.Telegram.PollTimeout.Duration,
+		Idle:        idle,
 		Backoff:     telegram.Backoff{Min: time.Second, Max: cfg.Telegram.RetryMax.Duration},
 		GiveUp:      telegram.GiveUp{Attempts: cfg.Telegram.GiveUpAttempts, Age: cfg.Telegram.GiveUpAfter.Duration},
 		Log:         log,

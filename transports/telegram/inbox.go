@@ -67,7 +67,8 @@ func (t *Transport) poll(ctx context.Context, offset int64) {
 		if confirm {
 			from = offset + 1
 		}
-		items, err := t.getUpdates(ctx, client, from, !confirm)
+		waited := !confirm
+		items, err := t.getUpdates(ctx, client, from, waited)
 		if err == nil {
 			confirm = false // told, if there was anything to tell
 		}
@@ -78,9 +79,16 @@ func (t *Transport) poll(ctx context.Context, offset int64) {
 				confirm = true
 			}
 		}
-		switch {
-		case ctx.Err() != nil:
+		if ctx.Err() != nil {
 			return
+		}
+		// A long poll that brought nothing was a chore. The call that
+		// confirms a batch comes back at once as its turn starts, which
+		// owns what follows.
+		if waited && len(items) == 0 && t.cfg.Idle != nil {
+			t.cfg.Idle()
+		}
+		switch {
 		case err != nil:
 			fails++
 			_, retryIn := classify(err)

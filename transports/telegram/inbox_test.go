@@ -294,10 +294,59 @@ func TestAHugeGetUpdatesAnswerIsReadInPieces(t *testing.T) {
 // once tried again every few seconds, forever, ahead of every message
 // after it.
 func TestAMessageTooLongForABusFrameIsRefused(t *testing.T) {
-	r := newRig(t, func(r *rig) { r.media = func(c *Config) { c.MaxFrame = 64 << 10 } })
+	r := newRig(t, func(r *rig) { r.configure = func(c *Config) { c.MaxFrame = 64 << 10 } })
 	r.api.SendText(owner, strings.Repeat("v", 100<<10))
 	if in := r.say(t, owner, "after it"); in.Text != "after it" {
 		t.Errorf("core got %.40q, want the message after the long one", in.Text)
 	}
 	r.api.WaitMessage(t, owner, hasText("Your message of 100 KiB is too long to pass on to my core"))
+}
+
+// TestALongPollThatBringsNothingIsAChore: between the owner's messages
+// the long poll, every poll_timeout for months, is all the process does,
+// and each one that ends with nothing is told to Idle (core gives back
+// what it ran). The poll that brings a message is not, nor the call that
+// confirms it, which comes back at once as the message's turn starts.
+func TestALongPollThatBringsNothingIsAChore(t *testing.T) {
+	const pollTimeout = time.Second
+	idle := make(chan time.Time, 16)
+	hold := make(chan struct{})
+	first := true // the poll's own goroutine reads and writes it
+	r := newRig(t, func(r *rig) {
+		r.configure = func(c *Config) {
+			c.PollTimeout = pollTimeout
+			c.Idle = func() {
+				select {
+				case idle <- time.Now():
+				default:
+				}
+				if first {
+					first = false
+					<-hold
+				}
+			}
+		}
+	})
+	select {
+	case <-idle:
+	case <-time.After(waitLimit):
+		t.Fatalf("no long poll that ended with nothing was told to Idle in %v (polls of %v)", waitLimit, pollTimeout)
+	}
+	// While the poll is held, the owner writes: the next poll brings it.
+	r.api.SendText(owner, "hello")
+	close(hold)
+	var in contracts.Inbound
+	r.nextCore(t, contracts.KindInbound, &in)
+	delivered := time.Now()
+	select {
+	case at := <-idle:
+		// The next chore is the poll after the confirmation, a whole
+		// timeout later; one told for the message's poll or for the
+		// confirmation would come at once.
+		if gap := at.Sub(delivered); gap < pollTimeout/2 {
+			t.Errorf("Idle was told %v after the owner's message reached core, want a poll's timeout (%v) later: the poll that brought it, or the confirmation, was taken for a chore", gap, pollTimeout)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("no poll after the owner's message was told to Idle in %v", waitLimit)
+	}
 }

@@ -21,7 +21,7 @@ import (
 // bounds on voice notes and photos (0: the defaults).
 func hearing(voiceMax, photoMax int64) rigOption {
 	return func(r *rig) {
-		r.media = func(c *Config) {
+		r.configure = func(c *Config) {
 			c.Transcription, c.Vision = true, true
 			c.VoiceMaxBytes, c.PhotoMaxBytes = voiceMax, photoMax
 		}

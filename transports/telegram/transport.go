@@ -93,6 +93,13 @@ type Config struct {
 	Statuses StatusReader
 	// PollTimeout is how long one getUpdates waits for news.
 	PollTimeout time.Duration
+	// Idle, if set, is told each time a long poll ends with no update
+	// (its timeout, or a failure). Between the owner's messages the poll
+	// is the process's one recurring work, every PollTimeout for months,
+	// and what it ran is a chore whose pages the process may give back
+	// (core: Core.ChoreDone). A poll that brings updates is not told: the
+	// turn they start owns what follows.
+	Idle func()
 	// Backoff bounds the waits after network errors.
 	Backoff Backoff
 	// GiveUp bounds how long an item of the outbox is tried; zero values

@@ -51,9 +51,9 @@ type rig struct {
 	// updates, when set, wraps the store the transport keeps its updates
 	// in.
 	updates func(updateStore) updateStore
-	// media, when set, changes the transport's Config: its providers'
-	// abilities and its bounds on voice notes and photos.
-	media func(*Config)
+	// configure, when set, changes the transport's Config before it
+	// starts: its providers' abilities, its bounds, its poll.
+	configure func(*Config)
 	// react turns telegram.react on.
 	react bool
 
@@ -107,8 +107,8 @@ func (r *rig) start(t *testing.T) {
 		Store: r.store, Statuses: authority.NewStatuses(r.store.Approvals(), clk), PollTimeout: 2 * time.Second, Backoff: Backoff{Min: 20 * time.Millisecond, Max: 200 * time.Millisecond},
 		GiveUp: r.giveUp, Clock: r.clock, Location: time.UTC, Log: r.log, React: r.react,
 	}
-	if r.media != nil {
-		r.media(&cfg)
+	if r.configure != nil {
+		r.configure(&cfg)
 	}
 	tr, err := New(cfg)
 	if err != nil {
