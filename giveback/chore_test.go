@@ -87,30 +87,42 @@ func TestAChoreDuringWorkLeavesItsGivebackAlone(t *testing.T) {
 
 // TestAReleaseRunsWhatAlsoReleaseAdded: the release that longQuiet brings
 // returns, besides the heap and the binary's pages, what a process holds
-// outside the Go heap (core's SQLite allocator), in the order added, and a
-// step that fails keeps none after it from running.
+// outside the Go heap (core's SQLite cache and allocator), in the order
+// added and before the binary's pages; a step that fails keeps none after
+// it from running, and a step removed runs no more.
 func TestAReleaseRunsWhatAlsoReleaseAdded(t *testing.T) {
 	fake, _ := onAFakeClock(t)
 	release = realRelease
+	var ran []string
 	steps.mu.Lock()
-	saved := steps.all
-	steps.all = nil
+	saved := steps.added
+	savedLast := steps.last
+	steps.added, steps.last = nil, func() error { ran = append(ran, "the program's pages"); return nil }
 	steps.mu.Unlock()
 	t.Cleanup(func() {
 		steps.mu.Lock()
-		steps.all = saved
+		steps.added, steps.last = saved, savedLast
 		steps.mu.Unlock()
 	})
-	var ran []string
 	AlsoRelease(func() error { ran = append(ran, "first"); return errors.New("held on") })
-	AlsoRelease(func() error { ran = append(ran, "second"); return nil })
+	removeSecond := AlsoRelease(func() error { ran = append(ran, "second"); return nil })
+	AlsoRelease(func() error { ran = append(ran, "third"); return nil })
 	WhenQuiet()
 	fake.Advance(longQuiet - time.Millisecond)
 	if len(ran) != 0 {
 		t.Fatalf("before longQuiet the steps ran: %q", ran)
 	}
 	fake.Advance(time.Millisecond)
-	if want := []string{"first", "second"}; !slices.Equal(ran, want) {
+	// The program's pages go last: every step before runs the program's
+	// code, and would map back what an earlier unmapping let go.
+	if want := []string{"first", "second", "third", "the program's pages"}; !slices.Equal(ran, want) {
 		t.Errorf("at longQuiet the steps ran %q, want %q", ran, want)
+	}
+	ran = nil
+	removeSecond()
+	WhenQuiet()
+	fake.Advance(longQuiet)
+	if want := []string{"first", "third", "the program's pages"}; !slices.Equal(ran, want) {
+		t.Errorf("after the second step was removed, the release ran %q, want %q", ran, want)
 	}
 }

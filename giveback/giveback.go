@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 	"time"
 
@@ -197,33 +198,49 @@ var release = func() {
 	releaseSteps()
 }
 
-// steps is what a release returns besides the heap: first the pages of the
-// binary the process has mapped, then what AlsoRelease added.
+// steps is what a release returns besides the heap: what AlsoRelease
+// added, then, last, the pages of the binary the process has mapped, as
+// every step before it runs code of the binary.
 var steps = struct {
-	mu  sync.Mutex
-	all []func() error
-}{all: []func() error{releaseProgramPages}}
+	mu    sync.Mutex
+	added []*func() error
+	last  func() error
+}{last: releaseProgramPages}
 
 // AlsoRelease adds step to what the process returns when it lets go
 // (after longQuiet, and after a chore once it had let go): memory held
 // outside the Go heap, which the collector cannot return (core: SQLite's
-// allocator, state.ReturnFreedMemory). A step that fails is logged and
-// the release goes on.
-func AlsoRelease(step func() error) {
+// page cache and allocator, state.Store.ReleaseMemory). A step that fails
+// is logged and the release goes on. remove takes step out again, for
+// what step holds on to ends (core's store closes).
+func AlsoRelease(step func() error) (remove func()) {
 	steps.mu.Lock()
 	defer steps.mu.Unlock()
-	steps.all = append(steps.all, step)
+	added := &step
+	steps.added = append(steps.added, added)
+	return func() {
+		steps.mu.Lock()
+		defer steps.mu.Unlock()
+		// A copy: a release running meanwhile ranges over the old one.
+		steps.added = slices.DeleteFunc(slices.Clone(steps.added), func(s *func() error) bool { return s == added })
+	}
 }
 
 // releaseSteps runs the release's steps in order.
 func releaseSteps() {
 	steps.mu.Lock()
-	all := steps.all
+	added, last := steps.added, steps.last
 	steps.mu.Unlock()
-	for _, step := range all {
+	run := func(step func() error) {
 		if err := step(); err != nil {
 			slog.Warn("giveback: a release kept something", "err", err)
 		}
+	}
+	for _, step := range added {
+		run(*step)
+	}
+	if last != nil {
+		run(last)
 	}
 }
 

@@ -83,12 +83,6 @@ var commands = map[string]commandFunc{
 // decides their collector's GOGC, which keeps their idle heap small.
 var longLived = map[string]bool{"up": true, "daemon": true, "broker": true, "panel": true}
 
-// releaseSQLite adds SQLite's freed memory to what a long-lived process
-// returns when it lets go, once a process: core's after its backup and
-// turns (state.ReturnFreedMemory); the broker and the panel hold none, and
-// return nothing for it.
-var releaseSQLite sync.Once
-
 // oneProcessor reports whether the command of args runs its goroutines on
 // one processor (GOMAXPROCS=1 unless GOMAXPROCS is set): a long-lived
 // command waits on sockets and SQLite, a small turn's work at a time, and
@@ -126,7 +120,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	if longLived[args[0]] {
 		giveback.TuneCollector()
-		releaseSQLite.Do(func() { giveback.AlsoRelease(state.ReturnFreedMemory) })
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -323,6 +316,10 @@ func runCore(ctx context.Context, cfg config.Config, store *state.Store, log *sl
 		return err
 	}
 	coreLog := log.With("actor", "core")
+	// What SQLite holds for the store between turns (its page cache, its
+	// allocator's free regions) goes back when core lets go, until the
+	// caller closes the store.
+	defer giveback.AlsoRelease(store.ReleaseMemory)()
 	if err := readThrough(argv[0]); err != nil {
 		coreLog.Warn("could not read the worker program ahead of its first turn", "err", err)
 	}

@@ -1,7 +1,10 @@
 package state
 
 import (
+	"context"
+	"fmt"
 	"sync"
+	"time"
 	_ "unsafe" // go:linkname
 
 	"modernc.org/memory"
@@ -28,10 +31,29 @@ var libcAllocatorMu sync.Mutex
 // ReturnFreedMemory returns to the kernel the empty regions SQLite's
 // allocator keeps for reuse (memory.Allocator.Trim), leaving every live
 // allocation where it is. Core does it when it lets go of its memory
-// after a quiet spell (giveback.AlsoRelease), when the next allocations
+// after a quiet spell (Store.ReleaseMemory), when the next allocations
 // mapping fresh regions costs nothing anyone waits for.
 func ReturnFreedMemory() error {
 	libcAllocatorMu.Lock()
 	defer libcAllocatorMu.Unlock()
 	return libcAllocator.Trim()
+}
+
+// releaseWait bounds how long ReleaseMemory waits for the store's
+// connection, which a transaction may hold.
+const releaseWait = 5 * time.Second
+
+// ReleaseMemory lets go of what SQLite holds for the store between turns:
+// the page cache of its connection, up to SQLite's 2 MB of pages it read
+// (PRAGMA shrink_memory; the next query reads the few pages it needs
+// again, from the kernel's page cache), and then the regions SQLite's
+// allocator holds free (ReturnFreedMemory). Core does it when it lets go
+// after a quiet spell (giveback.AlsoRelease).
+func (s *Store) ReleaseMemory() error {
+	ctx, cancel := context.WithTimeout(context.Background(), releaseWait)
+	defer cancel()
+	if _, err := s.db.ExecContext(ctx, `PRAGMA shrink_memory`); err != nil {
+		return fmt.Errorf("empty the state database's page cache: %w", err)
+	}
+	return ReturnFreedMemory()
 }

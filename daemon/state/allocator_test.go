@@ -48,3 +48,37 @@ func TestFreedSQLiteMemoryGoesBack(t *testing.T) {
 		t.Errorf("ReturnFreedMemory returned %d kB of what two closed connections freed, want at least 1024 (anonymous memory %d → %d kB)", freed, before, after)
 	}
 }
+
+// TestReleaseMemoryEmptiesThePageCache: the store's one connection keeps
+// the pages it read in its cache (up to SQLite's 2 MB), live memory that
+// ReturnFreedMemory alone cannot return. On the arm64 VM, after 200 turns
+// over Telegram, core held 1.7 MB more anonymous memory idle than on this
+// machine; ReleaseMemory empties the cache first.
+func TestReleaseMemoryEmptiesThePageCache(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	for _, q := range []string{
+		`CREATE TABLE ballast(id INTEGER PRIMARY KEY, v TEXT)`,
+		`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 12000)
+		 INSERT INTO ballast(v) SELECT printf('%.300c', 'x') FROM n`,
+	} {
+		_, err := s.db.ExecContext(ctx, q)
+		mustDo(t, err)
+	}
+	var n int
+	mustDo(t, s.db.QueryRowContext(ctx, `SELECT count(*) FROM ballast WHERE v LIKE '%y%'`).Scan(&n))
+	debug.FreeOSMemory()
+	mustDo(t, ReturnFreedMemory())
+	before := anonymousKB(t)
+	mustDo(t, s.ReleaseMemory())
+	after := anonymousKB(t)
+	t.Logf("anonymous memory %d → %d kB", before, after)
+	if freed := before - after; freed < 1024 {
+		t.Errorf("ReleaseMemory returned %d kB of the page cache that reading 4 MB filled, want at least 1024 (anonymous memory %d → %d kB)", freed, before, after)
+	}
+	// The store reads on as before, its pages from the kernel's cache.
+	mustDo(t, s.db.QueryRowContext(ctx, `SELECT count(*) FROM ballast`).Scan(&n))
+	if n != 12000 {
+		t.Errorf("after ReleaseMemory the store counts %d rows, want 12000", n)
+	}
+}
