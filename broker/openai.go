@@ -46,7 +46,9 @@ type OpenAIConfig struct {
 	// means DefaultStreamIdleGap.
 	StreamIdleGap time.Duration
 	// HTTPClient carries the requests; nil means a client without a
-	// timeout of its own, so the caller's context bounds each call.
+	// timeout of its own, so the caller's context bounds each call. A
+	// client without a Transport goes by the broker's pool, whose
+	// connections' closes are chores (providerConns).
 	HTTPClient *http.Client
 }
 
@@ -77,7 +79,7 @@ func NewOpenAI(cfg OpenAIConfig) *OpenAI {
 	}
 	next := client.Transport
 	if next == nil {
-		next = http.DefaultTransport
+		next = providerConns()
 	}
 	client.Transport = cappedTransport{next: next, max: maxAnswerBytes}
 	clientCfg.HTTPClient = &client
