@@ -53,9 +53,10 @@ func TestAChoreDoesNotPutOffTheRelease(t *testing.T) {
 
 // TestAChoreOfAReleasedPetIsReleasedWhenQuiet: a chore that finds the pet
 // already released (no turn for longer than longQuiet) hands back what it
-// touched once it is done, quiet later, not longQuiet later: core's check
-// comes every minute, so waiting longQuiet held the pages a third of
-// every idle minute.
+// touched once it is done, choreQuiet later, not longQuiet later: core's
+// check comes every minute, so waiting longQuiet held the pages a third of
+// every idle minute. A second chore within choreQuiet (the watchdog's ping
+// beside the minute check) shares the release.
 func TestAChoreOfAReleasedPetIsReleasedWhenQuiet(t *testing.T) {
 	fake, releases := onAFakeClock(t)
 	WhenQuiet()
@@ -64,10 +65,19 @@ func TestAChoreOfAReleasedPetIsReleasedWhenQuiet(t *testing.T) {
 		t.Fatalf("longQuiet after the turn's end, %d releases came, want 1", *releases)
 	}
 	fake.Advance(time.Minute)
+	// What a chore maps is held at most this long (up to 3 MB at a
+	// moment, BENCHMARKS.md); it was half a second.
+	const heldAtMost = 50 * time.Millisecond
 	AfterChore()
-	fake.Advance(quiet)
+	fake.Advance(heldAtMost / 2)
+	AfterChore()
+	fake.Advance(heldAtMost / 2)
 	if *releases != 2 {
-		t.Errorf("quiet after a chore of a released pet, %d releases came in all, want 2", *releases)
+		t.Fatalf("%v after a chore of a released pet, %d releases came in all, want 2", heldAtMost, *releases)
+	}
+	fake.Advance(choreQuiet)
+	if *releases != 2 {
+		t.Errorf("a second chore within choreQuiet of the first made a release of its own (%d in all, want 2)", *releases)
 	}
 }
 

@@ -30,6 +30,15 @@ const quiet = 500 * time.Millisecond
 // go again after each.
 const longQuiet = 20 * time.Second
 
+// choreQuiet is how long after a chore of a process that had let go what
+// the chore mapped goes back. A chore says it is done at its end
+// (AfterChore), so the wait is only for the chores that come together:
+// core's minute check and its watchdog's ping, a few milliseconds apart
+// every minute, release once. What a chore maps is held that long, up to
+// 3 MB for a moment (core's return to the mood's face and the panel's
+// drawing of it, BENCHMARKS.md): a twentieth of a second, not half.
+const choreQuiet = 50 * time.Millisecond
+
 // idlePercent is the collector's GOGC in a long-lived process between
 // turns: half Go's default heap growth, which also halves the 4 MB heap
 // the runtime lets a small process reach before its first collection,
@@ -130,7 +139,7 @@ var timers clock.Clock = clock.Real{}
 // AfterChore says a background chore is done, work the process does by
 // its own timer rather than for a turn (core's minute check, the panel's
 // minute redraw, a status strip's new figure): what the chore touched
-// goes back quiet from now if the process had let go already, and a
+// goes back choreQuiet from now if the process had let go already, and a
 // release already ahead stays where it is, so that chores closer
 // together than longQuiet never keep an idle process from letting go.
 // During work (a Busy not yet given back) the work's giveback covers the
@@ -142,7 +151,7 @@ func AfterChore() {
 		return
 	}
 	given.unreleased = true // the chore's garbage, collected by the release
-	arm(&pending.pages, quiet, letGo)
+	arm(&pending.pages, choreQuiet, letGo)
 	pending.releaseAhead = true
 }
 
