@@ -201,7 +201,7 @@ func BenchmarkFootprint(b *testing.B) {
 		p.waitTurns(start + i + 1)
 	}
 	time.Sleep(footprintIdle) // idle: the runtimes settle and give back what they can
-	sampleIdleMinute(b, procs)
+	sampleIdleMinute(b, procs, idleSampleBetween)
 	if n, lived := systemd.pings.Load(), time.Since(started); n < int64(lived/(15*time.Second))-1 {
 		b.Fatalf("core pinged its watchdog %d times in the %s since its start, want one every 15 s", n, lived.Round(time.Second))
 	}
@@ -217,19 +217,28 @@ const (
 	startupChoreEvery = 100 * time.Millisecond
 )
 
+// idleSampleBetween is how often BenchmarkFootprint sums the pet's PSS
+// between the idle minute's samples, for the moments the samples miss.
+const idleSampleBetween = 50 * time.Millisecond
+
 // samplePet sums the PSS of procs every every from from to to, in MB.
 func samplePet(b *testing.B, procs []idleProcess, from, to time.Time, every time.Duration) []float64 {
 	time.Sleep(time.Until(from))
 	var totals []float64
 	for time.Now().Before(to) {
-		var total float64
-		for _, p := range procs {
-			total += p.rollup().pss
-		}
-		totals = append(totals, total)
+		totals = append(totals, petPSS(procs))
 		time.Sleep(every)
 	}
 	return totals
+}
+
+// petPSS is the sum of procs' PSS now, in MB.
+func petPSS(procs []idleProcess) float64 {
+	var total float64
+	for _, p := range procs {
+		total += p.rollup().pss
+	}
+	return total
 }
 
 // watchdog stands in for systemd's side of a 30 s watchdog: the
@@ -375,14 +384,21 @@ type idleProcess struct {
 // and reports each process's median and largest PSS, its anonymous and
 // file PSS at the median, and the whole pet's median and largest sample:
 // the idle figures move (core's minute check, the panel's redraw, each
-// giveback's release), and one sample says little of the minute.
-func sampleIdleMinute(b *testing.B, procs []idleProcess) {
+// giveback's release), and one sample says little of the minute. With
+// between > 0 it also sums the pet's PSS every between in the meantime
+// and reports the largest sum (idle-pss-peak-MB): a chore's pages, held
+// for a moment, that the samples happen not to see.
+func sampleIdleMinute(b *testing.B, procs []idleProcess, between time.Duration) {
 	samples := make([][]rollup, len(procs))
-	var totals []float64
+	var totals, sums []float64
+	start := time.Now()
 	for sample := range idleSamples {
-		if sample > 0 {
-			time.Sleep(idleSampleEvery)
+		due := start.Add(time.Duration(sample) * idleSampleEvery)
+		for between > 0 && time.Until(due) > between {
+			sums = append(sums, petPSS(procs))
+			time.Sleep(between)
 		}
+		time.Sleep(time.Until(due))
 		var total float64
 		for i, p := range procs {
 			r := p.rollup()
@@ -390,6 +406,17 @@ func sampleIdleMinute(b *testing.B, procs []idleProcess) {
 			total += r.pss
 		}
 		totals = append(totals, total)
+	}
+	if between > 0 {
+		peak := max(slices.Max(totals), slices.Max(sums))
+		above := 0
+		for _, sum := range sums {
+			if sum >= 16 {
+				above++
+			}
+		}
+		b.Logf("the whole pet's PSS every %v between the samples: largest %.2f MB; %d of %d sums at 16 MB or more", between, peak, above, len(sums))
+		b.ReportMetric(peak, "idle-pss-peak-MB")
 	}
 	for i, p := range procs {
 		pick := func(f func(rollup) float64) []float64 {

@@ -113,7 +113,8 @@ func measureFootprintInVM(b *testing.B, pet petInAVM) {
 			smaps:  func() []byte { return []byte(pet.guest.Must(b, "cat", "/proc/"+pid+"/smaps")) },
 		})
 	}
-	sampleIdleMinute(b, procs)
+	// Each sample is a command in the guest: nothing is summed between.
+	sampleIdleMinute(b, procs, 0)
 
 	cgroupMB := func(file string) float64 {
 		v, err := strconv.ParseFloat(strings.TrimSpace(pet.guest.Must(b, "cat", "/sys/fs/cgroup/shelldon.slice/"+file)), 64)
