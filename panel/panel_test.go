@@ -122,7 +122,7 @@ func TestRefreshPolicy(t *testing.T) {
 	for _, step := range steps {
 		before := d.count()
 		clk.Advance(step.advance)
-		if _, err := r.show(step.scene); err != nil {
+		if err := r.show(step.scene); err != nil {
 			t.Fatal(err)
 		}
 		got := "unchanged"
@@ -150,11 +150,11 @@ func TestAFailedFrameIsNotTakenAsShown(t *testing.T) {
 	d := newRecorder()
 	r := &refresher{display: d, clock: clk, policy: Policy{FullEvery: 10, FullAfter: time.Hour, SleepAfter: time.Hour}}
 	d.fail = errors.New("SPI gone")
-	if _, err := r.show(caption("a")); err == nil {
+	if err := r.show(caption("a")); err == nil {
 		t.Fatal("show on a failing display: no error")
 	}
 	d.fail = nil
-	if _, err := r.show(caption("a")); err != nil || d.count() != 1 || d.last().partial {
+	if err := r.show(caption("a")); err != nil || d.count() != 1 || d.last().partial {
 		t.Errorf("after a failure the same frame: err %v, %d frames, want it sent in full", err, d.count())
 	}
 }
@@ -208,6 +208,42 @@ func TestReactionHoldsAgainstTheMood(t *testing.T) {
 	p.take(thinking)
 	if !d.last().frame.Equal(scene(thinking)) {
 		t.Error("a turn's face waited for a reaction's dwell")
+	}
+}
+
+// TestASnapshotHeldBackIsAChore: core's minute check sends the strip's
+// figures while a reaction holds the screen; the panel keeps the
+// snapshot for the dwell's end, and what taking it ran goes back at once
+// (a chore), not when the dwell ends up to a minute later. On this
+// machine the panel held 1.6 MB of its binary that long.
+func TestASnapshotHeldBackIsAChore(t *testing.T) {
+	chores := 0
+	afterChore = func() { chores++ }
+	t.Cleanup(func() { afterChore = giveback.AfterChore })
+	clk := clock.NewFake(start)
+	p, d := offline(t, clk)
+	reaction := snapshot(moment.Reply(faces.Builtin(), "happy", "lunch!"), contracts.PanelStatus{}, false)
+	reaction.HoldUntil = start.Add(time.Minute)
+	p.take(reaction)
+	clk.Advance(10 * time.Second)
+	chores = 0
+	p.take(snapshot(moment.Idle("bored"), contracts.PanelStatus{TurnsToday: 3}, true))
+	if d.count() != 1 {
+		t.Fatalf("the mood drifted over a held reaction: %d frames", d.count())
+	}
+	if chores != 1 {
+		t.Errorf("taking a snapshot held back for the dwell told %d chores, want 1", chores)
+	}
+	// A snapshot that looks as the shown one draws nothing, but making
+	// its scene ran the drawing's code: a chore too.
+	clk.Advance(time.Minute)
+	frames := d.count()
+	chores = 0
+	p.mu.Lock()
+	p.drawLocked(false)
+	p.mu.Unlock()
+	if d.count() != frames || chores != 1 {
+		t.Errorf("an unchanged scene drew %d frames and told %d chores, want 0 and 1", d.count()-frames, chores)
 	}
 }
 

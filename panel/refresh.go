@@ -55,22 +55,21 @@ type refresher struct {
 // show draws scene and sends the frame unless it is what the display
 // shows: a scene that looks as the one shown is not even drawn, and a
 // frame that came out the same is not sent. A failed frame is not taken
-// as shown, so the next one is compared with what really is there. It
-// reports whether it drew.
-func (r *refresher) show(scene render.Scene) (drew bool, err error) {
+// as shown, so the next one is compared with what really is there.
+func (r *refresher) show(scene render.Scene) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	look := scene.Look()
 	if r.shown != nil && look == r.shownLook {
 		r.counts.Unchanged++
-		return false, nil
+		return nil
 	}
 	f := render.Render(scene)
 	r.counts.Drawn++
 	if r.shown != nil && f.Equal(r.shown) {
 		r.shownLook = look
 		r.counts.Unchanged++
-		return true, nil
+		return nil
 	}
 	now := r.clock.Now()
 	full := r.shown == nil || r.asleep ||
@@ -78,7 +77,7 @@ func (r *refresher) show(scene render.Scene) (drew bool, err error) {
 		now.Sub(r.lastFull) >= r.policy.FullAfter ||
 		changedShare(f, r.shown) > bigChange
 	if err := r.display.Show(f, !full); err != nil {
-		return true, fmt.Errorf("show a frame on %s: %w", r.display.Name(), err)
+		return fmt.Errorf("show a frame on %s: %w", r.display.Name(), err)
 	}
 	r.shown, r.shownLook, r.asleep = f, look, false
 	if full {
@@ -92,14 +91,15 @@ func (r *refresher) show(scene render.Scene) (drew bool, err error) {
 		r.sleep.Stop()
 	}
 	r.sleep = r.clock.AfterFunc(r.policy.SleepAfter, r.doze)
-	return true, nil
+	return nil
 }
 
 // doze puts the display to sleep; the next frame wakes it with a full
-// refresh.
+// refresh. It comes by its own timer, long after the last frame: a chore.
 func (r *refresher) doze() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	defer afterChore()
 	if r.asleep {
 		return
 	}
