@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 
 	"shelldon/bus"
 	"shelldon/contracts"
@@ -336,8 +335,8 @@ func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) update
 			return updateDone
 		}
 	}
-	var upd models.Update
-	if err := json.Unmarshal(it.Body, &upd); err != nil {
+	upd, err := readUpdate(it.Body)
+	if err != nil {
 		t.log.Error("telegram: an unreadable update; skipped", "update", it.ID, "err", err)
 		return updateDone
 	}
@@ -353,7 +352,7 @@ func (t *Transport) handleUpdate(ctx context.Context, it state.InboxItem) update
 func (t *Transport) allowed(id int64) bool { return t.owners.allowed(id) }
 
 // ignore counts and logs an update from someone who may not talk to the pet.
-func (t *Transport) ignore(ctx context.Context, what string, from *models.User) {
+func (t *Transport) ignore(ctx context.Context, what string, from *user) {
 	var id int64
 	var name string
 	if from != nil {
@@ -367,7 +366,7 @@ func (t *Transport) ignore(ctx context.Context, what string, from *models.User) 
 
 // handleMessage passes the owner's message of update id to core, which
 // confirms it by the update's id once kept.
-func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Message) updateFate {
+func (t *Transport) handleMessage(ctx context.Context, id int64, msg *message) updateFate {
 	if msg.From == nil || !t.allowed(msg.From.ID) {
 		paired, reply := t.pairer.take(ctx, msg.From, msg.Text)
 		if reply != "" {
@@ -392,7 +391,7 @@ func (t *Transport) handleMessage(ctx context.Context, id int64, msg *models.Mes
 
 // pass hands the owner's message msg, of update id, to core as in; core
 // confirms it by the update's id once kept.
-func (t *Transport) pass(ctx context.Context, id int64, msg *models.Message, in contracts.Inbound) updateFate {
+func (t *Transport) pass(ctx context.Context, id int64, msg *message, in contracts.Inbound) updateFate {
 	in.Ref = strconv.FormatInt(id, 10)
 	// Counted as passed before it is sent: core's confirmation may come
 	// back before the send returns.
@@ -421,7 +420,7 @@ func (t *Transport) refuseOversized(ctx context.Context, id int64, o oversized) 
 	switch {
 	case o.From == 0 || o.Chat == 0:
 	case !t.allowed(o.From):
-		t.ignore(ctx, "oversized update", &models.User{ID: o.From})
+		t.ignore(ctx, "oversized update", &user{ID: o.From})
 	default:
 		t.reply(ctx, o.Chat, fmt.Sprintf(oversizedReply, float64(o.Bytes)/(1<<20), maxUpdateBytes>>10))
 	}
@@ -434,17 +433,15 @@ func (t *Transport) refuseOversized(ctx context.Context, id int64, o oversized) 
 // decision once, so a second tap, or a tap on an expired or unknown
 // request, never executes; the taps in flight only spare the owner a
 // second "on it" for the same request.
-func (t *Transport) handleTap(ctx context.Context, cq *models.CallbackQuery) {
+func (t *Transport) handleTap(ctx context.Context, cq *callbackQuery) {
 	if !t.allowed(cq.From.ID) {
 		t.ignore(ctx, "button tap", &cq.From)
 		return
 	}
 	var chat int64
 	var messageID int
-	if m := cq.Message.Message; m != nil {
+	if m := cq.Message; m != nil {
 		chat, messageID = m.Chat.ID, m.ID
-	} else if m := cq.Message.InaccessibleMessage; m != nil {
-		chat, messageID = m.Chat.ID, m.MessageID
 	}
 	turn, approve, always, ok := parseCallback(cq.Data)
 	if !ok {

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/go-telegram/bot"
-	"github.com/go-telegram/bot/models"
 
 	"shelldon/contracts"
 )
@@ -76,7 +75,7 @@ type sound struct {
 
 // soundOf is the voice note or audio file of msg, or what is wrong with
 // it, for the owner.
-func soundOf(msg *models.Message) (sound, error) {
+func soundOf(msg *message) (sound, error) {
 	if v := msg.Voice; v != nil {
 		if v.MimeType != "" && audioMIMEs[v.MimeType] == "" {
 			return sound{}, fmt.Errorf("your voice note is %s, which I cannot transcribe: I take %s", v.MimeType, supportedAudio)
@@ -103,7 +102,7 @@ func soundOf(msg *models.Message) (sound, error) {
 
 // hear transcribes the owner's voice note or audio file of update id,
 // and passes its words to core as their message.
-func (t *Transport) hear(ctx context.Context, id int64, msg *models.Message) updateFate {
+func (t *Transport) hear(ctx context.Context, id int64, msg *message) updateFate {
 	chat := msg.Chat.ID
 	if !t.cfg.Transcription {
 		t.reply(ctx, chat, noTranscriptionReply)
@@ -129,7 +128,7 @@ func (t *Transport) hear(ctx context.Context, id int64, msg *models.Message) upd
 
 // see passes the owner's photo of update id to core, in the largest of
 // Telegram's sizes within the bounds, with its caption.
-func (t *Transport) see(ctx context.Context, id int64, msg *models.Message) updateFate {
+func (t *Transport) see(ctx context.Context, id int64, msg *message) updateFate {
 	chat := msg.Chat.ID
 	if !t.cfg.Vision {
 		t.reply(ctx, chat, noVisionReply)
@@ -171,8 +170,8 @@ func photoPlaceholder(caption string) string {
 // pickPhoto is the largest of Telegram's sizes of a photo whose longer
 // side is at most maxSide pixels and whose stated size at most maxBytes
 // (a size Telegram does not state is checked as it downloads).
-func pickPhoto(sizes []models.PhotoSize, maxBytes int64, maxSide int) (models.PhotoSize, bool) {
-	var best models.PhotoSize
+func pickPhoto(sizes []photoSize, maxBytes int64, maxSide int) (photoSize, bool) {
+	var best photoSize
 	found := false
 	for _, s := range sizes {
 		if max(s.Width, s.Height) > maxSide || int64(s.FileSize) > maxBytes {

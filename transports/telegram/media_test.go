@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-telegram/bot/models"
-
 	"shelldon/bus"
 	"shelldon/contracts"
 	"shelldon/transports/telegram/telegramtest"
@@ -228,20 +226,20 @@ func TestPhotoReachesCore(t *testing.T) {
 }
 
 func TestPickPhoto(t *testing.T) {
-	small := models.PhotoSize{FileID: "s", Width: 90, Height: 60, FileSize: 2 << 10}
-	mid := models.PhotoSize{FileID: "m", Width: 1280, Height: 960, FileSize: 200 << 10}
-	heavy := models.PhotoSize{FileID: "h", Width: 1000, Height: 1000, FileSize: 2 << 20}
-	big := models.PhotoSize{FileID: "b", Width: 2560, Height: 1920, FileSize: 900 << 10}
-	unsized := models.PhotoSize{FileID: "u", Width: 320, Height: 240}
+	small := photoSize{FileID: "s", Width: 90, Height: 60, FileSize: 2 << 10}
+	mid := photoSize{FileID: "m", Width: 1280, Height: 960, FileSize: 200 << 10}
+	heavy := photoSize{FileID: "h", Width: 1000, Height: 1000, FileSize: 2 << 20}
+	big := photoSize{FileID: "b", Width: 2560, Height: 1920, FileSize: 900 << 10}
+	unsized := photoSize{FileID: "u", Width: 320, Height: 240}
 	tests := []struct {
-		sizes []models.PhotoSize
+		sizes []photoSize
 		want  string // "" for none
 	}{
-		{[]models.PhotoSize{small, mid, big}, "m"},
-		{[]models.PhotoSize{big, mid, small}, "m"},
-		{[]models.PhotoSize{small, heavy}, "s"},
-		{[]models.PhotoSize{big}, ""},
-		{[]models.PhotoSize{small, unsized}, "u"},
+		{[]photoSize{small, mid, big}, "m"},
+		{[]photoSize{big, mid, small}, "m"},
+		{[]photoSize{small, heavy}, "s"},
+		{[]photoSize{big}, ""},
+		{[]photoSize{small, unsized}, "u"},
 		{nil, ""},
 	}
 	for _, tt := range tests {

@@ -9,8 +9,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-telegram/bot/models"
-
 	"shelldon/clock"
 	"shelldon/contracts"
 	"shelldon/daemon/pairing"
@@ -108,7 +106,7 @@ func (p *pairer) load(ctx context.Context) error {
 // says so. reply is what the sender is answered, "" for nothing: the
 // news that they are paired, or, while the pet has no owner at all,
 // "not paired", within bounds.
-func (p *pairer) take(ctx context.Context, from *models.User, text string) (paired bool, reply string) {
+func (p *pairer) take(ctx context.Context, from *user, text string) (paired bool, reply string) {
 	if p.file == "" || from == nil {
 		return false, ""
 	}

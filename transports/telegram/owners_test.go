@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-telegram/bot/models"
-
 	"shelldon/clock"
 	"shelldon/daemon/pairing"
 )
@@ -36,7 +34,7 @@ func TestStrangersAreAnsweredWithinBounds(t *testing.T) {
 	p := pairer{file: file, store: kv{}, owners: &owners{}, clock: clk, log: slog.New(slog.DiscardHandler)}
 	ctx := context.Background()
 	answered := func(id int64) bool {
-		_, reply := p.take(ctx, &models.User{ID: id}, "/start")
+		_, reply := p.take(ctx, &user{ID: id}, "/start")
 		return reply == notPairedReply
 	}
 	if !answered(1) || answered(1) {
@@ -60,7 +58,7 @@ func TestStrangersAreAnsweredWithinBounds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if paired, reply := p.take(ctx, &models.User{ID: 42}, code); !paired || reply != pairedReply {
+	if paired, reply := p.take(ctx, &user{ID: 42}, code); !paired || reply != pairedReply {
 		t.Fatalf("the code's sender: paired %v, read %q", paired, reply)
 	}
 	clk.Advance(time.Hour)
