@@ -560,9 +560,14 @@ func (c *Core) idleChoreDone() {
 // ChoreDone says that a part of core's process did a chore off the loop,
 // by its own timer: the Telegram transport's long poll, which ends with
 // nothing every poll_timeout between the owner's messages. What it ran
-// goes back as the loop's own chores' pages do, unless a turn runs.
+// goes back as the loop's own chores' pages do, unless a turn runs. It
+// never waits: a loop with a full queue is not idle, and what it is busy
+// with ends in a giveback of its own.
 func (c *Core) ChoreDone() {
-	c.onLoop(func(context.Context) { c.idleChoreDone() })
+	select {
+	case c.work <- func(context.Context) { c.idleChoreDone() }:
+	default:
+	}
 }
 
 // expire drops the requests nobody decided on in time, sends again the
