@@ -219,7 +219,11 @@ const (
 
 // idleSampleBetween is how often BenchmarkFootprint sums the pet's PSS
 // between the idle minute's samples, for the moments the samples miss.
-const idleSampleBetween = 50 * time.Millisecond
+// idleGoalMB is issue 34's bound on the idle pet's PSS at any moment.
+const (
+	idleSampleBetween = 50 * time.Millisecond
+	idleGoalMB        = 16
+)
 
 // samplePet sums the PSS of procs every every from from to to, in MB.
 func samplePet(b *testing.B, procs []idleProcess, from, to time.Time, every time.Duration) []float64 {
@@ -336,10 +340,10 @@ func readSmapsRollup(b testing.TB, pid int) rollup {
 // resident and proportional set sizes, and the proportional size split
 // into anonymous pages (the Go heap, its metadata, the stacks: only the
 // process can give them back) and file pages (its binary's, which the
-// kernel may drop).
-// rssFile is the resident file pages (Rss less Anonymous): what the
-// process maps of its binary, whoever else maps the same pages, where
-// pssFile moves also when another process maps or lets go of them.
+// kernel may drop). rssFile is the resident file pages (Rss less
+// Anonymous): what the process maps of its binary, whoever else maps the
+// same pages, where pssFile moves also when another process maps or lets
+// go of them.
 type rollup struct{ rss, rssFile, pss, pssAnon, pssFile float64 }
 
 // parseSmapsRollup takes the Rss, Anonymous, Pss, Pss_Anon and Pss_File
@@ -411,11 +415,11 @@ func sampleIdleMinute(b *testing.B, procs []idleProcess, between time.Duration) 
 		peak := max(slices.Max(totals), slices.Max(sums))
 		above := 0
 		for _, sum := range sums {
-			if sum >= 16 {
+			if sum >= idleGoalMB {
 				above++
 			}
 		}
-		b.Logf("the whole pet's PSS every %v between the samples: largest %.2f MB; %d of %d sums at 16 MB or more", between, peak, above, len(sums))
+		b.Logf("the whole pet's PSS every %v between the samples: largest %.2f MB; %d of %d sums at %d MB or more", between, peak, above, len(sums), idleGoalMB)
 		b.ReportMetric(peak, "idle-pss-peak-MB")
 	}
 	for i, p := range procs {
