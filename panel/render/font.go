@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"fmt"
 	"image"
+	"strings"
 	"sync"
 
 	"golang.org/x/image/font"
@@ -13,10 +14,17 @@ import (
 )
 
 // fontFile is DejaVu Sans Mono Bold: bold strokes survive thresholding to
-// one bit, and it draws every character the face registry accepts.
+// one bit, and it draws every character the face registry accepts. It is
+// a string, not a []byte, so its 334 KB stay in the binary's read-only
+// data, which the panel lets go of between draws (giveback) and maps
+// back by the page as it draws: embedded as a []byte it sat in the
+// writable data segment, which a process keeps, and the pages a draw had
+// read stayed the panel's for good (380 KB of its PSS idle,
+// BENCHMARKS.md). The parser reads it through a strings.Reader, which
+// copies only what a lookup reads.
 //
 //go:embed DejaVuSansMono-Bold.ttf
-var fontFile []byte
+var fontFile string
 
 // inkThreshold is the antialiased coverage (of 0xffff) from which a pixel
 // is inked.
@@ -62,7 +70,7 @@ var (
 // first time.
 func glyphs() *glyphCache {
 	cacheOnce.Do(func() {
-		parsed, err := opentype.Parse(fontFile)
+		parsed, err := opentype.ParseReaderAt(strings.NewReader(fontFile))
 		if err != nil {
 			panic(fmt.Sprintf("render: the embedded DejaVuSansMono-Bold.ttf is corrupt: %v", err))
 		}
