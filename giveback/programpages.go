@@ -39,8 +39,10 @@ func unmapProgramPages() error {
 	if err != nil {
 		return fmt.Errorf("reading this process's mappings: %w", err)
 	}
-	defer smaps.Close()
 	ranges, err := cleanReadOnlyRangesOf(io.LimitReader(smaps, maxSmapsBytes), exe)
+	// Closed before the pages go, not deferred: code run after them maps
+	// its pages back, and holds them until the next release.
+	smaps.Close()
 	if err != nil {
 		return fmt.Errorf("reading this process's mappings: %w", err)
 	}
