@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,9 +135,12 @@ func boot(t testing.TB, nspawn, root string, readOnly []string) (*Host, error) {
 	for _, dir := range readOnly {
 		args = append(args, "--bind-ro="+dir)
 	}
+	// No Pdeathsig: Linux sends it when the thread that started nspawn
+	// ends, and a test binary ends threads (a goroutine that locked one
+	// for a namespace and returned), which killed nspawn mid-test. A
+	// killed nspawn does not end its container either; poweroff does.
 	cmd := exec.Command(nspawn, args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start systemd-nspawn: %w", err)
@@ -180,6 +182,42 @@ func boot(t testing.TB, nspawn, root string, readOnly []string) (*Host, error) {
 			return h, nil
 		}
 	}
+}
+
+// orphanGone bounds the wait for an orphaned container to end once its
+// systemd is killed.
+const orphanGone = 10 * time.Second
+
+// killOrphan kills the container whose systemd is leader (0: none) if it
+// still runs, which ends its whole PID namespace, and waits for it to be
+// gone. The check that leader is still a namespace's PID 1 keeps a pid
+// the kernel has since given to another process safe.
+func killOrphan(leader int) error {
+	if leader == 0 || innermostPid(leader) != 1 {
+		return nil
+	}
+	if err := unix.Kill(leader, unix.SIGKILL); err != nil && !errors.Is(err, unix.ESRCH) {
+		return fmt.Errorf("kill the orphaned container's systemd (pid %d): %w", leader, err)
+	}
+	for deadline := time.Now().Add(orphanGone); alive(leader); {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the orphaned container's systemd (pid %d) still runs %s after SIGKILL", leader, orphanGone)
+		}
+		time.Sleep(pollInterval)
+	}
+	return nil
+}
+
+// alive is whether pid is a process that has not exited (a zombie, not
+// yet reaped by the machine's init, has).
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	_, after, ok := strings.Cut(string(stat), ") ")
+	return ok && !strings.HasPrefix(after, "Z") && !strings.HasPrefix(after, "X")
 }
 
 // leaderOf is the child of systemd-nspawn that is PID 1 in its own
@@ -299,7 +337,10 @@ func (h *Host) Exec(ctx context.Context, argv ...string) ([]byte, error) {
 func poweroff(cmd *exec.Cmd, exited chan error, h *Host) error {
 	select {
 	case <-exited:
-		return nil // it died on its own; the boot error says why
+		// nspawn is gone: it ended with its container, or it was killed
+		// and the container runs on, its systemd now a child of the
+		// machine's init, until it is killed.
+		return killOrphan(h.Leader)
 	default:
 	}
 	if h.Leader == 0 {

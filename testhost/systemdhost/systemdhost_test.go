@@ -2,11 +2,14 @@ package systemdhost
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
+	"golang.org/x/sys/unix"
 )
 
 // TestBootRunsATransientService boots the test host, talks to its systemd
@@ -72,4 +75,45 @@ func hasUnit(units []sddbus.UnitStatus, name, active string) bool {
 		}
 	}
 	return false
+}
+
+// TestAHostWhoseNspawnWasKilledIsStillPoweredOff: a killed
+// systemd-nspawn leaves its container running, reparented to the
+// machine's init; the test's cleanup must end it all the same, or a pet
+// booted in it runs on after the test (seen after a CI run).
+func TestAHostWhoseNspawnWasKilledIsStillPoweredOff(t *testing.T) {
+	var leader int
+	t.Run("boot", func(t *testing.T) {
+		h := Boot(t)
+		leader = h.Leader
+		nspawn := parentOf(t, leader)
+		if err := unix.Kill(nspawn, unix.SIGKILL); err != nil {
+			t.Fatalf("kill systemd-nspawn (pid %d): %v", nspawn, err)
+		}
+		for deadline := time.Now().Add(10 * time.Second); parentOf(t, leader) == nspawn; time.Sleep(pollInterval) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the container's systemd (pid %d) is still systemd-nspawn's child 10 s after its kill", leader)
+			}
+		}
+	}) // the subtest's cleanup powers the host off
+	if alive(leader) && innermostPid(leader) == 1 {
+		unix.Kill(leader, unix.SIGKILL) // not left behind by this test either
+		t.Errorf("the container's systemd (pid %d) still runs after the test host's cleanup", leader)
+	}
+}
+
+// parentOf is pid's parent, from /proc.
+func parentOf(t *testing.T, pid int) int {
+	t.Helper()
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(stat), ") ")
+	var state string
+	var ppid int
+	if _, err := fmt.Sscan(after, &state, &ppid); err != nil {
+		t.Fatalf("parse /proc/%d/stat: %v", pid, err)
+	}
+	return ppid
 }
