@@ -211,13 +211,8 @@ func killOrphan(leader int) error {
 // alive is whether pid is a process that has not exited (a zombie, not
 // yet reaped by the machine's init, has).
 func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command's closing parenthesis.
-	_, after, ok := strings.Cut(string(stat), ") ")
-	return ok && !strings.HasPrefix(after, "Z") && !strings.HasPrefix(after, "X")
+	_, fields, err := testhost.ProcStat(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && fields[0] != "Z" && fields[0] != "X"
 }
 
 // leaderOf is the child of systemd-nspawn that is PID 1 in its own

@@ -3,13 +3,15 @@ package systemdhost
 import (
 	"context"
 	"fmt"
-	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	"golang.org/x/sys/unix"
+
+	"shelldon/testhost"
 )
 
 // TestBootRunsATransientService boots the test host, talks to its systemd
@@ -105,15 +107,13 @@ func TestAHostWhoseNspawnWasKilledIsStillPoweredOff(t *testing.T) {
 // parentOf is pid's parent, from /proc.
 func parentOf(t *testing.T, pid int) int {
 	t.Helper()
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	_, fields, err := testhost.ProcStat(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, _ := strings.Cut(string(stat), ") ")
-	var state string
-	var ppid int
-	if _, err := fmt.Sscan(after, &state, &ppid); err != nil {
-		t.Fatalf("parse /proc/%d/stat: %v", pid, err)
+	ppid, err := strconv.Atoi(fields[1])
+	if err != nil {
+		t.Fatalf("/proc/%d/stat: parent %q: %v", pid, fields[1], err)
 	}
 	return ppid
 }
